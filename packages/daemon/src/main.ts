@@ -1,0 +1,40 @@
+import { readFileSync, unlinkSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { ProcessTable } from './process-table.js';
+import { FileService } from './file-service.js';
+import { SandboxPaths } from './sandbox-paths.js';
+import { createDaemonRouter } from './server.js';
+
+/**
+ * The in-sandbox daemon. The node agent writes a one-time token file into the sandbox's rootfs; the
+ * daemon reads it and deletes it before serving, so processes in the sandbox never find it on disk.
+ */
+function main(): void {
+  const port = Number(process.env.SPACE_DAEMON_PORT ?? 49983);
+  const tokenFile = process.env.SPACE_DAEMON_TOKEN_FILE ?? '/run/space/daemon-token';
+  const workdir = process.env.SPACE_WORKDIR ?? '/workspace';
+  const ptyHelper = process.env.SPACE_PTY_HELPER ?? '/.space/space-pty';
+  const token = readFileSync(tokenFile, 'utf8').trim();
+  unlinkSync(tokenFile);
+  if (token.length < 32) throw new Error('daemon token too short');
+
+  // User processes get the sandbox environment without the daemon's own settings.
+  const baseEnv: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !key.startsWith('SPACE_DAEMON_') && key !== 'SPACE_PTY_HELPER' && key !== 'NODE_OPTIONS') baseEnv[key] = value;
+  }
+  const paths = new SandboxPaths(workdir);
+  const processes = new ProcessTable(paths, baseEnv, ptyHelper);
+  const router = createDaemonRouter({ token, processes, files: new FileService(paths), paths });
+  const server = createServer({ requestTimeout: 0, keepAliveTimeout: 60_000 }, (req, res) => void router.handle(req, res));
+  server.on('upgrade', (req, socket, head) => void router.handleUpgrade(req, socket, head));
+  server.listen(port, '0.0.0.0', () => process.stdout.write(`space-daemon listening on ${port}\n`));
+  const stop = (): void => {
+    processes.killAll();
+    process.exit(0);
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+main();

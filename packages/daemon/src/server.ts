@@ -1,0 +1,135 @@
+import { ErrorCode, ExecRequestSchema, Limits, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, PtyStartSchema, ExecStreamStartSchema, RemoveQuerySchema, SignalRequestSchema, SpaceError, type ExecResult } from '@space/protocol';
+import { Router, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson, type UpgradeContext } from '@space/server-kit';
+import type { FileService } from './file-service.js';
+import type { ProcessTable } from './process-table.js';
+import { bindProcessSocket, firstMessage, sendStreamError } from './process-socket.js';
+import { bindWatchSocket } from './watch-socket.js';
+import { collectOutput } from './collect-output.js';
+import type { SandboxPaths } from './sandbox-paths.js';
+
+export interface DaemonDeps {
+  token: string;
+  processes: ProcessTable;
+  files: FileService;
+  paths: SandboxPaths;
+}
+
+/** The daemon's API: the table in @space/protocol `sandboxRoutes`, behind the node agent's token. */
+export function createDaemonRouter(deps: DaemonDeps): Router {
+  const { processes, files } = deps;
+  const authorize = (req: { headers: Record<string, unknown> }): void => {
+    const token = bearerToken(req as never);
+    if (!token || !secretsEqual(token, deps.token)) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'daemon channel token missing or wrong');
+  };
+  const guard = (ctx: UpgradeContext): void => authorize(ctx.req);
+  const router = new Router();
+  const on = (method: string, pattern: string, handler: Parameters<Router['on']>[2]): void => {
+    router.on(method, pattern, async (ctx) => {
+      authorize(ctx.req);
+      await handler(ctx);
+    });
+  };
+
+  on('GET', '/health', ({ res }) => sendJson(res, 200, { ok: true }));
+
+  on('POST', '/exec', async ({ req, res }) => {
+    const body = await readJson(req, ExecRequestSchema);
+    const proc = processes.start(body);
+    if (body.background) {
+      proc.endStdin();
+      return sendJson(res, 200, { pid: proc.pid });
+    }
+    if (body.stdin !== undefined) proc.write(Buffer.from(body.stdin, 'utf8'));
+    proc.endStdin();
+    const started = Date.now();
+    const result: ExecResult = await collectOutput(proc, Limits.maxBufferedOutputBytes);
+    sendJson(res, 200, { ...result, durationMs: Date.now() - started });
+  });
+
+  on('GET', '/processes', ({ res }) => sendJson(res, 200, { processes: processes.list() }));
+
+  on('POST', '/processes/:pid/signal', async ({ req, res, params }) => {
+    const { signal } = await readJson(req, SignalRequestSchema);
+    processes.get(Number(params.pid)).kill(signal);
+    sendJson(res, 200, { ok: true });
+  });
+
+  on('GET', '/files', async ({ res, url }) => {
+    const { path } = parseQuery(url, PathQuerySchema);
+    const { stream, size } = await files.openRead(path);
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size });
+    stream.on('error', (err) => res.destroy(err));
+    stream.pipe(res);
+  });
+
+  on('PUT', '/files', async ({ req, res, url }) => {
+    const { path } = parseQuery(url, PathQuerySchema);
+    sendJson(res, 200, await files.write(path, req, Limits.maxUploadBytes));
+  });
+
+  on('DELETE', '/files', async ({ res, url }) => {
+    const { path, recursive } = parseQuery(url, RemoveQuerySchema);
+    await files.remove(path, recursive === 'true');
+    sendJson(res, 200, { ok: true });
+  });
+
+  on('GET', '/files/list', async ({ res, url }) => sendJson(res, 200, await files.list(parseQuery(url, PathQuerySchema).path)));
+  on('GET', '/files/stat', async ({ res, url }) => sendJson(res, 200, await files.stat(parseQuery(url, PathQuerySchema).path)));
+
+  on('POST', '/files/mkdir', async ({ req, res }) => {
+    const body = await readJson(req, MkdirRequestSchema);
+    await files.mkdir(body.path, body.recursive ?? true);
+    sendJson(res, 200, { ok: true });
+  });
+
+  on('POST', '/files/move', async ({ req, res }) => {
+    const body = await readJson(req, MoveRequestSchema);
+    await files.move(body.from, body.to, body.overwrite ?? false);
+    sendJson(res, 200, { ok: true });
+  });
+
+  router.socket('/exec/stream', guard, (ws) => {
+    void firstMessage(ws, 10_000)
+      .then((raw) => {
+        const start = parseWith(ExecStreamStartSchema, raw, 'start message');
+        bindProcessSocket(ws, processes.start(start), false);
+      })
+      .catch((err) => reportSocketError(ws, err));
+  });
+
+  router.socket('/pty', guard, (ws) => {
+    void firstMessage(ws, 10_000)
+      .then((raw) => {
+        const start = parseWith(PtyStartSchema, raw, 'start message');
+        const cmd = start.cmd ?? ['/bin/sh', '-l'];
+        const proc = processes.start({ cmd, cwd: start.cwd, env: start.env, timeoutMs: Limits.maxExecTimeoutMs, pty: { cols: start.cols, rows: start.rows } });
+        bindProcessSocket(ws, proc, false);
+      })
+      .catch((err) => reportSocketError(ws, err));
+  });
+
+  router.socket('/processes/:pid/attach', guard, (ws, ctx) => {
+    try {
+      bindProcessSocket(ws, processes.get(Number(ctx.params.pid)), true);
+    } catch (err) {
+      reportSocketError(ws, err);
+    }
+  });
+
+  router.socket('/files/watch', guard, (ws, ctx) => {
+    try {
+      const { path } = parseQuery(ctx.url, PathQuerySchema);
+      bindWatchSocket(ws, deps.paths.resolve(path), path);
+    } catch (err) {
+      reportSocketError(ws, err);
+    }
+  });
+
+  return router;
+}
+
+function reportSocketError(ws: import('ws').WebSocket, err: unknown): void {
+  const e = err instanceof SpaceError ? err : new SpaceError(ErrorCode.VALIDATION_FAILED, (err as Error)?.message ?? String(err));
+  sendStreamError(ws, e.code, e.message);
+}
+

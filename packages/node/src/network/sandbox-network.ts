@@ -1,0 +1,54 @@
+import { existsSync } from 'node:fs';
+import { runCommand } from '../run-command.js';
+import type { IpLeases, Lease } from './ip-leases.js';
+
+export interface SandboxNetworkInfo {
+  netns: string;
+  netnsPath: string;
+  hostIf: string;
+  lease: Lease;
+}
+
+/**
+ * One network namespace per sandbox, joined to the host by a veth pair on a private /30. There is
+ * no default route inside: the sandbox reaches only the host end, which is how the node agent
+ * talks to the daemon. (Egress through the credential gateway comes later.)
+ */
+export class SandboxNetwork {
+  constructor(private readonly leases: IpLeases) {}
+
+  static names(sandboxId: string): { netns: string; hostIf: string } {
+    const short = sandboxId.replace(/^sbx_/, '').slice(0, 10);
+    return { netns: `space-${sandboxId}`, hostIf: `sp${short}` };
+  }
+
+  async create(sandboxId: string, owner: string): Promise<SandboxNetworkInfo> {
+    const { netns, hostIf } = SandboxNetwork.names(sandboxId);
+    const lease = await this.leases.acquire(`${owner} ${netns}`);
+    try {
+      await runCommand(['ip', 'netns', 'add', netns]);
+      await runCommand(['ip', 'link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns]);
+      await runCommand(['ip', 'addr', 'add', `${lease.hostIp}/${lease.prefix}`, 'dev', hostIf]);
+      await runCommand(['ip', 'link', 'set', hostIf, 'up']);
+      await runCommand(['ip', '-n', netns, 'addr', 'add', `${lease.sandboxIp}/${lease.prefix}`, 'dev', 'eth0']);
+      await runCommand(['ip', '-n', netns, 'link', 'set', 'eth0', 'up']);
+      await runCommand(['ip', '-n', netns, 'link', 'set', 'lo', 'up']);
+    } catch (err) {
+      await this.destroy(sandboxId, lease.index);
+      throw err;
+    }
+    return { netns, netnsPath: `/var/run/netns/${netns}`, hostIf, lease };
+  }
+
+  /** Removes the namespace (which takes the veth pair with it) and frees the subnet. Idempotent. */
+  async destroy(sandboxId: string, leaseIndex: number | null): Promise<void> {
+    const { netns, hostIf } = SandboxNetwork.names(sandboxId);
+    if (existsSync(`/var/run/netns/${netns}`)) await runCommand(['ip', 'netns', 'delete', netns], { allowFailure: true });
+    await runCommand(['ip', 'link', 'delete', hostIf], { allowFailure: true, stdio: ['ignore', 'ignore', 'ignore'] });
+    if (leaseIndex !== null) await this.leases.release(leaseIndex);
+  }
+
+  static exists(netns: string): boolean {
+    return existsSync(`/var/run/netns/${netns}`);
+  }
+}

@@ -1,0 +1,39 @@
+import type { Resources } from '@space/protocol';
+
+/** What a runtime needs to start one sandbox. */
+export interface SandboxSpec {
+  sandboxId: string;
+  /** Writable root filesystem (a btrfs subvolume). */
+  rootfs: string;
+  /** Directory the driver may use for its bundle, logs and state. */
+  workDir: string;
+  hostname: string;
+  /** argv of the sandbox's first process (the daemon under its init). */
+  args: string[];
+  env: Record<string, string>;
+  resources: Resources;
+  /** Host directory mounted read-only at `/.space`: the daemon and the runtime it runs on. */
+  runtimeDir: string;
+  netnsPath: string;
+}
+
+export interface SandboxStats {
+  running: boolean;
+  pid: number | null;
+}
+
+/**
+ * The runtime behind the node agent. gVisor implements it here; a Firecracker driver (VM with
+ * kernel, rootfs image, vsock daemon channel, snapshot files) can implement the same methods.
+ */
+export interface RuntimeDriver {
+  readonly name: string;
+  /** Checks the host can run sandboxes; throws a message that says what to install or change. */
+  preflight(): Promise<void>;
+  start(spec: SandboxSpec): Promise<void>;
+  /** Stops the sandbox and removes the runtime's record of it. Idempotent. */
+  destroy(sandboxId: string): Promise<void>;
+  stats(sandboxId: string): Promise<SandboxStats>;
+  /** Ids of every sandbox the runtime knows about on this node (for reconciliation). */
+  list(): Promise<string[]>;
+}

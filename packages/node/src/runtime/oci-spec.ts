@@ -1,0 +1,42 @@
+import type { SandboxSpec } from './driver.js';
+
+/** The OCI runtime spec for one sandbox. */
+export function buildOciSpec(spec: SandboxSpec): Record<string, unknown> {
+  const { resources } = spec;
+  return {
+    ociVersion: '1.0.0',
+    process: {
+      terminal: false,
+      user: { uid: 0, gid: 0 },
+      args: spec.args,
+      env: Object.entries(spec.env).map(([k, v]) => `${k}=${v}`),
+      cwd: '/',
+      capabilities: defaultCapabilities(),
+      rlimits: [{ type: 'RLIMIT_NOFILE', hard: 65536, soft: 65536 }],
+    },
+    root: { path: spec.rootfs, readonly: false },
+    hostname: spec.hostname,
+    mounts: [
+      { destination: '/proc', type: 'proc', source: 'proc' },
+      { destination: '/dev', type: 'tmpfs', source: 'tmpfs', options: ['nosuid', 'strictatime', 'mode=755', 'size=65536k'] },
+      { destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620'] },
+      { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'] },
+      { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
+      { destination: '/.space', type: 'bind', source: spec.runtimeDir, options: ['rbind', 'ro'] },
+    ],
+    linux: {
+      cgroupsPath: `/space/${spec.sandboxId}`,
+      namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network', path: spec.netnsPath }],
+      resources: {
+        memory: { limit: resources.memoryMb * 1024 * 1024 },
+        cpu: { quota: Math.round(resources.cpus * 100_000), period: 100_000 },
+        pids: { limit: resources.pids },
+      },
+    },
+  };
+}
+
+function defaultCapabilities(): Record<string, string[]> {
+  const caps = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FSETID', 'CAP_FOWNER', 'CAP_MKNOD', 'CAP_NET_RAW', 'CAP_SETGID', 'CAP_SETUID', 'CAP_SETFCAP', 'CAP_SETPCAP', 'CAP_NET_BIND_SERVICE', 'CAP_SYS_CHROOT', 'CAP_KILL', 'CAP_AUDIT_WRITE'];
+  return { bounding: caps, effective: caps, inheritable: caps, permitted: caps };
+}

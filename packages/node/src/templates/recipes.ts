@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import { chmod, mkdir, readdir, symlink, writeFile, copyFile } from 'node:fs/promises';
+import path from 'node:path';
+import { runCommand } from '../run-command.js';
+import { findAptMirror } from './apt-mirror.js';
+
+export type Progress = (message: string) => void;
+
+export interface TemplateRecipe {
+  name: string;
+  description: string;
+  /** Everything that determines the result: a change here means a rebuild. */
+  fingerprint: string;
+  /** Fills `root` (an empty directory) with the template's filesystem. */
+  build(root: string, progress: Progress, cacheDir: string): Promise<void>;
+}
+
+export function recipeHash(recipe: TemplateRecipe): string {
+  return createHash('sha256').update(recipe.fingerprint).digest('hex').slice(0, 12);
+}
+
+const baseEtcPasswd = 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n';
+const baseEtcGroup = 'root:x:0:\nnogroup:x:65534:\n';
+
+/** Directories every template has: mount points, the daemon's token directory and the default working directory. */
+async function addSandboxLayout(root: string): Promise<void> {
+  for (const dir of ['proc', 'sys', 'dev', 'tmp', 'run/space', 'workspace', 'root', 'etc', '.space']) {
+    await mkdir(path.join(root, dir), { recursive: true });
+  }
+  await chmod(path.join(root, 'tmp'), 0o1777);
+}
+
+const busyboxPaths = ['/bin/busybox', '/usr/bin/busybox'];
+
+export const tinyRecipe: TemplateRecipe = {
+  name: 'tiny',
+  description: 'busybox (static) with its applets in /bin',
+  fingerprint: 'tiny:v1:busybox-static',
+  async build(root, progress) {
+    await addSandboxLayout(root);
+    await mkdir(path.join(root, 'bin'), { recursive: true });
+    const source = await firstExisting(busyboxPaths);
+    await copyFile(source, path.join(root, 'bin/busybox'));
+    await chmod(path.join(root, 'bin/busybox'), 0o755);
+    const { stdout } = await runCommand([path.join(root, 'bin/busybox'), '--list']);
+    const applets = stdout.split('\n').filter((a) => a && a !== 'busybox');
+    progress(`linking ${applets.length} busybox applets`);
+    for (const applet of applets) await symlink('busybox', path.join(root, 'bin', applet)).catch(() => undefined);
+    await mkdir(path.join(root, 'usr/bin'), { recursive: true });
+    await symlink('/bin/env', path.join(root, 'usr/bin/env')).catch(() => undefined);
+    await writeFile(path.join(root, 'etc/passwd'), baseEtcPasswd);
+    await writeFile(path.join(root, 'etc/group'), baseEtcGroup);
+  },
+};
+
+const basePackages = ['bash', 'coreutils', 'python3', 'nodejs', 'git', 'curl', 'ca-certificates', 'procps'];
+
+export const baseRecipe: TemplateRecipe = {
+  name: 'base',
+  description: `Debian bookworm (debootstrap minbase) with ${basePackages.join(', ')}`,
+  fingerprint: `base:v1:bookworm:minbase:${basePackages.join(',')}`,
+  async build(root, progress, cacheDir) {
+    const mirror = process.env.SPACE_DEBIAN_MIRROR ?? (await findAptMirror('bookworm'));
+    await mkdir(cacheDir, { recursive: true });
+    progress(`debootstrap bookworm from ${mirror} (about a minute the first time)`);
+    let fetched = 0;
+    await runCommand(
+      ['debootstrap', '--variant=minbase', `--include=${basePackages.join(',')}`, `--cache-dir=${cacheDir}`, 'bookworm', root, mirror],
+      {
+        onLine: (line) => {
+          if (line.startsWith('I: Retrieving') || line.startsWith('I: Validating')) {
+            if (++fetched % 25 === 0) progress(`debootstrap: ${fetched} package steps`);
+          } else if (/^I: (Installing|Configuring|Unpacking|Extracting) /.test(line) || line.startsWith('I: Base system')) {
+            progress(`debootstrap: ${line.slice(3)}`);
+          }
+        },
+      },
+    );
+    await addSandboxLayout(root);
+    // Package caches and lists only make the template bigger.
+    await runCommand(['rm', '-rf', path.join(root, 'var/cache/apt/archives'), path.join(root, 'var/lib/apt/lists')]);
+    await mkdir(path.join(root, 'var/cache/apt/archives/partial'), { recursive: true });
+    await mkdir(path.join(root, 'var/lib/apt/lists/partial'), { recursive: true });
+  },
+};
+
+export const builtinRecipes: readonly TemplateRecipe[] = [baseRecipe, tinyRecipe];
+
+async function firstExisting(paths: string[]): Promise<string> {
+  for (const p of paths) {
+    const dir = path.dirname(p);
+    const names = await readdir(dir).catch(() => [] as string[]);
+    if (names.includes(path.basename(p))) return p;
+  }
+  throw new Error(`none of ${paths.join(', ')} exists; install busybox-static`);
+}

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { ErrorCode, SpaceError } from '@space/protocol';
+import type { BtrfsVolume } from '../storage/btrfs-volume.js';
+import type { Subvolumes } from '../storage/subvolumes.js';
+import { recipeHash, type Progress, type TemplateRecipe } from './recipes.js';
+
+/**
+ * Templates as read-only subvolumes named `<name>@<recipe hash>`: built once, rebuilt only when the
+ * recipe changes. A build happens in a scratch subvolume and becomes visible only when complete.
+ */
+export class TemplateStore {
+  private readonly building = new Map<string, Promise<string>>();
+  private readonly recipes: Map<string, TemplateRecipe>;
+
+  constructor(
+    private readonly volume: BtrfsVolume,
+    private readonly subvolumes: Subvolumes,
+    recipes: readonly TemplateRecipe[],
+    private readonly cacheDir: string,
+  ) {
+    this.recipes = new Map(recipes.map((r) => [r.name, r]));
+  }
+
+  names(): string[] {
+    return [...this.recipes.keys()];
+  }
+
+  recipe(name: string): TemplateRecipe {
+    const recipe = this.recipes.get(name);
+    if (!recipe) throw new SpaceError(ErrorCode.UNKNOWN_TEMPLATE, `unknown template ${JSON.stringify(name)}; available: ${this.names().join(', ')}`);
+    return recipe;
+  }
+
+  isBuilt(name: string): boolean {
+    return this.subvolumes.exists(this.pathOf(this.recipe(name)));
+  }
+
+  /** Returns the template's subvolume path, building it first if needed. */
+  async ensure(name: string, progress: Progress = () => undefined): Promise<string> {
+    const recipe = this.recipe(name);
+    const target = this.pathOf(recipe);
+    if (this.subvolumes.exists(target)) return target;
+    let pending = this.building.get(name);
+    if (!pending) {
+      pending = this.build(recipe, target, progress).finally(() => this.building.delete(name));
+      this.building.set(name, pending);
+    }
+    return pending;
+  }
+
+  private pathOf(recipe: TemplateRecipe): string {
+    return this.volume.dir('templates', `${recipe.name}@${recipeHash(recipe)}`);
+  }
+
+  private async build(recipe: TemplateRecipe, target: string, progress: Progress): Promise<string> {
+    const scratch = this.volume.dir('templates', `.build-${recipe.name}-${randomBytes(4).toString('hex')}`);
+    const started = Date.now();
+    progress(`building template ${recipe.name}: ${recipe.description}`);
+    await this.subvolumes.create(scratch);
+    try {
+      await recipe.build(scratch, (m) => progress(`[${recipe.name}] ${m}`), path.join(this.cacheDir, recipe.name));
+      await this.subvolumes.snapshot(scratch, target, true);
+    } catch (err) {
+      throw new SpaceError(ErrorCode.TEMPLATE_BUILD_FAILED, `building template ${recipe.name} failed: ${(err as Error).message}`);
+    } finally {
+      await this.subvolumes.delete(scratch).catch(() => undefined);
+    }
+    await this.removeOtherVersions(recipe, target);
+    progress(`template ${recipe.name} ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    return target;
+  }
+
+  /** Drops older builds of a recipe and scratch directories left by an interrupted build. */
+  async removeOtherVersions(recipe: TemplateRecipe, keep: string): Promise<void> {
+    const dir = this.volume.dir('templates');
+    await mkdir(dir, { recursive: true });
+    for (const entry of await readdir(dir)) {
+      const full = path.join(dir, entry);
+      const stale = (entry.startsWith(`${recipe.name}@`) && full !== keep) || (entry.startsWith(`.build-${recipe.name}-`) && !this.building.has(recipe.name));
+      if (stale) await this.subvolumes.delete(full).catch(() => undefined);
+    }
+  }
+}

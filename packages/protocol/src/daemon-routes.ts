@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { BackgroundStartedSchema, ExecRequestSchema, ExecResultSchema, ProcessListSchema, SignalRequestSchema } from './exec.js';
+import { FileListSchema, FileStatSchema, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, RemoveQuerySchema } from './files.js';
+
+/**
+ * The sandbox operations: served by the daemon, relayed unchanged in shape by the node agent
+ * (`/node/v1/sandboxes/:sandboxId/<path>`) and the control plane (`/v1/sessions/:id/<path>`).
+ * Each side validates what it receives against this one table.
+ */
+export type SandboxRoute =
+  | { kind: 'json'; method: 'GET' | 'POST' | 'DELETE'; path: string; body?: z.ZodTypeAny; query?: z.ZodTypeAny; response: z.ZodTypeAny }
+  | { kind: 'download'; method: 'GET'; path: string; query: z.ZodTypeAny }
+  | { kind: 'upload'; method: 'PUT'; path: string; query: z.ZodTypeAny; response: z.ZodTypeAny }
+  | { kind: 'websocket'; method: 'GET'; path: string; query?: z.ZodTypeAny };
+
+const ok = z.object({ ok: z.literal(true) }).strict();
+const execResponse = z.union([ExecResultSchema, BackgroundStartedSchema]);
+
+export const sandboxRoutes: readonly SandboxRoute[] = [
+  { kind: 'json', method: 'POST', path: '/exec', body: ExecRequestSchema, response: execResponse },
+  { kind: 'websocket', method: 'GET', path: '/exec/stream' },
+  { kind: 'websocket', method: 'GET', path: '/pty' },
+  { kind: 'json', method: 'GET', path: '/processes', response: ProcessListSchema },
+  { kind: 'json', method: 'POST', path: '/processes/:pid/signal', body: SignalRequestSchema, response: ok },
+  { kind: 'websocket', method: 'GET', path: '/processes/:pid/attach' },
+  { kind: 'download', method: 'GET', path: '/files', query: PathQuerySchema },
+  { kind: 'upload', method: 'PUT', path: '/files', query: PathQuerySchema, response: FileStatSchema },
+  { kind: 'json', method: 'DELETE', path: '/files', query: RemoveQuerySchema, response: ok },
+  { kind: 'json', method: 'GET', path: '/files/list', query: PathQuerySchema, response: FileListSchema },
+  { kind: 'json', method: 'GET', path: '/files/stat', query: PathQuerySchema, response: FileStatSchema },
+  { kind: 'json', method: 'POST', path: '/files/mkdir', body: MkdirRequestSchema, response: ok },
+  { kind: 'json', method: 'POST', path: '/files/move', body: MoveRequestSchema, response: ok },
+  { kind: 'websocket', method: 'GET', path: '/files/watch', query: PathQuerySchema },
+];
+
+/** Matches `/processes/42/signal` against `/processes/:pid/signal`; returns the params or null. */
+export function matchPath(pattern: string, path: string): Record<string, string> | null {
+  const want = pattern.split('/');
+  const got = path.split('/');
+  if (want.length !== got.length) return null;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < want.length; i++) {
+    const w = want[i]!;
+    const g = got[i]!;
+    if (w.startsWith(':')) {
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(g)) return null;
+      params[w.slice(1)] = g;
+    } else if (w !== g) {
+      return null;
+    }
+  }
+  return params;
+}
+
+export function findSandboxRoute(method: string, path: string): { route: SandboxRoute; params: Record<string, string> } | { methodMismatch: true } | null {
+  let pathMatched = false;
+  for (const route of sandboxRoutes) {
+    const params = matchPath(route.path, path);
+    if (!params) continue;
+    pathMatched = true;
+    if (route.method === method) return { route, params };
+  }
+  return pathMatched ? { methodMismatch: true } : null;
+}

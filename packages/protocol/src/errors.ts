@@ -1,0 +1,112 @@
+/**
+ * The closed set of error codes every SPACE layer speaks, and their one HTTP mapping.
+ * A new code without a status fails to compile.
+ */
+export const ErrorCode = {
+  UNAUTHORIZED: 'UNAUTHORIZED',
+  FORBIDDEN: 'FORBIDDEN',
+  ROUTE_NOT_FOUND: 'ROUTE_NOT_FOUND',
+  METHOD_NOT_ALLOWED: 'METHOD_NOT_ALLOWED',
+  INVALID_JSON: 'INVALID_JSON',
+  VALIDATION_FAILED: 'VALIDATION_FAILED',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  UNKNOWN_TEMPLATE: 'UNKNOWN_TEMPLATE',
+  SESSION_NOT_FOUND: 'SESSION_NOT_FOUND',
+  TENANT_NOT_FOUND: 'TENANT_NOT_FOUND',
+  SANDBOX_NOT_FOUND: 'SANDBOX_NOT_FOUND',
+  PROCESS_NOT_FOUND: 'PROCESS_NOT_FOUND',
+  INVALID_PATH: 'INVALID_PATH',
+  FILE_NOT_FOUND: 'FILE_NOT_FOUND',
+  FILE_EXISTS: 'FILE_EXISTS',
+  IS_A_DIRECTORY: 'IS_A_DIRECTORY',
+  NOT_A_DIRECTORY: 'NOT_A_DIRECTORY',
+  DIRECTORY_NOT_EMPTY: 'DIRECTORY_NOT_EMPTY',
+  EXEC_FAILED: 'EXEC_FAILED',
+  SANDBOX_START_FAILED: 'SANDBOX_START_FAILED',
+  SANDBOX_UNAVAILABLE: 'SANDBOX_UNAVAILABLE',
+  DAEMON_PROTOCOL_ERROR: 'DAEMON_PROTOCOL_ERROR',
+  NODE_UNAVAILABLE: 'NODE_UNAVAILABLE',
+  TEMPLATE_BUILD_FAILED: 'TEMPLATE_BUILD_FAILED',
+  INTERNAL: 'INTERNAL',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export const errorStatus: Record<ErrorCode, number> = {
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  ROUTE_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  INVALID_JSON: 400,
+  VALIDATION_FAILED: 400,
+  PAYLOAD_TOO_LARGE: 413,
+  UNKNOWN_TEMPLATE: 400,
+  SESSION_NOT_FOUND: 404,
+  TENANT_NOT_FOUND: 404,
+  SANDBOX_NOT_FOUND: 404,
+  PROCESS_NOT_FOUND: 404,
+  INVALID_PATH: 400,
+  FILE_NOT_FOUND: 404,
+  FILE_EXISTS: 409,
+  IS_A_DIRECTORY: 400,
+  NOT_A_DIRECTORY: 400,
+  DIRECTORY_NOT_EMPTY: 409,
+  EXEC_FAILED: 400,
+  SANDBOX_START_FAILED: 503,
+  SANDBOX_UNAVAILABLE: 503,
+  DAEMON_PROTOCOL_ERROR: 502,
+  NODE_UNAVAILABLE: 503,
+  TEMPLATE_BUILD_FAILED: 500,
+  INTERNAL: 500,
+};
+
+const codes = new Set<string>(Object.values(ErrorCode));
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && codes.has(value);
+}
+
+/** An error that crosses the wire as `{error: {code, message}}`. */
+export class SpaceError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+
+  constructor(code: ErrorCode, message: string) {
+    super(message);
+    this.name = 'SpaceError';
+    this.code = code;
+    this.status = errorStatus[code];
+  }
+
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message } };
+  }
+}
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string };
+}
+
+/** Duck-typed check: `instanceof` is unreliable across package copies. */
+export function isSpaceError(value: unknown): value is SpaceError {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { name?: unknown }).name === 'SpaceError' &&
+    isErrorCode((value as { code?: unknown }).code)
+  );
+}
+
+/** Rebuilds a SpaceError from a parsed wire body; anything unrecognised becomes `fallback`. */
+export function errorFromBody(body: unknown, fallback: ErrorCode, fallbackMessage: string): SpaceError {
+  if (typeof body === 'object' && body !== null) {
+    const err = (body as { error?: unknown }).error;
+    if (typeof err === 'object' && err !== null) {
+      const { code, message } = err as { code?: unknown; message?: unknown };
+      if (isErrorCode(code) && typeof message === 'string') {
+        return new SpaceError(code, message.slice(0, 2000));
+      }
+    }
+  }
+  return new SpaceError(fallback, fallbackMessage);
+}

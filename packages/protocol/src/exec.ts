@@ -1,0 +1,95 @@
+import { z } from 'zod';
+import { EnvSchema, SandboxPathSchema, SignalSchema } from './common.js';
+import { Limits } from './limits.js';
+
+/** A command: an argv array run directly, or a string run by `/bin/sh -c`. */
+export const CommandSchema = z.union([
+  z.string().min(1, 'cmd must not be empty').max(256 * 1024),
+  z.array(z.string().max(256 * 1024).refine((a) => !a.includes('\0'), 'argv may not contain NUL')).min(1, 'cmd must have at least one element').max(Limits.maxArgv),
+]);
+export type Command = z.infer<typeof CommandSchema>;
+
+const execFields = {
+  cmd: CommandSchema,
+  cwd: SandboxPathSchema.optional(),
+  env: EnvSchema.optional(),
+  timeoutMs: z.number().int().positive().max(Limits.maxExecTimeoutMs).optional(),
+};
+
+export const ExecRequestSchema = z
+  .object({
+    ...execFields,
+    stdin: z.string().max(Limits.maxExecStdinBytes).optional(),
+    /** Start the command and return its pid at once; it keeps running and can be re-attached. */
+    background: z.boolean().optional(),
+  })
+  .strict();
+export type ExecRequest = z.infer<typeof ExecRequestSchema>;
+
+export const ExecResultSchema = z
+  .object({
+    exitCode: z.number().int(),
+    stdout: z.string(),
+    stderr: z.string(),
+    signal: z.string().nullable().optional(),
+    timedOut: z.boolean().optional(),
+    truncated: z.boolean().optional(),
+    durationMs: z.number().nonnegative().optional(),
+  })
+  .strict();
+export type ExecResult = z.infer<typeof ExecResultSchema>;
+
+export const BackgroundStartedSchema = z.object({ pid: z.number().int().positive() }).strict();
+
+export const ProcessInfoSchema = z
+  .object({
+    pid: z.number().int().positive(),
+    cmd: CommandSchema,
+    startedAt: z.string(),
+    running: z.boolean(),
+    exitCode: z.number().int().nullable(),
+    pty: z.boolean(),
+  })
+  .strict();
+export type ProcessInfo = z.infer<typeof ProcessInfoSchema>;
+export const ProcessListSchema = z.object({ processes: z.array(ProcessInfoSchema).max(10_000) }).strict();
+
+export const SignalRequestSchema = z.object({ signal: SignalSchema }).strict();
+
+/** First message a client sends on an exec stream. */
+export const ExecStreamStartSchema = z.object({ type: z.literal('start'), ...execFields }).strict();
+export type ExecStreamStart = z.infer<typeof ExecStreamStartSchema>;
+
+/** First message a client sends on a PTY stream. */
+export const PtyStartSchema = z
+  .object({
+    type: z.literal('start'),
+    cmd: CommandSchema.optional(),
+    cwd: SandboxPathSchema.optional(),
+    env: EnvSchema.optional(),
+    cols: z.number().int().min(1).max(1000).default(80),
+    rows: z.number().int().min(1).max(1000).default(24),
+  })
+  .strict();
+export type PtyStart = z.infer<typeof PtyStartSchema>;
+
+const base64 = z.string().max(Math.ceil((Limits.maxStreamMessageBytes * 4) / 3) + 4).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'data must be base64');
+
+/** Messages a client sends after `start` on an exec, attach or PTY stream. */
+export const ClientStreamMessageSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('stdin'), data: base64 }).strict(),
+  z.object({ type: z.literal('stdin-eof') }).strict(),
+  z.object({ type: z.literal('signal'), signal: SignalSchema }).strict(),
+  z.object({ type: z.literal('resize'), cols: z.number().int().min(1).max(1000), rows: z.number().int().min(1).max(1000) }).strict(),
+]);
+export type ClientStreamMessage = z.infer<typeof ClientStreamMessageSchema>;
+
+/** Messages a server (daemon, relayed by node and control plane) sends on a stream. */
+export const ServerStreamMessageSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('started'), pid: z.number().int().positive() }).strict(),
+  z.object({ type: z.literal('stdout'), data: base64 }).strict(),
+  z.object({ type: z.literal('stderr'), data: base64 }).strict(),
+  z.object({ type: z.literal('exit'), exitCode: z.number().int(), signal: z.string().max(32).nullable(), timedOut: z.boolean().optional() }).strict(),
+  z.object({ type: z.literal('error'), code: z.string().max(64), message: z.string().max(4096) }).strict(),
+]);
+export type ServerStreamMessage = z.infer<typeof ServerStreamMessageSchema>;

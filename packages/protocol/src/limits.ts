@@ -1,0 +1,23 @@
+/** Size and rate bounds shared by every layer. Everything from inside a sandbox is held to them. */
+export const Limits = {
+  /** Largest JSON request body accepted by any API. */
+  maxJsonBodyBytes: 1024 * 1024,
+  /** Largest stdin carried by a buffered exec request. */
+  maxExecStdinBytes: 512 * 1024,
+  /** Buffered exec keeps at most this much of each of stdout and stderr; the rest is dropped and flagged. */
+  maxBufferedOutputBytes: 8 * 1024 * 1024,
+  /** Largest single stream message (one WebSocket frame) accepted from a daemon or a client. */
+  maxStreamMessageBytes: 1024 * 1024,
+  /** Largest file accepted by PUT /files (streamed, never held in memory). */
+  maxUploadBytes: 16 * 1024 * 1024 * 1024,
+  /** Output kept for re-attaching to a background process. */
+  backgroundBacklogBytes: 256 * 1024,
+  /** Entries returned by one directory listing. */
+  maxListEntries: 10_000,
+  /** Exec timeout when the caller gives none, and the most a caller may ask for. */
+  defaultExecTimeoutMs: 60_000,
+  maxExecTimeoutMs: 24 * 60 * 60 * 1000,
+  maxPathLength: 4096,
+  maxArgv: 4096,
+  maxEnvEntries: 1024,
+} as const;

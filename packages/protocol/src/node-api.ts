@@ -1,0 +1,31 @@
+import { z } from 'zod';
+import { EnvSchema } from './common.js';
+import { ResourcesSchema, TemplateNameSchema } from './sessions.js';
+
+/** Control plane -> node agent: start a sandbox serving a session's volume (created from the template if new). */
+export const StartSandboxRequestSchema = z
+  .object({
+    sessionId: z.string().regex(/^ses_[A-Za-z0-9]{6,40}$/),
+    template: TemplateNameSchema,
+    env: EnvSchema,
+    resources: ResourcesSchema,
+  })
+  .strict();
+export type StartSandboxRequest = z.infer<typeof StartSandboxRequestSchema>;
+
+export const SandboxInfoSchema = z
+  .object({
+    sandboxId: z.string(),
+    sessionId: z.string(),
+    nodeId: z.string(),
+    template: z.string(),
+    startedAt: z.string(),
+    running: z.boolean(),
+  })
+  .strict();
+export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
+
+export const NodeHealthSchema = z
+  .object({ nodeId: z.string(), templates: z.array(z.string()), sandboxes: z.number().int().nonnegative() })
+  .strict();
+export type NodeHealth = z.infer<typeof NodeHealthSchema>;

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import { EnvSchema } from './common.js';
+
+export const TemplateNameSchema = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'template names are lowercase letters, digits and dashes');
+
+export const ResourcesSchema = z
+  .object({
+    /** Memory limit of the sandbox, MiB. */
+    memoryMb: z.number().int().min(64).max(64 * 1024).default(1024),
+    /** CPU quota in cores (fractions allowed). */
+    cpus: z.number().min(0.1).max(64).default(1),
+    /** Most host tasks (processes and threads) the sandbox may hold. */
+    pids: z.number().int().min(32).max(65536).default(1024),
+  })
+  .strict();
+export type Resources = z.infer<typeof ResourcesSchema>;
+
+export const MetadataSchema = z
+  .record(z.string().max(128), z.string().max(1024))
+  .refine((m) => Object.keys(m).length <= 64, 'at most 64 metadata entries');
+
+export const CreateSessionRequestSchema = z
+  .object({
+    template: TemplateNameSchema.default('base'),
+    env: EnvSchema.default({}),
+    resources: ResourcesSchema.default({}),
+    metadata: MetadataSchema.default({}),
+  })
+  .strict();
+export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
+
+export const SessionStatusSchema = z.enum(['starting', 'running', 'stopped', 'failed']);
+export type SessionStatus = z.infer<typeof SessionStatusSchema>;
+
+export const SandboxRefSchema = z
+  .object({ id: z.string(), nodeId: z.string(), startedAt: z.string() })
+  .strict();
+
+export const SessionSchema = z
+  .object({
+    id: z.string(),
+    tenantId: z.string(),
+    template: z.string(),
+    status: SessionStatusSchema,
+    createdAt: z.string(),
+    env: z.record(z.string()),
+    resources: ResourcesSchema,
+    metadata: z.record(z.string()),
+    sandbox: SandboxRefSchema.nullable(),
+  })
+  .strict();
+export type Session = z.infer<typeof SessionSchema>;
+
+export const SessionListSchema = z.object({ sessions: z.array(SessionSchema) }).strict();

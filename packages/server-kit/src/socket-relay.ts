@@ -1,0 +1,73 @@
+import type { WebSocket } from 'ws';
+import { ErrorCode } from '@space/protocol';
+
+export interface RelayOptions {
+  /** Checks each message coming up from below; false closes both sides. */
+  validateUpstream?: (message: unknown) => boolean;
+  /** Most messages per second accepted from below before it is cut off. */
+  maxUpstreamRate?: number;
+  label: string;
+}
+
+/**
+ * Joins a client WebSocket to one a layer down. Messages from below are parsed and checked before
+ * they are passed on; garbage or a flood closes both sockets and the client gets a clear error.
+ */
+export function relaySockets(client: WebSocket, upstream: WebSocket, options: RelayOptions): void {
+  const pending: string[] = [];
+  let windowStart = Date.now();
+  let count = 0;
+  const maxRate = options.maxUpstreamRate ?? 5000;
+
+  const fail = (code: string, message: string): void => {
+    if (client.readyState === client.OPEN) client.send(JSON.stringify({ type: 'error', code, message }));
+    client.close(1011, code);
+    upstream.terminate();
+  };
+
+  client.on('message', (raw, isBinary) => {
+    const text = isBinary ? null : raw.toString();
+    if (text === null) return fail(ErrorCode.VALIDATION_FAILED, 'binary frames are not accepted');
+    if (upstream.readyState === upstream.OPEN) upstream.send(text);
+    else pending.push(text);
+  });
+  upstream.on('open', () => {
+    for (const text of pending.splice(0)) upstream.send(text);
+  });
+  upstream.on('message', (raw, isBinary) => {
+    const now = Date.now();
+    if (now - windowStart > 1000) {
+      windowStart = now;
+      count = 0;
+    }
+    if (++count > maxRate) return fail(ErrorCode.DAEMON_PROTOCOL_ERROR, `${options.label} sent more than ${maxRate} messages per second; cut off`);
+    if (isBinary) return fail(ErrorCode.DAEMON_PROTOCOL_ERROR, `${options.label} sent a binary frame`);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString());
+    } catch {
+      return fail(ErrorCode.DAEMON_PROTOCOL_ERROR, `${options.label} sent a message that is not JSON`);
+    }
+    if (options.validateUpstream && !options.validateUpstream(parsed)) return fail(ErrorCode.DAEMON_PROTOCOL_ERROR, `${options.label} sent a malformed message`);
+    if (client.readyState === client.OPEN) client.send(raw.toString());
+  });
+  upstream.on('unexpected-response', (_req, res) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.length < 16 && chunks.push(c));
+    res.on('end', () => {
+      let body: { error?: { code?: string; message?: string } } = {};
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString());
+      } catch {
+        // fall through to a generic error
+      }
+      fail(body.error?.code ?? ErrorCode.SANDBOX_UNAVAILABLE, body.error?.message ?? `${options.label} refused the stream (status ${res.statusCode})`);
+    });
+  });
+  upstream.on('error', (err) => fail(ErrorCode.SANDBOX_UNAVAILABLE, `${options.label} unreachable: ${err.message}`));
+  upstream.on('close', (code, reason) => {
+    if (client.readyState === client.OPEN) client.close(code === 1005 || code === 1006 ? 1000 : code, reason);
+  });
+  client.on('close', () => upstream.terminate());
+  client.on('error', () => upstream.terminate());
+}

@@ -1,0 +1,118 @@
+import { Agent, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { WebSocket } from 'ws';
+import type { z } from 'zod';
+import { ErrorCode, Limits, SpaceError, errorFromBody } from '@space/protocol';
+import { describeIssues } from './body.js';
+
+/**
+ * A service one layer down (node agent or daemon) reached over HTTP with a bearer token. Replies
+ * are bounded in size and validated against the schema the caller expects: the layer below is not
+ * trusted to be well-formed.
+ */
+export class Upstream {
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: 64 });
+
+  constructor(
+    readonly baseUrl: string,
+    private readonly token: string,
+    /** The error code for "cannot reach it at all". */
+    private readonly unreachable: ErrorCode,
+    private readonly label: string,
+  ) {}
+
+  close(): void {
+    this.agent.destroy();
+  }
+
+  /** Sends a request and returns the raw response (status not checked). */
+  send(method: string, pathAndQuery: string, body?: Buffer | Readable, extraHeaders: Record<string, string> = {}, timeoutMs?: number): Promise<IncomingMessage> {
+    const url = new URL(pathAndQuery, this.baseUrl);
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string | number> = { authorization: `Bearer ${this.token}`, ...extraHeaders };
+      if (Buffer.isBuffer(body)) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = body.length;
+      }
+      const req = request(url, { method, headers, agent: this.agent }, resolve);
+      if (timeoutMs) req.setTimeout(timeoutMs, () => req.destroy(new SpaceError(this.unreachable, `${this.label} did not answer within ${timeoutMs} ms`)));
+      req.on('error', (err) => reject(err instanceof SpaceError ? err : new SpaceError(this.unreachable, `${this.label} unreachable: ${err.message}`)));
+      if (Buffer.isBuffer(body) || body === undefined) req.end(body);
+      else {
+        body.on('error', (err) => req.destroy(err));
+        body.pipe(req);
+      }
+    });
+  }
+
+  /** Calls a JSON endpoint; a non-2xx reply becomes the SpaceError it carries. */
+  async json<S extends z.ZodTypeAny>(method: string, pathAndQuery: string, body: unknown, schema: S, options: { limit?: number; timeoutMs?: number } = {}): Promise<z.output<S>> {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const res = await this.send(method, pathAndQuery, payload, {}, options.timeoutMs);
+    return this.readJsonReply(res, schema, options.limit ?? Limits.maxJsonBodyBytes);
+  }
+
+  async readJsonReply<S extends z.ZodTypeAny>(res: IncomingMessage, schema: S, limit: number): Promise<z.output<S>> {
+    const raw = await readBounded(res, limit, this.label);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${this.label} sent a reply that is not JSON (status ${res.statusCode})`);
+    }
+    if ((res.statusCode ?? 500) >= 300) throw this.errorOf(parsed, res.statusCode);
+    const checked = schema.safeParse(parsed);
+    if (!checked.success) throw new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${this.label} sent a malformed reply: ${describeIssues(checked.error)}`);
+    return checked.data;
+  }
+
+  async errorFrom(res: IncomingMessage): Promise<SpaceError> {
+    const raw = await readBounded(res, 64 * 1024, this.label);
+    let parsed: unknown = null;
+    try {
+      parsed = JSON.parse(raw.toString('utf8'));
+    } catch {
+      // not JSON: reported generically below
+    }
+    return this.errorOf(parsed, res.statusCode);
+  }
+
+  private errorOf(parsed: unknown, status: number | undefined): SpaceError {
+    return errorFromBody(parsed, ErrorCode.DAEMON_PROTOCOL_ERROR, `${this.label} failed with status ${status}`);
+  }
+
+  /** Streams a download to `res`, refusing more bytes than the upstream announced. */
+  async download(pathAndQuery: string, res: ServerResponse): Promise<void> {
+    const up = await this.send('GET', pathAndQuery);
+    if (up.statusCode !== 200) throw await this.errorFrom(up);
+    const length = Number(up.headers['content-length']);
+    if (!Number.isSafeInteger(length) || length < 0) {
+      up.destroy();
+      throw new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${this.label} sent a download without a valid content-length`);
+    }
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': length });
+    up.on('error', (err) => res.destroy(err));
+    up.pipe(res);
+    await new Promise<void>((resolve) => res.on('close', resolve));
+  }
+
+  /** Opens a WebSocket to the upstream path. */
+  socket(pathAndQuery: string): WebSocket {
+    const url = new URL(pathAndQuery, this.baseUrl.replace(/^http/, 'ws'));
+    return new WebSocket(url, { headers: { authorization: `Bearer ${this.token}` }, maxPayload: Limits.maxStreamMessageBytes * 2, agent: undefined });
+  }
+}
+
+export async function readBounded(stream: Readable, limit: number, label: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      stream.destroy();
+      throw new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${label} sent more than ${limit} bytes; cut off`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
