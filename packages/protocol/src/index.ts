@@ -7,3 +7,4 @@ export * from './sessions.js';
 export * from './tenants.js';
 export * from './node-api.js';
 export * from './daemon-routes.js';
+export * from './ids.js';

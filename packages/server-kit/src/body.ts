@@ -30,10 +30,14 @@ export function describeIssues(error: z.ZodError): string {
     .join('; ');
 }
 
+const pathFields = new Set(['path', 'from', 'to', 'cwd']);
+
+/** Validates a value; a bad sandbox path gets its own code (INVALID_PATH), anything else VALIDATION_FAILED. */
 export function parseWith<S extends z.ZodTypeAny>(schema: S, value: unknown, what: string): z.output<S> {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `invalid ${what}: ${describeIssues(parsed.error)}`);
-  return parsed.data;
+  if (parsed.success) return parsed.data;
+  const onlyPaths = parsed.error.issues.every((issue) => pathFields.has(String(issue.path[issue.path.length - 1])));
+  throw new SpaceError(onlyPaths ? ErrorCode.INVALID_PATH : ErrorCode.VALIDATION_FAILED, `invalid ${what}: ${describeIssues(parsed.error)}`);
 }
 
 /** Reads, parses and validates a JSON body. An empty body counts as `{}`. */

@@ -5,3 +5,4 @@ export { bearerToken, secretsEqual } from './auth.js';
 export { listen, closeServer } from './listen.js';
 export { Upstream, readBounded } from './upstream.js';
 export { relaySockets, type RelayOptions } from './socket-relay.js';
+export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';

@@ -63,19 +63,21 @@ export const baseRecipe: TemplateRecipe = {
     const mirror = process.env.SPACE_DEBIAN_MIRROR ?? (await findAptMirror('bookworm'));
     await mkdir(cacheDir, { recursive: true });
     progress(`debootstrap bookworm from ${mirror} (about a minute the first time)`);
-    let fetched = 0;
-    await runCommand(
-      ['debootstrap', '--variant=minbase', `--include=${basePackages.join(',')}`, `--cache-dir=${cacheDir}`, 'bookworm', root, mirror],
-      {
-        onLine: (line) => {
-          if (line.startsWith('I: Retrieving') || line.startsWith('I: Validating')) {
-            if (++fetched % 25 === 0) progress(`debootstrap: ${fetched} package steps`);
-          } else if (/^I: (Installing|Configuring|Unpacking|Extracting) /.test(line) || line.startsWith('I: Base system')) {
-            progress(`debootstrap: ${line.slice(3)}`);
-          }
-        },
+    // debootstrap prints a line per package and phase: report each phase once and a count every 50 steps.
+    let steps = 0;
+    let phase = '';
+    await runCommand(['debootstrap', '--variant=minbase', `--include=${basePackages.join(',')}`, `--cache-dir=${cacheDir}`, 'bookworm', root, mirror], {
+      onLine: (line) => {
+        if (!line.startsWith('I: ')) return;
+        const word = line.slice(3).split(' ')[0] ?? '';
+        if (word !== phase) {
+          phase = word;
+          progress(`debootstrap: ${line.slice(3).replace(/\.\.\.$/, '')}`);
+        } else if (++steps % 50 === 0) {
+          progress(`debootstrap: ${steps} steps`);
+        }
       },
-    );
+    });
     await addSandboxLayout(root);
     // Package caches and lists only make the template bigger.
     await runCommand(['rm', '-rf', path.join(root, 'var/cache/apt/archives'), path.join(root, 'var/lib/apt/lists')]);

@@ -1,0 +1,29 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { ControlPlane, SqliteStore } from '@space/control-plane';
+import { consoleLogger } from '@space/node';
+import { resolveAdminKey } from '../admin-key.js';
+import { platformConfig } from '../platform-config.js';
+
+/** `space control-plane`: the public API alone, using a node agent at SPACE_NODE_URL with SPACE_NODE_TOKEN. */
+export async function controlPlaneOnly(): Promise<void> {
+  const config = platformConfig(process.env);
+  const log = consoleLogger('control-plane');
+  const nodeUrl = process.env.SPACE_NODE_URL;
+  const nodeToken = process.env.SPACE_NODE_TOKEN;
+  if (!nodeUrl || !nodeToken) throw new Error('set SPACE_NODE_URL and SPACE_NODE_TOKEN to the node agent started with "space node"');
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const store = new SqliteStore(path.join(config.dataDir, 'space.db'));
+  const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
+  const node = { id: process.env.SPACE_NODE_ID ?? 'node', url: nodeUrl, token: nodeToken };
+  const controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, node });
+  await controlPlane.start();
+  const stop = async (): Promise<void> => {
+    await controlPlane.stop();
+    store.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+  log.info(`control plane on http://${config.host}:${controlPlane.port}, node at ${nodeUrl}`);
+}

@@ -1,0 +1,43 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { ControlPlane, SqliteStore } from '@space/control-plane';
+import { NodeAgent, consoleLogger, resolveNodeConfig } from '@space/node';
+import { resolveAdminKey } from '../admin-key.js';
+import { daemonBundleDir, platformConfig } from '../platform-config.js';
+
+/** `space up`: node agent and control plane in one process, talking over the node API on loopback. */
+export async function up(): Promise<void> {
+  const config = platformConfig(process.env);
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  const log = consoleLogger('space', process.env.SPACE_QUIET === '1');
+  const nodeConfig = await resolveNodeConfig(process.env, { dataDir: config.dataDir, host: '127.0.0.1', port: Number(process.env.SPACE_NODE_PORT ?? 0), daemonBundleDir: daemonBundleDir() });
+  const node = new NodeAgent(nodeConfig, consoleLogger('node', process.env.SPACE_QUIET === '1'));
+  const store = new SqliteStore(path.join(config.dataDir, 'space.db'));
+  let controlPlane: ControlPlane | null = null;
+  let stopping = false;
+
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    log.info(`${signal}: stopping sandboxes and unmounting storage`);
+    await controlPlane?.stop().catch((err) => log.error(String(err)));
+    await node.stop().catch((err) => log.error(`node stop: ${String(err)}`));
+    controlPlane?.sessions.markAllStopped();
+    store.close();
+    log.info('stopped cleanly');
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+
+  try {
+    await node.start({ templates: config.templates, progress: (m) => log.info(m) });
+    const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
+    controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, node: { id: nodeConfig.nodeId, url: node.url, token: nodeConfig.token } });
+    await controlPlane.start();
+    process.stdout.write(`SPACE is up: http://${config.host}:${controlPlane.port} (data in ${config.dataDir}). Ctrl-C stops it.\n`);
+  } catch (err) {
+    log.error(`cannot start: ${(err as Error).message}`);
+    await stop('startup failure');
+  }
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env node
+import { Command } from 'commander';
+import { up } from './commands/up.js';
+import { nodeOnly } from './commands/node.js';
+import { controlPlaneOnly } from './commands/control-plane.js';
+
+const program = new Command();
+program.name('space').description('SPACE: sandboxes for AI agents whose sessions outlive them').showHelpAfterError();
+
+program.command('up').description('run the node agent and control plane in the foreground').action(up);
+program.command('node').description('run only the node agent (node API on SPACE_NODE_HOST:SPACE_NODE_PORT)').action(nodeOnly);
+program.command('control-plane').description('run only the control plane, using the node at SPACE_NODE_URL').action(controlPlaneOnly);
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  process.stderr.write(`space: ${(err as Error).message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,61 @@
+import { CreateKeyRequestSchema, CreateSessionRequestSchema, CreateTenantRequestSchema, newId } from '@space/protocol';
+import { Router, readJson, sendJson } from '@space/server-kit';
+import type { Authenticator } from '../auth.js';
+import type { SessionService } from '../session-service.js';
+import type { Store } from '../store/store.js';
+import { registerSandboxRoutes } from './sandbox-routes.js';
+
+export interface PublicApiDeps {
+  auth: Authenticator;
+  sessions: SessionService;
+  store: Store;
+}
+
+/** The public HTTP API under /v1 (see docs/api.md). */
+export function createPublicApi(deps: PublicApiDeps): Router {
+  const { auth, sessions, store } = deps;
+  const router = new Router();
+
+  router.on('GET', '/healthz', ({ res }) => sendJson(res, 200, { ok: true }));
+
+  router.on('POST', '/v1/tenants', async ({ req, res }) => {
+    auth.requireAdmin(auth.authenticate(req));
+    const { name } = await readJson(req, CreateTenantRequestSchema);
+    const tenant = { id: newId('tn'), name, createdAt: new Date().toISOString() };
+    store.insertTenant(tenant);
+    sendJson(res, 201, tenant);
+  });
+
+  router.on('POST', '/v1/keys', async ({ req, res }) => {
+    auth.requireAdmin(auth.authenticate(req));
+    const { tenantId } = await readJson(req, CreateKeyRequestSchema);
+    sendJson(res, 201, auth.createKey(tenantId));
+  });
+
+  router.on('POST', '/v1/sessions', async ({ req, res }) => {
+    const caller = auth.authenticate(req);
+    const request = await readJson(req, CreateSessionRequestSchema);
+    sendJson(res, 201, await sessions.create(caller, request));
+  });
+
+  router.on('GET', '/v1/sessions', ({ req, res }) => {
+    sendJson(res, 200, { sessions: sessions.list(auth.authenticate(req)) });
+  });
+
+  router.on('GET', '/v1/sessions/:sessionId', ({ req, res, params }) => {
+    sendJson(res, 200, sessions.get(auth.authenticate(req), params.sessionId!));
+  });
+
+  router.on('DELETE', '/v1/sessions/:sessionId', async ({ req, res, params }) => {
+    await sessions.delete(auth.authenticate(req), params.sessionId!);
+    sendJson(res, 200, { ok: true });
+  });
+
+  router.on('POST', '/v1/sessions/:sessionId/sandbox/kill', async ({ req, res, params }) => {
+    await sessions.killSandbox(auth.authenticate(req), params.sessionId!);
+    sendJson(res, 200, { ok: true });
+  });
+
+  registerSandboxRoutes(router, auth, sessions);
+  return router;
+}

@@ -1,0 +1,46 @@
+import { ErrorCode, SpaceError, isSpaceError, sandboxRoutes } from '@space/protocol';
+import { Router, forwardRoute, readRouteInput, relaySockets, routePath } from '@space/server-kit';
+import type { Authenticator } from '../auth.js';
+import type { SessionService } from '../session-service.js';
+
+/**
+ * `/v1/sessions/:id/<op>` for every sandbox operation: validated here, routed by session id to the
+ * node serving it. JSON operations survive a sandbox death (the sandbox is resumed and the call
+ * repeated); streams and uploads resume on the next call.
+ */
+export function registerSandboxRoutes(router: Router, auth: Authenticator, sessions: SessionService): void {
+  for (const route of sandboxRoutes) {
+    const pattern = `/v1/sessions/:sessionId${route.path}`;
+    if (route.kind === 'websocket') {
+      router.socket(
+        pattern,
+        (ctx) => {
+          const caller = auth.authenticate(ctx.req);
+          sessions.row(caller, ctx.params.sessionId!);
+        },
+        (client, ctx) => {
+          const caller = auth.authenticate(ctx.req);
+          sessions
+            .withSandbox(caller, ctx.params.sessionId!, false, async (target) => {
+              const upstream = target.node.upstream.socket(target.node.sandboxPath(target.sandboxId, routePath(route, ctx.params)) + ctx.url.search);
+              relaySockets(client, upstream, { label: 'node' });
+            })
+            .catch((err: unknown) => {
+              const e = isSpaceError(err) ? err : new SpaceError(ErrorCode.INTERNAL, String(err));
+              client.send(JSON.stringify({ type: 'error', code: e.code, message: e.message }));
+              client.close(1011, e.code);
+            });
+        },
+      );
+      continue;
+    }
+    router.on(route.method, pattern, async (ctx) => {
+      const caller = auth.authenticate(ctx.req);
+      sessions.row(caller, ctx.params.sessionId!);
+      const input = await readRouteInput(route, ctx);
+      await sessions.withSandbox(caller, ctx.params.sessionId!, route.kind === 'json', (target) =>
+        forwardRoute(route, ctx, input, target.node.upstream, target.node.sandboxPath(target.sandboxId, routePath(route, ctx.params))),
+      );
+    });
+  }
+}

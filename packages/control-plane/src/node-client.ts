@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { ErrorCode, NodeHealthSchema, SandboxInfoSchema, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { Upstream } from '@space/server-kit';
+
+const okSchema = z.object({ ok: z.literal(true) }).strict();
+
+/** The control plane's side of the node API. */
+export class NodeClient {
+  readonly upstream: Upstream;
+
+  constructor(
+    readonly nodeId: string,
+    url: string,
+    token: string,
+  ) {
+    this.upstream = new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`);
+  }
+
+  health(): Promise<NodeHealth> {
+    return this.upstream.json('GET', '/node/v1/health', undefined, NodeHealthSchema, { timeoutMs: 5000 });
+  }
+
+  startSandbox(request: StartSandboxRequest): Promise<SandboxInfo> {
+    return this.upstream.json('POST', '/node/v1/sandboxes', request, SandboxInfoSchema);
+  }
+
+  stopSandbox(sandboxId: string): Promise<unknown> {
+    return this.upstream.json('DELETE', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}`, undefined, okSchema);
+  }
+
+  deleteVolume(sessionId: string): Promise<unknown> {
+    return this.upstream.json('DELETE', `/node/v1/volumes/${encodeURIComponent(sessionId)}`, undefined, okSchema);
+  }
+
+  sandboxPath(sandboxId: string, opPath: string): string {
+    return `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}${opPath}`;
+  }
+
+  close(): void {
+    this.upstream.close();
+  }
+}

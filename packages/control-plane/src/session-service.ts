@@ -1,0 +1,145 @@
+import { ErrorCode, SpaceError, isSpaceError, newId, type CreateSessionRequest, type Session } from '@space/protocol';
+import type { Caller } from './auth.js';
+import type { NodeClient } from './node-client.js';
+import type { SessionRow, Store } from './store/store.js';
+
+export interface SandboxTarget {
+  sandboxId: string;
+  node: NodeClient;
+}
+
+/**
+ * Sessions and the sandboxes that serve them. A session outlives its sandbox: when the sandbox is
+ * gone, the next call starts a new one on the session's volume.
+ */
+export class SessionService {
+  private readonly starting = new Map<string, Promise<SandboxTarget>>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly node: NodeClient,
+  ) {}
+
+  async create(caller: Caller, request: CreateSessionRequest): Promise<Session> {
+    const row: SessionRow = {
+      id: newId('ses'),
+      tenantId: caller.tenantId,
+      template: request.template,
+      status: 'starting',
+      createdAt: new Date().toISOString(),
+      env: request.env,
+      resources: request.resources,
+      metadata: request.metadata,
+      sandboxId: null,
+      nodeId: null,
+      sandboxStartedAt: null,
+    };
+    this.store.insertSession(row);
+    try {
+      await this.ensureSandbox(row);
+    } catch (err) {
+      await this.node.deleteVolume(row.id).catch(() => undefined);
+      this.store.deleteSession(row.id);
+      throw err;
+    }
+    return this.get(caller, row.id);
+  }
+
+  /** Another tenant's session answers exactly like one that does not exist. */
+  row(caller: Caller, id: string): SessionRow {
+    const row = this.store.getSession(caller.tenantId, id);
+    if (!row) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `no session ${JSON.stringify(id)}`);
+    return row;
+  }
+
+  get(caller: Caller, id: string): Session {
+    return toSession(this.row(caller, id));
+  }
+
+  list(caller: Caller): Session[] {
+    return this.store.listSessions(caller.tenantId).map(toSession);
+  }
+
+  async delete(caller: Caller, id: string): Promise<void> {
+    const row = this.row(caller, id);
+    await this.starting.get(id)?.catch(() => undefined);
+    await this.node.deleteVolume(row.id);
+    this.store.deleteSession(row.id);
+  }
+
+  /** Returns the sandbox serving the session, starting one on its volume when there is none. */
+  ensureSandbox(row: SessionRow): Promise<SandboxTarget> {
+    if (row.sandboxId && row.status === 'running') return Promise.resolve({ sandboxId: row.sandboxId, node: this.node });
+    let pending = this.starting.get(row.id);
+    if (!pending) {
+      pending = this.startSandbox(row).finally(() => this.starting.delete(row.id));
+      this.starting.set(row.id, pending);
+    }
+    return pending;
+  }
+
+  private async startSandbox(row: SessionRow): Promise<SandboxTarget> {
+    this.store.updateSession(row.id, { status: 'starting' });
+    try {
+      const info = await this.node.startSandbox({ sessionId: row.id, template: row.template, env: row.env, resources: row.resources });
+      this.store.updateSession(row.id, { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt });
+      return { sandboxId: info.sandboxId, node: this.node };
+    } catch (err) {
+      this.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      throw err;
+    }
+  }
+
+  /** Marks the session as having no sandbox, so the next call starts one. */
+  forgetSandbox(row: SessionRow, sandboxId: string): void {
+    const current = this.store.getSession(row.tenantId, row.id);
+    if (current?.sandboxId === sandboxId) this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+  }
+
+  /**
+   * Runs `op` against the session's sandbox. If the node reports the sandbox gone, a new one is
+   * started and, when the operation can be repeated (its input is still in hand), retried once.
+   */
+  async withSandbox<T>(caller: Caller, id: string, repeatable: boolean, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
+    const row = this.row(caller, id);
+    const target = await this.ensureSandbox(row);
+    try {
+      return await op(target);
+    } catch (err) {
+      if (!isSpaceError(err) || err.code !== ErrorCode.SANDBOX_NOT_FOUND) throw err;
+      this.forgetSandbox(row, target.sandboxId);
+      if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_UNAVAILABLE, 'the sandbox died during this call; the session resumes on the next call, retry it');
+      const fresh = await this.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' });
+      return op(fresh);
+    }
+  }
+
+  /** Stops the session's sandbox only; the session and its files stay. */
+  async killSandbox(caller: Caller, id: string): Promise<void> {
+    const row = this.row(caller, id);
+    if (!row.sandboxId) return;
+    await this.node.stopSandbox(row.sandboxId);
+    this.forgetSandbox(row, row.sandboxId);
+  }
+
+  /** After the node agent stopped every sandbox (shutdown), sessions show no sandbox until used. */
+  markAllStopped(): void {
+    for (const row of this.store.listAllSessions()) {
+      if (row.sandboxId || row.status !== 'stopped') this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+    }
+  }
+}
+
+function toSession(row: SessionRow): Session {
+  return {
+    id: row.id,
+    tenantId: row.tenantId,
+    template: row.template,
+    status: row.status,
+    createdAt: row.createdAt,
+    env: row.env,
+    resources: row.resources,
+    metadata: row.metadata,
+    sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,
+  };
+}

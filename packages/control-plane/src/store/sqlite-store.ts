@@ -1,0 +1,124 @@
+import Database from 'better-sqlite3';
+import type { ApiKeyRow, SessionPatch, SessionRow, Store, TenantRow } from './store.js';
+
+const schema = `
+CREATE TABLE IF NOT EXISTS tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS api_keys (
+  id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id), hash TEXT NOT NULL UNIQUE,
+  admin INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+  id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id), template TEXT NOT NULL,
+  status TEXT NOT NULL, created_at TEXT NOT NULL, env TEXT NOT NULL, resources TEXT NOT NULL,
+  metadata TEXT NOT NULL, sandbox_id TEXT, node_id TEXT, sandbox_started_at TEXT);
+CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions(tenant_id, created_at);
+`;
+
+interface SessionDbRow {
+  id: string;
+  tenant_id: string;
+  template: string;
+  status: string;
+  created_at: string;
+  env: string;
+  resources: string;
+  metadata: string;
+  sandbox_id: string | null;
+  node_id: string | null;
+  sandbox_started_at: string | null;
+}
+
+interface KeyDbRow {
+  id: string;
+  tenant_id: string;
+  hash: string;
+  admin: number;
+  created_at: string;
+}
+
+/** The embedded store: one SQLite file in the data directory, WAL mode. */
+export class SqliteStore implements Store {
+  private readonly db: Database.Database;
+
+  constructor(file: string) {
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.exec(schema);
+  }
+
+  insertTenant(row: TenantRow): void {
+    this.db.prepare('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)').run(row.id, row.name, row.createdAt);
+  }
+
+  getTenant(id: string): TenantRow | null {
+    const row = this.db.prepare('SELECT id, name, created_at FROM tenants WHERE id = ?').get(id) as { id: string; name: string; created_at: string } | undefined;
+    return row ? { id: row.id, name: row.name, createdAt: row.created_at } : null;
+  }
+
+  insertApiKey(row: ApiKeyRow): void {
+    this.db.prepare('INSERT INTO api_keys (id, tenant_id, hash, admin, created_at) VALUES (?, ?, ?, ?, ?)').run(row.id, row.tenantId, row.hash, row.admin ? 1 : 0, row.createdAt);
+  }
+
+  findApiKey(hash: string): ApiKeyRow | null {
+    const row = this.db.prepare('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyDbRow | undefined;
+    return row ? { id: row.id, tenantId: row.tenant_id, hash: row.hash, admin: row.admin === 1, createdAt: row.created_at } : null;
+  }
+
+  replaceAdminKey(row: ApiKeyRow): void {
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM api_keys WHERE admin = 1 AND hash != ?').run(row.hash);
+      if (!this.findApiKey(row.hash)) this.insertApiKey(row);
+    })();
+  }
+
+  insertSession(row: SessionRow): void {
+    this.db
+      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt);
+  }
+
+  getSession(tenantId: string, id: string): SessionRow | null {
+    const row = this.db.prepare('SELECT * FROM sessions WHERE id = ? AND tenant_id = ?').get(id, tenantId) as SessionDbRow | undefined;
+    return row ? toSession(row) : null;
+  }
+
+  listSessions(tenantId: string): SessionRow[] {
+    return (this.db.prepare('SELECT * FROM sessions WHERE tenant_id = ? ORDER BY created_at, id').all(tenantId) as SessionDbRow[]).map(toSession);
+  }
+
+  listAllSessions(): SessionRow[] {
+    return (this.db.prepare('SELECT * FROM sessions ORDER BY created_at, id').all() as SessionDbRow[]).map(toSession);
+  }
+
+  updateSession(id: string, patch: SessionPatch): void {
+    const columns: Record<keyof SessionPatch, string> = { status: 'status', sandboxId: 'sandbox_id', nodeId: 'node_id', sandboxStartedAt: 'sandbox_started_at' };
+    const keys = Object.keys(patch) as (keyof SessionPatch)[];
+    if (keys.length === 0) return;
+    const sets = keys.map((k) => `${columns[k]} = ?`).join(', ');
+    this.db.prepare(`UPDATE sessions SET ${sets} WHERE id = ?`).run(...keys.map((k) => patch[k] ?? null), id);
+  }
+
+  deleteSession(id: string): void {
+    this.db.prepare('DELETE FROM sessions WHERE id = ?').run(id);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+function toSession(row: SessionDbRow): SessionRow {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    template: row.template,
+    status: row.status as SessionRow['status'],
+    createdAt: row.created_at,
+    env: JSON.parse(row.env) as Record<string, string>,
+    resources: JSON.parse(row.resources) as SessionRow['resources'],
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    sandboxId: row.sandbox_id,
+    nodeId: row.node_id,
+    sandboxStartedAt: row.sandbox_started_at,
+  };
+}

@@ -1,0 +1,52 @@
+import type { Resources, SessionStatus } from '@space/protocol';
+
+export interface TenantRow {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  tenantId: string;
+  /** sha256 of the key; the key itself is never stored. */
+  hash: string;
+  admin: boolean;
+  createdAt: string;
+}
+
+export interface SessionRow {
+  id: string;
+  tenantId: string;
+  template: string;
+  status: SessionStatus;
+  createdAt: string;
+  env: Record<string, string>;
+  resources: Resources;
+  metadata: Record<string, string>;
+  sandboxId: string | null;
+  nodeId: string | null;
+  sandboxStartedAt: string | null;
+}
+
+export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt'>>;
+
+/**
+ * Everything the control plane remembers. SQLite implements it for one machine; a PostgreSQL
+ * implementation lets several control-plane replicas share it.
+ */
+export interface Store {
+  insertTenant(row: TenantRow): void;
+  getTenant(id: string): TenantRow | null;
+  insertApiKey(row: ApiKeyRow): void;
+  findApiKey(hash: string): ApiKeyRow | null;
+  /** Makes `row` the only admin key (the configured one replaces any earlier one). */
+  replaceAdminKey(row: ApiKeyRow): void;
+  insertSession(row: SessionRow): void;
+  getSession(tenantId: string, id: string): SessionRow | null;
+  listSessions(tenantId: string): SessionRow[];
+  listAllSessions(): SessionRow[];
+  updateSession(id: string, patch: SessionPatch): void;
+  deleteSession(id: string): void;
+  close(): void;
+}

@@ -1,0 +1,18 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+/** What a SPACE data directory has on the host: used to prove nothing is left behind. */
+export function hostResources(dataDir: string): { runsc: string[]; netns: string[]; mounts: string[]; loops: string[] } {
+  const runsc = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+    .split('\n')
+    .filter((line) => line.startsWith('runsc') && line.includes(`--root=${dataDir}/`));
+  const netns = execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+    .split('\n')
+    .map((l) => l.split(' ')[0]!)
+    .filter((n) => n.startsWith('space-sbx_'));
+  const mounts = readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .filter((l) => l.split(' ')[1]?.startsWith(dataDir));
+  const loops = execFileSync('losetup', ['-j', `${dataDir}/btrfs.img`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  return { runsc, netns, mounts, loops };
+}

@@ -1,0 +1,42 @@
+import { ErrorCode, ServerStreamMessageSchema, SpaceError, WatchEventSchema, isSpaceError, sandboxRoutes } from '@space/protocol';
+import { Router, forwardRoute, parseQuery, readRouteInput, relaySockets, routePath, type RequestContext } from '@space/server-kit';
+import type { SandboxManager } from '../sandbox-manager.js';
+
+/**
+ * Registers `/node/v1/sandboxes/:sandboxId/<op>` for every sandbox operation: requests are
+ * validated, forwarded to the sandbox's daemon, and the daemon's replies are validated and bounded
+ * before they are passed up.
+ */
+export function registerSandboxProxy(router: Router, manager: SandboxManager, authorize: (ctx: { req: RequestContext['req'] }) => void): void {
+  for (const route of sandboxRoutes) {
+    const pattern = `/node/v1/sandboxes/:sandboxId${route.path}`;
+    if (route.kind === 'websocket') {
+      router.socket(pattern, authorize, (client, ctx) => {
+        try {
+          if (route.query) parseQuery(ctx.url, route.query);
+          const { daemon } = manager.get(ctx.params.sandboxId!);
+          const upstream = daemon.socket(routePath(route, ctx.params) + ctx.url.search);
+          const schema = route.path === '/files/watch' ? WatchEventSchema : ServerStreamMessageSchema;
+          relaySockets(client, upstream, { label: 'daemon', validateUpstream: (m) => schema.safeParse(m).success });
+        } catch (err) {
+          const e = isSpaceError(err) ? err : new SpaceError(ErrorCode.INTERNAL, String(err));
+          client.send(JSON.stringify({ type: 'error', code: e.code, message: e.message }));
+          client.close(1011, e.code);
+        }
+      });
+      continue;
+    }
+    router.on(route.method, pattern, async (ctx) => {
+      authorize(ctx);
+      const sandboxId = ctx.params.sandboxId!;
+      const { daemon } = manager.get(sandboxId);
+      const input = await readRouteInput(route, ctx);
+      try {
+        await forwardRoute(route, ctx, input, daemon, routePath(route, ctx.params));
+      } catch (err) {
+        if (isSpaceError(err) && err.code === ErrorCode.SANDBOX_UNAVAILABLE) throw await manager.checkAlive(sandboxId, err);
+        throw err;
+      }
+    });
+  }
+}

@@ -1,0 +1,80 @@
+import type { Server } from 'node:http';
+import path from 'node:path';
+import { closeServer, listen } from '@space/server-kit';
+import { createNodeApi } from './api/node-api.js';
+import type { Logger } from './logger.js';
+import { IpLeases } from './network/ip-leases.js';
+import { SandboxNetwork } from './network/sandbox-network.js';
+import type { NodeConfig } from './node-config.js';
+import { GvisorDriver } from './runtime/gvisor-driver.js';
+import { prepareRuntimeDir } from './runtime/sandbox-runtime-dir.js';
+import { SandboxManager } from './sandbox-manager.js';
+import { SandboxRecords } from './sandbox-record.js';
+import { BtrfsVolume } from './storage/btrfs-volume.js';
+import { Subvolumes } from './storage/subvolumes.js';
+import { builtinRecipes, type Progress } from './templates/recipes.js';
+import { TemplateStore } from './templates/template-store.js';
+
+/** The node agent's composition root: wires storage, network, runtime and API, and owns their lifecycle. */
+export class NodeAgent {
+  readonly volume: BtrfsVolume;
+  readonly templates: TemplateStore;
+  private manager: SandboxManager | null = null;
+  private server: Server | null = null;
+  port = 0;
+
+  constructor(
+    readonly config: NodeConfig,
+    private readonly log: Logger,
+  ) {
+    this.volume = new BtrfsVolume(config.dataDir, config.volumeSizeGb);
+    this.templates = new TemplateStore(this.volume, new Subvolumes(), builtinRecipes, path.join(config.dataDir, 'cache', 'templates'));
+  }
+
+  get url(): string {
+    return `http://${this.config.host === '0.0.0.0' ? '127.0.0.1' : this.config.host}:${this.port}`;
+  }
+
+  /** Mounts storage, adopts or cleans up what a previous run left, and starts serving. */
+  async start(options: { templates?: string[]; progress?: Progress } = {}): Promise<void> {
+    const { config, log } = this;
+    const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'));
+    await driver.preflight();
+    await this.volume.mount();
+    const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), { nodeBinary: config.nodeBinary, daemonBundleDir: config.daemonBundleDir });
+    const leases = new IpLeases();
+    await leases.releaseWhere((owner) => {
+      const [dataDir, netns] = owner.split(' ');
+      return dataDir === config.dataDir && !!netns && !SandboxNetwork.exists(netns);
+    });
+    this.manager = new SandboxManager({
+      nodeId: config.nodeId,
+      owner: config.dataDir,
+      driver,
+      network: new SandboxNetwork(leases),
+      templates: this.templates,
+      volume: this.volume,
+      subvolumes: new Subvolumes(),
+      records: new SandboxRecords(path.join(config.dataDir, 'node', 'sandboxes')),
+      runtimeDir,
+      log,
+    });
+    const { adopted, removed } = await this.manager.reconcile();
+    if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
+    for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
+    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, templates: this.templates });
+    const { server, port } = await listen(api, config.host, config.port);
+    this.server = server;
+    this.port = port;
+    log.info(`node ${config.nodeId} serving the node API on ${this.url}`);
+  }
+
+  /** Stops every sandbox and unmounts storage: nothing of this node is left running or mounted. */
+  async stop(): Promise<void> {
+    if (this.server) await closeServer(this.server);
+    this.server = null;
+    await this.manager?.stopAll();
+    this.manager = null;
+    await this.volume.unmount();
+  }
+}

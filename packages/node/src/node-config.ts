@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { newId } from '@space/protocol';
+
+export interface NodeConfig {
+  /** Data directory of this node agent (`SPACE_DATA_DIR`, default /var/lib/space). */
+  dataDir: string;
+  /** Address the node API listens on (`SPACE_NODE_HOST`, default 127.0.0.1). */
+  host: string;
+  /** Port of the node API (`SPACE_NODE_PORT`; 7071 standalone, a free port when embedded in `space up`). */
+  port: number;
+  /** Token the control plane presents (`SPACE_NODE_TOKEN`, else generated into `<data>/node/token`). */
+  token: string;
+  nodeId: string;
+  /** Size of the sparse btrfs image created on first start (`SPACE_VOLUME_SIZE_GB`, default 40). */
+  volumeSizeGb: number;
+  /** Directory with the bundled daemon and its helpers. */
+  daemonBundleDir: string;
+  nodeBinary: string;
+}
+
+/** Reads a value kept in a file, creating it with `make()` the first time. */
+export async function persistentValue(file: string, make: () => string): Promise<string> {
+  if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const value = make();
+  await writeFile(file, `${value}\n`, { mode: 0o600 });
+  return value;
+}
+
+export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Partial<NodeConfig> & { daemonBundleDir: string }): Promise<NodeConfig> {
+  const dataDir = path.resolve(overrides.dataDir ?? env.SPACE_DATA_DIR ?? '/var/lib/space');
+  const nodeDir = path.join(dataDir, 'node');
+  return {
+    dataDir,
+    host: overrides.host ?? env.SPACE_NODE_HOST ?? '127.0.0.1',
+    port: overrides.port ?? Number(env.SPACE_NODE_PORT ?? 7071),
+    token: overrides.token ?? env.SPACE_NODE_TOKEN ?? (await persistentValue(path.join(nodeDir, 'token'), () => randomBytes(32).toString('hex'))),
+    nodeId: overrides.nodeId ?? (await persistentValue(path.join(nodeDir, 'node-id'), () => newId('node', 10))),
+    volumeSizeGb: overrides.volumeSizeGb ?? Number(env.SPACE_VOLUME_SIZE_GB ?? 40),
+    daemonBundleDir: overrides.daemonBundleDir,
+    nodeBinary: overrides.nodeBinary ?? process.execPath,
+  };
+}

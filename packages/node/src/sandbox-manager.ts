@@ -1,0 +1,229 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { ErrorCode, SpaceError, newId, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { Upstream } from '@space/server-kit';
+import type { RuntimeDriver } from './runtime/driver.js';
+import { inSandbox } from './runtime/sandbox-runtime-dir.js';
+import type { SandboxNetwork } from './network/sandbox-network.js';
+import type { TemplateStore } from './templates/template-store.js';
+import type { BtrfsVolume } from './storage/btrfs-volume.js';
+import type { Subvolumes } from './storage/subvolumes.js';
+import type { SandboxRecord, SandboxRecords } from './sandbox-record.js';
+import type { Logger } from './logger.js';
+
+export const daemonPort = 49983;
+const daemonReadyTimeoutMs = 30_000;
+
+export interface SandboxManagerDeps {
+  nodeId: string;
+  /** Identifies this node agent in host-wide leases (its data directory). */
+  owner: string;
+  driver: RuntimeDriver;
+  network: SandboxNetwork;
+  templates: TemplateStore;
+  volume: BtrfsVolume;
+  subvolumes: Subvolumes;
+  records: SandboxRecords;
+  runtimeDir: string;
+  log: Logger;
+}
+
+interface LiveSandbox {
+  record: SandboxRecord;
+  daemon: Upstream;
+}
+
+/**
+ * Runs the sandboxes of this node: each serves one session's volume (a writable btrfs snapshot of
+ * its template), in its own network namespace, with the daemon as the only way in.
+ */
+export class SandboxManager {
+  private readonly live = new Map<string, LiveSandbox>();
+  private readonly starting = new Map<string, Promise<SandboxInfo>>();
+
+  constructor(private readonly deps: SandboxManagerDeps) {}
+
+  volumePath(sessionId: string): string {
+    return this.deps.volume.dir('volumes', sessionId);
+  }
+
+  /** Starts a sandbox for a session, or returns the one already serving it. */
+  start(request: StartSandboxRequest): Promise<SandboxInfo> {
+    const existing = [...this.live.values()].find((s) => s.record.sessionId === request.sessionId);
+    if (existing) return Promise.resolve(this.describe(existing.record, true));
+    let pending = this.starting.get(request.sessionId);
+    if (!pending) {
+      pending = this.startNew(request).finally(() => this.starting.delete(request.sessionId));
+      this.starting.set(request.sessionId, pending);
+    }
+    return pending;
+  }
+
+  private async startNew(request: StartSandboxRequest): Promise<SandboxInfo> {
+    const { deps } = this;
+    const started = Date.now();
+    const rootfs = this.volumePath(request.sessionId);
+    if (!deps.subvolumes.exists(rootfs)) {
+      const template = await deps.templates.ensure(request.template, (m) => deps.log.info(m));
+      await deps.subvolumes.snapshot(template, rootfs, false);
+    }
+    const sandboxId = newId('sbx');
+    const token = randomBytes(32).toString('hex');
+    const workDir = deps.records.workDir(sandboxId);
+    await mkdir(workDir, { recursive: true, mode: 0o700 });
+    const net = await deps.network.create(sandboxId, deps.owner);
+    const record: SandboxRecord = { sandboxId, sessionId: request.sessionId, template: request.template, startedAt: new Date().toISOString(), token, leaseIndex: net.lease.index, sandboxIp: net.lease.sandboxIp };
+    await deps.records.save(record);
+    const tokenFile = path.join(rootfs, 'run/space/daemon-token');
+    try {
+      await mkdir(path.dirname(tokenFile), { recursive: true });
+      await writeFile(tokenFile, token, { mode: 0o600 });
+      await deps.driver.start({
+        sandboxId,
+        rootfs,
+        workDir,
+        hostname: `space-${request.sessionId.slice(4, 12)}`,
+        args: [inSandbox.init, inSandbox.loader, '--library-path', inSandbox.libs, inSandbox.node, inSandbox.daemon],
+        env: {
+          PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+          HOME: '/root',
+          LANG: 'C.UTF-8',
+          SPACE_SESSION_ID: request.sessionId,
+          ...request.env,
+          SPACE_DAEMON_PORT: String(daemonPort),
+          SPACE_DAEMON_TOKEN_FILE: '/run/space/daemon-token',
+          SPACE_WORKDIR: '/workspace',
+          SPACE_PTY_HELPER: inSandbox.pty,
+        },
+        resources: request.resources,
+        runtimeDir: deps.runtimeDir,
+        netnsPath: net.netnsPath,
+      });
+      const daemon = new Upstream(`http://${net.lease.sandboxIp}:${daemonPort}`, token, ErrorCode.SANDBOX_UNAVAILABLE, `daemon of sandbox ${sandboxId}`);
+      await this.waitForDaemon(sandboxId, daemon);
+      this.live.set(sandboxId, { record, daemon });
+      deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ready in ${Date.now() - started} ms`);
+      return this.describe(record, true);
+    } catch (err) {
+      const console = await readFile(path.join(workDir, 'console.log'), 'utf8').catch(() => '');
+      await this.cleanup(record);
+      await rm(tokenFile, { force: true });
+      if (err instanceof SpaceError) throw err;
+      throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, `sandbox failed to start: ${(err as Error).message}${console ? `; console: ${console.slice(-1000)}` : ''}`);
+    }
+  }
+
+  private async waitForDaemon(sandboxId: string, daemon: Upstream): Promise<void> {
+    const deadline = Date.now() + daemonReadyTimeoutMs;
+    let lastError = '';
+    while (Date.now() < deadline) {
+      try {
+        const res = await daemon.send('GET', '/health', undefined, {}, 1000);
+        res.resume();
+        if (res.statusCode === 200) return;
+        lastError = `status ${res.statusCode}`;
+      } catch (err) {
+        lastError = (err as Error).message;
+      }
+      if (!(await this.deps.driver.stats(sandboxId)).running) throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, 'the sandbox exited before its daemon came up');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, `daemon did not answer within ${daemonReadyTimeoutMs} ms: ${lastError}`);
+  }
+
+  get(sandboxId: string): LiveSandbox {
+    const found = this.live.get(sandboxId);
+    if (!found) throw new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} is not running on node ${this.deps.nodeId}`);
+    return found;
+  }
+
+  async info(sandboxId: string): Promise<SandboxInfo> {
+    const { record } = this.get(sandboxId);
+    const { running } = await this.deps.driver.stats(sandboxId);
+    return this.describe(record, running);
+  }
+
+  list(): SandboxInfo[] {
+    return [...this.live.values()].map((s) => this.describe(s.record, true));
+  }
+
+  /**
+   * Called when the daemon cannot be reached: if the runtime says the sandbox is gone, it is cleaned
+   * up and reported as SANDBOX_NOT_FOUND so the control plane can start a new one for the session.
+   */
+  async checkAlive(sandboxId: string, cause: SpaceError): Promise<SpaceError> {
+    const live = this.live.get(sandboxId);
+    if (!live) return new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} is gone`);
+    const { running } = await this.deps.driver.stats(sandboxId);
+    if (running) return cause;
+    this.deps.log.warn(`sandbox ${sandboxId} of ${live.record.sessionId} died; cleaning up`);
+    await this.stop(sandboxId);
+    return new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} died`);
+  }
+
+  async stop(sandboxId: string): Promise<void> {
+    const live = this.live.get(sandboxId);
+    if (!live) return;
+    this.live.delete(sandboxId);
+    live.daemon.close();
+    await this.cleanup(live.record);
+  }
+
+  /** Deletes a session's volume, stopping its sandbox first. */
+  async deleteVolume(sessionId: string): Promise<void> {
+    await this.starting.get(sessionId)?.catch(() => undefined);
+    for (const s of [...this.live.values()]) if (s.record.sessionId === sessionId) await this.stop(s.record.sandboxId);
+    await this.deps.subvolumes.delete(this.volumePath(sessionId));
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.starting.values()].map((p) => p.catch(() => undefined)));
+    await Promise.all([...this.live.keys()].map((id) => this.stop(id)));
+  }
+
+  /**
+   * Brings the node's records, the runtime and the network into agreement after a restart or crash:
+   * sandboxes still running with a reachable daemon are adopted, everything else is removed.
+   */
+  async reconcile(): Promise<{ adopted: number; removed: number }> {
+    const { deps } = this;
+    const { records, orphanDirs } = await deps.records.loadAll();
+    let adopted = 0;
+    let removed = 0;
+    for (const record of records) {
+      const daemon = new Upstream(`http://${record.sandboxIp}:${daemonPort}`, record.token, ErrorCode.SANDBOX_UNAVAILABLE, `daemon of sandbox ${record.sandboxId}`);
+      const alive = (await deps.driver.stats(record.sandboxId)).running && (await daemon.send('GET', '/health', undefined, {}, 2000).then((r) => (r.resume(), r.statusCode === 200)).catch(() => false));
+      if (alive) {
+        this.live.set(record.sandboxId, { record, daemon });
+        adopted++;
+      } else {
+        daemon.close();
+        await this.cleanup(record);
+        removed++;
+      }
+    }
+    const known = new Set(records.map((r) => r.sandboxId));
+    for (const id of await deps.driver.list()) {
+      if (!known.has(id)) {
+        await deps.driver.destroy(id);
+        removed++;
+      }
+    }
+    for (const dir of orphanDirs) {
+      await deps.network.destroy(dir, null);
+      await deps.records.remove(dir);
+    }
+    return { adopted, removed };
+  }
+
+  private async cleanup(record: SandboxRecord): Promise<void> {
+    await this.deps.driver.destroy(record.sandboxId).catch((err) => this.deps.log.warn(`destroying ${record.sandboxId}: ${(err as Error).message}`));
+    await this.deps.network.destroy(record.sandboxId, record.leaseIndex);
+    await this.deps.records.remove(record.sandboxId);
+  }
+
+  private describe(record: SandboxRecord, running: boolean): SandboxInfo {
+    return { sandboxId: record.sandboxId, sessionId: record.sessionId, nodeId: this.deps.nodeId, template: record.template, startedAt: record.startedAt, running };
+  }
+}

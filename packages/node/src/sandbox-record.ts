@@ -1,0 +1,56 @@
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+
+export const SandboxRecordSchema = z.object({
+  sandboxId: z.string(),
+  sessionId: z.string(),
+  template: z.string(),
+  startedAt: z.string(),
+  token: z.string(),
+  leaseIndex: z.number().int(),
+  sandboxIp: z.string(),
+});
+export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
+
+/**
+ * The node's own record of each sandbox it runs (a file per sandbox, mode 0600: it holds the daemon
+ * token), so a restarted node agent finds its sandboxes again.
+ */
+export class SandboxRecords {
+  constructor(readonly dir: string) {}
+
+  workDir(sandboxId: string): string {
+    return path.join(this.dir, sandboxId);
+  }
+
+  async save(record: SandboxRecord): Promise<void> {
+    await mkdir(this.workDir(record.sandboxId), { recursive: true, mode: 0o700 });
+    await writeFile(path.join(this.workDir(record.sandboxId), 'record.json'), JSON.stringify(record), { mode: 0o600 });
+  }
+
+  async loadAll(): Promise<{ records: SandboxRecord[]; orphanDirs: string[] }> {
+    await mkdir(this.dir, { recursive: true });
+    const records: SandboxRecord[] = [];
+    const orphanDirs: string[] = [];
+    for (const name of await readdir(this.dir)) {
+      const raw = await readFile(path.join(this.dir, name, 'record.json'), 'utf8').catch(() => null);
+      const parsed = raw ? SandboxRecordSchema.safeParse(safeJson(raw)) : null;
+      if (parsed?.success) records.push(parsed.data);
+      else orphanDirs.push(name);
+    }
+    return { records, orphanDirs };
+  }
+
+  async remove(sandboxId: string): Promise<void> {
+    await rm(this.workDir(sandboxId), { recursive: true, force: true });
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,45 @@
+import { Limits, type SandboxRoute } from '@space/protocol';
+import { parseQuery, readJson } from './body.js';
+import { sendJson } from './respond.js';
+import type { RequestContext } from './router.js';
+import type { Upstream } from './upstream.js';
+
+export type HttpSandboxRoute = Exclude<SandboxRoute, { kind: 'websocket' }>;
+
+/** Exec replies carry up to two buffered streams, JSON-escaped: bounded well above that, still bounded. */
+const execReplyLimit = Limits.maxBufferedOutputBytes * 2 * 6 + 64 * 1024;
+
+/** Validates a sandbox route's query and JSON body at the boundary, before anything is forwarded. */
+export async function readRouteInput(route: HttpSandboxRoute, ctx: RequestContext): Promise<{ body: unknown }> {
+  if ('query' in route && route.query) parseQuery(ctx.url, route.query);
+  const body = route.kind === 'json' && route.body ? await readJson(ctx.req, route.body) : undefined;
+  return { body };
+}
+
+/** Replaces `:name` segments of a route with the request's params. */
+export function routePath(route: SandboxRoute, params: Record<string, string>): string {
+  return route.path.replace(/:([a-zA-Z]+)/g, (_, name: string) => encodeURIComponent(params[name] ?? ''));
+}
+
+/**
+ * Forwards one validated sandbox operation to the layer below at `targetPath` and relays the reply,
+ * whose JSON is checked against the route's response schema and bounded in size.
+ */
+export async function forwardRoute(route: HttpSandboxRoute, ctx: RequestContext, input: { body: unknown }, upstream: Upstream, targetPath: string): Promise<void> {
+  const target = targetPath + ctx.url.search;
+  switch (route.kind) {
+    case 'json': {
+      const limit = route.path === '/exec' ? execReplyLimit : 16 * 1024 * 1024;
+      return sendJson(ctx.res, 200, await upstream.json(route.method, target, input.body, route.response, { limit }));
+    }
+    case 'download':
+      return upstream.download(target, ctx.res);
+    case 'upload': {
+      const headers: Record<string, string> = { 'content-type': 'application/octet-stream' };
+      const length = ctx.req.headers['content-length'];
+      if (typeof length === 'string') headers['content-length'] = length;
+      const reply = await upstream.send('PUT', target, ctx.req, headers);
+      return sendJson(ctx.res, 200, await upstream.readJsonReply(reply, route.response, 64 * 1024));
+    }
+  }
+}
