@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { lstat, mkdir, readdir, readlink, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readlink, realpath, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
@@ -29,9 +29,12 @@ export class FileService {
 
   /** Writes to a temporary file beside the target and renames it into place: readers never see a torn file. */
   async write(requested: string, body: Readable, maxBytes: number): Promise<FileStat> {
-    const abs = this.paths.resolve(requested);
     return mapFsErrors(requested, async () => {
-      await mkdir(path.dirname(abs), { recursive: true });
+      await mkdir(path.dirname(this.paths.resolve(requested)), { recursive: true });
+      // Resolve the parent's symlinks first: this gVisor answers stat("<link to />/missing") with the
+      // root directory's attributes instead of ENOENT.
+      const resolved = this.paths.resolve(requested);
+      const abs = path.join(await realpath(path.dirname(resolved)), path.basename(resolved));
       const existing = await stat(abs).catch(() => null);
       if (existing?.isDirectory()) throw new SpaceError(ErrorCode.IS_A_DIRECTORY, `${JSON.stringify(requested)} is a directory`);
       const temp = path.join(path.dirname(abs), `.space-upload-${randomBytes(6).toString('hex')}`);

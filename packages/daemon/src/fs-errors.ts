@@ -1,4 +1,4 @@
-import { ErrorCode, SpaceError } from '@space/protocol';
+import { ErrorCode, SpaceError, isSpaceError } from '@space/protocol';
 
 const byErrno: Record<string, ErrorCode> = {
   ENOENT: ErrorCode.FILE_NOT_FOUND,
@@ -16,6 +16,7 @@ const byErrno: Record<string, ErrorCode> = {
 
 /** Maps a Node fs error to the API's error for the path the caller named. */
 export function fsError(err: unknown, path: string): SpaceError {
+  if (isSpaceError(err)) return err;
   const code = (err as NodeJS.ErrnoException)?.code ?? '';
   const mapped = byErrno[code];
   if (mapped) return new SpaceError(mapped, `${JSON.stringify(path)}: ${code}`);
