@@ -68,13 +68,17 @@ int main(int argc, char **argv) {
   char ctl[256];
   size_t ctl_len = 0;
   int in_open = 1, ctl_open = fcntl(3, F_GETFD) != -1;
+  int status = 0, exited = 0;
   for (;;) {
+    /* Some kernels (gVisor among them) do not report EOF on the master when the last slave fd
+       closes, so the child's exit is polled for too; what it printed last is drained below. */
+    if (waitpid(pid, &status, WNOHANG) == pid) { exited = 1; break; }
     struct pollfd fds[3] = {
       { .fd = master, .events = POLLIN },
       { .fd = in_open ? 0 : -1, .events = POLLIN },
       { .fd = ctl_open ? 3 : -1, .events = POLLIN },
     };
-    if (poll(fds, 3, -1) < 0) { if (errno == EINTR) continue; break; }
+    if (poll(fds, 3, 50) < 0) { if (errno == EINTR) continue; break; }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = read(master, buf, sizeof buf);
       if (n <= 0) break; /* EIO once every slave fd is closed: the command is done */
@@ -101,8 +105,15 @@ int main(int argc, char **argv) {
       if (ctl_len == sizeof ctl - 1) ctl_len = 0; /* an overlong line is dropped */
     }
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (exited) {
+    fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+    for (;;) {
+      ssize_t n = read(master, buf, sizeof buf);
+      if (n <= 0 || write_all(1, buf, n) < 0) break;
+    }
+  } else {
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

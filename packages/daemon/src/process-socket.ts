@@ -58,21 +58,22 @@ function sendMessageError(ws: WebSocket, message: string): void {
   sendMessage(ws, { type: 'error', code: 'VALIDATION_FAILED', message });
 }
 
-/** Waits for the first message on a socket and parses it, or closes the socket with an error. */
-export function firstMessage(ws: WebSocket, timeoutMs: number): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no start message received in time')), timeoutMs);
-    ws.once('message', (raw) => {
-      clearTimeout(timer);
-      try {
-        resolve(JSON.parse(raw.toString()));
-      } catch {
-        reject(new Error('the start message must be JSON'));
-      }
-    });
-    ws.once('close', () => {
-      clearTimeout(timer);
-      reject(new Error('closed before start'));
-    });
+/**
+ * Calls `handler` with the first message of a socket, synchronously inside the message event, so
+ * the handler can attach its own listeners before any later message (sent in the same breath, like
+ * stdin right after start) is emitted. No first message within `timeoutMs` closes the socket.
+ */
+export function onFirstMessage(ws: WebSocket, timeoutMs: number, handler: (message: unknown) => void): void {
+  const timer = setTimeout(() => sendStreamError(ws, 'VALIDATION_FAILED', 'no start message received in time'), timeoutMs);
+  ws.once('message', (raw) => {
+    clearTimeout(timer);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw.toString());
+    } catch {
+      return sendStreamError(ws, 'VALIDATION_FAILED', 'the start message must be JSON');
+    }
+    handler(parsed);
   });
+  ws.once('close', () => clearTimeout(timer));
 }

@@ -2,7 +2,7 @@ import { ErrorCode, ExecRequestSchema, Limits, MkdirRequestSchema, MoveRequestSc
 import { Router, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson, type UpgradeContext } from '@space/server-kit';
 import type { FileService } from './file-service.js';
 import type { ProcessTable } from './process-table.js';
-import { bindProcessSocket, firstMessage, sendStreamError } from './process-socket.js';
+import { bindProcessSocket, onFirstMessage, sendStreamError } from './process-socket.js';
 import { bindWatchSocket } from './watch-socket.js';
 import { collectOutput } from './collect-output.js';
 import type { SandboxPaths } from './sandbox-paths.js';
@@ -89,23 +89,27 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
   });
 
   router.socket('/exec/stream', guard, (ws) => {
-    void firstMessage(ws, 10_000)
-      .then((raw) => {
+    onFirstMessage(ws, 10_000, (raw) => {
+      try {
         const start = parseWith(ExecStreamStartSchema, raw, 'start message');
         bindProcessSocket(ws, processes.start(start), false);
-      })
-      .catch((err) => reportSocketError(ws, err));
+      } catch (err) {
+        reportSocketError(ws, err);
+      }
+    });
   });
 
   router.socket('/pty', guard, (ws) => {
-    void firstMessage(ws, 10_000)
-      .then((raw) => {
+    onFirstMessage(ws, 10_000, (raw) => {
+      try {
         const start = parseWith(PtyStartSchema, raw, 'start message');
         const cmd = start.cmd ?? ['/bin/sh', '-l'];
         const proc = processes.start({ cmd, cwd: start.cwd, env: start.env, timeoutMs: Limits.maxExecTimeoutMs, pty: { cols: start.cols, rows: start.rows } });
         bindProcessSocket(ws, proc, false);
-      })
-      .catch((err) => reportSocketError(ws, err));
+      } catch (err) {
+        reportSocketError(ws, err);
+      }
+    });
   });
 
   router.socket('/processes/:pid/attach', guard, (ws, ctx) => {

@@ -24,7 +24,7 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.deepEqual(left.loops, [], 'loop devices left behind');
   });
 
-  test('create, python and node, write/read/list a file, delete: nothing left behind', async () => {
+  test('create, python and node, write/read/list a file, delete: nothing left behind', { timeout: 60_000 }, async () => {
     const netnsBefore = new Set(hostResources(platform.dataDir).netns);
     const session = await api.createSession({ template: 'base' });
     assert.match(session.id, /^ses_/);
@@ -59,7 +59,7 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.deepEqual(after.netns.filter((n) => !netnsBefore.has(n)), []);
   });
 
-  test('exec: exit codes, stderr, stdin, env, cwd, timeout', async () => {
+  test('exec: exit codes, stderr, stdin, env, cwd, timeout', { timeout: 60_000 }, async () => {
     const session = await api.createSession({ template: 'tiny', env: { GREETING: 'hello' } });
     created.push(session.id);
     const fail = await api.exec(session.id, 'echo oops >&2; exit 3');
@@ -75,7 +75,7 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.equal(missing.body.error.code, 'EXEC_FAILED');
   });
 
-  test('bad input gets a clear 4xx with a stable code', async () => {
+  test('bad input gets a clear 4xx with a stable code', { timeout: 60_000 }, async () => {
     const session = await api.createSession({ template: 'tiny' });
     created.push(session.id);
     const cases: [string, Promise<{ status: number; body: any }>, number, string][] = [
@@ -104,7 +104,7 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.equal((await new Api(platform.url, null).call('GET', '/healthz')).status, 200);
   });
 
-  test('absolute host paths and symlinks resolve inside the sandbox, never on the host', async () => {
+  test('absolute host paths and symlinks resolve inside the sandbox, never on the host', { timeout: 60_000 }, async () => {
     const session = await api.createSession({ template: 'tiny' });
     created.push(session.id);
     // The host's own checkout is not visible: the path names a file that does not exist in the sandbox.
@@ -121,7 +121,7 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.ok(!passwd.includes('systemd') && passwd.startsWith('root:x:0:0'));
   });
 
-  test('tenants: keys are per tenant and a tenant sees only its own sessions', async () => {
+  test('tenants: keys are per tenant and a tenant sees only its own sessions', { timeout: 60_000 }, async () => {
     const tenantA = await api.call('POST', '/v1/tenants', { name: 'a' });
     const tenantB = await api.call('POST', '/v1/tenants', { name: 'b' });
     assert.equal(tenantA.status, 201);
