@@ -24,6 +24,10 @@ export class NodeClient {
     return this.upstream.json('POST', '/node/v1/sandboxes', request, SandboxInfoSchema);
   }
 
+  sandboxInfo(sandboxId: string): Promise<SandboxInfo> {
+    return this.upstream.json('GET', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}`, undefined, SandboxInfoSchema);
+  }
+
   stopSandbox(sandboxId: string): Promise<unknown> {
     return this.upstream.json('DELETE', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}`, undefined, okSchema);
   }

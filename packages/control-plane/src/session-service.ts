@@ -97,20 +97,35 @@ export class SessionService {
   }
 
   /**
-   * Runs `op` against the session's sandbox. If the node reports the sandbox gone, a new one is
-   * started and, when the operation can be repeated (its input is still in hand), retried once.
+   * Runs `op` against the session's sandbox, resuming the session first when its sandbox is gone.
+   * A sandbox found dead before the call reached it (SANDBOX_NOT_FOUND) is replaced and the call
+   * sent again when its input is still in hand (`repeatable`); operations that stream their input
+   * check the sandbox first instead. A sandbox that dies during a call (SANDBOX_DIED) is not
+   * retried, since the call may have partly run; the next call resumes the session.
    */
   async withSandbox<T>(caller: Caller, id: string, repeatable: boolean, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
     const row = this.row(caller, id);
-    const target = await this.ensureSandbox(row);
+    let target = await this.ensureSandbox(row);
+    if (!repeatable) target = await this.confirmAlive(row, target);
     try {
       return await op(target);
     } catch (err) {
+      if (!isSpaceError(err) || (err.code !== ErrorCode.SANDBOX_NOT_FOUND && err.code !== ErrorCode.SANDBOX_DIED)) throw err;
+      this.forgetSandbox(row, target.sandboxId);
+      if (err.code === ErrorCode.SANDBOX_DIED) throw err;
+      if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died as this call began; the session resumes on the next call');
+      return op(await this.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' }));
+    }
+  }
+
+  private async confirmAlive(row: SessionRow, target: SandboxTarget): Promise<SandboxTarget> {
+    try {
+      await target.node.sandboxInfo(target.sandboxId);
+      return target;
+    } catch (err) {
       if (!isSpaceError(err) || err.code !== ErrorCode.SANDBOX_NOT_FOUND) throw err;
       this.forgetSandbox(row, target.sandboxId);
-      if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_UNAVAILABLE, 'the sandbox died during this call; the session resumes on the next call, retry it');
-      const fresh = await this.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' });
-      return op(fresh);
+      return this.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' });
     }
   }
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCode, SpaceError, newId, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
@@ -32,6 +33,19 @@ export interface SandboxManagerDeps {
 interface LiveSandbox {
   record: SandboxRecord;
   daemon: Upstream;
+  /** Host pid of the sandbox process: its disappearance means the sandbox died. */
+  pid: number | null;
+}
+
+/** True while the process exists and is not a zombie (a killed sandbox lingers as one until reaped). */
+function processAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -102,7 +116,7 @@ export class SandboxManager {
       });
       const daemon = new Upstream(`http://${net.lease.sandboxIp}:${daemonPort}`, token, ErrorCode.SANDBOX_UNAVAILABLE, `daemon of sandbox ${sandboxId}`);
       await this.waitForDaemon(sandboxId, daemon);
-      this.live.set(sandboxId, { record, daemon });
+      this.live.set(sandboxId, { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid });
       deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ready in ${Date.now() - started} ms`);
       return this.describe(record, true);
     } catch (err) {
@@ -138,10 +152,22 @@ export class SandboxManager {
     return found;
   }
 
+  /**
+   * The sandbox, checked to be alive before a call is forwarded (a signal-0 probe, microseconds).
+   * A sandbox that died since its last call is cleaned up and reported as SANDBOX_NOT_FOUND: nothing
+   * of the call has run, so the control plane may start a new sandbox and send it again.
+   */
+  async getAlive(sandboxId: string): Promise<LiveSandbox> {
+    const found = this.get(sandboxId);
+    if (found.pid === null || processAlive(found.pid)) return found;
+    this.deps.log.warn(`sandbox ${sandboxId} of ${found.record.sessionId} died; cleaning up`);
+    await this.stop(sandboxId);
+    throw new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} died`);
+  }
+
   async info(sandboxId: string): Promise<SandboxInfo> {
-    const { record } = this.get(sandboxId);
-    const { running } = await this.deps.driver.stats(sandboxId);
-    return this.describe(record, running);
+    const { record } = await this.getAlive(sandboxId);
+    return this.describe(record, true);
   }
 
   list(): SandboxInfo[] {
@@ -149,17 +175,17 @@ export class SandboxManager {
   }
 
   /**
-   * Called when the daemon cannot be reached: if the runtime says the sandbox is gone, it is cleaned
-   * up and reported as SANDBOX_NOT_FOUND so the control plane can start a new one for the session.
+   * Called when the daemon stopped answering in the middle of a call: if the sandbox is gone, it is
+   * cleaned up and reported as SANDBOX_DIED. The call may have partly run, so it is not repeated.
    */
   async checkAlive(sandboxId: string, cause: SpaceError): Promise<SpaceError> {
     const live = this.live.get(sandboxId);
-    if (!live) return new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} is gone`);
+    if (!live) return new SpaceError(ErrorCode.SANDBOX_DIED, `sandbox ${sandboxId} is gone`);
     const { running } = await this.deps.driver.stats(sandboxId);
     if (running) return cause;
-    this.deps.log.warn(`sandbox ${sandboxId} of ${live.record.sessionId} died; cleaning up`);
+    this.deps.log.warn(`sandbox ${sandboxId} of ${live.record.sessionId} died during a call; cleaning up`);
     await this.stop(sandboxId);
-    return new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} died`);
+    return new SpaceError(ErrorCode.SANDBOX_DIED, `the sandbox died during this call (out of memory, pid limit, or killed); the session resumes on the next call`);
   }
 
   async stop(sandboxId: string): Promise<void> {
@@ -195,7 +221,7 @@ export class SandboxManager {
       const daemon = new Upstream(`http://${record.sandboxIp}:${daemonPort}`, record.token, ErrorCode.SANDBOX_UNAVAILABLE, `daemon of sandbox ${record.sandboxId}`);
       const alive = (await deps.driver.stats(record.sandboxId)).running && (await daemon.send('GET', '/health', undefined, {}, 2000).then((r) => (r.resume(), r.statusCode === 200)).catch(() => false));
       if (alive) {
-        this.live.set(record.sandboxId, { record, daemon });
+        this.live.set(record.sandboxId, { record, daemon, pid: (await deps.driver.stats(record.sandboxId)).pid });
         adopted++;
       } else {
         daemon.close();

@@ -19,6 +19,8 @@ export class Upstream {
     /** The error code for "cannot reach it at all". */
     private readonly unreachable: ErrorCode,
     private readonly label: string,
+    /** A peer that does not accept the connection within this long counts as unreachable. */
+    private readonly connectTimeoutMs = 3000,
   ) {}
 
   close(): void {
@@ -35,6 +37,12 @@ export class Upstream {
         headers['content-length'] = body.length;
       }
       const req = request(url, { method, headers, agent: this.agent }, resolve);
+      req.on('socket', (socket) => {
+        if (!socket.connecting) return;
+        const timer = setTimeout(() => req.destroy(new SpaceError(this.unreachable, `${this.label} did not accept a connection within ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs);
+        socket.once('connect', () => clearTimeout(timer));
+        socket.once('close', () => clearTimeout(timer));
+      });
       if (timeoutMs) req.setTimeout(timeoutMs, () => req.destroy(new SpaceError(this.unreachable, `${this.label} did not answer within ${timeoutMs} ms`)));
       req.on('error', (err) => reject(err instanceof SpaceError ? err : new SpaceError(this.unreachable, `${this.label} unreachable: ${err.message}`)));
       if (Buffer.isBuffer(body) || body === undefined) req.end(body);

@@ -1,5 +1,5 @@
 import { ErrorCode, ServerStreamMessageSchema, SpaceError, WatchEventSchema, isSpaceError, sandboxRoutes } from '@space/protocol';
-import { Router, forwardRoute, parseQuery, readRouteInput, relaySockets, routePath, type RequestContext } from '@space/server-kit';
+import { Router, forwardRoute, parseQuery, readRouteInput, relaySockets, routePath, type RequestContext, type UpgradeContext } from '@space/server-kit';
 import type { SandboxManager } from '../sandbox-manager.js';
 
 /**
@@ -11,9 +11,13 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
   for (const route of sandboxRoutes) {
     const pattern = `/node/v1/sandboxes/:sandboxId${route.path}`;
     if (route.kind === 'websocket') {
-      router.socket(pattern, authorize, (client, ctx) => {
+      const guard = async (ctx: UpgradeContext): Promise<void> => {
+        authorize(ctx);
+        if (route.query) parseQuery(ctx.url, route.query);
+        await manager.getAlive(ctx.params.sandboxId!);
+      };
+      router.socket(pattern, guard, (client, ctx) => {
         try {
-          if (route.query) parseQuery(ctx.url, route.query);
           const { daemon } = manager.get(ctx.params.sandboxId!);
           const upstream = daemon.socket(routePath(route, ctx.params) + ctx.url.search);
           const schema = route.path === '/files/watch' ? WatchEventSchema : ServerStreamMessageSchema;
@@ -29,8 +33,8 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
     router.on(route.method, pattern, async (ctx) => {
       authorize(ctx);
       const sandboxId = ctx.params.sandboxId!;
-      const { daemon } = manager.get(sandboxId);
       const input = await readRouteInput(route, ctx);
+      const { daemon } = await manager.getAlive(sandboxId);
       try {
         await forwardRoute(route, ctx, input, daemon, routePath(route, ctx.params));
       } catch (err) {

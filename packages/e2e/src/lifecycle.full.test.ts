@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { Readable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { Api } from './client.js';
+import { hostResources } from './host-state.js';
+import { startPlatform, type RunningPlatform } from './platform.js';
+
+/** Host pid of a sandbox's runsc-sandbox process, found as an operator would. */
+function sandboxHostPid(dataDir: string, sandboxId: string): number {
+  const state = JSON.parse(execFileSync('runsc', [`--root=${dataDir}/node/runsc`, 'state', sandboxId], { encoding: 'utf8' })) as { pid: number };
+  return state.pid;
+}
+
+function peakRssMb(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'))!;
+  return Number(line.split(/\s+/)[1]) / 1024;
+}
+
+describe('sandbox deaths, restarts and large files', () => {
+  let platform: RunningPlatform;
+  let api: Api;
+
+  before(async () => {
+    platform = await startPlatform();
+    api = new Api(platform.url, platform.adminKey);
+  });
+
+  after(async () => {
+    if (platform.process.exitCode === null) assert.equal(await platform.stop(), 0, platform.output());
+  });
+
+  test('killing only the sandbox keeps the session: the next call resumes it with its files', { timeout: 120_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny' });
+    await api.exec(session.id, 'echo kept > /workspace/note.txt');
+    assert.equal((await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`)).status, 200);
+    const killed = await api.call('GET', `/v1/sessions/${session.id}`);
+    assert.equal(killed.body.status, 'stopped');
+    assert.equal(killed.body.sandbox, null);
+    const resumed = await api.exec(session.id, 'cat /workspace/note.txt');
+    assert.equal(resumed.stdout, 'kept\n');
+    const now = await api.call('GET', `/v1/sessions/${session.id}`);
+    assert.equal(now.body.status, 'running');
+    assert.notEqual(now.body.sandbox.id, session.sandbox.id);
+    await api.call('DELETE', `/v1/sessions/${session.id}`);
+  });
+
+  test('SIGKILL of the sandbox process from outside: the next call resumes transparently', { timeout: 120_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny' });
+    await api.exec(session.id, 'echo survived > /workspace/f');
+    process.kill(sandboxHostPid(platform.dataDir, session.sandbox.id), 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 200));
+    const result = await api.exec(session.id, 'cat /workspace/f');
+    assert.deepEqual([result.exitCode, result.stdout], [0, 'survived\n']);
+    // Streams resume too.
+    const list = await api.call('GET', `/v1/sessions/${session.id}/files/list?path=/workspace`);
+    assert.ok(list.body.entries.some((e: { name: string }) => e.name === 'f'));
+    await api.call('DELETE', `/v1/sessions/${session.id}`);
+  });
+
+  test('a sandbox that runs out of memory dies; the call says so and the session carries on', { timeout: 180_000 }, async () => {
+    const session = await api.createSession({ template: 'base', resources: { memoryMb: 256 } });
+    await api.exec(session.id, 'echo before > /workspace/m');
+    const hog = await api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: `python3 -c "x = bytearray(700*1024*1024); x[::4096] = b'a' * len(x[::4096])"` });
+    if (hog.status === 200) {
+      // gVisor may also deliver the OOM as a killed process inside a surviving sandbox.
+      assert.notEqual(hog.body.exitCode, 0);
+    } else {
+      assert.equal(hog.status, 503);
+      assert.equal(hog.body.error.code, 'SANDBOX_DIED');
+    }
+    assert.equal((await api.exec(session.id, 'cat /workspace/m')).stdout, 'before\n');
+    await api.call('DELETE', `/v1/sessions/${session.id}`);
+  });
+
+  test('100 MB upload and download are streamed: same bytes, bounded memory', { timeout: 300_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny' });
+    const size = 100 * 1024 * 1024;
+    const chunk = Buffer.alloc(1024 * 1024);
+    const expected = createHash('sha256');
+    let sent = 0;
+    const body = new Readable({
+      read() {
+        if (sent >= size) return this.push(null);
+        chunk.writeUInt32LE(sent, 0);
+        expected.update(chunk);
+        sent += chunk.length;
+        this.push(Buffer.from(chunk));
+      },
+    });
+    const url = new URL(`/v1/sessions/${session.id}/files?path=big.bin`, platform.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(url, { method: 'PUT', headers: { authorization: `Bearer ${platform.adminKey}`, 'content-length': size } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      body.pipe(req);
+    });
+    assert.equal(status, 200);
+    assert.equal((await api.exec(session.id, 'stat -c %s /workspace/big.bin')).stdout.trim(), String(size));
+    const res = await fetch(new URL(`/v1/sessions/${session.id}/files?path=big.bin`, platform.url), { headers: { authorization: `Bearer ${platform.adminKey}` } });
+    const got = createHash('sha256');
+    let received = 0;
+    for await (const part of res.body as unknown as AsyncIterable<Uint8Array>) {
+      got.update(part);
+      received += part.length;
+    }
+    assert.equal(received, size);
+    assert.equal(got.digest('hex'), expected.digest('hex'));
+    assert.ok(peakRssMb(platform.process.pid!) < 400, `platform peak RSS ${peakRssMb(platform.process.pid!)} MB: the file was buffered`);
+    await api.call('DELETE', `/v1/sessions/${session.id}`);
+  });
+
+  test('stopping leaves nothing behind and a restart finds its sessions again', { timeout: 300_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny', metadata: { purpose: 'restart' } });
+    await api.exec(session.id, 'echo persisted > /workspace/p');
+    const netnsBefore = hostResources(platform.dataDir).netns;
+    assert.ok(netnsBefore.includes(`space-${session.sandbox.id}`));
+    assert.equal(await platform.stop(), 0, platform.output());
+    const left = hostResources(platform.dataDir);
+    assert.deepEqual({ ...left, netns: left.netns.filter((n) => n === `space-${session.sandbox.id}`) }, { runsc: [], netns: [], mounts: [], loops: [] });
+
+    platform = await startPlatform({ adminKey: platform.adminKey });
+    api = new Api(platform.url, platform.adminKey);
+    const found = await api.call('GET', `/v1/sessions/${session.id}`);
+    assert.equal(found.status, 200);
+    assert.equal(found.body.metadata.purpose, 'restart');
+    assert.equal(found.body.status, 'stopped');
+    assert.equal((await api.exec(session.id, 'cat /workspace/p')).stdout, 'persisted\n');
+    await api.call('DELETE', `/v1/sessions/${session.id}`);
+  });
+});
