@@ -127,4 +127,23 @@ describe('streams: exec, background processes, PTY, signals, watch', () => {
     const list = await api.call('GET', `${base}/list?path=ops`);
     assert.deepEqual(list.body.entries.map((e: { name: string }) => e.name), ['c.txt']);
   });
+
+  test('floods of output are bounded: buffered exec truncates, streams keep flowing, the platform survives', { timeout: 120_000 }, async () => {
+    const flood = await api.exec(sessionId, 'head -c 30000000 /dev/zero | tr "\\0" a');
+    assert.equal(flood.truncated, true);
+    assert.equal(flood.stdout.length, 8 * 1024 * 1024);
+    const ws = api.socket(`/v1/sessions/${sessionId}/exec/stream`);
+    let bytes = 0;
+    await new Promise<void>((resolve, reject) => {
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'start', cmd: 'head -c 20000000 /dev/zero' })));
+      ws.on('message', (raw) => {
+        const m = JSON.parse(raw.toString());
+        if (m.type === 'stdout') bytes += Buffer.from(m.data, 'base64').length;
+      });
+      ws.on('close', () => resolve());
+      ws.on('error', reject);
+    });
+    assert.equal(bytes, 20_000_000);
+    assert.equal((await api.exec(sessionId, 'echo ok')).stdout, 'ok\n');
+  });
 });

@@ -4,5 +4,5 @@ export { Router, type RequestContext, type UpgradeContext, type Handler, type So
 export { bearerToken, secretsEqual } from './auth.js';
 export { listen, closeServer } from './listen.js';
 export { Upstream, readBounded } from './upstream.js';
-export { relaySockets, type RelayOptions } from './socket-relay.js';
+export { relaySockets, holdMessages, type RelayOptions } from './socket-relay.js';
 export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';

@@ -7,6 +7,24 @@ export interface RelayOptions {
   /** Most messages per second accepted from below before it is cut off. */
   maxUpstreamRate?: number;
   label: string;
+  /** Client messages that arrived before the relay was set up, sent first and in order. */
+  early?: string[];
+}
+
+/**
+ * Starts queueing a client's messages at once, for a relay that is set up only after some async
+ * work (finding or resuming the sandbox): a start message sent right after connecting is not lost.
+ */
+export function holdMessages(client: WebSocket): () => string[] {
+  const held: string[] = [];
+  const hold = (raw: unknown, isBinary: boolean): void => {
+    if (!isBinary) held.push(String(raw));
+  };
+  client.on('message', hold);
+  return () => {
+    client.off('message', hold);
+    return held;
+  };
 }
 
 /**
@@ -14,7 +32,7 @@ export interface RelayOptions {
  * they are passed on; garbage or a flood closes both sockets and the client gets a clear error.
  */
 export function relaySockets(client: WebSocket, upstream: WebSocket, options: RelayOptions): void {
-  const pending: string[] = [];
+  const pending: string[] = [...(options.early ?? [])];
   let windowStart = Date.now();
   let count = 0;
   const maxRate = options.maxUpstreamRate ?? 5000;

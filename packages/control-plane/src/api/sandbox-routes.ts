@@ -1,5 +1,5 @@
 import { ErrorCode, SpaceError, isSpaceError, sandboxRoutes } from '@space/protocol';
-import { Router, forwardRoute, readRouteInput, relaySockets, routePath } from '@space/server-kit';
+import { Router, forwardRoute, holdMessages, readRouteInput, relaySockets, routePath } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
 import type { SessionService } from '../session-service.js';
 
@@ -20,10 +20,11 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
         },
         (client, ctx) => {
           const caller = auth.authenticate(ctx.req);
+          const release = holdMessages(client);
           sessions
             .withSandbox(caller, ctx.params.sessionId!, false, async (target) => {
               const upstream = target.node.upstream.socket(target.node.sandboxPath(target.sandboxId, routePath(route, ctx.params)) + ctx.url.search);
-              relaySockets(client, upstream, { label: 'node' });
+              relaySockets(client, upstream, { label: 'node', early: release() });
             })
             .catch((err: unknown) => {
               const e = isSpaceError(err) ? err : new SpaceError(ErrorCode.INTERNAL, String(err));

@@ -1,0 +1,44 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { collectOutput } from './collect-output.js';
+import { ProcessTable } from './process-table.js';
+import { SandboxPaths } from './sandbox-paths.js';
+
+// The daemon's process handling, run on the host with real processes.
+const workdir = mkdtempSync(path.join(tmpdir(), 'space-daemon-'));
+const table = new ProcessTable(new SandboxPaths(workdir), { PATH: process.env.PATH ?? '/usr/bin:/bin' }, '/nonexistent-pty-helper');
+test.after(() => rmSync(workdir, { recursive: true, force: true }));
+
+test('buffered output is capped and flagged as truncated', async () => {
+  const proc = table.start({ cmd: 'head -c 300000 /dev/zero' });
+  proc.endStdin();
+  const result = await collectOutput(proc, 100_000);
+  assert.equal(result.stdout.length, 100_000);
+  assert.equal(result.truncated, true);
+  assert.equal(result.exitCode, 0);
+});
+
+test('a timeout kills the whole process group', async () => {
+  const proc = table.start({ cmd: 'sleep 30 & sleep 30; echo never', timeoutMs: 200 });
+  const result = await collectOutput(proc, 1000);
+  assert.deepEqual([result.timedOut, result.exitCode, result.stdout], [true, 124, '']);
+});
+
+test('re-attaching replays the kept backlog and the exit', async () => {
+  const proc = table.start({ cmd: 'echo one; echo two >&2' });
+  await collectOutput(proc, 1000);
+  const replayed: string[] = [];
+  proc.subscribe((e) => replayed.push(e.type === 'exit' ? `exit ${e.exitCode}` : `${e.type} ${e.data.toString().trim()}`), true);
+  assert.deepEqual(replayed.sort(), ['exit 0', 'stderr two', 'stdout one']);
+  assert.ok(table.list().some((p) => p.pid === proc.pid && !p.running && p.exitCode === 0));
+});
+
+test('missing executables and unknown pids get typed errors', () => {
+  assert.throws(() => table.start({ cmd: ['/definitely/not/here'] }), { code: 'EXEC_FAILED' });
+  assert.throws(() => table.get(999_999_999), { code: 'PROCESS_NOT_FOUND' });
+  assert.throws(() => new SandboxPaths('/w').resolve('a/../../b'), { code: 'INVALID_PATH' });
+  assert.equal(new SandboxPaths('/w').resolve('a/b'), '/w/a/b');
+});

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, describe, test } from 'node:test';
+import { WebSocket, WebSocketServer } from 'ws';
+import { z } from 'zod';
+import { relaySockets } from './socket-relay.js';
+import { Upstream } from './upstream.js';
+import { Router } from './router.js';
+import { listen, closeServer } from './listen.js';
+
+/** A real HTTP server playing a hostile daemon: each path misbehaves in its own way. */
+async function hostileServer(): Promise<{ server: Server; url: string }> {
+  const server = createServer((req, res) => {
+    if (req.headers.authorization !== 'Bearer t') {
+      res.writeHead(401, { 'content-type': 'application/json' });
+      return res.end(JSON.stringify({ error: { code: 'UNAUTHORIZED', message: 'no' } }));
+    }
+    switch (req.url) {
+      case '/garbage':
+        res.writeHead(200);
+        return res.end('\x00\x01 not json at all');
+      case '/wrong-shape':
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ exitCode: 'zero' }));
+      case '/flood':
+        res.writeHead(200);
+        for (let i = 0; i < 64; i++) res.write(Buffer.alloc(64 * 1024, 0x20));
+        return res.end('{}');
+      case '/error':
+        res.writeHead(404, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ error: { code: 'FILE_NOT_FOUND', message: 'no such file' } }));
+      case '/download-no-length':
+        res.writeHead(200, { 'transfer-encoding': 'chunked' });
+        return res.end('abc');
+      default:
+        res.writeHead(200, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ exitCode: 0 }));
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+describe('Upstream: replies from below are bounded and validated', async () => {
+  const { server, url } = await hostileServer();
+  const upstream = new Upstream(url, 't', 'SANDBOX_UNAVAILABLE', 'daemon');
+  const schema = z.object({ exitCode: z.number() }).strict();
+  after(() => {
+    upstream.close();
+    server.close();
+  });
+
+  test('a valid reply passes', async () => {
+    assert.deepEqual(await upstream.json('GET', '/ok', undefined, schema), { exitCode: 0 });
+  });
+
+  test('garbage, wrong shapes and floods become DAEMON_PROTOCOL_ERROR', async () => {
+    for (const path of ['/garbage', '/wrong-shape']) await assert.rejects(upstream.json('GET', path, undefined, schema), { code: 'DAEMON_PROTOCOL_ERROR' }, path);
+    await assert.rejects(upstream.json('GET', '/flood', undefined, schema, { limit: 1024 * 1024 }), (err: Error & { code?: string }) => err.code === 'DAEMON_PROTOCOL_ERROR' && /more than/.test(err.message));
+  });
+
+  test('error replies keep their code', async () => {
+    await assert.rejects(upstream.json('GET', '/error', undefined, schema), { code: 'FILE_NOT_FOUND', message: 'no such file' });
+  });
+
+  test('an unreachable peer is reported with the configured code', async () => {
+    const dead = new Upstream('http://127.0.0.1:1', 't', 'NODE_UNAVAILABLE', 'node');
+    await assert.rejects(dead.json('GET', '/x', undefined, schema), { code: 'NODE_UNAVAILABLE' });
+    dead.close();
+  });
+
+  test('a download without a length is refused', async () => {
+    const sink = createServer(async (_req, res) => {
+      await upstream.download('/download-no-length', res).catch((err: Error & { code?: string }) => {
+        res.writeHead(502);
+        res.end(err.code);
+      });
+    });
+    await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+    const reply = await fetch(`http://127.0.0.1:${(sink.address() as AddressInfo).port}/`);
+    assert.equal(reply.status, 502);
+    assert.equal(await reply.text(), 'DAEMON_PROTOCOL_ERROR');
+    sink.close();
+  });
+});
+
+describe('relaySockets: a flooding or malformed peer is cut off', () => {
+  async function relayTo(behaviour: (ws: WebSocket) => void): Promise<unknown[]> {
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    wss.on('connection', behaviour);
+    await new Promise((r) => wss.once('listening', r));
+    const downstream = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
+    const router = new Router().socket('/relay', () => undefined, (client) => {
+      relaySockets(client, new WebSocket(downstream), { label: 'daemon', validateUpstream: (m) => typeof m === 'object' && m !== null && 'type' in m, maxUpstreamRate: 100 });
+    });
+    const { server, port } = await listen(router, '127.0.0.1', 0);
+    const client = new WebSocket(`ws://127.0.0.1:${port}/relay`);
+    const messages: unknown[] = [];
+    await new Promise<void>((resolve) => {
+      client.on('message', (raw) => messages.push(JSON.parse(raw.toString())));
+      client.on('close', () => resolve());
+    });
+    await closeServer(server);
+    wss.close();
+    return messages;
+  }
+
+  test('non-JSON', async () => {
+    const messages = await relayTo((ws) => ws.send('not json'));
+    assert.deepEqual(messages.at(-1), { type: 'error', code: 'DAEMON_PROTOCOL_ERROR', message: 'daemon sent a message that is not JSON' });
+  });
+
+  test('wrong shape', async () => {
+    const messages = await relayTo((ws) => ws.send(JSON.stringify({ nope: true })));
+    assert.equal((messages.at(-1) as { code: string }).code, 'DAEMON_PROTOCOL_ERROR');
+  });
+
+  test('flood', async () => {
+    const messages = await relayTo((ws) => {
+      for (let i = 0; i < 1000; i++) ws.send(JSON.stringify({ type: 'stdout', data: '' }));
+    });
+    assert.ok(messages.length <= 101, `relayed ${messages.length} messages`);
+    assert.match((messages.at(-1) as { message: string }).message, /more than 100 messages per second/);
+  });
+});
