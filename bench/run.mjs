@@ -1,0 +1,149 @@
+// SPACE benchmark: starts the platform on its own data directory, measures through the public
+// HTTP API, and measures a cold `runsc run` of the same template in the same run as the baseline.
+// Usage: ./space bench [--quick]   (writes bench/results/<time>.json and prints a table)
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { printTable, summarize } from './stats.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const quick = process.argv.includes('--quick');
+const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
+const runs = { create: quick ? 5 : 20, exec: quick ? 30 : 200, baseline: quick ? 5 : 20, fileMb: 100, fileRuns: quick ? 1 : 3 };
+const adminKey = `bench-${process.pid}`;
+
+async function startPlatform() {
+  const child = spawn(process.execPath, [path.join(root, 'packages/cli/dist/main.js'), 'up'], {
+    env: { ...process.env, SPACE_DATA_DIR: dataDir, SPACE_PORT: '0', SPACE_API_KEY: adminKey, SPACE_QUIET: '1' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /SPACE is up: (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`platform exited ${code}`)));
+  });
+  return { url, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) };
+}
+
+async function api(url, method, p, body) {
+  const res = await fetch(url + p, { method, headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function timed(fn) {
+  const t = performance.now();
+  const value = await fn();
+  return [performance.now() - t, value];
+}
+
+/** Cold `runsc run` of a template's rootfs running `true`: what a sandbox costs without SPACE. */
+function runscBaseline(template) {
+  const templates = path.join(dataDir, 'btrfs/templates');
+  const dir = readdirSync(templates).find((d) => d.startsWith(`${template}@`));
+  const bundle = mkdtempSync('/tmp/space-bench-bundle-');
+  const stateRoot = mkdtempSync('/tmp/space-bench-runsc-');
+  const spec = {
+    ociVersion: '1.0.0',
+    process: { user: { uid: 0, gid: 0 }, args: ['/bin/true'], env: ['PATH=/usr/bin:/bin'], cwd: '/' },
+    root: { path: path.join(templates, dir), readonly: true },
+    mounts: [{ destination: '/proc', type: 'proc', source: 'proc' }],
+    linux: { namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network' }] },
+  };
+  writeFileSync(path.join(bundle, 'config.json'), JSON.stringify(spec));
+  const samples = [];
+  for (let i = 0; i < runs.baseline; i++) {
+    const t = performance.now();
+    execFileSync('runsc', [`--root=${stateRoot}`, '--platform=ptrace', '--network=none', 'run', `--bundle=${bundle}`, `bench-${i}`], { stdio: 'ignore' });
+    samples.push(performance.now() - t);
+    execFileSync('runsc', [`--root=${stateRoot}`, 'delete', '--force', `bench-${i}`], { stdio: 'ignore' });
+  }
+  rmSync(bundle, { recursive: true, force: true });
+  rmSync(stateRoot, { recursive: true, force: true });
+  return samples;
+}
+
+function transfer(url, method, p, bytes) {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(p, url), { method, headers: { authorization: `Bearer ${adminKey}`, ...(method === 'PUT' ? { 'content-length': bytes } : {}) } }, (res) => {
+      let received = 0;
+      res.on('data', (d) => (received += d.length));
+      res.on('end', () => (res.statusCode === 200 ? resolve(received) : reject(new Error(`${method} ${res.statusCode}`))));
+    });
+    req.on('error', reject);
+    if (method === 'PUT') {
+      const chunk = Buffer.alloc(1024 * 1024, 7);
+      let sent = 0;
+      const pump = () => {
+        while (sent < bytes) {
+          sent += chunk.length;
+          if (!req.write(chunk)) return req.once('drain', pump);
+        }
+        req.end();
+      };
+      pump();
+    } else req.end();
+  });
+}
+
+const platform = await startPlatform();
+const results = {};
+const rows = [];
+const record = (name, samples, unit = 'ms') => {
+  const s = summarize(samples);
+  results[name] = { ...s, unit, samples };
+  rows.push({ name, ...s, unit });
+};
+
+try {
+  for (const template of ['tiny', 'base']) {
+    const created = [];
+    const createSamples = [];
+    const firstExec = [];
+    for (let i = 0; i < runs.create; i++) {
+      const [ms, session] = await timed(() => api(platform.url, 'POST', '/v1/sessions', { template }));
+      createSamples.push(ms);
+      created.push(session.id);
+      const [execMs] = await timed(() => api(platform.url, 'POST', `/v1/sessions/${session.id}/exec`, { cmd: ['true'] }));
+      firstExec.push(ms + execMs);
+    }
+    record(`create ${template} (cold, sequential)`, createSamples);
+    record(`create ${template} + first exec`, firstExec);
+    for (const id of created) await api(platform.url, 'DELETE', `/v1/sessions/${id}`);
+  }
+  record('runsc run tiny `true` (baseline)', runscBaseline('tiny'));
+
+  const session = await api(platform.url, 'POST', '/v1/sessions', { template: 'base' });
+  const execSamples = [];
+  for (let i = 0; i < runs.exec; i++) execSamples.push((await timed(() => api(platform.url, 'POST', `/v1/sessions/${session.id}/exec`, { cmd: ['true'] })))[0]);
+  record('exec `true` round trip', execSamples);
+
+  const bytes = runs.fileMb * 1024 * 1024;
+  const up = [];
+  const down = [];
+  for (let i = 0; i < runs.fileRuns; i++) {
+    up.push(runs.fileMb / ((await timed(() => transfer(platform.url, 'PUT', `/v1/sessions/${session.id}/files?path=bench.bin`, bytes)))[0] / 1000));
+    down.push(runs.fileMb / ((await timed(() => transfer(platform.url, 'GET', `/v1/sessions/${session.id}/files?path=bench.bin`, bytes)))[0] / 1000));
+  }
+  record(`upload ${runs.fileMb} MB`, up, 'MB/s');
+  record(`download ${runs.fileMb} MB`, down, 'MB/s');
+  await api(platform.url, 'DELETE', `/v1/sessions/${session.id}`);
+} finally {
+  await platform.stop();
+}
+
+printTable(rows);
+const ratio = results['create tiny (cold, sequential)'].median / results['runsc run tiny `true` (baseline)'].median;
+console.log(`\ncold create (tiny) / bare runsc run: ${ratio.toFixed(2)}x (median)`);
+const outDir = path.join(root, 'bench/results');
+mkdirSync(outDir, { recursive: true });
+const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+writeFileSync(file, JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, runs, results, ratios: { createTinyVsRunsc: ratio } }, null, 2));
+console.log(`JSON: ${file}`);
