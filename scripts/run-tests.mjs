@@ -38,6 +38,29 @@ const e2eFull = find(e2eDir, /\.full\.test\.js$/);
 let files = [...unit, ...e2eFast, ...(fast ? [] : e2eFull)];
 if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 console.log(`running ${files.length} test files (${fast ? 'fast' : 'full'} suite)`);
+if (files.some((f) => f.includes(`${path.sep}e2e${path.sep}`))) prepareTemplates();
+
+/**
+ * Builds the templates the end-to-end tests use before they run, with progress shown: the tests
+ * start their platforms quietly, and the first `base` build on a new machine takes minutes.
+ */
+function prepareTemplates() {
+  const dataDir = process.env.SPACE_TEST_DATA_DIR ?? '/var/lib/space-test';
+  console.log(`preparing templates in ${dataDir} (built once per machine)`);
+  const prep = spawnSync(process.execPath, ['-e', `
+    const { spawn } = require('node:child_process');
+    const child = spawn(process.execPath, [${JSON.stringify(path.join(root, 'packages/cli/dist/main.js'))}, 'up'], {
+      env: { ...process.env, SPACE_DATA_DIR: ${JSON.stringify(dataDir)}, SPACE_PORT: '0', SPACE_API_KEY: 'template-preparation' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    child.stdout.on('data', (d) => { if (String(d).includes('SPACE is up')) child.kill('SIGTERM'); });
+    child.on('exit', (code) => process.exit(code ?? 1));
+  `], { stdio: 'inherit' });
+  if (prep.status !== 0) {
+    console.error('could not prepare the templates; see the lines above');
+    process.exit(1);
+  }
+}
 // One file at a time: the end-to-end files share the machine's sandboxes, cores and test data directory.
 const result = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], { stdio: 'inherit', cwd: root });
 process.exit(result.status ?? 1);

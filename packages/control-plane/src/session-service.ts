@@ -1,4 +1,5 @@
 import { ErrorCode, SpaceError, isSpaceError, newId, type CreateSessionRequest, type Session } from '@space/protocol';
+import { SingleFlight } from '@space/server-kit';
 import type { Caller } from './auth.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionRow, Store } from './store/store.js';
@@ -13,7 +14,7 @@ export interface SandboxTarget {
  * gone, the next call starts a new one on the session's volume.
  */
 export class SessionService {
-  private readonly starting = new Map<string, Promise<SandboxTarget>>();
+  private readonly starting = new SingleFlight<SandboxTarget>();
 
   constructor(
     private readonly store: Store,
@@ -62,7 +63,7 @@ export class SessionService {
 
   async delete(caller: Caller, id: string): Promise<void> {
     const row = this.row(caller, id);
-    await this.starting.get(id)?.catch(() => undefined);
+    await this.starting.current(id)?.catch(() => undefined);
     await this.node.deleteVolume(row.id);
     this.store.deleteSession(row.id);
   }
@@ -70,12 +71,7 @@ export class SessionService {
   /** Returns the sandbox serving the session, starting one on its volume when there is none. */
   ensureSandbox(row: SessionRow): Promise<SandboxTarget> {
     if (row.sandboxId && row.status === 'running') return Promise.resolve({ sandboxId: row.sandboxId, node: this.node });
-    let pending = this.starting.get(row.id);
-    if (!pending) {
-      pending = this.startSandbox(row).finally(() => this.starting.delete(row.id));
-      this.starting.set(row.id, pending);
-    }
-    return pending;
+    return this.starting.run(row.id, () => this.startSandbox(row));
   }
 
   private async startSandbox(row: SessionRow): Promise<SandboxTarget> {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCode, SpaceError, newId, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
-import { Upstream } from '@space/server-kit';
+import { SingleFlight, Upstream } from '@space/server-kit';
 import type { RuntimeDriver } from './runtime/driver.js';
 import { inSandbox } from './runtime/sandbox-runtime-dir.js';
 import type { SandboxNetwork } from './network/sandbox-network.js';
@@ -54,7 +54,7 @@ function processAlive(pid: number): boolean {
  */
 export class SandboxManager {
   private readonly live = new Map<string, LiveSandbox>();
-  private readonly starting = new Map<string, Promise<SandboxInfo>>();
+  private readonly starting = new SingleFlight<SandboxInfo>();
 
   constructor(private readonly deps: SandboxManagerDeps) {}
 
@@ -66,12 +66,7 @@ export class SandboxManager {
   start(request: StartSandboxRequest): Promise<SandboxInfo> {
     const existing = [...this.live.values()].find((s) => s.record.sessionId === request.sessionId);
     if (existing) return Promise.resolve(this.describe(existing.record, true));
-    let pending = this.starting.get(request.sessionId);
-    if (!pending) {
-      pending = this.startNew(request).finally(() => this.starting.delete(request.sessionId));
-      this.starting.set(request.sessionId, pending);
-    }
-    return pending;
+    return this.starting.run(request.sessionId, () => this.startNew(request));
   }
 
   private async startNew(request: StartSandboxRequest): Promise<SandboxInfo> {
@@ -198,13 +193,13 @@ export class SandboxManager {
 
   /** Deletes a session's volume, stopping its sandbox first. */
   async deleteVolume(sessionId: string): Promise<void> {
-    await this.starting.get(sessionId)?.catch(() => undefined);
+    await this.starting.current(sessionId)?.catch(() => undefined);
     for (const s of [...this.live.values()]) if (s.record.sessionId === sessionId) await this.stop(s.record.sandboxId);
     await this.deps.subvolumes.delete(this.volumePath(sessionId));
   }
 
   async stopAll(): Promise<void> {
-    await Promise.all([...this.starting.values()].map((p) => p.catch(() => undefined)));
+    await Promise.all(this.starting.all().map((p) => p.catch(() => undefined)));
     await Promise.all([...this.live.keys()].map((id) => this.stop(id)));
   }
 

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { z } from 'zod';
 import { ErrorCode, Limits, SpaceError } from '@space/protocol';
+import { readBounded } from './bounded-read.js';
 
 /** Reads a whole request body, refusing more than `limit` bytes. */
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -9,17 +10,7 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
     req.resume();
     throw new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, `request body of ${declared} bytes exceeds the limit of ${limit}`);
   }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      req.resume();
-      throw new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, `request body exceeds the limit of ${limit} bytes`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+  return readBounded(req, limit, () => new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, `request body exceeds the limit of ${limit} bytes`), true);
 }
 
 /** Formats zod issues as one readable line naming each offending field. */

@@ -3,6 +3,8 @@ export { readBody, readJson, parseQuery, parseWith, describeIssues } from './bod
 export { Router, type RequestContext, type UpgradeContext, type Handler, type SocketHandler, type UpgradeGuard } from './router.js';
 export { bearerToken, secretsEqual } from './auth.js';
 export { listen, closeServer } from './listen.js';
-export { Upstream, readBounded } from './upstream.js';
+export { Upstream } from './upstream.js';
+export { readBounded } from './bounded-read.js';
 export { relaySockets, holdMessages, type RelayOptions } from './socket-relay.js';
 export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';
+export { SingleFlight } from './single-flight.js';

@@ -4,6 +4,7 @@ import { WebSocket } from 'ws';
 import type { z } from 'zod';
 import { ErrorCode, Limits, SpaceError, errorFromBody } from '@space/protocol';
 import { describeIssues } from './body.js';
+import { readBounded } from './bounded-read.js';
 
 /**
  * A service one layer down (node agent or daemon) reached over HTTP with a bearer token. Replies
@@ -61,7 +62,7 @@ export class Upstream {
   }
 
   async readJsonReply<S extends z.ZodTypeAny>(res: IncomingMessage, schema: S, limit: number): Promise<z.output<S>> {
-    const raw = await readBounded(res, limit, this.label);
+    const raw = await readBounded(res, limit, tooMuch(this.label, limit), false);
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw.toString('utf8'));
@@ -75,7 +76,7 @@ export class Upstream {
   }
 
   async errorFrom(res: IncomingMessage): Promise<SpaceError> {
-    const raw = await readBounded(res, 64 * 1024, this.label);
+    const raw = await readBounded(res, 64 * 1024, tooMuch(this.label, 64 * 1024), false);
     let parsed: unknown = null;
     try {
       parsed = JSON.parse(raw.toString('utf8'));
@@ -111,16 +112,6 @@ export class Upstream {
   }
 }
 
-export async function readBounded(stream: Readable, limit: number, label: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      stream.destroy();
-      throw new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${label} sent more than ${limit} bytes; cut off`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+function tooMuch(label: string, limit: number): () => SpaceError {
+  return () => new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${label} sent more than ${limit} bytes or broke off its reply; cut off`);
 }
