@@ -47,11 +47,13 @@ export class NodeAgent {
       const [dataDir, netns] = owner.split(' ');
       return dataDir === config.dataDir && !!netns && !SandboxNetwork.exists(netns);
     });
+    const network = new SandboxNetwork(leases);
+    await network.removeStaleRules();
     this.manager = new SandboxManager({
       nodeId: config.nodeId,
       owner: config.dataDir,
       driver,
-      network: new SandboxNetwork(leases),
+      network,
       templates: this.templates,
       volume: this.volume,
       subvolumes: new Subvolumes(),

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { runCommand } from '../run-command.js';
 import type { IpLeases, Lease } from './ip-leases.js';
+import { SandboxFirewall } from './sandbox-firewall.js';
 
 export interface SandboxNetworkInfo {
   netns: string;
@@ -15,7 +16,10 @@ export interface SandboxNetworkInfo {
  * talks to the daemon. (Egress through the credential gateway comes later.)
  */
 export class SandboxNetwork {
-  constructor(private readonly leases: IpLeases) {}
+  constructor(
+    private readonly leases: IpLeases,
+    private readonly firewall = new SandboxFirewall(),
+  ) {}
 
   static names(sandboxId: string): { netns: string; hostIf: string } {
     const short = sandboxId.replace(/^sbx_/, '').slice(0, 10);
@@ -29,6 +33,7 @@ export class SandboxNetwork {
       await runCommand(['ip', 'netns', 'add', netns]);
       await runCommand(['ip', 'link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns]);
       await runCommand(['ip', 'addr', 'add', `${lease.hostIp}/${lease.prefix}`, 'dev', hostIf]);
+      await this.firewall.close(hostIf);
       await runCommand(['ip', 'link', 'set', hostIf, 'up']);
       await runCommand(['ip', '-n', netns, 'addr', 'add', `${lease.sandboxIp}/${lease.prefix}`, 'dev', 'eth0']);
       await runCommand(['ip', '-n', netns, 'link', 'set', 'eth0', 'up']);
@@ -45,10 +50,16 @@ export class SandboxNetwork {
     const { netns, hostIf } = SandboxNetwork.names(sandboxId);
     if (existsSync(`/var/run/netns/${netns}`)) await runCommand(['ip', 'netns', 'delete', netns], { allowFailure: true });
     await runCommand(['ip', 'link', 'delete', hostIf], { allowFailure: true, stdio: ['ignore', 'ignore', 'ignore'] });
+    await this.firewall.open(hostIf);
     if (leaseIndex !== null) await this.leases.release(leaseIndex);
   }
 
   static exists(netns: string): boolean {
     return existsSync(`/var/run/netns/${netns}`);
+  }
+
+  /** Drops firewall rules of sandbox links that are gone (left by a crash). */
+  removeStaleRules(): Promise<number> {
+    return this.firewall.removeStale('sp', (name) => existsSync(`/sys/class/net/${name}`));
   }
 }
