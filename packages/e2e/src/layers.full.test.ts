@@ -50,4 +50,12 @@ describe('separate layers and side-by-side instances', () => {
     assert.equal((await split.call('DELETE', `/v1/sessions/${a.id}`)).status, 200);
     assert.equal((await whole.call('DELETE', `/v1/sessions/${b.id}`)).status, 200);
   });
+
+  test('a second instance on a data directory in use is refused and disturbs nothing', { timeout: 60_000 }, async () => {
+    await assert.rejects(startPlatform(), /another SPACE node agent \(pid \d+\) is using/);
+    const whole = new Api(neighbour.url, neighbour.adminKey);
+    const session = await whole.createSession({ template: 'tiny' });
+    assert.equal((await whole.exec(session.id, 'echo undisturbed')).stdout, 'undisturbed\n');
+    await whole.call('DELETE', `/v1/sessions/${session.id}`);
+  });
 });

@@ -10,6 +10,7 @@ import { GvisorDriver } from './runtime/gvisor-driver.js';
 import { prepareRuntimeDir } from './runtime/sandbox-runtime-dir.js';
 import { SandboxManager } from './sandbox-manager.js';
 import { SandboxRecords } from './sandbox-record.js';
+import { DataDirLock } from './data-dir-lock.js';
 import { BtrfsVolume } from './storage/btrfs-volume.js';
 import { Subvolumes } from './storage/subvolumes.js';
 import { builtinRecipes, type Progress } from './templates/recipes.js';
@@ -20,6 +21,7 @@ export class NodeAgent {
   readonly volume: BtrfsVolume;
   readonly templates: TemplateStore;
   private manager: SandboxManager | null = null;
+  private readonly lock: DataDirLock;
   private server: Server | null = null;
   port = 0;
 
@@ -28,6 +30,7 @@ export class NodeAgent {
     private readonly log: Logger,
   ) {
     this.volume = new BtrfsVolume(config.dataDir, config.volumeSizeGb);
+    this.lock = new DataDirLock(config.dataDir);
     this.templates = new TemplateStore(this.volume, new Subvolumes(), builtinRecipes, path.join(config.dataDir, 'cache', 'templates'));
   }
 
@@ -40,6 +43,7 @@ export class NodeAgent {
     const { config, log } = this;
     const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'));
     await driver.preflight();
+    await this.lock.acquire();
     await this.volume.mount();
     const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), { nodeBinary: config.nodeBinary, daemonBundleDir: config.daemonBundleDir });
     const leases = new IpLeases();
@@ -77,6 +81,8 @@ export class NodeAgent {
     this.server = null;
     await this.manager?.stopAll();
     this.manager = null;
-    await this.volume.unmount();
+    // Only the owner of the data directory may unmount it (a refused second instance must not).
+    if (this.lock.isHeld()) await this.volume.unmount();
+    await this.lock.release();
   }
 }

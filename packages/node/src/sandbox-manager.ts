@@ -14,6 +14,23 @@ import type { SandboxRecord, SandboxRecords } from './sandbox-record.js';
 import type { Logger } from './logger.js';
 
 export const daemonPort = 49983;
+
+/** Times the phases of a sandbox start, for the log line that says where the time went. */
+class PhaseTimer {
+  private readonly start = performance.now();
+  private last = this.start;
+  private readonly phases: string[] = [];
+
+  mark(name: string): void {
+    const now = performance.now();
+    this.phases.push(`${name} ${Math.round(now - this.last)}`);
+    this.last = now;
+  }
+
+  summary(): string {
+    return `${Math.round(this.last - this.start)} ms (${this.phases.join(', ')})`;
+  }
+}
 const daemonReadyTimeoutMs = 30_000;
 
 export interface SandboxManagerDeps {
@@ -71,17 +88,19 @@ export class SandboxManager {
 
   private async startNew(request: StartSandboxRequest): Promise<SandboxInfo> {
     const { deps } = this;
-    const started = Date.now();
+    const phases = new PhaseTimer();
     const rootfs = this.volumePath(request.sessionId);
     if (!deps.subvolumes.exists(rootfs)) {
       const template = await deps.templates.ensure(request.template, (m) => deps.log.info(m));
       await deps.subvolumes.snapshot(template, rootfs, false);
     }
+    phases.mark('volume');
     const sandboxId = newId('sbx');
     const token = randomBytes(32).toString('hex');
     const workDir = deps.records.workDir(sandboxId);
     await mkdir(workDir, { recursive: true, mode: 0o700 });
     const net = await deps.network.create(sandboxId, deps.owner);
+    phases.mark('network');
     const record: SandboxRecord = { sandboxId, sessionId: request.sessionId, template: request.template, startedAt: new Date().toISOString(), token, leaseIndex: net.lease.index, sandboxIp: net.lease.sandboxIp };
     await deps.records.save(record);
     const tokenFile = path.join(rootfs, 'run/space/daemon-token');
@@ -109,10 +128,12 @@ export class SandboxManager {
         runtimeDir: deps.runtimeDir,
         netnsPath: net.netnsPath,
       });
+      phases.mark('runtime');
       const daemon = new Upstream(`http://${net.lease.sandboxIp}:${daemonPort}`, token, ErrorCode.SANDBOX_UNAVAILABLE, `daemon of sandbox ${sandboxId}`);
       await this.waitForDaemon(sandboxId, daemon);
       this.live.set(sandboxId, { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid });
-      deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ready in ${Date.now() - started} ms`);
+      phases.mark('daemon');
+      deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ready in ${phases.summary()}`);
       return this.describe(record, true);
     } catch (err) {
       const console = await readFile(path.join(workDir, 'console.log'), 'utf8').catch(() => '');

@@ -8,11 +8,11 @@ export async function nodeOnly(): Promise<void> {
   const nodeConfig = await resolveNodeConfig(process.env, { dataDir: config.dataDir, daemonBundleDir: daemonBundleDir() });
   const node = new NodeAgent(nodeConfig, log);
   let stopping = false;
-  const stop = async (): Promise<void> => {
+  const stop = async (exitCode = 0): Promise<void> => {
     if (stopping) return;
     stopping = true;
     await node.stop().catch((err) => log.error(String(err)));
-    process.exit(0);
+    process.exit(exitCode);
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
@@ -21,6 +21,6 @@ export async function nodeOnly(): Promise<void> {
     process.stdout.write(`node ${nodeConfig.nodeId} up: ${node.url} (token in ${config.dataDir}/node/token)\n`);
   } catch (err) {
     log.error(`cannot start: ${(err as Error).message}`);
-    await stop();
+    await stop(1);
   }
 }

@@ -16,7 +16,7 @@ export async function up(): Promise<void> {
   let controlPlane: ControlPlane | null = null;
   let stopping = false;
 
-  const stop = async (signal: string): Promise<void> => {
+  const stop = async (signal: string, exitCode = 0): Promise<void> => {
     if (stopping) return;
     stopping = true;
     log.info(`${signal}: stopping sandboxes and unmounting storage`);
@@ -24,8 +24,8 @@ export async function up(): Promise<void> {
     await node.stop().catch((err) => log.error(`node stop: ${String(err)}`));
     controlPlane?.sessions.markAllStopped();
     store.close();
-    log.info('stopped cleanly');
-    process.exit(0);
+    log.info(exitCode === 0 ? 'stopped cleanly' : 'stopped');
+    process.exit(exitCode);
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
@@ -38,6 +38,6 @@ export async function up(): Promise<void> {
     process.stdout.write(`SPACE is up: http://${config.host}:${controlPlane.port} (data in ${config.dataDir}). Ctrl-C stops it.\n`);
   } catch (err) {
     log.error(`cannot start: ${(err as Error).message}`);
-    await stop('startup failure');
+    await stop('startup failure', 1);
   }
 }
