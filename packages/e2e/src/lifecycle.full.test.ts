@@ -76,6 +76,15 @@ describe('sandbox deaths, restarts and large files', () => {
     await api.call('DELETE', `/v1/sessions/${session.id}`);
   });
 
+  test('memory, CPU and task limits are applied to the sandbox cgroups', { timeout: 60_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny', resources: { memoryMb: 300, cpus: 0.5, pids: 300 } });
+    const cgroup = (controller: string, file: string): string => readFileSync(`/sys/fs/cgroup/${controller}/space/${session.sandbox.id}/${file}`, 'utf8').trim();
+    assert.equal(cgroup('memory', 'memory.limit_in_bytes'), String(300 * 1024 * 1024));
+    assert.equal(cgroup('cpu', 'cpu.cfs_quota_us'), '50000');
+    assert.equal(cgroup('pids', 'pids.max'), '300');
+    await api.call('DELETE', `/v1/sessions/${session.id}`);
+  });
+
   test('100 MB upload and download are streamed: same bytes, bounded memory', { timeout: 300_000 }, async () => {
     const session = await api.createSession({ template: 'tiny' });
     const size = 100 * 1024 * 1024;
