@@ -30,14 +30,12 @@ export class SandboxNetwork {
     const { netns, hostIf } = SandboxNetwork.names(sandboxId);
     const lease = await this.leases.acquire(`${owner} ${netns}`);
     try {
+      // Three `ip` runs rather than one per step: each host command costs ~10 ms on the create path.
       await runCommand(['ip', 'netns', 'add', netns]);
-      await runCommand(['ip', 'link', 'add', hostIf, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', netns]);
-      await runCommand(['ip', 'addr', 'add', `${lease.hostIp}/${lease.prefix}`, 'dev', hostIf]);
+      await runCommand(['ip', '-batch', '-'], { input: [`link add ${hostIf} type veth peer name eth0 netns ${netns}`, `addr add ${lease.hostIp}/${lease.prefix} dev ${hostIf}`].join('\n') + '\n' });
       await this.firewall.close(hostIf);
       await runCommand(['ip', 'link', 'set', hostIf, 'up']);
-      await runCommand(['ip', '-n', netns, 'addr', 'add', `${lease.sandboxIp}/${lease.prefix}`, 'dev', 'eth0']);
-      await runCommand(['ip', '-n', netns, 'link', 'set', 'eth0', 'up']);
-      await runCommand(['ip', '-n', netns, 'link', 'set', 'lo', 'up']);
+      await runCommand(['ip', '-n', netns, '-batch', '-'], { input: [`addr add ${lease.sandboxIp}/${lease.prefix} dev eth0`, 'link set eth0 up', 'link set lo up'].join('\n') + '\n' });
     } catch (err) {
       await this.destroy(sandboxId, lease.index);
       throw err;
