@@ -4,6 +4,7 @@ import { createPublicApi } from './api/public-api.js';
 import { Authenticator } from './auth.js';
 import { NodeClient } from './node-client.js';
 import { SessionService } from './session-service.js';
+import { CheckpointService } from './checkpoint-service.js';
 import type { Store } from './store/store.js';
 
 export interface ControlPlaneOptions {
@@ -29,7 +30,8 @@ export class ControlPlane {
   async start(): Promise<void> {
     const auth = new Authenticator(this.options.store);
     auth.installAdminKey(this.options.adminKey);
-    const api = createPublicApi({ auth, sessions: this.sessions, store: this.options.store });
+    const checkpoints = new CheckpointService(this.options.store, this.node, this.sessions);
+    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints, store: this.options.store });
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorCode, NodeHealthSchema, SandboxInfoSchema, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { ErrorCode, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { Upstream } from '@space/server-kit';
 
 const okSchema = z.object({ ok: z.literal(true) }).strict();
@@ -34,6 +34,19 @@ export class NodeClient {
 
   deleteVolume(sessionId: string): Promise<unknown> {
     return this.upstream.json('DELETE', `/node/v1/volumes/${encodeURIComponent(sessionId)}`, undefined, okSchema);
+  }
+
+  checkpoint(sessionId: string, checkpointId: string): Promise<{ checkpointId: string; createdAt: string }> {
+    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/checkpoints`, { checkpointId }, NodeCheckpointSchema);
+  }
+
+  /** Stops the session's sandbox and replaces (or creates) its volume from a checkpoint. */
+  restoreVolume(sessionId: string, checkpointId: string): Promise<unknown> {
+    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/restore`, { checkpointId }, okSchema);
+  }
+
+  deleteCheckpoint(checkpointId: string): Promise<unknown> {
+    return this.upstream.json('DELETE', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}`, undefined, okSchema);
   }
 
   sandboxPath(sandboxId: string, opPath: string): string {

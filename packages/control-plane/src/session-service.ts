@@ -21,7 +21,11 @@ export class SessionService {
     private readonly node: NodeClient,
   ) {}
 
-  async create(caller: Caller, request: CreateSessionRequest): Promise<Session> {
+  /**
+   * Creates a session and starts its sandbox. With `fromCheckpoint`, the session's volume is made
+   * from that checkpoint first (a fork) instead of from the template.
+   */
+  async create(caller: Caller, request: CreateSessionRequest, fromCheckpoint: string | null = null): Promise<Session> {
     const row: SessionRow = {
       id: newId('ses'),
       tenantId: caller.tenantId,
@@ -34,9 +38,11 @@ export class SessionService {
       sandboxId: null,
       nodeId: null,
       sandboxStartedAt: null,
+      parentCheckpointId: fromCheckpoint,
     };
     this.store.insertSession(row);
     try {
+      if (fromCheckpoint) await this.node.restoreVolume(row.id, fromCheckpoint);
       await this.ensureSandbox(row);
     } catch (err) {
       await this.node.deleteVolume(row.id).catch(() => undefined);
@@ -53,8 +59,14 @@ export class SessionService {
     return row;
   }
 
+  /** The session with its sandbox history and checkpoints. */
   get(caller: Caller, id: string): Session {
-    return toSession(this.row(caller, id));
+    const row = this.row(caller, id);
+    return {
+      ...toSession(row),
+      sandboxHistory: this.store.listSandboxHistory(id).map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason }) => ({ id: sandboxId, nodeId, startedAt, endedAt, endReason })),
+      checkpoints: this.store.listCheckpoints(id).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
+    };
   }
 
   list(caller: Caller): Session[] {
@@ -65,6 +77,11 @@ export class SessionService {
     const row = this.row(caller, id);
     await this.starting.current(id)?.catch(() => undefined);
     await this.node.deleteVolume(row.id);
+    // Its checkpoints go too: forks made from them have volumes of their own.
+    for (const checkpoint of this.store.listCheckpoints(row.id)) {
+      await this.node.deleteCheckpoint(checkpoint.id);
+      this.store.deleteCheckpoint(checkpoint.id);
+    }
     this.store.deleteSession(row.id);
   }
 
@@ -79,6 +96,7 @@ export class SessionService {
     try {
       const info = await this.node.startSandbox({ sessionId: row.id, template: row.template, env: row.env, resources: row.resources });
       this.store.updateSession(row.id, { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt });
+      this.store.recordSandboxStart({ id: info.sandboxId, sessionId: row.id, nodeId: info.nodeId, startedAt: info.startedAt, endedAt: null, endReason: null });
       return { sandboxId: info.sandboxId, node: this.node };
     } catch (err) {
       this.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
@@ -87,7 +105,8 @@ export class SessionService {
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */
-  forgetSandbox(row: SessionRow, sandboxId: string): void {
+  forgetSandbox(row: SessionRow, sandboxId: string, reason: string): void {
+    this.store.recordSandboxEnd(sandboxId, reason);
     const current = this.store.getSession(row.tenantId, row.id);
     if (current?.sandboxId === sandboxId) this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
   }
@@ -107,7 +126,7 @@ export class SessionService {
       return await op(target);
     } catch (err) {
       if (!isSpaceError(err) || (err.code !== ErrorCode.SANDBOX_NOT_FOUND && err.code !== ErrorCode.SANDBOX_DIED)) throw err;
-      this.forgetSandbox(row, target.sandboxId);
+      this.forgetSandbox(row, target.sandboxId, 'died');
       if (err.code === ErrorCode.SANDBOX_DIED) throw err;
       if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died as this call began; the session resumes on the next call');
       return op(await this.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' }));
@@ -120,7 +139,7 @@ export class SessionService {
       return target;
     } catch (err) {
       if (!isSpaceError(err) || err.code !== ErrorCode.SANDBOX_NOT_FOUND) throw err;
-      this.forgetSandbox(row, target.sandboxId);
+      this.forgetSandbox(row, target.sandboxId, 'died');
       return this.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' });
     }
   }
@@ -130,12 +149,13 @@ export class SessionService {
     const row = this.row(caller, id);
     if (!row.sandboxId) return;
     await this.node.stopSandbox(row.sandboxId);
-    this.forgetSandbox(row, row.sandboxId);
+    this.forgetSandbox(row, row.sandboxId, 'killed');
   }
 
   /** After the node agent stopped every sandbox (shutdown), sessions show no sandbox until used. */
   markAllStopped(): void {
     for (const row of this.store.listAllSessions()) {
+      if (row.sandboxId) this.store.recordSandboxEnd(row.sandboxId, 'node stopped');
       if (row.sandboxId || row.status !== 'stopped') this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
     }
   }
@@ -152,5 +172,6 @@ function toSession(row: SessionRow): Session {
     resources: row.resources,
     metadata: row.metadata,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,
+    parentCheckpointId: row.parentCheckpointId,
   };
 }

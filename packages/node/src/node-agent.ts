@@ -11,6 +11,8 @@ import { prepareRuntimeDir } from './runtime/sandbox-runtime-dir.js';
 import { SandboxManager } from './sandbox-manager.js';
 import { SandboxRecords } from './sandbox-record.js';
 import { DataDirLock } from './data-dir-lock.js';
+import { CheckpointService } from './checkpoint-service.js';
+import { CheckpointStore } from './storage/checkpoint-store.js';
 import { BtrfsVolume } from './storage/btrfs-volume.js';
 import { Subvolumes } from './storage/subvolumes.js';
 import { builtinRecipes, type Progress } from './templates/recipes.js';
@@ -68,7 +70,8 @@ export class NodeAgent {
     const { adopted, removed } = await this.manager.reconcile();
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
-    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, templates: this.templates });
+    const checkpoints = new CheckpointService(this.manager, new CheckpointStore(this.volume, new Subvolumes()));
+    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, checkpoints, templates: this.templates });
     const { server, port } = await listen(api, config.host, config.port);
     this.server = server;
     this.port = port;

@@ -79,9 +79,14 @@ export class SandboxManager {
     return this.deps.volume.dir('volumes', sessionId);
   }
 
+  /** The sandbox serving a session on this node, if any. */
+  liveFor(sessionId: string): LiveSandbox | undefined {
+    return [...this.live.values()].find((s) => s.record.sessionId === sessionId);
+  }
+
   /** Starts a sandbox for a session, or returns the one already serving it. */
   start(request: StartSandboxRequest): Promise<SandboxInfo> {
-    const existing = [...this.live.values()].find((s) => s.record.sessionId === request.sessionId);
+    const existing = this.liveFor(request.sessionId);
     if (existing) return Promise.resolve(this.describe(existing.record, true));
     return this.starting.run(request.sessionId, () => this.startNew(request));
   }
@@ -215,7 +220,8 @@ export class SandboxManager {
   /** Deletes a session's volume, stopping its sandbox first. */
   async deleteVolume(sessionId: string): Promise<void> {
     await this.starting.current(sessionId)?.catch(() => undefined);
-    for (const s of [...this.live.values()]) if (s.record.sessionId === sessionId) await this.stop(s.record.sandboxId);
+    const live = this.liveFor(sessionId);
+    if (live) await this.stop(live.record.sandboxId);
     await this.deps.subvolumes.delete(this.volumePath(sessionId));
   }
 

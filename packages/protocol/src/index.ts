@@ -8,3 +8,4 @@ export * from './tenants.js';
 export * from './node-api.js';
 export * from './daemon-routes.js';
 export * from './ids.js';
+export * from './checkpoints.js';

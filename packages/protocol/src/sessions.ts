@@ -47,6 +47,12 @@ export const SessionSchema = z
     resources: ResourcesSchema,
     metadata: z.record(z.string()),
     sandbox: SandboxRefSchema.nullable(),
+    /** The checkpoint this session was forked from. */
+    parentCheckpointId: z.string().nullable(),
+    /** Every sandbox that has served the session (only on GET /v1/sessions/:id). */
+    sandboxHistory: z.array(z.object({ id: z.string(), nodeId: z.string(), startedAt: z.string(), endedAt: z.string().nullable(), endReason: z.string().nullable() }).strict()).optional(),
+    /** The session's checkpoints, oldest first (only on GET /v1/sessions/:id). */
+    checkpoints: z.array(z.object({ id: z.string(), kind: z.string(), createdAt: z.string() }).strict()).optional(),
   })
   .strict();
 export type Session = z.infer<typeof SessionSchema>;

@@ -1,4 +1,5 @@
-import { CreateKeyRequestSchema, CreateSessionRequestSchema, CreateTenantRequestSchema, newId } from '@space/protocol';
+import { CreateCheckpointRequestSchema, CreateKeyRequestSchema, CreateSessionRequestSchema, CreateTenantRequestSchema, ForkRequestSchema, RestoreRequestSchema, newId } from '@space/protocol';
+import type { CheckpointService } from '../checkpoint-service.js';
 import { Router, readJson, sendJson } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
 import type { SessionService } from '../session-service.js';
@@ -8,12 +9,13 @@ import { registerSandboxRoutes } from './sandbox-routes.js';
 export interface PublicApiDeps {
   auth: Authenticator;
   sessions: SessionService;
+  checkpoints: CheckpointService;
   store: Store;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
 export function createPublicApi(deps: PublicApiDeps): Router {
-  const { auth, sessions, store } = deps;
+  const { auth, sessions, checkpoints, store } = deps;
   const router = new Router();
 
   router.on('GET', '/healthz', ({ res }) => sendJson(res, 200, { ok: true }));
@@ -54,6 +56,28 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   router.on('POST', '/v1/sessions/:sessionId/sandbox/kill', async ({ req, res, params }) => {
     await sessions.killSandbox(auth.authenticate(req), params.sessionId!);
     sendJson(res, 200, { ok: true });
+  });
+
+  router.on('POST', '/v1/sessions/:sessionId/checkpoints', async ({ req, res, params }) => {
+    const caller = auth.authenticate(req);
+    await readJson(req, CreateCheckpointRequestSchema);
+    sendJson(res, 201, await checkpoints.create(caller, params.sessionId!));
+  });
+
+  router.on('GET', '/v1/sessions/:sessionId/checkpoints', ({ req, res, params }) => {
+    sendJson(res, 200, { checkpoints: checkpoints.list(auth.authenticate(req), params.sessionId!) });
+  });
+
+  router.on('POST', '/v1/checkpoints/:checkpointId/fork', async ({ req, res, params }) => {
+    const caller = auth.authenticate(req);
+    const { count } = await readJson(req, ForkRequestSchema);
+    sendJson(res, 201, { sessions: await checkpoints.fork(caller, params.checkpointId!, count) });
+  });
+
+  router.on('POST', '/v1/sessions/:sessionId/restore', async ({ req, res, params }) => {
+    const caller = auth.authenticate(req);
+    const { checkpointId } = await readJson(req, RestoreRequestSchema);
+    sendJson(res, 200, await checkpoints.restore(caller, params.sessionId!, checkpointId));
   });
 
   registerSandboxRoutes(router, auth, sessions);

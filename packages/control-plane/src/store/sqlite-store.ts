@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import type { ApiKeyRow, SessionPatch, SessionRow, Store, TenantRow } from './store.js';
+import type { ApiKeyRow, CheckpointRow, SandboxHistoryRow, SessionPatch, SessionRow, Store, TenantRow } from './store.js';
 
 const schema = `
 CREATE TABLE IF NOT EXISTS tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
@@ -11,7 +11,18 @@ CREATE TABLE IF NOT EXISTS sessions (
   status TEXT NOT NULL, created_at TEXT NOT NULL, env TEXT NOT NULL, resources TEXT NOT NULL,
   metadata TEXT NOT NULL, sandbox_id TEXT, node_id TEXT, sandbox_started_at TEXT);
 CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions(tenant_id, created_at);
+CREATE TABLE IF NOT EXISTS checkpoints (
+  id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tenant_id TEXT NOT NULL, kind TEXT NOT NULL,
+  trigger TEXT NOT NULL, node_id TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS checkpoints_session ON checkpoints(session_id, created_at);
+CREATE TABLE IF NOT EXISTS sandbox_history (
+  id TEXT PRIMARY KEY, session_id TEXT NOT NULL, node_id TEXT NOT NULL, started_at TEXT NOT NULL,
+  ended_at TEXT, end_reason TEXT);
+CREATE INDEX IF NOT EXISTS sandbox_history_session ON sandbox_history(session_id, started_at);
 `;
+
+/** Columns added after the first release, applied to older database files on open. */
+const addedColumns: [table: string, column: string, definition: string][] = [['sessions', 'parent_checkpoint_id', 'TEXT']];
 
 interface SessionDbRow {
   id: string;
@@ -25,6 +36,17 @@ interface SessionDbRow {
   sandbox_id: string | null;
   node_id: string | null;
   sandbox_started_at: string | null;
+  parent_checkpoint_id: string | null;
+}
+
+interface CheckpointDbRow {
+  id: string;
+  session_id: string;
+  tenant_id: string;
+  kind: string;
+  trigger: string;
+  node_id: string;
+  created_at: string;
 }
 
 interface KeyDbRow {
@@ -44,6 +66,10 @@ export class SqliteStore implements Store {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('foreign_keys = ON');
     this.db.exec(schema);
+    for (const [table, column, definition] of addedColumns) {
+      const columns = this.db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+      if (!columns.some((c) => c.name === column)) this.db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+    }
   }
 
   insertTenant(row: TenantRow): void {
@@ -73,8 +99,8 @@ export class SqliteStore implements Store {
 
   insertSession(row: SessionRow): void {
     this.db
-      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt);
+      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt, row.parentCheckpointId);
   }
 
   getSession(tenantId: string, id: string): SessionRow | null {
@@ -99,7 +125,49 @@ export class SqliteStore implements Store {
   }
 
   deleteSession(id: string): void {
-    this.db.prepare('DELETE FROM sessions WHERE id = ?').run(id);
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM sessions WHERE id = ?').run(id);
+      this.db.prepare('DELETE FROM sandbox_history WHERE session_id = ?').run(id);
+    })();
+  }
+
+  insertCheckpoint(row: CheckpointRow): void {
+    this.db
+      .prepare('INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(row.id, row.sessionId, row.tenantId, row.kind, row.trigger, row.nodeId, row.createdAt);
+  }
+
+  getCheckpoint(tenantId: string, id: string): CheckpointRow | null {
+    const row = this.db.prepare('SELECT * FROM checkpoints WHERE id = ? AND tenant_id = ?').get(id, tenantId) as CheckpointDbRow | undefined;
+    return row ? toCheckpoint(row) : null;
+  }
+
+  listCheckpoints(sessionId: string): CheckpointRow[] {
+    return (this.db.prepare('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY created_at, id').all(sessionId) as CheckpointDbRow[]).map(toCheckpoint);
+  }
+
+  deleteCheckpoint(id: string): void {
+    this.db.prepare('DELETE FROM checkpoints WHERE id = ?').run(id);
+  }
+
+  listChildren(sessionId: string): SessionRow[] {
+    const rows = this.db
+      .prepare('SELECT s.* FROM sessions s JOIN checkpoints c ON s.parent_checkpoint_id = c.id WHERE c.session_id = ? ORDER BY s.created_at, s.id')
+      .all(sessionId) as SessionDbRow[];
+    return rows.map(toSession);
+  }
+
+  recordSandboxStart(row: SandboxHistoryRow): void {
+    this.db.prepare('INSERT OR IGNORE INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, NULL, NULL)').run(row.id, row.sessionId, row.nodeId, row.startedAt);
+  }
+
+  recordSandboxEnd(sandboxId: string, reason: string): void {
+    this.db.prepare('UPDATE sandbox_history SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL').run(new Date().toISOString(), reason, sandboxId);
+  }
+
+  listSandboxHistory(sessionId: string): SandboxHistoryRow[] {
+    const rows = this.db.prepare('SELECT * FROM sandbox_history WHERE session_id = ? ORDER BY started_at, id').all(sessionId) as { id: string; session_id: string; node_id: string; started_at: string; ended_at: string | null; end_reason: string | null }[];
+    return rows.map((r) => ({ id: r.id, sessionId: r.session_id, nodeId: r.node_id, startedAt: r.started_at, endedAt: r.ended_at, endReason: r.end_reason }));
   }
 
   close(): void {
@@ -120,5 +188,10 @@ function toSession(row: SessionDbRow): SessionRow {
     sandboxId: row.sandbox_id,
     nodeId: row.node_id,
     sandboxStartedAt: row.sandbox_started_at,
+    parentCheckpointId: row.parent_checkpoint_id,
   };
+}
+
+function toCheckpoint(row: CheckpointDbRow): CheckpointRow {
+  return { id: row.id, sessionId: row.session_id, tenantId: row.tenant_id, kind: row.kind as 'fs', trigger: row.trigger as CheckpointRow['trigger'], nodeId: row.node_id, createdAt: row.created_at };
 }

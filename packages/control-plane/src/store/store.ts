@@ -27,6 +27,28 @@ export interface SessionRow {
   sandboxId: string | null;
   nodeId: string | null;
   sandboxStartedAt: string | null;
+  /** The checkpoint this session was forked from, if any. */
+  parentCheckpointId: string | null;
+}
+
+export interface CheckpointRow {
+  id: string;
+  sessionId: string;
+  tenantId: string;
+  kind: 'fs';
+  trigger: 'manual' | 'auto';
+  nodeId: string;
+  createdAt: string;
+}
+
+/** One sandbox that served a session, for the session's history. */
+export interface SandboxHistoryRow {
+  id: string;
+  sessionId: string;
+  nodeId: string;
+  startedAt: string;
+  endedAt: string | null;
+  endReason: string | null;
 }
 
 export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt'>>;
@@ -48,5 +70,14 @@ export interface Store {
   listAllSessions(): SessionRow[];
   updateSession(id: string, patch: SessionPatch): void;
   deleteSession(id: string): void;
+  insertCheckpoint(row: CheckpointRow): void;
+  getCheckpoint(tenantId: string, id: string): CheckpointRow | null;
+  listCheckpoints(sessionId: string): CheckpointRow[];
+  deleteCheckpoint(id: string): void;
+  /** Sessions forked from any checkpoint of `sessionId`. */
+  listChildren(sessionId: string): SessionRow[];
+  recordSandboxStart(row: SandboxHistoryRow): void;
+  recordSandboxEnd(sandboxId: string, reason: string): void;
+  listSandboxHistory(sessionId: string): SandboxHistoryRow[];
   close(): void;
 }

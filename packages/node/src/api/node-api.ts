@@ -1,5 +1,6 @@
-import { ErrorCode, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
-import { Router, bearerToken, readJson, secretsEqual, sendJson } from '@space/server-kit';
+import { ErrorCode, NodeCheckpointRequestSchema, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
+import { Router, bearerToken, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
+import type { CheckpointService } from '../checkpoint-service.js';
 import type { IncomingMessage } from 'node:http';
 import type { SandboxManager } from '../sandbox-manager.js';
 import type { TemplateStore } from '../templates/template-store.js';
@@ -9,6 +10,7 @@ export interface NodeApiDeps {
   nodeId: string;
   token: string;
   manager: SandboxManager;
+  checkpoints: CheckpointService;
   templates: TemplateStore;
 }
 
@@ -55,10 +57,37 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('DELETE', '/node/v1/volumes/:sessionId', async (ctx) => {
     authorize(ctx);
-    await manager.deleteVolume(ctx.params.sessionId!);
+    await manager.deleteVolume(sessionIdParam(ctx.params));
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('POST', '/node/v1/volumes/:sessionId/checkpoints', async (ctx) => {
+    authorize(ctx);
+    const { checkpointId } = await readJson(ctx.req, NodeCheckpointRequestSchema);
+    sendJson(ctx.res, 201, await deps.checkpoints.take(sessionIdParam(ctx.params), checkpointId));
+  });
+
+  router.on('POST', '/node/v1/volumes/:sessionId/restore', async (ctx) => {
+    authorize(ctx);
+    const { checkpointId } = await readJson(ctx.req, NodeCheckpointRequestSchema);
+    await deps.checkpoints.restore(sessionIdParam(ctx.params), checkpointId);
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('DELETE', '/node/v1/checkpoints/:checkpointId', async (ctx) => {
+    authorize(ctx);
+    const { checkpointId } = parseWith(NodeCheckpointRequestSchema, { checkpointId: ctx.params.checkpointId }, 'checkpoint id');
+    await deps.checkpoints.delete(checkpointId);
     sendJson(ctx.res, 200, { ok: true });
   });
 
   registerSandboxProxy(router, manager, authorize);
   return router;
+}
+
+/** Session ids name volume directories: only well-formed ids get that far. */
+function sessionIdParam(params: Record<string, string>): string {
+  const id = params.sessionId ?? '';
+  if (!/^ses_[a-z0-9]{6,40}$/.test(id)) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `malformed session id ${JSON.stringify(id)}`);
+  return id;
 }

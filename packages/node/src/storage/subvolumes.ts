@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename as renameDir } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
 
@@ -23,6 +23,11 @@ export class Subvolumes {
   async delete(target: string): Promise<void> {
     if (!existsSync(target)) return;
     await runCommand(['btrfs', 'subvolume', 'delete', target]);
+  }
+
+  /** Renames a subvolume within the filesystem (an atomic rename of its directory entry). */
+  async rename(from: string, to: string): Promise<void> {
+    await renameDir(from, to);
   }
 
   exists(target: string): boolean {

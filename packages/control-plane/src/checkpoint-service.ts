@@ -1,0 +1,89 @@
+import { ErrorCode, SpaceError, newId, type Checkpoint, type Session } from '@space/protocol';
+import type { Caller } from './auth.js';
+import type { NodeClient } from './node-client.js';
+import type { SessionService } from './session-service.js';
+import type { CheckpointRow, Store } from './store/store.js';
+
+/** How far up a fork chain the lineage is followed (a bound against cycles in a damaged store). */
+const maxLineageDepth = 256;
+
+/** Filesystem checkpoints of sessions, forks from them, and restores to them. */
+export class CheckpointService {
+  constructor(
+    private readonly store: Store,
+    private readonly node: NodeClient,
+    private readonly sessions: SessionService,
+  ) {}
+
+  async create(caller: Caller, sessionId: string, trigger: CheckpointRow['trigger'] = 'manual'): Promise<Checkpoint> {
+    const session = this.sessions.row(caller, sessionId);
+    const id = newId('ckp');
+    const taken = await this.node.checkpoint(session.id, id);
+    const row: CheckpointRow = { id, sessionId: session.id, tenantId: session.tenantId, kind: 'fs', trigger, nodeId: this.node.nodeId, createdAt: taken.createdAt };
+    this.store.insertCheckpoint(row);
+    return toCheckpoint(row);
+  }
+
+  list(caller: Caller, sessionId: string): Checkpoint[] {
+    const session = this.sessions.row(caller, sessionId);
+    return this.store.listCheckpoints(session.id).map(toCheckpoint);
+  }
+
+  /** `count` new sessions, each on its own writable snapshot of the checkpoint, with a parent link. */
+  async fork(caller: Caller, checkpointId: string, count: number): Promise<Session[]> {
+    const checkpoint = this.checkpoint(caller, checkpointId);
+    const parent = this.sessions.row(caller, checkpoint.sessionId);
+    const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata };
+    const forks: Session[] = [];
+    for (let i = 0; i < count; i++) forks.push(await this.sessions.create(caller, request, checkpoint.id));
+    return forks;
+  }
+
+  /**
+   * Resets a session to a checkpoint of its lineage: its own, an ancestor's it was forked from, or
+   * one taken in a session forked from it ("keep the winner").
+   */
+  async restore(caller: Caller, sessionId: string, checkpointId: string): Promise<Session> {
+    const session = this.sessions.row(caller, sessionId);
+    const checkpoint = this.checkpoint(caller, checkpointId);
+    if (!this.family(caller, session.id).has(checkpoint.sessionId)) {
+      throw new SpaceError(ErrorCode.CHECKPOINT_NOT_IN_LINEAGE, `checkpoint ${checkpointId} belongs to session ${checkpoint.sessionId}, which is not related to ${session.id} by forks`);
+    }
+    if (session.sandboxId) this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
+    await this.node.restoreVolume(session.id, checkpoint.id);
+    await this.sessions.ensureSandbox({ ...session, sandboxId: null, status: 'stopped' });
+    return this.sessions.get(caller, session.id);
+  }
+
+  private checkpoint(caller: Caller, checkpointId: string): CheckpointRow {
+    const checkpoint = this.store.getCheckpoint(caller.tenantId, checkpointId);
+    if (!checkpoint) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `no checkpoint ${JSON.stringify(checkpointId)}`);
+    return checkpoint;
+  }
+
+  /** Every session related to `sessionId` by forks: its root ancestor and all that root's descendants. */
+  private family(caller: Caller, sessionId: string): Set<string> {
+    let root = this.sessions.row(caller, sessionId);
+    for (let depth = 0; root.parentCheckpointId && depth < maxLineageDepth; depth++) {
+      const parentCheckpoint = this.store.getCheckpoint(caller.tenantId, root.parentCheckpointId);
+      const parent = parentCheckpoint && this.store.getSession(caller.tenantId, parentCheckpoint.sessionId);
+      if (!parent) break;
+      root = parent;
+    }
+    const family = new Set<string>([root.id]);
+    const queue = [root.id];
+    while (queue.length && family.size < 10_000) {
+      for (const child of this.store.listChildren(queue.shift()!)) {
+        if (!family.has(child.id)) {
+          family.add(child.id);
+          queue.push(child.id);
+        }
+      }
+    }
+    return family;
+  }
+}
+
+function toCheckpoint(row: CheckpointRow): Checkpoint {
+  return { id: row.id, sessionId: row.sessionId, kind: row.kind, trigger: row.trigger, createdAt: row.createdAt };
+}
