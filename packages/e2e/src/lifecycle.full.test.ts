@@ -35,13 +35,13 @@ describe('sandbox deaths, restarts and large files', () => {
 
   test('killing only the sandbox keeps the session: the next call resumes it with its files', { timeout: 120_000 }, async () => {
     const session = await api.createSession({ template: 'tiny' });
-    await api.exec(session.id, 'echo kept > /workspace/note.txt');
+    await api.exec(session.id, 'echo kept > /workspace/note.txt; echo tmp-too > /tmp/scratch');
     assert.equal((await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`)).status, 200);
     const killed = await api.call('GET', `/v1/sessions/${session.id}`);
     assert.equal(killed.body.status, 'stopped');
     assert.equal(killed.body.sandbox, null);
-    const resumed = await api.exec(session.id, 'cat /workspace/note.txt');
-    assert.equal(resumed.stdout, 'kept\n');
+    const resumed = await api.exec(session.id, 'cat /workspace/note.txt /tmp/scratch');
+    assert.equal(resumed.stdout, 'kept\ntmp-too\n');
     const now = await api.call('GET', `/v1/sessions/${session.id}`);
     assert.equal(now.body.status, 'running');
     assert.notEqual(now.body.sandbox.id, session.sandbox.id);

@@ -22,6 +22,9 @@ export function buildOciSpec(spec: SandboxSpec): Record<string, unknown> {
       { destination: '/dev/pts', type: 'devpts', source: 'devpts', options: ['nosuid', 'noexec', 'newinstance', 'ptmxmode=0666', 'mode=0620'] },
       { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'noexec', 'nodev', 'mode=1777', 'size=65536k'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
+      // gVisor puts a tmpfs on /tmp unless the spec mounts something there; binding the volume's
+      // own /tmp keeps it on disk, so it survives resumes and is part of checkpoints.
+      { destination: '/tmp', type: 'bind', source: `${spec.rootfs}/tmp`, options: ['rbind', 'rw'] },
       { destination: '/.space', type: 'bind', source: spec.runtimeDir, options: ['rbind', 'ro'] },
     ],
     linux: {
