@@ -13,6 +13,18 @@ export interface PlatformConfig {
   apiKey: string | undefined;
   /** SPACE_TEMPLATES: templates built before serving, default "base,tiny" */
   templates: string[];
+  /** SPACE_CHECKPOINT_KEEP: automatic checkpoints kept per session, default 5 */
+  keepAutomaticCheckpoints: number;
+  /** SPACE_MAINTENANCE_TICK_MS: how often automatic checkpoints and idle stops are considered, default 5000 */
+  maintenanceTickMs: number;
+}
+
+function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  return value;
 }
 
 export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
@@ -24,6 +36,8 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
     dataDir: path.resolve(env.SPACE_DATA_DIR ?? '/var/lib/space'),
     apiKey: env.SPACE_API_KEY || undefined,
     templates: (env.SPACE_TEMPLATES ?? 'base,tiny').split(',').map((t) => t.trim()).filter(Boolean),
+    keepAutomaticCheckpoints: positiveInt(env, 'SPACE_CHECKPOINT_KEEP', 5),
+    maintenanceTickMs: positiveInt(env, 'SPACE_MAINTENANCE_TICK_MS', 5000),
   };
 }
 

@@ -1,5 +1,6 @@
 import { ErrorCode, SpaceError, newId, type Checkpoint, type Session } from '@space/protocol';
 import type { Caller } from './auth.js';
+import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionService } from './session-service.js';
 import type { CheckpointRow, Store } from './store/store.js';
@@ -13,6 +14,7 @@ export class CheckpointService {
     private readonly store: Store,
     private readonly node: NodeClient,
     private readonly sessions: SessionService,
+    private readonly metrics: Metrics,
   ) {}
 
   async create(caller: Caller, sessionId: string, trigger: CheckpointRow['trigger'] = 'manual'): Promise<Checkpoint> {
@@ -21,7 +23,18 @@ export class CheckpointService {
     const taken = await this.node.checkpoint(session.id, id);
     const row: CheckpointRow = { id, sessionId: session.id, tenantId: session.tenantId, kind: 'fs', trigger, nodeId: this.node.nodeId, createdAt: taken.createdAt };
     this.store.insertCheckpoint(row);
+    this.metrics.inc('checkpoints', { kind: 'fs', trigger });
     return toCheckpoint(row);
+  }
+
+  /** Deletes automatic checkpoints beyond the newest `keep`, except those that sessions were forked from. */
+  async prune(sessionId: string, keep: number): Promise<void> {
+    const automatic = this.store.listCheckpoints(sessionId).filter((c) => c.trigger === 'auto');
+    for (const old of automatic.slice(0, Math.max(0, automatic.length - keep))) {
+      if (this.store.isForkParent(old.id)) continue;
+      await this.node.deleteCheckpoint(old.id);
+      this.store.deleteCheckpoint(old.id);
+    }
   }
 
   list(caller: Caller, sessionId: string): Checkpoint[] {
@@ -33,7 +46,7 @@ export class CheckpointService {
   async fork(caller: Caller, checkpointId: string, count: number): Promise<Session[]> {
     const checkpoint = this.checkpoint(caller, checkpointId);
     const parent = this.sessions.row(caller, checkpoint.sessionId);
-    const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata };
+    const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata, checkpointIntervalSec: parent.checkpointIntervalSec, idleTimeoutSec: parent.idleTimeoutSec };
     const forks: Session[] = [];
     for (let i = 0; i < count; i++) forks.push(await this.sessions.create(caller, request, checkpoint.id));
     return forks;

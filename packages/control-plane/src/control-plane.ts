@@ -5,6 +5,9 @@ import { Authenticator } from './auth.js';
 import { NodeClient } from './node-client.js';
 import { SessionService } from './session-service.js';
 import { CheckpointService } from './checkpoint-service.js';
+import { Activity } from './activity.js';
+import { Maintenance } from './maintenance.js';
+import { Metrics } from './metrics.js';
 import type { Store } from './store/store.js';
 
 export interface ControlPlaneOptions {
@@ -13,31 +16,52 @@ export interface ControlPlaneOptions {
   adminKey: string;
   store: Store;
   node: { id: string; url: string; token: string };
+  /** Automatic checkpoints kept per session (`SPACE_CHECKPOINT_KEEP`, default 5). */
+  keepAutomaticCheckpoints?: number;
+  /** How often the maintenance pass runs, ms (`SPACE_MAINTENANCE_TICK_MS`, default 5000). */
+  maintenanceTickMs?: number;
+  log?: (message: string) => void;
 }
 
 /** The control plane's composition root. It keeps nothing in memory that matters: the store does. */
 export class ControlPlane {
   readonly sessions: SessionService;
   private readonly node: NodeClient;
+  private readonly metrics = new Metrics();
+  private readonly maintenance: Maintenance;
+  private readonly checkpoints: CheckpointService;
   private server: Server | null = null;
   port = 0;
 
   constructor(private readonly options: ControlPlaneOptions) {
+    const activity = new Activity();
     this.node = new NodeClient(options.node.id, options.node.url, options.node.token);
-    this.sessions = new SessionService(options.store, this.node);
+    this.sessions = new SessionService(options.store, this.node, this.metrics, activity);
+    this.checkpoints = new CheckpointService(options.store, this.node, this.sessions, this.metrics);
+    this.maintenance = new Maintenance({
+      store: options.store,
+      node: this.node,
+      sessions: this.sessions,
+      checkpoints: this.checkpoints,
+      activity,
+      metrics: this.metrics,
+      log: options.log ?? ((m) => process.stderr.write(`${m}\n`)),
+      keepAutomatic: options.keepAutomaticCheckpoints ?? 5,
+    });
   }
 
   async start(): Promise<void> {
     const auth = new Authenticator(this.options.store);
     auth.installAdminKey(this.options.adminKey);
-    const checkpoints = new CheckpointService(this.options.store, this.node, this.sessions);
-    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints, store: this.options.store });
+    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints: this.checkpoints, store: this.options.store, metrics: this.metrics });
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;
+    this.maintenance.start(this.options.maintenanceTickMs ?? 5000);
   }
 
   async stop(): Promise<void> {
+    await this.maintenance.stop();
     if (this.server) await closeServer(this.server);
     this.server = null;
     this.node.close();

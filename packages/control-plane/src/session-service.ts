@@ -1,6 +1,8 @@
 import { ErrorCode, SpaceError, isSpaceError, newId, type CreateSessionRequest, type Session } from '@space/protocol';
 import { SingleFlight } from '@space/server-kit';
 import type { Caller } from './auth.js';
+import type { Activity } from './activity.js';
+import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionRow, Store } from './store/store.js';
 
@@ -19,6 +21,8 @@ export class SessionService {
   constructor(
     private readonly store: Store,
     private readonly node: NodeClient,
+    private readonly metrics: Metrics,
+    readonly activity: Activity,
   ) {}
 
   /**
@@ -39,6 +43,8 @@ export class SessionService {
       nodeId: null,
       sandboxStartedAt: null,
       parentCheckpointId: fromCheckpoint,
+      checkpointIntervalSec: request.checkpointIntervalSec,
+      idleTimeoutSec: request.idleTimeoutSec,
     };
     this.store.insertSession(row);
     try {
@@ -83,6 +89,7 @@ export class SessionService {
       this.store.deleteCheckpoint(checkpoint.id);
     }
     this.store.deleteSession(row.id);
+    this.activity.forget(row.id);
   }
 
   /** Returns the sandbox serving the session, starting one on its volume when there is none. */
@@ -92,9 +99,17 @@ export class SessionService {
   }
 
   private async startSandbox(row: SessionRow): Promise<SandboxTarget> {
+    // A session that had a sandbox before is being resumed; its first start is not a resume.
+    const resuming = this.store.listSandboxHistory(row.id).length > 0;
+    const started = performance.now();
     this.store.updateSession(row.id, { status: 'starting' });
     try {
       const info = await this.node.startSandbox({ sessionId: row.id, template: row.template, env: row.env, resources: row.resources });
+      this.metrics.inc('sandbox_starts');
+      if (resuming) {
+        this.metrics.inc('resumes');
+        this.metrics.observeResume((performance.now() - started) / 1000);
+      }
       this.store.updateSession(row.id, { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt });
       this.store.recordSandboxStart({ id: info.sandboxId, sessionId: row.id, nodeId: info.nodeId, startedAt: info.startedAt, endedAt: null, endReason: null });
       return { sandboxId: info.sandboxId, node: this.node };
@@ -105,7 +120,8 @@ export class SessionService {
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */
-  forgetSandbox(row: SessionRow, sandboxId: string, reason: string): void {
+  forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle'): void {
+    if (reason === 'died') this.metrics.inc('sandbox_deaths');
     this.store.recordSandboxEnd(sandboxId, reason);
     const current = this.store.getSession(row.tenantId, row.id);
     if (current?.sandboxId === sandboxId) this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
@@ -120,6 +136,15 @@ export class SessionService {
    */
   async withSandbox<T>(caller: Caller, id: string, repeatable: boolean, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
     const row = this.row(caller, id);
+    const done = this.activity.begin(row.id);
+    try {
+      return await this.runOnSandbox(row, repeatable, op);
+    } finally {
+      done();
+    }
+  }
+
+  private async runOnSandbox<T>(row: SessionRow, repeatable: boolean, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
     let target = await this.ensureSandbox(row);
     if (!repeatable) target = await this.confirmAlive(row, target);
     try {
@@ -171,6 +196,8 @@ function toSession(row: SessionRow): Session {
     env: row.env,
     resources: row.resources,
     metadata: row.metadata,
+    checkpointIntervalSec: row.checkpointIntervalSec,
+    idleTimeoutSec: row.idleTimeoutSec,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,
     parentCheckpointId: row.parentCheckpointId,
   };

@@ -16,3 +16,9 @@ export function hostResources(dataDir: string): { runsc: string[]; netns: string
   const loops = execFileSync('losetup', ['-j', `${dataDir}/btrfs.img`], { encoding: 'utf8' }).split('\n').filter(Boolean);
   return { runsc, netns, mounts, loops };
 }
+
+/** Host pid of a sandbox's runsc-sandbox process, found as an operator would. */
+export function sandboxHostPid(dataDir: string, sandboxId: string): number {
+  const state = JSON.parse(execFileSync('runsc', [`--root=${dataDir}/node/runsc`, 'state', sandboxId], { encoding: 'utf8' })) as { pid: number };
+  return state.pid;
+}

@@ -1,19 +1,12 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { Api } from './client.js';
-import { hostResources } from './host-state.js';
+import { hostResources, sandboxHostPid } from './host-state.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
-
-/** Host pid of a sandbox's runsc-sandbox process, found as an operator would. */
-function sandboxHostPid(dataDir: string, sandboxId: string): number {
-  const state = JSON.parse(execFileSync('runsc', [`--root=${dataDir}/node/runsc`, 'state', sandboxId], { encoding: 'utf8' })) as { pid: number };
-  return state.pid;
-}
 
 function peakRssMb(pid: number): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'))!;

@@ -25,11 +25,15 @@ export const CreateSessionRequestSchema = z
     env: EnvSchema.default({}),
     resources: ResourcesSchema.default({}),
     metadata: MetadataSchema.default({}),
+    /** Seconds between automatic filesystem checkpoints while a sandbox runs; 0 turns them off. */
+    checkpointIntervalSec: z.number().int().min(0).max(7 * 24 * 3600).default(60),
+    /** Seconds without calls after which an idle sandbox is checkpointed and stopped; 0 never. */
+    idleTimeoutSec: z.number().int().min(0).max(30 * 24 * 3600).default(900),
   })
   .strict();
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 
-export const SessionStatusSchema = z.enum(['starting', 'running', 'stopped', 'failed']);
+export const SessionStatusSchema = z.enum(['starting', 'running', 'idle', 'stopped', 'failed']);
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
 
 export const SandboxRefSchema = z
@@ -46,6 +50,8 @@ export const SessionSchema = z
     env: z.record(z.string()),
     resources: ResourcesSchema,
     metadata: z.record(z.string()),
+    checkpointIntervalSec: z.number().int(),
+    idleTimeoutSec: z.number().int(),
     sandbox: SandboxRefSchema.nullable(),
     /** The checkpoint this session was forked from. */
     parentCheckpointId: z.string().nullable(),

@@ -1,5 +1,6 @@
 import { CreateCheckpointRequestSchema, CreateKeyRequestSchema, CreateSessionRequestSchema, CreateTenantRequestSchema, ForkRequestSchema, RestoreRequestSchema, newId } from '@space/protocol';
 import type { CheckpointService } from '../checkpoint-service.js';
+import type { Metrics } from '../metrics.js';
 import { Router, readJson, sendJson } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
 import type { SessionService } from '../session-service.js';
@@ -11,14 +12,25 @@ export interface PublicApiDeps {
   sessions: SessionService;
   checkpoints: CheckpointService;
   store: Store;
+  metrics: Metrics;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
 export function createPublicApi(deps: PublicApiDeps): Router {
-  const { auth, sessions, checkpoints, store } = deps;
+  const { auth, sessions, checkpoints, store, metrics } = deps;
   const router = new Router();
 
   router.on('GET', '/healthz', ({ res }) => sendJson(res, 200, { ok: true }));
+
+  // Aggregate numbers only, no ids: readable without a key, like /healthz, for Prometheus.
+  router.on('GET', '/metrics', ({ res }) => {
+    const byStatus: Record<string, number> = {};
+    for (const row of store.listAllSessions()) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
+    const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
+    const text = metrics.render(gauges);
+    res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  });
 
   router.on('POST', '/v1/tenants', async ({ req, res }) => {
     auth.requireAdmin(auth.authenticate(req));

@@ -21,6 +21,8 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
         (client, ctx) => {
           const caller = auth.authenticate(ctx.req);
           const release = holdMessages(client);
+          // An open stream is a call in progress: the session is not idle while it lasts.
+          client.once('close', sessions.activity.begin(ctx.params.sessionId!));
           sessions
             .withSandbox(caller, ctx.params.sessionId!, false, async (target) => {
               const upstream = target.node.upstream.socket(target.node.sandboxPath(target.sandboxId, routePath(route, ctx.params)) + ctx.url.search);

@@ -22,7 +22,11 @@ CREATE INDEX IF NOT EXISTS sandbox_history_session ON sandbox_history(session_id
 `;
 
 /** Columns added after the first release, applied to older database files on open. */
-const addedColumns: [table: string, column: string, definition: string][] = [['sessions', 'parent_checkpoint_id', 'TEXT']];
+const addedColumns: [table: string, column: string, definition: string][] = [
+  ['sessions', 'parent_checkpoint_id', 'TEXT'],
+  ['sessions', 'checkpoint_interval_sec', 'INTEGER NOT NULL DEFAULT 60'],
+  ['sessions', 'idle_timeout_sec', 'INTEGER NOT NULL DEFAULT 900'],
+];
 
 interface SessionDbRow {
   id: string;
@@ -37,6 +41,8 @@ interface SessionDbRow {
   node_id: string | null;
   sandbox_started_at: string | null;
   parent_checkpoint_id: string | null;
+  checkpoint_interval_sec: number;
+  idle_timeout_sec: number;
 }
 
 interface CheckpointDbRow {
@@ -99,8 +105,8 @@ export class SqliteStore implements Store {
 
   insertSession(row: SessionRow): void {
     this.db
-      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt, row.parentCheckpointId);
+      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt, row.parentCheckpointId, row.checkpointIntervalSec, row.idleTimeoutSec);
   }
 
   getSession(tenantId: string, id: string): SessionRow | null {
@@ -150,6 +156,10 @@ export class SqliteStore implements Store {
     this.db.prepare('DELETE FROM checkpoints WHERE id = ?').run(id);
   }
 
+  isForkParent(checkpointId: string): boolean {
+    return this.db.prepare('SELECT 1 FROM sessions WHERE parent_checkpoint_id = ? LIMIT 1').get(checkpointId) !== undefined;
+  }
+
   listChildren(sessionId: string): SessionRow[] {
     const rows = this.db
       .prepare('SELECT s.* FROM sessions s JOIN checkpoints c ON s.parent_checkpoint_id = c.id WHERE c.session_id = ? ORDER BY s.created_at, s.id')
@@ -189,6 +199,8 @@ function toSession(row: SessionDbRow): SessionRow {
     nodeId: row.node_id,
     sandboxStartedAt: row.sandbox_started_at,
     parentCheckpointId: row.parent_checkpoint_id,
+    checkpointIntervalSec: row.checkpoint_interval_sec,
+    idleTimeoutSec: row.idle_timeout_sec,
   };
 }
 

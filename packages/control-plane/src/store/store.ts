@@ -29,6 +29,8 @@ export interface SessionRow {
   sandboxStartedAt: string | null;
   /** The checkpoint this session was forked from, if any. */
   parentCheckpointId: string | null;
+  checkpointIntervalSec: number;
+  idleTimeoutSec: number;
 }
 
 export interface CheckpointRow {
@@ -74,6 +76,8 @@ export interface Store {
   getCheckpoint(tenantId: string, id: string): CheckpointRow | null;
   listCheckpoints(sessionId: string): CheckpointRow[];
   deleteCheckpoint(id: string): void;
+  /** Whether any session was forked from this checkpoint. */
+  isForkParent(checkpointId: string): boolean;
   /** Sessions forked from any checkpoint of `sessionId`. */
   listChildren(sessionId: string): SessionRow[];
   recordSandboxStart(row: SandboxHistoryRow): void;

@@ -1,0 +1,54 @@
+/** Resume latency buckets, seconds. */
+const resumeBuckets = [0.25, 0.5, 1, 2, 5, 10, 30];
+
+/**
+ * Counters and the resume-latency histogram behind `GET /metrics` (Prometheus text format).
+ * Per process: each control-plane replica reports what it did.
+ */
+export class Metrics {
+  private readonly counters = new Map<string, number>();
+  private readonly bucketCounts = resumeBuckets.map(() => 0);
+  private resumeCount = 0;
+  private resumeSum = 0;
+
+  inc(name: 'sandbox_starts' | 'sandbox_deaths' | 'resumes' | 'checkpoints' | 'idle_stops' | 'checkpoint_failures', labels: Record<string, string> = {}): void {
+    const key = `space_${name}_total${formatLabels(labels)}`;
+    this.counters.set(key, (this.counters.get(key) ?? 0) + 1);
+  }
+
+  observeResume(seconds: number): void {
+    this.resumeCount++;
+    this.resumeSum += seconds;
+    resumeBuckets.forEach((bound, i) => {
+      if (seconds <= bound) this.bucketCounts[i]!++;
+    });
+  }
+
+  render(gauges: Record<string, number>): string {
+    const lines: string[] = [];
+    const counterNames = new Set([...this.counters.keys()].map((k) => k.split('{')[0]!));
+    for (const name of ['space_sandbox_starts_total', 'space_sandbox_deaths_total', 'space_resumes_total', 'space_checkpoints_total', 'space_checkpoint_failures_total', 'space_idle_stops_total']) counterNames.add(name);
+    for (const name of [...counterNames].sort()) {
+      lines.push(`# TYPE ${name} counter`);
+      const series = [...this.counters.entries()].filter(([k]) => k.split('{')[0] === name);
+      if (series.length === 0) lines.push(`${name} 0`);
+      for (const [key, value] of series) lines.push(`${key} ${value}`);
+    }
+    lines.push('# TYPE space_resume_seconds histogram');
+    resumeBuckets.forEach((bound, i) => lines.push(`space_resume_seconds_bucket{le="${bound}"} ${this.bucketCounts[i]}`));
+    lines.push(`space_resume_seconds_bucket{le="+Inf"} ${this.resumeCount}`);
+    lines.push(`space_resume_seconds_sum ${this.resumeSum.toFixed(3)}`);
+    lines.push(`space_resume_seconds_count ${this.resumeCount}`);
+    for (const [key, value] of Object.entries(gauges)) {
+      const name = key.split('{')[0];
+      if (!lines.includes(`# TYPE ${name} gauge`)) lines.push(`# TYPE ${name} gauge`);
+      lines.push(`${key} ${value}`);
+    }
+    return `${lines.join('\n')}\n`;
+  }
+}
+
+function formatLabels(labels: Record<string, string>): string {
+  const entries = Object.entries(labels);
+  return entries.length ? `{${entries.map(([k, v]) => `${k}="${v.replace(/["\\\n]/g, '_')}"`).join(',')}}` : '';
+}

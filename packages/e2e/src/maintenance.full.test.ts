@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { Api } from './client.js';
+import { startPlatform, type RunningPlatform } from './platform.js';
+import { sandboxHostPid } from './host-state.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until `check` holds or `timeoutMs` passes; returns the last value seen. */
+async function waitFor<T>(read: () => Promise<T>, check: (value: T) => boolean, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!check(value) && Date.now() < deadline) {
+    await sleep(250);
+    value = await read();
+  }
+  return value;
+}
+
+describe('automatic checkpoints, retention, idle stop and metrics', () => {
+  let platform: RunningPlatform;
+  let api: Api;
+  const sessions: string[] = [];
+
+  before(async () => {
+    platform = await startPlatform({ env: { SPACE_MAINTENANCE_TICK_MS: '300', SPACE_CHECKPOINT_KEEP: '2' } });
+    api = new Api(platform.url, platform.adminKey);
+  });
+
+  after(async () => {
+    for (const id of sessions) await api.call('DELETE', `/v1/sessions/${id}`);
+    assert.equal(await platform.stop(), 0, platform.output());
+  });
+
+  test('automatic checkpoints are taken on schedule and only the newest are kept; manual ones stay', { timeout: 120_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 1, idleTimeoutSec: 0 });
+    sessions.push(session.id);
+    assert.deepEqual([session.checkpointIntervalSec, session.idleTimeoutSec], [1, 0]);
+    const manual = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, {})).body;
+    const list = async () => (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as { id: string; trigger: string }[];
+    const seen = new Set<string>();
+    await waitFor(
+      async () => {
+        const current = await list();
+        for (const c of current) if (c.trigger === 'auto') seen.add(c.id);
+        return current;
+      },
+      () => seen.size >= 4,
+      30_000,
+    );
+    assert.ok(seen.size >= 4, `only ${seen.size} automatic checkpoints in 30 s`);
+    // A new automatic checkpoint is stored before the oldest goes, so a listing may briefly show one more.
+    const final = await waitFor(list, (current) => current.filter((c) => c.trigger === 'auto').length <= 2, 5000);
+    assert.ok(final.filter((c) => c.trigger === 'auto').length <= 2, JSON.stringify(final));
+    assert.ok(final.some((c) => c.id === manual.id), 'the manual checkpoint is kept');
+  });
+
+  test('an idle sandbox is checkpointed and stopped; the next call resumes it with its files', { timeout: 120_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 2 });
+    sessions.push(session.id);
+    await api.exec(session.id, 'echo before-idle > /workspace/f');
+    const idle = await waitFor(async () => (await api.call('GET', `/v1/sessions/${session.id}`)).body, (s) => s.status === 'idle', 30_000);
+    assert.equal(idle.status, 'idle');
+    assert.equal(idle.sandbox, null);
+    assert.equal(idle.sandboxHistory.at(-1).endReason, 'idle');
+    assert.ok(idle.checkpoints.length >= 1, 'a checkpoint is taken before stopping');
+    assert.equal((await api.exec(session.id, 'cat /workspace/f')).stdout, 'before-idle\n');
+    assert.equal((await api.call('GET', `/v1/sessions/${session.id}`)).body.status, 'running');
+  });
+
+  test('a sandbox with a running process is not stopped as idle', { timeout: 60_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 1 });
+    sessions.push(session.id);
+    await api.exec(session.id, ['sleep', '120'], { background: true });
+    await sleep(4000);
+    assert.equal((await api.call('GET', `/v1/sessions/${session.id}`)).body.status, 'running');
+  });
+
+  test('/metrics counts sandbox starts, deaths, resumes and checkpoints', { timeout: 60_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 0 });
+    sessions.push(session.id);
+    await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    const resumed = await api.exec(session.id, 'true');
+    assert.equal(resumed.exitCode, 0);
+    const current = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
+    process.kill(sandboxHostPid(platform.dataDir, current.sandbox.id), 'SIGKILL');
+    await sleep(200);
+    await api.exec(session.id, 'true');
+    const res = await fetch(`${platform.url}/metrics`);
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    const value = (series: string): number => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    assert.ok(value('space_resumes_total') >= 3, text);
+    assert.ok(value('space_sandbox_deaths_total') >= 1, text);
+    assert.ok(value('space_sandbox_starts_total') >= 5, text);
+    assert.ok(value('space_idle_stops_total') >= 1, text);
+    assert.ok(value('space_checkpoints_total{kind="fs",trigger="auto"}') >= 4, text);
+    assert.ok(value('space_resume_seconds_count') >= 2, text);
+    assert.ok(value('space_sessions{status="running"}') >= 1, text);
+    assert.match(text, /# TYPE space_resume_seconds histogram/);
+  });
+});
