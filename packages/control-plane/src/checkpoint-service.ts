@@ -37,6 +37,23 @@ export class CheckpointService {
     }
   }
 
+  /**
+   * Deletes checkpoint subvolumes the store does not know: left when a crash fell between the
+   * node's snapshot and the store's record. Runs when the control plane starts, before it serves,
+   * so no checkpoint of its own is half-recorded (several replicas on one node would need a
+   * time-bounded sweep instead).
+   */
+  async removeOrphans(): Promise<number> {
+    const { checkpoints } = await this.node.listCheckpoints();
+    let removed = 0;
+    for (const id of checkpoints) {
+      if (this.store.checkpointExists(id)) continue;
+      await this.node.deleteCheckpoint(id);
+      removed++;
+    }
+    return removed;
+  }
+
   list(caller: Caller, sessionId: string): Checkpoint[] {
     const session = this.sessions.row(caller, sessionId);
     return this.store.listCheckpoints(session.id).map(toCheckpoint);

@@ -33,7 +33,10 @@ export class ControlPlane {
   private server: Server | null = null;
   port = 0;
 
+  private readonly log: (message: string) => void;
+
   constructor(private readonly options: ControlPlaneOptions) {
+    this.log = options.log ?? ((m) => process.stderr.write(`${m}\n`));
     const activity = new Activity();
     this.node = new NodeClient(options.node.id, options.node.url, options.node.token);
     this.sessions = new SessionService(options.store, this.node, this.metrics, activity);
@@ -45,7 +48,7 @@ export class ControlPlane {
       checkpoints: this.checkpoints,
       activity,
       metrics: this.metrics,
-      log: options.log ?? ((m) => process.stderr.write(`${m}\n`)),
+      log: this.log,
       keepAutomatic: options.keepAutomaticCheckpoints ?? 5,
     });
   }
@@ -53,6 +56,11 @@ export class ControlPlane {
   async start(): Promise<void> {
     const auth = new Authenticator(this.options.store);
     auth.installAdminKey(this.options.adminKey);
+    const orphans = await this.checkpoints.removeOrphans().catch((err: Error) => {
+      this.log(`could not look for orphaned checkpoints: ${err.message}`);
+      return 0;
+    });
+    if (orphans) this.log(`removed ${orphans} checkpoint(s) a crash left unrecorded`);
     const api = createPublicApi({ auth, sessions: this.sessions, checkpoints: this.checkpoints, store: this.options.store, metrics: this.metrics });
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;

@@ -45,6 +45,10 @@ export class NodeClient {
     return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/restore`, { checkpointId }, okSchema);
   }
 
+  listCheckpoints(): Promise<{ checkpoints: string[] }> {
+    return this.upstream.json('GET', '/node/v1/checkpoints', undefined, z.object({ checkpoints: z.array(z.string().max(64)).max(1_000_000) }).strict());
+  }
+
   deleteCheckpoint(checkpointId: string): Promise<unknown> {
     return this.upstream.json('DELETE', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}`, undefined, okSchema);
   }

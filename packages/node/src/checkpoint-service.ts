@@ -27,6 +27,10 @@ export class CheckpointService {
     await this.store.materialize(checkpointId, this.manager.volumePath(sessionId));
   }
 
+  list(): Promise<string[]> {
+    return this.store.list();
+  }
+
   delete(checkpointId: string): Promise<void> {
     return this.store.delete(checkpointId);
   }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCode, SpaceError, newId, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { SingleFlight, Upstream } from '@space/server-kit';
@@ -261,6 +261,13 @@ export class SandboxManager {
     for (const dir of orphanDirs) {
       await deps.network.destroy(dir, null);
       await deps.records.remove(dir);
+    }
+    // A restore interrupted by a crash leaves its staging copy; the volume itself is still whole.
+    for (const entry of await readdir(deps.volume.dir('volumes')).catch(() => [] as string[])) {
+      if (entry.endsWith('.restoring')) {
+        await deps.subvolumes.delete(deps.volume.dir('volumes', entry));
+        removed++;
+      }
     }
     return { adopted, removed };
   }

@@ -148,6 +148,10 @@ export class SqliteStore implements Store {
     return row ? toCheckpoint(row) : null;
   }
 
+  checkpointExists(id: string): boolean {
+    return this.db.prepare('SELECT 1 FROM checkpoints WHERE id = ?').get(id) !== undefined;
+  }
+
   listCheckpoints(sessionId: string): CheckpointRow[] {
     return (this.db.prepare('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY created_at, id').all(sessionId) as CheckpointDbRow[]).map(toCheckpoint);
   }

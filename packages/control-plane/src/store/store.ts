@@ -74,6 +74,7 @@ export interface Store {
   deleteSession(id: string): void;
   insertCheckpoint(row: CheckpointRow): void;
   getCheckpoint(tenantId: string, id: string): CheckpointRow | null;
+  checkpointExists(id: string): boolean;
   listCheckpoints(sessionId: string): CheckpointRow[];
   deleteCheckpoint(id: string): void;
   /** Whether any session was forked from this checkpoint. */

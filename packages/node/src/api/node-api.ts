@@ -74,6 +74,11 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     sendJson(ctx.res, 200, { ok: true });
   });
 
+  router.on('GET', '/node/v1/checkpoints', async (ctx) => {
+    authorize(ctx);
+    sendJson(ctx.res, 200, { checkpoints: await deps.checkpoints.list() });
+  });
+
   router.on('DELETE', '/node/v1/checkpoints/:checkpointId', async (ctx) => {
     authorize(ctx);
     const { checkpointId } = parseWith(NodeCheckpointRequestSchema, { checkpointId: ctx.params.checkpointId }, 'checkpoint id');

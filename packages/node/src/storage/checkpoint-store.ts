@@ -1,3 +1,4 @@
+import { readdir } from 'node:fs/promises';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import type { BtrfsVolume } from './btrfs-volume.js';
 import type { Subvolumes } from './subvolumes.js';
@@ -32,6 +33,10 @@ export class CheckpointStore {
     await this.subvolumes.snapshot(source, staging, false);
     await this.subvolumes.delete(volumePath);
     await this.subvolumes.rename(staging, volumePath);
+  }
+
+  async list(): Promise<string[]> {
+    return (await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])).filter((name) => name.startsWith('ckp_'));
   }
 
   async delete(checkpointId: string): Promise<void> {

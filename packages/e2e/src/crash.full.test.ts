@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { after, describe, test } from 'node:test';
+import { Api } from './client.js';
+import { hostResources } from './host-state.js';
+import { startPlatform, type RunningPlatform } from './platform.js';
+
+describe('a node agent killed outright restarts into a consistent state', () => {
+  let platform: RunningPlatform | null = null;
+
+  after(async () => {
+    if (platform && platform.process.exitCode === null) assert.equal(await platform.stop(), 0, platform.output());
+    if (platform) {
+      const left = hostResources(platform.dataDir);
+      assert.deepEqual([left.runsc, left.mounts, left.loops], [[], [], []]);
+    }
+  });
+
+  test('SIGKILL of the platform: running sandboxes are adopted, half-done work is cleaned up', { timeout: 180_000 }, async () => {
+    const first = await startPlatform();
+    const api = new Api(first.url, first.adminKey);
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0 });
+    await api.exec(session.id, 'echo before-crash > /workspace/f');
+    const { pid } = await api.exec(session.id, 'i=0; while true; do i=$((i+1)); echo $i > /workspace/counter; sleep 0.2; done', { background: true });
+
+    first.process.kill('SIGKILL');
+    await new Promise((resolve) => first.process.once('exit', resolve));
+    // What a crash in the middle of a checkpoint or a restore leaves: a snapshot the store never
+    // recorded, and a restore's staging copy.
+    const btrfs = `${first.dataDir}/btrfs`;
+    execFileSync('btrfs', ['subvolume', 'snapshot', '-r', `${btrfs}/volumes/${session.id}`, `${btrfs}/checkpoints/ckp_orphan000001`], { stdio: 'ignore' });
+    execFileSync('btrfs', ['subvolume', 'snapshot', `${btrfs}/volumes/${session.id}`, `${btrfs}/volumes/${session.id}.restoring`], { stdio: 'ignore' });
+
+    platform = await startPlatform({ adminKey: first.adminKey });
+    const again = new Api(platform.url, platform.adminKey);
+    assert.ok(!existsSync(`${btrfs}/checkpoints/ckp_orphan000001`), 'the unrecorded checkpoint is removed');
+    assert.ok(!existsSync(`${btrfs}/volumes/${session.id}.restoring`), 'the staging copy is removed');
+    const found = await again.call('GET', `/v1/sessions/${session.id}`);
+    assert.equal(found.status, 200);
+    assert.equal((await again.exec(session.id, 'cat /workspace/f')).stdout, 'before-crash\n');
+    // The sandbox survived its node agent and was adopted: its background process still counts.
+    const processes = (await again.call('GET', `/v1/sessions/${session.id}/processes`)).body.processes as { pid: number; running: boolean }[];
+    assert.ok(processes.some((p) => p.pid === pid && p.running), JSON.stringify(processes));
+    const before = Number((await again.exec(session.id, 'cat /workspace/counter')).stdout);
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.ok(Number((await again.exec(session.id, 'cat /workspace/counter')).stdout) > before);
+    assert.equal((await again.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id, session.sandbox.id);
+    await again.call('DELETE', `/v1/sessions/${session.id}`);
+  });
+});
