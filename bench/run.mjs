@@ -11,7 +11,7 @@ import { printTable, summarize } from './stats.mjs';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
-const runs = { create: quick ? 5 : 20, exec: quick ? 30 : 200, baseline: quick ? 5 : 20, fileMb: 100, fileRuns: quick ? 1 : 3 };
+const runs = { create: quick ? 5 : 20, exec: quick ? 30 : 200, baseline: quick ? 5 : 20, fileMb: 100, fileRuns: quick ? 1 : 3, checkpoints: quick ? 5 : 20, forks: quick ? 2 : 5, resumes: quick ? 3 : 10 };
 const adminKey = `bench-${process.pid}`;
 
 async function startPlatform() {
@@ -134,6 +134,31 @@ try {
   }
   record(`upload ${runs.fileMb} MB`, up, 'MB/s');
   record(`download ${runs.fileMb} MB`, down, 'MB/s');
+
+  // Checkpoints of a base session holding the 100 MB file plus its template (~500 MB of files).
+  const checkpointSamples = [];
+  let lastCheckpoint;
+  for (let i = 0; i < runs.checkpoints; i++) {
+    const [ms, ckp] = await timed(() => api(platform.url, 'POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' }));
+    checkpointSamples.push(ms);
+    lastCheckpoint = ckp;
+  }
+  record('fs checkpoint (sync + btrfs snapshot)', checkpointSamples);
+
+  const forkSamples = [];
+  for (let i = 0; i < runs.forks; i++) {
+    const [ms, forked] = await timed(() => api(platform.url, 'POST', `/v1/checkpoints/${lastCheckpoint.id}/fork`, { count: 4 }));
+    forkSamples.push(ms);
+    for (const s of forked.sessions) await api(platform.url, 'DELETE', `/v1/sessions/${s.id}`);
+  }
+  record('fork x4 (4 running sessions)', forkSamples);
+
+  const resumeSamples = [];
+  for (let i = 0; i < runs.resumes; i++) {
+    await api(platform.url, 'POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    resumeSamples.push((await timed(() => api(platform.url, 'POST', `/v1/sessions/${session.id}/exec`, { cmd: ['true'] })))[0]);
+  }
+  record('resume after kill (first exec)', resumeSamples);
   await api(platform.url, 'DELETE', `/v1/sessions/${session.id}`);
 } finally {
   await platform.stop();

@@ -64,9 +64,13 @@ export class CheckpointService {
     const checkpoint = this.checkpoint(caller, checkpointId);
     const parent = this.sessions.row(caller, checkpoint.sessionId);
     const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata, checkpointIntervalSec: parent.checkpointIntervalSec, idleTimeoutSec: parent.idleTimeoutSec };
-    const forks: Session[] = [];
-    for (let i = 0; i < count; i++) forks.push(await this.sessions.create(caller, request, checkpoint.id));
-    return forks;
+    // Started side by side; all or nothing: if one fork fails, the others are deleted again.
+    const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, checkpoint.id)));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    const forks = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
+    if (!failed) return forks;
+    for (const fork of forks) await this.sessions.delete(caller, fork.id).catch(() => undefined);
+    throw failed.reason;
   }
 
   /**
