@@ -86,6 +86,8 @@ export class Maintenance {
 
   private async stopIdle(row: SessionRow): Promise<void> {
     await this.autoCheckpoint(row);
+    // A call may have arrived while the checkpoint was taken: then the session is not idle after all.
+    if (this.deps.activity.busy(row.id) || this.deps.activity.idleFor(row.id, 0) < row.idleTimeoutSec * 1000) return;
     await this.deps.node.stopSandbox(row.sandboxId!);
     this.deps.sessions.forgetSandbox(row, row.sandboxId!, 'idle');
     this.deps.store.updateSession(row.id, { status: 'idle' });
