@@ -3,15 +3,23 @@ import { Command } from 'commander';
 import { up } from './commands/up.js';
 import { nodeOnly } from './commands/node.js';
 import { controlPlaneOnly } from './commands/control-plane.js';
+import { registerSessionCommands } from './commands/sessions.js';
+import { registerExecCommands } from './commands/exec.js';
+import { registerCheckpointCommands } from './commands/checkpoints.js';
+import { describeError } from './client.js';
 
 const program = new Command();
-program.name('space').description('SPACE: sandboxes for AI agents whose sessions outlive them').showHelpAfterError();
+program.name('space').description('SPACE: sandboxes for AI agents whose sessions outlive them').showHelpAfterError().enablePositionalOptions();
 
 program.command('up').description('run the node agent and control plane in the foreground').action(up);
 program.command('node').description('run only the node agent (node API on SPACE_NODE_HOST:SPACE_NODE_PORT)').action(nodeOnly);
 program.command('control-plane').description('run only the control plane, using the node at SPACE_NODE_URL').action(controlPlaneOnly);
 
+registerSessionCommands(program);
+registerExecCommands(program);
+registerCheckpointCommands(program);
+
 program.parseAsync(process.argv).catch((err: unknown) => {
-  process.stderr.write(`space: ${(err as Error).message}\n`);
+  process.stderr.write(`space: ${describeError(err)}\n`);
   process.exit(1);
 });

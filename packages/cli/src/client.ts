@@ -1,0 +1,32 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Space, isSpaceApiError } from '@space/sdk';
+
+/** The SDK client for CLI commands: SPACE_API_URL, and SPACE_API_KEY or the local admin key file. */
+export function cliClient(env: NodeJS.ProcessEnv): Space {
+  let apiKey = env.SPACE_API_KEY;
+  const keyFile = path.join(env.SPACE_DATA_DIR ?? '/var/lib/space', 'api-key');
+  if (!apiKey && existsSync(keyFile)) apiKey = readFileSync(keyFile, 'utf8').trim();
+  if (!apiKey) throw new Error(`no API key: set SPACE_API_KEY (or run on the SPACE host, where ${keyFile} holds the admin key)`);
+  return new Space({ apiUrl: env.SPACE_API_URL, apiKey });
+}
+
+/** Prints a value as JSON (`--json`) or as the given human lines. */
+export function output(json: boolean, value: unknown, human: () => string): void {
+  process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${human()}\n`);
+}
+
+/** Error line with a hint for the common causes. */
+export function describeError(err: unknown): string {
+  if (isSpaceApiError(err)) {
+    const hints: Record<string, string> = {
+      UNAUTHORIZED: 'check SPACE_API_KEY',
+      SESSION_NOT_FOUND: 'list your sessions with "space ls"',
+      UNKNOWN_TEMPLATE: 'templates are "base" and "tiny"',
+      SANDBOX_DIED: 'the session resumes on the next call: run the command again',
+      CHECKPOINT_NOT_FOUND: 'list checkpoints with "space checkpoints SESSION"',
+    };
+    return `${err.code}: ${err.message}${hints[err.code] ? ` (${hints[err.code]})` : ''}`;
+  }
+  return (err as Error)?.message ?? String(err);
+}

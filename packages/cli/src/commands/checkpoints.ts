@@ -1,0 +1,46 @@
+import type { Command } from 'commander';
+import type { CheckpointData } from '@space/sdk';
+import { cliClient, output } from '../client.js';
+
+const line = (c: CheckpointData): string => `${c.id}  ${c.kind}  ${c.trigger.padEnd(6)} ${c.createdAt}`;
+
+/** checkpoint, checkpoints, fork, restore. */
+export function registerCheckpointCommands(program: Command): void {
+  program
+    .command('checkpoint <session>')
+    .description('take a filesystem checkpoint; prints its id')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const checkpoint = await (await cliClient(process.env).sessions.get(id)).checkpoint({ kind: 'fs' });
+      output(Boolean(opts.json), checkpoint, () => checkpoint.id);
+    });
+
+  program
+    .command('checkpoints <session>')
+    .description("list a session's checkpoints, oldest first")
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const list = await (await cliClient(process.env).sessions.get(id)).checkpoints();
+      output(Boolean(opts.json), list, () => (list.length ? list.map(line).join('\n') : 'no checkpoints'));
+    });
+
+  program
+    .command('fork <checkpoint>')
+    .description('start new sessions from a checkpoint; prints their ids')
+    .option('-n, --count <n>', 'how many', (v) => Number(v), 1)
+    .option('--json', 'print JSON')
+    .action(async (checkpointId: string, opts: { count: number; json?: boolean }) => {
+      if (!opts.json) process.stderr.write(`forking ${opts.count} session(s)…\n`);
+      const forks = await cliClient(process.env).checkpoints.fork(checkpointId, { count: opts.count });
+      output(Boolean(opts.json), forks.map((f) => f.data), () => forks.map((f) => f.id).join('\n'));
+    });
+
+  program
+    .command('restore <session> <checkpoint>')
+    .description('reset a session to a checkpoint of its lineage (its own or a fork\'s)')
+    .option('--json', 'print JSON')
+    .action(async (id: string, checkpointId: string, opts: { json?: boolean }) => {
+      const session = await (await cliClient(process.env).sessions.get(id)).restore(checkpointId);
+      output(Boolean(opts.json), session.data, () => `${id} restored to ${checkpointId}`);
+    });
+}

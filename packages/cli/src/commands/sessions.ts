@@ -1,0 +1,69 @@
+import type { Command } from 'commander';
+import type { SessionData } from '@space/sdk';
+import { cliClient, output } from '../client.js';
+
+function line(s: SessionData): string {
+  return `${s.id}  ${s.status.padEnd(8)} ${s.template.padEnd(6)} ${s.sandbox?.id ?? '-'}  ${s.createdAt}`;
+}
+
+function parseEnv(pairs: string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new Error(`--env takes NAME=VALUE, got ${JSON.stringify(pair)}`);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
+/** create, ls, get, rm, kill-sandbox. */
+export function registerSessionCommands(program: Command): void {
+  program
+    .command('create')
+    .description('create a session (and its sandbox); prints the session id')
+    .option('-t, --template <name>', 'template: base or tiny', 'base')
+    .option('-e, --env <NAME=VALUE...>', 'environment variables', [])
+    .option('--json', 'print the session as JSON')
+    .action(async (opts: { template: string; env: string[]; json?: boolean }) => {
+      if (!opts.json) process.stderr.write(`creating a ${opts.template} session…\n`);
+      const session = await cliClient(process.env).sessions.create({ template: opts.template, env: parseEnv(opts.env) });
+      output(Boolean(opts.json), session.data, () => session.id);
+    });
+
+  program
+    .command('ls')
+    .description('list sessions')
+    .option('--json', 'print JSON')
+    .action(async (opts: { json?: boolean }) => {
+      const sessions = await cliClient(process.env).sessions.list();
+      output(Boolean(opts.json), sessions.map((s) => s.data), () => (sessions.length ? sessions.map((s) => line(s.data)).join('\n') : 'no sessions'));
+    });
+
+  program
+    .command('get <session>')
+    .description('show a session with its sandbox history and checkpoints')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const session = await cliClient(process.env).sessions.get(id);
+      output(Boolean(opts.json), session.data, () => [line(session.data), ...(session.data.sandboxHistory ?? []).map((h) => `  sandbox ${h.id} ${h.startedAt} → ${h.endedAt ?? 'now'} ${h.endReason ?? ''}`)].join('\n'));
+    });
+
+  program
+    .command('rm <session...>')
+    .description('delete sessions, their sandboxes, volumes and checkpoints')
+    .option('--json', 'print JSON')
+    .action(async (ids: string[], opts: { json?: boolean }) => {
+      const space = cliClient(process.env);
+      for (const id of ids) await (await space.sessions.get(id)).delete();
+      output(Boolean(opts.json), { deleted: ids }, () => `deleted ${ids.join(' ')}`);
+    });
+
+  program
+    .command('kill-sandbox <session>')
+    .description('kill only the sandbox; the session resumes on its next call')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await (await cliClient(process.env).sessions.get(id)).killSandbox();
+      output(Boolean(opts.json), { killed: id }, () => `killed the sandbox of ${id}; the session resumes on its next call`);
+    });
+}

@@ -1,0 +1,120 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { after, before, describe, test } from 'node:test';
+import { Space, isSpaceApiError, type ExecEvent } from '@space/sdk';
+import { cliMain, startPlatform, type RunningPlatform } from './platform.js';
+
+describe('the TypeScript SDK and the space CLI against a running platform', () => {
+  let platform: RunningPlatform;
+  let space: Space;
+  const cleanup: (() => Promise<unknown>)[] = [];
+  const scratch = mkdtempSync(path.join(tmpdir(), 'space-cli-'));
+
+  before(async () => {
+    platform = await startPlatform();
+    space = new Space({ apiUrl: platform.url, apiKey: platform.adminKey });
+  });
+
+  after(async () => {
+    for (const step of cleanup) await step().catch(() => undefined);
+    rmSync(scratch, { recursive: true, force: true });
+    assert.equal(await platform.stop(), 0, platform.output());
+  });
+
+  const cli = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
+    new Promise((resolve) => {
+      execFile(process.execPath, [cliMain, ...args], { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey } }, (err, stdout, stderr) => {
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      });
+    });
+
+  test('sessions, exec, streamed exec, files, checkpoint, fork, restore, kill', { timeout: 180_000 }, async () => {
+    const session = await space.sessions.create({ template: 'tiny' });
+    cleanup.push(() => session.delete());
+    const answer = await session.exec('echo $((6*7))');
+    assert.deepEqual([answer.exitCode, answer.stdout, answer.stderr], [0, '42\n', '']);
+
+    const events: ExecEvent[] = [];
+    const stream = session.execStream(['sh', '-c', 'read x; echo "in:$x"; echo e >&2; exit 4']);
+    stream.write('abc\n');
+    for await (const event of stream) events.push(event);
+    assert.equal(events[0]!.type, 'started');
+    assert.equal(Buffer.concat(events.flatMap((e) => (e.type === 'stdout' ? [e.data] : []))).toString(), 'in:abc\n');
+    assert.deepEqual(events.at(-1), { type: 'exit', exitCode: 4, signal: null, timedOut: false });
+
+    await session.files.write('notes/a.txt', 'alpha');
+    assert.equal((await session.files.read('notes/a.txt')).toString(), 'alpha');
+    const big = Buffer.alloc(3 * 1024 * 1024, 7);
+    assert.equal((await session.files.upload('big.bin', Readable.from([big]))).size, big.length);
+    const chunks: Buffer[] = [];
+    for await (const chunk of await session.files.download('big.bin')) chunks.push(chunk as Buffer);
+    assert.ok(Buffer.concat(chunks).equals(big));
+    assert.deepEqual((await session.files.list('notes')).map((e) => e.name), ['a.txt']);
+
+    const checkpoint = await session.checkpoint({ kind: 'fs' });
+    assert.match(checkpoint.id, /^ckp_/);
+    await session.files.write('notes/a.txt', 'beta');
+    const [fork] = await space.checkpoints.fork(checkpoint.id, { count: 1 });
+    cleanup.push(() => fork!.delete());
+    assert.equal((await fork!.files.read('notes/a.txt')).toString(), 'alpha');
+    await session.restore(checkpoint.id);
+    assert.equal((await session.files.read('notes/a.txt')).toString(), 'alpha');
+
+    const pid = await session.startBackground('for i in 1 2 3; do echo $i; sleep 0.2; done');
+    const replay: string[] = [];
+    for await (const event of session.attach(pid)) if (event.type === 'stdout') replay.push(event.data.toString());
+    assert.equal(replay.join(''), '1\n2\n3\n');
+
+    await session.killSandbox();
+    assert.equal((await session.exec('cat /workspace/notes/a.txt')).stdout, 'alpha', 'the call after a kill resumes the session');
+  });
+
+  test('typed errors and client-side timeouts', { timeout: 60_000 }, async () => {
+    await assert.rejects(space.sessions.get('ses_missing000'), (err) => isSpaceApiError(err, 'SESSION_NOT_FOUND'));
+    await assert.rejects(space.sessions.create({ template: 'nope' }), (err) => isSpaceApiError(err, 'UNKNOWN_TEMPLATE'));
+    await assert.rejects(new Space({ apiUrl: platform.url, apiKey: 'sk_bad' }).sessions.list(), (err) => isSpaceApiError(err, 'UNAUTHORIZED'));
+    const session = await space.sessions.create({ template: 'tiny' });
+    cleanup.push(() => session.delete());
+    await assert.rejects(session.exec('sleep 5', { timeoutMs: 200 }), (err: Error & { code?: string }) => err.name === 'SpaceClientError' && err.code === 'TIMEOUT');
+    const controller = new AbortController();
+    const pending = session.exec('sleep 5', { signal: controller.signal });
+    controller.abort();
+    await assert.rejects(pending, (err: Error & { code?: string }) => err.code === 'ABORTED');
+  });
+
+  test('CLI: create, exec with the exit code passed through, cp both ways, checkpoint, fork, rm, --json', { timeout: 180_000 }, async () => {
+    const created = await cli(['create', '--template', 'tiny', '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const id = JSON.parse(created.stdout).id as string;
+    cleanup.push(() => cli(['rm', id]));
+    const run = await cli(['exec', id, '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
+    assert.deepEqual([run.code, run.stdout, run.stderr], [3, 'out\n', 'err\n']);
+    const json = await cli(['exec', '--json', id, 'echo $HOME']);
+    assert.equal(JSON.parse(json.stdout).stdout, '/root\n');
+
+    const local = path.join(scratch, 'up.txt');
+    writeFileSync(local, 'uploaded');
+    assert.equal((await cli(['cp', local, `${id}:/workspace/up.txt`])).code, 0);
+    const back = path.join(scratch, 'down.txt');
+    assert.equal((await cli(['cp', `${id}:up.txt`, back])).code, 0);
+    assert.equal(readFileSync(back, 'utf8'), 'uploaded');
+
+    const ckp = (await cli(['checkpoint', id])).stdout.trim();
+    assert.match(ckp, /^ckp_/);
+    const forks = JSON.parse((await cli(['fork', ckp, '--count', '2', '--json'])).stdout) as { id: string }[];
+    assert.equal(forks.length, 2);
+    for (const f of forks) cleanup.push(() => cli(['rm', f.id]));
+    assert.equal((await cli(['exec', forks[0]!.id, 'cat up.txt'])).stdout, 'uploaded');
+    assert.equal(JSON.parse((await cli(['checkpoints', id, '--json'])).stdout)[0].id, ckp);
+    assert.ok(JSON.parse((await cli(['ls', '--json'])).stdout).some((s: { id: string }) => s.id === id));
+
+    const missing = await cli(['exec', 'ses_missing000', 'true']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /SESSION_NOT_FOUND.*space ls/);
+    assert.equal((await cli(['rm', ...forks.map((f) => f.id)])).code, 0);
+  });
+});

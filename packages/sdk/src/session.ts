@@ -1,0 +1,155 @@
+import { Readable } from 'node:stream';
+import { ExecStream } from './exec-stream.js';
+import { isSpaceApiError } from './errors.js';
+import type { CallOptions } from './options.js';
+import type { Transport } from './transport.js';
+import type { CheckpointData, ExecOptions, ExecResult, FileEntry, ProcessData, SessionData } from './types.js';
+
+const q = (path: string): string => `?path=${encodeURIComponent(path)}`;
+
+/** Reads and other calls that may simply be repeated wait out a sandbox dying under them. */
+async function retryOnceIfSandboxDied<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if (!isSpaceApiError(err, 'SANDBOX_DIED')) throw err;
+    return call();
+  }
+}
+
+/** Files of a session's sandbox. Relative paths are under /workspace. */
+export class SessionFiles {
+  constructor(
+    private readonly t: Transport,
+    private readonly base: string,
+  ) {}
+
+  async read(path: string, opts: CallOptions = {}): Promise<Buffer> {
+    return retryOnceIfSandboxDied(async () => Buffer.from(await (await this.t.request('GET', `${this.base}/files${q(path)}`, opts)).arrayBuffer()));
+  }
+
+  async write(path: string, data: string | Uint8Array, opts: CallOptions = {}): Promise<FileEntry> {
+    return (await this.t.request('PUT', `${this.base}/files${q(path)}`, { ...opts, body: new Blob([typeof data === 'string' ? data : new Uint8Array(data)]) })).json() as Promise<FileEntry>;
+  }
+
+  /** Streams a local stream into a file in the sandbox; nothing is buffered whole. */
+  async upload(path: string, source: Readable, opts: CallOptions = {}): Promise<FileEntry> {
+    const body = Readable.toWeb(source) as unknown as ReadableStream<Uint8Array>;
+    return (await this.t.request('PUT', `${this.base}/files${q(path)}`, { ...opts, body })).json() as Promise<FileEntry>;
+  }
+
+  /** A file in the sandbox as a Node.js stream. */
+  async download(path: string, opts: CallOptions = {}): Promise<Readable> {
+    const res = await retryOnceIfSandboxDied(() => this.t.request('GET', `${this.base}/files${q(path)}`, opts));
+    return Readable.fromWeb(res.body as never);
+  }
+
+  async list(path: string, opts: CallOptions = {}): Promise<FileEntry[]> {
+    return retryOnceIfSandboxDied(async () => (await this.t.json<{ entries: FileEntry[] }>('GET', `${this.base}/files/list${q(path)}`, opts)).entries);
+  }
+
+  async stat(path: string, opts: CallOptions = {}): Promise<FileEntry> {
+    return retryOnceIfSandboxDied(() => this.t.json<FileEntry>('GET', `${this.base}/files/stat${q(path)}`, opts));
+  }
+
+  async mkdir(path: string, opts: CallOptions = {}): Promise<void> {
+    await this.t.json('POST', `${this.base}/files/mkdir`, { ...opts, json: { path, recursive: true } });
+  }
+
+  async move(from: string, to: string, opts: CallOptions & { overwrite?: boolean } = {}): Promise<void> {
+    await this.t.json('POST', `${this.base}/files/move`, { ...opts, json: { from, to, overwrite: opts.overwrite ?? false } });
+  }
+
+  async remove(path: string, opts: CallOptions & { recursive?: boolean } = {}): Promise<void> {
+    await this.t.json('DELETE', `${this.base}/files${q(path)}${opts.recursive ? '&recursive=true' : ''}`, opts);
+  }
+}
+
+/** A session: the durable thing. Its sandbox may die; calls resume it. */
+export class Session {
+  readonly files: SessionFiles;
+  private readonly base: string;
+
+  constructor(
+    private readonly t: Transport,
+    public data: SessionData,
+  ) {
+    this.base = `/v1/sessions/${encodeURIComponent(data.id)}`;
+    this.files = new SessionFiles(t, this.base);
+  }
+
+  get id(): string {
+    return this.data.id;
+  }
+
+  /** Runs a command to completion: `{exitCode, stdout, stderr}`. */
+  exec(cmd: string | string[], opts: ExecOptions & CallOptions = {}): Promise<ExecResult> {
+    return this.t.json<ExecResult>('POST', `${this.base}/exec`, { ...opts, json: execBody(cmd, opts) });
+  }
+
+  /** Starts a command that keeps running; returns its pid. */
+  async startBackground(cmd: string | string[], opts: ExecOptions & CallOptions = {}): Promise<number> {
+    return (await this.t.json<{ pid: number }>('POST', `${this.base}/exec`, { ...opts, json: { ...execBody(cmd, opts), background: true } })).pid;
+  }
+
+  /** Runs a command and streams its output: `for await (const event of session.execStream(cmd))`. */
+  execStream(cmd: string | string[], opts: ExecOptions = {}): ExecStream {
+    const { stdin: _unused, ...start } = execBody(cmd, opts);
+    return new ExecStream(this.t.socket(`${this.base}/exec/stream`), { type: 'start', ...start });
+  }
+
+  /** Re-attaches to a process by pid: its recent output is replayed first. */
+  attach(pid: number): ExecStream {
+    return new ExecStream(this.t.socket(`${this.base}/processes/${pid}/attach`), null);
+  }
+
+  /** An interactive terminal; write keystrokes, read `stdout` events, `resize` it. */
+  pty(opts: { cmd?: string | string[]; cols?: number; rows?: number; env?: Record<string, string>; cwd?: string } = {}): ExecStream {
+    return new ExecStream(this.t.socket(`${this.base}/pty`), { type: 'start', cols: 80, rows: 24, ...opts });
+  }
+
+  async processes(opts: CallOptions = {}): Promise<ProcessData[]> {
+    return retryOnceIfSandboxDied(async () => (await this.t.json<{ processes: ProcessData[] }>('GET', `${this.base}/processes`, opts)).processes);
+  }
+
+  async signal(pid: number, signal: string, opts: CallOptions = {}): Promise<void> {
+    await this.t.json('POST', `${this.base}/processes/${pid}/signal`, { ...opts, json: { signal } });
+  }
+
+  checkpoint(opts: CallOptions & { kind?: 'fs' } = {}): Promise<CheckpointData> {
+    return this.t.json<CheckpointData>('POST', `${this.base}/checkpoints`, { ...opts, json: { kind: opts.kind ?? 'fs' } });
+  }
+
+  async checkpoints(opts: CallOptions = {}): Promise<CheckpointData[]> {
+    return (await this.t.json<{ checkpoints: CheckpointData[] }>('GET', `${this.base}/checkpoints`, opts)).checkpoints;
+  }
+
+  /** Resets the session to a checkpoint of its lineage (its own, or one taken in a fork). */
+  async restore(checkpointId: string, opts: CallOptions = {}): Promise<Session> {
+    this.data = await this.t.json<SessionData>('POST', `${this.base}/restore`, { ...opts, json: { checkpointId } });
+    return this;
+  }
+
+  /** Kills only the sandbox; the session resumes on its next call. */
+  async killSandbox(opts: CallOptions = {}): Promise<void> {
+    await this.t.json('POST', `${this.base}/sandbox/kill`, opts);
+  }
+
+  async refresh(opts: CallOptions = {}): Promise<Session> {
+    this.data = await this.t.json<SessionData>('GET', this.base, opts);
+    return this;
+  }
+
+  async delete(opts: CallOptions = {}): Promise<void> {
+    await this.t.json('DELETE', this.base, opts);
+  }
+}
+
+function execBody(cmd: string | string[], opts: ExecOptions): Record<string, unknown> {
+  const body: Record<string, unknown> = { cmd };
+  if (opts.cwd !== undefined) body.cwd = opts.cwd;
+  if (opts.env !== undefined) body.env = opts.env;
+  if (opts.stdin !== undefined) body.stdin = opts.stdin;
+  if (opts.commandTimeoutMs !== undefined) body.timeoutMs = opts.commandTimeoutMs;
+  return body;
+}

@@ -1,0 +1,76 @@
+/** Shapes of the API (docs/api.md). */
+export interface SessionData {
+  id: string;
+  tenantId: string;
+  template: string;
+  status: 'starting' | 'running' | 'idle' | 'stopped' | 'failed';
+  createdAt: string;
+  env: Record<string, string>;
+  resources: { memoryMb: number; cpus: number; pids: number };
+  metadata: Record<string, string>;
+  checkpointIntervalSec: number;
+  idleTimeoutSec: number;
+  sandbox: { id: string; nodeId: string; startedAt: string } | null;
+  parentCheckpointId: string | null;
+  sandboxHistory?: { id: string; nodeId: string; startedAt: string; endedAt: string | null; endReason: string | null }[];
+  checkpoints?: { id: string; kind: string; createdAt: string }[];
+}
+
+export interface CreateSessionOptions {
+  template?: string;
+  env?: Record<string, string>;
+  resources?: { memoryMb?: number; cpus?: number; pids?: number };
+  metadata?: Record<string, string>;
+  checkpointIntervalSec?: number;
+  idleTimeoutSec?: number;
+}
+
+export interface ExecOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string;
+  /** Kills the command after this long inside the sandbox (default 60 000). */
+  commandTimeoutMs?: number;
+}
+
+export interface ExecResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  signal?: string | null;
+  timedOut?: boolean;
+  truncated?: boolean;
+  durationMs?: number;
+}
+
+export type ExecEvent =
+  | { type: 'started'; pid: number }
+  | { type: 'stdout' | 'stderr'; data: Buffer }
+  | { type: 'exit'; exitCode: number; signal: string | null; timedOut?: boolean };
+
+export interface FileEntry {
+  path: string;
+  name: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+  mode: number;
+  mtime: string;
+  target?: string;
+}
+
+export interface CheckpointData {
+  id: string;
+  sessionId: string;
+  kind: 'fs';
+  trigger: 'manual' | 'auto';
+  createdAt: string;
+}
+
+export interface ProcessData {
+  pid: number;
+  cmd: string | string[];
+  startedAt: string;
+  running: boolean;
+  exitCode: number | null;
+  pty: boolean;
+}
