@@ -12,7 +12,8 @@ import { readBounded } from './bounded-read.js';
  * trusted to be well-formed.
  */
 export class Upstream {
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  // No socket cap: long-running calls (an exec may last hours) must not queue the short ones behind them.
+  private readonly agent = new Agent({ keepAlive: true });
 
   constructor(
     readonly baseUrl: string,
