@@ -63,15 +63,16 @@ export const baseRecipe: TemplateRecipe = {
     const mirror = process.env.SPACE_DEBIAN_MIRROR ?? (await findAptMirror('bookworm'));
     await mkdir(cacheDir, { recursive: true });
     progress(`debootstrap bookworm from ${mirror} (about a minute the first time)`);
-    // debootstrap prints a line per package and phase: report each phase once and a count every 50 steps.
+    // debootstrap prints a line per package and phase: report each phase the first time it appears
+    // (they interleave, e.g. Retrieving/Validating per package) and a count every 50 steps.
     let steps = 0;
-    let phase = '';
+    const phases = new Set<string>();
     await runCommand(['debootstrap', '--variant=minbase', `--include=${basePackages.join(',')}`, `--cache-dir=${cacheDir}`, 'bookworm', root, mirror], {
       onLine: (line) => {
         if (!line.startsWith('I: ')) return;
         const word = line.slice(3).split(' ')[0] ?? '';
-        if (word !== phase) {
-          phase = word;
+        if (!phases.has(word)) {
+          phases.add(word);
           progress(`debootstrap: ${line.slice(3).replace(/\.\.\.$/, '')}`);
         } else if (++steps % 50 === 0) {
           progress(`debootstrap: ${steps} steps`);
