@@ -6,6 +6,7 @@ import { controlPlaneOnly } from './commands/control-plane.js';
 import { registerSessionCommands } from './commands/sessions.js';
 import { registerExecCommands } from './commands/exec.js';
 import { registerCheckpointCommands } from './commands/checkpoints.js';
+import { registerShellCommand } from './commands/shell.js';
 import { describeError } from './client.js';
 
 const program = new Command();
@@ -18,6 +19,7 @@ program.command('control-plane').description('run only the control plane, using 
 registerSessionCommands(program);
 registerExecCommands(program);
 registerCheckpointCommands(program);
+registerShellCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`space: ${describeError(err)}\n`);

@@ -25,11 +25,12 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.equal(await platform.stop(), 0, platform.output());
   });
 
-  const cli = (args: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
+  const cli = (args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
-      execFile(process.execPath, [cliMain, ...args], { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey } }, (err, stdout, stderr) => {
+      const child = execFile(process.execPath, [cliMain, ...args], { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey } }, (err, stdout, stderr) => {
         resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
       });
+      child.stdin!.end(input ?? '');
     });
 
   test('sessions, exec, streamed exec, files, checkpoint, fork, restore, kill', { timeout: 180_000 }, async () => {
@@ -86,7 +87,7 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     await assert.rejects(pending, (err: Error & { code?: string }) => err.code === 'ABORTED');
   });
 
-  test('CLI: create, exec with the exit code passed through, cp both ways, checkpoint, fork, rm, --json', { timeout: 180_000 }, async () => {
+  test('CLI: create, exec with the exit code passed through, shell, cp both ways, checkpoint, fork, rm, --json', { timeout: 180_000 }, async () => {
     const created = await cli(['create', '--template', 'tiny', '--json']);
     assert.equal(created.code, 0, created.stderr);
     const id = JSON.parse(created.stdout).id as string;
@@ -111,6 +112,10 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.equal((await cli(['exec', forks[0]!.id, 'cat up.txt'])).stdout, 'uploaded');
     assert.equal(JSON.parse((await cli(['checkpoints', id, '--json'])).stdout)[0].id, ckp);
     assert.ok(JSON.parse((await cli(['ls', '--json'])).stdout).some((s: { id: string }) => s.id === id));
+
+    const shell = await cli(['shell', id], 'echo hi-from-pty; tty; exit 3\n');
+    assert.equal(shell.code, 3, shell.stderr);
+    assert.match(shell.stdout, /hi-from-pty\r?\n\/dev\/pts\/\d+/);
 
     const missing = await cli(['exec', 'ses_missing000', 'true']);
     assert.equal(missing.code, 1);
