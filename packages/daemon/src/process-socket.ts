@@ -1,5 +1,6 @@
 import type { WebSocket } from 'ws';
 import { ClientStreamMessageSchema, type ServerStreamMessage } from '@space/protocol';
+import { closeWithError } from '@space/server-kit';
 import type { ManagedProcess, ProcessEvent } from './managed-process.js';
 
 /** Above this much unsent data on the socket, the process's pipes are paused. */
@@ -10,10 +11,6 @@ export function sendMessage(ws: WebSocket, message: ServerStreamMessage, onSent?
   ws.send(JSON.stringify(message), onSent);
 }
 
-export function sendStreamError(ws: WebSocket, code: string, message: string): void {
-  sendMessage(ws, { type: 'error', code, message });
-  ws.close(1011, code.slice(0, 100));
-}
 
 /**
  * Connects a WebSocket to a managed process: output and exit go out, stdin, signals and resizes come
@@ -64,14 +61,14 @@ function sendMessageError(ws: WebSocket, message: string): void {
  * stdin right after start) is emitted. No first message within `timeoutMs` closes the socket.
  */
 export function onFirstMessage(ws: WebSocket, timeoutMs: number, handler: (message: unknown) => void): void {
-  const timer = setTimeout(() => sendStreamError(ws, 'VALIDATION_FAILED', 'no start message received in time'), timeoutMs);
+  const timer = setTimeout(() => closeWithError(ws, 'VALIDATION_FAILED', 'no start message received in time'), timeoutMs);
   ws.once('message', (raw) => {
     clearTimeout(timer);
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw.toString());
     } catch {
-      return sendStreamError(ws, 'VALIDATION_FAILED', 'the start message must be JSON');
+      return closeWithError(ws, 'VALIDATION_FAILED', 'the start message must be JSON');
     }
     handler(parsed);
   });

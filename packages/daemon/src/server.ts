@@ -1,8 +1,8 @@
 import { ErrorCode, ExecRequestSchema, Limits, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, PtyStartSchema, ExecStreamStartSchema, RemoveQuerySchema, SignalRequestSchema, SpaceError, type ExecResult } from '@space/protocol';
-import { Router, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson, type UpgradeContext } from '@space/server-kit';
+import { Router, bearerToken, closeWithError, parseQuery, parseWith, readJson, secretsEqual, sendJson, type UpgradeContext } from '@space/server-kit';
 import type { FileService } from './file-service.js';
 import type { ProcessTable } from './process-table.js';
-import { bindProcessSocket, onFirstMessage, sendStreamError } from './process-socket.js';
+import { bindProcessSocket, onFirstMessage } from './process-socket.js';
 import { bindWatchSocket } from './watch-socket.js';
 import { collectOutput } from './collect-output.js';
 import type { SandboxPaths } from './sandbox-paths.js';
@@ -134,6 +134,6 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
 
 function reportSocketError(ws: import('ws').WebSocket, err: unknown): void {
   const e = err instanceof SpaceError ? err : new SpaceError(ErrorCode.VALIDATION_FAILED, (err as Error)?.message ?? String(err));
-  sendStreamError(ws, e.code, e.message);
+  closeWithError(ws, e.code, e.message);
 }
 

@@ -2,7 +2,7 @@ import { watch } from 'node:fs';
 import type { WebSocket } from 'ws';
 import type { WatchEvent } from '@space/protocol';
 import { fsError } from './fs-errors.js';
-import { sendStreamError } from './process-socket.js';
+import { closeWithError } from '@space/server-kit';
 
 /** Most change events forwarded per second; the rest are dropped with a note, so a busy tree cannot flood. */
 const maxEventsPerSecond = 200;
@@ -14,7 +14,7 @@ export function bindWatchSocket(ws: WebSocket, abs: string, requested: string): 
     watcher = watch(abs, { recursive: true });
   } catch (err) {
     const e = fsError(err, requested);
-    return sendStreamError(ws, e.code, e.message);
+    return closeWithError(ws, e.code, e.message);
   }
   let windowStart = Date.now();
   let sent = 0;
@@ -30,7 +30,7 @@ export function bindWatchSocket(ws: WebSocket, abs: string, requested: string): 
   });
   watcher.on('error', (err) => {
     const e = fsError(err, requested);
-    sendStreamError(ws, e.code, e.message);
+    closeWithError(ws, e.code, e.message);
   });
   ws.send(JSON.stringify({ type: 'ready', path: abs }));
   ws.on('close', () => watcher.close());

@@ -5,6 +5,6 @@ export { bearerToken, secretsEqual } from './auth.js';
 export { listen, closeServer } from './listen.js';
 export { Upstream } from './upstream.js';
 export { readBounded } from './bounded-read.js';
-export { relaySockets, holdMessages, type RelayOptions } from './socket-relay.js';
+export { relaySockets, holdMessages, closeWithError, type RelayOptions } from './socket-relay.js';
 export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';
 export { SingleFlight } from './single-flight.js';

@@ -31,6 +31,13 @@ export function holdMessages(client: WebSocket): () => string[] {
  * Joins a client WebSocket to one a layer down. Messages from below are parsed and checked before
  * they are passed on; garbage or a flood closes both sockets and the client gets a clear error.
  */
+/** Sends a stream error frame (`{type: "error", code, message}`) and closes the socket with 1011. */
+export function closeWithError(ws: WebSocket, code: string, message: string): void {
+  if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ type: 'error', code, message }));
+  // A close reason is limited to 123 bytes; the full text went in the frame above.
+  ws.close(1011, code.slice(0, 100));
+}
+
 export function relaySockets(client: WebSocket, upstream: WebSocket, options: RelayOptions): void {
   const pending: string[] = [...(options.early ?? [])];
   let windowStart = Date.now();
@@ -38,8 +45,7 @@ export function relaySockets(client: WebSocket, upstream: WebSocket, options: Re
   const maxRate = options.maxUpstreamRate ?? 5000;
 
   const fail = (code: string, message: string): void => {
-    if (client.readyState === client.OPEN) client.send(JSON.stringify({ type: 'error', code, message }));
-    client.close(1011, code);
+    closeWithError(client, code, message);
     upstream.terminate();
   };
 

@@ -1,5 +1,5 @@
-import { ErrorCode, SpaceError, isSpaceError, sandboxRoutes } from '@space/protocol';
-import { Router, forwardRoute, holdMessages, readRouteInput, relaySockets, routePath } from '@space/server-kit';
+import { sandboxRoutes } from '@space/protocol';
+import { Router, closeWithError, forwardRoute, holdMessages, readRouteInput, relaySockets, routePath, toSpaceError } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
 import type { SessionService } from '../session-service.js';
 
@@ -29,9 +29,8 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
               relaySockets(client, upstream, { label: 'node', early: release() });
             })
             .catch((err: unknown) => {
-              const e = isSpaceError(err) ? err : new SpaceError(ErrorCode.INTERNAL, String(err));
-              client.send(JSON.stringify({ type: 'error', code: e.code, message: e.message }));
-              client.close(1011, e.code);
+              const e = toSpaceError(err);
+              closeWithError(client, e.code, e.message);
             });
         },
       );

@@ -1,5 +1,5 @@
-import { ErrorCode, ServerStreamMessageSchema, SpaceError, WatchEventSchema, isSpaceError, sandboxRoutes } from '@space/protocol';
-import { Router, forwardRoute, parseQuery, readRouteInput, relaySockets, routePath, type RequestContext, type UpgradeContext } from '@space/server-kit';
+import { ErrorCode, ServerStreamMessageSchema, WatchEventSchema, isSpaceError, sandboxRoutes } from '@space/protocol';
+import { Router, closeWithError, forwardRoute, parseQuery, readRouteInput, relaySockets, routePath, toSpaceError, type RequestContext, type UpgradeContext } from '@space/server-kit';
 import type { SandboxManager } from '../sandbox-manager.js';
 
 /**
@@ -23,9 +23,8 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
           const schema = route.path === '/files/watch' ? WatchEventSchema : ServerStreamMessageSchema;
           relaySockets(client, upstream, { label: 'daemon', validateUpstream: (m) => schema.safeParse(m).success });
         } catch (err) {
-          const e = isSpaceError(err) ? err : new SpaceError(ErrorCode.INTERNAL, String(err));
-          client.send(JSON.stringify({ type: 'error', code: e.code, message: e.message }));
-          client.close(1011, e.code);
+          const e = toSpaceError(err);
+          closeWithError(client, e.code, e.message);
         }
       });
       continue;
