@@ -14,6 +14,7 @@ import type { SandboxRecord, SandboxRecords } from './sandbox-record.js';
 import type { Logger } from './logger.js';
 
 export const daemonPort = 49983;
+const daemonReadyTimeoutMs = 30_000;
 
 /** Times the phases of a sandbox start, for the log line that says where the time went. */
 class PhaseTimer {
@@ -31,7 +32,6 @@ class PhaseTimer {
     return `${Math.round(this.last - this.start)} ms (${this.phases.join(', ')})`;
   }
 }
-const daemonReadyTimeoutMs = 30_000;
 
 export interface SandboxManagerDeps {
   nodeId: string;
@@ -52,6 +52,22 @@ interface LiveSandbox {
   daemon: Upstream;
   /** Host pid of the sandbox process: its disappearance means the sandbox died. */
   pid: number | null;
+}
+
+/** The authenticated channel to a sandbox's daemon. */
+function daemonOf(record: SandboxRecord): Upstream {
+  return new Upstream(`http://${record.sandboxIp}:${daemonPort}`, record.token, ErrorCode.SANDBOX_UNAVAILABLE, `daemon of sandbox ${record.sandboxId}`);
+}
+
+/** Whether the daemon answers its health check within `timeoutMs`; describes why not otherwise. */
+async function daemonAnswers(daemon: Upstream, timeoutMs: number): Promise<true | string> {
+  try {
+    const res = await daemon.send('GET', '/health', undefined, {}, timeoutMs);
+    res.resume();
+    return res.statusCode === 200 || `status ${res.statusCode}`;
+  } catch (err) {
+    return (err as Error).message;
+  }
 }
 
 /** True while the process exists and is not a zombie (a killed sandbox lingers as one until reaped). */
@@ -134,7 +150,7 @@ export class SandboxManager {
         netnsPath: net.netnsPath,
       });
       phases.mark('runtime');
-      const daemon = new Upstream(`http://${net.lease.sandboxIp}:${daemonPort}`, token, ErrorCode.SANDBOX_UNAVAILABLE, `daemon of sandbox ${sandboxId}`);
+      const daemon = daemonOf(record);
       await this.waitForDaemon(sandboxId, daemon);
       this.live.set(sandboxId, { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid });
       phases.mark('daemon');
@@ -153,14 +169,9 @@ export class SandboxManager {
     const deadline = Date.now() + daemonReadyTimeoutMs;
     let lastError = '';
     while (Date.now() < deadline) {
-      try {
-        const res = await daemon.send('GET', '/health', undefined, {}, 1000);
-        res.resume();
-        if (res.statusCode === 200) return;
-        lastError = `status ${res.statusCode}`;
-      } catch (err) {
-        lastError = (err as Error).message;
-      }
+      const answer = await daemonAnswers(daemon, 1000);
+      if (answer === true) return;
+      lastError = answer;
       if (!(await this.deps.driver.stats(sandboxId)).running) throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, 'the sandbox exited before its daemon came up');
       await new Promise((r) => setTimeout(r, 25));
     }
@@ -174,7 +185,7 @@ export class SandboxManager {
   }
 
   /**
-   * The sandbox, checked to be alive before a call is forwarded (a signal-0 probe, microseconds).
+   * The sandbox, checked to be alive before a call is forwarded (one read of /proc/<pid>/stat).
    * A sandbox that died since its last call is cleaned up and reported as SANDBOX_NOT_FOUND: nothing
    * of the call has run, so the control plane may start a new sandbox and send it again.
    */
@@ -240,10 +251,10 @@ export class SandboxManager {
     let adopted = 0;
     let removed = 0;
     for (const record of records) {
-      const daemon = new Upstream(`http://${record.sandboxIp}:${daemonPort}`, record.token, ErrorCode.SANDBOX_UNAVAILABLE, `daemon of sandbox ${record.sandboxId}`);
-      const alive = (await deps.driver.stats(record.sandboxId)).running && (await daemon.send('GET', '/health', undefined, {}, 2000).then((r) => (r.resume(), r.statusCode === 200)).catch(() => false));
-      if (alive) {
-        this.live.set(record.sandboxId, { record, daemon, pid: (await deps.driver.stats(record.sandboxId)).pid });
+      const daemon = daemonOf(record);
+      const stats = await deps.driver.stats(record.sandboxId);
+      if (stats.running && (await daemonAnswers(daemon, 2000)) === true) {
+        this.live.set(record.sandboxId, { record, daemon, pid: stats.pid });
         adopted++;
       } else {
         daemon.close();
