@@ -1,5 +1,6 @@
 // Bundles the in-sandbox daemon into one file that the node agent mounts read-only into every
-// sandbox, and compiles the two static helpers it needs (PID 1 reaper and PTY).
+// sandbox, compiles the two static helpers it needs (PID 1 reaper and PTY), and the node agent's
+// own host-side helper (the subreaper that runs runsc).
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -25,3 +26,7 @@ await build({
 for (const helper of ['space-init', 'space-pty']) {
   execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(out, helper), path.join(root, `packages/daemon/native/${helper}.c`)], { stdio: 'inherit' });
 }
+
+const nodeNative = path.join(root, 'packages/node/dist-native');
+mkdirSync(nodeNative, { recursive: true });
+execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(nodeNative, 'space-shim'), path.join(root, 'packages/node/native/space-shim.c')], { stdio: 'inherit' });

@@ -1,4 +1,5 @@
-import { ErrorCode, SpaceError, newId, type Checkpoint, type Session } from '@space/protocol';
+import { ErrorCode, SpaceError, isSpaceError, type Checkpoint, type CheckpointKind, type Session } from '@space/protocol';
+import type { CheckpointTaker } from './checkpoint-taker.js';
 import type { Caller } from './auth.js';
 import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
@@ -8,32 +9,45 @@ import type { CheckpointRow, Store } from './store/store.js';
 /** How far up a fork chain the lineage is followed (a bound against cycles in a damaged store). */
 const maxLineageDepth = 256;
 
-/** Filesystem checkpoints of sessions, forks from them, and restores to them. */
+/** Checkpoints of sessions (filesystem and full), forks from them, and restores to them. */
 export class CheckpointService {
   constructor(
     private readonly store: Store,
     private readonly node: NodeClient,
     private readonly sessions: SessionService,
+    private readonly taker: CheckpointTaker,
     private readonly metrics: Metrics,
   ) {}
 
-  async create(caller: Caller, sessionId: string, trigger: CheckpointRow['trigger'] = 'manual'): Promise<Checkpoint> {
+  /**
+   * Takes a checkpoint. A full one the node refuses (a process holds a TCP socket, a stream is
+   * attached, no sandbox runs) or fails to take is replaced by an fs checkpoint, and the caller gets
+   * the refusal with `details.fallbackCheckpointId`: the files are safe either way.
+   */
+  async create(caller: Caller, sessionId: string, kind: CheckpointKind = 'fs', trigger: CheckpointRow['trigger'] = 'manual'): Promise<Checkpoint> {
     const session = this.sessions.row(caller, sessionId);
-    const id = newId('ckp');
-    const taken = await this.node.checkpoint(session.id, id);
-    const row: CheckpointRow = { id, sessionId: session.id, tenantId: session.tenantId, kind: 'fs', trigger, nodeId: this.node.nodeId, createdAt: taken.createdAt };
-    this.store.insertCheckpoint(row);
-    this.metrics.inc('checkpoints', { kind: 'fs', trigger });
-    return toCheckpoint(row);
+    try {
+      return toCheckpoint(await this.taker.take(session, kind, trigger));
+    } catch (err) {
+      if (kind !== 'full' || !isSpaceError(err) || (err.code !== ErrorCode.FULL_CHECKPOINT_REFUSED && err.code !== ErrorCode.FULL_CHECKPOINT_FAILED)) throw err;
+      this.metrics.inc('full_checkpoint_fallbacks', { reason: err.code === ErrorCode.FULL_CHECKPOINT_REFUSED ? 'refused' : 'failed' });
+      const fallback = await this.taker.take(session, 'fs', trigger);
+      throw new SpaceError(err.code, `${err.message}; an fs checkpoint ${fallback.id} was taken instead`, { fallbackCheckpointId: fallback.id });
+    }
   }
 
-  /** Deletes automatic checkpoints beyond the newest `keep`, except those that sessions were forked from. */
+  /**
+   * Deletes automatic checkpoints beyond the newest `keep` of each kind, except those that sessions
+   * were forked from: frequent fs checkpoints do not push out the rarer full ones.
+   */
   async prune(sessionId: string, keep: number): Promise<void> {
-    const automatic = this.store.listCheckpoints(sessionId).filter((c) => c.trigger === 'auto');
-    for (const old of automatic.slice(0, Math.max(0, automatic.length - keep))) {
-      if (this.store.isForkParent(old.id)) continue;
-      await this.node.deleteCheckpoint(old.id);
-      this.store.deleteCheckpoint(old.id);
+    for (const kind of ['fs', 'full'] as const) {
+      const automatic = this.store.listCheckpoints(sessionId).filter((c) => c.trigger === 'auto' && c.kind === kind);
+      for (const old of automatic.slice(0, Math.max(0, automatic.length - keep))) {
+        if (this.store.isForkParent(old.id)) continue;
+        await this.node.deleteCheckpoint(old.id);
+        this.store.deleteCheckpoint(old.id);
+      }
     }
   }
 
@@ -63,7 +77,7 @@ export class CheckpointService {
   async fork(caller: Caller, checkpointId: string, count: number): Promise<Session[]> {
     const checkpoint = this.checkpoint(caller, checkpointId);
     const parent = this.sessions.row(caller, checkpoint.sessionId);
-    const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata, checkpointIntervalSec: parent.checkpointIntervalSec, idleTimeoutSec: parent.idleTimeoutSec };
+    const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata, checkpointIntervalSec: parent.checkpointIntervalSec, fullCheckpointIntervalSec: parent.fullCheckpointIntervalSec, idleTimeoutSec: parent.idleTimeoutSec };
     // Started side by side; all or nothing: if one fork fails, the others are deleted again.
     const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, checkpoint.id)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -85,7 +99,7 @@ export class CheckpointService {
     }
     if (session.sandboxId) this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
     await this.node.restoreVolume(session.id, checkpoint.id);
-    await this.sessions.ensureSandbox({ ...session, sandboxId: null, status: 'stopped' });
+    await this.sessions.ensureSandbox({ ...session, sandboxId: null, status: 'stopped' }, { volumeReady: true });
     return this.sessions.get(caller, session.id);
   }
 
@@ -119,5 +133,5 @@ export class CheckpointService {
 }
 
 function toCheckpoint(row: CheckpointRow): Checkpoint {
-  return { id: row.id, sessionId: row.sessionId, kind: row.kind, trigger: row.trigger, createdAt: row.createdAt };
+  return { id: row.id, sessionId: row.sessionId, kind: row.kind, trigger: row.trigger, createdAt: row.createdAt, sizeBytes: row.sizeBytes, pauseMs: row.pauseMs };
 }

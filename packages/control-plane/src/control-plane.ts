@@ -4,6 +4,7 @@ import { createPublicApi } from './api/public-api.js';
 import { Authenticator } from './auth.js';
 import { NodeClient } from './node-client.js';
 import { SessionService } from './session-service.js';
+import { CheckpointTaker } from './checkpoint-taker.js';
 import { CheckpointService } from './checkpoint-service.js';
 import { Activity } from './activity.js';
 import { Maintenance } from './maintenance.js';
@@ -39,8 +40,9 @@ export class ControlPlane {
     this.log = options.log ?? ((m) => process.stderr.write(`${m}\n`));
     const activity = new Activity();
     this.node = new NodeClient(options.node.id, options.node.url, options.node.token);
-    this.sessions = new SessionService(options.store, this.node, this.metrics, activity);
-    this.checkpoints = new CheckpointService(options.store, this.node, this.sessions, this.metrics);
+    const taker = new CheckpointTaker(options.store, this.node, this.metrics);
+    this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity);
+    this.checkpoints = new CheckpointService(options.store, this.node, this.sessions, taker, this.metrics);
     this.maintenance = new Maintenance({
       store: options.store,
       node: this.node,

@@ -1,4 +1,4 @@
-import { ProcessListSchema } from '@space/protocol';
+import { ProcessListSchema, isSpaceError, type CheckpointKind } from '@space/protocol';
 import type { CheckpointService } from './checkpoint-service.js';
 import type { Activity } from './activity.js';
 import type { Metrics } from './metrics.js';
@@ -20,15 +20,20 @@ export interface MaintenanceDeps {
 }
 
 /**
- * The periodic work on running sessions: automatic filesystem checkpoints every
- * `checkpointIntervalSec`, retention of the last `keepAutomatic` of them, and stopping sandboxes
- * idle for `idleTimeoutSec` after a final checkpoint. A sandbox with a running process is never
- * stopped as idle: without memory checkpoints its processes would not come back.
+ * The periodic work on running sessions: automatic fs checkpoints every `checkpointIntervalSec`,
+ * full ones every `fullCheckpointIntervalSec`, retention of the last `keepAutomatic` of each kind,
+ * and stopping sandboxes idle for `idleTimeoutSec` (no call, no foreground command) after a full
+ * checkpoint, so their processes come back on the next call. When the full checkpoint is refused
+ * (fs taken instead) and processes run, the sandbox keeps running: stopping it would lose them.
  */
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private readonly now: () => number;
+  /** When a full checkpoint was last tried per session: a refused one is not retried every tick. */
+  private readonly fullAttempts = new Map<string, number>();
+  /** When an idle stop was last given up per session (full refused, processes running). */
+  private readonly idleRefusals = new Map<string, number>();
 
   constructor(private readonly deps: MaintenanceDeps) {
     this.now = deps.now ?? Date.now;
@@ -55,8 +60,9 @@ export class Maintenance {
     for (const row of this.deps.store.listAllSessions()) {
       if (row.status !== 'running' || !row.sandboxId || this.deps.activity.busy(row.id)) continue;
       try {
-        if (await this.idle(row)) await this.stopIdle(row);
-        else if (this.checkpointDue(row)) await this.autoCheckpoint(row);
+        if (this.idle(row)) await this.stopIdle(row);
+        else if (this.fullCheckpointDue(row)) await this.autoCheckpoint(row, 'full');
+        else if (this.checkpointDue(row)) await this.autoCheckpoint(row, 'fs');
       } catch (err) {
         this.deps.metrics.inc('checkpoint_failures');
         this.deps.log(`maintenance of ${row.id}: ${(err as Error).message}`);
@@ -64,34 +70,62 @@ export class Maintenance {
     }
   }
 
-  private checkpointDue(row: SessionRow): boolean {
-    if (row.checkpointIntervalSec === 0) return false;
-    const last = this.deps.store.listCheckpoints(row.id).at(-1)?.createdAt ?? row.sandboxStartedAt ?? row.createdAt;
-    return this.now() - Date.parse(last) >= row.checkpointIntervalSec * 1000;
+  /** Milliseconds since `row`'s newest checkpoint (of `kind`, or any), its sandbox start, or `also`. */
+  private sinceLast(row: SessionRow, kind: CheckpointKind | null, also = 0): number {
+    const newest = this.deps.store.listCheckpoints(row.id).filter((c) => kind === null || c.kind === kind).at(-1)?.createdAt;
+    const last = Math.max(Date.parse(newest ?? row.sandboxStartedAt ?? row.createdAt), Date.parse(row.sandboxStartedAt ?? row.createdAt), also);
+    return this.now() - last;
   }
 
-  private async idle(row: SessionRow): Promise<boolean> {
+  private checkpointDue(row: SessionRow): boolean {
+    return row.checkpointIntervalSec > 0 && this.sinceLast(row, null) >= row.checkpointIntervalSec * 1000;
+  }
+
+  private fullCheckpointDue(row: SessionRow): boolean {
+    return row.fullCheckpointIntervalSec > 0 && this.sinceLast(row, 'full', this.fullAttempts.get(row.id)) >= row.fullCheckpointIntervalSec * 1000;
+  }
+
+  private idle(row: SessionRow): boolean {
     if (row.idleTimeoutSec === 0) return false;
     const since = Date.parse(row.sandboxStartedAt ?? row.createdAt);
-    if (this.deps.activity.idleFor(row.id, since) < row.idleTimeoutSec * 1000) return false;
-    const { processes } = await this.deps.node.upstream.json('GET', this.deps.node.sandboxPath(row.sandboxId!, '/processes'), undefined, ProcessListSchema);
-    return !processes.some((p) => p.running);
+    const idleFor = Math.min(this.deps.activity.idleFor(row.id, since), this.now() - (this.idleRefusals.get(row.id) ?? 0));
+    return idleFor >= row.idleTimeoutSec * 1000;
   }
 
-  private async autoCheckpoint(row: SessionRow): Promise<void> {
+  /** Takes an automatic checkpoint and prunes old ones; returns the kind actually taken. */
+  private async autoCheckpoint(row: SessionRow, kind: CheckpointKind): Promise<CheckpointKind> {
     const caller = { tenantId: row.tenantId, admin: false };
-    await this.deps.checkpoints.create(caller, row.id, 'auto');
+    let taken = kind;
+    if (kind === 'full') this.fullAttempts.set(row.id, this.now());
+    try {
+      await this.deps.checkpoints.create(caller, row.id, kind, 'auto');
+    } catch (err) {
+      if (!isSpaceError(err) || !err.details?.fallbackCheckpointId) throw err;
+      this.deps.log(`session ${row.id}: ${err.message}`);
+      taken = 'fs';
+    }
     await this.deps.checkpoints.prune(row.id, this.deps.keepAutomatic);
+    return taken;
+  }
+
+  private async hasRunningProcess(row: SessionRow): Promise<boolean> {
+    const { processes } = await this.deps.node.upstream.json('GET', this.deps.node.sandboxPath(row.sandboxId!, '/processes'), undefined, ProcessListSchema);
+    return processes.some((p) => p.running);
   }
 
   private async stopIdle(row: SessionRow): Promise<void> {
-    await this.autoCheckpoint(row);
+    const taken = await this.autoCheckpoint(row, 'full');
+    if (taken !== 'full' && (await this.hasRunningProcess(row))) {
+      this.idleRefusals.set(row.id, this.now());
+      this.deps.log(`session ${row.id} is idle but keeps its sandbox: its processes cannot be saved in a full checkpoint now`);
+      return;
+    }
     // A call may have arrived while the checkpoint was taken: then the session is not idle after all.
     if (this.deps.activity.busy(row.id) || this.deps.activity.idleFor(row.id, 0) < row.idleTimeoutSec * 1000) return;
     await this.deps.node.stopSandbox(row.sandboxId!);
     this.deps.sessions.forgetSandbox(row, row.sandboxId!, 'idle');
     this.deps.store.updateSession(row.id, { status: 'idle' });
     this.deps.metrics.inc('idle_stops');
-    this.deps.log(`session ${row.id} idle for ${row.idleTimeoutSec} s: checkpointed and stopped its sandbox`);
+    this.deps.log(`session ${row.id} idle for ${row.idleTimeoutSec} s: took a ${taken} checkpoint and stopped its sandbox`);
   }
 }

@@ -11,7 +11,7 @@ export class Metrics {
   private resumeCount = 0;
   private resumeSum = 0;
 
-  inc(name: 'sandbox_starts' | 'sandbox_deaths' | 'resumes' | 'checkpoints' | 'idle_stops' | 'checkpoint_failures', labels: Record<string, string> = {}): void {
+  inc(name: 'sandbox_starts' | 'sandbox_deaths' | 'resumes' | 'checkpoints' | 'idle_stops' | 'checkpoint_failures' | 'full_checkpoint_fallbacks', labels: Record<string, string> = {}): void {
     const key = `space_${name}_total${formatLabels(labels)}`;
     this.counters.set(key, (this.counters.get(key) ?? 0) + 1);
   }
@@ -27,7 +27,7 @@ export class Metrics {
   render(gauges: Record<string, number>): string {
     const lines: string[] = [];
     const counterNames = new Set([...this.counters.keys()].map((k) => k.split('{')[0]!));
-    for (const name of ['space_sandbox_starts_total', 'space_sandbox_deaths_total', 'space_resumes_total', 'space_checkpoints_total', 'space_checkpoint_failures_total', 'space_idle_stops_total']) counterNames.add(name);
+    for (const name of ['space_sandbox_starts_total', 'space_sandbox_deaths_total', 'space_resumes_total', 'space_checkpoints_total', 'space_checkpoint_failures_total', 'space_full_checkpoint_fallbacks_total', 'space_idle_stops_total']) counterNames.add(name);
     for (const name of [...counterNames].sort()) {
       lines.push(`# TYPE ${name} counter`);
       const series = [...this.counters.entries()].filter(([k]) => k.split('{')[0] === name);

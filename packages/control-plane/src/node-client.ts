@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorCode, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { ErrorCode, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type CheckpointKind, type NodeCheckpoint, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { Upstream } from '@space/server-kit';
 
 const okSchema = z.object({ ok: z.literal(true) }).strict();
@@ -36,11 +36,14 @@ export class NodeClient {
     return this.upstream.json('DELETE', `/node/v1/volumes/${encodeURIComponent(sessionId)}`, undefined, okSchema);
   }
 
-  checkpoint(sessionId: string, checkpointId: string): Promise<{ checkpointId: string; createdAt: string }> {
-    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/checkpoints`, { checkpointId }, NodeCheckpointSchema);
+  checkpoint(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
+    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/checkpoints`, { checkpointId, kind }, NodeCheckpointSchema);
   }
 
-  /** Stops the session's sandbox and replaces (or creates) its volume from a checkpoint. */
+  /**
+   * Stops the session's sandbox and replaces (or creates) its volume from a checkpoint; from a full
+   * checkpoint, the next sandbox starts from its memory.
+   */
   restoreVolume(sessionId: string, checkpointId: string): Promise<unknown> {
     return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/restore`, { checkpointId }, okSchema);
   }

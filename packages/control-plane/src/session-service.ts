@@ -5,6 +5,7 @@ import type { Activity } from './activity.js';
 import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionRow, Store } from './store/store.js';
+import type { CheckpointTaker } from './checkpoint-taker.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -22,6 +23,7 @@ export class SessionService {
     private readonly store: Store,
     private readonly node: NodeClient,
     private readonly metrics: Metrics,
+    private readonly taker: CheckpointTaker,
     readonly activity: Activity,
   ) {}
 
@@ -44,12 +46,13 @@ export class SessionService {
       sandboxStartedAt: null,
       parentCheckpointId: fromCheckpoint,
       checkpointIntervalSec: request.checkpointIntervalSec,
+      fullCheckpointIntervalSec: request.fullCheckpointIntervalSec,
       idleTimeoutSec: request.idleTimeoutSec,
     };
     this.store.insertSession(row);
     try {
       if (fromCheckpoint) await this.node.restoreVolume(row.id, fromCheckpoint);
-      await this.ensureSandbox(row);
+      await this.ensureSandbox(row, { volumeReady: true });
     } catch (err) {
       await this.node.deleteVolume(row.id).catch(() => undefined);
       this.store.deleteSession(row.id);
@@ -70,7 +73,7 @@ export class SessionService {
     const row = this.row(caller, id);
     return {
       ...toSession(row),
-      sandboxHistory: this.store.listSandboxHistory(id).map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason }) => ({ id: sandboxId, nodeId, startedAt, endedAt, endReason })),
+      sandboxHistory: this.store.listSandboxHistory(id).map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom }) => ({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom })),
       checkpoints: this.store.listCheckpoints(id).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
     };
   }
@@ -92,18 +95,23 @@ export class SessionService {
     this.activity.forget(row.id);
   }
 
-  /** Returns the sandbox serving the session, starting one on its volume when there is none. */
-  ensureSandbox(row: SessionRow): Promise<SandboxTarget> {
+  /**
+   * Returns the sandbox serving the session, starting one when there is none. A resume starts on
+   * the session's volume as it is, unless the newest checkpoint is a full one: then the sandbox is
+   * restored from it, so its processes continue (`volumeReady` when the caller prepared the volume).
+   */
+  ensureSandbox(row: SessionRow, options: { volumeReady?: boolean } = {}): Promise<SandboxTarget> {
     if (row.sandboxId && row.status === 'running') return Promise.resolve({ sandboxId: row.sandboxId, node: this.node });
-    return this.starting.run(row.id, () => this.startSandbox(row));
+    return this.starting.run(row.id, () => this.startSandbox(row, options.volumeReady ?? false));
   }
 
-  private async startSandbox(row: SessionRow): Promise<SandboxTarget> {
+  private async startSandbox(row: SessionRow, volumeReady: boolean): Promise<SandboxTarget> {
     // A session that had a sandbox before is being resumed; its first start is not a resume.
     const resuming = this.store.listSandboxHistory(row.id).length > 0;
     const started = performance.now();
     this.store.updateSession(row.id, { status: 'starting' });
     try {
+      if (resuming && !volumeReady) await this.prepareResume(row);
       const info = await this.node.startSandbox({ sessionId: row.id, template: row.template, env: row.env, resources: row.resources });
       this.metrics.inc('sandbox_starts');
       if (resuming) {
@@ -111,12 +119,23 @@ export class SessionService {
         this.metrics.observeResume((performance.now() - started) / 1000);
       }
       this.store.updateSession(row.id, { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt });
-      this.store.recordSandboxStart({ id: info.sandboxId, sessionId: row.id, nodeId: info.nodeId, startedAt: info.startedAt, endedAt: null, endReason: null });
+      this.store.recordSandboxStart({ id: info.sandboxId, sessionId: row.id, nodeId: info.nodeId, startedAt: info.startedAt, endedAt: null, endReason: null, restoredFrom: info.restoredFrom });
       return { sandboxId: info.sandboxId, node: this.node };
     } catch (err) {
       this.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
       throw err;
     }
+  }
+
+  /**
+   * When the newest checkpoint is full, the volume goes back to it so memory and files match. What
+   * the volume held since is kept first as an fs checkpoint, so no file is lost.
+   */
+  private async prepareResume(row: SessionRow): Promise<void> {
+    const newest = this.store.listCheckpoints(row.id).at(-1);
+    if (newest?.kind !== 'full') return;
+    await this.taker.take(row, 'fs', 'auto');
+    await this.node.restoreVolume(row.id, newest.id);
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */
@@ -197,6 +216,7 @@ function toSession(row: SessionRow): Session {
     resources: row.resources,
     metadata: row.metadata,
     checkpointIntervalSec: row.checkpointIntervalSec,
+    fullCheckpointIntervalSec: row.fullCheckpointIntervalSec,
     idleTimeoutSec: row.idleTimeoutSec,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,
     parentCheckpointId: row.parentCheckpointId,

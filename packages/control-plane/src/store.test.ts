@@ -21,7 +21,7 @@ function withStore(run: (store: SqliteStore, file: string) => void): void {
 
 const session = (id: string, tenantId: string): SessionRow => ({
   id, tenantId, template: 'tiny', status: 'running', createdAt: new Date().toISOString(), env: { A: '1' },
-  resources: { memoryMb: 512, cpus: 1, pids: 256 }, metadata: { k: 'v' }, sandboxId: 'sbx_x', nodeId: 'node_x', sandboxStartedAt: new Date().toISOString(), parentCheckpointId: null, checkpointIntervalSec: 60, idleTimeoutSec: 900,
+  resources: { memoryMb: 512, cpus: 1, pids: 256 }, metadata: { k: 'v' }, sandboxId: 'sbx_x', nodeId: 'node_x', sandboxStartedAt: new Date().toISOString(), parentCheckpointId: null, checkpointIntervalSec: 60, fullCheckpointIntervalSec: 600, idleTimeoutSec: 900,
 });
 
 test('keys are stored hashed and resolve to their tenant', () => {

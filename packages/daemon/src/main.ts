@@ -4,6 +4,7 @@ import { ProcessTable } from './process-table.js';
 import { FileService } from './file-service.js';
 import { SandboxPaths } from './sandbox-paths.js';
 import { createDaemonRouter } from './server.js';
+import { DaemonChannel } from './daemon-channel.js';
 
 /**
  * The in-sandbox daemon. The node agent writes a one-time token file into the sandbox's rootfs; the
@@ -25,10 +26,14 @@ function main(): void {
   }
   const paths = new SandboxPaths(workdir);
   const processes = new ProcessTable(paths, baseEnv, ptyHelper);
-  const router = createDaemonRouter({ token, processes, files: new FileService(paths), paths });
-  const server = createServer({ requestTimeout: 0, keepAliveTimeout: 60_000 }, (req, res) => void router.handle(req, res));
+  // The node agent closes idle connections first (its agent times out sooner), so closed
+  // connections leave no TIME_WAIT endpoint in the sandbox, which a full checkpoint cannot save.
+  const server = createServer({ requestTimeout: 0, keepAliveTimeout: 10 * 60_000 });
+  const channel = new DaemonChannel(server, port);
+  const router = createDaemonRouter({ credentials: { token }, channel, processes, files: new FileService(paths), paths });
+  server.on('request', (req, res) => void router.handle(req, res));
   server.on('upgrade', (req, socket, head) => void router.handleUpgrade(req, socket, head));
-  server.listen(port, '0.0.0.0', () => process.stdout.write(`space-daemon listening on ${port}\n`));
+  void channel.listen().then(() => process.stdout.write(`space-daemon listening on ${port}\n`));
   const stop = (): void => {
     processes.killAll();
     process.exit(0);

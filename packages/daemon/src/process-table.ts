@@ -21,9 +21,14 @@ export class ProcessTable {
 
   constructor(
     private readonly paths: SandboxPaths,
-    private readonly baseEnv: Record<string, string>,
+    private baseEnv: Record<string, string>,
     private readonly ptyHelper: string,
   ) {}
+
+  /** The session's variables for processes started from now on (a restored sandbox serves a new session). */
+  setSessionEnv(env: Record<string, string>): void {
+    this.baseEnv = { ...this.baseEnv, ...env };
+  }
 
   start(options: StartOptions): ManagedProcess {
     const argv = typeof options.cmd === 'string' ? ['/bin/sh', '-c', options.cmd] : options.cmd;

@@ -1,4 +1,4 @@
-import { ErrorCode, ExecRequestSchema, Limits, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, PtyStartSchema, ExecStreamStartSchema, RemoveQuerySchema, SignalRequestSchema, SpaceError, type ExecResult } from '@space/protocol';
+import { DaemonRebindRequestSchema, ErrorCode, ExecRequestSchema, Limits, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, PtyStartSchema, ExecStreamStartSchema, RemoveQuerySchema, SignalRequestSchema, SpaceError, type ExecResult } from '@space/protocol';
 import { Router, bearerToken, closeWithError, parseQuery, parseWith, readJson, secretsEqual, sendJson, type UpgradeContext } from '@space/server-kit';
 import type { FileService } from './file-service.js';
 import type { ProcessTable } from './process-table.js';
@@ -6,9 +6,16 @@ import { bindProcessSocket, onFirstMessage } from './process-socket.js';
 import { bindWatchSocket } from './watch-socket.js';
 import { collectOutput } from './collect-output.js';
 import type { SandboxPaths } from './sandbox-paths.js';
+import type { DaemonChannel } from './daemon-channel.js';
+
+/** The channel token; replaced when a daemon restored from a memory image is bound to its new sandbox. */
+export interface ChannelCredentials {
+  token: string;
+}
 
 export interface DaemonDeps {
-  token: string;
+  credentials: ChannelCredentials;
+  channel: DaemonChannel;
   processes: ProcessTable;
   files: FileService;
   paths: SandboxPaths;
@@ -19,7 +26,7 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
   const { processes, files } = deps;
   const authorize = (req: { headers: Record<string, unknown> }): void => {
     const token = bearerToken(req as never);
-    if (!token || !secretsEqual(token, deps.token)) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'daemon channel token missing or wrong');
+    if (!token || !secretsEqual(token, deps.credentials.token)) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'daemon channel token missing or wrong');
   };
   const guard = (ctx: UpgradeContext): void => authorize(ctx.req);
   const router = new Router();
@@ -31,6 +38,21 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
   };
 
   on('GET', '/health', ({ res }) => sendJson(res, 200, { ok: true }));
+
+  // Node agent only (not in sandboxRoutes, so never relayed): around full checkpoints and restores.
+  on('POST', '/quiesce', ({ req, res }) => {
+    const blockers = deps.channel.blockers();
+    if (blockers.length > 0) throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, `cannot save this sandbox's memory now: ${blockers.join('; ')}`);
+    deps.channel.quiesce(req.socket as import('node:net').Socket);
+    sendJson(res, 200, { daemonPid: process.pid });
+  });
+
+  on('POST', '/rebind', async ({ req, res }) => {
+    const body = await readJson(req, DaemonRebindRequestSchema);
+    processes.setSessionEnv(body.env);
+    deps.credentials.token = body.token;
+    sendJson(res, 200, { ok: true });
+  });
 
   on('POST', '/exec', async ({ req, res }) => {
     const body = await readJson(req, ExecRequestSchema);

@@ -1,8 +1,8 @@
-import { ExecResultSchema } from '@space/protocol';
+import { ExecResultSchema, type CheckpointKind, type NodeCheckpoint } from '@space/protocol';
 import type { SandboxManager } from './sandbox-manager.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
 
-/** Takes, restores and deletes a session's filesystem checkpoints on this node. */
+/** Takes, restores and deletes a session's checkpoints on this node. */
 export class CheckpointService {
   constructor(
     private readonly manager: SandboxManager,
@@ -12,19 +12,36 @@ export class CheckpointService {
   /**
    * Flushes the running sandbox's writes (gVisor caches file data in the Sentry until synced),
    * then snapshots the volume: the checkpoint never holds a torn file the sandbox already wrote.
+   * A full checkpoint also saves memory and processes, with the snapshot taken while the sandbox is
+   * stopped so both match; anything half-written is removed if it fails.
    */
-  async take(sessionId: string, checkpointId: string): Promise<{ checkpointId: string; createdAt: string }> {
+  async take(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
     const live = this.manager.liveFor(sessionId);
     if (live) await live.daemon.json('POST', '/exec', { cmd: ['sync'], timeoutMs: 30_000 }, ExecResultSchema, { timeoutMs: 35_000 });
-    await this.store.take(this.manager.volumePath(sessionId), checkpointId);
-    return { checkpointId, createdAt: new Date().toISOString() };
+    const volume = this.manager.volumePath(sessionId);
+    if (kind === 'fs') {
+      await this.store.take(volume, checkpointId);
+      return { checkpointId, kind, createdAt: new Date().toISOString(), sizeBytes: null, pauseMs: null };
+    }
+    try {
+      const saved = await this.manager.checkpointMemory(sessionId, this.store.partialImageDir(checkpointId), () => this.store.take(volume, checkpointId));
+      const meta = await this.store.commitImage(checkpointId, saved.meta);
+      return { checkpointId, kind, createdAt: new Date().toISOString(), sizeBytes: meta.sizeBytes, pauseMs: saved.pauseMs };
+    } catch (err) {
+      await this.store.delete(checkpointId);
+      throw err;
+    }
   }
 
-  /** Stops the session's sandbox and makes its volume a writable copy of the checkpoint. */
+  /**
+   * Stops the session's sandbox and makes its volume a writable copy of the checkpoint; from a full
+   * checkpoint, the next sandbox also starts from its memory, so its processes continue.
+   */
   async restore(sessionId: string, checkpointId: string): Promise<void> {
     const live = this.manager.liveFor(sessionId);
     if (live) await this.manager.stop(live.record.sandboxId);
     await this.store.materialize(checkpointId, this.manager.volumePath(sessionId));
+    await this.manager.setPendingMemory(sessionId, (await this.store.image(checkpointId)) ? checkpointId : null);
   }
 
   list(): Promise<string[]> {

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { closeServer, listen } from '@space/server-kit';
 import { createNodeApi } from './api/node-api.js';
 import type { Logger } from './logger.js';
@@ -43,7 +44,8 @@ export class NodeAgent {
   /** Mounts storage, adopts or cleans up what a previous run left, and starts serving. */
   async start(options: { templates?: string[]; progress?: Progress } = {}): Promise<void> {
     const { config, log } = this;
-    const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'));
+    const shim = fileURLToPath(new URL('../dist-native/space-shim', import.meta.url));
+    const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'), shim);
     await driver.preflight();
     await this.lock.acquire();
     await this.volume.mount();
@@ -55,6 +57,7 @@ export class NodeAgent {
     });
     const network = new SandboxNetwork(leases);
     await network.removeStaleRules();
+    const checkpointStore = new CheckpointStore(this.volume, new Subvolumes());
     this.manager = new SandboxManager({
       nodeId: config.nodeId,
       owner: config.dataDir,
@@ -64,13 +67,16 @@ export class NodeAgent {
       volume: this.volume,
       subvolumes: new Subvolumes(),
       records: new SandboxRecords(path.join(config.dataDir, 'node', 'sandboxes')),
+      checkpoints: checkpointStore,
       runtimeDir,
       log,
     });
     const { adopted, removed } = await this.manager.reconcile();
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
+    const incomplete = await checkpointStore.removeIncomplete();
+    if (incomplete) log.info(`removed ${incomplete} memory image(s) left incomplete by a crash`);
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
-    const checkpoints = new CheckpointService(this.manager, new CheckpointStore(this.volume, new Subvolumes()));
+    const checkpoints = new CheckpointService(this.manager, checkpointStore);
     const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, checkpoints, templates: this.templates });
     const { server, port } = await listen(api, config.host, config.port);
     this.server = server;

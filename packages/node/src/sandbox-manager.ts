@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorCode, SpaceError, newId, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { DaemonQuiesceReplySchema, ErrorCode, SpaceError, newId, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { SingleFlight, Upstream } from '@space/server-kit';
+import { z } from 'zod';
 import type { RuntimeDriver } from './runtime/driver.js';
 import { inSandbox } from './runtime/sandbox-runtime-dir.js';
 import type { SandboxNetwork } from './network/sandbox-network.js';
@@ -12,6 +13,9 @@ import type { BtrfsVolume } from './storage/btrfs-volume.js';
 import type { Subvolumes } from './storage/subvolumes.js';
 import type { SandboxRecord, SandboxRecords } from './sandbox-record.js';
 import type { Logger } from './logger.js';
+import type { CheckpointStore, MemoryImageMeta } from './storage/checkpoint-store.js';
+import type { SandboxSpec } from './runtime/driver.js';
+import { readJsonFile } from './json-file.js';
 
 export const daemonPort = 49983;
 const daemonReadyTimeoutMs = 30_000;
@@ -26,6 +30,10 @@ class PhaseTimer {
     const now = performance.now();
     this.phases.push(`${name} ${Math.round(now - this.last)}`);
     this.last = now;
+  }
+
+  elapsed(): number {
+    return performance.now() - this.start;
   }
 
   summary(): string {
@@ -43,6 +51,7 @@ export interface SandboxManagerDeps {
   volume: BtrfsVolume;
   subvolumes: Subvolumes;
   records: SandboxRecords;
+  checkpoints: CheckpointStore;
   runtimeDir: string;
   log: Logger;
 }
@@ -52,7 +61,18 @@ interface LiveSandbox {
   daemon: Upstream;
   /** Host pid of the sandbox process: its disappearance means the sandbox died. */
   pid: number | null;
+  /** Set while a full checkpoint has the sandbox paused; calls wait for it. */
+  frozen: Promise<unknown> | null;
 }
+
+/** What a full checkpoint of a running sandbox produced, besides the image files. */
+export interface MemoryCheckpoint {
+  meta: Omit<MemoryImageMeta, 'sizeBytes'>;
+  pauseMs: number;
+}
+
+/** A memory image a session's next sandbox starts from (set by a restore or fork from a full checkpoint). */
+const PendingMemorySchema = z.object({ checkpointId: z.string() }).strict();
 
 /** The authenticated channel to a sandbox's daemon. */
 function daemonOf(record: SandboxRecord): Upstream {
@@ -115,46 +135,73 @@ export class SandboxManager {
       const template = await deps.templates.ensure(request.template, (m) => deps.log.info(m));
       await deps.subvolumes.snapshot(template, rootfs, false);
     }
+    const memory = await this.takePendingMemory(request.sessionId);
     phases.mark('volume');
+    if (memory) {
+      try {
+        return await this.boot(request, rootfs, phases, memory);
+      } catch (err) {
+        // The volume already holds the checkpoint's files: a fresh boot on it loses only the processes.
+        deps.log.warn(`restoring ${request.sessionId} from the memory of ${memory.checkpointId} failed, booting fresh instead: ${(err as Error).message}`);
+      }
+    }
+    return this.boot(request, rootfs, phases, null);
+  }
+
+  /** Starts a sandbox on the session's volume: booted fresh, or restored from a memory image. */
+  private async boot(request: StartSandboxRequest, rootfs: string, phases: PhaseTimer, memory: { checkpointId: string; dir: string; meta: MemoryImageMeta } | null): Promise<SandboxInfo> {
+    const { deps } = this;
     const sandboxId = newId('sbx');
     const token = randomBytes(32).toString('hex');
     const workDir = deps.records.workDir(sandboxId);
     await mkdir(workDir, { recursive: true, mode: 0o700 });
     const net = await deps.network.create(sandboxId, deps.owner);
     phases.mark('network');
-    const record: SandboxRecord = { sandboxId, sessionId: request.sessionId, template: request.template, startedAt: new Date().toISOString(), token, leaseIndex: net.lease.index, sandboxIp: net.lease.sandboxIp };
+    const record: SandboxRecord = { sandboxId, sessionId: request.sessionId, template: request.template, startedAt: new Date().toISOString(), token, leaseIndex: net.lease.index, sandboxIp: net.lease.sandboxIp, restoredFrom: memory?.checkpointId ?? null };
     await deps.records.save(record);
     const tokenFile = path.join(rootfs, 'run/space/daemon-token');
+    const sessionEnv = { SPACE_SESSION_ID: request.sessionId, ...request.env };
+    const spec: SandboxSpec = {
+      sandboxId,
+      rootfs,
+      workDir,
+      hostname: `space-${request.sessionId.slice(4, 12)}`,
+      args: [inSandbox.init, inSandbox.loader, '--library-path', inSandbox.libs, inSandbox.node, inSandbox.daemon],
+      env: {
+        PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+        HOME: '/root',
+        LANG: 'C.UTF-8',
+        ...sessionEnv,
+        SPACE_DAEMON_PORT: String(daemonPort),
+        SPACE_DAEMON_TOKEN_FILE: '/run/space/daemon-token',
+        SPACE_WORKDIR: '/workspace',
+        SPACE_PTY_HELPER: inSandbox.pty,
+      },
+      resources: request.resources,
+      runtimeDir: deps.runtimeDir,
+      netnsPath: net.netnsPath,
+    };
     try {
-      await mkdir(path.dirname(tokenFile), { recursive: true });
-      await writeFile(tokenFile, token, { mode: 0o600 });
-      await deps.driver.start({
-        sandboxId,
-        rootfs,
-        workDir,
-        hostname: `space-${request.sessionId.slice(4, 12)}`,
-        args: [inSandbox.init, inSandbox.loader, '--library-path', inSandbox.libs, inSandbox.node, inSandbox.daemon],
-        env: {
-          PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-          HOME: '/root',
-          LANG: 'C.UTF-8',
-          SPACE_SESSION_ID: request.sessionId,
-          ...request.env,
-          SPACE_DAEMON_PORT: String(daemonPort),
-          SPACE_DAEMON_TOKEN_FILE: '/run/space/daemon-token',
-          SPACE_WORKDIR: '/workspace',
-          SPACE_PTY_HELPER: inSandbox.pty,
-        },
-        resources: request.resources,
-        runtimeDir: deps.runtimeDir,
-        netnsPath: net.netnsPath,
-      });
-      phases.mark('runtime');
+      if (memory) {
+        await deps.driver.restore(spec, memory.dir);
+        phases.mark('restore');
+        // The restored daemon still has the checkpointed sandbox's token and session: wake it, then rebind.
+        await this.wake(sandboxId);
+        const restored = daemonOf({ ...record, token: memory.meta.token });
+        await this.waitForDaemon(sandboxId, restored);
+        await restored.json('POST', '/rebind', { token, env: sessionEnv }, z.object({ ok: z.literal(true) }), { timeoutMs: 10_000, resetAfter: true });
+        restored.close();
+      } else {
+        await mkdir(path.dirname(tokenFile), { recursive: true });
+        await writeFile(tokenFile, token, { mode: 0o600 });
+        await deps.driver.start(spec);
+        phases.mark('runtime');
+      }
       const daemon = daemonOf(record);
       await this.waitForDaemon(sandboxId, daemon);
-      this.live.set(sandboxId, { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid });
+      this.live.set(sandboxId, { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid, frozen: null });
       phases.mark('daemon');
-      deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ready in ${phases.summary()}`);
+      deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ${memory ? `restored from ${memory.checkpointId}` : 'ready'} in ${phases.summary()}`);
       return this.describe(record, true);
     } catch (err) {
       const console = await readFile(path.join(workDir, 'console.log'), 'utf8').catch(() => '');
@@ -163,6 +210,106 @@ export class SandboxManager {
       if (err instanceof SpaceError) throw err;
       throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, `sandbox failed to start: ${(err as Error).message}${console ? `; console: ${console.slice(-1000)}` : ''}`);
     }
+  }
+
+  private pendingMemoryFile(sessionId: string): string {
+    return `${this.volumePath(sessionId)}.memory-from`;
+  }
+
+  /** Makes the session's next sandbox start from a full checkpoint's memory (or not, with null). */
+  async setPendingMemory(sessionId: string, checkpointId: string | null): Promise<void> {
+    const file = this.pendingMemoryFile(sessionId);
+    if (checkpointId === null) await rm(file, { force: true });
+    else await writeFile(file, JSON.stringify({ checkpointId }), { mode: 0o600 });
+  }
+
+  /** The memory image the session's next sandbox should start from, if one is pending and usable; consumed. */
+  private async takePendingMemory(sessionId: string): Promise<{ checkpointId: string; dir: string; meta: MemoryImageMeta } | null> {
+    const file = this.pendingMemoryFile(sessionId);
+    if (!existsSync(file)) return null;
+    const pending = await readJsonFile(file, PendingMemorySchema);
+    await this.setPendingMemory(sessionId, null);
+    if (!pending) return null;
+    const { checkpointId } = pending;
+    const image = await this.deps.checkpoints.image(checkpointId);
+    if (!image) {
+      this.deps.log.warn(`memory image of ${checkpointId} is missing; ${sessionId} boots fresh on the checkpoint's files`);
+      return null;
+    }
+    if (image.meta.runtimeDir !== this.deps.runtimeDir) {
+      this.deps.log.warn(`memory image of ${checkpointId} was taken with another daemon build; ${sessionId} boots fresh on the checkpoint's files`);
+      return null;
+    }
+    return { checkpointId, ...image };
+  }
+
+  /**
+   * Tells a daemon whose channel is closed (after a checkpoint or a restore) to listen again, through
+   * the sandbox's init, which forwards SIGUSR2 to it.
+   */
+  private async wake(sandboxId: string): Promise<void> {
+    await this.deps.driver.signalInit(sandboxId, 'SIGUSR2');
+  }
+
+  /**
+   * A full checkpoint of the session's running sandbox: its daemon closes its channel (this runsc
+   * cannot save TCP endpoints), the runtime saves memory into `imageDir` and stops the sandbox,
+   * `whileStopped` snapshots the filesystem so both parts match, and the sandbox runs on from the
+   * image. Calls arriving meanwhile wait. Refused with FULL_CHECKPOINT_REFUSED before anything is
+   * touched when the daemon sees sockets it cannot close.
+   */
+  async checkpointMemory(sessionId: string, imageDir: string, whileStopped: () => Promise<void>): Promise<MemoryCheckpoint> {
+    const live = this.liveFor(sessionId);
+    if (!live) throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'the session has no running sandbox: there is no memory to save');
+    if (live.frozen) await live.frozen.catch(() => undefined);
+    const run = this.freezeAndSave(live, imageDir, whileStopped);
+    live.frozen = run;
+    try {
+      return await run;
+    } finally {
+      live.frozen = null;
+    }
+  }
+
+  private async freezeAndSave(live: LiveSandbox, imageDir: string, whileStopped: () => Promise<void>): Promise<MemoryCheckpoint> {
+    const { deps } = this;
+    const { sandboxId } = live.record;
+    const phases = new PhaseTimer();
+    await live.daemon.json('POST', '/quiesce', {}, DaemonQuiesceReplySchema, { timeoutMs: 10_000, resetAfter: true });
+    live.daemon.reset();
+    phases.mark('quiesce');
+    try {
+      await deps.driver.checkpoint(sandboxId, imageDir);
+    } catch (err) {
+      if ((await deps.driver.stats(sandboxId)).running) {
+        await this.wake(sandboxId);
+        await this.waitForDaemon(sandboxId, live.daemon);
+      } else {
+        await this.stop(sandboxId);
+      }
+      throw new SpaceError(ErrorCode.FULL_CHECKPOINT_FAILED, `${(err as Error).message}${this.live.has(sandboxId) ? '' : '; the sandbox stopped and the session resumes on the next call'}`);
+    }
+    phases.mark('save');
+    let snapshotError: unknown = null;
+    await whileStopped().catch((err) => (snapshotError = err));
+    phases.mark('snapshot');
+    try {
+      await deps.network.readdress(sandboxId, live.record.leaseIndex);
+      await deps.driver.resumeFromImage(sandboxId, deps.records.workDir(sandboxId), imageDir);
+      phases.mark('restore');
+      await this.wake(sandboxId);
+      await this.waitForDaemon(sandboxId, live.daemon);
+      live.pid = (await deps.driver.stats(sandboxId)).pid;
+      phases.mark('daemon');
+      deps.log.info(`sandbox ${sandboxId} paused ${phases.summary()} for a full checkpoint`);
+    } catch (err) {
+      // The checkpoint itself is complete; only this sandbox is lost, and the session resumes from it.
+      const console = await readFile(path.join(deps.records.workDir(sandboxId), 'console.log'), 'utf8').catch(() => '');
+      deps.log.warn(`sandbox ${sandboxId} did not run on after its checkpoint: ${(err as Error).message}; console: ${console.slice(-1500)}`);
+      await this.stop(sandboxId);
+    }
+    if (snapshotError) throw snapshotError;
+    return { meta: { token: live.record.token, runtimeDir: deps.runtimeDir }, pauseMs: Math.round(phases.elapsed()) };
   }
 
   private async waitForDaemon(sandboxId: string, daemon: Upstream): Promise<void> {
@@ -191,6 +338,7 @@ export class SandboxManager {
    */
   async getAlive(sandboxId: string): Promise<LiveSandbox> {
     const found = this.get(sandboxId);
+    if (found.frozen) await found.frozen.catch(() => undefined);
     if (found.pid === null || processAlive(found.pid)) return found;
     this.deps.log.warn(`sandbox ${sandboxId} of ${found.record.sessionId} died; cleaning up`);
     await this.stop(sandboxId);
@@ -234,6 +382,7 @@ export class SandboxManager {
     const live = this.liveFor(sessionId);
     if (live) await this.stop(live.record.sandboxId);
     await this.deps.subvolumes.delete(this.volumePath(sessionId));
+    await this.setPendingMemory(sessionId, null);
   }
 
   async stopAll(): Promise<void> {
@@ -254,7 +403,7 @@ export class SandboxManager {
       const daemon = daemonOf(record);
       const stats = await deps.driver.stats(record.sandboxId);
       if (stats.running && (await daemonAnswers(daemon, 2000)) === true) {
-        this.live.set(record.sandboxId, { record, daemon, pid: stats.pid });
+        this.live.set(record.sandboxId, { record, daemon, pid: stats.pid, frozen: null });
         adopted++;
       } else {
         daemon.close();
@@ -290,6 +439,6 @@ export class SandboxManager {
   }
 
   private describe(record: SandboxRecord, running: boolean): SandboxInfo {
-    return { sandboxId: record.sandboxId, sessionId: record.sessionId, nodeId: this.deps.nodeId, template: record.template, startedAt: record.startedAt, running };
+    return { sandboxId: record.sandboxId, sessionId: record.sessionId, nodeId: this.deps.nodeId, template: record.template, startedAt: record.startedAt, running, restoredFrom: record.restoredFrom ?? null };
   }
 }

@@ -1,6 +1,7 @@
-import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
+import { readJsonFile } from './json-file.js';
 
 export const SandboxRecordSchema = z.object({
   sandboxId: z.string(),
@@ -10,6 +11,8 @@ export const SandboxRecordSchema = z.object({
   token: z.string(),
   leaseIndex: z.number().int(),
   sandboxIp: z.string(),
+  /** The full checkpoint the sandbox was restored from, or null when it booted fresh. */
+  restoredFrom: z.string().nullable().optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 
@@ -34,9 +37,8 @@ export class SandboxRecords {
     const records: SandboxRecord[] = [];
     const orphanDirs: string[] = [];
     for (const name of await readdir(this.dir)) {
-      const raw = await readFile(path.join(this.dir, name, 'record.json'), 'utf8').catch(() => null);
-      const parsed = raw ? SandboxRecordSchema.safeParse(safeJson(raw)) : null;
-      if (parsed?.success) records.push(parsed.data);
+      const record = await readJsonFile(path.join(this.dir, name, 'record.json'), SandboxRecordSchema);
+      if (record) records.push(record);
       else orphanDirs.push(name);
     }
     return { records, orphanDirs };
@@ -44,13 +46,5 @@ export class SandboxRecords {
 
   async remove(sandboxId: string): Promise<void> {
     await rm(this.workDir(sandboxId), { recursive: true, force: true });
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return null;
   }
 }

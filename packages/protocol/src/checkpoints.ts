@@ -1,10 +1,18 @@
 import { z } from 'zod';
 
-export const CheckpointKindSchema = z.enum(['fs']);
+import { EnvSchema } from './common.js';
+
+export const CheckpointKindSchema = z.enum(['fs', 'full']);
+export type CheckpointKind = z.infer<typeof CheckpointKindSchema>;
 
 export const CreateCheckpointRequestSchema = z
   .object({
-    /** `fs`: a read-only btrfs snapshot of the session's filesystem, taken after flushing its writes. */
+    /**
+     * `fs`: a read-only btrfs snapshot of the session's filesystem, taken after flushing its writes.
+     * `full`: the filesystem plus memory and process state (runsc checkpoint); resuming or forking
+     * from it continues the processes. Refused (FULL_CHECKPOINT_REFUSED, with an fs checkpoint taken
+     * instead) while a process in the sandbox holds a TCP socket or a stream is attached.
+     */
     kind: CheckpointKindSchema.default('fs'),
   })
   .strict();
@@ -16,6 +24,10 @@ export const CheckpointSchema = z
     kind: CheckpointKindSchema,
     trigger: z.enum(['manual', 'auto']),
     createdAt: z.string(),
+    /** Bytes of the memory image (full checkpoints); the filesystem part shares blocks and is not counted. */
+    sizeBytes: z.number().int().nonnegative().nullable(),
+    /** How long the sandbox was paused to take it (full checkpoints). */
+    pauseMs: z.number().int().nonnegative().nullable(),
   })
   .strict();
 export type Checkpoint = z.infer<typeof CheckpointSchema>;
@@ -26,5 +38,21 @@ export const ForkRequestSchema = z.object({ count: z.number().int().min(1).max(1
 export const RestoreRequestSchema = z.object({ checkpointId: z.string().min(1).max(64) }).strict();
 
 /** Control plane -> node agent. */
-export const NodeCheckpointRequestSchema = z.object({ checkpointId: z.string().regex(/^ckp_[a-z0-9]{6,40}$/) }).strict();
-export const NodeCheckpointSchema = z.object({ checkpointId: z.string(), createdAt: z.string() }).strict();
+const CheckpointIdSchema = z.string().regex(/^ckp_[a-z0-9]{6,40}$/);
+export const NodeCheckpointIdSchema = z.object({ checkpointId: CheckpointIdSchema }).strict();
+export const NodeCheckpointRequestSchema = z.object({ checkpointId: CheckpointIdSchema, kind: CheckpointKindSchema.default('fs') }).strict();
+export const NodeCheckpointSchema = z
+  .object({
+    checkpointId: z.string(),
+    kind: CheckpointKindSchema,
+    createdAt: z.string(),
+    sizeBytes: z.number().int().nonnegative().nullable(),
+    pauseMs: z.number().int().nonnegative().nullable(),
+  })
+  .strict();
+export type NodeCheckpoint = z.infer<typeof NodeCheckpointSchema>;
+
+/** Node agent -> daemon, before a full checkpoint: the daemon closes its channel and says which pid to wake. */
+export const DaemonQuiesceReplySchema = z.object({ daemonPid: z.number().int().positive() }).strict();
+/** Node agent -> a daemon restored from a memory image: its new channel token and session environment. */
+export const DaemonRebindRequestSchema = z.object({ token: z.string().regex(/^[0-9a-f]{64}$/), env: EnvSchema }).strict();

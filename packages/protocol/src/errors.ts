@@ -17,6 +17,8 @@ export const ErrorCode = {
   PROCESS_NOT_FOUND: 'PROCESS_NOT_FOUND',
   CHECKPOINT_NOT_FOUND: 'CHECKPOINT_NOT_FOUND',
   CHECKPOINT_NOT_IN_LINEAGE: 'CHECKPOINT_NOT_IN_LINEAGE',
+  FULL_CHECKPOINT_REFUSED: 'FULL_CHECKPOINT_REFUSED',
+  FULL_CHECKPOINT_FAILED: 'FULL_CHECKPOINT_FAILED',
   INVALID_PATH: 'INVALID_PATH',
   FILE_NOT_FOUND: 'FILE_NOT_FOUND',
   FILE_EXISTS: 'FILE_EXISTS',
@@ -50,6 +52,8 @@ export const errorStatus: Record<ErrorCode, number> = {
   PROCESS_NOT_FOUND: 404,
   CHECKPOINT_NOT_FOUND: 404,
   CHECKPOINT_NOT_IN_LINEAGE: 400,
+  FULL_CHECKPOINT_REFUSED: 409,
+  FULL_CHECKPOINT_FAILED: 500,
   INVALID_PATH: 400,
   FILE_NOT_FOUND: 404,
   FILE_EXISTS: 409,
@@ -77,20 +81,38 @@ export class SpaceError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
 
-  constructor(code: ErrorCode, message: string) {
+  /** Machine-readable facts about the error, e.g. the fs checkpoint taken when a full one was refused. */
+  readonly details: ErrorDetails | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: ErrorDetails) {
     super(message);
     this.name = 'SpaceError';
     this.code = code;
     this.status = errorStatus[code];
+    this.details = details;
   }
 
   toBody(): ErrorBody {
-    return { error: { code: this.code, message: this.message } };
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
   }
 }
 
+export type ErrorDetails = Record<string, string | number | boolean>;
+
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string };
+  error: { code: ErrorCode; message: string; details?: ErrorDetails };
+}
+
+/** Details from the wire: at most 16 primitive fields with short keys and values, anything else dropped. */
+function parseDetails(value: unknown): ErrorDetails | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const details: ErrorDetails = {};
+  for (const [key, v] of Object.entries(value).slice(0, 16)) {
+    if (key.length > 64) continue;
+    if (typeof v === 'number' || typeof v === 'boolean') details[key] = v;
+    else if (typeof v === 'string') details[key] = v.slice(0, 256);
+  }
+  return Object.keys(details).length ? details : undefined;
 }
 
 /** Duck-typed check: `instanceof` is unreliable across package copies. */
@@ -108,9 +130,9 @@ export function errorFromBody(body: unknown, fallback: ErrorCode, fallbackMessag
   if (typeof body === 'object' && body !== null) {
     const err = (body as { error?: unknown }).error;
     if (typeof err === 'object' && err !== null) {
-      const { code, message } = err as { code?: unknown; message?: unknown };
+      const { code, message, details } = err as { code?: unknown; message?: unknown; details?: unknown };
       if (isErrorCode(code) && typeof message === 'string') {
-        return new SpaceError(code, message.slice(0, 2000));
+        return new SpaceError(code, message.slice(0, 2000), parseDetails(details));
       }
     }
   }

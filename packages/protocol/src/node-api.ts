@@ -21,6 +21,8 @@ export const SandboxInfoSchema = z
     template: z.string(),
     startedAt: z.string(),
     running: z.boolean(),
+    /** The full checkpoint whose memory image the sandbox was restored from (its processes continued), or null for a fresh boot. */
+    restoredFrom: z.string().nullable(),
   })
   .strict();
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;

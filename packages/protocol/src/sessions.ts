@@ -27,6 +27,8 @@ export const CreateSessionRequestSchema = z
     metadata: MetadataSchema.default({}),
     /** Seconds between automatic filesystem checkpoints while a sandbox runs; 0 turns them off. */
     checkpointIntervalSec: z.number().int().min(0).max(7 * 24 * 3600).default(60),
+    /** Seconds between automatic full (memory) checkpoints while a sandbox runs; 0 turns them off. */
+    fullCheckpointIntervalSec: z.number().int().min(0).max(7 * 24 * 3600).default(600),
     /** Seconds without calls after which an idle sandbox is checkpointed and stopped; 0 never. */
     idleTimeoutSec: z.number().int().min(0).max(30 * 24 * 3600).default(900),
   })
@@ -51,12 +53,27 @@ export const SessionSchema = z
     resources: ResourcesSchema,
     metadata: z.record(z.string()),
     checkpointIntervalSec: z.number().int(),
+    fullCheckpointIntervalSec: z.number().int(),
     idleTimeoutSec: z.number().int(),
     sandbox: SandboxRefSchema.nullable(),
     /** The checkpoint this session was forked from. */
     parentCheckpointId: z.string().nullable(),
     /** Every sandbox that has served the session (only on GET /v1/sessions/:id). */
-    sandboxHistory: z.array(z.object({ id: z.string(), nodeId: z.string(), startedAt: z.string(), endedAt: z.string().nullable(), endReason: z.string().nullable() }).strict()).optional(),
+    sandboxHistory: z
+      .array(
+        z
+          .object({
+            id: z.string(),
+            nodeId: z.string(),
+            startedAt: z.string(),
+            endedAt: z.string().nullable(),
+            endReason: z.string().nullable(),
+            /** The full checkpoint whose memory this sandbox was restored from (its processes continued). */
+            restoredFrom: z.string().nullable(),
+          })
+          .strict(),
+      )
+      .optional(),
     /** The session's checkpoints, oldest first (only on GET /v1/sessions/:id). */
     checkpoints: z.array(z.object({ id: z.string(), kind: z.string(), createdAt: z.string() }).strict()).optional(),
   })

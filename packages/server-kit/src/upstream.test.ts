@@ -124,3 +124,34 @@ describe('relaySockets: a flooding or malformed peer is cut off', () => {
     assert.match((messages.at(-1) as { message: string }).message, /more than 100 messages per second/);
   });
 });
+
+describe('Upstream connection resets', () => {
+  test('resetAfter aborts the connection with a reset once the reply is read, and reset() aborts idle ones', async () => {
+    const endings: string[] = [];
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ exitCode: 0 }));
+    });
+    server.on('connection', (socket) => {
+      let how = 'close';
+      socket.on('end', () => (how = 'end'));
+      socket.on('error', (err: NodeJS.ErrnoException) => (how = err.code ?? 'error'));
+      socket.on('close', () => endings.push(how));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const upstream = new Upstream(`http://127.0.0.1:${port}`, 't', 'SANDBOX_UNAVAILABLE', 'test peer');
+    try {
+      const reply = await upstream.json('GET', '/', undefined, z.object({ exitCode: z.number() }), { resetAfter: true });
+      assert.equal(reply.exitCode, 0);
+      await upstream.json('GET', '/', undefined, z.object({ exitCode: z.number() }));
+      upstream.reset();
+      for (let i = 0; i < 100 && endings.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.deepEqual(endings, ['ECONNRESET', 'ECONNRESET']);
+    } finally {
+      upstream.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});

@@ -1,4 +1,5 @@
 import { Agent, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { WebSocket } from 'ws';
 import type { z } from 'zod';
@@ -13,7 +14,9 @@ import { readBounded } from './bounded-read.js';
  */
 export class Upstream {
   // No socket cap: long-running calls (an exec may last hours) must not queue the short ones behind them.
-  private readonly agent = new Agent({ keepAlive: true });
+  // Idle connections are closed from this side well before the peer's keep-alive timeout, so the
+  // TIME_WAIT endpoint stays here (a daemon's sandbox cannot be checkpointed while it holds one).
+  private readonly agent = new Agent({ keepAlive: true, timeout: 30_000 });
 
   constructor(
     readonly baseUrl: string,
@@ -25,8 +28,16 @@ export class Upstream {
     private readonly connectTimeoutMs = 3000,
   ) {}
 
+  /** Closes every connection; later calls open new ones. */
   close(): void {
     this.agent.destroy();
+  }
+
+  /** Aborts every connection with a TCP reset, so the peer keeps no endpoint of them (not even TIME_WAIT). */
+  reset(): void {
+    for (const pool of [this.agent.sockets, this.agent.freeSockets]) {
+      for (const sockets of Object.values(pool)) for (const socket of sockets ?? []) (socket as Socket).resetAndDestroy();
+    }
   }
 
   /** Sends a request and returns the raw response (status not checked). */
@@ -56,10 +67,16 @@ export class Upstream {
   }
 
   /** Calls a JSON endpoint; a non-2xx reply becomes the SpaceError it carries. */
-  async json<S extends z.ZodTypeAny>(method: string, pathAndQuery: string, body: unknown, schema: S, options: { limit?: number; timeoutMs?: number } = {}): Promise<z.output<S>> {
+  async json<S extends z.ZodTypeAny>(method: string, pathAndQuery: string, body: unknown, schema: S, options: { limit?: number; timeoutMs?: number; resetAfter?: boolean } = {}): Promise<z.output<S>> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const res = await this.send(method, pathAndQuery, payload, {}, options.timeoutMs);
-    return this.readJsonReply(res, schema, options.limit ?? Limits.maxJsonBodyBytes);
+    const socket = res.socket as Socket;
+    try {
+      return await this.readJsonReply(res, schema, options.limit ?? Limits.maxJsonBodyBytes);
+    } finally {
+      // Aborted with a reset before it can go back to the pool: the peer keeps nothing of it.
+      if (options.resetAfter && !socket.destroyed) socket.resetAndDestroy();
+    }
   }
 
   async readJsonReply<S extends z.ZodTypeAny>(res: IncomingMessage, schema: S, limit: number): Promise<z.output<S>> {

@@ -72,8 +72,8 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   router.on('POST', '/v1/sessions/:sessionId/checkpoints', async ({ req, res, params }) => {
     const caller = auth.authenticate(req);
-    await readJson(req, CreateCheckpointRequestSchema);
-    sendJson(res, 201, await checkpoints.create(caller, params.sessionId!));
+    const { kind } = await readJson(req, CreateCheckpointRequestSchema);
+    sendJson(res, 201, await checkpoints.create(caller, params.sessionId!, kind));
   });
 
   router.on('GET', '/v1/sessions/:sessionId/checkpoints', ({ req, res, params }) => {

@@ -26,6 +26,10 @@ const addedColumns: [table: string, column: string, definition: string][] = [
   ['sessions', 'parent_checkpoint_id', 'TEXT'],
   ['sessions', 'checkpoint_interval_sec', 'INTEGER NOT NULL DEFAULT 60'],
   ['sessions', 'idle_timeout_sec', 'INTEGER NOT NULL DEFAULT 900'],
+  ['sessions', 'full_checkpoint_interval_sec', 'INTEGER NOT NULL DEFAULT 600'],
+  ['checkpoints', 'size_bytes', 'INTEGER'],
+  ['checkpoints', 'pause_ms', 'INTEGER'],
+  ['sandbox_history', 'restored_from', 'TEXT'],
 ];
 
 interface SessionDbRow {
@@ -42,6 +46,7 @@ interface SessionDbRow {
   sandbox_started_at: string | null;
   parent_checkpoint_id: string | null;
   checkpoint_interval_sec: number;
+  full_checkpoint_interval_sec: number;
   idle_timeout_sec: number;
 }
 
@@ -53,6 +58,8 @@ interface CheckpointDbRow {
   trigger: string;
   node_id: string;
   created_at: string;
+  size_bytes: number | null;
+  pause_ms: number | null;
 }
 
 interface KeyDbRow {
@@ -105,8 +112,8 @@ export class SqliteStore implements Store {
 
   insertSession(row: SessionRow): void {
     this.db
-      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt, row.parentCheckpointId, row.checkpointIntervalSec, row.idleTimeoutSec);
+      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt, row.parentCheckpointId, row.checkpointIntervalSec, row.idleTimeoutSec, row.fullCheckpointIntervalSec);
   }
 
   getSession(tenantId: string, id: string): SessionRow | null {
@@ -139,8 +146,8 @@ export class SqliteStore implements Store {
 
   insertCheckpoint(row: CheckpointRow): void {
     this.db
-      .prepare('INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-      .run(row.id, row.sessionId, row.tenantId, row.kind, row.trigger, row.nodeId, row.createdAt);
+      .prepare('INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at, size_bytes, pause_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(row.id, row.sessionId, row.tenantId, row.kind, row.trigger, row.nodeId, row.createdAt, row.sizeBytes, row.pauseMs);
   }
 
   getCheckpoint(tenantId: string, id: string): CheckpointRow | null {
@@ -172,7 +179,7 @@ export class SqliteStore implements Store {
   }
 
   recordSandboxStart(row: SandboxHistoryRow): void {
-    this.db.prepare('INSERT OR IGNORE INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason) VALUES (?, ?, ?, ?, NULL, NULL)').run(row.id, row.sessionId, row.nodeId, row.startedAt);
+    this.db.prepare('INSERT OR IGNORE INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason, restored_from) VALUES (?, ?, ?, ?, NULL, NULL, ?)').run(row.id, row.sessionId, row.nodeId, row.startedAt, row.restoredFrom);
   }
 
   recordSandboxEnd(sandboxId: string, reason: string): void {
@@ -180,8 +187,8 @@ export class SqliteStore implements Store {
   }
 
   listSandboxHistory(sessionId: string): SandboxHistoryRow[] {
-    const rows = this.db.prepare('SELECT * FROM sandbox_history WHERE session_id = ? ORDER BY started_at, id').all(sessionId) as { id: string; session_id: string; node_id: string; started_at: string; ended_at: string | null; end_reason: string | null }[];
-    return rows.map((r) => ({ id: r.id, sessionId: r.session_id, nodeId: r.node_id, startedAt: r.started_at, endedAt: r.ended_at, endReason: r.end_reason }));
+    const rows = this.db.prepare('SELECT * FROM sandbox_history WHERE session_id = ? ORDER BY started_at, id').all(sessionId) as { id: string; session_id: string; node_id: string; started_at: string; ended_at: string | null; end_reason: string | null; restored_from: string | null }[];
+    return rows.map((r) => ({ id: r.id, sessionId: r.session_id, nodeId: r.node_id, startedAt: r.started_at, endedAt: r.ended_at, endReason: r.end_reason, restoredFrom: r.restored_from }));
   }
 
   close(): void {
@@ -204,10 +211,11 @@ function toSession(row: SessionDbRow): SessionRow {
     sandboxStartedAt: row.sandbox_started_at,
     parentCheckpointId: row.parent_checkpoint_id,
     checkpointIntervalSec: row.checkpoint_interval_sec,
+    fullCheckpointIntervalSec: row.full_checkpoint_interval_sec,
     idleTimeoutSec: row.idle_timeout_sec,
   };
 }
 
 function toCheckpoint(row: CheckpointDbRow): CheckpointRow {
-  return { id: row.id, sessionId: row.session_id, tenantId: row.tenant_id, kind: row.kind as 'fs', trigger: row.trigger as CheckpointRow['trigger'], nodeId: row.node_id, createdAt: row.created_at };
+  return { id: row.id, sessionId: row.session_id, tenantId: row.tenant_id, kind: row.kind as CheckpointRow['kind'], trigger: row.trigger as CheckpointRow['trigger'], nodeId: row.node_id, createdAt: row.created_at, sizeBytes: row.size_bytes, pauseMs: row.pause_ms };
 }

@@ -1,4 +1,4 @@
-import type { Resources, SessionStatus } from '@space/protocol';
+import type { CheckpointKind, Resources, SessionStatus } from '@space/protocol';
 
 export interface TenantRow {
   id: string;
@@ -30,6 +30,7 @@ export interface SessionRow {
   /** The checkpoint this session was forked from, if any. */
   parentCheckpointId: string | null;
   checkpointIntervalSec: number;
+  fullCheckpointIntervalSec: number;
   idleTimeoutSec: number;
 }
 
@@ -37,10 +38,12 @@ export interface CheckpointRow {
   id: string;
   sessionId: string;
   tenantId: string;
-  kind: 'fs';
+  kind: CheckpointKind;
   trigger: 'manual' | 'auto';
   nodeId: string;
   createdAt: string;
+  sizeBytes: number | null;
+  pauseMs: number | null;
 }
 
 /** One sandbox that served a session, for the session's history. */
@@ -51,6 +54,7 @@ export interface SandboxHistoryRow {
   startedAt: string;
   endedAt: string | null;
   endReason: string | null;
+  restoredFrom: string | null;
 }
 
 export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt'>>;

@@ -1,4 +1,4 @@
-import { ErrorCode, NodeCheckpointRequestSchema, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
+import { ErrorCode, NodeCheckpointIdSchema, NodeCheckpointRequestSchema, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
 import { Router, bearerToken, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
 import type { CheckpointService } from '../checkpoint-service.js';
 import type { IncomingMessage } from 'node:http';
@@ -63,13 +63,13 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('POST', '/node/v1/volumes/:sessionId/checkpoints', async (ctx) => {
     authorize(ctx);
-    const { checkpointId } = await readJson(ctx.req, NodeCheckpointRequestSchema);
-    sendJson(ctx.res, 201, await deps.checkpoints.take(sessionIdParam(ctx.params), checkpointId));
+    const { checkpointId, kind } = await readJson(ctx.req, NodeCheckpointRequestSchema);
+    sendJson(ctx.res, 201, await deps.checkpoints.take(sessionIdParam(ctx.params), checkpointId, kind));
   });
 
   router.on('POST', '/node/v1/volumes/:sessionId/restore', async (ctx) => {
     authorize(ctx);
-    const { checkpointId } = await readJson(ctx.req, NodeCheckpointRequestSchema);
+    const { checkpointId } = await readJson(ctx.req, NodeCheckpointIdSchema);
     await deps.checkpoints.restore(sessionIdParam(ctx.params), checkpointId);
     sendJson(ctx.res, 200, { ok: true });
   });
@@ -81,7 +81,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('DELETE', '/node/v1/checkpoints/:checkpointId', async (ctx) => {
     authorize(ctx);
-    const { checkpointId } = parseWith(NodeCheckpointRequestSchema, { checkpointId: ctx.params.checkpointId }, 'checkpoint id');
+    const { checkpointId } = parseWith(NodeCheckpointIdSchema, { checkpointId: ctx.params.checkpointId }, 'checkpoint id');
     await deps.checkpoints.delete(checkpointId);
     sendJson(ctx.res, 200, { ok: true });
   });

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { runCommand } from '../run-command.js';
-import type { IpLeases, Lease } from './ip-leases.js';
+import { IpLeases, type Lease } from './ip-leases.js';
 import { SandboxFirewall } from './sandbox-firewall.js';
 
 export interface SandboxNetworkInfo {
@@ -35,12 +35,22 @@ export class SandboxNetwork {
       await runCommand(['ip', '-batch', '-'], { input: [`link add ${hostIf} type veth peer name eth0 netns ${netns}`, `addr add ${lease.hostIp}/${lease.prefix} dev ${hostIf}`].join('\n') + '\n' });
       await this.firewall.close(hostIf);
       await runCommand(['ip', 'link', 'set', hostIf, 'up']);
-      await runCommand(['ip', '-n', netns, '-batch', '-'], { input: [`addr add ${lease.sandboxIp}/${lease.prefix} dev eth0`, 'link set eth0 up', 'link set lo up'].join('\n') + '\n' });
+      await runCommand(['ip', '-n', netns, '-batch', '-'], { input: [...sandboxSideAddress(lease), 'link set eth0 up', 'link set lo up'].join('\n') + '\n' });
     } catch (err) {
       await this.destroy(sandboxId, lease.index);
       throw err;
     }
     return { netns, netnsPath: `/var/run/netns/${netns}`, hostIf, lease };
+  }
+
+  /**
+   * Gives the sandbox end of the veth its address again. runsc moves the address into gVisor's own
+   * network stack and removes it from the interface, so a sandbox restored in the same namespace
+   * (after a full checkpoint) would otherwise come up without one.
+   */
+  async readdress(sandboxId: string, leaseIndex: number): Promise<void> {
+    const { netns } = SandboxNetwork.names(sandboxId);
+    await runCommand(['ip', '-n', netns, '-batch', '-'], { input: sandboxSideAddress(IpLeases.describe(leaseIndex)).join('\n') + '\n' });
   }
 
   /** Removes the namespace (which takes the veth pair with it) and frees the subnet. Idempotent. */
@@ -60,4 +70,8 @@ export class SandboxNetwork {
   removeStaleRules(): Promise<number> {
     return this.firewall.removeStale('sp', (name) => existsSync(`/sys/class/net/${name}`));
   }
+}
+
+function sandboxSideAddress(lease: Lease): string[] {
+  return [`addr replace ${lease.sandboxIp}/${lease.prefix} dev eth0`];
 }

@@ -31,6 +31,14 @@ export interface RuntimeDriver {
   /** Checks the host can run sandboxes; throws a message that says what to install or change. */
   preflight(): Promise<void>;
   start(spec: SandboxSpec): Promise<void>;
+  /** Saves the sandbox's memory and process state into `imageDir`; the sandbox is stopped afterwards. */
+  checkpoint(sandboxId: string, imageDir: string): Promise<void>;
+  /** Runs a sandbox stopped by `checkpoint` on from its image, with the spec it was started with. */
+  resumeFromImage(sandboxId: string, workDir: string, imageDir: string): Promise<void>;
+  /** Starts a new sandbox from a memory image instead of booting: its processes continue where they were. */
+  restore(spec: SandboxSpec, imageDir: string): Promise<void>;
+  /** Sends a signal to the sandbox's first process. */
+  signalInit(sandboxId: string, signal: string): Promise<void>;
   /** Stops the sandbox and removes the runtime's record of it. Idempotent. */
   destroy(sandboxId: string): Promise<void>;
   stats(sandboxId: string): Promise<SandboxStats>;

@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { openSync, closeSync, existsSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
@@ -15,6 +17,8 @@ export class GvisorDriver implements RuntimeDriver {
 
   constructor(
     private readonly stateRoot: string,
+    /** The host-side subreaper runsc runs under (native/space-shim.c). */
+    private readonly shimBinary: string,
     private readonly runscBinary = 'runsc',
   ) {}
 
@@ -27,19 +31,51 @@ export class GvisorDriver implements RuntimeDriver {
   async preflight(): Promise<void> {
     const found = await runCommand([this.runscBinary, '--version'], { allowFailure: true }).catch(() => null);
     if (!found || found.code !== 0) throw new Error(`${this.runscBinary} not found: install gVisor with "apt-get install runsc" (./space up does this)`);
+    if (!existsSync(this.shimBinary)) throw new Error(`${this.shimBinary} is missing: run "npm run build" (./space does it)`);
     await mkdir(this.stateRoot, { recursive: true });
   }
 
   async start(spec: SandboxSpec): Promise<void> {
+    const bundle = await this.writeBundle(spec);
+    await this.runInOwnMountNamespace(spec.workDir, ['run', '--detach', `--bundle=${bundle}`, spec.sandboxId]);
+  }
+
+  async checkpoint(sandboxId: string, imageDir: string): Promise<void> {
+    await mkdir(imageDir, { recursive: true });
+    const run = [this.runscBinary, ...this.globalFlags(), 'checkpoint', `--image-path=${imageDir}`, sandboxId];
+    const result = await runCommand(inOwnMountNamespace(run), { allowFailure: true });
+    if (result.code !== 0) throw new Error(`runsc checkpoint failed: ${checkpointFailure(result.stderr || result.stdout)}`);
+  }
+
+  async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
+    const bundle = await this.writeBundle(spec);
+    await this.runInOwnMountNamespace(spec.workDir, ['restore', '--detach', `--bundle=${bundle}`, `--image-path=${imageDir}`, spec.sandboxId]);
+  }
+
+  /** This runsc cannot restore into a stopped container: it is deleted and restored under the same id. */
+  async resumeFromImage(sandboxId: string, workDir: string, imageDir: string): Promise<void> {
+    await this.destroy(sandboxId);
+    await this.runInOwnMountNamespace(workDir, ['restore', '--detach', `--bundle=${path.join(workDir, 'bundle')}`, `--image-path=${imageDir}`, sandboxId]);
+  }
+
+  async signalInit(sandboxId: string, signal: string): Promise<void> {
+    await runCommand([this.runscBinary, ...this.globalFlags(), 'kill', sandboxId, signal]);
+  }
+
+  private async writeBundle(spec: SandboxSpec): Promise<string> {
     const bundle = path.join(spec.workDir, 'bundle');
     await mkdir(bundle, { recursive: true });
     await writeFile(path.join(bundle, 'config.json'), JSON.stringify(buildOciSpec(spec)));
-    const console = openSync(path.join(spec.workDir, 'console.log'), 'a');
+    return bundle;
+  }
+
+  /** Runs `runsc run|restore --detach` under the shim, which stays as the sandbox's reaper. */
+  private async runInOwnMountNamespace(workDir: string, command: string[]): Promise<void> {
+    const console = openSync(path.join(workDir, 'console.log'), 'a');
     try {
-      const run = [this.runscBinary, ...this.globalFlags(path.join(spec.workDir, 'runsc.log')), 'run', '--detach', `--bundle=${bundle}`, spec.sandboxId];
-      await runCommand(['unshare', '-m', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs none /proc/sys/net && exec "$@"', 'sh', ...run], {
-        stdio: ['ignore', console, console],
-      });
+      const run = inOwnMountNamespace([this.runscBinary, ...this.globalFlags(path.join(workDir, 'runsc.log')), ...command]);
+      const code = await runDetachedUnderShim(this.shimBinary, run, console);
+      if (code !== 0) throw new Error(`runsc ${command[0]} exited ${code}`);
     } finally {
       closeSync(console);
     }
@@ -61,4 +97,36 @@ export class GvisorDriver implements RuntimeDriver {
     const result = await runCommand([this.runscBinary, ...this.globalFlags(), 'list', '--quiet'], { allowFailure: true });
     return result.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
   }
+}
+
+/** Starts the shim in its own session and resolves with the exit code of `argv` (the shim lives on). */
+function runDetachedUnderShim(shim: string, argv: string[], output: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(shim, argv, { detached: true, stdio: ['ignore', output, output, 'pipe'] });
+    const status = child.stdio[3] as Readable;
+    let text = '';
+    child.once('error', (err) => reject(new Error(`cannot run ${shim}: ${err.message}`)));
+    status.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    status.once('close', () => {
+      child.unref();
+      const match = /^exit (\d+)/.exec(text);
+      resolve(match ? Number(match[1]) : 128);
+    });
+  });
+}
+
+/** runsc, in a mount namespace of its own where /proc/sys/net is hidden (see the class comment). */
+function inOwnMountNamespace(runsc: string[]): string[] {
+  return ['unshare', '-m', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs none /proc/sys/net && exec "$@"', 'sh', ...runsc];
+}
+
+/** gVisor's TCP endpoint states, numbered as in this runsc (Linux's order). */
+const tcpStateNames = ['', 'ESTABLISHED', 'SYN_SENT', 'SYN_RECV', 'FIN_WAIT1', 'FIN_WAIT2', 'TIME_WAIT', 'CLOSE', 'CLOSE_WAIT', 'LAST_ACK', 'LISTEN', 'CLOSING'];
+
+/** The cause in runsc's output (it is followed by a dump of the object and a Go stack trace). */
+function checkpointFailure(text: string): string {
+  const rejected = /save rejected[^\n]*?(?=:\s*\n|$)/m.exec(text);
+  const state = /\bstate:atomicbitops\.Uint32\{[^}]*\}, value:0x([0-9a-f]+)\}/.exec(text);
+  if (rejected) return `${rejected[0].slice(0, 600)}${state ? ` (TCP state ${tcpStateNames[parseInt(state[1]!, 16)] ?? state[1]})` : ''}`;
+  return text.trim().split('\n').slice(-3).join(' | ').slice(-600);
 }

@@ -1,12 +1,31 @@
-import { readdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import type { BtrfsVolume } from './btrfs-volume.js';
 import type { Subvolumes } from './subvolumes.js';
+import { readJsonFile } from '../json-file.js';
+
+/** What a restore needs besides the image: how to reach and wake the daemon saved in it. */
+export const MemoryImageMetaSchema = z
+  .object({
+    /** The daemon's channel token at the time of the checkpoint (it is in the image's memory too). */
+    token: z.string(),
+    /** The read-only runtime directory the image's daemon was running from; a different one cannot be restored onto. */
+    runtimeDir: z.string(),
+    sizeBytes: z.number().int().nonnegative(),
+  })
+  .strict();
+export type MemoryImageMeta = z.infer<typeof MemoryImageMetaSchema>;
+
+const metaFile = 'space-meta.json';
 
 /**
- * Filesystem checkpoints: read-only snapshots of a session's volume under `checkpoints/<id>`. They
- * share blocks with the volume and with each other; a volume made from one (restore, fork) is a
- * writable snapshot of it, so nothing is copied.
+ * Checkpoints: read-only snapshots of a session's volume under `checkpoints/<id>`, and for full
+ * checkpoints the memory image next to it in `checkpoints/<id>.memory`. Snapshots share blocks with
+ * the volume and with each other; a volume made from one (restore, fork) is a writable snapshot of
+ * it, so nothing is copied. An image is written under `.partial` and renamed when complete.
  */
 export class CheckpointStore {
   constructor(
@@ -18,9 +37,34 @@ export class CheckpointStore {
     return this.volume.dir('checkpoints', checkpointId);
   }
 
+  imageDir(checkpointId: string): string {
+    return `${this.path(checkpointId)}.memory`;
+  }
+
+  /** Where a memory image is written before it is complete. */
+  partialImageDir(checkpointId: string): string {
+    return `${this.imageDir(checkpointId)}.partial`;
+  }
+
   async take(volumePath: string, checkpointId: string): Promise<void> {
     if (!this.subvolumes.exists(volumePath)) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, 'the session has no volume on this node');
     await this.subvolumes.snapshot(volumePath, this.path(checkpointId), true);
+  }
+
+  /** Publishes a complete memory image (written to `partialImageDir`) with what restoring it needs. */
+  async commitImage(checkpointId: string, meta: Omit<MemoryImageMeta, 'sizeBytes'>): Promise<MemoryImageMeta> {
+    const partial = this.partialImageDir(checkpointId);
+    const full: MemoryImageMeta = { ...meta, sizeBytes: await directorySize(partial) };
+    await writeFile(path.join(partial, metaFile), JSON.stringify(full), { mode: 0o600 });
+    await rename(partial, this.imageDir(checkpointId));
+    return full;
+  }
+
+  /** The memory image of a full checkpoint, or null for an fs checkpoint (or an unreadable image). */
+  async image(checkpointId: string): Promise<{ dir: string; meta: MemoryImageMeta } | null> {
+    const dir = this.imageDir(checkpointId);
+    const meta = await readJsonFile(path.join(dir, metaFile), MemoryImageMetaSchema);
+    return meta ? { dir, meta } : null;
   }
 
   /** Replaces (or creates) a volume with a writable snapshot of a checkpoint. */
@@ -36,10 +80,34 @@ export class CheckpointStore {
   }
 
   async list(): Promise<string[]> {
-    return (await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])).filter((name) => name.startsWith('ckp_'));
+    return (await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])).filter((name) => /^ckp_[a-z0-9]+$/.test(name));
   }
 
   async delete(checkpointId: string): Promise<void> {
+    await rm(this.partialImageDir(checkpointId), { recursive: true, force: true });
+    await rm(this.imageDir(checkpointId), { recursive: true, force: true });
     await this.subvolumes.delete(this.path(checkpointId));
   }
+
+  /** Removes what a crash mid-checkpoint left: partial images, and images whose snapshot is missing. */
+  async removeIncomplete(): Promise<number> {
+    let removed = 0;
+    for (const name of await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])) {
+      const full = this.volume.dir('checkpoints', name);
+      const orphanImage = name.endsWith('.memory') && !existsSync(full.slice(0, -'.memory'.length));
+      if (name.endsWith('.partial') || orphanImage) {
+        await rm(full, { recursive: true, force: true });
+        removed++;
+      }
+    }
+    return removed;
+  }
+}
+
+async function directorySize(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    if (entry.isFile()) total += (await stat(path.join(dir, entry.name))).size;
+  }
+  return total;
 }
