@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { Api } from './client.js';
 import { hostResources } from './host-state.js';
@@ -31,11 +31,17 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     const btrfs = `${first.dataDir}/btrfs`;
     execFileSync('btrfs', ['subvolume', 'snapshot', '-r', `${btrfs}/volumes/${session.id}`, `${btrfs}/checkpoints/ckp_orphan000001`], { stdio: 'ignore' });
     execFileSync('btrfs', ['subvolume', 'snapshot', `${btrfs}/volumes/${session.id}`, `${btrfs}/volumes/${session.id}.restoring`], { stdio: 'ignore' });
+    // ...and of a full checkpoint: a memory image still being written, and one whose snapshot never came.
+    mkdirSync(`${btrfs}/checkpoints/ckp_orphan000002.memory.partial`);
+    writeFileSync(`${btrfs}/checkpoints/ckp_orphan000002.memory.partial/checkpoint.img`, 'half');
+    mkdirSync(`${btrfs}/checkpoints/ckp_orphan000003.memory`);
 
     platform = await startPlatform({ adminKey: first.adminKey });
     const again = new Api(platform.url, platform.adminKey);
     assert.ok(!existsSync(`${btrfs}/checkpoints/ckp_orphan000001`), 'the unrecorded checkpoint is removed');
     assert.ok(!existsSync(`${btrfs}/volumes/${session.id}.restoring`), 'the staging copy is removed');
+    assert.ok(!existsSync(`${btrfs}/checkpoints/ckp_orphan000002.memory.partial`), 'the partial memory image is removed');
+    assert.ok(!existsSync(`${btrfs}/checkpoints/ckp_orphan000003.memory`), 'the memory image without a snapshot is removed');
     const found = await again.call('GET', `/v1/sessions/${session.id}`);
     assert.equal(found.status, 200);
     assert.equal((await again.exec(session.id, 'cat /workspace/f')).stdout, 'before-crash\n');
@@ -46,6 +52,34 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     await new Promise((r) => setTimeout(r, 1000));
     assert.ok(Number((await again.exec(session.id, 'cat /workspace/counter')).stdout) > before);
     assert.equal((await again.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id, session.sandbox.id);
+    await again.call('DELETE', `/v1/sessions/${session.id}`);
+    assert.equal(await platform.stop(), 0, platform.output());
+  });
+
+  test('SIGKILL in the middle of a full checkpoint: the session comes back with its files, nothing half-written stays', { timeout: 180_000 }, async () => {
+    const first = await startPlatform();
+    const api = new Api(first.url, first.adminKey);
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    await api.exec(session.id, 'echo before-crash > /workspace/f');
+    await api.exec(session.id, 'i=0; while true; do i=$((i+1)); echo $i > /workspace/counter; sleep 0.2; done', { background: true });
+    const inFlight = api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' }).catch(() => null);
+    await new Promise((r) => setTimeout(r, 500));
+    first.process.kill('SIGKILL');
+    await new Promise((resolve) => first.process.once('exit', resolve));
+    await inFlight;
+
+    platform = await startPlatform({ adminKey: first.adminKey });
+    const again = new Api(platform.url, platform.adminKey);
+    const btrfs = `${first.dataDir}/btrfs`;
+    const left = readdirSync(`${btrfs}/checkpoints`);
+    assert.ok(!left.some((n) => n.endsWith('.partial')), `no partial image: ${left.join(' ')}`);
+    const listed = (await again.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as { id: string; kind: string }[];
+    for (const c of listed) {
+      assert.ok(existsSync(`${btrfs}/checkpoints/${c.id}`), `listed checkpoint ${c.id} exists`);
+      if (c.kind === 'full') assert.ok(existsSync(`${btrfs}/checkpoints/${c.id}.memory`), `full checkpoint ${c.id} has its memory image`);
+    }
+    for (const name of left.filter((n) => /^ckp_[a-z0-9]+$/.test(n))) assert.ok(listed.some((c) => c.id === name), `${name} on disk is recorded`);
+    assert.equal((await again.exec(session.id, 'cat /workspace/f')).stdout, 'before-crash\n');
     await again.call('DELETE', `/v1/sessions/${session.id}`);
   });
 });

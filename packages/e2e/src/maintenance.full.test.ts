@@ -68,12 +68,25 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     assert.equal((await api.call('GET', `/v1/sessions/${session.id}`)).body.status, 'running');
   });
 
-  test('a sandbox with a running process is not stopped as idle', { timeout: 60_000 }, async () => {
+  test('an idle sandbox with a running process is stopped after a full checkpoint; the process runs again on resume', { timeout: 120_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 2 });
+    sessions.push(session.id);
+    const { pid } = await api.exec(session.id, ['sleep', '600'], { background: true });
+    const idle = await waitFor(async () => (await api.call('GET', `/v1/sessions/${session.id}`)).body, (s) => s.status === 'idle', 30_000);
+    assert.equal(idle.status, 'idle');
+    assert.equal(idle.checkpoints.at(-1).kind, 'full');
+    const { processes } = (await api.call('GET', `/v1/sessions/${session.id}/processes`)).body;
+    assert.ok(processes.some((p: any) => p.pid === pid && p.running), JSON.stringify(processes));
+  });
+
+  test('an idle sandbox whose processes hold a TCP socket keeps running (its memory cannot be saved)', { timeout: 60_000 }, async () => {
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 1 });
     sessions.push(session.id);
-    await api.exec(session.id, ['sleep', '120'], { background: true });
+    await api.exec(session.id, ['nc', '-l', '-p', '8080'], { background: true });
     await sleep(4000);
-    assert.equal((await api.call('GET', `/v1/sessions/${session.id}`)).body.status, 'running');
+    const now = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
+    assert.equal(now.status, 'running');
+    assert.equal(now.sandbox.id, session.sandbox.id);
   });
 
   test('/metrics counts sandbox starts, deaths, resumes and checkpoints', { timeout: 60_000 }, async () => {

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Api } from './client.js';
+import { startPlatform, type RunningPlatform } from './platform.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** A shell loop counting in a variable (memory only); it also writes the value so tests can read it. */
+const counter = 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done';
+
+describe('full checkpoints: memory and processes', () => {
+  let platform: RunningPlatform;
+  let api: Api;
+  const sessions: string[] = [];
+  const created = async (body: Record<string, unknown> = {}): Promise<any> => {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0, ...body });
+    sessions.push(session.id);
+    return session;
+  };
+  const count = async (sessionId: string): Promise<number> => Number((await api.exec(sessionId, ['cat', '/tmp/count'])).stdout);
+  const startCounter = async (sessionId: string): Promise<number> => {
+    const started = await api.exec(sessionId, ['sh', '-c', counter], { background: true });
+    while ((await api.exec(sessionId, 'test -s /tmp/count')).exitCode !== 0) await sleep(100);
+    return started.pid;
+  };
+  const fullCheckpoint = async (sessionId: string): Promise<any> => {
+    const reply = await api.call('POST', `/v1/sessions/${sessionId}/checkpoints`, { kind: 'full' });
+    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    return reply.body;
+  };
+  const running = async (sessionId: string, pid: number): Promise<boolean> =>
+    (await api.call('GET', `/v1/sessions/${sessionId}/processes`)).body.processes.some((p: any) => p.pid === pid && p.running);
+
+  before(async () => {
+    platform = await startPlatform();
+    api = new Api(platform.url, platform.adminKey);
+  });
+
+  after(async () => {
+    for (const id of sessions) await api.call('DELETE', `/v1/sessions/${id}`);
+    assert.equal(await platform.stop(), 0, platform.output());
+  });
+
+  test('a full checkpoint saves memory and the sandbox runs on; after a kill the counter continues from it', { timeout: 180_000 }, async () => {
+    const session = await created();
+    const pid = await startCounter(session.id);
+    const checkpoint = await fullCheckpoint(session.id);
+    assert.deepEqual([checkpoint.kind, checkpoint.trigger], ['full', 'manual']);
+    assert.ok(checkpoint.sizeBytes > 0 && checkpoint.pauseMs > 0, JSON.stringify(checkpoint));
+    const image = path.join(platform.dataDir, 'btrfs', 'checkpoints', `${checkpoint.id}.memory`);
+    assert.ok(existsSync(image), 'the memory image sits next to the snapshot');
+    assert.ok(!readdirSync(path.join(platform.dataDir, 'btrfs', 'checkpoints')).some((n) => n.endsWith('.partial')), 'nothing half-written is left');
+
+    // The same sandbox keeps serving and its process keeps counting.
+    const sandboxAfter = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id;
+    assert.equal(sandboxAfter, session.sandbox.id);
+    const atCheckpoint = await count(session.id);
+    await sleep(500);
+    assert.ok((await count(session.id)) > atCheckpoint, 'the counter runs on after the checkpoint');
+    assert.ok(await running(session.id, pid));
+
+    // The sandbox dies; the next call restores it from the memory image: the loop continues.
+    await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    const resumed = await count(session.id);
+    assert.ok(resumed >= 1, `counter after resume: ${resumed}`);
+    await sleep(500);
+    assert.ok((await count(session.id)) > resumed, 'the restored process is counting again');
+    assert.ok(await running(session.id, pid), 'the same pid runs in the restored sandbox');
+    const after = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
+    assert.equal(after.sandboxHistory.at(-1).restoredFrom, checkpoint.id);
+    // What the volume held before the resume is kept as an fs checkpoint.
+    assert.equal(after.checkpoints.at(-1).kind, 'fs');
+  });
+
+  test('fork 2 from a full checkpoint: each fork continues the process and diverges on its own', { timeout: 180_000 }, async () => {
+    const parent = await created();
+    await startCounter(parent.id);
+    await api.exec(parent.id, 'echo parent > /workspace/who');
+    const checkpoint = await fullCheckpoint(parent.id);
+    const fork = await api.call('POST', `/v1/checkpoints/${checkpoint.id}/fork`, { count: 2 });
+    assert.equal(fork.status, 201, JSON.stringify(fork.body));
+    const forks = fork.body.sessions as any[];
+    sessions.push(...forks.map((f) => f.id));
+    for (const [i, f] of forks.entries()) {
+      assert.equal(f.sandboxHistory[0].restoredFrom, checkpoint.id);
+      assert.equal((await api.exec(f.id, 'cat /workspace/who')).stdout, 'parent\n');
+      assert.equal((await api.exec(f.id, 'echo $SPACE_SESSION_ID')).stdout, `${f.id}\n`, 'a fork runs with its own session id');
+      const first = await count(f.id);
+      await sleep(400);
+      assert.ok((await count(f.id)) > first, `fork ${i} counts on from the checkpoint`);
+      await api.exec(f.id, `echo fork-${i} > /workspace/who`);
+    }
+    assert.equal((await api.exec(forks[0].id, 'cat /workspace/who')).stdout, 'fork-0\n');
+    assert.equal((await api.exec(forks[1].id, 'cat /workspace/who')).stdout, 'fork-1\n');
+    assert.equal((await api.exec(parent.id, 'cat /workspace/who')).stdout, 'parent\n');
+  });
+
+  test('a process holding a TCP socket: the full checkpoint is refused, an fs one is taken, nothing stops', { timeout: 120_000 }, async () => {
+    const session = await created();
+    await api.exec(session.id, ['nc', '-l', '-p', '8080'], { background: true });
+    await sleep(300);
+    const reply = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+    assert.equal(reply.status, 409, JSON.stringify(reply.body));
+    assert.equal(reply.body.error.code, 'FULL_CHECKPOINT_REFUSED');
+    assert.match(reply.body.error.message, /TCP/);
+    const fallback = reply.body.error.details.fallbackCheckpointId;
+    const list = (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints;
+    assert.deepEqual(list.map((c: any) => [c.id, c.kind]), [[fallback, 'fs']]);
+    const now = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
+    assert.equal(now.sandbox.id, session.sandbox.id, 'the sandbox was not touched');
+    assert.equal((await api.exec(session.id, 'echo alive')).stdout, 'alive\n');
+  });
+});
