@@ -160,6 +160,39 @@ try {
   }
   record('resume after kill (first exec)', resumeSamples);
   await api(platform.url, 'DELETE', `/v1/sessions/${session.id}`);
+
+  // Full checkpoints of a base session running a background process; automatic ones are off so
+  // every sample is the one taken here.
+  const full = await api(platform.url, 'POST', '/v1/sessions', { template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  await api(platform.url, 'POST', `/v1/sessions/${full.id}/exec`, { cmd: 'sleep 100000', background: true });
+  const fullLatency = [];
+  const pauses = [];
+  const sizes = [];
+  const fullResumes = [];
+  let lastFull;
+  for (let i = 0; i < runs.checkpoints; i++) {
+    const [ms, ckp] = await timed(() => api(platform.url, 'POST', `/v1/sessions/${full.id}/checkpoints`, { kind: 'full' }));
+    fullLatency.push(ms);
+    pauses.push(ckp.pauseMs);
+    sizes.push(ckp.sizeBytes / 1e6);
+    lastFull = ckp;
+    if (i < runs.resumes) {
+      await api(platform.url, 'POST', `/v1/sessions/${full.id}/sandbox/kill`);
+      fullResumes.push((await timed(() => api(platform.url, 'POST', `/v1/sessions/${full.id}/exec`, { cmd: ['true'] })))[0]);
+    }
+  }
+  record('full checkpoint (request)', fullLatency);
+  record('full checkpoint: sandbox paused', pauses);
+  record('full checkpoint: memory image', sizes, 'MB');
+  record('resume after kill from full checkpoint (first exec)', fullResumes);
+  const fullForks = [];
+  for (let i = 0; i < runs.forks; i++) {
+    const [ms, forked] = await timed(() => api(platform.url, 'POST', `/v1/checkpoints/${lastFull.id}/fork`, { count: 4 }));
+    fullForks.push(ms);
+    for (const s of forked.sessions) await api(platform.url, 'DELETE', `/v1/sessions/${s.id}`);
+  }
+  record('fork x4 from full checkpoint (processes continue)', fullForks);
+  await api(platform.url, 'DELETE', `/v1/sessions/${full.id}`);
 } finally {
   await platform.stop();
 }

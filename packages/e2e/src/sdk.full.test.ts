@@ -65,6 +65,14 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     await session.restore(checkpoint.id);
     assert.equal((await session.files.read('notes/a.txt')).toString(), 'alpha');
 
+    const full = await session.checkpoint({ kind: 'full' });
+    assert.deepEqual([full.kind, full.sizeBytes! > 0, full.pauseMs! > 0], ['full', true, true]);
+    await session.startBackground('nc -l -p 9000');
+    await new Promise((r) => setTimeout(r, 300));
+    const refused = await session.checkpoint({ kind: 'full' }).catch((err: unknown) => err);
+    assert.ok(isSpaceApiError(refused, 'FULL_CHECKPOINT_REFUSED'), String(refused));
+    assert.match(String(refused.details.fallbackCheckpointId), /^ckp_/);
+
     const pid = await session.startBackground('for i in 1 2 3; do echo $i; sleep 0.2; done');
     const replay: string[] = [];
     for await (const event of session.attach(pid)) if (event.type === 'stdout') replay.push(event.data.toString());
@@ -106,6 +114,8 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
 
     const ckp = (await cli(['checkpoint', id])).stdout.trim();
     assert.match(ckp, /^ckp_/);
+    const fullCkp = JSON.parse((await cli(['checkpoint', id, '--full', '--json'])).stdout);
+    assert.equal(fullCkp.kind, 'full');
     const forks = JSON.parse((await cli(['fork', ckp, '--count', '2', '--json'])).stdout) as { id: string }[];
     assert.equal(forks.length, 2);
     for (const f of forks) cleanup.push(() => cli(['rm', f.id]));

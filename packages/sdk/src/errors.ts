@@ -7,6 +7,8 @@ export class SpaceApiError extends Error {
     readonly code: string,
     readonly status: number,
     message: string,
+    /** Machine-readable facts, e.g. `fallbackCheckpointId` when a full checkpoint was refused. */
+    readonly details: Record<string, string | number | boolean> = {},
   ) {
     super(message);
     this.name = 'SpaceApiError';

@@ -116,7 +116,12 @@ export class Session {
     await this.t.json('POST', `${this.base}/processes/${pid}/signal`, { ...opts, json: { signal } });
   }
 
-  checkpoint(opts: CallOptions & { kind?: 'fs' } = {}): Promise<CheckpointData> {
+  /**
+   * `kind: 'fs'` (default) snapshots the files; `'full'` also saves memory and processes. A full one
+   * the sandbox cannot give (a process holds a TCP socket, a stream is attached) throws
+   * FULL_CHECKPOINT_REFUSED with `details.fallbackCheckpointId`, the fs checkpoint taken instead.
+   */
+  checkpoint(opts: CallOptions & { kind?: 'fs' | 'full' } = {}): Promise<CheckpointData> {
     return this.t.json<CheckpointData>('POST', `${this.base}/checkpoints`, { ...opts, json: { kind: opts.kind ?? 'fs' } });
   }
 

@@ -41,8 +41,8 @@ export class Transport {
 async function errorFrom(res: Response): Promise<SpaceApiError> {
   const text = await res.text().catch(() => '');
   try {
-    const body = JSON.parse(text) as { error?: { code?: string; message?: string } };
-    if (body.error?.code) return new SpaceApiError(body.error.code, res.status, body.error.message ?? body.error.code);
+    const body = JSON.parse(text) as { error?: { code?: string; message?: string; details?: Record<string, string | number | boolean> } };
+    if (body.error?.code) return new SpaceApiError(body.error.code, res.status, body.error.message ?? body.error.code, body.error.details ?? {});
   } catch {
     // not JSON
   }

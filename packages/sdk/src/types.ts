@@ -9,10 +9,12 @@ export interface SessionData {
   resources: { memoryMb: number; cpus: number; pids: number };
   metadata: Record<string, string>;
   checkpointIntervalSec: number;
+  fullCheckpointIntervalSec: number;
   idleTimeoutSec: number;
   sandbox: { id: string; nodeId: string; startedAt: string } | null;
   parentCheckpointId: string | null;
-  sandboxHistory?: { id: string; nodeId: string; startedAt: string; endedAt: string | null; endReason: string | null }[];
+  /** `restoredFrom`: the full checkpoint whose memory the sandbox started from (its processes continued). */
+  sandboxHistory?: { id: string; nodeId: string; startedAt: string; endedAt: string | null; endReason: string | null; restoredFrom: string | null }[];
   checkpoints?: { id: string; kind: string; createdAt: string }[];
 }
 
@@ -22,6 +24,8 @@ export interface CreateSessionOptions {
   resources?: { memoryMb?: number; cpus?: number; pids?: number };
   metadata?: Record<string, string>;
   checkpointIntervalSec?: number;
+  /** Seconds between automatic full (memory) checkpoints; 0 turns them off (default 600). */
+  fullCheckpointIntervalSec?: number;
   idleTimeoutSec?: number;
 }
 
@@ -61,9 +65,13 @@ export interface FileEntry {
 export interface CheckpointData {
   id: string;
   sessionId: string;
-  kind: 'fs';
+  kind: 'fs' | 'full';
   trigger: 'manual' | 'auto';
   createdAt: string;
+  /** Bytes of the memory image (full checkpoints), else null. */
+  sizeBytes: number | null;
+  /** How long the sandbox was paused to take it (full checkpoints), else null. */
+  pauseMs: number | null;
 }
 
 export interface ProcessData {

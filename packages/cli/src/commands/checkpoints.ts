@@ -2,17 +2,20 @@ import type { Command } from 'commander';
 import type { CheckpointData } from '@space/sdk';
 import { cliClient, output } from '../client.js';
 
-const line = (c: CheckpointData): string => `${c.id}  ${c.kind}  ${c.trigger.padEnd(6)} ${c.createdAt}`;
+const line = (c: CheckpointData): string =>
+  `${c.id}  ${c.kind.padEnd(4)}  ${c.trigger.padEnd(6)} ${c.createdAt}${c.kind === 'full' ? `  memory ${((c.sizeBytes ?? 0) / 1e6).toFixed(1)} MB, paused ${c.pauseMs} ms` : ''}`;
 
 /** checkpoint, checkpoints, fork, restore. */
 export function registerCheckpointCommands(program: Command): void {
   program
     .command('checkpoint <session>')
-    .description('take a filesystem checkpoint; prints its id')
+    .description('take a checkpoint (files; with --full also memory and processes); prints its id')
+    .option('--full', 'also save memory and running processes (refused while a process holds a TCP socket: an fs checkpoint is taken instead)')
     .option('--json', 'print JSON')
-    .action(async (id: string, opts: { json?: boolean }) => {
-      const checkpoint = await (await cliClient(process.env).sessions.get(id)).checkpoint({ kind: 'fs' });
-      output(Boolean(opts.json), checkpoint, () => checkpoint.id);
+    .action(async (id: string, opts: { full?: boolean; json?: boolean }) => {
+      if (opts.full && !opts.json) process.stderr.write('saving memory and processes (the sandbox pauses for a moment)…\n');
+      const checkpoint = await (await cliClient(process.env).sessions.get(id)).checkpoint({ kind: opts.full ? 'full' : 'fs' });
+      output(Boolean(opts.json), checkpoint, () => (checkpoint.kind === 'full' ? `${checkpoint.id}  (memory ${((checkpoint.sizeBytes ?? 0) / 1e6).toFixed(1)} MB, paused ${checkpoint.pauseMs} ms)` : checkpoint.id));
     });
 
   program

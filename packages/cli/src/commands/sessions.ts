@@ -23,10 +23,19 @@ export function registerSessionCommands(program: Command): void {
     .description('create a session (and its sandbox); prints the session id')
     .option('-t, --template <name>', 'template: base or tiny', 'base')
     .option('-e, --env <NAME=VALUE...>', 'environment variables', [])
+    .option('--checkpoint-interval <sec>', 'seconds between automatic fs checkpoints (0: off)', (v) => Number(v))
+    .option('--full-checkpoint-interval <sec>', 'seconds between automatic full (memory) checkpoints (0: off)', (v) => Number(v))
+    .option('--idle-timeout <sec>', 'seconds without calls before the sandbox is checkpointed and stopped (0: never)', (v) => Number(v))
     .option('--json', 'print the session as JSON')
-    .action(async (opts: { template: string; env: string[]; json?: boolean }) => {
+    .action(async (opts: { template: string; env: string[]; checkpointInterval?: number; fullCheckpointInterval?: number; idleTimeout?: number; json?: boolean }) => {
       if (!opts.json) process.stderr.write(`creating a ${opts.template} session…\n`);
-      const session = await cliClient(process.env).sessions.create({ template: opts.template, env: parseEnv(opts.env) });
+      const session = await cliClient(process.env).sessions.create({
+        template: opts.template,
+        env: parseEnv(opts.env),
+        checkpointIntervalSec: opts.checkpointInterval,
+        fullCheckpointIntervalSec: opts.fullCheckpointInterval,
+        idleTimeoutSec: opts.idleTimeout,
+      });
       output(Boolean(opts.json), session.data, () => session.id);
     });
 
