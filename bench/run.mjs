@@ -161,25 +161,29 @@ try {
   record('resume after kill (first exec)', resumeSamples);
   await api(platform.url, 'DELETE', `/v1/sessions/${session.id}`);
 
-  // Full checkpoints of a base session running a background process; automatic ones are off so
-  // every sample is the one taken here.
-  const full = await api(platform.url, 'POST', '/v1/sessions', { template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
-  await api(platform.url, 'POST', `/v1/sessions/${full.id}/exec`, { cmd: 'sleep 100000', background: true });
+  // Full checkpoints of base sessions running a background process, each on a freshly booted
+  // sandbox (this runsc saves one generation of memory images: a restored sandbox is refused).
   const fullLatency = [];
   const pauses = [];
   const sizes = [];
   const fullResumes = [];
   let lastFull;
+  let forkSource;
   for (let i = 0; i < runs.checkpoints; i++) {
+    const full = await api(platform.url, 'POST', '/v1/sessions', { template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    await api(platform.url, 'POST', `/v1/sessions/${full.id}/exec`, { cmd: 'sleep 100000', background: true });
     const [ms, ckp] = await timed(() => api(platform.url, 'POST', `/v1/sessions/${full.id}/checkpoints`, { kind: 'full' }));
     fullLatency.push(ms);
     pauses.push(ckp.pauseMs);
     sizes.push(ckp.sizeBytes / 1e6);
-    lastFull = ckp;
     if (i < runs.resumes) {
       await api(platform.url, 'POST', `/v1/sessions/${full.id}/sandbox/kill`);
       fullResumes.push((await timed(() => api(platform.url, 'POST', `/v1/sessions/${full.id}/exec`, { cmd: ['true'] })))[0]);
     }
+    if (i === runs.checkpoints - 1) {
+      lastFull = ckp;
+      forkSource = full.id;
+    } else await api(platform.url, 'DELETE', `/v1/sessions/${full.id}`);
   }
   record('full checkpoint (request)', fullLatency);
   record('full checkpoint: sandbox paused', pauses);
@@ -192,7 +196,7 @@ try {
     for (const s of forked.sessions) await api(platform.url, 'DELETE', `/v1/sessions/${s.id}`);
   }
   record('fork x4 from full checkpoint (processes continue)', fullForks);
-  await api(platform.url, 'DELETE', `/v1/sessions/${full.id}`);
+  await api(platform.url, 'DELETE', `/v1/sessions/${forkSource}`);
 } finally {
   await platform.stop();
 }

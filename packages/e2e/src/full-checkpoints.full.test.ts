@@ -72,6 +72,11 @@ describe('full checkpoints: memory and processes', () => {
     assert.equal(after.sandboxHistory.at(-1).restoredFrom, checkpoint.id);
     // What the volume held before the resume is kept as an fs checkpoint.
     assert.equal(after.checkpoints.at(-1).kind, 'fs');
+    // This runsc saves one generation of memory: a sandbox running from an image is refused (files saved).
+    const again = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+    assert.equal(again.status, 409, JSON.stringify(again.body));
+    assert.match(again.body.error.message, /memory image/);
+    assert.match(again.body.error.details.fallbackCheckpointId, /^ckp_/);
   });
 
   test('fork 2 from a full checkpoint: each fork continues the process and diverges on its own', { timeout: 180_000 }, async () => {

@@ -18,12 +18,14 @@ import { BtrfsVolume } from './storage/btrfs-volume.js';
 import { Subvolumes } from './storage/subvolumes.js';
 import { builtinRecipes, type Progress } from './templates/recipes.js';
 import { TemplateStore } from './templates/template-store.js';
+import { WarmPool } from './warm-pool.js';
 
 /** The node agent's composition root: wires storage, network, runtime and API, and owns their lifecycle. */
 export class NodeAgent {
   readonly volume: BtrfsVolume;
   readonly templates: TemplateStore;
   private manager: SandboxManager | null = null;
+  private pool: WarmPool | null = null;
   private readonly lock: DataDirLock;
   private server: Server | null = null;
   port = 0;
@@ -76,6 +78,11 @@ export class NodeAgent {
     const incomplete = await checkpointStore.removeIncomplete();
     if (incomplete) log.info(`removed ${incomplete} memory image(s) left incomplete by a crash`);
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
+    const poolTemplates = config.pool.templates ?? options.templates ?? [];
+    for (const name of poolTemplates) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
+    this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, this.manager, log);
+    this.manager.usePool(this.pool);
+    this.pool.start();
     const checkpoints = new CheckpointService(this.manager, checkpointStore);
     const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, checkpoints, templates: this.templates });
     const { server, port } = await listen(api, config.host, config.port);
@@ -88,6 +95,8 @@ export class NodeAgent {
   async stop(): Promise<void> {
     if (this.server) await closeServer(this.server);
     this.server = null;
+    await this.pool?.stop();
+    this.pool = null;
     await this.manager?.stopAll();
     this.manager = null;
     // Only the owner of the data directory may unmount it (a refused second instance must not).

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { newId } from '@space/protocol';
+import type { WarmPoolConfig } from './warm-pool.js';
 
 export interface NodeConfig {
   /** Data directory of this node agent (`SPACE_DATA_DIR`, default /var/lib/space). */
@@ -19,6 +20,17 @@ export interface NodeConfig {
   /** Directory with the bundled daemon and its helpers. */
   daemonBundleDir: string;
   nodeBinary: string;
+  /** Warm pool settings; `templates: null` pools every template prepared at start. */
+  pool: Omit<WarmPoolConfig, 'templates'> & { templates: string[] | null };
+}
+
+/** A non-negative integer setting, or a message that names the variable. */
+function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number >= 0, got ${JSON.stringify(raw)}`);
+  return value;
 }
 
 /** Reads a value kept in a file, creating it with `make()` the first time. */
@@ -42,5 +54,10 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
     volumeSizeGb: overrides.volumeSizeGb ?? Number(env.SPACE_VOLUME_SIZE_GB ?? 40),
     daemonBundleDir: overrides.daemonBundleDir,
     nodeBinary: overrides.nodeBinary ?? process.execPath,
+    pool: overrides.pool ?? {
+      size: integerSetting(env, 'SPACE_POOL_SIZE', 2),
+      templates: env.SPACE_POOL_TEMPLATES ? env.SPACE_POOL_TEMPLATES.split(',').map((t) => t.trim()).filter(Boolean) : null,
+      refillDelayMs: integerSetting(env, 'SPACE_POOL_REFILL_DELAY_MS', 500),
+    },
   };
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { DaemonQuiesceReplySchema, ErrorCode, SpaceError, newId, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { DaemonQuiesceReplySchema, ErrorCode, SpaceError, newId, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { SingleFlight, Upstream } from '@space/server-kit';
 import { z } from 'zod';
 import type { RuntimeDriver } from './runtime/driver.js';
@@ -16,6 +16,7 @@ import type { Logger } from './logger.js';
 import type { CheckpointStore, MemoryImageMeta } from './storage/checkpoint-store.js';
 import type { SandboxSpec } from './runtime/driver.js';
 import { readJsonFile } from './json-file.js';
+import type { WarmPool } from './warm-pool.js';
 
 export const daemonPort = 49983;
 const daemonReadyTimeoutMs = 30_000;
@@ -71,6 +72,10 @@ export interface MemoryCheckpoint {
   pauseMs: number;
 }
 
+/** Pooled sandboxes serve a placeholder "session" with this prefix until claimed. */
+const unclaimedPrefix = 'pool';
+const isUnclaimed = (record: SandboxRecord): boolean => record.sessionId.startsWith(`${unclaimedPrefix}_`);
+
 /** A memory image a session's next sandbox starts from (set by a restore or fork from a full checkpoint). */
 const PendingMemorySchema = z.object({ checkpointId: z.string() }).strict();
 
@@ -108,6 +113,7 @@ function processAlive(pid: number): boolean {
 export class SandboxManager {
   private readonly live = new Map<string, LiveSandbox>();
   private readonly starting = new SingleFlight<SandboxInfo>();
+  private pool: WarmPool | null = null;
 
   constructor(private readonly deps: SandboxManagerDeps) {}
 
@@ -127,13 +133,20 @@ export class SandboxManager {
     return this.starting.run(request.sessionId, () => this.startNew(request));
   }
 
+  /** Where new sessions get a ready sandbox from; set once by the node agent. */
+  usePool(pool: WarmPool): void {
+    this.pool = pool;
+  }
+
   private async startNew(request: StartSandboxRequest): Promise<SandboxInfo> {
     const { deps } = this;
     const phases = new PhaseTimer();
     const rootfs = this.volumePath(request.sessionId);
     if (!deps.subvolumes.exists(rootfs)) {
-      const template = await deps.templates.ensure(request.template, (m) => deps.log.info(m));
-      await deps.subvolumes.snapshot(template, rootfs, false);
+      // A new session: a pooled sandbox serves it at once if one fits.
+      const pooled = await this.pool?.take(request);
+      if (pooled) return pooled;
+      await this.newVolume(request.template, rootfs);
     }
     const memory = await this.takePendingMemory(request.sessionId);
     phases.mark('volume');
@@ -157,7 +170,7 @@ export class SandboxManager {
     await mkdir(workDir, { recursive: true, mode: 0o700 });
     const net = await deps.network.create(sandboxId, deps.owner);
     phases.mark('network');
-    const record: SandboxRecord = { sandboxId, sessionId: request.sessionId, template: request.template, startedAt: new Date().toISOString(), token, leaseIndex: net.lease.index, sandboxIp: net.lease.sandboxIp, restoredFrom: memory?.checkpointId ?? null };
+    const record: SandboxRecord = { sandboxId, sessionId: request.sessionId, template: request.template, startedAt: new Date().toISOString(), token, leaseIndex: net.lease.index, sandboxIp: net.lease.sandboxIp, restoredFrom: memory?.checkpointId ?? null, fromImage: memory !== null };
     await deps.records.save(record);
     const tokenFile = path.join(rootfs, 'run/space/daemon-token');
     const sessionEnv = { SPACE_SESSION_ID: request.sessionId, ...request.env };
@@ -165,7 +178,7 @@ export class SandboxManager {
       sandboxId,
       rootfs,
       workDir,
-      hostname: `space-${request.sessionId.slice(4, 12)}`,
+      hostname: `space-${request.sessionId.split('_')[1]!.slice(0, 8)}`,
       args: [inSandbox.init, inSandbox.loader, '--library-path', inSandbox.libs, inSandbox.node, inSandbox.daemon],
       env: {
         PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
@@ -210,6 +223,50 @@ export class SandboxManager {
       if (err instanceof SpaceError) throw err;
       throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, `sandbox failed to start: ${(err as Error).message}${console ? `; console: ${console.slice(-1000)}` : ''}`);
     }
+  }
+
+  /** A writable snapshot of the template with an identity of its own (a new /etc/machine-id). */
+  private async newVolume(templateName: string, rootfs: string): Promise<void> {
+    const template = await this.deps.templates.ensure(templateName, (m) => this.deps.log.info(m));
+    await this.deps.subvolumes.snapshot(template, rootfs, false);
+    if (existsSync(path.join(rootfs, 'etc'))) await writeFile(path.join(rootfs, 'etc/machine-id'), `${randomBytes(16).toString('hex')}\n`, { mode: 0o444 });
+  }
+
+  /** Boots a sandbox for the warm pool: its own volume, named like a session that does not exist. */
+  async bootUnclaimed(template: string, resources: Resources): Promise<string> {
+    const poolId = newId(unclaimedPrefix);
+    const rootfs = this.volumePath(poolId);
+    await this.newVolume(template, rootfs);
+    try {
+      return (await this.boot({ sessionId: poolId, template, env: {}, resources }, rootfs, new PhaseTimer(), null)).sandboxId;
+    } catch (err) {
+      await this.deps.subvolumes.delete(rootfs);
+      throw err;
+    }
+  }
+
+  /**
+   * Hands a pooled sandbox to a session: its volume is renamed to the session's (the running
+   * sandbox keeps its open directories), and the daemon gets the session's environment.
+   */
+  async claim(sandboxId: string, request: StartSandboxRequest): Promise<SandboxInfo> {
+    const live = await this.getAlive(sandboxId);
+    const from = this.volumePath(live.record.sessionId);
+    const to = this.volumePath(request.sessionId);
+    await live.daemon.json('POST', '/rebind', { token: live.record.token, env: { SPACE_SESSION_ID: request.sessionId, ...request.env } }, z.object({ ok: z.literal(true) }), { timeoutMs: 5000 });
+    await this.deps.subvolumes.rename(from, to);
+    await this.deps.driver.moveRootfs(this.deps.records.workDir(sandboxId), from, to);
+    live.record = { ...live.record, sessionId: request.sessionId, startedAt: new Date().toISOString() };
+    await this.deps.records.save(live.record);
+    return this.describe(live.record, true);
+  }
+
+  /** Stops an unclaimed sandbox and deletes its volume. */
+  async discard(sandboxId: string): Promise<void> {
+    const live = this.live.get(sandboxId);
+    if (!live) return;
+    await this.stop(sandboxId);
+    await this.deps.subvolumes.delete(this.volumePath(live.record.sessionId));
   }
 
   private pendingMemoryFile(sessionId: string): string {
@@ -261,6 +318,11 @@ export class SandboxManager {
   async checkpointMemory(sessionId: string, imageDir: string, whileStopped: () => Promise<void>): Promise<MemoryCheckpoint> {
     const live = this.liveFor(sessionId);
     if (!live) throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'the session has no running sandbox: there is no memory to save');
+    // Measured with this runsc: a sandbox restored from an image that was itself taken after a
+    // restore spins its daemon on a CPU. One generation of memory images is safe.
+    if (live.record.fromImage) {
+      throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'this sandbox already runs from a memory image, and this gVisor release cannot save such a sandbox again safely; the next sandbox that boots for the session can be fully checkpointed');
+    }
     if (live.frozen) await live.frozen.catch(() => undefined);
     const run = this.freezeAndSave(live, imageDir, whileStopped);
     live.frozen = run;
@@ -300,6 +362,8 @@ export class SandboxManager {
       await this.wake(sandboxId);
       await this.waitForDaemon(sandboxId, live.daemon);
       live.pid = (await deps.driver.stats(sandboxId)).pid;
+      live.record = { ...live.record, fromImage: true };
+      await deps.records.save(live.record);
       phases.mark('daemon');
       deps.log.info(`sandbox ${sandboxId} paused ${phases.summary()} for a full checkpoint`);
     } catch (err) {
@@ -350,8 +414,9 @@ export class SandboxManager {
     return this.describe(record, true);
   }
 
+  /** The sandboxes serving sessions (pooled ones waiting for a session are not listed). */
   list(): SandboxInfo[] {
-    return [...this.live.values()].map((s) => this.describe(s.record, true));
+    return [...this.live.values()].filter((s) => !isUnclaimed(s.record)).map((s) => this.describe(s.record, true));
   }
 
   /**
@@ -402,7 +467,8 @@ export class SandboxManager {
     for (const record of records) {
       const daemon = daemonOf(record);
       const stats = await deps.driver.stats(record.sandboxId);
-      if (stats.running && (await daemonAnswers(daemon, 2000)) === true) {
+      // Pooled sandboxes of the previous run are not adopted: the new pool boots its own.
+      if (!isUnclaimed(record) && stats.running && (await daemonAnswers(daemon, 2000)) === true) {
         this.live.set(record.sandboxId, { record, daemon, pid: stats.pid, frozen: null });
         adopted++;
       } else {
@@ -424,7 +490,7 @@ export class SandboxManager {
     }
     // A restore interrupted by a crash leaves its staging copy; the volume itself is still whole.
     for (const entry of await readdir(deps.volume.dir('volumes')).catch(() => [] as string[])) {
-      if (entry.endsWith('.restoring')) {
+      if (entry.endsWith('.restoring') || entry.startsWith(`${unclaimedPrefix}_`)) {
         await deps.subvolumes.delete(deps.volume.dir('volumes', entry));
         removed++;
       }

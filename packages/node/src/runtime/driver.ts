@@ -37,6 +37,8 @@ export interface RuntimeDriver {
   resumeFromImage(sandboxId: string, workDir: string, imageDir: string): Promise<void>;
   /** Starts a new sandbox from a memory image instead of booting: its processes continue where they were. */
   restore(spec: SandboxSpec, imageDir: string): Promise<void>;
+  /** The sandbox's root directory was renamed (a pooled sandbox claimed by a session): later restores use the new path. */
+  moveRootfs(workDir: string, from: string, to: string): Promise<void>;
   /** Sends a signal to the sandbox's first process. */
   signalInit(sandboxId: string, signal: string): Promise<void>;
   /** Stops the sandbox and removes the runtime's record of it. Idempotent. */

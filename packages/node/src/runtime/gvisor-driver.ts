@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { openSync, closeSync, existsSync } from 'node:fs';
 import type { Readable } from 'node:stream';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
 import type { RuntimeDriver, SandboxSpec, SandboxStats } from './driver.js';
@@ -56,6 +56,16 @@ export class GvisorDriver implements RuntimeDriver {
   async resumeFromImage(sandboxId: string, workDir: string, imageDir: string): Promise<void> {
     await this.destroy(sandboxId);
     await this.runInOwnMountNamespace(workDir, ['restore', '--detach', `--bundle=${path.join(workDir, 'bundle')}`, `--image-path=${imageDir}`, sandboxId]);
+  }
+
+  /** The running sandbox keeps its open directories; only the bundle a restore reads needs the new path. */
+  async moveRootfs(workDir: string, from: string, to: string): Promise<void> {
+    const file = path.join(workDir, 'bundle', 'config.json');
+    const spec = JSON.parse(await readFile(file, 'utf8')) as { root: { path: string }; mounts: { source?: string }[] };
+    const moved = (p: string): string => (p === from || p.startsWith(`${from}/`) ? to + p.slice(from.length) : p);
+    spec.root.path = moved(spec.root.path);
+    for (const mount of spec.mounts) if (mount.source) mount.source = moved(mount.source);
+    await writeFile(file, JSON.stringify(spec));
   }
 
   async signalInit(sandboxId: string, signal: string): Promise<void> {

@@ -1,0 +1,107 @@
+import { ResourcesSchema, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import type { Logger } from './logger.js';
+
+export interface WarmPoolConfig {
+  /** Ready sandboxes kept per template (`SPACE_POOL_SIZE`, default 2; 0 turns pooling off). */
+  size: number;
+  /** Templates with a pool (`SPACE_POOL_TEMPLATES`, default every template prepared at start). */
+  templates: string[];
+  /** Pause between two refill boots, so refilling leaves CPU to running sandboxes (`SPACE_POOL_REFILL_DELAY_MS`, default 500). */
+  refillDelayMs: number;
+}
+
+/** What the pool needs from the sandbox manager. */
+export interface PoolSandboxes {
+  /** Boots a sandbox that serves no session yet; returns its id. */
+  bootUnclaimed(template: string, resources: Resources): Promise<string>;
+  /** Binds an unclaimed sandbox to a session (volume, daemon environment, record). */
+  claim(sandboxId: string, request: StartSandboxRequest): Promise<SandboxInfo>;
+  /** Stops an unclaimed sandbox and deletes its volume. */
+  discard(sandboxId: string): Promise<void>;
+}
+
+/** Pooled sandboxes run with the default resources; a session asking for others boots its own. */
+const poolResources: Resources = ResourcesSchema.parse({});
+
+/**
+ * Ready sandboxes per template (daemon up, network set, fresh hostname and machine id), handed to
+ * new sessions in a few milliseconds instead of a boot of a second or more. Refilled one sandbox at
+ * a time with a pause between boots, so a refill cannot take both cores from running sandboxes.
+ */
+export class WarmPool {
+  private readonly ready = new Map<string, string[]>();
+  private refilling: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(
+    private readonly config: WarmPoolConfig,
+    private readonly sandboxes: PoolSandboxes,
+    private readonly log: Logger,
+  ) {
+    for (const template of config.templates) this.ready.set(template, []);
+  }
+
+  /** Starts filling the pools in the background. */
+  start(): void {
+    this.refill();
+  }
+
+  /** A pooled sandbox bound to the session, or null when none fits (other resources, empty pool). */
+  async take(request: StartSandboxRequest): Promise<SandboxInfo | null> {
+    const ready = this.ready.get(request.template);
+    if (!ready || !sameResources(request.resources, poolResources)) return null;
+    while (ready.length > 0) {
+      const sandboxId = ready.shift()!;
+      this.refill();
+      try {
+        return await this.sandboxes.claim(sandboxId, request);
+      } catch (err) {
+        this.log.warn(`pooled sandbox ${sandboxId} could not be claimed, trying the next: ${(err as Error).message}`);
+        await this.sandboxes.discard(sandboxId).catch(() => undefined);
+      }
+    }
+    return null;
+  }
+
+  /** How many ready sandboxes each template has. */
+  sizes(): Record<string, number> {
+    return Object.fromEntries([...this.ready].map(([template, ids]) => [template, ids.length]));
+  }
+
+  /** Stops refilling and discards every ready sandbox. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.refilling;
+    for (const ids of this.ready.values()) {
+      for (const id of ids.splice(0)) await this.sandboxes.discard(id).catch(() => undefined);
+    }
+  }
+
+  private refill(): void {
+    if (this.refilling || this.stopped || this.config.size === 0) return;
+    this.refilling = this.fill().finally(() => (this.refilling = null));
+  }
+
+  private async fill(): Promise<void> {
+    for (;;) {
+      const template = [...this.ready].find(([, ids]) => ids.length < this.config.size)?.[0];
+      if (!template || this.stopped) return;
+      try {
+        const sandboxId = await this.sandboxes.bootUnclaimed(template, poolResources);
+        if (this.stopped) {
+          await this.sandboxes.discard(sandboxId);
+          return;
+        }
+        this.ready.get(template)!.push(sandboxId);
+      } catch (err) {
+        this.log.warn(`warm pool: booting a ${template} sandbox failed, retrying later: ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, 5000));
+      }
+      await new Promise((r) => setTimeout(r, this.config.refillDelayMs));
+    }
+  }
+}
+
+function sameResources(a: Resources, b: Resources): boolean {
+  return a.memoryMb === b.memoryMb && a.cpus === b.cpus && a.pids === b.pids;
+}
