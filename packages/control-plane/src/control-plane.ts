@@ -63,7 +63,7 @@ export class ControlPlane {
       return 0;
     });
     if (orphans) this.log(`removed ${orphans} checkpoint(s) a crash left unrecorded`);
-    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints: this.checkpoints, store: this.options.store, metrics: this.metrics });
+    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints: this.checkpoints, store: this.options.store, metrics: this.metrics, node: this.node });
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;

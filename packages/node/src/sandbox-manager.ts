@@ -133,6 +133,10 @@ export class SandboxManager {
     return this.starting.run(request.sessionId, () => this.startNew(request));
   }
 
+  poolSizes(): Record<string, number> {
+    return this.pool?.sizes() ?? {};
+  }
+
   /** Where new sessions get a ready sandbox from; set once by the node agent. */
   usePool(pool: WarmPool): void {
     this.pool = pool;

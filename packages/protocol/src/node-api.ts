@@ -28,6 +28,12 @@ export const SandboxInfoSchema = z
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 
 export const NodeHealthSchema = z
-  .object({ nodeId: z.string(), templates: z.array(z.string()), sandboxes: z.number().int().nonnegative() })
+  .object({
+    nodeId: z.string(),
+    templates: z.array(z.string()),
+    sandboxes: z.number().int().nonnegative(),
+    /** Ready sandboxes in the warm pool, per template. */
+    pool: z.record(z.number().int().nonnegative()),
+  })
   .strict();
 export type NodeHealth = z.infer<typeof NodeHealthSchema>;

@@ -1,6 +1,7 @@
 import { CreateCheckpointRequestSchema, CreateKeyRequestSchema, CreateSessionRequestSchema, CreateTenantRequestSchema, ForkRequestSchema, RestoreRequestSchema, newId } from '@space/protocol';
 import type { CheckpointService } from '../checkpoint-service.js';
 import type { Metrics } from '../metrics.js';
+import type { NodeClient } from '../node-client.js';
 import { Router, readJson, sendJson } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
 import type { SessionService } from '../session-service.js';
@@ -13,6 +14,7 @@ export interface PublicApiDeps {
   checkpoints: CheckpointService;
   store: Store;
   metrics: Metrics;
+  node: NodeClient;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
@@ -23,10 +25,12 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   router.on('GET', '/healthz', ({ res }) => sendJson(res, 200, { ok: true }));
 
   // Aggregate numbers only, no ids: readable without a key, like /healthz, for Prometheus.
-  router.on('GET', '/metrics', ({ res }) => {
+  router.on('GET', '/metrics', async ({ res }) => {
     const byStatus: Record<string, number> = {};
     for (const row of store.listAllSessions()) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
     const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
+    const node = await deps.node.health().catch(() => null);
+    for (const [template, ready] of Object.entries(node?.pool ?? {})) gauges[`space_pool_ready{template="${template}"}`] = ready;
     const text = metrics.render(gauges);
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
     res.end(text);

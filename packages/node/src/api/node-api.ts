@@ -28,7 +28,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('GET', '/node/v1/health', (ctx) => {
     authorize(ctx);
-    const health: NodeHealth = { nodeId: deps.nodeId, templates: deps.templates.names(), sandboxes: manager.list().length };
+    const health: NodeHealth = { nodeId: deps.nodeId, templates: deps.templates.names(), sandboxes: manager.list().length, pool: manager.poolSizes() };
     sendJson(ctx.res, 200, health);
   });
 
