@@ -1,48 +1,20 @@
 // SPACE benchmark: starts the platform on its own data directory, measures through the public
 // HTTP API, and measures a cold `runsc run` of the same template in the same run as the baseline.
 // Usage: ./space bench [--quick]   (writes bench/results/<time>.json and prints a table)
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { printTable, summarize } from './stats.mjs';
+import { api, benchKey, startPlatform, timed } from './harness.mjs';
+import { measurePool } from './pool-phase.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
 const runs = { create: quick ? 5 : 20, exec: quick ? 30 : 200, baseline: quick ? 5 : 20, fileMb: 100, fileRuns: quick ? 1 : 3, checkpoints: quick ? 5 : 20, forks: quick ? 2 : 5, resumes: quick ? 3 : 10 };
-const adminKey = `bench-${process.pid}`;
-
-async function startPlatform() {
-  const child = spawn(process.execPath, [path.join(root, 'packages/cli/dist/main.js'), 'up'], {
-    env: { ...process.env, SPACE_DATA_DIR: dataDir, SPACE_PORT: '0', SPACE_API_KEY: adminKey, SPACE_QUIET: '1' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /SPACE is up: (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`platform exited ${code}`)));
-  });
-  return { url, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) };
-}
-
-async function api(url, method, p, body) {
-  const res = await fetch(url + p, { method, headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-async function timed(fn) {
-  const t = performance.now();
-  const value = await fn();
-  return [performance.now() - t, value];
-}
+const poolSize = Number(process.env.SPACE_BENCH_POOL_SIZE ?? (quick ? 20 : 100));
 
 /** Cold `runsc run` of a template's rootfs running `true`: what a sandbox costs without SPACE. */
 function runscBaseline(template) {
@@ -70,9 +42,20 @@ function runscBaseline(template) {
   return samples;
 }
 
+/** Latencies of `runs.forks` forks of 4 sessions each from one checkpoint (the forks are deleted after). */
+async function forkX4(url, checkpointId) {
+  const samples = [];
+  for (let i = 0; i < runs.forks; i++) {
+    const [ms, forked] = await timed(() => api(url, 'POST', `/v1/checkpoints/${checkpointId}/fork`, { count: 4 }));
+    samples.push(ms);
+    for (const s of forked.sessions) await api(url, 'DELETE', `/v1/sessions/${s.id}`);
+  }
+  return samples;
+}
+
 function transfer(url, method, p, bytes) {
   return new Promise((resolve, reject) => {
-    const req = request(new URL(p, url), { method, headers: { authorization: `Bearer ${adminKey}`, ...(method === 'PUT' ? { 'content-length': bytes } : {}) } }, (res) => {
+    const req = request(new URL(p, url), { method, headers: { authorization: `Bearer ${benchKey}`, ...(method === 'PUT' ? { 'content-length': bytes } : {}) } }, (res) => {
       let received = 0;
       res.on('data', (d) => (received += d.length));
       res.on('end', () => (res.statusCode === 200 ? resolve(received) : reject(new Error(`${method} ${res.statusCode}`))));
@@ -93,7 +76,8 @@ function transfer(url, method, p, bytes) {
   });
 }
 
-const platform = await startPlatform();
+// Cold paths first, with no warm pool (pooled boots would compete with what is measured).
+const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0' });
 const results = {};
 const rows = [];
 const record = (name, samples, unit = 'ms') => {
@@ -145,13 +129,7 @@ try {
   }
   record('fs checkpoint (sync + btrfs snapshot)', checkpointSamples);
 
-  const forkSamples = [];
-  for (let i = 0; i < runs.forks; i++) {
-    const [ms, forked] = await timed(() => api(platform.url, 'POST', `/v1/checkpoints/${lastCheckpoint.id}/fork`, { count: 4 }));
-    forkSamples.push(ms);
-    for (const s of forked.sessions) await api(platform.url, 'DELETE', `/v1/sessions/${s.id}`);
-  }
-  record('fork x4 (4 running sessions)', forkSamples);
+  record('fork x4 (4 running sessions)', await forkX4(platform.url, lastCheckpoint.id));
 
   const resumeSamples = [];
   for (let i = 0; i < runs.resumes; i++) {
@@ -189,23 +167,22 @@ try {
   record('full checkpoint: sandbox paused', pauses);
   record('full checkpoint: memory image', sizes, 'MB');
   record('resume after kill from full checkpoint (first exec)', fullResumes);
-  const fullForks = [];
-  for (let i = 0; i < runs.forks; i++) {
-    const [ms, forked] = await timed(() => api(platform.url, 'POST', `/v1/checkpoints/${lastFull.id}/fork`, { count: 4 }));
-    fullForks.push(ms);
-    for (const s of forked.sessions) await api(platform.url, 'DELETE', `/v1/sessions/${s.id}`);
-  }
-  record('fork x4 from full checkpoint (processes continue)', fullForks);
+  record('fork x4 from full checkpoint (processes continue)', await forkX4(platform.url, lastFull.id));
   await api(platform.url, 'DELETE', `/v1/sessions/${forkSource}`);
 } finally {
   await platform.stop();
 }
 
+// Then the warm pool: its own platform run, with a pool as large as the sequential series.
+await measurePool({ dataDir, poolSize, record, concurrent: 20, execRuns: runs.exec });
+
 printTable(rows);
 const ratio = results['create tiny (cold, sequential)'].median / results['runsc run tiny `true` (baseline)'].median;
+const pooledRatio = results['create base from the warm pool + first exec (sequential)'].median / results['runsc run tiny `true` (baseline)'].median;
 console.log(`\ncold create (tiny) / bare runsc run: ${ratio.toFixed(2)}x (median)`);
+console.log(`pooled create base + first exec / bare runsc run: ${pooledRatio.toFixed(3)}x (median)`);
 const outDir = path.join(root, 'bench/results');
 mkdirSync(outDir, { recursive: true });
 const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-writeFileSync(file, JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, runs, results, ratios: { createTinyVsRunsc: ratio } }, null, 2));
+writeFileSync(file, JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, runs, results, ratios: { createTinyVsRunsc: ratio, pooledCreateVsRunsc: pooledRatio } }, null, 2));
 console.log(`JSON: ${file}`);

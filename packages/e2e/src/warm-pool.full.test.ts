@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { Api } from './client.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
@@ -48,6 +49,9 @@ describe('warm pool', () => {
     const [, hostB, machineB] = idB.split('\n');
     assert.notEqual(hostA, hostB);
     assert.notEqual(machineA, machineB);
+    // Pooled sandboxes wait at the lowest CPU weight; a claimed one gets the normal weight back.
+    const shares = `/sys/fs/cgroup/cpu/space/${a.sandbox.id}/cpu.shares`;
+    if (existsSync(shares)) assert.equal(readFileSync(shares, 'utf8').trim(), '1024');
 
     await api.exec(a.id, 'echo only-a > /workspace/mine');
     assert.equal((await api.exec(b.id, 'test -e /workspace/mine')).exitCode, 1, 'nothing of another session');

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { DaemonQuiesceReplySchema, ErrorCode, SpaceError, newId, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { DaemonQuiesceReplySchema, ErrorCode, ExecResultSchema, SpaceError, newId, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { SingleFlight, Upstream } from '@space/server-kit';
 import { z } from 'zod';
 import type { RuntimeDriver } from './runtime/driver.js';
@@ -71,6 +71,10 @@ export interface MemoryCheckpoint {
   meta: Omit<MemoryImageMeta, 'sizeBytes'>;
   pauseMs: number;
 }
+
+/** CPU weights (cgroup cpu.shares): pooled sandboxes wait at the lowest until a session claims them. */
+const defaultCpuShares = 1024;
+const poolCpuShares = 2;
 
 /** Pooled sandboxes serve a placeholder "session" with this prefix until claimed. */
 const unclaimedPrefix = 'pool';
@@ -166,7 +170,7 @@ export class SandboxManager {
   }
 
   /** Starts a sandbox on the session's volume: booted fresh, or restored from a memory image. */
-  private async boot(request: StartSandboxRequest, rootfs: string, phases: PhaseTimer, memory: { checkpointId: string; dir: string; meta: MemoryImageMeta } | null): Promise<SandboxInfo> {
+  private async boot(request: StartSandboxRequest, rootfs: string, phases: PhaseTimer, memory: { checkpointId: string; dir: string; meta: MemoryImageMeta } | null, cpuShares?: number): Promise<SandboxInfo> {
     const { deps } = this;
     const sandboxId = newId('sbx');
     const token = randomBytes(32).toString('hex');
@@ -197,6 +201,7 @@ export class SandboxManager {
       resources: request.resources,
       runtimeDir: deps.runtimeDir,
       netnsPath: net.netnsPath,
+      cpuShares,
     };
     try {
       if (memory) {
@@ -242,7 +247,11 @@ export class SandboxManager {
     const rootfs = this.volumePath(poolId);
     await this.newVolume(template, rootfs);
     try {
-      return (await this.boot({ sessionId: poolId, template, env: {}, resources }, rootfs, new PhaseTimer(), null)).sandboxId;
+      // Booted at the lowest CPU weight, so refilling yields to running sandboxes; a throwaway
+      // exec warms the daemon's process spawning, which is slow the first time in a new sandbox.
+      const { sandboxId } = await this.boot({ sessionId: poolId, template, env: {}, resources }, rootfs, new PhaseTimer(), null, poolCpuShares);
+      await this.get(sandboxId).daemon.json('POST', '/exec', { cmd: ['true'], timeoutMs: 30_000 }, ExecResultSchema, { timeoutMs: 35_000 });
+      return sandboxId;
     } catch (err) {
       await this.deps.subvolumes.delete(rootfs);
       throw err;
@@ -260,6 +269,7 @@ export class SandboxManager {
     await live.daemon.json('POST', '/rebind', { token: live.record.token, env: { SPACE_SESSION_ID: request.sessionId, ...request.env } }, z.object({ ok: z.literal(true) }), { timeoutMs: 5000 });
     await this.deps.subvolumes.rename(from, to);
     await this.deps.driver.moveRootfs(this.deps.records.workDir(sandboxId), from, to);
+    await this.deps.driver.setCpuShares(sandboxId, this.deps.records.workDir(sandboxId), defaultCpuShares);
     live.record = { ...live.record, sessionId: request.sessionId, startedAt: new Date().toISOString() };
     await this.deps.records.save(live.record);
     return this.describe(live.record, true);

@@ -15,6 +15,8 @@ export interface SandboxSpec {
   /** Host directory mounted read-only at `/.space`: the daemon and the runtime it runs on. */
   runtimeDir: string;
   netnsPath: string;
+  /** Relative CPU weight against other sandboxes (cgroup cpu.shares; default 1024). */
+  cpuShares?: number;
 }
 
 export interface SandboxStats {
@@ -39,6 +41,8 @@ export interface RuntimeDriver {
   restore(spec: SandboxSpec, imageDir: string): Promise<void>;
   /** The sandbox's root directory was renamed (a pooled sandbox claimed by a session): later restores use the new path. */
   moveRootfs(workDir: string, from: string, to: string): Promise<void>;
+  /** Changes the running sandbox's CPU weight against other sandboxes (cgroup cpu.shares scale), and for its later restores. */
+  setCpuShares(sandboxId: string, workDir: string, shares: number): Promise<void>;
   /** Sends a signal to the sandbox's first process. */
   signalInit(sandboxId: string, signal: string): Promise<void>;
   /** Stops the sandbox and removes the runtime's record of it. Idempotent. */

@@ -60,12 +60,31 @@ export class GvisorDriver implements RuntimeDriver {
 
   /** The running sandbox keeps its open directories; only the bundle a restore reads needs the new path. */
   async moveRootfs(workDir: string, from: string, to: string): Promise<void> {
-    const file = path.join(workDir, 'bundle', 'config.json');
-    const spec = JSON.parse(await readFile(file, 'utf8')) as { root: { path: string }; mounts: { source?: string }[] };
     const moved = (p: string): string => (p === from || p.startsWith(`${from}/`) ? to + p.slice(from.length) : p);
-    spec.root.path = moved(spec.root.path);
-    for (const mount of spec.mounts) if (mount.source) mount.source = moved(mount.source);
+    await this.editBundle(workDir, (spec) => {
+      const { root, mounts } = spec as { root: { path: string }; mounts: { source?: string }[] };
+      root.path = moved(root.path);
+      for (const mount of mounts) if (mount.source) mount.source = moved(mount.source);
+    });
+  }
+
+  private async editBundle(workDir: string, edit: (spec: Record<string, unknown>) => void): Promise<void> {
+    const file = path.join(workDir, 'bundle', 'config.json');
+    const spec = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+    edit(spec);
     await writeFile(file, JSON.stringify(spec));
+  }
+
+  /** cgroup v1 `cpu.shares`, or v2 `cpu.weight` (1-10000, 100 for the default 1024 shares). */
+  async setCpuShares(sandboxId: string, workDir: string, shares: number): Promise<void> {
+    const v1 = `/sys/fs/cgroup/cpu/space/${sandboxId}/cpu.shares`;
+    const v2 = `/sys/fs/cgroup/space/${sandboxId}/cpu.weight`;
+    if (existsSync(v1)) await writeFile(v1, String(shares));
+    else if (existsSync(v2)) await writeFile(v2, String(Math.max(1, Math.min(10_000, Math.round((shares * 100) / 1024)))));
+    await this.editBundle(workDir, (spec) => {
+      const cpu = (spec.linux as { resources: { cpu: Record<string, number> } }).resources.cpu;
+      cpu.shares = shares;
+    });
   }
 
   async signalInit(sandboxId: string, signal: string): Promise<void> {

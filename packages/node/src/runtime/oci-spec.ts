@@ -32,7 +32,7 @@ export function buildOciSpec(spec: SandboxSpec): Record<string, unknown> {
       namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network', path: spec.netnsPath }],
       resources: {
         memory: { limit: resources.memoryMb * 1024 * 1024 },
-        cpu: { quota: Math.round(resources.cpus * 100_000), period: 100_000 },
+        cpu: { quota: Math.round(resources.cpus * 100_000), period: 100_000, ...(spec.cpuShares ? { shares: spec.cpuShares } : {}) },
         pids: { limit: resources.pids },
       },
     },
