@@ -52,16 +52,16 @@ export class CheckpointService {
   }
 
   /**
-   * Deletes checkpoint subvolumes the store does not know: left when a crash fell between the
-   * node's snapshot and the store's record. Runs when the control plane starts, before it serves,
-   * so no checkpoint of its own is half-recorded (several replicas on one node would need a
-   * time-bounded sweep instead).
+   * Deletes checkpoints on the node the store does not know: left when a crash fell between the
+   * node's snapshot and the store's record, or written late by a command a crashed node agent had
+   * started. Checkpoints younger than `graceMs` are left alone: one may be on its way into the
+   * store. Runs at start (grace 0: nothing of this process is in flight) and from maintenance.
    */
-  async removeOrphans(): Promise<number> {
+  async removeOrphans(graceMs = 0): Promise<number> {
     const { checkpoints } = await this.node.listCheckpoints();
     let removed = 0;
-    for (const id of checkpoints) {
-      if (this.store.checkpointExists(id)) continue;
+    for (const { id, createdAt } of checkpoints) {
+      if (this.store.checkpointExists(id) || Date.now() - Date.parse(createdAt) < graceMs) continue;
       await this.node.deleteCheckpoint(id);
       removed++;
     }

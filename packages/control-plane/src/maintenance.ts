@@ -19,6 +19,10 @@ export interface MaintenanceDeps {
   now?: () => number;
 }
 
+/** Unrecorded checkpoints are swept this often, once older than the grace period. */
+const orphanSweepEveryMs = 60_000;
+const orphanGraceMs = 60_000;
+
 /**
  * The periodic work on running sessions: automatic fs checkpoints every `checkpointIntervalSec`,
  * full ones every `fullCheckpointIntervalSec`, retention of the last `keepAutomatic` of each kind,
@@ -34,6 +38,7 @@ export class Maintenance {
   private readonly fullAttempts = new Map<string, number>();
   /** When an idle stop was last given up per session (full refused, processes running). */
   private readonly idleRefusals = new Map<string, number>();
+  private lastOrphanSweep = 0;
 
   constructor(private readonly deps: MaintenanceDeps) {
     this.now = deps.now ?? Date.now;
@@ -57,6 +62,11 @@ export class Maintenance {
   }
 
   private async pass(): Promise<void> {
+    if (this.now() - this.lastOrphanSweep >= orphanSweepEveryMs) {
+      this.lastOrphanSweep = this.now();
+      const removed = await this.deps.checkpoints.removeOrphans(orphanGraceMs).catch(() => 0);
+      if (removed) this.deps.log(`removed ${removed} checkpoint(s) the store does not know`);
+    }
     for (const row of this.deps.store.listAllSessions()) {
       if (row.status !== 'running' || !row.sandboxId || this.deps.activity.busy(row.id)) continue;
       try {

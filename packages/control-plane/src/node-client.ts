@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorCode, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type CheckpointKind, type NodeCheckpoint, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { ErrorCode, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type CheckpointKind, NodeCheckpointListSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { Upstream } from '@space/server-kit';
 
 const okSchema = z.object({ ok: z.literal(true) }).strict();
@@ -48,8 +48,8 @@ export class NodeClient {
     return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/restore`, { checkpointId }, okSchema);
   }
 
-  listCheckpoints(): Promise<{ checkpoints: string[] }> {
-    return this.upstream.json('GET', '/node/v1/checkpoints', undefined, z.object({ checkpoints: z.array(z.string().max(64)).max(1_000_000) }).strict());
+  listCheckpoints(): Promise<NodeCheckpointList> {
+    return this.upstream.json('GET', '/node/v1/checkpoints', undefined, NodeCheckpointListSchema);
   }
 
   deleteCheckpoint(checkpointId: string): Promise<unknown> {

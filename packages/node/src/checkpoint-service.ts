@@ -44,7 +44,7 @@ export class CheckpointService {
     await this.manager.setPendingMemory(sessionId, (await this.store.image(checkpointId)) ? checkpointId : null);
   }
 
-  list(): Promise<string[]> {
+  list(): Promise<{ id: string; createdAt: string }[]> {
     return this.store.list();
   }
 

@@ -26,6 +26,7 @@ export class NodeAgent {
   readonly templates: TemplateStore;
   private manager: SandboxManager | null = null;
   private pool: WarmPool | null = null;
+  private sweeper: NodeJS.Timeout | null = null;
   private readonly lock: DataDirLock;
   private server: Server | null = null;
   port = 0;
@@ -77,6 +78,9 @@ export class NodeAgent {
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
     const incomplete = await checkpointStore.removeIncomplete();
     if (incomplete) log.info(`removed ${incomplete} memory image(s) left incomplete by a crash`);
+    // Commands the crashed agent had started (runsc checkpoint) may finish after this start.
+    this.sweeper = setInterval(() => void checkpointStore.removeIncomplete(10 * 60_000).catch(() => undefined), 10 * 60_000);
+    this.sweeper.unref();
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
     const poolTemplates = config.pool.templates ?? options.templates ?? [];
     for (const name of poolTemplates) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
@@ -95,6 +99,7 @@ export class NodeAgent {
   async stop(): Promise<void> {
     if (this.server) await closeServer(this.server);
     this.server = null;
+    if (this.sweeper) clearInterval(this.sweeper);
     await this.pool?.stop();
     this.pool = null;
     await this.manager?.stopAll();

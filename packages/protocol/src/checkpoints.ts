@@ -52,6 +52,12 @@ export const NodeCheckpointSchema = z
   .strict();
 export type NodeCheckpoint = z.infer<typeof NodeCheckpointSchema>;
 
+/** Node agent -> control plane: the checkpoints on the node, with when each was written. */
+export const NodeCheckpointListSchema = z
+  .object({ checkpoints: z.array(z.object({ id: z.string().max(64), createdAt: z.string().max(64) }).strict()).max(1_000_000) })
+  .strict();
+export type NodeCheckpointList = z.infer<typeof NodeCheckpointListSchema>;
+
 /** Node agent -> daemon, before a full checkpoint: the daemon closes its channel and says which pid to wake. */
 export const DaemonQuiesceReplySchema = z.object({ daemonPid: z.number().int().positive() }).strict();
 /** Node agent -> a daemon restored from a memory image: its new channel token and session environment. */

@@ -79,8 +79,15 @@ export class CheckpointStore {
     await this.subvolumes.rename(staging, volumePath);
   }
 
-  async list(): Promise<string[]> {
-    return (await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])).filter((name) => /^ckp_[a-z0-9]+$/.test(name));
+  /** Every checkpoint on the node with the time its snapshot was made. */
+  async list(): Promise<{ id: string; createdAt: string }[]> {
+    const names = (await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])).filter((name) => /^ckp_[a-z0-9]+$/.test(name));
+    const found: { id: string; createdAt: string }[] = [];
+    for (const id of names) {
+      const made = await stat(this.path(id)).catch(() => null);
+      if (made) found.push({ id, createdAt: made.birthtime.getTime() ? made.birthtime.toISOString() : made.ctime.toISOString() });
+    }
+    return found;
   }
 
   async delete(checkpointId: string): Promise<void> {
@@ -89,13 +96,17 @@ export class CheckpointStore {
     await this.subvolumes.delete(this.path(checkpointId));
   }
 
-  /** Removes what a crash mid-checkpoint left: partial images, and images whose snapshot is missing. */
-  async removeIncomplete(): Promise<number> {
+  /**
+   * Removes what a crash mid-checkpoint left: partial images, and images whose snapshot is missing,
+   * once older than `minAgeMs` (a command a crashed node agent started may still be writing one).
+   */
+  async removeIncomplete(minAgeMs = 0): Promise<number> {
     let removed = 0;
     for (const name of await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])) {
       const full = this.volume.dir('checkpoints', name);
       const orphanImage = name.endsWith('.memory') && !existsSync(full.slice(0, -'.memory'.length));
-      if (name.endsWith('.partial') || orphanImage) {
+      const age = Date.now() - ((await stat(full).catch(() => null))?.mtimeMs ?? Date.now());
+      if ((name.endsWith('.partial') || orphanImage) && age >= minAgeMs) {
         await rm(full, { recursive: true, force: true });
         removed++;
       }
