@@ -25,7 +25,7 @@ export function describeError(err: unknown): string {
       UNKNOWN_TEMPLATE: 'templates are "base" and "tiny"',
       SANDBOX_DIED: 'the session resumes on the next call: run the command again',
       CHECKPOINT_NOT_FOUND: 'list checkpoints with "space checkpoints SESSION"',
-      FULL_CHECKPOINT_REFUSED: 'your files are saved in the fs checkpoint named above; stop the process holding the socket to save memory too',
+      FULL_CHECKPOINT_REFUSED: 'your files are saved in the fs checkpoint named above',
       FULL_CHECKPOINT_FAILED: 'your files are saved in the fs checkpoint named above',
     };
     return `${err.code}: ${err.message}${hints[err.code] ? ` (${hints[err.code]})` : ''}`;
