@@ -263,15 +263,33 @@ export class SandboxManager {
    * sandbox keeps its open directories), and the daemon gets the session's environment.
    */
   async claim(sandboxId: string, request: StartSandboxRequest): Promise<SandboxInfo> {
+    const { deps } = this;
+    const phases = new PhaseTimer();
     const live = await this.getAlive(sandboxId);
+    const workDir = deps.records.workDir(sandboxId);
     const from = this.volumePath(live.record.sessionId);
     const to = this.volumePath(request.sessionId);
-    await live.daemon.json('POST', '/rebind', { token: live.record.token, env: { SPACE_SESSION_ID: request.sessionId, ...request.env } }, z.object({ ok: z.literal(true) }), { timeoutMs: 5000 });
-    await this.deps.subvolumes.rename(from, to);
-    await this.deps.driver.moveRootfs(this.deps.records.workDir(sandboxId), from, to);
-    await this.deps.driver.setCpuShares(sandboxId, this.deps.records.workDir(sandboxId), defaultCpuShares);
+    await deps.driver.setCpuShares(sandboxId, workDir, defaultCpuShares);
+    await deps.subvolumes.rename(from, to);
+    await deps.driver.moveRootfs(workDir, from, to);
     live.record = { ...live.record, sessionId: request.sessionId, startedAt: new Date().toISOString() };
-    await this.deps.records.save(live.record);
+    await deps.records.save(live.record);
+    phases.mark('claim');
+    // The daemon learns the session's environment in the background (a round trip into gVisor costs
+    // more than the rest of the claim); calls on the sandbox wait for it like for a checkpoint. If it
+    // fails, the sandbox is stopped and the session's next call boots a new one on its volume.
+    const env = { SPACE_SESSION_ID: request.sessionId, ...request.env };
+    const rebind = live.daemon
+      .json('POST', '/rebind', { token: live.record.token, env }, z.object({ ok: z.literal(true) }), { timeoutMs: 10_000 })
+      .then(() => deps.log.info(`pooled sandbox ${sandboxId} claimed by ${request.sessionId} in ${phases.summary()}, rebound ${Math.round(phases.elapsed())} ms after the claim began`))
+      .catch(async (err: Error) => {
+        deps.log.warn(`pooled sandbox ${sandboxId} did not take the environment of ${request.sessionId}, stopping it: ${err.message}`);
+        await this.stop(sandboxId);
+      })
+      .finally(() => {
+        if (live.frozen === rebind) live.frozen = null;
+      });
+    live.frozen = rebind;
     return this.describe(live.record, true);
   }
 
