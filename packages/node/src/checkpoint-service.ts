@@ -2,8 +2,15 @@ import { ExecResultSchema, type CheckpointKind, type NodeCheckpoint } from '@spa
 import type { SandboxManager } from './sandbox-manager.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
 
+/** How long this process remembers when it took a checkpoint (the snapshot's own times can be its source's). */
+const rememberTakenMs = 10 * 60_000;
+
 /** Takes, restores and deletes a session's checkpoints on this node. */
 export class CheckpointService {
+  /** Checkpoints being taken now: never listed, so no sweep can take them for orphans. */
+  private readonly inFlight = new Set<string>();
+  private readonly taken = new Map<string, number>();
+
   constructor(
     private readonly manager: SandboxManager,
     private readonly store: CheckpointStore,
@@ -16,6 +23,16 @@ export class CheckpointService {
    * stopped so both match; anything half-written is removed if it fails.
    */
   async take(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
+    this.inFlight.add(checkpointId);
+    try {
+      return await this.takeNow(sessionId, checkpointId, kind);
+    } finally {
+      this.inFlight.delete(checkpointId);
+      this.taken.set(checkpointId, Date.now());
+    }
+  }
+
+  private async takeNow(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
     const live = this.manager.liveFor(sessionId);
     if (live) await live.daemon.json('POST', '/exec', { cmd: ['sync'], timeoutMs: 30_000 }, ExecResultSchema, { timeoutMs: 35_000 });
     const volume = this.manager.volumePath(sessionId);
@@ -44,8 +61,15 @@ export class CheckpointService {
     await this.manager.setPendingMemory(sessionId, (await this.store.image(checkpointId)) ? checkpointId : null);
   }
 
-  list(): Promise<{ id: string; createdAt: string }[]> {
-    return this.store.list();
+  /** The checkpoints on this node, except those being taken; recent ones dated by when this process took them. */
+  async list(): Promise<{ id: string; createdAt: string }[]> {
+    for (const [id, at] of this.taken) if (Date.now() - at > rememberTakenMs) this.taken.delete(id);
+    return (await this.store.list())
+      .filter((c) => !this.inFlight.has(c.id))
+      .map((c) => {
+        const at = this.taken.get(c.id);
+        return at ? { id: c.id, createdAt: new Date(at).toISOString() } : c;
+      });
   }
 
   delete(checkpointId: string): Promise<void> {

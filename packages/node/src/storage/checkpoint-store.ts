@@ -85,7 +85,8 @@ export class CheckpointStore {
     const found: { id: string; createdAt: string }[] = [];
     for (const id of names) {
       const made = await stat(this.path(id)).catch(() => null);
-      if (made) found.push({ id, createdAt: made.birthtime.getTime() ? made.birthtime.toISOString() : made.ctime.toISOString() });
+      // A snapshot's root may carry its source's times: the newest of them errs on the young side.
+      if (made) found.push({ id, createdAt: new Date(Math.max(made.birthtimeMs, made.ctimeMs, made.mtimeMs)).toISOString() });
     }
     return found;
   }
