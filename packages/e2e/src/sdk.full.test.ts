@@ -123,6 +123,10 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.equal(JSON.parse((await cli(['checkpoints', id, '--json'])).stdout)[0].id, ckp);
     assert.ok(JSON.parse((await cli(['ls', '--json'])).stdout).some((s: { id: string }) => s.id === id));
 
+    const piped = await cli(['exec', '-i', id, '--', 'sh', '-c', 'wc -c; cat > /workspace/piped.txt'], 'x'.repeat(300_000));
+    assert.equal(piped.code, 0, piped.stderr);
+    assert.equal(piped.stdout.trim(), '300000');
+    assert.equal((await cli(['exec', '--json', '-i', id, 'cat'], 'small input')).stdout.includes('"stdout": "small input"'), true);
     const shell = await cli(['shell', id], 'echo hi-from-pty; tty; exit 3\n');
     assert.equal(shell.code, 3, shell.stderr);
     assert.match(shell.stdout, /hi-from-pty\r?\n\/dev\/pts\/\d+/);

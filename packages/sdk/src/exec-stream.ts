@@ -28,6 +28,11 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
     this.send({ type: 'stdin', data: Buffer.from(data).toString('base64') });
   }
 
+  /** Bytes written (stdin) and not yet sent: pause writing while this is large. */
+  get bufferedAmount(): number {
+    return this.ws.bufferedAmount;
+  }
+
   end(): void {
     this.send({ type: 'stdin-eof' });
   }
