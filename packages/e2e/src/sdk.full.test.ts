@@ -56,6 +56,18 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.ok(Buffer.concat(chunks).equals(big));
     assert.deepEqual((await session.files.list('notes')).map((e) => e.name), ['a.txt']);
 
+    const watch = session.files.watch('notes');
+    await watch.ready;
+    await session.files.write('notes/b.txt', 'watched');
+    const seen: string[] = [];
+    for await (const change of watch) {
+      seen.push(change.path);
+      if (change.path.endsWith('b.txt')) break;
+    }
+    watch.close();
+    assert.ok(seen.some((p) => p.endsWith('b.txt')), JSON.stringify(seen));
+    await session.files.remove('notes/b.txt');
+
     const checkpoint = await session.checkpoint({ kind: 'fs' });
     assert.match(checkpoint.id, /^ckp_/);
     await session.files.write('notes/a.txt', 'beta');

@@ -9,3 +9,4 @@ export * from './node-api.js';
 export * from './daemon-routes.js';
 export * from './ids.js';
 export * from './checkpoints.js';
+export * from './public-routes.js';

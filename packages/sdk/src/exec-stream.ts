@@ -1,19 +1,16 @@
 import type { WebSocket } from 'ws';
 import { SpaceApiError, SpaceClientError } from './errors.js';
 import type { ExecEvent } from './types.js';
+import { EventQueue } from './event-queue.js';
 
 /**
  * A running command's events as an async iterator, ending after `exit`. Also takes stdin and
  * signals while the command runs.
  */
 export class ExecStream implements AsyncIterable<ExecEvent> {
-  private readonly queue: ExecEvent[] = [];
-  private waiting: { resolve: (value: IteratorResult<ExecEvent>) => void; reject: (err: Error) => void } | null = null;
-  private failure: Error | null = null;
+  private readonly events = new EventQueue<ExecEvent>();
   /** The exit event arrived. */
   private exited = false;
-  /** The socket is finished (closed, failed or exited). */
-  private finished = false;
 
   constructor(private readonly ws: WebSocket, start: Record<string, unknown> | null) {
     ws.on('open', () => {
@@ -50,17 +47,7 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<ExecEvent> {
-    return {
-      next: () => {
-        const event = this.queue.shift();
-        if (event) return Promise.resolve({ value: event, done: false });
-        if (this.failure) return Promise.reject(this.failure);
-        if (this.finished) return Promise.resolve({ value: undefined, done: true });
-        return new Promise((resolve, reject) => {
-          this.waiting = { resolve, reject };
-        });
-      },
-    };
+    return this.events[Symbol.asyncIterator]();
   }
 
   private send(message: unknown): void {
@@ -84,24 +71,10 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
       event = { type: 'exit', exitCode: m.exitCode!, signal: m.signal ?? null, timedOut: m.timedOut };
       this.exited = true;
     }
-    if (event) this.push(event);
-  }
-
-  private push(event: ExecEvent): void {
-    const waiting = this.waiting;
-    this.waiting = null;
-    if (waiting) waiting.resolve({ value: event, done: false });
-    else this.queue.push(event);
+    if (event) this.events.push(event);
   }
 
   private finish(error: Error | null): void {
-    if (this.finished) return;
-    this.finished = true;
-    if (error && !this.exited) this.failure = error;
-    const waiting = this.waiting;
-    this.waiting = null;
-    if (!waiting) return;
-    if (this.failure) waiting.reject(this.failure);
-    else waiting.resolve({ value: undefined, done: true });
+    this.events.finish(this.exited ? null : error);
   }
 }

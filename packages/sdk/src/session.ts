@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { FileWatch } from './file-watch.js';
 import { ExecStream } from './exec-stream.js';
 import { isSpaceApiError } from './errors.js';
 import type { CallOptions } from './options.js';
@@ -23,6 +24,14 @@ export class SessionFiles {
     private readonly t: Transport,
     private readonly base: string,
   ) {}
+
+  /**
+   * Watches a file or a directory tree: `for await (const change of session.files.watch('src'))`;
+   * `await watch.ready` before making changes that must be seen; `watch.close()` ends it.
+   */
+  watch(path: string): FileWatch {
+    return new FileWatch(this.t.socket(`${this.base}/files/watch${q(path)}`));
+  }
 
   async read(path: string, opts: CallOptions = {}): Promise<Buffer> {
     return retryOnceIfSandboxDied(async () => Buffer.from(await (await this.t.request('GET', `${this.base}/files${q(path)}`, opts)).arrayBuffer()));

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import { CheckpointListSchema, CheckpointSchema, CreateCheckpointRequestSchema, ForkRequestSchema, RestoreRequestSchema } from './checkpoints.js';
+import { sandboxRoutes } from './daemon-routes.js';
+import { CreateSessionRequestSchema, SessionListSchema, SessionSchema } from './sessions.js';
+import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantSchema } from './tenants.js';
+
+/** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
+export interface PublicRoute {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  path: string;
+  summary: string;
+  /** `websocket` for streams; `binary` for raw bytes (file upload and download). */
+  transport?: 'websocket' | 'binary';
+  body?: z.ZodTypeAny;
+  query?: z.ZodTypeAny;
+  status?: number;
+  response?: z.ZodTypeAny;
+}
+
+const ok = z.object({ ok: z.literal(true) }).strict();
+
+const sessionRoutes: PublicRoute[] = [
+  { method: 'POST', path: '/v1/sessions', summary: 'Create a session and start its sandbox (from the warm pool when one fits).', body: CreateSessionRequestSchema, status: 201, response: SessionSchema },
+  { method: 'GET', path: '/v1/sessions', summary: "List the tenant's sessions.", response: SessionListSchema },
+  { method: 'GET', path: '/v1/sessions/:sessionId', summary: 'One session, with its sandbox history and checkpoints.', response: SessionSchema },
+  { method: 'DELETE', path: '/v1/sessions/:sessionId', summary: 'Delete a session: its sandbox, volume and checkpoints.', response: ok },
+  { method: 'POST', path: '/v1/sessions/:sessionId/sandbox/kill', summary: 'Kill only the sandbox; the next call resumes the session.', response: ok },
+  { method: 'POST', path: '/v1/sessions/:sessionId/checkpoints', summary: 'Take a checkpoint (fs, or full with memory and processes).', body: CreateCheckpointRequestSchema, status: 201, response: CheckpointSchema },
+  { method: 'GET', path: '/v1/sessions/:sessionId/checkpoints', summary: "The session's checkpoints, oldest first.", response: CheckpointListSchema },
+  { method: 'POST', path: '/v1/checkpoints/:checkpointId/fork', summary: 'New sessions from a checkpoint (all or nothing).', body: ForkRequestSchema, status: 201, response: z.object({ sessions: z.array(SessionSchema) }).strict() },
+  { method: 'POST', path: '/v1/sessions/:sessionId/restore', summary: 'Reset the session to a checkpoint of its lineage.', body: RestoreRequestSchema, response: SessionSchema },
+];
+
+const adminRoutes: PublicRoute[] = [
+  { method: 'POST', path: '/v1/tenants', summary: 'Create a tenant (admin key).', body: CreateTenantRequestSchema, status: 201, response: TenantSchema },
+  { method: 'POST', path: '/v1/keys', summary: 'Create an API key for a tenant (admin key); the key is shown once.', body: CreateKeyRequestSchema, status: 201, response: CreatedKeySchema },
+];
+
+/** The sandbox operations, as the public API exposes them under each session. */
+const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
+  const path = `/v1/sessions/:sessionId${route.path}`;
+  switch (route.kind) {
+    case 'json':
+      return { method: route.method, path, summary: `Sandbox operation ${route.path}.`, body: route.body, query: route.query, response: route.response };
+    case 'download':
+      return { method: route.method, path, summary: 'Download a file (streamed bytes).', transport: 'binary', query: route.query };
+    case 'upload':
+      return { method: route.method, path, summary: 'Upload a file (streamed bytes in the body).', transport: 'binary', query: route.query, response: route.response };
+    case 'websocket':
+      return { method: route.method, path, summary: `WebSocket stream ${route.path}.`, transport: 'websocket', query: route.query };
+  }
+});
+
+export const publicRoutes: readonly PublicRoute[] = [...sessionRoutes, ...sandboxOperations, ...adminRoutes];
