@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Api } from './client.js';
@@ -51,6 +51,8 @@ describe('full checkpoints: memory and processes', () => {
     assert.ok(checkpoint.sizeBytes > 0 && checkpoint.pauseMs > 0, JSON.stringify(checkpoint));
     const image = path.join(platform.dataDir, 'btrfs', 'checkpoints', `${checkpoint.id}.memory`);
     assert.ok(existsSync(image), 'the memory image sits next to the snapshot');
+    assert.equal(statSync(image).mode & 0o777, 0o700, 'the memory image is readable by root only');
+    for (const f of readdirSync(image)) assert.equal(statSync(path.join(image, f)).mode & 0o777, 0o600, f);
     assert.ok(!readdirSync(path.join(platform.dataDir, 'btrfs', 'checkpoints')).some((n) => n.endsWith('.partial')), 'nothing half-written is left');
 
     // The same sandbox keeps serving and its process keeps counting.

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { ErrorCode, SpaceError } from '@space/protocol';
@@ -54,6 +54,9 @@ export class CheckpointStore {
   /** Publishes a complete memory image (written to `partialImageDir`) with what restoring it needs. */
   async commitImage(checkpointId: string, meta: Omit<MemoryImageMeta, 'sizeBytes'>): Promise<MemoryImageMeta> {
     const partial = this.partialImageDir(checkpointId);
+    // The image holds everything the sandbox had in memory: readable by root only.
+    await chmod(partial, 0o700);
+    for (const entry of await readdir(partial)) await chmod(path.join(partial, entry), 0o600);
     const full: MemoryImageMeta = { ...meta, sizeBytes: await directorySize(partial) };
     await writeFile(path.join(partial, metaFile), JSON.stringify(full), { mode: 0o600 });
     await rename(partial, this.imageDir(checkpointId));
