@@ -1,8 +1,7 @@
 import { z } from 'zod';
-import { ErrorCode, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type CheckpointKind, NodeCheckpointListSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { ErrorCode, OkSchema, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type CheckpointKind, NodeCheckpointListSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { Upstream } from '@space/server-kit';
 
-const okSchema = z.object({ ok: z.literal(true) }).strict();
 
 /** The control plane's side of the node API. */
 export class NodeClient {
@@ -29,11 +28,11 @@ export class NodeClient {
   }
 
   stopSandbox(sandboxId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}`, undefined, okSchema);
+    return this.upstream.json('DELETE', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}`, undefined, OkSchema);
   }
 
   deleteVolume(sessionId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/volumes/${encodeURIComponent(sessionId)}`, undefined, okSchema);
+    return this.upstream.json('DELETE', `/node/v1/volumes/${encodeURIComponent(sessionId)}`, undefined, OkSchema);
   }
 
   checkpoint(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
@@ -45,7 +44,7 @@ export class NodeClient {
    * checkpoint, the next sandbox starts from its memory.
    */
   restoreVolume(sessionId: string, checkpointId: string): Promise<unknown> {
-    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/restore`, { checkpointId }, okSchema);
+    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/restore`, { checkpointId }, OkSchema);
   }
 
   listCheckpoints(): Promise<NodeCheckpointList> {
@@ -53,7 +52,7 @@ export class NodeClient {
   }
 
   deleteCheckpoint(checkpointId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}`, undefined, okSchema);
+    return this.upstream.json('DELETE', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}`, undefined, OkSchema);
   }
 
   sandboxPath(sandboxId: string, opPath: string): string {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { DaemonQuiesceReplySchema, ErrorCode, ExecResultSchema, SpaceError, newId, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { DaemonQuiesceReplySchema, ErrorCode, ExecResultSchema, OkSchema, SpaceError, newId, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { SingleFlight, Upstream } from '@space/server-kit';
 import { z } from 'zod';
 import type { RuntimeDriver } from './runtime/driver.js';
@@ -97,6 +97,19 @@ async function daemonAnswers(daemon: Upstream, timeoutMs: number): Promise<true 
   } catch (err) {
     return (err as Error).message;
   }
+}
+
+/**
+ * Gives a daemon its (new) channel token and session environment: a restored or pooled sandbox
+ * starts serving a session. `resetAfter` for a channel that is thrown away right after.
+ */
+function rebind(daemon: Upstream, token: string, env: Record<string, string>, resetAfter = false): Promise<unknown> {
+  return daemon.json('POST', '/rebind', { token, env }, OkSchema, { timeoutMs: 10_000, resetAfter });
+}
+
+/** The end of a sandbox's console output (runsc's and the daemon's), for error messages. */
+async function consoleTail(workDir: string, chars: number): Promise<string> {
+  return (await readFile(path.join(workDir, 'console.log'), 'utf8').catch(() => '')).slice(-chars);
 }
 
 /** True while the process exists and is not a zombie (a killed sandbox lingers as one until reaped). */
@@ -211,7 +224,7 @@ export class SandboxManager {
         await this.wake(sandboxId);
         const restored = daemonOf({ ...record, token: memory.meta.token });
         await this.waitForDaemon(sandboxId, restored);
-        await restored.json('POST', '/rebind', { token, env: sessionEnv }, z.object({ ok: z.literal(true) }), { timeoutMs: 10_000, resetAfter: true });
+        await rebind(restored, token, sessionEnv, true);
         restored.close();
       } else {
         await mkdir(path.dirname(tokenFile), { recursive: true });
@@ -226,11 +239,11 @@ export class SandboxManager {
       deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ${memory ? `restored from ${memory.checkpointId}` : 'ready'} in ${phases.summary()}`);
       return this.describe(record, true);
     } catch (err) {
-      const console = await readFile(path.join(workDir, 'console.log'), 'utf8').catch(() => '');
+      const console = await consoleTail(workDir, 1000);
       await this.cleanup(record);
       await rm(tokenFile, { force: true });
       if (err instanceof SpaceError) throw err;
-      throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, `sandbox failed to start: ${(err as Error).message}${console ? `; console: ${console.slice(-1000)}` : ''}`);
+      throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, `sandbox failed to start: ${(err as Error).message}${console ? `; console: ${console}` : ''}`);
     }
   }
 
@@ -279,17 +292,16 @@ export class SandboxManager {
     // more than the rest of the claim); calls on the sandbox wait for it like for a checkpoint. If it
     // fails, the sandbox is stopped and the session's next call boots a new one on its volume.
     const env = { SPACE_SESSION_ID: request.sessionId, ...request.env };
-    const rebind = live.daemon
-      .json('POST', '/rebind', { token: live.record.token, env }, z.object({ ok: z.literal(true) }), { timeoutMs: 10_000 })
+    const rebound = rebind(live.daemon, live.record.token, env)
       .then(() => deps.log.info(`pooled sandbox ${sandboxId} claimed by ${request.sessionId} in ${phases.summary()}, rebound ${Math.round(phases.elapsed())} ms after the claim began`))
       .catch(async (err: Error) => {
         deps.log.warn(`pooled sandbox ${sandboxId} did not take the environment of ${request.sessionId}, stopping it: ${err.message}`);
         await this.stop(sandboxId);
       })
       .finally(() => {
-        if (live.frozen === rebind) live.frozen = null;
+        if (live.frozen === rebound) live.frozen = null;
       });
-    live.frozen = rebind;
+    live.frozen = rebound;
     return this.describe(live.record, true);
   }
 
@@ -400,8 +412,7 @@ export class SandboxManager {
       deps.log.info(`sandbox ${sandboxId} paused ${phases.summary()} for a full checkpoint`);
     } catch (err) {
       // The checkpoint itself is complete; only this sandbox is lost, and the session resumes from it.
-      const console = await readFile(path.join(deps.records.workDir(sandboxId), 'console.log'), 'utf8').catch(() => '');
-      deps.log.warn(`sandbox ${sandboxId} did not run on after its checkpoint: ${(err as Error).message}; console: ${console.slice(-1500)}`);
+      deps.log.warn(`sandbox ${sandboxId} did not run on after its checkpoint: ${(err as Error).message}; console: ${await consoleTail(deps.records.workDir(sandboxId), 1500)}`);
       await this.stop(sandboxId);
     }
     if (snapshotError) throw snapshotError;

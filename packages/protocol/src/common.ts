@@ -21,3 +21,6 @@ export const SignalSchema = z.enum(['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP', 'S
 export type Signal = z.infer<typeof SignalSchema>;
 
 export const IdSchema = z.string().regex(/^[a-z]{2,4}_[A-Za-z0-9]{6,40}$/, 'malformed id');
+
+/** The reply of an operation that has nothing else to say. */
+export const OkSchema = z.object({ ok: z.literal(true) }).strict();

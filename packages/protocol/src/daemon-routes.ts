@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { BackgroundStartedSchema, ExecRequestSchema, ExecResultSchema, ProcessListSchema, SignalRequestSchema } from './exec.js';
+import { OkSchema as ok } from './common.js';
 import { FileListSchema, FileStatSchema, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, RemoveQuerySchema } from './files.js';
 
 /**
@@ -13,7 +14,6 @@ export type SandboxRoute =
   | { kind: 'upload'; method: 'PUT'; path: string; query: z.ZodTypeAny; response: z.ZodTypeAny }
   | { kind: 'websocket'; method: 'GET'; path: string; query?: z.ZodTypeAny };
 
-const ok = z.object({ ok: z.literal(true) }).strict();
 const execResponse = z.union([ExecResultSchema, BackgroundStartedSchema]);
 
 export const sandboxRoutes: readonly SandboxRoute[] = [

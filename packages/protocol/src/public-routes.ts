@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CheckpointListSchema, CheckpointSchema, CreateCheckpointRequestSchema, ForkRequestSchema, RestoreRequestSchema } from './checkpoints.js';
+import { OkSchema as ok } from './common.js';
 import { sandboxRoutes } from './daemon-routes.js';
 import { CreateSessionRequestSchema, SessionListSchema, SessionSchema } from './sessions.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantSchema } from './tenants.js';
@@ -17,7 +18,6 @@ export interface PublicRoute {
   response?: z.ZodTypeAny;
 }
 
-const ok = z.object({ ok: z.literal(true) }).strict();
 
 const sessionRoutes: PublicRoute[] = [
   { method: 'POST', path: '/v1/sessions', summary: 'Create a session and start its sandbox (from the warm pool when one fits).', body: CreateSessionRequestSchema, status: 201, response: SessionSchema },

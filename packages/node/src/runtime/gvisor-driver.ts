@@ -48,14 +48,19 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
-    const bundle = await this.writeBundle(spec);
-    await this.runInOwnMountNamespace(spec.workDir, ['restore', '--detach', `--bundle=${bundle}`, `--image-path=${imageDir}`, spec.sandboxId]);
+    await this.writeBundle(spec);
+    await this.restoreWithBundle(spec.workDir, spec.sandboxId, imageDir);
   }
 
   /** This runsc cannot restore into a stopped container: it is deleted and restored under the same id. */
   async resumeFromImage(sandboxId: string, workDir: string, imageDir: string): Promise<void> {
     await this.destroy(sandboxId);
-    await this.runInOwnMountNamespace(workDir, ['restore', '--detach', `--bundle=${path.join(workDir, 'bundle')}`, `--image-path=${imageDir}`, sandboxId]);
+    await this.restoreWithBundle(workDir, sandboxId, imageDir);
+  }
+
+  /** `runsc restore` of the bundle in `workDir`. */
+  private restoreWithBundle(workDir: string, sandboxId: string, imageDir: string): Promise<void> {
+    return this.runInOwnMountNamespace(workDir, ['restore', '--detach', `--bundle=${path.join(workDir, 'bundle')}`, `--image-path=${imageDir}`, sandboxId]);
   }
 
   /** The running sandbox keeps its open directories; only the bundle a restore reads needs the new path. */

@@ -109,8 +109,9 @@ export class CheckpointStore {
     for (const name of await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])) {
       const full = this.volume.dir('checkpoints', name);
       const orphanImage = name.endsWith('.memory') && !existsSync(full.slice(0, -'.memory'.length));
+      if (!name.endsWith('.partial') && !orphanImage) continue;
       const age = Date.now() - ((await stat(full).catch(() => null))?.mtimeMs ?? Date.now());
-      if ((name.endsWith('.partial') || orphanImage) && age >= minAgeMs) {
+      if (age >= minAgeMs) {
         await rm(full, { recursive: true, force: true });
         removed++;
       }
