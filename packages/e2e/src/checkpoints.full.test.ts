@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Api } from './client.js';
-import { startPlatform, type RunningPlatform } from './platform.js';
+import type { RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
 
 describe('filesystem checkpoints, fork and restore', () => {
   let platform: RunningPlatform;
@@ -20,15 +21,7 @@ describe('filesystem checkpoints, fork and restore', () => {
   };
   const read = async (sessionId: string, path: string): Promise<string> => (await api.exec(sessionId, ['cat', path])).stdout;
 
-  before(async () => {
-    platform = await startPlatform();
-    api = new Api(platform.url, platform.adminKey);
-  });
-
-  after(async () => {
-    for (const id of sessions) await api.call('DELETE', `/v1/sessions/${id}`);
-    assert.equal(await platform.stop(), 0, platform.output());
-  });
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)));
 
   test('restore to an older checkpoint drops later changes', { timeout: 120_000 }, async () => {
     const session = await created();

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Api } from './client.js';
-import { startPlatform, type RunningPlatform } from './platform.js';
+import type { RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -33,15 +34,7 @@ describe('full checkpoints: memory and processes', () => {
   const running = async (sessionId: string, pid: number): Promise<boolean> =>
     (await api.call('GET', `/v1/sessions/${sessionId}/processes`)).body.processes.some((p: any) => p.pid === pid && p.running);
 
-  before(async () => {
-    platform = await startPlatform();
-    api = new Api(platform.url, platform.adminKey);
-  });
-
-  after(async () => {
-    for (const id of sessions) await api.call('DELETE', `/v1/sessions/${id}`);
-    assert.equal(await platform.stop(), 0, platform.output());
-  });
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)));
 
   test('a full checkpoint saves memory and the sandbox runs on; after a kill the counter continues from it', { timeout: 180_000 }, async () => {
     const session = await created();

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Api } from './client.js';
-import { startPlatform, type RunningPlatform } from './platform.js';
+import type { RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
 import { sandboxHostPid } from './host-state.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -22,15 +23,7 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
   let api: Api;
   const sessions: string[] = [];
 
-  before(async () => {
-    platform = await startPlatform({ env: { SPACE_MAINTENANCE_TICK_MS: '300', SPACE_CHECKPOINT_KEEP: '2' } });
-    api = new Api(platform.url, platform.adminKey);
-  });
-
-  after(async () => {
-    for (const id of sessions) await api.call('DELETE', `/v1/sessions/${id}`);
-    assert.equal(await platform.stop(), 0, platform.output());
-  });
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), { env: { SPACE_MAINTENANCE_TICK_MS: '300', SPACE_CHECKPOINT_KEEP: '2' } });
 
   test('automatic checkpoints are taken on schedule and only the newest are kept; manual ones stay', { timeout: 120_000 }, async () => {
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 1, idleTimeoutSec: 0 });

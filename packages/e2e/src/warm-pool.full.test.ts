@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { Api } from './client.js';
-import { startPlatform, type RunningPlatform } from './platform.js';
+import type { RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -28,15 +29,7 @@ describe('warm pool', () => {
   };
   const identity = async (id: string): Promise<string> => (await api.exec(id, 'echo $SPACE_SESSION_ID $GREETING; hostname; cat /etc/machine-id')).stdout;
 
-  before(async () => {
-    platform = await startPlatform({ env: { SPACE_POOL_SIZE: '2', SPACE_POOL_TEMPLATES: 'tiny', SPACE_POOL_REFILL_DELAY_MS: '0' } });
-    api = new Api(platform.url, platform.adminKey);
-  });
-
-  after(async () => {
-    for (const id of sessions) await api.call('DELETE', `/v1/sessions/${id}`);
-    assert.equal(await platform.stop(), 0, platform.output());
-  });
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), { env: { SPACE_POOL_SIZE: '2', SPACE_POOL_TEMPLATES: 'tiny', SPACE_POOL_REFILL_DELAY_MS: '0' } });
 
   test('sessions get pooled sandboxes with their own identity, environment and files; the pool refills', { timeout: 180_000 }, async () => {
     await untilPoolFull();
