@@ -77,7 +77,7 @@ export class CheckpointService {
   async fork(caller: Caller, checkpointId: string, count: number): Promise<Session[]> {
     const checkpoint = this.checkpoint(caller, checkpointId);
     const parent = this.sessions.row(caller, checkpoint.sessionId);
-    const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata, checkpointIntervalSec: parent.checkpointIntervalSec, fullCheckpointIntervalSec: parent.fullCheckpointIntervalSec, idleTimeoutSec: parent.idleTimeoutSec };
+    const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata, checkpointIntervalSec: parent.checkpointIntervalSec, fullCheckpointIntervalSec: parent.fullCheckpointIntervalSec, idleTimeoutSec: parent.idleTimeoutSec, secrets: parent.secrets, egress: parent.egress };
     // Started side by side; all or nothing: if one fork fails, the others are deleted again.
     const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, checkpoint.id)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');

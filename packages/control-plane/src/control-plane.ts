@@ -10,6 +10,7 @@ import { Activity } from './activity.js';
 import { Maintenance } from './maintenance.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store/store.js';
+import { EgressService } from './egress-service.js';
 
 export interface ControlPlaneOptions {
   host: string;
@@ -31,6 +32,7 @@ export class ControlPlane {
   private readonly metrics = new Metrics();
   private readonly maintenance: Maintenance;
   private readonly checkpoints: CheckpointService;
+  private readonly egress: EgressService;
   private server: Server | null = null;
   port = 0;
 
@@ -41,7 +43,9 @@ export class ControlPlane {
     const activity = new Activity();
     this.node = new NodeClient(options.node.id, options.node.url, options.node.token);
     const taker = new CheckpointTaker(options.store, this.node, this.metrics);
-    this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity);
+    const egress = new EgressService(options.store, this.node, this.log);
+    this.egress = egress;
+    this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress);
     this.checkpoints = new CheckpointService(options.store, this.node, this.sessions, taker, this.metrics);
     this.maintenance = new Maintenance({
       store: options.store,
@@ -49,6 +53,7 @@ export class ControlPlane {
       sessions: this.sessions,
       checkpoints: this.checkpoints,
       activity,
+      egress,
       metrics: this.metrics,
       log: this.log,
       keepAutomatic: options.keepAutomaticCheckpoints ?? 5,
@@ -63,7 +68,7 @@ export class ControlPlane {
       return 0;
     });
     if (orphans) this.log(`removed ${orphans} checkpoint(s) a crash left unrecorded`);
-    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints: this.checkpoints, store: this.options.store, metrics: this.metrics, node: this.node });
+    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints: this.checkpoints, store: this.options.store, metrics: this.metrics, node: this.node, egress: this.egress });
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;

@@ -4,6 +4,7 @@ import type { Activity } from './activity.js';
 import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionService } from './session-service.js';
+import type { EgressService } from './egress-service.js';
 import type { SessionRow, Store } from './store/store.js';
 
 export interface MaintenanceDeps {
@@ -12,6 +13,7 @@ export interface MaintenanceDeps {
   sessions: SessionService;
   checkpoints: CheckpointService;
   activity: Activity;
+  egress: EgressService;
   metrics: Metrics;
   log: (message: string) => void;
   /** Automatic checkpoints kept per session; older ones are deleted (manual ones never are). */
@@ -62,6 +64,9 @@ export class Maintenance {
   }
 
   private async pass(): Promise<void> {
+    // A node agent that restarted under running sandboxes lost their egress settings (memory only).
+    const health = await this.deps.node.health().catch(() => null);
+    if (health?.egressUnconfigured.length) await this.deps.egress.repairNode(health.egressUnconfigured);
     if (this.now() - this.lastOrphanSweep >= orphanSweepEveryMs) {
       this.lastOrphanSweep = this.now();
       const removed = await this.deps.checkpoints.removeOrphans(orphanGraceMs).catch(() => 0);

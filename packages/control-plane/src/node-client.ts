@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorCode, OkSchema, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type CheckpointKind, NodeCheckpointListSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { EgressAuditListSchema, ErrorCode, OkSchema, type SessionEgressConfig, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type CheckpointKind, NodeCheckpointListSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { Upstream } from '@space/server-kit';
 
 
@@ -53,6 +53,14 @@ export class NodeClient {
 
   deleteCheckpoint(checkpointId: string): Promise<unknown> {
     return this.upstream.json('DELETE', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}`, undefined, OkSchema);
+  }
+
+  configureEgress(sessionId: string, config: SessionEgressConfig): Promise<unknown> {
+    return this.upstream.json('PUT', `/node/v1/sessions/${encodeURIComponent(sessionId)}/egress`, config, OkSchema);
+  }
+
+  egressAudit(sessionId: string, limit: number): Promise<z.infer<typeof EgressAuditListSchema>> {
+    return this.upstream.json('GET', `/node/v1/sessions/${encodeURIComponent(sessionId)}/egress/audit?limit=${limit}`, undefined, EgressAuditListSchema);
   }
 
   sandboxPath(sandboxId: string, opPath: string): string {

@@ -15,6 +15,7 @@ import { Metrics } from './metrics.js';
 import { NodeClient } from './node-client.js';
 import { SessionService } from './session-service.js';
 import { SqliteStore } from './store/sqlite-store.js';
+import { EgressService } from './egress-service.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -24,9 +25,10 @@ test('every operation of the API reference is served by the control plane (an un
   // No node behind it: the calls are refused before any would be made.
   const node = new NodeClient('node_none', 'http://127.0.0.1:9', 'x');
   const taker = new CheckpointTaker(store, node, metrics);
-  const sessions = new SessionService(store, node, metrics, taker, new Activity());
+  const egress = new EgressService(store, node, () => undefined);
+  const sessions = new SessionService(store, node, metrics, taker, new Activity(), egress);
   const checkpoints = new CheckpointService(store, node, sessions, taker, metrics);
-  const router = createPublicApi({ auth: new Authenticator(store), sessions, checkpoints, store, metrics, node });
+  const router = createPublicApi({ auth: new Authenticator(store), sessions, checkpoints, store, metrics, node, egress });
   const { server, port } = await listen(router, '127.0.0.1', 0);
   try {
     for (const route of publicRoutes) {

@@ -6,6 +6,7 @@ import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionRow, Store } from './store/store.js';
 import type { CheckpointTaker } from './checkpoint-taker.js';
+import type { EgressService } from './egress-service.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -25,6 +26,7 @@ export class SessionService {
     private readonly metrics: Metrics,
     private readonly taker: CheckpointTaker,
     readonly activity: Activity,
+    private readonly egress: EgressService,
   ) {}
 
   /**
@@ -32,6 +34,8 @@ export class SessionService {
    * from that checkpoint first (a fork) instead of from the template.
    */
   async create(caller: Caller, request: CreateSessionRequest, fromCheckpoint: string | null = null): Promise<Session> {
+    // A fork takes its parent's secrets as they are now (one deleted since is simply not injected).
+    if (!fromCheckpoint) this.egress.validateSession(caller.tenantId, request.secrets, request.env);
     const row: SessionRow = {
       id: newId('ses'),
       tenantId: caller.tenantId,
@@ -48,6 +52,8 @@ export class SessionService {
       checkpointIntervalSec: request.checkpointIntervalSec,
       fullCheckpointIntervalSec: request.fullCheckpointIntervalSec,
       idleTimeoutSec: request.idleTimeoutSec,
+      secrets: request.secrets,
+      egress: request.egress,
     };
     this.store.insertSession(row);
     try {
@@ -112,7 +118,9 @@ export class SessionService {
     this.store.updateSession(row.id, { status: 'starting' });
     try {
       if (resuming && !volumeReady) await this.prepareResume(row);
-      const info = await this.node.startSandbox({ sessionId: row.id, template: row.template, env: row.env, resources: row.resources });
+      // Read again: the policy may have changed since `row` was loaded.
+      const current = this.store.getSession(row.tenantId, row.id) ?? row;
+      const info = await this.node.startSandbox({ sessionId: row.id, template: row.template, env: { ...row.env, ...this.egress.placeholders(current) }, resources: row.resources, egress: this.egress.configFor(current) });
       this.metrics.inc('sandbox_starts');
       if (resuming) {
         this.metrics.inc('resumes');
@@ -218,6 +226,8 @@ function toSession(row: SessionRow): Session {
     checkpointIntervalSec: row.checkpointIntervalSec,
     fullCheckpointIntervalSec: row.fullCheckpointIntervalSec,
     idleTimeoutSec: row.idleTimeoutSec,
+    secrets: row.secrets,
+    egress: row.egress,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,
     parentCheckpointId: row.parentCheckpointId,
   };

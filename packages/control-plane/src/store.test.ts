@@ -22,6 +22,7 @@ function withStore(run: (store: SqliteStore, file: string) => void): void {
 const session = (id: string, tenantId: string): SessionRow => ({
   id, tenantId, template: 'tiny', status: 'running', createdAt: new Date().toISOString(), env: { A: '1' },
   resources: { memoryMb: 512, cpus: 1, pids: 256 }, metadata: { k: 'v' }, sandboxId: 'sbx_x', nodeId: 'node_x', sandboxStartedAt: new Date().toISOString(), parentCheckpointId: null, checkpointIntervalSec: 60, fullCheckpointIntervalSec: 600, idleTimeoutSec: 900,
+  secrets: ['TOKEN'], egress: { mode: 'allow-list', domains: ['*.example.com'], cidrs: [] },
 });
 
 test('keys are stored hashed and resolve to their tenant', () => {
@@ -64,5 +65,24 @@ test('sessions are scoped by tenant and survive reopening the file', () => {
     assert.deepEqual(row?.resources, { memoryMb: 512, cpus: 1, pids: 256 });
     store.deleteSession('ses_1');
     assert.equal(store.getSession('tn_a', 'ses_1'), null);
+  });
+});
+
+test('secrets are per tenant; an update keeps the placeholder and creation time; sessions keep their egress policy', () => {
+  withStore((store) => {
+    for (const id of ['tn_aaaaaa', 'tn_bbbbbb']) store.insertTenant({ id, name: id, createdAt: new Date().toISOString() });
+    const first = store.putSecret({ tenantId: 'tn_aaaaaa', name: 'TOKEN', value: 'v1', hosts: ['api.example.com'], placeholder: 'P1', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' });
+    const second = store.putSecret({ tenantId: 'tn_aaaaaa', name: 'TOKEN', value: 'v2', hosts: ['*.example.com'], placeholder: 'P2', createdAt: '2026-02-01T00:00:00.000Z', updatedAt: '2026-02-01T00:00:00.000Z' });
+    assert.equal(first.value, 'v1');
+    assert.deepEqual({ value: second.value, hosts: second.hosts, placeholder: second.placeholder, createdAt: second.createdAt }, { value: 'v2', hosts: ['*.example.com'], placeholder: 'P1', createdAt: '2026-01-01T00:00:00.000Z' });
+    assert.equal(store.getSecret('tn_bbbbbb', 'TOKEN'), null);
+    assert.deepEqual(store.listSecrets('tn_bbbbbb'), []);
+    assert.equal(store.deleteSecret('tn_bbbbbb', 'TOKEN'), false);
+    assert.equal(store.deleteSecret('tn_aaaaaa', 'TOKEN'), true);
+    assert.equal(store.getSecret('tn_aaaaaa', 'TOKEN'), null);
+    store.insertSession(session('ses_egress1', 'tn_aaaaaa'));
+    store.setSessionEgress('ses_egress1', { mode: 'deny-all', domains: [], cidrs: [] });
+    const row = store.getSession('tn_aaaaaa', 'ses_egress1')!;
+    assert.deepEqual({ secrets: row.secrets, egress: row.egress }, { secrets: ['TOKEN'], egress: { mode: 'deny-all', domains: [], cidrs: [] } });
   });
 });

@@ -16,7 +16,7 @@ function hostEnd(ip: string): string {
   return [...parts.slice(0, 3), parts[3]! - 1].join('.');
 }
 
-describe('sandbox network: no way out for now', () => {
+describe('sandbox network: the egress gateway is the only way out', () => {
   let platform: RunningPlatform;
   let api: Api;
   let hostService: Server;
@@ -51,12 +51,17 @@ describe('sandbox network: no way out for now', () => {
       `http://${host}:${apiPort}/healthz`,
       `http://127.0.0.1:${apiPort}/healthz`,
       `http://${sandboxIp(platform.dataDir, b.sandbox.id)}:49983/health`,
-      'http://1.1.1.1/',
+      'http://1.1.1.1:8080/',
     ];
     for (const target of targets) {
       const probe = await api.exec(a.id, ['curl', '-sS', '-m', '3', target]);
       assert.notEqual(probe.exitCode, 0, `${target} answered from inside the sandbox: ${probe.stdout}`);
       assert.ok(!probe.stdout.includes('host secret'));
+    }
+    // Port 80 leads to the gateway, which refuses the host's own addresses whatever the Host header says.
+    for (const host of [`${hostEnd(sandboxIp(platform.dataDir, a.sandbox.id))}:${hostPort}`, 'localhost', `127.0.0.1:${apiPort}`]) {
+      const probe = await api.exec(a.id, ['curl', '-sS', '-m', '5', '-H', `Host: ${host}`, `http://${hostEnd(sandboxIp(platform.dataDir, a.sandbox.id))}/`]);
+      assert.match(probe.stdout, /^SPACE gateway: egress to .* denied/, `${host}: ${probe.stdout}${probe.stderr}`);
     }
   });
 });

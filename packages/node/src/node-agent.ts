@@ -19,6 +19,14 @@ import { Subvolumes } from './storage/subvolumes.js';
 import { builtinRecipes, type Progress } from './templates/recipes.js';
 import { TemplateStore } from './templates/template-store.js';
 import { WarmPool } from './warm-pool.js';
+import { readFile } from 'node:fs/promises';
+import { SandboxFirewall } from './network/sandbox-firewall.js';
+import { AuditLog } from './gateway/audit-log.js';
+import { DnsResponder } from './gateway/dns-responder.js';
+import { EgressGateway } from './gateway/egress-gateway.js';
+import { EgressRules } from './gateway/egress-rules.js';
+import { GatewayCa } from './gateway/gateway-ca.js';
+import { lookup } from 'node:dns/promises';
 
 /** The node agent's composition root: wires storage, network, runtime and API, and owns their lifecycle. */
 export class NodeAgent {
@@ -26,6 +34,8 @@ export class NodeAgent {
   readonly templates: TemplateStore;
   private manager: SandboxManager | null = null;
   private pool: WarmPool | null = null;
+  private gateway: EgressGateway | null = null;
+  private dns: DnsResponder | null = null;
   private sweeper: NodeJS.Timeout | null = null;
   private readonly lock: DataDirLock;
   private server: Server | null = null;
@@ -58,7 +68,23 @@ export class NodeAgent {
       const [dataDir, netns] = owner.split(' ');
       return dataDir === config.dataDir && !!netns && !SandboxNetwork.exists(netns);
     });
-    const network = new SandboxNetwork(leases);
+    // The gateway listens before any sandbox exists: the firewall rules of each link name its ports.
+    const ca = new GatewayCa(config.gateway.caDir);
+    await ca.load();
+    const sourceOf = (ip: string) => this.manager?.sourceOf(ip) ?? null;
+    if (config.gateway.testHosts.size) log.warn(`egress gateway test settings in use (SPACE_GATEWAY_TEST_HOSTS): ${[...config.gateway.testHosts.keys()].join(', ')}; not for production`);
+    this.gateway = new EgressGateway({
+      ca,
+      rules: new EgressRules(async (host) => (await lookup(host, { all: true })).map((a) => a.address)),
+      audit: new AuditLog(path.join(config.dataDir, 'node', 'egress-audit')),
+      sourceOf,
+      test: { hosts: config.gateway.testHosts, caPem: config.gateway.testCaFile ? await readFile(config.gateway.testCaFile, 'utf8') : null },
+      log,
+    });
+    await this.gateway.start();
+    this.dns = new DnsResponder((ip) => sourceOf(ip) !== null);
+    await this.dns.start();
+    const network = new SandboxNetwork(leases, new SandboxFirewall({ dns: this.dns.port, http: this.gateway.httpPort, https: this.gateway.httpsPort }));
     await network.removeStaleRules();
     const checkpointStore = new CheckpointStore(this.volume, new Subvolumes());
     this.manager = new SandboxManager({
@@ -72,6 +98,8 @@ export class NodeAgent {
       records: new SandboxRecords(path.join(config.dataDir, 'node', 'sandboxes')),
       checkpoints: checkpointStore,
       runtimeDir,
+      egress: this.gateway,
+      gatewayCaPem: ca.certificatePem,
       log,
     });
     const { adopted, removed } = await this.manager.reconcile();
@@ -88,7 +116,7 @@ export class NodeAgent {
     this.manager.usePool(this.pool);
     this.pool.start();
     const checkpoints = new CheckpointService(this.manager, checkpointStore);
-    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, checkpoints, templates: this.templates });
+    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, checkpoints, templates: this.templates, gateway: this.gateway });
     const { server, port } = await listen(api, config.host, config.port);
     this.server = server;
     this.port = port;
@@ -104,6 +132,10 @@ export class NodeAgent {
     this.pool = null;
     await this.manager?.stopAll();
     this.manager = null;
+    await this.gateway?.stop();
+    this.gateway = null;
+    await this.dns?.stop();
+    this.dns = null;
     // Only the owner of the data directory may unmount it (a refused second instance must not).
     if (this.lock.isHeld()) await this.volume.unmount();
     await this.lock.release();

@@ -22,6 +22,27 @@ export interface NodeConfig {
   nodeBinary: string;
   /** Warm pool settings; `templates: null` pools every template prepared at start. */
   pool: Omit<WarmPoolConfig, 'templates'> & { templates: string[] | null };
+  gateway: GatewayConfig;
+}
+
+export interface GatewayConfig {
+  /** The cluster's gateway CA (`SPACE_GATEWAY_CA_DIR`, default `<data>/gateway-ca`): the same on every node. */
+  caDir: string;
+  /** Test only (`SPACE_GATEWAY_TEST_HOSTS=name=ip:port,...`): host names sent to a fixed address. */
+  testHosts: Map<string, { address: string; port: number }>;
+  /** Test only (`SPACE_GATEWAY_TEST_CA_FILE`): a CA the gateway trusts for those hosts. */
+  testCaFile: string | null;
+}
+
+/** Parses `name=ip:port,...`; the message names the variable and the entry at fault. */
+export function parseTestHosts(raw: string | undefined): Map<string, { address: string; port: number }> {
+  const hosts = new Map<string, { address: string; port: number }>();
+  for (const entry of (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+    const match = /^([a-z0-9.-]+)=(\d+\.\d+\.\d+\.\d+):(\d+)$/i.exec(entry);
+    if (!match) throw new Error(`SPACE_GATEWAY_TEST_HOSTS entries look like name=127.0.0.1:8443, got ${JSON.stringify(entry)}`);
+    hosts.set(match[1]!.toLowerCase(), { address: match[2]!, port: Number(match[3]) });
+  }
+  return hosts;
 }
 
 /** A non-negative integer setting, or a message that names the variable. */
@@ -58,6 +79,11 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
       size: integerSetting(env, 'SPACE_POOL_SIZE', 2),
       templates: env.SPACE_POOL_TEMPLATES ? env.SPACE_POOL_TEMPLATES.split(',').map((t) => t.trim()).filter(Boolean) : null,
       refillDelayMs: integerSetting(env, 'SPACE_POOL_REFILL_DELAY_MS', 500),
+    },
+    gateway: overrides.gateway ?? {
+      caDir: path.resolve(env.SPACE_GATEWAY_CA_DIR ?? path.join(dataDir, 'gateway-ca')),
+      testHosts: parseTestHosts(env.SPACE_GATEWAY_TEST_HOSTS),
+      testCaFile: env.SPACE_GATEWAY_TEST_CA_FILE ? path.resolve(env.SPACE_GATEWAY_TEST_CA_FILE) : null,
     },
   };
 }

@@ -17,6 +17,8 @@ import type { CheckpointStore, MemoryImageMeta } from './storage/checkpoint-stor
 import type { SandboxSpec } from './runtime/driver.js';
 import { readJsonFile } from './json-file.js';
 import type { WarmPool } from './warm-pool.js';
+import type { EgressGateway, SandboxSource } from './gateway/egress-gateway.js';
+import { installGatewayTrust, trustEnv } from './gateway/sandbox-trust.js';
 
 export const daemonPort = 49983;
 const daemonReadyTimeoutMs = 30_000;
@@ -54,6 +56,10 @@ export interface SandboxManagerDeps {
   records: SandboxRecords;
   checkpoints: CheckpointStore;
   runtimeDir: string;
+  /** The node's egress gateway: holds each session's policy and secrets. */
+  egress: Pick<EgressGateway, 'configure' | 'isConfigured' | 'removeSession'>;
+  /** The cluster's gateway CA certificate, installed in every new volume. */
+  gatewayCaPem: string;
   log: Logger;
 }
 
@@ -145,6 +151,8 @@ export class SandboxManager {
 
   /** Starts a sandbox for a session, or returns the one already serving it. */
   start(request: StartSandboxRequest): Promise<SandboxInfo> {
+    // The gateway knows the session's policy and secrets before its sandbox can send anything.
+    this.deps.egress.configure(request.sessionId, request.egress);
     const existing = this.liveFor(request.sessionId);
     if (existing) return Promise.resolve(this.describe(existing.record, true));
     return this.starting.run(request.sessionId, () => this.startNew(request));
@@ -205,6 +213,7 @@ export class SandboxManager {
         PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
         HOME: '/root',
         LANG: 'C.UTF-8',
+        ...trustEnv,
         ...sessionEnv,
         SPACE_DAEMON_PORT: String(daemonPort),
         SPACE_DAEMON_TOKEN_FILE: '/run/space/daemon-token',
@@ -252,6 +261,7 @@ export class SandboxManager {
     const template = await this.deps.templates.ensure(templateName, (m) => this.deps.log.info(m));
     await this.deps.subvolumes.snapshot(template, rootfs, false);
     if (existsSync(path.join(rootfs, 'etc'))) await writeFile(path.join(rootfs, 'etc/machine-id'), `${randomBytes(16).toString('hex')}\n`, { mode: 0o444 });
+    await installGatewayTrust(rootfs, this.deps.gatewayCaPem);
   }
 
   /** Boots a sandbox for the warm pool: its own volume, named like a session that does not exist. */
@@ -262,7 +272,9 @@ export class SandboxManager {
     try {
       // Booted at the lowest CPU weight, so refilling yields to running sandboxes; a throwaway
       // exec warms the daemon's process spawning, which is slow the first time in a new sandbox.
-      const { sandboxId } = await this.boot({ sessionId: poolId, template, env: {}, resources }, rootfs, new PhaseTimer(), null, poolCpuShares);
+      // No egress settings until claimed: the gateway answers an unclaimed sandbox with 503.
+      const unclaimed: StartSandboxRequest = { sessionId: poolId, template, env: {}, resources, egress: { policy: { mode: 'deny-all', domains: [], cidrs: [] }, secrets: [] } };
+      const { sandboxId } = await this.boot(unclaimed, rootfs, new PhaseTimer(), null, poolCpuShares);
       await this.get(sandboxId).daemon.json('POST', '/exec', { cmd: ['true'], timeoutMs: 30_000 }, ExecResultSchema, { timeoutMs: 35_000 });
       return sandboxId;
     } catch (err) {
@@ -491,6 +503,18 @@ export class SandboxManager {
     if (live) await this.stop(live.record.sandboxId);
     await this.deps.subvolumes.delete(this.volumePath(sessionId));
     await this.setPendingMemory(sessionId, null);
+    await this.deps.egress.removeSession(sessionId);
+  }
+
+  /** The sandbox (and session) a packet from `ip` comes from, for the gateway. */
+  sourceOf(ip: string): SandboxSource | null {
+    for (const { record } of this.live.values()) if (record.sandboxIp === ip) return { sandboxId: record.sandboxId, sessionId: record.sessionId };
+    return null;
+  }
+
+  /** Sessions with a running sandbox here whose egress settings the gateway lacks (after a restart). */
+  egressUnconfigured(): string[] {
+    return [...this.live.values()].map((l) => l.record.sessionId).filter((id) => !id.startsWith(`${unclaimedPrefix}_`) && !this.deps.egress.isConfigured(id));
   }
 
   async stopAll(): Promise<void> {
@@ -513,6 +537,7 @@ export class SandboxManager {
       // Pooled sandboxes of the previous run are not adopted: the new pool boots its own.
       if (!isUnclaimed(record) && stats.running && (await daemonAnswers(daemon, 2000)) === true) {
         this.live.set(record.sandboxId, { record, daemon, pid: stats.pid, frozen: null });
+        await deps.network.refreshRules(record.sandboxId);
         adopted++;
       } else {
         daemon.close();

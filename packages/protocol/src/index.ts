@@ -10,3 +10,4 @@ export * from './daemon-routes.js';
 export * from './ids.js';
 export * from './checkpoints.js';
 export * from './public-routes.js';
+export * from './egress.js';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EnvSchema } from './common.js';
+import { SessionEgressConfigSchema } from './egress.js';
 import { ResourcesSchema, TemplateNameSchema } from './sessions.js';
 
 /** Control plane -> node agent: start a sandbox serving a session's volume (created from the template if new). */
@@ -9,6 +10,7 @@ export const StartSandboxRequestSchema = z
     template: TemplateNameSchema,
     env: EnvSchema,
     resources: ResourcesSchema,
+    egress: SessionEgressConfigSchema,
   })
   .strict();
 export type StartSandboxRequest = z.infer<typeof StartSandboxRequestSchema>;
@@ -34,6 +36,8 @@ export const NodeHealthSchema = z
     sandboxes: z.number().int().nonnegative(),
     /** Ready sandboxes in the warm pool, per template. */
     pool: z.record(z.number().int().nonnegative()),
+    /** Sessions with a running sandbox whose gateway settings this node does not hold (after its restart). */
+    egressUnconfigured: z.array(z.string()),
   })
   .strict();
 export type NodeHealth = z.infer<typeof NodeHealthSchema>;

@@ -3,6 +3,7 @@ import { CheckpointListSchema, CheckpointSchema, CreateCheckpointRequestSchema, 
 import { OkSchema as ok } from './common.js';
 import { sandboxRoutes } from './daemon-routes.js';
 import { CreateSessionRequestSchema, SessionListSchema, SessionSchema } from './sessions.js';
+import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantSchema } from './tenants.js';
 
 /** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
@@ -31,6 +32,14 @@ const sessionRoutes: PublicRoute[] = [
   { method: 'POST', path: '/v1/sessions/:sessionId/restore', summary: 'Reset the session to a checkpoint of its lineage.', body: RestoreRequestSchema, response: SessionSchema },
 ];
 
+const egressRoutes: PublicRoute[] = [
+  { method: 'PUT', path: '/v1/secrets/:name', summary: "Create or update a tenant's secret (the value is never shown again; the placeholder stays the same).", body: PutSecretRequestSchema, response: SecretSchema },
+  { method: 'GET', path: '/v1/secrets', summary: "The tenant's secrets: names, hosts and placeholders, never values.", response: SecretListSchema },
+  { method: 'DELETE', path: '/v1/secrets/:name', summary: 'Delete a secret; sessions naming it keep an unresolved placeholder.', response: ok },
+  { method: 'PUT', path: '/v1/sessions/:sessionId/egress', summary: "Change a session's egress policy; applies to its next request.", body: EgressPolicySchema, response: SessionSchema },
+  { method: 'GET', path: '/v1/sessions/:sessionId/egress/audit', summary: 'The newest egress requests of the session through the gateway, oldest first.', query: EgressAuditQuerySchema, response: EgressAuditListSchema },
+];
+
 const adminRoutes: PublicRoute[] = [
   { method: 'POST', path: '/v1/tenants', summary: 'Create a tenant (admin key).', body: CreateTenantRequestSchema, status: 201, response: TenantSchema },
   { method: 'POST', path: '/v1/keys', summary: 'Create an API key for a tenant (admin key); the key is shown once.', body: CreateKeyRequestSchema, status: 201, response: CreatedKeySchema },
@@ -51,4 +60,4 @@ const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
   }
 });
 
-export const publicRoutes: readonly PublicRoute[] = [...sessionRoutes, ...sandboxOperations, ...adminRoutes];
+export const publicRoutes: readonly PublicRoute[] = [...sessionRoutes, ...egressRoutes, ...sandboxOperations, ...adminRoutes];

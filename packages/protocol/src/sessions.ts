@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { EnvSchema } from './common.js';
+import { EgressPolicySchema, SecretNameSchema } from './egress.js';
 
 export const TemplateNameSchema = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'template names are lowercase letters, digits and dashes');
 
@@ -25,6 +26,10 @@ export const CreateSessionRequestSchema = z
     env: EnvSchema.default({}),
     resources: ResourcesSchema.default({}),
     metadata: MetadataSchema.default({}),
+    /** Secrets of the tenant the sandbox may use: each name becomes an env var holding its placeholder. */
+    secrets: z.array(SecretNameSchema).max(64).default([]).refine((names) => new Set(names).size === names.length, 'secret names must not repeat'),
+    /** What the sandbox may reach outside; changeable later with PUT /v1/sessions/:id/egress. */
+    egress: EgressPolicySchema.default({}),
     /** Seconds between automatic filesystem checkpoints while a sandbox runs; 0 turns them off. */
     checkpointIntervalSec: z.number().int().min(0).max(7 * 24 * 3600).default(60),
     /** Seconds between automatic full (memory) checkpoints while a sandbox runs; 0 turns them off. */
@@ -52,6 +57,8 @@ export const SessionSchema = z
     env: z.record(z.string()),
     resources: ResourcesSchema,
     metadata: z.record(z.string()),
+    secrets: z.array(z.string()),
+    egress: EgressPolicySchema,
     checkpointIntervalSec: z.number().int(),
     fullCheckpointIntervalSec: z.number().int(),
     idleTimeoutSec: z.number().int(),

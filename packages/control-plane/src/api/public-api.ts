@@ -1,8 +1,9 @@
-import { CreateCheckpointRequestSchema, CreateKeyRequestSchema, CreateSessionRequestSchema, CreateTenantRequestSchema, ForkRequestSchema, RestoreRequestSchema, newId } from '@space/protocol';
+import { EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretNameSchema, CreateCheckpointRequestSchema, CreateKeyRequestSchema, CreateSessionRequestSchema, CreateTenantRequestSchema, ForkRequestSchema, RestoreRequestSchema, newId } from '@space/protocol';
 import type { CheckpointService } from '../checkpoint-service.js';
 import type { Metrics } from '../metrics.js';
 import type { NodeClient } from '../node-client.js';
-import { Router, readJson, sendJson } from '@space/server-kit';
+import { Router, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
+import type { EgressService } from '../egress-service.js';
 import type { Authenticator } from '../auth.js';
 import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
@@ -15,6 +16,7 @@ export interface PublicApiDeps {
   store: Store;
   metrics: Metrics;
   node: NodeClient;
+  egress: EgressService;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
@@ -94,6 +96,35 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     const caller = auth.authenticate(req);
     const { checkpointId } = await readJson(req, RestoreRequestSchema);
     sendJson(res, 200, await checkpoints.restore(caller, params.sessionId!, checkpointId));
+  });
+
+  router.on('GET', '/v1/secrets', ({ req, res }) => {
+    sendJson(res, 200, { secrets: deps.egress.list(auth.authenticate(req)) });
+  });
+
+  router.on('PUT', '/v1/secrets/:name', async ({ req, res, params }) => {
+    const caller = auth.authenticate(req);
+    const name = parseWith(SecretNameSchema, params.name, 'secret name');
+    sendJson(res, 200, await deps.egress.put(caller, name, await readJson(req, PutSecretRequestSchema)));
+  });
+
+  router.on('DELETE', '/v1/secrets/:name', async ({ req, res, params }) => {
+    const caller = auth.authenticate(req);
+    await deps.egress.delete(caller, parseWith(SecretNameSchema, params.name, 'secret name'));
+    sendJson(res, 200, { ok: true });
+  });
+
+  router.on('PUT', '/v1/sessions/:sessionId/egress', async ({ req, res, params }) => {
+    const caller = auth.authenticate(req);
+    const row = sessions.row(caller, params.sessionId!);
+    await deps.egress.setPolicy(row, await readJson(req, EgressPolicySchema));
+    sendJson(res, 200, sessions.get(caller, row.id));
+  });
+
+  router.on('GET', '/v1/sessions/:sessionId/egress/audit', async ({ req, res, params, url }) => {
+    const caller = auth.authenticate(req);
+    const { limit } = parseQuery(url, EgressAuditQuerySchema);
+    sendJson(res, 200, await deps.egress.audit(sessions.row(caller, params.sessionId!), limit));
   });
 
   registerSandboxRoutes(router, auth, sessions);

@@ -1,5 +1,6 @@
+import { chmodSync, existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import type { ApiKeyRow, CheckpointRow, SandboxHistoryRow, SessionPatch, SessionRow, Store, TenantRow } from './store.js';
+import type { ApiKeyRow, CheckpointRow, SandboxHistoryRow, SecretRow, SessionPatch, SessionRow, Store, TenantRow } from './store.js';
 
 const schema = `
 CREATE TABLE IF NOT EXISTS tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
@@ -19,6 +20,10 @@ CREATE TABLE IF NOT EXISTS sandbox_history (
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, node_id TEXT NOT NULL, started_at TEXT NOT NULL,
   ended_at TEXT, end_reason TEXT);
 CREATE INDEX IF NOT EXISTS sandbox_history_session ON sandbox_history(session_id, started_at);
+CREATE TABLE IF NOT EXISTS secrets (
+  tenant_id TEXT NOT NULL REFERENCES tenants(id), name TEXT NOT NULL, value TEXT NOT NULL,
+  hosts TEXT NOT NULL, placeholder TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, name));
 `;
 
 /** Columns added after the first release, applied to older database files on open. */
@@ -30,6 +35,8 @@ const addedColumns: [table: string, column: string, definition: string][] = [
   ['checkpoints', 'size_bytes', 'INTEGER'],
   ['checkpoints', 'pause_ms', 'INTEGER'],
   ['sandbox_history', 'restored_from', 'TEXT'],
+  ['sessions', 'secrets', `TEXT NOT NULL DEFAULT '[]'`],
+  ['sessions', 'egress', `TEXT NOT NULL DEFAULT '{"mode":"allow-all","domains":[],"cidrs":[]}'`],
 ];
 
 interface SessionDbRow {
@@ -48,6 +55,18 @@ interface SessionDbRow {
   checkpoint_interval_sec: number;
   full_checkpoint_interval_sec: number;
   idle_timeout_sec: number;
+  secrets: string;
+  egress: string;
+}
+
+interface SecretDbRow {
+  tenant_id: string;
+  name: string;
+  value: string;
+  hosts: string;
+  placeholder: string;
+  created_at: string;
+  updated_at: string;
 }
 
 interface CheckpointDbRow {
@@ -76,6 +95,8 @@ export class SqliteStore implements Store {
 
   constructor(file: string) {
     this.db = new Database(file);
+    // The file holds secret values and key hashes: root only (the WAL files are made with the same mode).
+    if (file !== ':memory:') for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('foreign_keys = ON');
     this.db.exec(schema);
@@ -112,8 +133,8 @@ export class SqliteStore implements Store {
 
   insertSession(row: SessionRow): void {
     this.db
-      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt, row.parentCheckpointId, row.checkpointIntervalSec, row.idleTimeoutSec, row.fullCheckpointIntervalSec);
+      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, secrets, egress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt, row.parentCheckpointId, row.checkpointIntervalSec, row.idleTimeoutSec, row.fullCheckpointIntervalSec, JSON.stringify(row.secrets), JSON.stringify(row.egress));
   }
 
   getSession(tenantId: string, id: string): SessionRow | null {
@@ -191,6 +212,30 @@ export class SqliteStore implements Store {
     return rows.map((r) => ({ id: r.id, sessionId: r.session_id, nodeId: r.node_id, startedAt: r.started_at, endedAt: r.ended_at, endReason: r.end_reason, restoredFrom: r.restored_from }));
   }
 
+  setSessionEgress(id: string, egress: SessionRow['egress']): void {
+    this.db.prepare('UPDATE sessions SET egress = ? WHERE id = ?').run(JSON.stringify(egress), id);
+  }
+
+  putSecret(row: SecretRow): SecretRow {
+    this.db
+      .prepare('INSERT INTO secrets (tenant_id, name, value, hosts, placeholder, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, name) DO UPDATE SET value = excluded.value, hosts = excluded.hosts, updated_at = excluded.updated_at')
+      .run(row.tenantId, row.name, row.value, JSON.stringify(row.hosts), row.placeholder, row.createdAt, row.updatedAt);
+    return this.getSecret(row.tenantId, row.name)!;
+  }
+
+  getSecret(tenantId: string, name: string): SecretRow | null {
+    const row = this.db.prepare('SELECT * FROM secrets WHERE tenant_id = ? AND name = ?').get(tenantId, name) as SecretDbRow | undefined;
+    return row ? toSecret(row) : null;
+  }
+
+  listSecrets(tenantId: string): SecretRow[] {
+    return (this.db.prepare('SELECT * FROM secrets WHERE tenant_id = ? ORDER BY name').all(tenantId) as SecretDbRow[]).map(toSecret);
+  }
+
+  deleteSecret(tenantId: string, name: string): boolean {
+    return this.db.prepare('DELETE FROM secrets WHERE tenant_id = ? AND name = ?').run(tenantId, name).changes > 0;
+  }
+
   close(): void {
     this.db.close();
   }
@@ -213,7 +258,13 @@ function toSession(row: SessionDbRow): SessionRow {
     checkpointIntervalSec: row.checkpoint_interval_sec,
     fullCheckpointIntervalSec: row.full_checkpoint_interval_sec,
     idleTimeoutSec: row.idle_timeout_sec,
+    secrets: JSON.parse(row.secrets) as string[],
+    egress: JSON.parse(row.egress) as SessionRow['egress'],
   };
+}
+
+function toSecret(row: SecretDbRow): SecretRow {
+  return { tenantId: row.tenant_id, name: row.name, value: row.value, hosts: JSON.parse(row.hosts) as string[], placeholder: row.placeholder, createdAt: row.created_at, updatedAt: row.updated_at };
 }
 
 function toCheckpoint(row: CheckpointDbRow): CheckpointRow {

@@ -1,4 +1,4 @@
-import type { CheckpointKind, Resources, SessionStatus } from '@space/protocol';
+import type { CheckpointKind, EgressPolicy, Resources, SessionStatus } from '@space/protocol';
 
 export interface TenantRow {
   id: string;
@@ -32,6 +32,20 @@ export interface SessionRow {
   checkpointIntervalSec: number;
   fullCheckpointIntervalSec: number;
   idleTimeoutSec: number;
+  /** Names of the tenant's secrets the session may use. */
+  secrets: string[];
+  egress: EgressPolicy;
+}
+
+export interface SecretRow {
+  tenantId: string;
+  name: string;
+  value: string;
+  hosts: string[];
+  /** Stays the same when the value changes, so running sandboxes keep working after a rotation. */
+  placeholder: string;
+  createdAt: string;
+  updatedAt: string;
 }
 
 export interface CheckpointRow {
@@ -88,5 +102,11 @@ export interface Store {
   recordSandboxStart(row: SandboxHistoryRow): void;
   recordSandboxEnd(sandboxId: string, reason: string): void;
   listSandboxHistory(sessionId: string): SandboxHistoryRow[];
+  setSessionEgress(id: string, egress: EgressPolicy): void;
+  /** Creates or replaces a tenant's secret (created_at and placeholder of an existing one are kept). */
+  putSecret(row: SecretRow): SecretRow;
+  getSecret(tenantId: string, name: string): SecretRow | null;
+  listSecrets(tenantId: string): SecretRow[];
+  deleteSecret(tenantId: string, name: string): boolean;
   close(): void;
 }

@@ -1,5 +1,6 @@
-import { ErrorCode, NodeCheckpointIdSchema, NodeCheckpointRequestSchema, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
-import { Router, bearerToken, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
+import { EgressAuditQuerySchema, SessionEgressConfigSchema, ErrorCode, NodeCheckpointIdSchema, NodeCheckpointRequestSchema, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
+import { Router, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
+import type { EgressGateway } from '../gateway/egress-gateway.js';
 import type { CheckpointService } from '../checkpoint-service.js';
 import type { IncomingMessage } from 'node:http';
 import type { SandboxManager } from '../sandbox-manager.js';
@@ -12,6 +13,7 @@ export interface NodeApiDeps {
   manager: SandboxManager;
   checkpoints: CheckpointService;
   templates: TemplateStore;
+  gateway: EgressGateway;
 }
 
 /**
@@ -28,7 +30,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('GET', '/node/v1/health', (ctx) => {
     authorize(ctx);
-    const health: NodeHealth = { nodeId: deps.nodeId, templates: deps.templates.names(), sandboxes: manager.list().length, pool: manager.poolSizes() };
+    const health: NodeHealth = { nodeId: deps.nodeId, templates: deps.templates.names(), sandboxes: manager.list().length, pool: manager.poolSizes(), egressUnconfigured: manager.egressUnconfigured() };
     sendJson(ctx.res, 200, health);
   });
 
@@ -72,6 +74,19 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     const { checkpointId } = await readJson(ctx.req, NodeCheckpointIdSchema);
     await deps.checkpoints.restore(sessionIdParam(ctx.params), checkpointId);
     sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('PUT', '/node/v1/sessions/:sessionId/egress', async (ctx) => {
+    authorize(ctx);
+    const sessionId = sessionIdParam(ctx.params);
+    deps.gateway.configure(sessionId, await readJson(ctx.req, SessionEgressConfigSchema));
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('GET', '/node/v1/sessions/:sessionId/egress/audit', async (ctx) => {
+    authorize(ctx);
+    const { limit } = parseQuery(ctx.url, EgressAuditQuerySchema);
+    sendJson(ctx.res, 200, { entries: await deps.gateway.auditOf(sessionIdParam(ctx.params), limit) });
   });
 
   router.on('GET', '/node/v1/checkpoints', async (ctx) => {

@@ -1,44 +1,95 @@
 import { writeFile } from 'node:fs/promises';
 import { runCommand } from '../run-command.js';
 
+/** Where the node's egress gateway listens (host ports, on every address). */
+export interface GatewayPorts {
+  dns: number;
+  http: number;
+  https: number;
+}
+
+type Table = 'filter' | 'nat';
+
 /**
- * Host firewall rules for one sandbox link: the sandbox may answer connections the host opened
- * (the node agent's daemon channel) but may open none of its own to the host, and nothing it sends
- * is forwarded. Without this, any host service listening on all addresses would be reachable
- * from inside the sandbox through the host end of its link.
+ * Host firewall rules for one sandbox link. The sandbox's DNS (udp 53), HTTP (80) and HTTPS (443)
+ * traffic, to any address, is redirected to the node's egress gateway; the sandbox may answer
+ * connections the host opened (the node agent's daemon channel); everything else it sends is
+ * dropped, and nothing is forwarded. Without this, any host service listening on all addresses
+ * would be reachable from inside the sandbox through the host end of its link.
  */
 export class SandboxFirewall {
-  private static rules(hostIf: string): string[][] {
-    return [
-      ['INPUT', '-i', hostIf, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'ACCEPT'],
-      ['INPUT', '-i', hostIf, '-j', 'DROP'],
-      ['FORWARD', '-i', hostIf, '-j', 'DROP'],
-    ];
+  constructor(private readonly gateway: GatewayPorts) {}
+
+  private rules(hostIf: string): Record<Table, string[]> {
+    const { dns, http, https } = this.gateway;
+    return {
+      nat: [
+        `-A PREROUTING -i ${hostIf} -p udp -m udp --dport 53 -j REDIRECT --to-ports ${dns}`,
+        `-A PREROUTING -i ${hostIf} -p tcp -m tcp --dport 80 -j REDIRECT --to-ports ${http}`,
+        `-A PREROUTING -i ${hostIf} -p tcp -m tcp --dport 443 -j REDIRECT --to-ports ${https}`,
+      ],
+      filter: [
+        `-A INPUT -i ${hostIf} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
+        // Only connections the redirects above produced reach the gateway's ports: not direct ones.
+        `-A INPUT -i ${hostIf} -p tcp -m conntrack --ctstate DNAT -m multiport --dports ${http},${https} -j ACCEPT`,
+        `-A INPUT -i ${hostIf} -p udp -m conntrack --ctstate DNAT -m udp --dport ${dns} -j ACCEPT`,
+        `-A INPUT -i ${hostIf} -j DROP`,
+        `-A FORWARD -i ${hostIf} -j DROP`,
+      ],
+    };
   }
 
+  /** Adds the link's rules (appended in order, after any rule of the host's own) in one transaction. */
   async close(hostIf: string): Promise<void> {
-    // Appended in order, after any rule of the host's own; ACCEPT of replies precedes the DROP.
-    // One iptables-restore (without flushing) adds all three in a single process and transaction.
-    const rules = SandboxFirewall.rules(hostIf).map((rule) => `-A ${rule.join(' ')}`);
-    await runCommand(['iptables-restore', '-w', '--noflush'], { input: `*filter\n${rules.join('\n')}\nCOMMIT\n` });
+    const rules = this.rules(hostIf);
+    const input = `*nat\n${rules.nat.join('\n')}\nCOMMIT\n*filter\n${rules.filter.join('\n')}\nCOMMIT\n`;
+    await runCommand(['iptables-restore', '-w', '--noflush'], { input });
     // No IPv6 on the host end: the sandbox cannot reach host services over link-local addresses either.
     await writeFile(`/proc/sys/net/ipv6/conf/${hostIf}/disable_ipv6`, '1').catch(() => undefined);
   }
 
+  /** Removes every rule that names the link (whatever gateway ports it was made with). */
   async open(hostIf: string): Promise<void> {
-    for (const rule of SandboxFirewall.rules(hostIf)) {
-      while ((await runCommand(['iptables', '-w', '-D', ...rule], { allowFailure: true })).code === 0) {
-        // a rule added twice (e.g. after a crash) is removed every time
-      }
-    }
+    await this.deleteRules(await this.existingRules((name) => name === hostIf));
+  }
+
+  /**
+   * Replaces a link's rules with ones for the current gateway ports (a restarted node agent
+   * listens on new ones). The new rules go in before the old ones come out: no gap without DROP.
+   */
+  async refresh(hostIf: string): Promise<void> {
+    const old = await this.existingRules((name) => name === hostIf);
+    await this.close(hostIf);
+    await this.deleteRules(old);
   }
 
   /** Removes rules left for links that no longer exist (after a crash). */
   async removeStale(prefix: string, linkExists: (name: string) => boolean): Promise<number> {
-    const { stdout } = await runCommand(['iptables', '-w', '-S'], { allowFailure: true });
-    const stale = new Set<string>();
-    for (const match of stdout.matchAll(/-i (\S+)/g)) if (match[1]!.startsWith(prefix) && !linkExists(match[1]!)) stale.add(match[1]!);
-    for (const hostIf of stale) await this.open(hostIf);
-    return stale.size;
+    const stale = await this.existingRules((name) => name.startsWith(prefix) && !linkExists(name));
+    await this.deleteRules(stale);
+    return new Set(stale.map((r) => r.hostIf)).size;
+  }
+
+  private async existingRules(matches: (hostIf: string) => boolean): Promise<{ table: Table; rule: string; hostIf: string }[]> {
+    const found: { table: Table; rule: string; hostIf: string }[] = [];
+    for (const table of ['nat', 'filter'] as Table[]) {
+      const { stdout } = await runCommand(['iptables', '-w', '-t', table, '-S'], { allowFailure: true });
+      for (const line of stdout.split('\n')) {
+        const hostIf = /^-A \S+ -i (\S+)/.exec(line)?.[1];
+        if (hostIf && matches(hostIf)) found.push({ table, rule: line, hostIf });
+      }
+    }
+    return found;
+  }
+
+  private async deleteRules(rules: { table: Table; rule: string }[]): Promise<void> {
+    if (rules.length === 0) return;
+    // iptables -S prints rules as iptables-restore reads them; "-D" deletes the first match of each.
+    const input = (['nat', 'filter'] as Table[])
+      .map((table) => `*${table}\n${rules.filter((r) => r.table === table).map((r) => r.rule.replace(/^-A /, '-D ')).join('\n')}\nCOMMIT\n`)
+      .join('');
+    const result = await runCommand(['iptables-restore', '-w', '--noflush'], { input, allowFailure: true });
+    // A rule already gone makes the whole transaction fail: then delete one by one, ignoring misses.
+    if (result.code !== 0) for (const r of rules) await runCommand(['iptables', '-w', '-t', r.table, ...r.rule.replace(/^-A /, '-D ').split(' ')], { allowFailure: true });
   }
 }

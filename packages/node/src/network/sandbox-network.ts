@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { runCommand } from '../run-command.js';
 import { IpLeases, type Lease } from './ip-leases.js';
-import { SandboxFirewall } from './sandbox-firewall.js';
+import type { SandboxFirewall } from './sandbox-firewall.js';
 
 export interface SandboxNetworkInfo {
   netns: string;
@@ -11,14 +11,15 @@ export interface SandboxNetworkInfo {
 }
 
 /**
- * One network namespace per sandbox, joined to the host by a veth pair on a private /30. There is
- * no default route inside: the sandbox reaches only the host end, which is how the node agent
- * talks to the daemon. (Egress through the credential gateway comes later.)
+ * One network namespace per sandbox, joined to the host by a veth pair on a private /30. Its
+ * default route leads to the host end, where the firewall sends DNS, HTTP and HTTPS to the node's
+ * egress gateway and drops everything else: the gateway is the sandbox's only way out. The node
+ * agent reaches the daemon over the same link.
  */
 export class SandboxNetwork {
   constructor(
     private readonly leases: IpLeases,
-    private readonly firewall = new SandboxFirewall(),
+    private readonly firewall: SandboxFirewall,
   ) {}
 
   static names(sandboxId: string): { netns: string; hostIf: string } {
@@ -35,7 +36,7 @@ export class SandboxNetwork {
       await runCommand(['ip', '-batch', '-'], { input: [`link add ${hostIf} type veth peer name eth0 netns ${netns}`, `addr add ${lease.hostIp}/${lease.prefix} dev ${hostIf}`].join('\n') + '\n' });
       await this.firewall.close(hostIf);
       await runCommand(['ip', 'link', 'set', hostIf, 'up']);
-      await runCommand(['ip', '-n', netns, '-batch', '-'], { input: [...sandboxSideAddress(lease), 'link set eth0 up', 'link set lo up'].join('\n') + '\n' });
+      await runCommand(['ip', '-n', netns, '-batch', '-'], { input: [...sandboxSideAddress(lease), 'link set eth0 up', 'link set lo up', ...sandboxSideRoute(lease)].join('\n') + '\n' });
     } catch (err) {
       await this.destroy(sandboxId, lease.index);
       throw err;
@@ -50,7 +51,8 @@ export class SandboxNetwork {
    */
   async readdress(sandboxId: string, leaseIndex: number): Promise<void> {
     const { netns } = SandboxNetwork.names(sandboxId);
-    await runCommand(['ip', '-n', netns, '-batch', '-'], { input: sandboxSideAddress(IpLeases.describe(leaseIndex)).join('\n') + '\n' });
+    const lease = IpLeases.describe(leaseIndex);
+    await runCommand(['ip', '-n', netns, '-batch', '-'], { input: [...sandboxSideAddress(lease), ...sandboxSideRoute(lease)].join('\n') + '\n' });
   }
 
   /** Removes the namespace (which takes the veth pair with it) and frees the subnet. Idempotent. */
@@ -66,6 +68,11 @@ export class SandboxNetwork {
     return existsSync(`/var/run/netns/${netns}`);
   }
 
+  /** Points an adopted sandbox's link at this agent's gateway (its ports change with every start). */
+  refreshRules(sandboxId: string): Promise<void> {
+    return this.firewall.refresh(SandboxNetwork.names(sandboxId).hostIf);
+  }
+
   /** Drops firewall rules of sandbox links that are gone (left by a crash). */
   removeStaleRules(): Promise<number> {
     return this.firewall.removeStale('sp', (name) => existsSync(`/sys/class/net/${name}`));
@@ -74,4 +81,9 @@ export class SandboxNetwork {
 
 function sandboxSideAddress(lease: Lease): string[] {
   return [`addr replace ${lease.sandboxIp}/${lease.prefix} dev eth0`];
+}
+
+/** The default route (to the gateway); set once the link is up. */
+function sandboxSideRoute(lease: Lease): string[] {
+  return [`route replace default via ${lease.hostIp} dev eth0`];
 }

@@ -1,0 +1,222 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { closeSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import { Api } from './client.js';
+import { sandboxHostPid } from './host-state.js';
+import { startPlatform, type RunningPlatform } from './platform.js';
+import { TestUpstream } from './test-upstream.js';
+
+/** Files under `dir` (recursively) that contain `needle`, as grep finds them. */
+function filesContaining(dir: string, needle: string): string[] {
+  try {
+    return execFileSync('grep', ['-rlF', '--no-messages', '--devices=skip', needle, dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).split('\n').filter(Boolean);
+  } catch (err) {
+    if ((err as { status?: number }).status === 1) return []; // grep: no match
+    throw err;
+  }
+}
+
+/**
+ * Whether `needle` is anywhere in the memory of a gVisor sandbox: every application page lives in
+ * the Sentry's memory file (a memfd of the runsc-sandbox process), read here in full.
+ */
+function sandboxMemoryContains(pid: number, needle: string): { found: boolean; bytes: number } {
+  const pattern = Buffer.from(needle);
+  let bytes = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    let target = '';
+    try {
+      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      continue;
+    }
+    if (!target.startsWith('/memfd:')) continue;
+    const handle = openSync(`/proc/${pid}/fd/${fd}`, 'r');
+    try {
+      const chunk = Buffer.alloc(16 * 1024 * 1024);
+      let position = 0;
+      for (;;) {
+        const read = readSync(handle, chunk, 0, chunk.length, position);
+        if (read <= 0) break;
+        bytes += read;
+        if (chunk.subarray(0, read).includes(pattern)) return { found: true, bytes };
+        // Overlap: a match across two reads is still found.
+        position += read - pattern.length + 1;
+        if (read < chunk.length) break;
+      }
+    } finally {
+      closeSync(handle);
+    }
+  }
+  return { found: false, bytes };
+}
+
+describe('credential gateway and egress policy', () => {
+  const upstream = new TestUpstream(['api.test.space', 'other.test.space', 'plain.test.space']);
+  let platform: RunningPlatform;
+  let api: Api;
+  const sessions: string[] = [];
+  const value = `sk-live-${Date.now().toString(36)}-b3ca1e5f0a9d`;
+  let placeholder = '';
+  let sessionId = '';
+
+  const sh = async (id: string, script: string): Promise<{ exitCode: number; stdout: string; stderr: string }> => api.exec(id, ['sh', '-c', script], { timeoutMs: 60_000 });
+  /** Status code and body of a request made inside the sandbox with curl. */
+  const curl = async (id: string, args: string): Promise<{ status: number; body: string }> => {
+    const r = await sh(id, `curl -sS -m 20 -o /tmp/curl-body -w '%{http_code}' ${args}; echo; cat /tmp/curl-body`);
+    const [status, ...body] = r.stdout.split('\n');
+    return { status: Number(status), body: body.join('\n') };
+  };
+
+  before(async () => {
+    await upstream.start();
+    platform = await startPlatform({ env: { SPACE_GATEWAY_TEST_HOSTS: upstream.gatewayHosts(), SPACE_GATEWAY_TEST_CA_FILE: upstream.caFile } });
+    api = new Api(platform.url, platform.adminKey);
+  });
+
+  after(async () => {
+    for (const id of sessions) await api.call('DELETE', `/v1/sessions/${id}`);
+    await api.call('DELETE', '/v1/secrets/API_TOKEN');
+    assert.equal(await platform.stop(), 0, platform.output());
+    await upstream.stop();
+  });
+
+  test('secrets: the upstream gets the value, the sandbox only ever sees the placeholder', { timeout: 300_000 }, async () => {
+    const put = await api.call('PUT', '/v1/secrets/API_TOKEN', { value, hosts: ['api.test.space'] });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    placeholder = put.body.placeholder;
+    assert.ok(!JSON.stringify(put.body).includes(value), 'the API never shows a value');
+    assert.equal((await api.call('POST', '/v1/sessions', { template: 'base', secrets: ['NOPE'] })).body.error.code, 'SECRET_NOT_FOUND');
+    const session = await api.createSession({ template: 'base', secrets: ['API_TOKEN'] });
+    sessions.push(session.id);
+    sessionId = session.id;
+    assert.deepEqual(session.secrets, ['API_TOKEN']);
+    assert.equal((await sh(session.id, 'printf %s "$API_TOKEN"')).stdout, placeholder);
+
+    // Header, query and body: swapped on the way to the secret's host; the echo comes back masked.
+    const echoed = await curl(session.id, `"https://api.test.space/echo?key=$API_TOKEN" -H "Authorization: Bearer $API_TOKEN" -d "token=$API_TOKEN"`);
+    assert.equal(echoed.status, 200, echoed.body);
+    const received = upstream.last();
+    assert.equal(received.headers.authorization, `Bearer ${value}`);
+    assert.equal(received.url, `/echo?key=${value}`);
+    assert.equal(received.body, `token=${value}`);
+    assert.ok(!echoed.body.includes(value), 'the echoed value reached the sandbox');
+    assert.ok(echoed.body.includes(`Bearer ${placeholder}`), echoed.body);
+
+    // Any other host gets the placeholder, unchanged.
+    assert.equal((await curl(session.id, `https://other.test.space/echo -H "Authorization: Bearer $API_TOKEN"`)).status, 200);
+    assert.equal(upstream.last().headers.authorization, `Bearer ${placeholder}`);
+    assert.equal((await curl(session.id, `http://plain.test.space/echo -H "X-Key: $API_TOKEN"`)).status, 200);
+    assert.equal(upstream.last().headers['x-key'], placeholder);
+
+    // The usual clients trust the gateway CA: Node.js, Python, git's variables are set as well.
+    const node = await sh(session.id, `node -e "fetch('https://api.test.space/echo',{headers:{authorization:process.env.API_TOKEN}}).then(r=>console.log(r.status))"`);
+    assert.equal(node.stdout.trim(), '200', node.stderr);
+    assert.equal(upstream.last().headers.authorization, value);
+    const python = await sh(session.id, `python3 -c "import urllib.request; print(urllib.request.urlopen('https://api.test.space/echo').status)"`);
+    assert.equal(python.stdout.trim(), '200', python.stderr);
+
+    // Nowhere in the sandbox: its files, its processes' environments, its memory; nor in any checkpoint.
+    await sh(session.id, `printf %s "$API_TOKEN" > /tmp/placeholder-copy`);
+    const full = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+    assert.equal(full.status, 201, JSON.stringify(full.body));
+    const fs = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' });
+    assert.equal(fs.status, 201);
+    const environ = await sh(session.id, 'cat /proc/[0-9]*/environ 2>/dev/null | tr "\\0" "\\n"');
+    assert.ok(environ.stdout.includes(placeholder) && !environ.stdout.includes(value));
+    // The session's volume and every checkpoint (fs snapshots, full snapshots and their memory images,
+    // which runsc compresses: the memory itself is searched below, uncompressed).
+    const storage = [`${platform.dataDir}/btrfs/volumes/${session.id}`, `${platform.dataDir}/btrfs/checkpoints`];
+    assert.ok(filesContaining(storage[0]!, placeholder).some((f) => f.endsWith('/tmp/placeholder-copy')), 'control: grep finds the placeholder in the volume');
+    assert.ok(filesContaining(storage[1]!, placeholder).some((f) => f.includes(fs.body.id)), 'control: grep finds the placeholder in the fs checkpoint');
+    for (const dir of storage) assert.deepEqual(filesContaining(dir, value), [], `the value is in ${dir}`);
+    assert.deepEqual(filesContaining(`${platform.dataDir}/node`, value), [], 'the value is in the node agent\'s files');
+    const pid = sandboxHostPid(platform.dataDir, (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id);
+    assert.equal(sandboxMemoryContains(pid, placeholder).found, true, 'control: the placeholder is found in sandbox memory');
+    const memory = sandboxMemoryContains(pid, value);
+    assert.equal(memory.found, false, `the value is in the sandbox's memory (${memory.bytes} bytes searched)`);
+
+    // Rotation: the next request carries the new value, same sandbox, same placeholder.
+    const sandboxBefore = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id;
+    const rotated = `${value}-rotated`;
+    const put2 = await api.call('PUT', '/v1/secrets/API_TOKEN', { value: rotated, hosts: ['api.test.space'] });
+    assert.equal(put2.body.placeholder, placeholder);
+    assert.equal((await curl(session.id, `https://api.test.space/echo -H "Authorization: Bearer $API_TOKEN"`)).status, 200);
+    assert.equal(upstream.last().headers.authorization, `Bearer ${rotated}`);
+    assert.equal((await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id, sandboxBefore);
+    await api.call('PUT', '/v1/secrets/API_TOKEN', { value, hosts: ['api.test.space'] });
+
+    // A fork of the full checkpoint uses the parent's secret: its memory holds the same placeholder.
+    const fork = await api.call('POST', `/v1/checkpoints/${full.body.id}/fork`, { count: 1 });
+    assert.equal(fork.status, 201, JSON.stringify(fork.body));
+    const child = fork.body.sessions[0];
+    sessions.push(child.id);
+    assert.deepEqual(child.secrets, ['API_TOKEN']);
+    assert.equal((await curl(child.id, `https://api.test.space/echo -H "Authorization: Bearer $API_TOKEN"`)).status, 200);
+    assert.equal(upstream.last().headers.authorization, `Bearer ${value}`);
+
+    // The audit log names the secret, never its value.
+    const audit = await api.call('GET', `/v1/sessions/${session.id}/egress/audit?limit=50`);
+    assert.equal(audit.status, 200);
+    assert.ok(!JSON.stringify(audit.body).includes(value));
+    const injected = audit.body.entries.filter((e: any) => e.secrets.includes('API_TOKEN'));
+    assert.ok(injected.length >= 3, JSON.stringify(audit.body.entries));
+    assert.deepEqual(Object.keys(injected[0]).sort(), ['bytesReceived', 'bytesSent', 'decision', 'durationMs', 'host', 'method', 'path', 'sandboxId', 'scheme', 'secrets', 'status', 'time']);
+    assert.equal(injected[0].host, 'api.test.space');
+    assert.equal(injected[0].method, 'POST');
+    assert.equal(injected[0].status, 200);
+    assert.ok(audit.body.entries.some((e: any) => e.host === 'other.test.space' && e.secrets.length === 0));
+  });
+
+  test('egress policy: deny-all, domain and CIDR allow-lists, changed on a running session', { timeout: 120_000 }, async () => {
+    const session = await api.createSession({ template: 'base', egress: { mode: 'deny-all' } });
+    sessions.push(session.id);
+    const denied = await curl(session.id, 'https://api.test.space/echo');
+    assert.equal(denied.status, 403);
+    assert.match(denied.body, /SPACE gateway: egress to api\.test\.space denied: .*deny-all/);
+    const before = upstream.requests.length;
+
+    const bad = await api.call('PUT', `/v1/sessions/${session.id}/egress`, { mode: 'allow-list' });
+    assert.equal(bad.status, 400, 'an allow-list without entries is refused');
+    const list = await api.call('PUT', `/v1/sessions/${session.id}/egress`, { mode: 'allow-list', domains: ['api.test.space'] });
+    assert.equal(list.status, 200, JSON.stringify(list.body));
+    assert.deepEqual(list.body.egress, { mode: 'allow-list', domains: ['api.test.space'], cidrs: [] });
+    assert.equal((await curl(session.id, 'https://api.test.space/echo')).status, 200);
+    assert.equal((await curl(session.id, 'https://other.test.space/echo')).status, 403);
+    await api.call('PUT', `/v1/sessions/${session.id}/egress`, { mode: 'allow-list', domains: ['*.test.space'] });
+    assert.equal((await curl(session.id, 'https://other.test.space/echo')).status, 200);
+    assert.equal(upstream.requests.length, before + 2, 'denied requests never reached the upstream');
+
+    // CIDRs decide for addresses: a listed network is let through (to an address that does not answer here), another is not.
+    await api.call('PUT', `/v1/sessions/${session.id}/egress`, { mode: 'allow-list', cidrs: ['192.0.2.0/24'] });
+    const listed = await curl(session.id, 'http://192.0.2.7/');
+    assert.notEqual(listed.status, 403, listed.body);
+    const unlisted = await curl(session.id, 'http://198.51.100.7/');
+    assert.equal(unlisted.status, 403);
+    assert.match(unlisted.body, /neither in the session's allowed domains nor in its allowed CIDRs/);
+    const audit = (await api.call('GET', `/v1/sessions/${session.id}/egress/audit`)).body.entries as { host: string; decision: string }[];
+    const decisions = (host: string): string[] => audit.filter((e) => e.host === host).map((e) => e.decision);
+    assert.deepEqual(decisions('api.test.space'), ['denied', 'allowed']);
+    assert.deepEqual(decisions('other.test.space'), ['denied', 'allowed']);
+    assert.deepEqual(decisions('198.51.100.7'), ['denied']);
+  });
+
+  test('the gateway is the only way out: no host loopback, no platform, no other sandbox', { timeout: 120_000 }, async () => {
+    const [a, b] = [await api.createSession({ template: 'base' }), await api.createSession({ template: 'base' })];
+    sessions.push(a.id, b.id);
+    assert.equal((await sh(a.id, 'getent hosts api.test.space')).stdout.trim().split(/\s+/)[0], '198.18.0.1');
+    const ip = (JSON.parse(execFileSync('cat', [`${platform.dataDir}/node/sandboxes/${b.sandbox.id}/record.json`], { encoding: 'utf8' })) as { sandboxIp: string }).sandboxIp;
+    const apiPort = new URL(platform.url).port;
+    for (const target of ['-H "Host: localhost" http://198.18.0.1/', `-H "Host: 127.0.0.1:${apiPort}" http://198.18.0.1/healthz`, `http://${ip}/`, 'http://169.254.169.254/latest/meta-data/', 'https://localhost.test.invalid/']) {
+      const r = await curl(a.id, target);
+      assert.ok(r.status === 403 || r.status === 0, `${target}: ${r.status} ${r.body}`);
+      assert.ok(!r.body.includes('"ok":true'));
+    }
+    // Other ports go nowhere at all: not to the platform's API, not to another sandbox's daemon.
+    for (const target of [`http://198.18.0.1:${apiPort}/healthz`, `http://${ip}:49983/health`]) {
+      const r = await sh(a.id, `curl -sS -m 3 ${target}`);
+      assert.notEqual(r.exitCode, 0, `${target} answered: ${r.stdout}`);
+    }
+  });
+});

@@ -1,0 +1,94 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+export interface RecordedRequest {
+  scheme: 'http' | 'https';
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/**
+ * A stand-in for the internet on loopback: an HTTPS server with its own test CA (names below
+ * `test.space`) and a plain HTTP one. Both record every request and answer `/echo` with what they
+ * received (as echo services do, which is what the gateway's response masking is for) and
+ * `/bytes?n=N` with N bytes.
+ */
+export class TestUpstream {
+  readonly requests: RecordedRequest[] = [];
+  readonly dir = mkdtempSync(path.join(tmpdir(), 'space-upstream-'));
+  readonly caFile = path.join(this.dir, 'ca.crt');
+  private servers: Server[] = [];
+  httpsPort = 0;
+  httpPort = 0;
+
+  constructor(readonly names: string[]) {}
+
+  async start(): Promise<void> {
+    const file = (name: string): string => path.join(this.dir, name);
+    const openssl = (args: string[]): void => void execFileSync('openssl', args, { stdio: 'ignore' });
+    openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', file('ca.key'), '-out', this.caFile, '-days', '2', '-subj', '/CN=SPACE test upstream CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
+    writeFileSync(file('leaf.ext'), `basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=${this.names.map((n) => `DNS:${n}`).join(',')}\n`);
+    openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', file('leaf.key'), '-out', file('leaf.csr'), '-subj', `/CN=${this.names[0]}`]);
+    openssl(['x509', '-req', '-in', file('leaf.csr'), '-CA', this.caFile, '-CAkey', file('ca.key'), '-CAcreateserial', '-out', file('leaf.crt'), '-days', '2', '-extfile', file('leaf.ext')]);
+    const https = createHttpsServer({ key: readFileSync(file('leaf.key')), cert: readFileSync(file('leaf.crt')) }, (req, res) => this.handle('https', req, res));
+    const http = createHttpServer((req, res) => this.handle('http', req, res));
+    for (const server of [https, http]) {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      this.servers.push(server);
+    }
+    this.httpsPort = (https.address() as AddressInfo).port;
+    this.httpPort = (http.address() as AddressInfo).port;
+  }
+
+  /** The gateway's test-only host map: HTTPS names to the HTTPS port, `plain.*` names to the HTTP one. */
+  gatewayHosts(): string {
+    return this.names.map((n) => `${n}=127.0.0.1:${n.startsWith('plain.') ? this.httpPort : this.httpsPort}`).join(',');
+  }
+
+  last(): RecordedRequest {
+    return this.requests.at(-1)!;
+  }
+
+  private handle(scheme: 'http' | 'https', req: IncomingMessage, res: ServerResponse): void {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const recorded: RecordedRequest = { scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() };
+      this.requests.push(recorded);
+      const url = new URL(req.url ?? '/', 'http://upstream');
+      if (url.pathname === '/bytes') {
+        const total = Number(url.searchParams.get('n') ?? 0);
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': total });
+        const block = Buffer.alloc(64 * 1024, 'x');
+        let sent = 0;
+        const pump = (): void => {
+          while (sent < total) {
+            const piece = block.subarray(0, Math.min(block.length, total - sent));
+            sent += piece.length;
+            if (!res.write(piece)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        return pump();
+      }
+      const body = JSON.stringify(recorded);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  }
+
+  async stop(): Promise<void> {
+    for (const server of this.servers) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,266 @@
+import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
+import { isIP, type AddressInfo, type Socket } from 'node:net';
+import { Transform, pipeline, type Readable } from 'node:stream';
+import type { TLSSocket } from 'node:tls';
+import { SpaceError, ErrorCode, type EgressAuditEntry, type SessionEgressConfig } from '@space/protocol';
+import { readBounded } from '@space/server-kit';
+import type { Logger } from '../logger.js';
+import type { AuditLog } from './audit-log.js';
+import type { EgressRules } from './egress-rules.js';
+import { hostMatches } from './egress-rules.js';
+import type { GatewayCa } from './gateway-ca.js';
+import { SecretRewriter } from './secret-rewriter.js';
+
+/** Test-only: host names the gateway sends to a fixed address and port, and a CA it also trusts. */
+export interface GatewayTestSettings {
+  hosts: Map<string, { address: string; port: number }>;
+  caPem: string | null;
+}
+
+export interface SandboxSource {
+  sandboxId: string;
+  sessionId: string;
+}
+
+export interface EgressGatewayDeps {
+  ca: GatewayCa;
+  rules: EgressRules;
+  audit: AuditLog;
+  /** The sandbox a connection comes from, by its source address; null for anything else. */
+  sourceOf: (ip: string) => SandboxSource | null;
+  test: GatewayTestSettings;
+  log: Logger;
+}
+
+/** Request bodies up to this size have placeholders replaced (and their length recomputed). */
+const maxRewrittenBody = 1024 * 1024;
+/** Requests one sandbox may have in flight through the gateway. */
+const maxRequestsPerSandbox = 256;
+const hopByHop = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
+const dnsName = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
+/** The host a request names (Host header or SNI), lowercased and without port; null if malformed. */
+export function parseHost(raw: string | undefined): string | null {
+  if (!raw) return null;
+  let host = raw.trim().toLowerCase();
+  if (host.startsWith('[')) host = host.slice(1, host.indexOf(']'));
+  else if (host.split(':').length === 2) host = host.split(':')[0]!;
+  host = host.replace(/\.$/, '');
+  if (isIP(host)) return host;
+  return host.length <= 253 && dnsName.test(host) ? host : null;
+}
+
+function withoutHopByHop(headers: IncomingHttpHeaders): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = { ...headers };
+  const listed = String(headers.connection ?? '').split(',').map((h) => h.trim().toLowerCase());
+  for (const name of [...hopByHop, ...listed]) delete out[name];
+  return out;
+}
+
+/** Counts the bytes that pass. */
+function counter(onBytes: (n: number) => void): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      onBytes(chunk.length);
+      callback(null, chunk);
+    },
+  });
+}
+
+/**
+ * The node's egress gateway: every HTTP (port 80) and HTTPS (port 443) connection a sandbox opens is
+ * redirected here by the host firewall. It terminates TLS with a certificate from the cluster CA,
+ * applies the session's egress policy, swaps secret placeholders for values on requests to the
+ * secrets' hosts, replaces values echoed in responses by their placeholders, forwards to the real
+ * host (certificates verified), and writes an audit entry per request.
+ */
+export class EgressGateway {
+  private readonly configs = new Map<string, SessionEgressConfig>();
+  private readonly inFlight = new Map<string, number>();
+  private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
+  private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
+  private servers: Server[] = [];
+  httpPort = 0;
+  httpsPort = 0;
+
+  constructor(private readonly deps: EgressGatewayDeps) {}
+
+  /** Sets (or replaces) a session's policy and secrets; takes effect on the next request. */
+  configure(sessionId: string, config: SessionEgressConfig): void {
+    this.configs.set(sessionId, config);
+  }
+
+  /** A deleted session: its settings and its audit log go. */
+  async removeSession(sessionId: string): Promise<void> {
+    this.configs.delete(sessionId);
+    await this.deps.audit.remove(sessionId);
+  }
+
+  auditOf(sessionId: string, limit: number): Promise<EgressAuditEntry[]> {
+    return this.deps.audit.read(sessionId, limit);
+  }
+
+  isConfigured(sessionId: string): boolean {
+    return this.configs.has(sessionId);
+  }
+
+  async start(host = '0.0.0.0'): Promise<void> {
+    const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
+    const http = createHttpServer({ requestTimeout: 0 }, handler);
+    const https = createHttpsServer(
+      {
+        ALPNProtocols: ['http/1.1'],
+        SNICallback: (servername, callback) => {
+          const name = parseHost(servername);
+          if (!name || isIP(name)) return callback(new Error(`bad SNI name ${JSON.stringify(servername)}`));
+          this.deps.ca.contextFor(name).then((context) => callback(null, context), (err: Error) => callback(err));
+        },
+      },
+      handler,
+    );
+    // A connection the sandbox closes first is answered with a reset, not a FIN: its side then never
+    // sits in TIME_WAIT, an endpoint state runsc cannot save (a full checkpoint would fail for a minute).
+    // Prepended: the socket's own 'end' handling would half-close first, after which no reset is possible.
+    http.on('connection', (socket: Socket) => socket.prependListener('end', () => socket.resetAndDestroy()));
+    https.on('secureConnection', (socket: TLSSocket) => {
+      // The TCP socket under the TLS one: only it can be reset.
+      const tcp = (socket as TLSSocket & { _parent?: Socket })._parent;
+      socket.prependListener('end', () => {
+        tcp?.resetAndDestroy();
+        socket.destroy();
+      });
+    });
+    for (const server of [http, https]) {
+      server.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 501 Not Implemented\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nSPACE gateway: protocol upgrades (WebSocket) are not supported yet\n'));
+      server.on('clientError', (_err, socket) => socket.destroy());
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, host, () => resolve());
+      });
+      this.servers.push(server);
+    }
+    this.httpPort = (http.address() as AddressInfo).port;
+    this.httpsPort = (https.address() as AddressInfo).port;
+  }
+
+  async stop(): Promise<void> {
+    for (const server of this.servers) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    this.servers = [];
+    this.httpAgent.destroy();
+    this.httpsAgent.destroy();
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const tls = (req.socket as TLSSocket).encrypted === true;
+    const scheme = tls ? 'https' : 'http';
+    const remote = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    const source = this.deps.sourceOf(remote);
+    if (!source) return this.refuse(res, 403, 'connections are accepted from sandboxes only');
+    const host = parseHost(tls ? (req.socket as TLSSocket).servername || undefined : req.headers.host);
+    const entry: EgressAuditEntry = { time: new Date().toISOString(), sandboxId: source.sandboxId, scheme, host: host ?? String(req.headers.host ?? '').slice(0, 253), method: req.method ?? 'GET', path: (req.url ?? '/').slice(0, 512), status: 0, decision: 'denied', bytesSent: 0, bytesReceived: 0, durationMs: 0, secrets: [] };
+    const finish = (status: number, decision: EgressAuditEntry['decision'], reason?: string): void => {
+      entry.status = status;
+      entry.decision = decision;
+      entry.durationMs = Math.round((performance.now() - started) * 10) / 10;
+      if (reason) entry.reason = reason.slice(0, 512);
+      this.deps.audit.append(source.sessionId, entry).catch((err: Error) => this.deps.log.warn(`egress audit of ${source.sessionId}: ${err.message}`));
+    };
+    if (!host) {
+      finish(400, 'denied', 'no valid host name (Host header or TLS SNI)');
+      return this.refuse(res, 400, 'the request names no valid host (Host header or TLS SNI)');
+    }
+    const config = this.configs.get(source.sessionId);
+    if (!config) {
+      finish(503, 'denied', 'egress settings not loaded');
+      return this.refuse(res, 503, 'egress settings for this session are not loaded yet (the node agent restarted); retry in a few seconds');
+    }
+    const active = this.inFlight.get(source.sandboxId) ?? 0;
+    if (active >= maxRequestsPerSandbox) {
+      finish(429, 'denied', 'too many requests in flight');
+      return this.refuse(res, 429, `at most ${maxRequestsPerSandbox} requests may be in flight through the gateway per sandbox`);
+    }
+    this.inFlight.set(source.sandboxId, active + 1);
+    res.once('close', () => {
+      const left = (this.inFlight.get(source.sandboxId) ?? 1) - 1;
+      if (left > 0) this.inFlight.set(source.sandboxId, left);
+      else this.inFlight.delete(source.sandboxId);
+    });
+    const pinned = this.deps.test.hosts.get(host);
+    const decision = await this.deps.rules.decide(config.policy, host, pinned?.address);
+    if (!decision.allowed) {
+      finish(403, 'denied', decision.reason);
+      return this.refuse(res, 403, `egress to ${host} denied: ${decision.reason}`, 'EGRESS_DENIED');
+    }
+    try {
+      await this.forward(req, res, { tls, host, address: decision.address, port: pinned?.port ?? (tls ? 443 : 80), config, entry });
+      finish(res.statusCode, 'allowed');
+    } catch (err) {
+      const message = err instanceof SpaceError ? err.message : `upstream ${host}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+      finish(res.headersSent ? res.statusCode : 502, 'failed', message);
+      if (res.headersSent) res.destroy();
+      else this.refuse(res, err instanceof SpaceError ? 413 : 502, message, 'UPSTREAM_FAILED');
+    }
+  }
+
+  private async forward(req: IncomingMessage, res: ServerResponse, target: { tls: boolean; host: string; address: string; port: number; config: SessionEgressConfig; entry: EgressAuditEntry }): Promise<void> {
+    const { config, entry, host } = target;
+    // Placeholders become values only on requests to the secret's own hosts; every value the session
+    // holds is masked in every response, whichever host echoes it.
+    const outbound = new SecretRewriter(config.secrets.filter((s) => s.hosts.some((pattern) => hostMatches(pattern, host))).map((s) => ({ name: s.name, from: s.placeholder, to: s.value })));
+    const inbound = new SecretRewriter(config.secrets.map((s) => ({ name: s.name, from: s.value, to: s.placeholder })));
+    const headers = outbound.rewriteHeaders(withoutHopByHop(req.headers));
+    const path = outbound.rewrite(req.url ?? '/');
+    // An upstream that compresses its answer would hide an echoed value from the response filter.
+    if (!outbound.empty || !inbound.empty) headers['accept-encoding'] = 'identity';
+    let body: Readable | Buffer = req;
+    const length = Number(req.headers['content-length'] ?? NaN);
+    if (!outbound.empty && Number.isFinite(length) && length <= maxRewrittenBody) {
+      const raw = await readBounded(req, maxRewrittenBody, () => new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, 'request body larger than its content-length'), false);
+      body = outbound.rewriteBuffer(raw);
+      headers['content-length'] = String(body.length);
+    } else if (!outbound.empty && req.headers['transfer-encoding']) {
+      body = req.pipe(outbound.stream());
+    }
+    const send = target.tls ? httpsRequest : httpRequest;
+    const upstream = send({
+      host: target.address,
+      port: target.port,
+      method: req.method,
+      path,
+      headers,
+      agent: target.tls ? this.httpsAgent : this.httpAgent,
+      ...(target.tls ? { servername: isIP(host) ? undefined : host, ca: this.deps.test.caPem && this.deps.test.hosts.has(host) ? this.deps.test.caPem : undefined } : {}),
+      timeout: 30_000,
+    });
+    await new Promise<void>((resolve, reject) => {
+      upstream.on('timeout', () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+      upstream.on('error', reject);
+      upstream.on('response', (response) => {
+        entry.secrets = [...outbound.used];
+        const responseHeaders = inbound.rewriteHeaders(withoutHopByHop(response.headers));
+        if (!inbound.empty) delete responseHeaders['content-length'];
+        res.writeHead(response.statusCode ?? 502, responseHeaders);
+        const received = counter((n) => (entry.bytesReceived += n));
+        const done = (err: Error | null): void => (err ? reject(err) : resolve());
+        if (inbound.empty) pipeline(response, received, res, done);
+        else pipeline(response, received, inbound.stream(), res, done);
+      });
+      const sent = counter((n) => (entry.bytesSent += n));
+      if (Buffer.isBuffer(body)) {
+        entry.bytesSent = body.length;
+        upstream.end(body);
+      } else pipeline(body, sent, upstream, (err) => err && reject(err));
+    });
+  }
+
+  private refuse(res: ServerResponse, status: number, message: string, code?: string): void {
+    if (res.headersSent) return void res.destroy();
+    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-space-gateway-error': code ?? String(status) });
+    res.end(`SPACE gateway: ${message}\n`);
+  }
+}
