@@ -27,6 +27,7 @@ export function describeError(err: unknown): string {
       CHECKPOINT_NOT_FOUND: 'list checkpoints with "space checkpoints SESSION"',
       FULL_CHECKPOINT_REFUSED: 'your files are saved in the fs checkpoint named above',
       FULL_CHECKPOINT_FAILED: 'your files are saved in the fs checkpoint named above',
+      SECRET_NOT_FOUND: 'list secrets with "space secrets ls"; create one with "space secrets set NAME --host HOST"',
     };
     return `${err.code}: ${err.message}${hints[err.code] ? ` (${hints[err.code]})` : ''}`;
   }

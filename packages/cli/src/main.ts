@@ -7,6 +7,7 @@ import { registerSessionCommands } from './commands/sessions.js';
 import { registerExecCommands } from './commands/exec.js';
 import { registerCheckpointCommands } from './commands/checkpoints.js';
 import { registerShellCommand } from './commands/shell.js';
+import { registerEgressCommands } from './commands/egress.js';
 import { describeError } from './client.js';
 
 const program = new Command();
@@ -20,6 +21,7 @@ registerSessionCommands(program);
 registerExecCommands(program);
 registerCheckpointCommands(program);
 registerShellCommand(program);
+registerEgressCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`space: ${describeError(err)}\n`);

@@ -94,6 +94,41 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.equal((await session.exec('cat /workspace/notes/a.txt')).stdout, 'alpha', 'the call after a kill resumes the session');
   });
 
+  test('secrets and egress policy through the SDK and the CLI', { timeout: 120_000 }, async () => {
+    const set = await cli(['secrets', 'set', 'SDK_TOKEN', '--host', 'api.example.com', '--json'], 'the-secret-value\n');
+    assert.equal(set.code, 0, set.stderr);
+    cleanup.push(() => space.secrets.delete('SDK_TOKEN'));
+    const secret = JSON.parse(set.stdout);
+    assert.deepEqual([secret.name, secret.hosts], ['SDK_TOKEN', ['api.example.com']]);
+    assert.ok(!set.stdout.includes('the-secret-value'));
+    assert.ok((await space.secrets.list()).some((s) => s.name === 'SDK_TOKEN' && s.placeholder === secret.placeholder));
+    await assert.rejects(space.secrets.set('SDK_TOKEN', { value: 'x', hosts: ['not a host'] }), (err) => isSpaceApiError(err) && err.code === 'VALIDATION_FAILED');
+
+    const created = await cli(['create', '-t', 'base', '--secret', 'SDK_TOKEN', '--deny-all', '--json']);
+    assert.equal(created.code, 0, created.stderr);
+    const session = await space.sessions.get(JSON.parse(created.stdout).id);
+    cleanup.push(() => session.delete());
+    assert.deepEqual([session.data.secrets, session.data.egress.mode], [['SDK_TOKEN'], 'deny-all']);
+    assert.equal((await session.exec('printf %s "$SDK_TOKEN"')).stdout, secret.placeholder);
+    assert.equal((await session.exec(['curl', '-s', '-o', '/dev/null', '-w', '%{http_code}', 'https://api.example.com/'])).stdout, '403');
+    const log = await session.egressLog();
+    assert.deepEqual([log.at(-1)!.host, log.at(-1)!.decision, log.at(-1)!.scheme], ['api.example.com', 'denied', 'https']);
+
+    const changed = await cli(['egress', session.id, '--allow-domain', 'api.example.com', '*.example.org', '--json']);
+    assert.equal(changed.code, 0, changed.stderr);
+    assert.deepEqual(JSON.parse(changed.stdout).egress, { mode: 'allow-list', domains: ['api.example.com', '*.example.org'], cidrs: [] });
+    assert.equal((await cli(['egress', session.id, '--deny-all', '--allow-all'])).code, 1, 'conflicting flags are refused');
+    assert.equal((await session.setEgress({ mode: 'allow-all' })).data.egress.mode, 'allow-all');
+    const cliLog = await cli(['egress-log', session.id, '--json']);
+    assert.equal(cliLog.code, 0, cliLog.stderr);
+    assert.equal(JSON.parse(cliLog.stdout).at(-1).decision, 'denied');
+
+    assert.equal((await cli(['secrets', 'rm', 'SDK_TOKEN'])).code, 0);
+    const again = await cli(['secrets', 'rm', 'SDK_TOKEN']);
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /SECRET_NOT_FOUND: .*space secrets ls/);
+  });
+
   test('typed errors and client-side timeouts', { timeout: 60_000 }, async () => {
     await assert.rejects(space.sessions.get('ses_missing000'), (err) => isSpaceApiError(err, 'SESSION_NOT_FOUND'));
     await assert.rejects(space.sessions.create({ template: 'nope' }), (err) => isSpaceApiError(err, 'UNKNOWN_TEMPLATE'));

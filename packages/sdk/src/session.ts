@@ -4,7 +4,7 @@ import { ExecStream } from './exec-stream.js';
 import { isSpaceApiError } from './errors.js';
 import type { CallOptions } from './options.js';
 import type { Transport } from './transport.js';
-import type { CheckpointData, ExecOptions, ExecResult, FileEntry, ProcessData, SessionData } from './types.js';
+import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecOptions, ExecResult, FileEntry, ProcessData, SessionData } from './types.js';
 
 const q = (path: string): string => `?path=${encodeURIComponent(path)}`;
 
@@ -147,6 +147,18 @@ export class Session {
   /** Kills only the sandbox; the session resumes on its next call. */
   async killSandbox(opts: CallOptions = {}): Promise<void> {
     await this.t.json('POST', `${this.base}/sandbox/kill`, opts);
+  }
+
+  /** Changes what the sandbox may reach; applies to its next request, no restart. */
+  async setEgress(policy: Partial<EgressPolicy>, opts: CallOptions = {}): Promise<Session> {
+    this.data = await this.t.json<SessionData>('PUT', `${this.base}/egress`, { ...opts, json: policy });
+    return this;
+  }
+
+  /** The newest `limit` (default 100) requests the sandbox sent out, oldest first. */
+  async egressLog(opts: CallOptions & { limit?: number } = {}): Promise<EgressAuditEntry[]> {
+    const { limit, ...call } = opts;
+    return (await this.t.json<{ entries: EgressAuditEntry[] }>('GET', `${this.base}/egress/audit?limit=${limit ?? 100}`, call)).entries;
   }
 
   async refresh(opts: CallOptions = {}): Promise<Session> {

@@ -1,7 +1,7 @@
 import { resolveOptions, type CallOptions, type SpaceOptions } from './options.js';
 import { Session } from './session.js';
 import { Transport } from './transport.js';
-import type { CreateSessionOptions, SessionData } from './types.js';
+import type { CreateSessionOptions, SecretData, SessionData } from './types.js';
 
 /**
  * The SPACE client: `new Space({ apiUrl, apiKey })`, both defaulting to `SPACE_API_URL` and
@@ -18,6 +18,16 @@ export class Space {
     fork(checkpointId: string, options?: { count?: number } & CallOptions): Promise<Session[]>;
   };
 
+  /**
+   * The tenant's secrets. A value goes only to its `hosts`, injected by the node's gateway in place
+   * of the placeholder a sandbox sees; setting an existing one rotates it (no sandbox restart).
+   */
+  readonly secrets: {
+    set(name: string, secret: { value: string; hosts: string[] } & CallOptions): Promise<SecretData>;
+    list(options?: CallOptions): Promise<SecretData[]>;
+    delete(name: string, options?: CallOptions): Promise<void>;
+  };
+
   constructor(options: SpaceOptions = {}) {
     const t = new Transport(resolveOptions(options, process.env));
     this.sessions = {
@@ -30,6 +40,18 @@ export class Space {
       },
       async get(id, opts = {}) {
         return new Session(t, await t.json<SessionData>('GET', `/v1/sessions/${encodeURIComponent(id)}`, opts));
+      },
+    };
+    this.secrets = {
+      async set(name, opts) {
+        const { value, hosts, ...call } = opts;
+        return t.json<SecretData>('PUT', `/v1/secrets/${encodeURIComponent(name)}`, { ...call, json: { value, hosts } });
+      },
+      async list(opts = {}) {
+        return (await t.json<{ secrets: SecretData[] }>('GET', '/v1/secrets', opts)).secrets;
+      },
+      async delete(name, opts = {}) {
+        await t.json('DELETE', `/v1/secrets/${encodeURIComponent(name)}`, opts);
       },
     };
     this.checkpoints = {

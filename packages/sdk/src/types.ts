@@ -11,6 +11,9 @@ export interface SessionData {
   checkpointIntervalSec: number;
   fullCheckpointIntervalSec: number;
   idleTimeoutSec: number;
+  /** Names of the tenant's secrets the sandbox uses (each env var `NAME` holds its placeholder). */
+  secrets: string[];
+  egress: EgressPolicy;
   sandbox: { id: string; nodeId: string; startedAt: string } | null;
   parentCheckpointId: string | null;
   /** `restoredFrom`: the full checkpoint whose memory the sandbox started from (its processes continued). */
@@ -27,6 +30,46 @@ export interface CreateSessionOptions {
   /** Seconds between automatic full (memory) checkpoints; 0 turns them off (default 600). */
   fullCheckpointIntervalSec?: number;
   idleTimeoutSec?: number;
+  /** Secrets (created with `space.secrets.set`) the sandbox may use through the gateway. */
+  secrets?: string[];
+  /** What the sandbox may reach (default allow-all). */
+  egress?: Partial<EgressPolicy>;
+}
+
+/**
+ * `allow-all` (public addresses), `deny-all`, or `allow-list` of `domains` (`*.example.com` for
+ * names below) and `cidrs`.
+ */
+export interface EgressPolicy {
+  mode: 'allow-all' | 'deny-all' | 'allow-list';
+  domains: string[];
+  cidrs: string[];
+}
+
+/** A secret as the API shows it: never its value. */
+export interface SecretData {
+  name: string;
+  hosts: string[];
+  placeholder: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** One request a sandbox sent through the gateway (secret names, never values). */
+export interface EgressAuditEntry {
+  time: string;
+  sandboxId: string;
+  scheme: 'http' | 'https';
+  host: string;
+  method: string;
+  path: string;
+  status: number;
+  decision: 'allowed' | 'denied' | 'failed';
+  bytesSent: number;
+  bytesReceived: number;
+  durationMs: number;
+  secrets: string[];
+  reason?: string;
 }
 
 export interface ExecOptions {

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { SessionData } from '@space/sdk';
 import { cliClient, output } from '../client.js';
+import { egressOptions, policyFromFlags, type EgressFlags } from './egress.js';
 
 function line(s: SessionData): string {
   return `${s.id}  ${s.status.padEnd(8)} ${s.template.padEnd(6)} ${s.sandbox?.id ?? '-'}  ${s.createdAt}`;
@@ -18,16 +19,16 @@ function parseEnv(pairs: string[]): Record<string, string> {
 
 /** create, ls, get, rm, kill-sandbox. */
 export function registerSessionCommands(program: Command): void {
-  program
-    .command('create')
+  egressOptions(program.command('create'))
     .description('create a session (and its sandbox); prints the session id')
+    .option('-s, --secret <name...>', 'secrets the sandbox may use (env var NAME holds the placeholder)', [])
     .option('-t, --template <name>', 'template: base or tiny', 'base')
     .option('-e, --env <NAME=VALUE...>', 'environment variables', [])
     .option('--checkpoint-interval <sec>', 'seconds between automatic fs checkpoints (0: off)', (v) => Number(v))
     .option('--full-checkpoint-interval <sec>', 'seconds between automatic full (memory) checkpoints (0: off)', (v) => Number(v))
     .option('--idle-timeout <sec>', 'seconds without calls before the sandbox is checkpointed and stopped (0: never)', (v) => Number(v))
     .option('--json', 'print the session as JSON')
-    .action(async (opts: { template: string; env: string[]; checkpointInterval?: number; fullCheckpointInterval?: number; idleTimeout?: number; json?: boolean }) => {
+    .action(async (opts: EgressFlags & { template: string; env: string[]; secret: string[]; checkpointInterval?: number; fullCheckpointInterval?: number; idleTimeout?: number; json?: boolean }) => {
       if (!opts.json) process.stderr.write(`creating a ${opts.template} session…\n`);
       const session = await cliClient(process.env).sessions.create({
         template: opts.template,
@@ -35,6 +36,8 @@ export function registerSessionCommands(program: Command): void {
         checkpointIntervalSec: opts.checkpointInterval,
         fullCheckpointIntervalSec: opts.fullCheckpointInterval,
         idleTimeoutSec: opts.idleTimeout,
+        secrets: opts.secret,
+        egress: policyFromFlags(opts),
       });
       output(Boolean(opts.json), session.data, () => session.id);
     });

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { test } from 'node:test';
+import { EgressPolicySchema } from '@space/protocol';
+import { answerQuery } from './dns-responder.js';
+import { parseHost } from './egress-gateway.js';
+import { EgressRules, hostMatches } from './egress-rules.js';
+import { SecretRewriter } from './secret-rewriter.js';
+import { parseTestHosts } from '../node-config.js';
+
+const policy = (p: unknown) => EgressPolicySchema.parse(p);
+
+test('host patterns: exact names, and wildcards for names below (not the apex)', () => {
+  assert.ok(hostMatches('api.example.com', 'api.example.com'));
+  assert.ok(!hostMatches('api.example.com', 'x.api.example.com'));
+  assert.ok(hostMatches('*.example.com', 'a.example.com'));
+  assert.ok(hostMatches('*.example.com', 'a.b.example.com'));
+  assert.ok(!hostMatches('*.example.com', 'example.com'));
+  assert.ok(!hostMatches('*.example.com', 'badexample.com'));
+});
+
+test('egress rules: modes, domains, CIDRs, private and never-reachable addresses', async () => {
+  const dns: Record<string, string[]> = { 'public.example': ['203.0.113.9'], 'internal.example': ['10.1.2.3'], 'sneaky.example': ['127.0.0.1'], 'mapped.example': ['::ffff:127.0.0.1'], 'mixed.example': ['127.0.0.1', '203.0.113.10'] };
+  const rules = new EgressRules(async (host) => dns[host] ?? Promise.reject(Object.assign(new Error('nx'), { code: 'ENOTFOUND' })), ['192.0.2.50']);
+  const all = policy({});
+  assert.deepEqual(await rules.decide(all, 'public.example'), { allowed: true, address: '203.0.113.9' });
+  assert.equal((await rules.decide(all, 'internal.example')).allowed, false, 'private addresses need the session to name them');
+  for (const host of ['sneaky.example', 'mapped.example', '169.254.169.254', '10.213.0.6', '192.0.2.50', '127.0.0.1', '::1']) {
+    assert.equal((await rules.decide(all, host)).allowed, false, host);
+    assert.equal((await rules.decide(policy({ mode: 'allow-list', cidrs: ['0.0.0.0/0', '::/0'] }), host)).allowed, false, `${host} even when listed`);
+  }
+  assert.deepEqual(await rules.decide(all, 'mixed.example'), { allowed: true, address: '203.0.113.10' }, 'the first acceptable address is used');
+  assert.match((await rules.decide(all, 'nowhere.example') as { reason: string }).reason, /does not resolve: ENOTFOUND/);
+  assert.match((await rules.decide(policy({ mode: 'deny-all' }), 'public.example') as { reason: string }).reason, /deny-all/);
+  const list = policy({ mode: 'allow-list', domains: ['*.example'], cidrs: ['198.51.100.0/24'] });
+  assert.deepEqual(await rules.decide(list, 'internal.example'), { allowed: true, address: '10.1.2.3' }, 'a named domain may be private');
+  assert.deepEqual(await rules.decide(list, '198.51.100.4'), { allowed: true, address: '198.51.100.4' });
+  assert.equal((await rules.decide(list, '198.51.101.4')).allowed, false);
+  assert.equal((await rules.decide(policy({ mode: 'allow-list', domains: ['a.example'] }), 'public.example')).allowed, false);
+  assert.deepEqual(await rules.decide(policy({ mode: 'allow-list', domains: ['t.test'] }), 't.test', '127.0.0.1'), { allowed: true, address: '127.0.0.1' }, 'a pinned (test) host skips the address checks');
+  assert.equal((await rules.decide(policy({ mode: 'allow-list', domains: ['a.test'] }), 't.test', '127.0.0.1')).allowed, false);
+});
+
+test('egress policy schema: clear errors for bad input', () => {
+  assert.equal(EgressPolicySchema.safeParse({ mode: 'allow-list' }).success, false);
+  assert.equal(EgressPolicySchema.safeParse({ mode: 'deny-all', domains: ['a.com'] }).success, false);
+  assert.equal(EgressPolicySchema.safeParse({ mode: 'allow-list', domains: ['bad domain'] }).success, false);
+  assert.equal(EgressPolicySchema.safeParse({ mode: 'allow-list', cidrs: ['10.0.0.0/33'] }).success, false);
+  assert.deepEqual(policy({ mode: 'allow-list', domains: ['API.Example.com.'] }).domains, ['api.example.com']);
+});
+
+test('secret rewriter: strings, buffers, and streams with placeholders split across chunks', async () => {
+  const swap = new SecretRewriter([{ name: 'A', from: 'PH_A_123456', to: 'value-a' }, { name: 'B', from: 'PH_B', to: 'value-b-longer' }]);
+  assert.equal(swap.rewrite('x PH_A_123456 y PH_A_123456'), 'x value-a y value-a');
+  assert.deepEqual([...swap.used], ['A']);
+  const input = 'start PH_A_123456 middle PH_B end PH_A_12345 not-a-match PH_B';
+  const expected = 'start value-a middle value-b-longer end PH_A_12345 not-a-match value-b-longer';
+  assert.equal(swap.rewriteBuffer(Buffer.from(input)).toString(), expected);
+  for (let size = 1; size <= input.length; size++) {
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < input.length; i += size) chunks.push(Buffer.from(input.slice(i, i + size)));
+    const out: Buffer[] = [];
+    for await (const chunk of Readable.from(chunks).pipe(swap.stream())) out.push(chunk as Buffer);
+    assert.equal(Buffer.concat(out).toString(), expected, `chunk size ${size}`);
+  }
+});
+
+test('DNS answers: every A question gets the gateway address; anything malformed is dropped', () => {
+  const question = Buffer.concat([Buffer.from([0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]), Buffer.from([3, ...Buffer.from('api'), 7, ...Buffer.from('example'), 3, ...Buffer.from('com'), 0]), Buffer.from([0, 1, 0, 1])]);
+  const reply = answerQuery(question, '198.18.0.1')!;
+  assert.equal(reply.readUInt16BE(0), 0x1234);
+  assert.equal(reply.readUInt16BE(2) & 0x8000, 0x8000);
+  assert.equal(reply.readUInt16BE(6), 1);
+  assert.deepEqual([...reply.subarray(-4)], [198, 18, 0, 1]);
+  const aaaa = Buffer.from(question);
+  aaaa.writeUInt16BE(28, aaaa.length - 4);
+  assert.equal(answerQuery(aaaa, '198.18.0.1')!.readUInt16BE(6), 0, 'no AAAA answer: clients use IPv4');
+  assert.equal(answerQuery(question.subarray(0, 20), '198.18.0.1'), null, 'truncated');
+  assert.equal(answerQuery(Buffer.concat([question.subarray(0, 12), Buffer.from([0xc0, 0x0c, 0, 1, 0, 1])]), '198.18.0.1'), null, 'compression pointer');
+  const response = Buffer.from(question);
+  response.writeUInt16BE(0x8100, 2);
+  assert.equal(answerQuery(response, '198.18.0.1'), null, 'a response is never answered');
+  assert.equal(answerQuery(Buffer.alloc(600), '198.18.0.1'), null);
+});
+
+test('host names from Host headers and SNI; test host settings', () => {
+  assert.equal(parseHost('API.example.com:8080'), 'api.example.com');
+  assert.equal(parseHost('[2001:db8::1]:443'), '2001:db8::1');
+  assert.equal(parseHost('203.0.113.5'), '203.0.113.5');
+  assert.equal(parseHost('bad host'), null);
+  assert.equal(parseHost('a/b'), null);
+  assert.equal(parseHost(undefined), null);
+  assert.deepEqual([...parseTestHosts('a.test=127.0.0.1:8443, b.test=127.0.0.1:80')], [['a.test', { address: '127.0.0.1', port: 8443 }], ['b.test', { address: '127.0.0.1', port: 80 }]]);
+  assert.throws(() => parseTestHosts('a.test=localhost:1'), /SPACE_GATEWAY_TEST_HOSTS/);
+});
