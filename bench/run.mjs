@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { printTable, summarize } from './stats.mjs';
 import { api, benchKey, startPlatform, timed } from './harness.mjs';
 import { measurePool } from './pool-phase.mjs';
+import { describeAddedLatency, measureGateway } from './gateway-phase.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
@@ -176,7 +177,11 @@ try {
 // Then the warm pool: its own platform run, with a pool as large as the sequential series.
 await measurePool({ dataDir, poolSize, record, concurrent: 20, execRuns: runs.exec });
 
+// And the egress gateway: its own platform run, with an upstream on this host.
+const gatewayAdded = describeAddedLatency(await measureGateway({ dataDir, record, requests: quick ? 30 : 200, downloadRuns: runs.fileRuns }));
+
 printTable(rows);
+console.log(`\n${gatewayAdded.join('\n')}`);
 const ratio = results['create tiny (cold, sequential)'].median / results['runsc run tiny `true` (baseline)'].median;
 const pooledRatio = results['create base from the warm pool + first exec (sequential)'].median / results['runsc run tiny `true` (baseline)'].median;
 console.log(`\ncold create (tiny) / bare runsc run: ${ratio.toFixed(2)}x (median)`);
@@ -184,5 +189,5 @@ console.log(`pooled create base + first exec / bare runsc run: ${pooledRatio.toF
 const outDir = path.join(root, 'bench/results');
 mkdirSync(outDir, { recursive: true });
 const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-writeFileSync(file, JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, runs, results, ratios: { createTinyVsRunsc: ratio, pooledCreateVsRunsc: pooledRatio } }, null, 2));
+writeFileSync(file, JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, runs, results, ratios: { createTinyVsRunsc: ratio, pooledCreateVsRunsc: pooledRatio }, gatewayAdded }, null, 2));
 console.log(`JSON: ${file}`);

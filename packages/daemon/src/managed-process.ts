@@ -2,8 +2,9 @@ import type { ChildProcess } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import type { Command } from '@space/protocol';
 
+/** `offset`: where the chunk starts in the process's output (stdout and stderr counted together). */
 export type ProcessEvent =
-  | { type: 'stdout' | 'stderr'; data: Buffer }
+  | { type: 'stdout' | 'stderr'; data: Buffer; offset: number }
   | { type: 'exit'; exitCode: number; signal: string | null; timedOut: boolean };
 
 export type ProcessListener = (event: ProcessEvent) => void;
@@ -34,6 +35,8 @@ export class ManagedProcess {
   private readonly listeners = new Set<ProcessListener>();
   private readonly backlog: ProcessEvent[] = [];
   private backlogSize = 0;
+  /** Bytes of output so far: the offset of the next chunk. */
+  private produced = 0;
   private readonly backlogBytes: number;
   private timedOut = false;
   private readonly timer: NodeJS.Timeout;
@@ -54,8 +57,8 @@ export class ManagedProcess {
 
   /** Wires the child's pipes; called once right after construction. */
   start(): void {
-    this.child.stdout?.on('data', (data: Buffer) => this.emit({ type: 'stdout', data }));
-    this.child.stderr?.on('data', (data: Buffer) => this.emit({ type: 'stderr', data }));
+    this.child.stdout?.on('data', (data: Buffer) => this.emitOutput('stdout', data));
+    this.child.stderr?.on('data', (data: Buffer) => this.emitOutput('stderr', data));
     this.child.stdin?.on('error', () => undefined);
     this.control?.on('error', () => undefined);
     this.child.on('close', (code, signal) => {
@@ -71,9 +74,20 @@ export class ManagedProcess {
     return this.exit === null;
   }
 
-  /** Subscribes to events; with `replay`, first delivers the kept output (and the exit, if any). */
-  subscribe(listener: ProcessListener, replay: boolean): () => void {
-    if (replay) for (const event of this.backlog) listener(event);
+  /**
+   * Subscribes to events; with `replay`, first delivers the kept output (and the exit, if any), from
+   * offset `after` on: a client that reconnects gets exactly what it missed, if it is still kept.
+   */
+  subscribe(listener: ProcessListener, replay: boolean, after = 0): () => void {
+    if (replay) {
+      for (const event of this.backlog) {
+        if (event.type === 'exit') listener(event);
+        else if (event.offset + event.data.length > after) {
+          const skip = Math.max(0, after - event.offset);
+          listener(skip ? { ...event, data: event.data.subarray(skip), offset: event.offset + skip } : event);
+        }
+      }
+    }
     if (this.exit) {
       if (replay && !this.backlog.some((e) => e.type === 'exit')) listener({ type: 'exit', ...this.exit });
       return () => undefined;
@@ -116,6 +130,12 @@ export class ManagedProcess {
   resumePipes(): void {
     this.child.stdout?.resume();
     this.child.stderr?.resume();
+  }
+
+  private emitOutput(type: 'stdout' | 'stderr', data: Buffer): void {
+    const offset = this.produced;
+    this.produced += data.length;
+    this.emit({ type, data, offset });
   }
 
   private emit(event: ProcessEvent): void {

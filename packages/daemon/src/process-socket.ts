@@ -16,18 +16,18 @@ export function sendMessage(ws: WebSocket, message: ServerStreamMessage, onSent?
  * Connects a WebSocket to a managed process: output and exit go out, stdin, signals and resizes come
  * in. Closing the socket leaves the process running, so a client can re-attach by pid.
  */
-export function bindProcessSocket(ws: WebSocket, proc: ManagedProcess, replay: boolean): void {
+export function bindProcessSocket(ws: WebSocket, proc: ManagedProcess, replay: boolean, after = 0): void {
   sendMessage(ws, { type: 'started', pid: proc.pid });
   const unsubscribe = proc.subscribe((event: ProcessEvent) => {
     if (event.type === 'exit') {
       sendMessage(ws, { type: 'exit', exitCode: event.exitCode, signal: event.signal, timedOut: event.timedOut }, () => ws.close(1000, 'exit'));
       return;
     }
-    sendMessage(ws, { type: event.type, data: event.data.toString('base64') }, () => {
+    sendMessage(ws, { type: event.type, data: event.data.toString('base64'), offset: event.offset }, () => {
       if (ws.bufferedAmount < highWaterBytes) proc.resumePipes();
     });
     if (ws.bufferedAmount >= highWaterBytes) proc.pausePipes();
-  }, replay);
+  }, replay, after);
 
   ws.on('message', (raw, isBinary) => {
     if (isBinary) return sendMessageError(ws, 'binary frames are not accepted');

@@ -36,6 +36,20 @@ test('re-attaching replays the kept backlog and the exit', async () => {
   assert.ok(table.list().some((p) => p.pid === proc.pid && !p.running && p.exitCode === 0));
 });
 
+test('re-attaching after an offset replays only what follows it, cut mid-chunk if need be', async () => {
+  const proc = table.start({ cmd: 'printf abcdef; sleep 0.1; printf ghij' });
+  await collectOutput(proc, 1000);
+  const replay = (after: number): string => {
+    let out = '';
+    proc.subscribe((e) => (out += e.type === 'exit' ? '|exit' : `${e.offset}:${e.data}`), true, after);
+    return out;
+  };
+  assert.equal(replay(0), '0:abcdef6:ghij|exit');
+  assert.equal(replay(3), '3:def6:ghij|exit');
+  assert.equal(replay(6), '6:ghij|exit');
+  assert.equal(replay(10), '|exit');
+});
+
 test('missing executables and unknown pids get typed errors', () => {
   assert.throws(() => table.start({ cmd: ['/definitely/not/here'] }), { code: 'EXEC_FAILED' });
   assert.throws(() => table.get(999_999_999), { code: 'PROCESS_NOT_FOUND' });

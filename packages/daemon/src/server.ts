@@ -1,4 +1,4 @@
-import { DaemonRebindRequestSchema, ErrorCode, ExecRequestSchema, Limits, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, PtyStartSchema, ExecStreamStartSchema, RemoveQuerySchema, SignalRequestSchema, SpaceError, type ExecResult } from '@space/protocol';
+import { AttachQuerySchema, DaemonRebindRequestSchema, ErrorCode, ExecRequestSchema, Limits, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, PtyStartSchema, ExecStreamStartSchema, RemoveQuerySchema, SignalRequestSchema, SpaceError, type ExecResult } from '@space/protocol';
 import { Router, bearerToken, closeWithError, parseQuery, parseWith, readJson, secretsEqual, sendJson, type UpgradeContext } from '@space/server-kit';
 import type { FileService } from './file-service.js';
 import type { ProcessTable } from './process-table.js';
@@ -136,7 +136,8 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
 
   router.socket('/processes/:pid/attach', guard, (ws, ctx) => {
     try {
-      bindProcessSocket(ws, processes.get(Number(ctx.params.pid)), true);
+      const { after } = parseQuery(ctx.url, AttachQuerySchema);
+      bindProcessSocket(ws, processes.get(Number(ctx.params.pid)), true, after);
     } catch (err) {
       reportSocketError(ws, err);
     }

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { Space, isSpaceApiError, type ExecEvent } from '@space/sdk';
 import { cliMain, startPlatform, type RunningPlatform } from './platform.js';
@@ -127,6 +128,43 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     const again = await cli(['secrets', 'rm', 'SDK_TOKEN']);
     assert.equal(again.code, 1);
     assert.match(again.stderr, /SECRET_NOT_FOUND: .*space secrets ls/);
+  });
+
+  test('a dropped stream re-attaches and delivers every byte exactly once', { timeout: 120_000 }, async () => {
+    // A TCP proxy in front of the API whose connections the test cuts, as a flaky network would.
+    const live = new Set<Socket>();
+    const target = new URL(platform.url);
+    const proxy = createNetServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname);
+      for (const s of [client, upstream]) {
+        live.add(s);
+        s.on('close', () => live.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise((resolve) => proxy.close(resolve)));
+    const flaky = new Space({ apiUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, apiKey: platform.adminKey });
+    const session = await flaky.sessions.create({ template: 'tiny' });
+    cleanup.push(() => session.delete());
+    const stream = session.execStream('i=1; while [ $i -le 60 ]; do echo line-$i; i=$((i+1)); sleep 0.05; done');
+    let text = '';
+    let cuts = 0;
+    let exit: ExecEvent | null = null;
+    for await (const event of stream) {
+      if (event.type === 'stdout') text += event.data.toString();
+      if (event.type === 'exit') exit = event;
+      // Cut every connection twice, early and later in the output.
+      if (event.type === 'stdout' && ((cuts === 0 && text.includes('line-10\n')) || (cuts === 1 && text.includes('line-35\n')))) {
+        cuts++;
+        for (const s of live) s.destroy();
+      }
+    }
+    assert.equal(cuts, 2);
+    assert.ok(stream.reconnects >= 2, `reconnects: ${stream.reconnects}`);
+    assert.equal(text, Array.from({ length: 60 }, (_, i) => `line-${i + 1}\n`).join(''));
+    assert.deepEqual(exit, { type: 'exit', exitCode: 0, signal: null, timedOut: false });
   });
 
   test('typed errors and client-side timeouts', { timeout: 60_000 }, async () => {

@@ -28,7 +28,11 @@ export class TestUpstream {
   httpsPort = 0;
   httpPort = 0;
 
-  constructor(readonly names: string[]) {}
+  /** `listenHost`: 127.0.0.1 for tests; the benchmark listens on every address for its direct baseline. */
+  constructor(
+    readonly names: string[],
+    private readonly listenHost = '127.0.0.1',
+  ) {}
 
   async start(): Promise<void> {
     const file = (name: string): string => path.join(this.dir, name);
@@ -40,7 +44,7 @@ export class TestUpstream {
     const https = createHttpsServer({ key: readFileSync(file('leaf.key')), cert: readFileSync(file('leaf.crt')) }, (req, res) => this.handle('https', req, res));
     const http = createHttpServer((req, res) => this.handle('http', req, res));
     for (const server of [https, http]) {
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      await new Promise<void>((resolve) => server.listen(0, this.listenHost, resolve));
       this.servers.push(server);
     }
     this.httpsPort = (https.address() as AddressInfo).port;
@@ -61,7 +65,7 @@ export class TestUpstream {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const recorded: RecordedRequest = { scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() };
-      this.requests.push(recorded);
+      if (this.requests.length < 10_000) this.requests.push(recorded);
       const url = new URL(req.url ?? '/', 'http://upstream');
       if (url.pathname === '/bytes') {
         const total = Number(url.searchParams.get('n') ?? 0);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BackgroundStartedSchema, ExecRequestSchema, ExecResultSchema, ProcessListSchema, SignalRequestSchema } from './exec.js';
+import { AttachQuerySchema, BackgroundStartedSchema, ExecRequestSchema, ExecResultSchema, ProcessListSchema, SignalRequestSchema } from './exec.js';
 import { OkSchema as ok } from './common.js';
 import { FileListSchema, FileStatSchema, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, RemoveQuerySchema } from './files.js';
 
@@ -22,7 +22,7 @@ export const sandboxRoutes: readonly SandboxRoute[] = [
   { kind: 'websocket', method: 'GET', path: '/pty' },
   { kind: 'json', method: 'GET', path: '/processes', response: ProcessListSchema },
   { kind: 'json', method: 'POST', path: '/processes/:pid/signal', body: SignalRequestSchema, response: ok },
-  { kind: 'websocket', method: 'GET', path: '/processes/:pid/attach' },
+  { kind: 'websocket', method: 'GET', path: '/processes/:pid/attach', query: AttachQuerySchema },
   { kind: 'download', method: 'GET', path: '/files', query: PathQuerySchema },
   { kind: 'upload', method: 'PUT', path: '/files', query: PathQuerySchema, response: FileStatSchema },
   { kind: 'json', method: 'DELETE', path: '/files', query: RemoveQuerySchema, response: ok },

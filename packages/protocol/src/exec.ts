@@ -75,6 +75,9 @@ export type PtyStart = z.infer<typeof PtyStartSchema>;
 
 const base64 = z.string().max(Math.ceil((Limits.maxStreamMessageBytes * 4) / 3) + 4).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'data must be base64');
 
+/** Re-attach: replay the kept output from this offset on (what the client has not seen yet). */
+export const AttachQuerySchema = z.object({ after: z.coerce.number().int().nonnegative().default(0) }).strict();
+
 /** Messages a client sends after `start` on an exec, attach or PTY stream. */
 export const ClientStreamMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('stdin'), data: base64 }).strict(),
@@ -87,8 +90,10 @@ export type ClientStreamMessage = z.infer<typeof ClientStreamMessageSchema>;
 /** Messages a server (daemon, relayed by node and control plane) sends on a stream. */
 export const ServerStreamMessageSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('started'), pid: z.number().int().positive() }).strict(),
-  z.object({ type: z.literal('stdout'), data: base64 }).strict(),
-  z.object({ type: z.literal('stderr'), data: base64 }).strict(),
+  // `offset`: where the chunk starts in the process's output (stdout and stderr together), so a client
+  // that re-attaches with `?after=` can drop what it already has.
+  z.object({ type: z.literal('stdout'), data: base64, offset: z.number().int().nonnegative().optional() }).strict(),
+  z.object({ type: z.literal('stderr'), data: base64, offset: z.number().int().nonnegative().optional() }).strict(),
   z.object({ type: z.literal('exit'), exitCode: z.number().int(), signal: z.string().max(32).nullable(), timedOut: z.boolean().optional() }).strict(),
   z.object({ type: z.literal('error'), code: z.string().max(64), message: z.string().max(4096) }).strict(),
 ]);

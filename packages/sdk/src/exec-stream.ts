@@ -3,22 +3,51 @@ import { SpaceApiError, SpaceClientError } from './errors.js';
 import type { ExecEvent } from './types.js';
 import { EventQueue } from './event-queue.js';
 
+/** Opens a new socket re-attached to process `pid`, replaying its output from offset `after`. */
+export type Reattach = (pid: number, after: number) => WebSocket;
+
+/** Reconnect attempts after a dropped stream, with their pauses (doubling from 200 ms, at most 5 s). */
+const maxReconnects = 8;
+
+interface StreamMessage {
+  type?: string;
+  data?: string;
+  offset?: number;
+  pid?: number;
+  exitCode?: number;
+  signal?: string | null;
+  timedOut?: boolean;
+  code?: string;
+  message?: string;
+}
+
 /**
  * A running command's events as an async iterator, ending after `exit`. Also takes stdin and
- * signals while the command runs.
+ * signals while the command runs. When the connection drops before the exit, the stream re-attaches
+ * to the process by pid and asks for the output after the last byte it received, so no output is
+ * repeated or lost (as long as the daemon still keeps it; stdin written as the connection dropped
+ * may be lost). It gives up after a few attempts or when the process is gone (the sandbox died).
  */
 export class ExecStream implements AsyncIterable<ExecEvent> {
   private readonly events = new EventQueue<ExecEvent>();
-  /** The exit event arrived. */
+  private ws!: WebSocket;
+  private pid: number | null = null;
+  /** Output bytes received so far: where a re-attached stream continues. */
+  private received = 0;
   private exited = false;
+  private closedByUser = false;
+  private attempts = 0;
+  private lastError: Error | null = null;
+  private readonly outbox: string[] = [];
+  /** Times the stream re-attached after a dropped connection. */
+  reconnects = 0;
 
-  constructor(private readonly ws: WebSocket, start: Record<string, unknown> | null) {
-    ws.on('open', () => {
-      if (start) ws.send(JSON.stringify(start));
-    });
-    ws.on('message', (raw) => this.onMessage(raw.toString()));
-    ws.on('error', (err) => this.finish(new SpaceClientError('NETWORK', err.message)));
-    ws.on('close', () => this.finish(this.exited ? null : new SpaceClientError('NETWORK', 'the stream closed before the command exited; re-attach by pid')));
+  constructor(
+    ws: WebSocket,
+    start: Record<string, unknown> | null,
+    private readonly reattach: Reattach | null = null,
+  ) {
+    this.bind(ws, start);
   }
 
   write(data: string | Buffer): void {
@@ -42,7 +71,9 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
     this.send({ type: 'resize', cols, rows });
   }
 
+  /** Closes the stream (the process keeps running; re-attach by pid). */
   close(): void {
+    this.closedByUser = true;
     this.ws.close();
   }
 
@@ -50,28 +81,68 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
     return this.events[Symbol.asyncIterator]();
   }
 
+  private bind(ws: WebSocket, start: Record<string, unknown> | null): void {
+    this.ws = ws;
+    ws.on('open', () => {
+      if (start) ws.send(JSON.stringify(start));
+      for (const text of this.outbox.splice(0)) ws.send(text);
+    });
+    ws.on('message', (raw) => this.onMessage(raw.toString()));
+    ws.on('error', (err) => (this.lastError = new SpaceClientError('NETWORK', err.message)));
+    ws.on('close', () => this.onClose());
+  }
+
+  private onClose(): void {
+    if (this.exited || this.closedByUser) return this.finish(null);
+    if (this.reattach && this.pid !== null && this.attempts < maxReconnects) {
+      const pause = Math.min(5000, 200 * 2 ** this.attempts);
+      this.attempts++;
+      const pid = this.pid;
+      setTimeout(() => {
+        if (this.closedByUser) return this.finish(null);
+        this.reconnects++;
+        this.bind(this.reattach!(pid, this.received), null);
+      }, pause);
+      return;
+    }
+    this.finish(this.lastError ?? new SpaceClientError('NETWORK', `the stream closed before the command exited${this.pid !== null ? `; re-attach to pid ${this.pid}` : ''}`));
+  }
+
   private send(message: unknown): void {
     const text = JSON.stringify(message);
     if (this.ws.readyState === this.ws.OPEN) this.ws.send(text);
-    else this.ws.once('open', () => this.ws.send(text));
+    else this.outbox.push(text);
   }
 
   private onMessage(text: string): void {
-    let m: { type?: string; data?: string; pid?: number; exitCode?: number; signal?: string | null; timedOut?: boolean; code?: string; message?: string };
+    let m: StreamMessage;
     try {
       m = JSON.parse(text);
     } catch {
       return this.finish(new SpaceClientError('PROTOCOL', 'the server sent a message that is not JSON'));
     }
-    if (m.type === 'error') return this.finish(new SpaceApiError(m.code ?? 'INTERNAL', 0, m.message ?? 'stream error'));
-    let event: ExecEvent | null = null;
-    if (m.type === 'started') event = { type: 'started', pid: m.pid! };
-    else if (m.type === 'stdout' || m.type === 'stderr') event = { type: m.type, data: Buffer.from(m.data ?? '', 'base64') };
-    else if (m.type === 'exit') {
-      event = { type: 'exit', exitCode: m.exitCode!, signal: m.signal ?? null, timedOut: m.timedOut };
-      this.exited = true;
+    this.attempts = 0;
+    if (m.type === 'error') {
+      this.closedByUser = true; // an error from the server is final: no reconnect
+      return this.finish(new SpaceApiError(m.code ?? 'INTERNAL', 0, m.message ?? 'stream error'));
     }
-    if (event) this.events.push(event);
+    if (m.type === 'started') {
+      // A re-attached stream announces the process again: one `started` per stream.
+      if (this.pid === null) this.events.push({ type: 'started', pid: m.pid! });
+      this.pid = m.pid!;
+    } else if (m.type === 'stdout' || m.type === 'stderr') {
+      let data = Buffer.from(m.data ?? '', 'base64');
+      if (m.offset !== undefined) {
+        const end = m.offset + data.length;
+        if (end <= this.received) return; // replayed, already delivered
+        if (m.offset < this.received) data = data.subarray(this.received - m.offset);
+        this.received = end;
+      } else this.received += data.length;
+      this.events.push({ type: m.type, data });
+    } else if (m.type === 'exit') {
+      this.exited = true;
+      this.events.push({ type: 'exit', exitCode: m.exitCode!, signal: m.signal ?? null, timedOut: m.timedOut });
+    }
   }
 
   private finish(error: Error | null): void {

@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import type { WebSocket } from 'ws';
 import { FileWatch } from './file-watch.js';
 import { ExecStream } from './exec-stream.js';
 import { isSpaceApiError } from './errors.js';
@@ -104,17 +105,20 @@ export class Session {
   /** Runs a command and streams its output: `for await (const event of session.execStream(cmd))`. */
   execStream(cmd: string | string[], opts: ExecOptions = {}): ExecStream {
     const { stdin: _unused, ...start } = execBody(cmd, opts);
-    return new ExecStream(this.t.socket(`${this.base}/exec/stream`), { type: 'start', ...start });
+    return new ExecStream(this.t.socket(`${this.base}/exec/stream`), { type: 'start', ...start }, this.reattach);
   }
 
   /** Re-attaches to a process by pid: its recent output is replayed first. */
   attach(pid: number): ExecStream {
-    return new ExecStream(this.t.socket(`${this.base}/processes/${pid}/attach`), null);
+    return new ExecStream(this.reattach(pid, 0), null, this.reattach);
   }
+
+  /** A stream's way back to its process after a dropped connection. */
+  private readonly reattach = (pid: number, after: number): WebSocket => this.t.socket(`${this.base}/processes/${pid}/attach?after=${after}`);
 
   /** An interactive terminal; write keystrokes, read `stdout` events, `resize` it. */
   pty(opts: { cmd?: string | string[]; cols?: number; rows?: number; env?: Record<string, string>; cwd?: string } = {}): ExecStream {
-    return new ExecStream(this.t.socket(`${this.base}/pty`), { type: 'start', cols: 80, rows: 24, ...opts });
+    return new ExecStream(this.t.socket(`${this.base}/pty`), { type: 'start', cols: 80, rows: 24, ...opts }, this.reattach);
   }
 
   async processes(opts: CallOptions = {}): Promise<ProcessData[]> {

@@ -1,5 +1,5 @@
 import { sandboxRoutes } from '@space/protocol';
-import { Router, closeWithError, forwardRoute, holdMessages, readRouteInput, relaySockets, routePath, toSpaceError } from '@space/server-kit';
+import { Router, parseQuery, closeWithError, forwardRoute, holdMessages, readRouteInput, relaySockets, routePath, toSpaceError } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
 import type { SessionService } from '../session-service.js';
 
@@ -17,6 +17,7 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
         (ctx) => {
           const caller = auth.authenticate(ctx.req);
           sessions.row(caller, ctx.params.sessionId!);
+          if (route.query) parseQuery(ctx.url, route.query);
         },
         (client, ctx) => {
           const caller = auth.authenticate(ctx.req);
