@@ -3,18 +3,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeAddedLatency, measureGateway } from './gateway-phase.mjs';
-import { printTable, summarize } from './stats.mjs';
+import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
-const results = {};
-const rows = [];
-const record = (name, samples, unit = 'ms') => {
-  const s = summarize(samples);
-  results[name] = { ...s, unit, samples };
-  rows.push({ name, ...s, unit });
-};
+const { results, rows, record } = recorder();
 const medians = await measureGateway({ dataDir, record, requests: quick ? 30 : 200, downloadRuns: quick ? 1 : 3 });
 printTable(rows);
 const added = describeAddedLatency(medians);

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node
 import { request } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { printTable, summarize } from './stats.mjs';
+import { printTable, recorder } from './stats.mjs';
 import { api, benchKey, startPlatform, timed } from './harness.mjs';
 import { measurePool } from './pool-phase.mjs';
 import { describeAddedLatency, measureGateway } from './gateway-phase.mjs';
@@ -79,13 +79,7 @@ function transfer(url, method, p, bytes) {
 
 // Cold paths first, with no warm pool (pooled boots would compete with what is measured).
 const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0' });
-const results = {};
-const rows = [];
-const record = (name, samples, unit = 'ms') => {
-  const s = summarize(samples);
-  results[name] = { ...s, unit, samples };
-  rows.push({ name, ...s, unit });
-};
+const { results, rows, record } = recorder();
 
 try {
   for (const template of ['tiny', 'base']) {

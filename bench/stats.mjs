@@ -18,3 +18,15 @@ export function printTable(rows) {
 function fmt(v) {
   return v === undefined ? '' : v >= 100 ? v.toFixed(0) : v.toFixed(1);
 }
+
+/** Collects named sample series: `record(name, samples, unit)` fills `results` (JSON) and `rows` (table). */
+export function recorder() {
+  const results = {};
+  const rows = [];
+  const record = (name, samples, unit = 'ms') => {
+    const s = summarize(samples);
+    results[name] = { ...s, unit, samples };
+    rows.push({ name, ...s, unit });
+  };
+  return { results, rows, record };
+}
