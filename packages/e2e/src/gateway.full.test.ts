@@ -169,6 +169,32 @@ describe('credential gateway and egress policy', () => {
     assert.ok(audit.body.entries.some((e: any) => e.host === 'other.test.space' && e.secrets.length === 0));
   });
 
+  test('WebSocket through the gateway: the handshake gets the secret, frames pass both ways', { timeout: 60_000 }, async () => {
+    // Debian's Node.js 18 has no WebSocket client: a handshake and one masked text frame by hand.
+    const client = String.raw`
+      const https = require('node:https'), crypto = require('node:crypto');
+      const token = process.env.API_TOKEN;
+      const req = https.request({ host: 'api.test.space', path: '/ws?key=' + token, headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': crypto.randomBytes(16).toString('base64'), authorization: 'Bearer ' + token } });
+      req.on('upgrade', (res, socket) => {
+        const payload = Buffer.from('hello ' + token);
+        const mask = crypto.randomBytes(4);
+        socket.write(Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, payload.map((b, i) => b ^ mask[i % 4])]));
+        socket.once('data', (d) => { console.log(res.statusCode + ' ' + d.subarray(2, 2 + (d[1] & 0x7f)).toString()); socket.destroy(); });
+      });
+      req.on('response', (res) => console.log('no upgrade: ' + res.statusCode));
+      req.end();`;
+    await api.call('PUT', `/v1/sessions/${sessionId}/files?path=/tmp/ws-client.js`, undefined, { raw: client });
+    const r = await sh(sessionId, 'node /tmp/ws-client.js');
+    assert.equal(r.stdout.trim(), `101 hello ${placeholder}`, r.stderr);
+    const handshake = upstream.requests.filter((q) => q.url.startsWith('/ws')).at(-1)!;
+    assert.equal(handshake.headers.authorization, `Bearer ${value}`);
+    assert.equal(handshake.url, `/ws?key=${value}`);
+    const audit = (await api.call('GET', `/v1/sessions/${sessionId}/egress/audit?limit=5`)).body.entries;
+    const entry = audit.find((e: any) => e.path.startsWith('/ws'));
+    assert.deepEqual([entry.status, entry.decision, entry.secrets], [101, 'allowed', ['API_TOKEN']]);
+    assert.ok(entry.bytesSent > 0 && entry.bytesReceived > 0);
+  });
+
   test('egress policy: deny-all, domain and CIDR allow-lists, changed on a running session', { timeout: 120_000 }, async () => {
     const session = await api.createSession({ template: 'base', egress: { mode: 'deny-all' } });
     sessions.push(session.id);

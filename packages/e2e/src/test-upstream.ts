@@ -5,6 +5,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { WebSocketServer } from 'ws';
 
 export interface RecordedRequest {
   scheme: 'http' | 'https';
@@ -43,6 +44,14 @@ export class TestUpstream {
     openssl(['x509', '-req', '-in', file('leaf.csr'), '-CA', this.caFile, '-CAkey', file('ca.key'), '-CAcreateserial', '-out', file('leaf.crt'), '-days', '2', '-extfile', file('leaf.ext')]);
     const https = createHttpsServer({ key: readFileSync(file('leaf.key')), cert: readFileSync(file('leaf.crt')) }, (req, res) => this.handle('https', req, res));
     const http = createHttpServer((req, res) => this.handle('http', req, res));
+    // WebSocket echo on both: the handshake is recorded like a request, each message comes back.
+    const sockets = new WebSocketServer({ noServer: true });
+    for (const [scheme, server] of [['https', https], ['http', http]] as const) {
+      server.on('upgrade', (req, socket, head) => {
+        if (this.requests.length < 10_000) this.requests.push({ scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '' });
+        sockets.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data, binary) => ws.send(data, { binary })));
+      });
+    }
     for (const server of [https, http]) {
       await new Promise<void>((resolve) => server.listen(0, this.listenHost, resolve));
       this.servers.push(server);

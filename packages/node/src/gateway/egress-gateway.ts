@@ -1,8 +1,8 @@
-import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { STATUS_CODES, Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
-import { isIP, type AddressInfo, type Socket } from 'node:net';
+import { connect as netConnect, isIP, type AddressInfo, type Socket } from 'node:net';
 import { Transform, pipeline, type Readable } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
+import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { SpaceError, ErrorCode, type EgressAuditEntry, type SessionEgressConfig } from '@space/protocol';
 import { readBounded } from '@space/server-kit';
 import type { Logger } from '../logger.js';
@@ -56,6 +56,23 @@ function withoutHopByHop(headers: IncomingHttpHeaders): Record<string, string | 
   const listed = String(headers.connection ?? '').split(',').map((h) => h.trim().toLowerCase());
   for (const name of [...hopByHop, ...listed]) delete out[name];
   return out;
+}
+
+/** A request the gateway let through, with where it goes and its audit entry. */
+interface Admission {
+  tls: boolean;
+  host: string;
+  address: string;
+  port: number;
+  config: SessionEgressConfig;
+  entry: EgressAuditEntry;
+  finish: (status: number, decision: EgressAuditEntry['decision'], reason?: string) => void;
+}
+
+/** A refusal on a raw connection (an upgrade request has no response object). */
+function refuseRaw(socket: Socket, status: number, message: string, code?: string): void {
+  const body = `SPACE gateway: ${message}\n`;
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: text/plain; charset=utf-8\r\nx-space-gateway-error: ${code ?? status}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 /** Counts the bytes that pass. */
@@ -132,7 +149,7 @@ export class EgressGateway {
       });
     });
     for (const server of [http, https]) {
-      server.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 501 Not Implemented\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nSPACE gateway: protocol upgrades (WebSocket) are not supported yet\n'));
+      server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => void this.upgrade(req, socket, head));
       server.on('clientError', (_err, socket) => socket.destroy());
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
@@ -154,15 +171,22 @@ export class EgressGateway {
     this.httpsAgent.destroy();
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /**
+   * Checks a request from a sandbox: its source, host, the session's settings, the in-flight bound
+   * and the egress policy. Refusals are answered through `refuse` and audited; null then.
+   * `onClose` registers the release of the in-flight slot.
+   */
+  private async admit(req: IncomingMessage, refuse: (status: number, message: string, code?: string) => void, onClose: (release: () => void) => void): Promise<Admission | null> {
     const started = performance.now();
     const tls = (req.socket as TLSSocket).encrypted === true;
-    const scheme = tls ? 'https' : 'http';
     const remote = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
     const source = this.deps.sourceOf(remote);
-    if (!source) return this.refuse(res, 403, 'connections are accepted from sandboxes only');
+    if (!source) {
+      refuse(403, 'connections are accepted from sandboxes only');
+      return null;
+    }
     const host = parseHost(tls ? (req.socket as TLSSocket).servername || undefined : req.headers.host);
-    const entry: EgressAuditEntry = { time: new Date().toISOString(), sandboxId: source.sandboxId, scheme, host: host ?? String(req.headers.host ?? '').slice(0, 253), method: req.method ?? 'GET', path: (req.url ?? '/').slice(0, 512), status: 0, decision: 'denied', bytesSent: 0, bytesReceived: 0, durationMs: 0, secrets: [] };
+    const entry: EgressAuditEntry = { time: new Date().toISOString(), sandboxId: source.sandboxId, scheme: tls ? 'https' : 'http', host: host ?? String(req.headers.host ?? '').slice(0, 253), method: req.method ?? 'GET', path: (req.url ?? '/').slice(0, 512), status: 0, decision: 'denied', bytesSent: 0, bytesReceived: 0, durationMs: 0, secrets: [] };
     const finish = (status: number, decision: EgressAuditEntry['decision'], reason?: string): void => {
       entry.status = status;
       entry.decision = decision;
@@ -170,48 +194,109 @@ export class EgressGateway {
       if (reason) entry.reason = reason.slice(0, 512);
       this.deps.audit.append(source.sessionId, entry).catch((err: Error) => this.deps.log.warn(`egress audit of ${source.sessionId}: ${err.message}`));
     };
-    if (!host) {
-      finish(400, 'denied', 'no valid host name (Host header or TLS SNI)');
-      return this.refuse(res, 400, 'the request names no valid host (Host header or TLS SNI)');
-    }
+    const deny = (status: number, reason: string, message: string, code?: string): null => {
+      finish(status, 'denied', reason);
+      refuse(status, message, code);
+      return null;
+    };
+    if (!host) return deny(400, 'no valid host name (Host header or TLS SNI)', 'the request names no valid host (Host header or TLS SNI)');
     const config = this.configs.get(source.sessionId);
-    if (!config) {
-      finish(503, 'denied', 'egress settings not loaded');
-      return this.refuse(res, 503, 'egress settings for this session are not loaded yet (the node agent restarted); retry in a few seconds');
-    }
+    if (!config) return deny(503, 'egress settings not loaded', 'egress settings for this session are not loaded yet (the node agent restarted); retry in a few seconds');
     const active = this.inFlight.get(source.sandboxId) ?? 0;
-    if (active >= maxRequestsPerSandbox) {
-      finish(429, 'denied', 'too many requests in flight');
-      return this.refuse(res, 429, `at most ${maxRequestsPerSandbox} requests may be in flight through the gateway per sandbox`);
-    }
+    if (active >= maxRequestsPerSandbox) return deny(429, 'too many requests in flight', `at most ${maxRequestsPerSandbox} requests may be in flight through the gateway per sandbox`);
     this.inFlight.set(source.sandboxId, active + 1);
-    res.once('close', () => {
+    onClose(() => {
       const left = (this.inFlight.get(source.sandboxId) ?? 1) - 1;
       if (left > 0) this.inFlight.set(source.sandboxId, left);
       else this.inFlight.delete(source.sandboxId);
     });
     const pinned = this.deps.test.hosts.get(host);
     const decision = await this.deps.rules.decide(config.policy, host, pinned?.address);
-    if (!decision.allowed) {
-      finish(403, 'denied', decision.reason);
-      return this.refuse(res, 403, `egress to ${host} denied: ${decision.reason}`, 'EGRESS_DENIED');
-    }
+    if (!decision.allowed) return deny(403, decision.reason, `egress to ${host} denied: ${decision.reason}`, 'EGRESS_DENIED');
+    return { tls, host, address: decision.address, port: pinned?.port ?? (tls ? 443 : 80), config, entry, finish };
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const target = await this.admit(req, (status, message, code) => this.refuse(res, status, message, code), (release) => res.once('close', release));
+    if (!target) return;
     try {
-      await this.forward(req, res, { tls, host, address: decision.address, port: pinned?.port ?? (tls ? 443 : 80), config, entry });
-      finish(res.statusCode, 'allowed');
+      await this.forward(req, res, target);
+      target.finish(res.statusCode, 'allowed');
     } catch (err) {
-      const message = err instanceof SpaceError ? err.message : `upstream ${host}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
-      finish(res.headersSent ? res.statusCode : 502, 'failed', message);
+      const message = err instanceof SpaceError ? err.message : `upstream ${target.host}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+      target.finish(res.headersSent ? res.statusCode : 502, 'failed', message);
       if (res.headersSent) res.destroy();
       else this.refuse(res, err instanceof SpaceError ? 413 : 502, message, 'UPSTREAM_FAILED');
     }
   }
 
-  private async forward(req: IncomingMessage, res: ServerResponse, target: { tls: boolean; host: string; address: string; port: number; config: SessionEgressConfig; entry: EgressAuditEntry }): Promise<void> {
+  /**
+   * A protocol upgrade (WebSocket): admitted like a request, placeholders swapped in its request
+   * line and headers, then the two connections are joined byte for byte. Frames are not searched
+   * for echoed values (replacing inside a frame would break its length).
+   */
+  private async upgrade(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
+    socket.on('error', () => undefined);
+    const target = await this.admit(req, (status, message, code) => refuseRaw(socket, status, message, code), (release) => socket.once('close', release));
+    if (!target) return;
+    const { entry, host } = target;
+    const outbound = this.outboundRewriter(target.config, host);
+    const headers = outbound.rewriteHeaders({ ...req.headers });
+    const path = outbound.rewrite(req.url ?? '/');
+    entry.secrets = [...outbound.used];
+    const upstream = target.tls
+      ? tlsConnect({ host: target.address, port: target.port, servername: isIP(host) ? undefined : host, ca: this.testCaFor(host), ALPNProtocols: ['http/1.1'] })
+      : netConnect(target.port, target.address);
+    let status = 0;
+    let settled = false;
+    const settle = (reason?: string): void => {
+      if (settled) return;
+      settled = true;
+      entry.secrets = [...outbound.used];
+      target.finish(status || 502, status ? 'allowed' : 'failed', reason);
+    };
+    upstream.setTimeout(30_000, () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+    upstream.once(target.tls ? 'secureConnect' : 'connect', () => {
+      upstream.setTimeout(0);
+      const lines = Object.entries(headers).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((v) => `${name}: ${v}`));
+      upstream.write(`${req.method} ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
+      if (head.length) upstream.write(head);
+      socket.pipe(upstream);
+      upstream.pipe(socket);
+    });
+    upstream.once('data', (chunk: Buffer) => (status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(chunk.toString('latin1', 0, 16))?.[1] ?? 0)));
+    upstream.on('data', (chunk: Buffer) => (entry.bytesReceived += chunk.length));
+    socket.on('data', (chunk: Buffer) => (entry.bytesSent += chunk.length));
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      const reason = `upstream ${host}: ${err.code ?? err.message}`;
+      if (!status) refuseRaw(socket, 502, reason, 'UPSTREAM_FAILED');
+      else socket.destroy();
+      settle(reason);
+    });
+    upstream.on('close', () => {
+      socket.end();
+      settle();
+    });
+    socket.on('close', () => {
+      upstream.destroy();
+      settle();
+    });
+  }
+
+  /** Placeholders become values only on requests to the secret's own hosts. */
+  private outboundRewriter(config: SessionEgressConfig, host: string): SecretRewriter {
+    return new SecretRewriter(config.secrets.filter((s) => s.hosts.some((pattern) => hostMatches(pattern, host))).map((s) => ({ name: s.name, from: s.placeholder, to: s.value })));
+  }
+
+  /** The test-only CA, for test-only hosts. */
+  private testCaFor(host: string): string | undefined {
+    return this.deps.test.caPem && this.deps.test.hosts.has(host) ? this.deps.test.caPem : undefined;
+  }
+
+  private async forward(req: IncomingMessage, res: ServerResponse, target: Admission): Promise<void> {
     const { config, entry, host } = target;
-    // Placeholders become values only on requests to the secret's own hosts; every value the session
-    // holds is masked in every response, whichever host echoes it.
-    const outbound = new SecretRewriter(config.secrets.filter((s) => s.hosts.some((pattern) => hostMatches(pattern, host))).map((s) => ({ name: s.name, from: s.placeholder, to: s.value })));
+    // Every value the session holds is masked in every response, whichever host echoes it.
+    const outbound = this.outboundRewriter(config, host);
     const inbound = new SecretRewriter(config.secrets.map((s) => ({ name: s.name, from: s.value, to: s.placeholder })));
     const headers = outbound.rewriteHeaders(withoutHopByHop(req.headers));
     const path = outbound.rewrite(req.url ?? '/');
@@ -234,7 +319,7 @@ export class EgressGateway {
       path,
       headers,
       agent: target.tls ? this.httpsAgent : this.httpAgent,
-      ...(target.tls ? { servername: isIP(host) ? undefined : host, ca: this.deps.test.caPem && this.deps.test.hosts.has(host) ? this.deps.test.caPem : undefined } : {}),
+      ...(target.tls ? { servername: isIP(host) ? undefined : host, ca: this.testCaFor(host) } : {}),
       timeout: 30_000,
     });
     await new Promise<void>((resolve, reject) => {
