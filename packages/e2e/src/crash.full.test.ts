@@ -27,8 +27,15 @@ describe('a node agent killed outright restarts into a consistent state', () => 
   test('SIGKILL of the platform: running sandboxes are adopted, half-done work is cleaned up', { timeout: 180_000 }, async () => {
     const first = await startPlatform();
     const api = new Api(first.url, first.adminKey);
-    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0 });
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, egress: { mode: 'deny-all' } });
     await api.exec(session.id, 'echo before-crash > /workspace/f');
+    // The gateway answers (its policy: deny-all) before the crash... (busybox wget's -T crashes in gVisor: no timeout flag)
+    const probeGateway = async (client: Api): Promise<string> => (await client.exec(session.id, ['sh', '-c', 'wget -O - http://198.18.0.1/ 2>&1'])).stdout;
+    const beforeCrash = await probeGateway(api);
+    if (!/403 Forbidden/.test(beforeCrash)) {
+      await first.stop(); // a failure here must not leave the platform running for the next test
+      assert.fail(`the gateway did not answer before the crash: ${beforeCrash}`);
+    }
     const { pid } = await api.exec(session.id, 'i=0; while true; do i=$((i+1)); echo $i > /workspace/counter; sleep 0.2; done', { background: true });
 
     first.process.kill('SIGKILL');
@@ -59,6 +66,14 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     await new Promise((r) => setTimeout(r, 1000));
     assert.ok(Number((await again.exec(session.id, 'cat /workspace/counter')).stdout) > before);
     assert.equal((await again.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id, session.sandbox.id);
+    // ...and after: the adopted sandbox's link leads to the new gateway's ports, and the control plane
+    // hands the node the session's policy again (lost with the node's memory) within a maintenance pass.
+    let answer = '';
+    for (const started = Date.now(); Date.now() - started < 20_000 && !/403 Forbidden/.test(answer); ) {
+      answer = await probeGateway(again);
+      if (!/403 Forbidden/.test(answer)) await new Promise((r) => setTimeout(r, 1000));
+    }
+    assert.match(answer, /403 Forbidden/);
     await again.call('DELETE', `/v1/sessions/${session.id}`);
     assert.equal(await platform.stop(), 0, platform.output());
   });
