@@ -19,6 +19,7 @@ import { readJsonFile } from './json-file.js';
 import type { WarmPool } from './warm-pool.js';
 import type { EgressGateway, SandboxSource } from './gateway/egress-gateway.js';
 import { installGatewayTrust, trustEnv } from './gateway/sandbox-trust.js';
+import { writeInsideVolume } from './runtime/volume-paths.js';
 
 export const daemonPort = 49983;
 const daemonReadyTimeoutMs = 30_000;
@@ -236,8 +237,8 @@ export class SandboxManager {
         await rebind(restored, token, sessionEnv, true);
         restored.close();
       } else {
-        await mkdir(path.dirname(tokenFile), { recursive: true });
-        await writeFile(tokenFile, token, { mode: 0o600 });
+        // The volume is the session's: a link it left at run/ or run/space must not send this write elsewhere.
+        await writeInsideVolume(rootfs, 'run/space/daemon-token', token, 0o600);
         await deps.driver.start(spec);
         phases.mark('runtime');
       }

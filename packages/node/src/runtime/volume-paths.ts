@@ -1,0 +1,29 @@
+import { constants } from 'node:fs';
+import { lstat, mkdir, open, rm } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * Writes a file into a session's volume from the host, which runs as root: every directory on the
+ * way is made a real directory inside the volume (a symlink a session left there is removed, not
+ * followed, so the write cannot land elsewhere on the host), and the file is opened with O_NOFOLLOW.
+ * Only for volumes whose sandbox is not running (nothing inside can swap a path meanwhile).
+ */
+export async function writeInsideVolume(rootfs: string, relative: string, data: string, mode: number): Promise<string> {
+  const parts = relative.split('/').filter(Boolean);
+  let dir = rootfs;
+  for (const part of parts.slice(0, -1)) {
+    dir = path.join(dir, part);
+    const stat = await lstat(dir).catch(() => null);
+    if (stat && !stat.isDirectory()) await rm(dir, { force: true });
+    if (!stat || !stat.isDirectory()) await mkdir(dir, { mode: 0o755 });
+  }
+  const file = path.join(dir, parts.at(-1)!);
+  await rm(file, { force: true, recursive: true });
+  const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
+  try {
+    await handle.writeFile(data);
+  } finally {
+    await handle.close();
+  }
+  return file;
+}
