@@ -1,8 +1,8 @@
-import { STATUS_CODES, Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
-import { connect as netConnect, isIP, type AddressInfo, type Socket } from 'node:net';
+import { isIP, type AddressInfo, type Socket } from 'node:net';
 import { Transform, pipeline, type Readable } from 'node:stream';
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import type { TLSSocket } from 'node:tls';
 import { SpaceError, ErrorCode, type EgressAuditEntry, type SessionEgressConfig } from '@space/protocol';
 import { readBounded } from '@space/server-kit';
 import type { Logger } from '../logger.js';
@@ -11,6 +11,8 @@ import type { EgressRules } from './egress-rules.js';
 import { hostMatches } from './egress-rules.js';
 import type { GatewayCa } from './gateway-ca.js';
 import { SecretRewriter } from './secret-rewriter.js';
+import { refuseRaw, type Admission } from './admission.js';
+import { relayUpgrade } from './upgrade-relay.js';
 
 /** Test-only: host names the gateway sends to a fixed address and port, and a CA it also trusts. */
 export interface GatewayTestSettings {
@@ -56,23 +58,6 @@ function withoutHopByHop(headers: IncomingHttpHeaders): Record<string, string | 
   const listed = String(headers.connection ?? '').split(',').map((h) => h.trim().toLowerCase());
   for (const name of [...hopByHop, ...listed]) delete out[name];
   return out;
-}
-
-/** A request the gateway let through, with where it goes and its audit entry. */
-interface Admission {
-  tls: boolean;
-  host: string;
-  address: string;
-  port: number;
-  config: SessionEgressConfig;
-  entry: EgressAuditEntry;
-  finish: (status: number, decision: EgressAuditEntry['decision'], reason?: string) => void;
-}
-
-/** A refusal on a raw connection (an upgrade request has no response object). */
-function refuseRaw(socket: Socket, status: number, message: string, code?: string): void {
-  const body = `SPACE gateway: ${message}\n`;
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\ncontent-type: text/plain; charset=utf-8\r\nx-space-gateway-error: ${code ?? status}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 /** Counts the bytes that pass. */
@@ -230,57 +215,12 @@ export class EgressGateway {
     }
   }
 
-  /**
-   * A protocol upgrade (WebSocket): admitted like a request, placeholders swapped in its request
-   * line and headers, then the two connections are joined byte for byte. Frames are not searched
-   * for echoed values (replacing inside a frame would break its length).
-   */
+  /** A protocol upgrade (WebSocket): admitted like a request, then relayed. */
   private async upgrade(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
     socket.on('error', () => undefined);
     const target = await this.admit(req, (status, message, code) => refuseRaw(socket, status, message, code), (release) => socket.once('close', release));
     if (!target) return;
-    const { entry, host } = target;
-    const outbound = this.outboundRewriter(target.config, host);
-    const headers = outbound.rewriteHeaders({ ...req.headers });
-    const path = outbound.rewrite(req.url ?? '/');
-    entry.secrets = [...outbound.used];
-    const upstream = target.tls
-      ? tlsConnect({ host: target.address, port: target.port, servername: isIP(host) ? undefined : host, ca: this.testCaFor(host), ALPNProtocols: ['http/1.1'] })
-      : netConnect(target.port, target.address);
-    let status = 0;
-    let settled = false;
-    const settle = (reason?: string): void => {
-      if (settled) return;
-      settled = true;
-      entry.secrets = [...outbound.used];
-      target.finish(status || 502, status ? 'allowed' : 'failed', reason);
-    };
-    upstream.setTimeout(30_000, () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
-    upstream.once(target.tls ? 'secureConnect' : 'connect', () => {
-      upstream.setTimeout(0);
-      const lines = Object.entries(headers).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((v) => `${name}: ${v}`));
-      upstream.write(`${req.method} ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
-      if (head.length) upstream.write(head);
-      socket.pipe(upstream);
-      upstream.pipe(socket);
-    });
-    upstream.once('data', (chunk: Buffer) => (status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(chunk.toString('latin1', 0, 16))?.[1] ?? 0)));
-    upstream.on('data', (chunk: Buffer) => (entry.bytesReceived += chunk.length));
-    socket.on('data', (chunk: Buffer) => (entry.bytesSent += chunk.length));
-    upstream.on('error', (err: NodeJS.ErrnoException) => {
-      const reason = `upstream ${host}: ${err.code ?? err.message}`;
-      if (!status) refuseRaw(socket, 502, reason, 'UPSTREAM_FAILED');
-      else socket.destroy();
-      settle(reason);
-    });
-    upstream.on('close', () => {
-      socket.end();
-      settle();
-    });
-    socket.on('close', () => {
-      upstream.destroy();
-      settle();
-    });
+    relayUpgrade(req, socket, head, target, this.outboundRewriter(target.config, target.host), this.testCaFor(target.host));
   }
 
   /** Placeholders become values only on requests to the secret's own hosts. */
