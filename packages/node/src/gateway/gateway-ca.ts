@@ -25,6 +25,13 @@ authorityKeyIdentifier = keyid
 
 /** Leaf certificates are cached per host name; beyond this many the oldest is dropped. */
 const maxCachedHosts = 2000;
+/**
+ * `openssl` runs at most this many at a time, and at most `maxWaitingIssues` wait: a sandbox opening
+ * TLS connections with endless new SNI names must not fill the host with processes. Past the queue,
+ * the handshake fails (the client may retry).
+ */
+const maxConcurrentIssues = 2;
+const maxWaitingIssues = 64;
 
 /**
  * The gateway's certificate authority: one CA for the whole cluster (every node is given the same
@@ -36,6 +43,8 @@ export class GatewayCa {
   private readonly contexts = new Map<string, { context: SecureContext; renewAt: number }>();
   private readonly issuing = new SingleFlight<SecureContext>();
   private leafKey = '';
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
   certificatePem = '';
 
   constructor(private readonly dir: string) {}
@@ -78,6 +87,24 @@ export class GatewayCa {
   }
 
   private async issue(host: string): Promise<string> {
+    if (this.running >= maxConcurrentIssues) {
+      if (this.waiting.length >= maxWaitingIssues) throw new Error(`too many certificates being issued; refusing ${host} for now`);
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    }
+    this.running++;
+    try {
+      return await this.runOpenssl(host);
+    } finally {
+      this.running--;
+      this.waiting.shift()?.();
+    }
+  }
+
+  /** Most `openssl` processes running at once so far (for tests). */
+  peakRunning = 0;
+
+  private async runOpenssl(host: string): Promise<string> {
+    this.peakRunning = Math.max(this.peakRunning, this.running);
     // `host` is an SNI name the gateway already checked against a strict DNS-name pattern.
     const { stdout } = await runCommand([
       'openssl', 'req', '-config', this.file('openssl.cnf'), '-new', '-x509', '-key', this.file('leaf.key'),

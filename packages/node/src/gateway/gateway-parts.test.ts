@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { connect as tlsConnect, createServer as createTlsServer } from 'node:tls';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { EgressPolicySchema } from '@space/protocol';
 import { answerQuery } from './dns-responder.js';
 import { parseHost } from './egress-gateway.js';
 import { EgressRules, hostMatches } from './egress-rules.js';
+import { GatewayCa } from './gateway-ca.js';
 import { SecretRewriter } from './secret-rewriter.js';
 import { parseTestHosts } from '../node-config.js';
 
@@ -92,4 +98,30 @@ test('host names from Host headers and SNI; test host settings', () => {
   assert.equal(parseHost(undefined), null);
   assert.deepEqual([...parseTestHosts('a.test=127.0.0.1:8443, b.test=127.0.0.1:80')], [['a.test', { address: '127.0.0.1', port: 8443 }], ['b.test', { address: '127.0.0.1', port: 80 }]]);
   assert.throws(() => parseTestHosts('a.test=localhost:1'), /SPACE_GATEWAY_TEST_HOSTS/);
+});
+
+test('gateway CA: certificates chain to the CA; issuing is bounded (2 at a time, 64 waiting)', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'space-ca-'));
+  try {
+    const ca = new GatewayCa(dir);
+    await ca.load();
+    assert.equal(statSync(path.join(dir, 'ca.key')).mode & 0o777, 0o600);
+    const names = Array.from({ length: 80 }, (_, i) => `h${i}.example.com`);
+    const results = await Promise.allSettled(names.map((n) => ca.contextFor(n)));
+    assert.equal(ca.peakRunning, 2);
+    const refused = results.filter((r) => r.status === 'rejected');
+    assert.equal(refused.length, 80 - 2 - 64, 'past the queue, handshakes fail instead of piling up');
+    assert.match(String((refused[0] as PromiseRejectedResult).reason), /too many certificates being issued/);
+    // The leaf really chains to the CA for its name (checked by Node's own TLS verification).
+    const server = createTlsServer({ SNICallback: (name, cb) => void ca.contextFor(name).then((c) => cb(null, c), cb) }, (s) => s.end('ok'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = tlsConnect({ port: (server.address() as AddressInfo).port, host: '127.0.0.1', servername: 'h1.example.com', ca: ca.certificatePem }, () => socket.once('data', (d) => resolve(d.toString())));
+      socket.on('error', reject);
+    });
+    server.close();
+    assert.equal(reply, 'ok');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
