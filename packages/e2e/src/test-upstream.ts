@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -13,6 +14,8 @@ export interface RecordedRequest {
   url: string;
   headers: Record<string, string | string[] | undefined>;
   body: string;
+  /** sha256 of the body's bytes, hex. */
+  sha256: string;
 }
 
 /**
@@ -48,7 +51,7 @@ export class TestUpstream {
     const sockets = new WebSocketServer({ noServer: true });
     for (const [scheme, server] of [['https', https], ['http', http]] as const) {
       server.on('upgrade', (req, socket, head) => {
-        if (this.requests.length < 10_000) this.requests.push({ scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '' });
+        if (this.requests.length < 10_000) this.requests.push({ scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '', sha256: '' });
         sockets.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data, binary) => ws.send(data, { binary })));
       });
     }
@@ -73,7 +76,8 @@ export class TestUpstream {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const recorded: RecordedRequest = { scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() };
+      const bytes = Buffer.concat(chunks);
+      const recorded: RecordedRequest = { scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: bytes.toString(), sha256: createHash('sha256').update(bytes).digest('hex') };
       if (this.requests.length < 10_000) this.requests.push(recorded);
       const url = new URL(req.url ?? '/', 'http://upstream');
       if (url.pathname === '/bytes') {
