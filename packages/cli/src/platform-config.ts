@@ -17,6 +17,8 @@ export interface PlatformConfig {
   keepAutomaticCheckpoints: number;
   /** SPACE_MAINTENANCE_TICK_MS: how often automatic checkpoints and idle stops are considered, default 5000 */
   maintenanceTickMs: number;
+  /** SPACE_SECRETS_KEY_FILE: the key that encrypts secret values in the store, default <data>/secrets.key */
+  secretsKeyFile: string;
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -30,14 +32,16 @@ function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): nu
 export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
   const port = Number(env.SPACE_PORT ?? 7070);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`SPACE_PORT must be a port number, got ${JSON.stringify(env.SPACE_PORT)}`);
+  const dataDir = path.resolve(env.SPACE_DATA_DIR ?? '/var/lib/space');
   return {
     host: env.SPACE_HOST ?? '127.0.0.1',
     port,
-    dataDir: path.resolve(env.SPACE_DATA_DIR ?? '/var/lib/space'),
+    dataDir,
     apiKey: env.SPACE_API_KEY || undefined,
     templates: (env.SPACE_TEMPLATES ?? 'base,tiny').split(',').map((t) => t.trim()).filter(Boolean),
     keepAutomaticCheckpoints: positiveInt(env, 'SPACE_CHECKPOINT_KEEP', 5),
     maintenanceTickMs: positiveInt(env, 'SPACE_MAINTENANCE_TICK_MS', 5000),
+    secretsKeyFile: path.resolve(env.SPACE_SECRETS_KEY_FILE ?? path.join(dataDir, 'secrets.key')),
   };
 }
 

@@ -11,6 +11,7 @@ import { Maintenance } from './maintenance.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store/store.js';
 import { EgressService } from './egress-service.js';
+import type { SecretCipher } from './secret-cipher.js';
 
 export interface ControlPlaneOptions {
   host: string;
@@ -18,6 +19,8 @@ export interface ControlPlaneOptions {
   adminKey: string;
   store: Store;
   node: { id: string; url: string; token: string };
+  /** Encrypts secret values in the store. */
+  secrets: SecretCipher;
   /** Automatic checkpoints kept per session (`SPACE_CHECKPOINT_KEEP`, default 5). */
   keepAutomaticCheckpoints?: number;
   /** How often the maintenance pass runs, ms (`SPACE_MAINTENANCE_TICK_MS`, default 5000). */
@@ -43,7 +46,7 @@ export class ControlPlane {
     const activity = new Activity();
     this.node = new NodeClient(options.node.id, options.node.url, options.node.token);
     const taker = new CheckpointTaker(options.store, this.node, this.metrics);
-    const egress = new EgressService(options.store, this.node, this.log);
+    const egress = new EgressService(options.store, this.node, options.secrets, this.log);
     this.egress = egress;
     this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress);
     this.checkpoints = new CheckpointService(options.store, this.node, this.sessions, taker, this.metrics);

@@ -3,9 +3,10 @@ import { ErrorCode, SpaceError, type EgressAuditEntry, type EgressPolicy, type P
 import type { Caller } from './auth.js';
 import type { NodeClient } from './node-client.js';
 import type { SecretRow, SessionRow, Store } from './store/store.js';
+import type { SecretCipher } from './secret-cipher.js';
 
 /**
- * Secrets and egress policies. Values live in the store and travel only to the node agent's
+ * Secrets and egress policies. Values live in the store (encrypted) and travel only to the node agent's
  * gateway (in memory there); a sandbox sees a placeholder in the env var named like the secret.
  * Any change is pushed to the node at once, so it applies to the next request without a restart.
  */
@@ -13,6 +14,7 @@ export class EgressService {
   constructor(
     private readonly store: Store,
     private readonly node: NodeClient,
+    private readonly cipher: SecretCipher,
     private readonly log: (message: string) => void,
   ) {}
 
@@ -26,7 +28,7 @@ export class EgressService {
     const row = this.store.putSecret({
       tenantId: caller.tenantId,
       name,
-      value: request.value,
+      value: this.cipher.seal(request.value),
       hosts: [...new Set(request.hosts)],
       placeholder: existing?.placeholder ?? `SPACE_SECRET_${name}_${randomBytes(12).toString('hex')}`,
       createdAt: existing?.createdAt ?? now,
@@ -56,7 +58,7 @@ export class EgressService {
   }
 
   configFor(row: SessionRow): SessionEgressConfig {
-    return { policy: row.egress, secrets: this.secretsOf(row).map(({ name, placeholder, value, hosts }) => ({ name, placeholder, value, hosts })) };
+    return { policy: row.egress, secrets: this.secretsOf(row).map(({ name, placeholder, value, hosts }) => ({ name, placeholder, value: this.cipher.open(value), hosts })) };
   }
 
   async setPolicy(row: SessionRow, policy: EgressPolicy): Promise<void> {

@@ -4,3 +4,4 @@ export type { Store, SessionRow, TenantRow, ApiKeyRow } from './store/store.js';
 export { Authenticator, hashKey, generateKey } from './auth.js';
 export { SessionService } from './session-service.js';
 export { NodeClient } from './node-client.js';
+export { SecretCipher } from './secret-cipher.js';

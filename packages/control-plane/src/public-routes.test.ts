@@ -16,6 +16,8 @@ import { NodeClient } from './node-client.js';
 import { SessionService } from './session-service.js';
 import { SqliteStore } from './store/sqlite-store.js';
 import { EgressService } from './egress-service.js';
+import { SecretCipher } from './secret-cipher.js';
+import { randomBytes } from 'node:crypto';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -25,7 +27,7 @@ test('every operation of the API reference is served by the control plane (an un
   // No node behind it: the calls are refused before any would be made.
   const node = new NodeClient('node_none', 'http://127.0.0.1:9', 'x');
   const taker = new CheckpointTaker(store, node, metrics);
-  const egress = new EgressService(store, node, () => undefined);
+  const egress = new EgressService(store, node, new SecretCipher(randomBytes(32)), () => undefined);
   const sessions = new SessionService(store, node, metrics, taker, new Activity(), egress);
   const checkpoints = new CheckpointService(store, node, sessions, taker, metrics);
   const router = createPublicApi({ auth: new Authenticator(store), sessions, checkpoints, store, metrics, node, egress });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { closeSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { Api } from './client.js';
 import { sandboxHostPid } from './host-state.js';
@@ -132,6 +132,10 @@ describe('credential gateway and egress policy', () => {
     assert.ok(filesContaining(storage[1]!, placeholder).some((f) => f.includes(fs.body.id)), 'control: grep finds the placeholder in the fs checkpoint');
     for (const dir of storage) assert.deepEqual(filesContaining(dir, value), [], `the value is in ${dir}`);
     assert.deepEqual(filesContaining(`${platform.dataDir}/node`, value), [], 'the value is in the node agent\'s files');
+    // The control plane's store keeps the value encrypted (the name, the control, is in clear).
+    const store = [`${platform.dataDir}/space.db`, `${platform.dataDir}/space.db-wal`].filter((f) => existsSync(f));
+    assert.ok(store.some((f) => filesContaining(f, 'API_TOKEN').length > 0), 'control: grep finds the secret name in the store');
+    for (const f of store) assert.deepEqual(filesContaining(f, value), [], `the value is in clear in ${f}`);
     const pid = sandboxHostPid(platform.dataDir, (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id);
     assert.equal(sandboxMemoryContains(pid, placeholder).found, true, 'control: the placeholder is found in sandbox memory');
     const memory = sandboxMemoryContains(pid, value);

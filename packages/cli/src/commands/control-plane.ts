@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ControlPlane, SqliteStore } from '@space/control-plane';
+import { ControlPlane, SecretCipher, SqliteStore } from '@space/control-plane';
 import { consoleLogger } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
 import { platformConfig } from '../platform-config.js';
@@ -16,7 +16,8 @@ export async function controlPlaneOnly(): Promise<void> {
   const store = new SqliteStore(path.join(config.dataDir, 'space.db'));
   const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
   const node = { id: process.env.SPACE_NODE_ID ?? 'node', url: nodeUrl, token: nodeToken };
-  const controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, node, keepAutomaticCheckpoints: config.keepAutomaticCheckpoints, maintenanceTickMs: config.maintenanceTickMs, log: (m) => log.warn(m) });
+  const secrets = await SecretCipher.load(config.secretsKeyFile);
+  const controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, secrets, node, keepAutomaticCheckpoints: config.keepAutomaticCheckpoints, maintenanceTickMs: config.maintenanceTickMs, log: (m) => log.warn(m) });
   await controlPlane.start();
   const stop = async (): Promise<void> => {
     await controlPlane.stop();

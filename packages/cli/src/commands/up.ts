@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ControlPlane, SqliteStore } from '@space/control-plane';
+import { ControlPlane, SecretCipher, SqliteStore } from '@space/control-plane';
 import { NodeAgent, consoleLogger, resolveNodeConfig } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
 import { daemonBundleDir, platformConfig } from '../platform-config.js';
@@ -33,7 +33,8 @@ export async function up(): Promise<void> {
   try {
     await node.start({ templates: config.templates, progress: (m) => log.info(m) });
     const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
-    controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, node: { id: nodeConfig.nodeId, url: node.url, token: nodeConfig.token }, keepAutomaticCheckpoints: config.keepAutomaticCheckpoints, maintenanceTickMs: config.maintenanceTickMs, log: (m) => log.warn(m) });
+    const secrets = await SecretCipher.load(config.secretsKeyFile);
+    controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, secrets, node: { id: nodeConfig.nodeId, url: node.url, token: nodeConfig.token }, keepAutomaticCheckpoints: config.keepAutomaticCheckpoints, maintenanceTickMs: config.maintenanceTickMs, log: (m) => log.warn(m) });
     await controlPlane.start();
     process.stdout.write(`SPACE is up: http://${config.host}:${controlPlane.port} (data in ${config.dataDir}). Ctrl-C stops it.\n`);
   } catch (err) {
