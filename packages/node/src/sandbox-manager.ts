@@ -114,6 +114,11 @@ function rebind(daemon: Upstream, token: string, env: Record<string, string>, re
   return daemon.json('POST', '/rebind', { token, env }, OkSchema, { timeoutMs: 10_000, resetAfter });
 }
 
+/** What a session adds to its sandbox's environment: its id, then its own variables. */
+function sessionEnvOf(request: StartSandboxRequest): Record<string, string> {
+  return { SPACE_SESSION_ID: request.sessionId, ...request.env };
+}
+
 /** The end of a sandbox's console output (runsc's and the daemon's), for error messages. */
 async function consoleTail(workDir: string, chars: number): Promise<string> {
   return (await readFile(path.join(workDir, 'console.log'), 'utf8').catch(() => '')).slice(-chars);
@@ -203,7 +208,7 @@ export class SandboxManager {
     const record: SandboxRecord = { sandboxId, sessionId: request.sessionId, template: request.template, startedAt: new Date().toISOString(), token, leaseIndex: net.lease.index, sandboxIp: net.lease.sandboxIp, restoredFrom: memory?.checkpointId ?? null, fromImage: memory !== null };
     await deps.records.save(record);
     const tokenFile = path.join(rootfs, 'run/space/daemon-token');
-    const sessionEnv = { SPACE_SESSION_ID: request.sessionId, ...request.env };
+    const sessionEnv = sessionEnvOf(request);
     const spec: SandboxSpec = {
       sandboxId,
       rootfs,
@@ -304,8 +309,7 @@ export class SandboxManager {
     // The daemon learns the session's environment in the background (a round trip into gVisor costs
     // more than the rest of the claim); calls on the sandbox wait for it like for a checkpoint. If it
     // fails, the sandbox is stopped and the session's next call boots a new one on its volume.
-    const env = { SPACE_SESSION_ID: request.sessionId, ...request.env };
-    const rebound = rebind(live.daemon, live.record.token, env)
+    const rebound = rebind(live.daemon, live.record.token, sessionEnvOf(request))
       .then(() => deps.log.info(`pooled sandbox ${sandboxId} claimed by ${request.sessionId} in ${phases.summary()}, rebound ${Math.round(phases.elapsed())} ms after the claim began`))
       .catch(async (err: Error) => {
         deps.log.warn(`pooled sandbox ${sandboxId} did not take the environment of ${request.sessionId}, stopping it: ${err.message}`);
@@ -515,7 +519,7 @@ export class SandboxManager {
 
   /** Sessions with a running sandbox here whose egress settings the gateway lacks (after a restart). */
   egressUnconfigured(): string[] {
-    return [...this.live.values()].map((l) => l.record.sessionId).filter((id) => !id.startsWith(`${unclaimedPrefix}_`) && !this.deps.egress.isConfigured(id));
+    return [...this.live.values()].filter((l) => !isUnclaimed(l.record) && !this.deps.egress.isConfigured(l.record.sessionId)).map((l) => l.record.sessionId);
   }
 
   async stopAll(): Promise<void> {

@@ -1,6 +1,9 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
+/** A DNS name as the gateway accepts it: lowercase labels of letters, digits, `_` and inner `-`. */
+export const dnsNamePattern = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
 /**
  * A host name pattern: `api.example.com`, or `*.example.com` for every name below example.com at
  * any depth (not example.com itself). Lowercase; compared without a trailing dot.
@@ -9,7 +12,7 @@ export const HostPatternSchema = z
   .string()
   .max(253)
   .transform((h) => h.toLowerCase().replace(/\.$/, ''))
-  .refine((h) => /^(\*\.)?([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/.test(h), 'a host pattern is a DNS name, optionally starting with "*." (e.g. api.example.com, *.example.com)');
+  .refine((h) => dnsNamePattern.test(h.startsWith('*.') ? h.slice(2) : h), 'a host pattern is a DNS name, optionally starting with "*." (e.g. api.example.com, *.example.com)');
 
 /** An IPv4 or IPv6 network in CIDR notation, e.g. 203.0.113.0/24 or 2001:db8::/32. */
 export const CidrSchema = z

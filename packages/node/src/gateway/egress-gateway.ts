@@ -3,7 +3,7 @@ import { Agent as HttpsAgent, createServer as createHttpsServer, request as http
 import { isIP, type AddressInfo, type Socket } from 'node:net';
 import { Transform, pipeline, type Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { SpaceError, ErrorCode, type EgressAuditEntry, type SessionEgressConfig } from '@space/protocol';
+import { SpaceError, ErrorCode, dnsNamePattern, type EgressAuditEntry, type SessionEgressConfig } from '@space/protocol';
 import { readBounded } from '@space/server-kit';
 import type { Logger } from '../logger.js';
 import type { AuditLog } from './audit-log.js';
@@ -11,7 +11,7 @@ import type { EgressRules } from './egress-rules.js';
 import { hostMatches } from './egress-rules.js';
 import type { GatewayCa } from './gateway-ca.js';
 import { SecretRewriter } from './secret-rewriter.js';
-import { refuseRaw, type Admission } from './admission.js';
+import { refusal, refuseRaw, type Admission } from './admission.js';
 import { relayUpgrade } from './upgrade-relay.js';
 
 /** Test-only: host names the gateway sends to a fixed address and port, and a CA it also trusts. */
@@ -40,7 +40,6 @@ const maxRewrittenBody = 1024 * 1024;
 /** Requests one sandbox may have in flight through the gateway. */
 const maxRequestsPerSandbox = 256;
 const hopByHop = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
-const dnsName = /^[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
 /** The host a request names (Host header or SNI), lowercased and without port; null if malformed. */
 export function parseHost(raw: string | undefined): string | null {
@@ -50,7 +49,7 @@ export function parseHost(raw: string | undefined): string | null {
   else if (host.split(':').length === 2) host = host.split(':')[0]!;
   host = host.replace(/\.$/, '');
   if (isIP(host)) return host;
-  return host.length <= 253 && dnsName.test(host) ? host : null;
+  return host.length <= 253 && dnsNamePattern.test(host) ? host : null;
 }
 
 function withoutHopByHop(headers: IncomingHttpHeaders): Record<string, string | string[] | undefined> {
@@ -275,17 +274,17 @@ export class EgressGateway {
         if (inbound.empty) pipeline(response, received, res, done);
         else pipeline(response, received, inbound.stream(), res, done);
       });
-      const sent = counter((n) => (entry.bytesSent += n));
       if (Buffer.isBuffer(body)) {
         entry.bytesSent = body.length;
         upstream.end(body);
-      } else pipeline(body, sent, upstream, (err) => err && reject(err));
+      } else pipeline(body, counter((n) => (entry.bytesSent += n)), upstream, (err) => err && reject(err));
     });
   }
 
   private refuse(res: ServerResponse, status: number, message: string, code?: string): void {
     if (res.headersSent) return void res.destroy();
-    res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-space-gateway-error': code ?? String(status) });
-    res.end(`SPACE gateway: ${message}\n`);
+    const { headers, body } = refusal(status, message, code);
+    res.writeHead(status, headers);
+    res.end(body);
   }
 }

@@ -58,6 +58,8 @@ export function hostMatches(pattern: string, host: string): boolean {
 export class EgressRules {
   private readonly blocked = blockList(alwaysBlocked);
   private readonly private = blockList(privateRanges);
+  /** A policy's CIDRs as a block list, made once per policy object (a change replaces the object). */
+  private readonly cidrLists = new WeakMap<EgressPolicy, BlockList>();
 
   constructor(
     private readonly resolve: Resolve,
@@ -78,7 +80,6 @@ export class EgressRules {
     const literal = isIP(host) !== 0;
     const named = !literal && policy.mode === 'allow-list' && policy.domains.some((pattern) => hostMatches(pattern, host));
     if (pinned) return policy.mode === 'allow-all' || named ? { allowed: true, address: pinned } : { allowed: false, reason: `${host} is not in the session's allowed domains` };
-    const cidrs = policy.mode === 'allow-list' ? blockList(policy.cidrs.map((c) => { const [a, p] = c.split('/'); return [a!, Number(p), isIP(a!) === 6 ? 'ipv6' : 'ipv4']; })) : null;
     if (policy.mode === 'allow-list' && !named && policy.cidrs.length === 0) return { allowed: false, reason: `${host} is not in the session's allowed domains` };
     let addresses: string[];
     try {
@@ -99,9 +100,21 @@ export class EgressRules {
         lastReason = `${address} is a private address; the session must list it (egress mode allow-list with a domain or CIDR)`;
         continue;
       }
-      if (named || cidrs!.check(address, family)) return { allowed: true, address };
+      if (named || this.cidrsOf(policy).check(address, family)) return { allowed: true, address };
       lastReason = `${host} (${address}) is neither in the session's allowed domains nor in its allowed CIDRs`;
     }
     return { allowed: false, reason: lastReason };
+  }
+
+  private cidrsOf(policy: EgressPolicy): BlockList {
+    let list = this.cidrLists.get(policy);
+    if (!list) {
+      list = blockList(policy.cidrs.map((c) => {
+        const [address, prefix] = c.split('/');
+        return [address!, Number(prefix), isIP(address!) === 6 ? 'ipv6' : 'ipv4'];
+      }));
+      this.cidrLists.set(policy, list);
+    }
+    return list;
   }
 }

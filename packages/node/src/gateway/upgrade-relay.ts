@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
-import { refuseRaw, type Admission } from './admission.js';
+import { headerLines, refuseRaw, type Admission } from './admission.js';
 import type { SecretRewriter } from './secret-rewriter.js';
 
 /**
@@ -28,8 +28,7 @@ export function relayUpgrade(req: IncomingMessage, socket: Socket, head: Buffer,
   upstream.setTimeout(30_000, () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
   upstream.once(target.tls ? 'secureConnect' : 'connect', () => {
     upstream.setTimeout(0);
-    const lines = Object.entries(headers).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((v) => `${name}: ${v}`));
-    upstream.write(`${req.method} ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
+    upstream.write(`${req.method} ${path} HTTP/1.1\r\n${headerLines(headers)}\r\n`);
     if (head.length) upstream.write(head);
     socket.pipe(upstream);
     upstream.pipe(socket);
