@@ -57,3 +57,41 @@ export async function measurePool({ dataDir, poolSize, record, concurrent, execR
     await platform.stop();
   }
 }
+
+async function metric(url, name) {
+  const text = await api(url, 'GET', '/metrics');
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.slice(name.length + 1) ?? NaN);
+}
+
+/**
+ * Snapshot preloading: with no warm pool, `runs` sequential creates of base restored from the
+ * template's memory image. `coldToo` also measures cold boots (images off) in this run, as the baseline.
+ */
+export async function measureTemplateImages({ dataDir, record, runs, coldToo }) {
+  const series = [['template image', '1']];
+  if (coldToo) series.unshift(['cold boot', '0']);
+  for (const [label, images] of series) {
+    const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0', SPACE_POOL_TEMPLATES: 'base', SPACE_TEMPLATE_IMAGES: images });
+    const sessions = [];
+    try {
+      if (images === '1') {
+        const [waitMs] = await timed(async () => {
+          while ((await metric(platform.url, 'space_template_image_ready{template="base"}')) !== 1) await sleep(200);
+        });
+        console.error(`base template image ready ${(waitMs / 1000).toFixed(1)} s after the platform answered`);
+      }
+      const created = [];
+      for (let i = 0; i < runs; i++) created.push(await createAndExec(platform.url));
+      sessions.push(...created.map((c) => c.id));
+      const origin = images === '1' ? 'template-image' : 'boot';
+      const served = await metric(platform.url, `space_node_sandbox_starts{origin="${origin}"}`);
+      if (served !== runs) throw new Error(`expected ${runs} sandboxes started by ${origin}, the node counted ${served}`);
+      record(`create base, ${label} (no pool, sequential)`, created.map((c) => c.createMs));
+      record(`create base, ${label} + first exec`, created.map((c) => c.totalMs));
+    } finally {
+      for (const id of sessions) await api(platform.url, 'DELETE', `/v1/sessions/${id}`).catch(() => undefined);
+      await platform.stop();
+    }
+  }
+}

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { printTable, recorder } from './stats.mjs';
 import { api, benchKey, startPlatform, timed } from './harness.mjs';
-import { measurePool } from './pool-phase.mjs';
+import { measurePool, measureTemplateImages } from './pool-phase.mjs';
 import { describeAddedLatency, measureGateway } from './gateway-phase.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -77,8 +77,8 @@ function transfer(url, method, p, bytes) {
   });
 }
 
-// Cold paths first, with no warm pool (pooled boots would compete with what is measured).
-const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0' });
+// Cold paths first, with no warm pool and no template images (their boots would compete with what is measured).
+const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0', SPACE_TEMPLATE_IMAGES: '0' });
 const { results, rows, record } = recorder();
 
 try {
@@ -134,8 +134,7 @@ try {
   record('resume after kill (first exec)', resumeSamples);
   await api(platform.url, 'DELETE', `/v1/sessions/${session.id}`);
 
-  // Full checkpoints of base sessions running a background process, each on a freshly booted
-  // sandbox (this runsc saves one generation of memory images: a restored sandbox is refused).
+  // Full checkpoints of base sessions running a background process, each on a freshly booted sandbox.
   const fullLatency = [];
   const pauses = [];
   const sizes = [];
@@ -171,6 +170,9 @@ try {
 // Then the warm pool: its own platform run, with a pool as large as the sequential series.
 await measurePool({ dataDir, poolSize, record, concurrent: 20, execRuns: runs.exec });
 
+// Snapshot preloading: no pool, base sessions restored from the template's memory image (cold boots above are the baseline).
+await measureTemplateImages({ dataDir, record, runs: runs.create, coldToo: false });
+
 // And the egress gateway: its own platform run, with an upstream on this host.
 const gatewayAdded = describeAddedLatency(await measureGateway({ dataDir, record, requests: quick ? 30 : 200, downloadRuns: runs.fileRuns }));
 
@@ -180,8 +182,10 @@ const ratio = results['create tiny (cold, sequential)'].median / results['runsc 
 const pooledRatio = results['create base from the warm pool + first exec (sequential)'].median / results['runsc run tiny `true` (baseline)'].median;
 console.log(`\ncold create (tiny) / bare runsc run: ${ratio.toFixed(2)}x (median)`);
 console.log(`pooled create base + first exec / bare runsc run: ${pooledRatio.toFixed(3)}x (median)`);
+const imageRatio = results['create base, template image + first exec'].median / results['create base + first exec'].median;
+console.log(`create base + first exec, from the template image / cold boot: ${imageRatio.toFixed(2)}x (median)`);
 const outDir = path.join(root, 'bench/results');
 mkdirSync(outDir, { recursive: true });
 const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-writeFileSync(file, JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, runs, results, ratios: { createTinyVsRunsc: ratio, pooledCreateVsRunsc: pooledRatio }, gatewayAdded }, null, 2));
+writeFileSync(file, JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, runs, results, ratios: { createTinyVsRunsc: ratio, pooledCreateVsRunsc: pooledRatio, templateImageVsColdCreate: imageRatio }, gatewayAdded }, null, 2));
 console.log(`JSON: ${file}`);

@@ -1,5 +1,6 @@
 // Bundles the in-sandbox daemon into one file that the node agent mounts read-only into every
-// sandbox, compiles the two static helpers it needs (PID 1 reaper and PTY), and the node agent's
+// sandbox, compiles the two static helpers it needs (PID 1 reaper and PTY) and the compatibility
+// library preloaded into sandbox programs, and the node agent's
 // own host-side helper (the subreaper that runs runsc).
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
@@ -26,6 +27,8 @@ await build({
 for (const helper of ['space-init', 'space-pty']) {
   execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(out, helper), path.join(root, `packages/daemon/native/${helper}.c`)], { stdio: 'inherit' });
 }
+// Preloaded into the sandbox's programs (glibc templates): works around gaps of this gVisor release.
+execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-o', path.join(out, 'space-compat.so'), path.join(root, 'packages/daemon/native/space-compat.c')], { stdio: 'inherit' });
 
 const nodeNative = path.join(root, 'packages/node/dist-native');
 mkdirSync(nodeNative, { recursive: true });

@@ -50,7 +50,7 @@ function prepareTemplates() {
   const prep = spawnSync(process.execPath, ['-e', `
     const { spawn } = require('node:child_process');
     const child = spawn(process.execPath, [${JSON.stringify(path.join(root, 'packages/cli/dist/main.js'))}, 'up'], {
-      env: { ...process.env, SPACE_DATA_DIR: ${JSON.stringify(dataDir)}, SPACE_PORT: '0', SPACE_API_KEY: 'template-preparation', SPACE_POOL_SIZE: '0' },
+      env: { ...process.env, SPACE_DATA_DIR: ${JSON.stringify(dataDir)}, SPACE_PORT: '0', SPACE_API_KEY: 'template-preparation', SPACE_POOL_SIZE: '0', SPACE_TEMPLATE_IMAGES: '0' },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     child.stdout.on('data', (d) => { if (String(d).includes('SPACE is up')) child.kill('SIGTERM'); });

@@ -56,3 +56,14 @@ test('missing executables and unknown pids get typed errors', () => {
   assert.throws(() => new SandboxPaths('/w').resolve('a/../../b'), { code: 'INVALID_PATH' });
   assert.equal(new SandboxPaths('/w').resolve('a/b'), '/w/a/b');
 });
+
+test('a sandbox handed to a new session forgets finished processes and keeps running ones', async () => {
+  const own = new ProcessTable(new SandboxPaths(workdir), { PATH: process.env.PATH ?? '/usr/bin:/bin' }, '/nonexistent-pty-helper');
+  const done = own.start({ cmd: 'true' });
+  done.endStdin();
+  await collectOutput(done, 1000);
+  const running = own.start({ cmd: 'sleep 30' });
+  own.forgetFinished();
+  assert.deepEqual(own.list().map((p) => [p.pid, p.running]), [[running.pid, true]]);
+  running.kill('SIGKILL');
+});

@@ -74,6 +74,11 @@ export class ProcessTable {
     }));
   }
 
+  /** Drops finished processes from the list: a sandbox handed to a new session shows none of its earlier ones. */
+  forgetFinished(): void {
+    for (const p of [...this.processes.values()]) if (!p.running) this.processes.delete(p.pid);
+  }
+
   killAll(): void {
     for (const p of this.processes.values()) p.kill('SIGKILL');
   }

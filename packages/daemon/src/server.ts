@@ -7,6 +7,7 @@ import { bindWatchSocket } from './watch-socket.js';
 import { collectOutput } from './collect-output.js';
 import type { SandboxPaths } from './sandbox-paths.js';
 import type { DaemonChannel } from './daemon-channel.js';
+import { applySandboxIdentity } from './sandbox-identity.js';
 
 /** The channel token; replaced when a daemon restored from a memory image is bound to its new sandbox. */
 export interface ChannelCredentials {
@@ -49,7 +50,9 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
 
   on('POST', '/rebind', async ({ req, res }) => {
     const body = await readJson(req, DaemonRebindRequestSchema);
+    await applySandboxIdentity(body.identity);
     processes.setSessionEnv(body.env);
+    if (body.newSession) processes.forgetFinished();
     deps.credentials.token = body.token;
     sendJson(res, 200, { ok: true });
   });

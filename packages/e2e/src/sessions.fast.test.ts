@@ -35,6 +35,9 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.deepEqual([py.exitCode, py.stdout, py.stderr], [0, '42\n', '']);
     const node = await api.exec(session.id, ['node', '-e', 'console.log([1,2,3].map((x) => x * 2).join(","))']);
     assert.equal(node.stdout, '2,4,6\n');
+    // GNU coreutils 9 call statx with a flag this gVisor rejects; space-compat.so drops it.
+    const coreutils = await api.exec(session.id, 'ls -d /etc && stat -c %F /tmp && cp -a /etc/hostname /tmp/h && echo copied');
+    assert.deepEqual([coreutils.exitCode, coreutils.stdout, coreutils.stderr], [0, '/etc\ndirectory\ncopied\n', '']);
 
     const bytes = Buffer.from(Array.from({ length: 4096 }, (_, i) => i % 256));
     const put = await api.call('PUT', `/v1/sessions/${session.id}/files?path=out/data.bin`, undefined, { raw: bytes });

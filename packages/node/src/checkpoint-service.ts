@@ -57,8 +57,9 @@ export class CheckpointService {
   async restore(sessionId: string, checkpointId: string): Promise<void> {
     const live = this.manager.liveFor(sessionId);
     if (live) await this.manager.stop(live.record.sandboxId);
+    const newSession = !this.manager.volumeExists(sessionId);
     await this.store.materialize(checkpointId, this.manager.volumePath(sessionId));
-    await this.manager.setPendingMemory(sessionId, (await this.store.image(checkpointId)) ? checkpointId : null);
+    await this.manager.setPendingMemory(sessionId, (await this.store.image(checkpointId)) ? checkpointId : null, newSession);
   }
 
   /** The checkpoints on this node, except those being taken; recent ones dated by when this process took them. */

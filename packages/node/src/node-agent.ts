@@ -19,6 +19,7 @@ import { Subvolumes } from './storage/subvolumes.js';
 import { builtinRecipes, type Progress } from './templates/recipes.js';
 import { TemplateStore } from './templates/template-store.js';
 import { WarmPool } from './warm-pool.js';
+import { TemplateImages } from './template-images.js';
 import { readFile } from 'node:fs/promises';
 import { SandboxFirewall } from './network/sandbox-firewall.js';
 import { AuditLog } from './gateway/audit-log.js';
@@ -112,7 +113,9 @@ export class NodeAgent {
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
     const poolTemplates = config.pool.templates ?? options.templates ?? [];
     for (const name of poolTemplates) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
-    this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, this.manager, log);
+    const images = new TemplateImages(this.volume.dir('template-images'), new Subvolumes(), this.manager, log);
+    await images.clear();
+    this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, this.manager, config.pool.templateImages ? images : null, log);
     this.manager.usePool(this.pool);
     this.pool.start();
     const checkpoints = new CheckpointService(this.manager, checkpointStore);

@@ -79,6 +79,7 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
       size: integerSetting(env, 'SPACE_POOL_SIZE', 2),
       templates: env.SPACE_POOL_TEMPLATES ? env.SPACE_POOL_TEMPLATES.split(',').map((t) => t.trim()).filter(Boolean) : null,
       refillDelayMs: integerSetting(env, 'SPACE_POOL_REFILL_DELAY_MS', 500),
+      templateImages: integerSetting(env, 'SPACE_TEMPLATE_IMAGES', 0) > 0,
     },
     gateway: overrides.gateway ?? {
       caDir: path.resolve(env.SPACE_GATEWAY_CA_DIR ?? path.join(dataDir, 'gateway-ca')),

@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { DaemonQuiesceReplySchema, ErrorCode, ExecResultSchema, OkSchema, SpaceError, newId, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { DaemonQuiesceReplySchema, ErrorCode, ExecResultSchema, OkSchema, SpaceError, newId, type Resources, type SandboxIdentity, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { SingleFlight, Upstream } from '@space/server-kit';
 import { z } from 'zod';
 import type { RuntimeDriver } from './runtime/driver.js';
-import { inSandbox } from './runtime/sandbox-runtime-dir.js';
+import { inSandbox, installCompatPreload } from './runtime/sandbox-runtime-dir.js';
 import type { SandboxNetwork } from './network/sandbox-network.js';
 import type { TemplateStore } from './templates/template-store.js';
 import type { BtrfsVolume } from './storage/btrfs-volume.js';
@@ -17,6 +17,7 @@ import type { CheckpointStore, MemoryImageMeta } from './storage/checkpoint-stor
 import type { SandboxSpec } from './runtime/driver.js';
 import { readJsonFile } from './json-file.js';
 import type { WarmPool } from './warm-pool.js';
+import type { TemplateImage } from './template-images.js';
 import type { EgressGateway, SandboxSource } from './gateway/egress-gateway.js';
 import { installGatewayTrust, trustEnv } from './gateway/sandbox-trust.js';
 import { writeInsideVolume } from './runtime/volume-paths.js';
@@ -87,8 +88,27 @@ const poolCpuShares = 2;
 const unclaimedPrefix = 'pool';
 const isUnclaimed = (record: SandboxRecord): boolean => record.sessionId.startsWith(`${unclaimedPrefix}_`);
 
-/** A memory image a session's next sandbox starts from (set by a restore or fork from a full checkpoint). */
-const PendingMemorySchema = z.object({ checkpointId: z.string() }).strict();
+/**
+ * A memory image a session's next sandbox starts from (set by a restore or fork from a full
+ * checkpoint); `newSession` when the volume was made for this session from another's checkpoint.
+ */
+const PendingMemorySchema = z.object({ checkpointId: z.string(), newSession: z.boolean().default(false) }).strict();
+
+/** A memory image a sandbox is restored from: a full checkpoint's, or a template's (checkpointId null). */
+interface MemorySource {
+  checkpointId: string | null;
+  /** For the log: what the image is. */
+  label: string;
+  dir: string;
+  meta: Omit<MemoryImageMeta, 'sizeBytes'>;
+  /** The image's memory is another session's (fork) or none's (template): the sandbox gets a new machine id. */
+  newSession: boolean;
+}
+
+/** Every sandbox of a session has the same hostname, from the session id. */
+function hostnameOf(sessionId: string): string {
+  return `space-${sessionId.split('_')[1]!.slice(0, 8)}`;
+}
 
 /** The authenticated channel to a sandbox's daemon. */
 function daemonOf(record: SandboxRecord): Upstream {
@@ -107,11 +127,16 @@ async function daemonAnswers(daemon: Upstream, timeoutMs: number): Promise<true 
 }
 
 /**
- * Gives a daemon its (new) channel token and session environment: a restored or pooled sandbox
- * starts serving a session. `resetAfter` for a channel that is thrown away right after.
+ * Gives a daemon its (new) channel token, session environment and identity: a restored or pooled
+ * sandbox starts serving a session. `resetAfter` for a channel that is thrown away right after.
  */
-function rebind(daemon: Upstream, token: string, env: Record<string, string>, resetAfter = false): Promise<unknown> {
-  return daemon.json('POST', '/rebind', { token, env }, OkSchema, { timeoutMs: 10_000, resetAfter });
+function rebind(daemon: Upstream, token: string, env: Record<string, string>, identity: SandboxIdentity, newSession: boolean, resetAfter = false): Promise<unknown> {
+  return daemon.json('POST', '/rebind', { token, env, identity, newSession }, OkSchema, { timeoutMs: 10_000, resetAfter });
+}
+
+/** A new /etc/machine-id value. */
+function newMachineId(): string {
+  return randomBytes(16).toString('hex');
 }
 
 /** What a session adds to its sandbox's environment: its id, then its own variables. */
@@ -143,6 +168,8 @@ export class SandboxManager {
   private readonly live = new Map<string, LiveSandbox>();
   private readonly starting = new SingleFlight<SandboxInfo>();
   private pool: WarmPool | null = null;
+  /** Sandboxes started for sessions, by how (for /metrics: how often the pool and the images serve). */
+  private readonly starts: Record<'pool' | 'template-image' | 'checkpoint' | 'boot', number> = { pool: 0, 'template-image': 0, checkpoint: 0, boot: 0 };
 
   constructor(private readonly deps: SandboxManagerDeps) {}
 
@@ -168,6 +195,14 @@ export class SandboxManager {
     return this.pool?.sizes() ?? {};
   }
 
+  startCounts(): Record<string, number> {
+    return { ...this.starts };
+  }
+
+  templateImages(): string[] {
+    return this.pool?.imagesReady() ?? [];
+  }
+
   /** Where new sessions get a ready sandbox from; set once by the node agent. */
   usePool(pool: WarmPool): void {
     this.pool = pool;
@@ -178,26 +213,52 @@ export class SandboxManager {
     const phases = new PhaseTimer();
     const rootfs = this.volumePath(request.sessionId);
     if (!deps.subvolumes.exists(rootfs)) {
-      // A new session: a pooled sandbox serves it at once if one fits.
+      // A new session: a pooled sandbox serves it at once if one fits; else the template's image.
       const pooled = await this.pool?.take(request);
-      if (pooled) return pooled;
+      if (pooled) return this.counted('pool', pooled);
+      const image = this.pool?.image(request);
+      if (image) {
+        const restored = await this.startFromTemplateImage(request, rootfs, image, phases);
+        if (restored) return this.counted('template-image', restored);
+      }
       await this.newVolume(request.template, rootfs);
     }
     const memory = await this.takePendingMemory(request.sessionId);
     phases.mark('volume');
     if (memory) {
       try {
-        return await this.boot(request, rootfs, phases, memory);
+        return this.counted('checkpoint', await this.boot(request, rootfs, phases, memory));
       } catch (err) {
         // The volume already holds the checkpoint's files: a fresh boot on it loses only the processes.
-        deps.log.warn(`restoring ${request.sessionId} from the memory of ${memory.checkpointId} failed, booting fresh instead: ${(err as Error).message}`);
+        deps.log.warn(`restoring ${request.sessionId} from ${memory.label} failed, booting fresh instead: ${(err as Error).message}`);
       }
     }
-    return this.boot(request, rootfs, phases, null);
+    return this.counted('boot', await this.boot(request, rootfs, phases, null));
+  }
+
+  private counted(origin: keyof SandboxManager['starts'], info: SandboxInfo): SandboxInfo {
+    this.starts[origin]++;
+    return info;
+  }
+
+  /**
+   * Snapshot preloading: the session's volume is a writable snapshot of the image's, and its sandbox
+   * is restored from the image's memory (daemon already up). Null if that fails: nothing is left.
+   */
+  private async startFromTemplateImage(request: StartSandboxRequest, rootfs: string, image: TemplateImage, phases: PhaseTimer): Promise<SandboxInfo | null> {
+    await this.deps.subvolumes.snapshot(image.rootfs, rootfs, false);
+    phases.mark('volume');
+    try {
+      return await this.boot(request, rootfs, phases, { checkpointId: null, label: `the ${image.template} template's image`, dir: image.memoryDir, meta: image.meta, newSession: true });
+    } catch (err) {
+      this.deps.log.warn(`restoring ${request.sessionId} from the ${image.template} template's image failed, booting instead: ${(err as Error).message}`);
+      await this.deps.subvolumes.delete(rootfs);
+      return null;
+    }
   }
 
   /** Starts a sandbox on the session's volume: booted fresh, or restored from a memory image. */
-  private async boot(request: StartSandboxRequest, rootfs: string, phases: PhaseTimer, memory: { checkpointId: string; dir: string; meta: MemoryImageMeta } | null, cpuShares?: number): Promise<SandboxInfo> {
+  private async boot(request: StartSandboxRequest, rootfs: string, phases: PhaseTimer, memory: MemorySource | null, cpuShares?: number): Promise<SandboxInfo> {
     const { deps } = this;
     const sandboxId = newId('sbx');
     const token = randomBytes(32).toString('hex');
@@ -213,7 +274,7 @@ export class SandboxManager {
       sandboxId,
       rootfs,
       workDir,
-      hostname: `space-${request.sessionId.split('_')[1]!.slice(0, 8)}`,
+      hostname: hostnameOf(request.sessionId),
       args: [inSandbox.init, inSandbox.loader, '--library-path', inSandbox.libs, inSandbox.node, inSandbox.daemon],
       env: {
         PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
@@ -235,11 +296,12 @@ export class SandboxManager {
       if (memory) {
         await deps.driver.restore(spec, memory.dir);
         phases.mark('restore');
-        // The restored daemon still has the checkpointed sandbox's token and session: wake it, then rebind.
+        // The restored daemon still has the checkpointed sandbox's token, session and hostname: wake it, then rebind.
         await this.wake(sandboxId);
         const restored = daemonOf({ ...record, token: memory.meta.token });
         await this.waitForDaemon(sandboxId, restored);
-        await rebind(restored, token, sessionEnv, true);
+        const identity: SandboxIdentity = { hostname: hostnameOf(request.sessionId), ...(memory.newSession ? { machineId: newMachineId() } : {}) };
+        await rebind(restored, token, sessionEnv, identity, memory.newSession, true);
         restored.close();
       } else {
         // The volume is the session's: a link it left at run/ or run/space must not send this write elsewhere.
@@ -251,7 +313,7 @@ export class SandboxManager {
       await this.waitForDaemon(sandboxId, daemon);
       this.live.set(sandboxId, { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid, frozen: null });
       phases.mark('daemon');
-      deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ${memory ? `restored from ${memory.checkpointId}` : 'ready'} in ${phases.summary()}`);
+      deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ${memory ? `restored from ${memory.label}` : 'ready'} in ${phases.summary()}`);
       return this.describe(record, true);
     } catch (err) {
       const console = await consoleTail(workDir, 1000);
@@ -262,12 +324,13 @@ export class SandboxManager {
     }
   }
 
-  /** A writable snapshot of the template with an identity of its own (a new /etc/machine-id). */
+  /** A writable snapshot of the template with an identity of its own (a new /etc/machine-id), trusting the gateway, with space-compat preloaded. */
   private async newVolume(templateName: string, rootfs: string): Promise<void> {
     const template = await this.deps.templates.ensure(templateName, (m) => this.deps.log.info(m));
     await this.deps.subvolumes.snapshot(template, rootfs, false);
-    if (existsSync(path.join(rootfs, 'etc'))) await writeFile(path.join(rootfs, 'etc/machine-id'), `${randomBytes(16).toString('hex')}\n`, { mode: 0o444 });
+    if (existsSync(path.join(rootfs, 'etc'))) await writeFile(path.join(rootfs, 'etc/machine-id'), `${newMachineId()}\n`, { mode: 0o444 });
     await installGatewayTrust(rootfs, this.deps.gatewayCaPem);
+    await installCompatPreload(rootfs);
   }
 
   /** Boots a sandbox for the warm pool: its own volume, named like a session that does not exist. */
@@ -286,6 +349,26 @@ export class SandboxManager {
     } catch (err) {
       await this.deps.subvolumes.delete(rootfs);
       throw err;
+    }
+  }
+
+  /**
+   * A template's image for snapshot preloading: a sandbox booted like a pooled one (daemon up and
+   * warmed), its daemon's channel closed, saved by the runtime (which stops it), and its volume kept
+   * as a read-only snapshot matching the memory. The sandbox and its volume are removed afterwards.
+   */
+  async captureTemplateImage(template: string, resources: Resources, target: { rootfs: string; memoryDir: string }): Promise<Omit<MemoryImageMeta, 'sizeBytes'>> {
+    const { deps } = this;
+    const sandboxId = await this.bootUnclaimed(template, resources);
+    const live = this.get(sandboxId);
+    try {
+      await live.daemon.json('POST', '/quiesce', {}, DaemonQuiesceReplySchema, { timeoutMs: 10_000, resetAfter: true });
+      live.daemon.reset();
+      await deps.driver.checkpoint(sandboxId, target.memoryDir);
+      await deps.subvolumes.snapshot(this.volumePath(live.record.sessionId), target.rootfs, true);
+      return { token: live.record.token, runtimeDir: deps.runtimeDir };
+    } finally {
+      await this.discard(sandboxId);
     }
   }
 
@@ -309,7 +392,7 @@ export class SandboxManager {
     // The daemon learns the session's environment in the background (a round trip into gVisor costs
     // more than the rest of the claim); calls on the sandbox wait for it like for a checkpoint. If it
     // fails, the sandbox is stopped and the session's next call boots a new one on its volume.
-    const rebound = rebind(live.daemon, live.record.token, sessionEnvOf(request))
+    const rebound = rebind(live.daemon, live.record.token, sessionEnvOf(request), { hostname: hostnameOf(request.sessionId) }, true)
       .then(() => deps.log.info(`pooled sandbox ${sandboxId} claimed by ${request.sessionId} in ${phases.summary()}, rebound ${Math.round(phases.elapsed())} ms after the claim began`))
       .catch(async (err: Error) => {
         deps.log.warn(`pooled sandbox ${sandboxId} did not take the environment of ${request.sessionId}, stopping it: ${err.message}`);
@@ -334,21 +417,28 @@ export class SandboxManager {
     return `${this.volumePath(sessionId)}.memory-from`;
   }
 
-  /** Makes the session's next sandbox start from a full checkpoint's memory (or not, with null). */
-  async setPendingMemory(sessionId: string, checkpointId: string | null): Promise<void> {
+  /**
+   * Makes the session's next sandbox start from a full checkpoint's memory (or not, with null);
+   * `newSession` when the session did not exist before (a fork): its sandbox gets a new machine id.
+   */
+  async setPendingMemory(sessionId: string, checkpointId: string | null, newSession = false): Promise<void> {
     const file = this.pendingMemoryFile(sessionId);
     if (checkpointId === null) await rm(file, { force: true });
-    else await writeFile(file, JSON.stringify({ checkpointId }), { mode: 0o600 });
+    else await writeFile(file, JSON.stringify({ checkpointId, newSession }), { mode: 0o600 });
+  }
+
+  volumeExists(sessionId: string): boolean {
+    return this.deps.subvolumes.exists(this.volumePath(sessionId));
   }
 
   /** The memory image the session's next sandbox should start from, if one is pending and usable; consumed. */
-  private async takePendingMemory(sessionId: string): Promise<{ checkpointId: string; dir: string; meta: MemoryImageMeta } | null> {
+  private async takePendingMemory(sessionId: string): Promise<MemorySource | null> {
     const file = this.pendingMemoryFile(sessionId);
     if (!existsSync(file)) return null;
     const pending = await readJsonFile(file, PendingMemorySchema);
     await this.setPendingMemory(sessionId, null);
     if (!pending) return null;
-    const { checkpointId } = pending;
+    const { checkpointId, newSession } = pending;
     const image = await this.deps.checkpoints.image(checkpointId);
     if (!image) {
       this.deps.log.warn(`memory image of ${checkpointId} is missing; ${sessionId} boots fresh on the checkpoint's files`);
@@ -358,7 +448,7 @@ export class SandboxManager {
       this.deps.log.warn(`memory image of ${checkpointId} was taken with another daemon build; ${sessionId} boots fresh on the checkpoint's files`);
       return null;
     }
-    return { checkpointId, ...image };
+    return { checkpointId, label: `the memory of ${checkpointId}`, dir: image.dir, meta: image.meta, newSession };
   }
 
   /**
@@ -379,10 +469,11 @@ export class SandboxManager {
   async checkpointMemory(sessionId: string, imageDir: string, whileStopped: () => Promise<void>): Promise<MemoryCheckpoint> {
     const live = this.liveFor(sessionId);
     if (!live) throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'the session has no running sandbox: there is no memory to save');
-    // Measured with this runsc: a sandbox restored from an image that was itself taken after a
-    // restore spins its daemon on a CPU. One generation of memory images is safe.
+    // Measured with this runsc: a daemon restored from an image that was itself taken of a restored
+    // sandbox sometimes spins on a CPU (its restarted listener reports EPOLLIN|EPOLLERR|EPOLLHUP for
+    // ever while accept() finds nothing: a stale epoll entry). One generation of images is safe.
     if (live.record.fromImage) {
-      throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'this sandbox already runs from a memory image, and this gVisor release cannot save such a sandbox again safely; the next sandbox that boots for the session can be fully checkpointed');
+      throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'this sandbox already runs from a memory image (a full checkpoint, a fork, or a template image), and this gVisor release cannot save such a sandbox again safely; the next sandbox that boots for the session can be fully checkpointed');
     }
     if (live.frozen) await live.frozen.catch(() => undefined);
     const run = this.freezeAndSave(live, imageDir, whileStopped);

@@ -1,5 +1,6 @@
 import { ResourcesSchema, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import type { Logger } from './logger.js';
+import type { TemplateImage, TemplateImages } from './template-images.js';
 
 export interface WarmPoolConfig {
   /** Ready sandboxes kept per template (`SPACE_POOL_SIZE`, default 2; 0 turns pooling off). */
@@ -8,6 +9,8 @@ export interface WarmPoolConfig {
   templates: string[];
   /** Pause between two refill boots, so refilling leaves CPU to running sandboxes (`SPACE_POOL_REFILL_DELAY_MS`, default 500). */
   refillDelayMs: number;
+  /** Snapshot preloading: a memory image per pooled template for when the pool is empty (`SPACE_TEMPLATE_IMAGES`, default 0: such sandboxes cannot be fully checkpointed). */
+  templateImages: boolean;
 }
 
 /** What the pool needs from the sandbox manager. */
@@ -27,18 +30,24 @@ const poolResources: Resources = ResourcesSchema.parse({});
  * Ready sandboxes per template (daemon up, network set, fresh hostname and machine id), handed to
  * new sessions in a few milliseconds instead of a boot of a second or more. Refilled one sandbox at
  * a time with a pause between boots, so a refill cannot take both cores from running sandboxes.
+ * Before the first pooled sandbox of a template, its memory image is built (`images`): the fallback
+ * when the pool is empty.
  */
 export class WarmPool {
   private readonly ready = new Map<string, string[]>();
+  /** Templates whose image was attempted in this run (built or failed: not retried in a loop). */
+  private readonly imagesTried = new Set<string>();
   private refilling: Promise<void> | null = null;
   private stopped = false;
 
   constructor(
     private readonly config: WarmPoolConfig,
     private readonly sandboxes: PoolSandboxes,
+    private readonly images: TemplateImages | null,
     private readonly log: Logger,
   ) {
     for (const template of config.templates) this.ready.set(template, []);
+    if (!config.templateImages) for (const template of config.templates) this.imagesTried.add(template);
   }
 
   /** Starts filling the pools in the background. */
@@ -63,6 +72,17 @@ export class WarmPool {
     return null;
   }
 
+  /** The template's memory image for a session the pool cannot serve right now, if it fits. */
+  image(request: StartSandboxRequest): TemplateImage | null {
+    if (!this.ready.has(request.template) || !sameResources(request.resources, poolResources)) return null;
+    return this.images?.get(request.template) ?? null;
+  }
+
+  /** Templates whose memory image is built. */
+  imagesReady(): string[] {
+    return [...this.ready.keys()].filter((template) => this.images?.has(template));
+  }
+
   /** How many ready sandboxes each template has. */
   sizes(): Record<string, number> {
     return Object.fromEntries([...this.ready].map(([template, ids]) => [template, ids.length]));
@@ -75,14 +95,17 @@ export class WarmPool {
     for (const ids of this.ready.values()) {
       for (const id of ids.splice(0)) await this.sandboxes.discard(id).catch(() => undefined);
     }
+    await this.images?.clear();
   }
 
   private refill(): void {
-    if (this.refilling || this.stopped || this.config.size === 0) return;
+    if (this.refilling || this.stopped) return;
     this.refilling = this.fill().finally(() => (this.refilling = null));
   }
 
   private async fill(): Promise<void> {
+    await this.buildImages();
+    if (this.config.size === 0) return;
     for (;;) {
       const template = [...this.ready].find(([, ids]) => ids.length < this.config.size)?.[0];
       if (!template || this.stopped) return;
@@ -97,6 +120,17 @@ export class WarmPool {
         this.log.warn(`warm pool: booting a ${template} sandbox failed, retrying later: ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, 5000));
       }
+      await new Promise((r) => setTimeout(r, this.config.refillDelayMs));
+    }
+  }
+
+  /** Builds each template's image once per run, one at a time like the pool's boots. */
+  private async buildImages(): Promise<void> {
+    if (!this.images) return;
+    for (const template of this.ready.keys()) {
+      if (this.stopped || this.imagesTried.has(template)) continue;
+      this.imagesTried.add(template);
+      await this.images.build(template, poolResources).catch((err: Error) => this.log.warn(`template image of ${template} not built (new sessions boot when the pool is empty): ${err.message}`));
       await new Promise((r) => setTimeout(r, this.config.refillDelayMs));
     }
   }

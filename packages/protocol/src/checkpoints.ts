@@ -60,5 +60,26 @@ export type NodeCheckpointList = z.infer<typeof NodeCheckpointListSchema>;
 
 /** Node agent -> daemon, before a full checkpoint: the daemon closes its channel and says which pid to wake. */
 export const DaemonQuiesceReplySchema = z.object({ daemonPid: z.number().int().positive() }).strict();
-/** Node agent -> a daemon restored from a memory image: its new channel token and session environment. */
-export const DaemonRebindRequestSchema = z.object({ token: z.string().regex(/^[0-9a-f]{64}$/), env: EnvSchema }).strict();
+/** A sandbox's identity inside: its hostname (`space-` and 8 characters of the session id) and /etc/machine-id. */
+export const SandboxIdentitySchema = z
+  .object({
+    hostname: z.string().regex(/^space-[a-z0-9]{1,32}$/),
+    /** Only when the sandbox now serves a session other than the one its memory comes from. */
+    machineId: z.string().regex(/^[0-9a-f]{32}$/).optional(),
+  })
+  .strict();
+export type SandboxIdentity = z.infer<typeof SandboxIdentitySchema>;
+
+/**
+ * Node agent -> a daemon restored from a memory image or taken from the warm pool: its new channel
+ * token, the session's environment, and the identity the sandbox takes on (a clone keeps its image's).
+ */
+export const DaemonRebindRequestSchema = z
+  .object({
+    token: z.string().regex(/^[0-9a-f]{64}$/),
+    env: EnvSchema,
+    identity: SandboxIdentitySchema,
+    /** The sandbox now serves a session other than the one its memory comes from: finished processes are forgotten. */
+    newSession: z.boolean(),
+  })
+  .strict();

@@ -36,6 +36,10 @@ export const NodeHealthSchema = z
     sandboxes: z.number().int().nonnegative(),
     /** Ready sandboxes in the warm pool, per template. */
     pool: z.record(z.number().int().nonnegative()),
+    /** Templates with a memory image for snapshot preloading (used when their pool is empty). */
+    templateImages: z.array(z.string()).default([]),
+    /** Sandboxes started for sessions since the node agent started, by how: pool, template-image, checkpoint (memory), boot. */
+    starts: z.record(z.number().int().nonnegative()).default({}),
     /** Sessions with a running sandbox whose gateway settings this node does not hold (after its restart). */
     egressUnconfigured: z.array(z.string()),
   })

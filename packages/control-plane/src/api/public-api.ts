@@ -32,7 +32,11 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     for (const row of store.listAllSessions()) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
     const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
     const node = await deps.node.health().catch(() => null);
-    for (const [template, ready] of Object.entries(node?.pool ?? {})) gauges[`space_pool_ready{template="${template}"}`] = ready;
+    for (const [template, ready] of Object.entries(node?.pool ?? {})) {
+      gauges[`space_pool_ready{template="${template}"}`] = ready;
+      gauges[`space_template_image_ready{template="${template}"}`] = node?.templateImages.includes(template) ? 1 : 0;
+    }
+    for (const [origin, count] of Object.entries(node?.starts ?? {})) gauges[`space_node_sandbox_starts{origin="${origin}"}`] = count;
     const text = metrics.render(gauges);
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
     res.end(text);

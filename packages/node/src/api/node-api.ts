@@ -30,7 +30,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('GET', '/node/v1/health', (ctx) => {
     authorize(ctx);
-    const health: NodeHealth = { nodeId: deps.nodeId, templates: deps.templates.names(), sandboxes: manager.list().length, pool: manager.poolSizes(), egressUnconfigured: manager.egressUnconfigured() };
+    const health: NodeHealth = { nodeId: deps.nodeId, templates: deps.templates.names(), sandboxes: manager.list().length, pool: manager.poolSizes(), templateImages: manager.templateImages(), starts: manager.startCounts(), egressUnconfigured: manager.egressUnconfigured() };
     sendJson(ctx.res, 200, health);
   });
 

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
 
 export interface RuntimeDirSources {
   /** The Node.js binary the daemon runs on (the host's own). */
   nodeBinary: string;
-  /** Directory with space-daemon.mjs, space-init and space-pty. */
+  /** Directory with space-daemon.mjs, space-init, space-pty and space-compat.so. */
   daemonBundleDir: string;
 }
 
@@ -20,6 +20,7 @@ export const inSandbox = {
   daemon: '/.space/space-daemon.mjs',
   init: '/.space/space-init',
   pty: '/.space/space-pty',
+  compat: '/.space/space-compat.so',
 } as const;
 
 /**
@@ -28,7 +29,7 @@ export const inSandbox = {
  * way on any template (busybox has no libc; Debian's node is older) without touching the rootfs.
  */
 export async function prepareRuntimeDir(parent: string, sources: RuntimeDirSources): Promise<string> {
-  const files = ['space-daemon.mjs', 'space-init', 'space-pty'].map((f) => path.join(sources.daemonBundleDir, f));
+  const files = ['space-daemon.mjs', 'space-init', 'space-pty', 'space-compat.so'].map((f) => path.join(sources.daemonBundleDir, f));
   for (const f of files) if (!existsSync(f)) throw new Error(`${f} is missing: run "npm run build" (./space does it)`);
   const libs = await sharedLibraries(sources.nodeBinary);
   const hash = createHash('sha256');
@@ -52,6 +53,19 @@ export async function prepareRuntimeDir(parent: string, sources: RuntimeDirSourc
     if (path.join(parent, entry) !== target) await rm(path.join(parent, entry), { recursive: true, force: true }).catch(() => undefined);
   }
   return target;
+}
+
+/**
+ * Makes the glibc programs of a new volume (a fresh snapshot of a template, nothing of a session's
+ * in it yet) preload space-compat.so from the runtime directory, through /etc/ld.so.preload. Templates
+ * without glibc's loader (busybox) are left alone.
+ */
+export async function installCompatPreload(rootfs: string): Promise<void> {
+  if (!existsSync(path.join(rootfs, 'lib64/ld-linux-x86-64.so.2')) || !existsSync(path.join(rootfs, 'etc'))) return;
+  const file = path.join(rootfs, 'etc/ld.so.preload');
+  const current = existsSync(file) ? await readFile(file, 'utf8') : '';
+  if (current.split(/\s+/).includes(inSandbox.compat)) return;
+  await writeFile(file, `${current}${current && !current.endsWith('\n') ? '\n' : ''}${inSandbox.compat}\n`, { mode: 0o644 });
 }
 
 async function sharedLibraries(binary: string): Promise<string[]> {
