@@ -54,7 +54,12 @@ test('the daemon never closes a connection first (no TIME_WAIT on its side), and
     const daemonSide = [...(channel as unknown as { connections: Set<import('node:net').Socket> }).connections].find((s) => s.remotePort === asking.localPort)!;
     channel.quiesce(daemonSide);
     assert.equal(await reset, 'ECONNRESET');
-    asking.resetAndDestroy();
+    // The node agent half-closes the asking connection after the answer; the daemon resets it, so the
+    // reset the node receives proves the daemon's descriptor is closed.
+    const askingReset = new Promise<string>((resolve) => asking.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? '')));
+    asking.end();
+    assert.equal(await askingReset, 'ECONNRESET');
+    assert.ok(daemonSide.destroyed);
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(socketsInState(port, '0A'), 0, 'the listener is closed');
     assert.equal(socketsInState(port, '06'), 0, 'no TIME_WAIT left');

@@ -58,9 +58,12 @@ export class DaemonChannel {
   }
 
   /**
-   * Stops listening and resets every connection but `asking`, the one carrying the request, which
-   * the node agent resets once it has the answer (or this side does, after a short wait). All of
+   * Stops listening and resets every connection but `asking`, the one carrying the request. All of
    * it happens before the answer goes out, so the node agent never races a listener still open.
+   * `asking` is reset (its descriptor closed) when the node agent half-closes it after reading the
+   * answer, so the reset it receives proves the daemon released it: a socket still open when the
+   * runtime saves the sandbox is restored closed yet still registered with the event loop's epoll,
+   * which then reports it for ever (the daemon spun on a CPU after such a restore).
    */
   quiesce(asking: Socket): void {
     this.listening = false;
@@ -69,6 +72,7 @@ export class DaemonChannel {
     // Only the listener: http.Server#close would also end idle connections gracefully, and a
     // connection this side closes first lingers in TIME_WAIT.
     NetServer.prototype.close.call(this.server);
+    asking.prependListener('end', () => asking.resetAndDestroy());
     const timer = setTimeout(() => asking.resetAndDestroy(), quiesceCloseWaitMs);
     asking.once('close', () => clearTimeout(timer));
   }

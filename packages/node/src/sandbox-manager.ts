@@ -362,7 +362,7 @@ export class SandboxManager {
     const sandboxId = await this.bootUnclaimed(template, resources);
     const live = this.get(sandboxId);
     try {
-      await live.daemon.json('POST', '/quiesce', {}, DaemonQuiesceReplySchema, { timeoutMs: 10_000, resetAfter: true });
+      await live.daemon.json('POST', '/quiesce', {}, DaemonQuiesceReplySchema, { timeoutMs: 10_000, awaitPeerClose: true });
       live.daemon.reset();
       await deps.driver.checkpoint(sandboxId, target.memoryDir);
       await deps.subvolumes.snapshot(this.volumePath(live.record.sessionId), target.rootfs, true);
@@ -489,7 +489,7 @@ export class SandboxManager {
     const { deps } = this;
     const { sandboxId } = live.record;
     const phases = new PhaseTimer();
-    await live.daemon.json('POST', '/quiesce', {}, DaemonQuiesceReplySchema, { timeoutMs: 10_000, resetAfter: true });
+    await live.daemon.json('POST', '/quiesce', {}, DaemonQuiesceReplySchema, { timeoutMs: 10_000, awaitPeerClose: true });
     live.daemon.reset();
     phases.mark('quiesce');
     try {

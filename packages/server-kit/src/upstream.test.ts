@@ -154,4 +154,34 @@ describe('Upstream connection resets', () => {
       await new Promise((resolve) => server.close(resolve));
     }
   });
+
+  test('awaitPeerClose returns only after the peer closed its end (here: reset on the half-close)', async () => {
+    const events: string[] = [];
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ exitCode: 0 }));
+    });
+    server.on('connection', (socket) => {
+      // Like the daemon after a quiesce: the half-close is answered with a reset, before Node's HTTP
+      // server would end its side.
+      socket.prependListener('end', () => {
+        events.push('peer half-closed');
+        socket.resetAndDestroy();
+        events.push('reset by the server');
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const upstream = new Upstream(`http://127.0.0.1:${port}`, 't', 'SANDBOX_UNAVAILABLE', 'test peer');
+    try {
+      const reply = await upstream.json('GET', '/', undefined, z.object({ exitCode: z.number() }), { awaitPeerClose: true });
+      events.push('json returned');
+      assert.equal(reply.exitCode, 0);
+      assert.deepEqual(events, ['peer half-closed', 'reset by the server', 'json returned']);
+    } finally {
+      upstream.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
 });

@@ -7,6 +7,21 @@ import { ErrorCode, Limits, SpaceError, errorFromBody } from '@space/protocol';
 import { describeIssues } from './body.js';
 import { readBounded } from './bounded-read.js';
 
+const peerCloseWaitMs = 2000;
+
+/** Half-closes the connection and resolves when the peer has closed it too (reset after `waitMs` otherwise). */
+function closedByPeer(socket: Socket, waitMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    socket.on('error', () => undefined);
+    const timer = setTimeout(() => socket.resetAndDestroy(), waitMs);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    socket.end();
+  });
+}
+
 /**
  * A service one layer down (node agent or daemon) reached over HTTP with a bearer token. Replies
  * are bounded in size and validated against the schema the caller expects: the layer below is not
@@ -66,16 +81,21 @@ export class Upstream {
     });
   }
 
-  /** Calls a JSON endpoint; a non-2xx reply becomes the SpaceError it carries. */
-  async json<S extends z.ZodTypeAny>(method: string, pathAndQuery: string, body: unknown, schema: S, options: { limit?: number; timeoutMs?: number; resetAfter?: boolean } = {}): Promise<z.output<S>> {
+  /**
+   * Calls a JSON endpoint; a non-2xx reply becomes the SpaceError it carries. After the reply,
+   * `resetAfter` aborts the connection with a TCP reset (the peer keeps nothing of it);
+   * `awaitPeerClose` half-closes it and returns only once the peer has closed its end (or after
+   * `peerCloseWaitMs`, with a reset): the peer has then released the connection, not just answered.
+   */
+  async json<S extends z.ZodTypeAny>(method: string, pathAndQuery: string, body: unknown, schema: S, options: { limit?: number; timeoutMs?: number; resetAfter?: boolean; awaitPeerClose?: boolean } = {}): Promise<z.output<S>> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const res = await this.send(method, pathAndQuery, payload, {}, options.timeoutMs);
     const socket = res.socket as Socket;
     try {
       return await this.readJsonReply(res, schema, options.limit ?? Limits.maxJsonBodyBytes);
     } finally {
-      // Aborted with a reset before it can go back to the pool: the peer keeps nothing of it.
-      if (options.resetAfter && !socket.destroyed) socket.resetAndDestroy();
+      if (options.awaitPeerClose && !socket.destroyed) await closedByPeer(socket, peerCloseWaitMs);
+      else if (options.resetAfter && !socket.destroyed) socket.resetAndDestroy();
     }
   }
 
