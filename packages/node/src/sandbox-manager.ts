@@ -381,7 +381,8 @@ export class SandboxManager {
     const phases = new PhaseTimer();
     const live = await this.getAlive(sandboxId);
     const workDir = deps.records.workDir(sandboxId);
-    const from = this.volumePath(live.record.sessionId);
+    const poolId = live.record.sessionId;
+    const from = this.volumePath(poolId);
     const to = this.volumePath(request.sessionId);
     await deps.driver.setCpuShares(sandboxId, workDir, defaultCpuShares);
     await deps.subvolumes.rename(from, to);
@@ -391,8 +392,10 @@ export class SandboxManager {
     phases.mark('claim');
     // The daemon learns the session's environment in the background (a round trip into gVisor costs
     // more than the rest of the claim); calls on the sandbox wait for it like for a checkpoint. If it
-    // fails, the sandbox is stopped and the session's next call boots a new one on its volume.
-    const rebound = rebind(live.daemon, live.record.token, sessionEnvOf(request), { hostname: hostnameOf(request.sessionId) }, true)
+    // fails, the sandbox is stopped and the session's next call boots a new one on its volume. The
+    // sandbox keeps the hostname it booted with (unique to it): renaming it to the session's added
+    // ~40 ms to the first call and ~0.4 s to a burst of 20 creates (measured).
+    const rebound = rebind(live.daemon, live.record.token, sessionEnvOf(request), { hostname: hostnameOf(poolId) }, true)
       .then(() => deps.log.info(`pooled sandbox ${sandboxId} claimed by ${request.sessionId} in ${phases.summary()}, rebound ${Math.round(phases.elapsed())} ms after the claim began`))
       .catch(async (err: Error) => {
         deps.log.warn(`pooled sandbox ${sandboxId} did not take the environment of ${request.sessionId}, stopping it: ${err.message}`);
@@ -403,6 +406,11 @@ export class SandboxManager {
       });
     live.frozen = rebound;
     return this.describe(live.record, true);
+  }
+
+  /** Resolves when the sandbox's pending daemon call (a claim's rebind) is over, however it ended. */
+  async settled(sandboxId: string): Promise<void> {
+    await this.live.get(sandboxId)?.frozen?.catch(() => undefined);
   }
 
   /** Stops an unclaimed sandbox and deletes its volume. */

@@ -19,6 +19,8 @@ export interface PoolSandboxes {
   bootUnclaimed(template: string, resources: Resources): Promise<string>;
   /** Binds an unclaimed sandbox to a session (volume, daemon environment, record). */
   claim(sandboxId: string, request: StartSandboxRequest): Promise<SandboxInfo>;
+  /** Resolves once a claimed sandbox has taken its session (the daemon's part of the claim runs after `claim` returns). */
+  settled(sandboxId: string): Promise<void>;
   /** Stops an unclaimed sandbox and deletes its volume. */
   discard(sandboxId: string): Promise<void>;
 }
@@ -61,14 +63,20 @@ export class WarmPool {
     if (!ready || !sameResources(request.resources, poolResources)) return null;
     while (ready.length > 0) {
       const sandboxId = ready.shift()!;
-      this.refill();
       try {
-        return await this.sandboxes.claim(sandboxId, request);
+        const claimed = await this.sandboxes.claim(sandboxId, request);
+        // The refill starts once the claimed sandbox has its session: the host commands of a boot
+        // (btrfs, ip, iptables, runsc, each a fork of this process) would delay the claim and the
+        // daemon's rebind, which the session's first call waits for.
+        void this.sandboxes.settled(sandboxId).then(() => this.refill());
+        return claimed;
       } catch (err) {
         this.log.warn(`pooled sandbox ${sandboxId} could not be claimed, trying the next: ${(err as Error).message}`);
         await this.sandboxes.discard(sandboxId).catch(() => undefined);
+        this.refill();
       }
     }
+    this.refill();
     return null;
   }
 
