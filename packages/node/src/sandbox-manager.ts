@@ -105,7 +105,7 @@ interface MemorySource {
   newSession: boolean;
 }
 
-/** Every sandbox of a session has the same hostname, from the session id. */
+/** The hostname of a session's booted or restored sandboxes, from the session id (a pooled one keeps its own). */
 function hostnameOf(sessionId: string): string {
   return `space-${sessionId.split('_')[1]!.slice(0, 8)}`;
 }
