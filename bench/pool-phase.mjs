@@ -4,9 +4,15 @@ import { api, startPlatform, timed } from './harness.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function poolReady(url) {
+/** A value from /metrics, e.g. `space_pool_ready{template="base"}`; NaN when the series is absent. */
+async function metric(url, name) {
   const text = await api(url, 'GET', '/metrics');
-  return Number(/^space_pool_ready\{template="base"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.slice(name.length + 1) ?? NaN);
+}
+
+async function poolReady(url) {
+  return (await metric(url, 'space_pool_ready{template="base"}')) || 0;
 }
 
 async function waitForPool(url, size) {
@@ -56,12 +62,6 @@ export async function measurePool({ dataDir, poolSize, record, concurrent, execR
     for (const id of sessions) await api(platform.url, 'DELETE', `/v1/sessions/${id}`).catch(() => undefined);
     await platform.stop();
   }
-}
-
-async function metric(url, name) {
-  const text = await api(url, 'GET', '/metrics');
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return Number(line?.slice(name.length + 1) ?? NaN);
 }
 
 /**

@@ -76,15 +76,16 @@ export class ProcessTable {
 
   /** Drops finished processes from the list: a sandbox handed to a new session shows none of its earlier ones. */
   forgetFinished(): void {
-    for (const p of [...this.processes.values()]) if (!p.running) this.processes.delete(p.pid);
+    this.prune(0);
   }
 
   killAll(): void {
     for (const p of this.processes.values()) p.kill('SIGKILL');
   }
 
-  private prune(): void {
+  /** Drops the oldest finished processes beyond `keep`. */
+  private prune(keep = keepFinished): void {
     const finished = [...this.processes.values()].filter((p) => !p.running);
-    for (const p of finished.slice(0, Math.max(0, finished.length - keepFinished))) this.processes.delete(p.pid);
+    for (const p of finished.slice(0, Math.max(0, finished.length - keep))) this.processes.delete(p.pid);
   }
 }

@@ -1,8 +1,8 @@
-import { constants } from 'node:fs';
-import { mkdir, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import type { SandboxIdentity } from '@space/protocol';
+import { writeFreshFile } from '@space/server-kit';
 
 /** Where space-init (PID 1, the only process with CAP_SYS_ADMIN) reads the hostname to set on SIGUSR1. */
 const hostnameRequestFile = '/run/space/hostname';
@@ -12,13 +12,7 @@ const hostnameWaitMs = 2000;
 /** Writes a file by creating a fresh one next to it (never through a link a session left) and renaming it into place. */
 async function replaceFile(file: string, data: string, mode: number): Promise<void> {
   const temp = path.join(path.dirname(file), `.${path.basename(file)}.space-new`);
-  await rm(temp, { force: true, recursive: true });
-  const handle = await open(temp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
-  try {
-    await handle.writeFile(data);
-  } finally {
-    await handle.close();
-  }
+  await writeFreshFile(temp, data, mode);
   await rename(temp, file);
 }
 

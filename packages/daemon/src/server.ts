@@ -50,7 +50,7 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
 
   on('POST', '/rebind', async ({ req, res }) => {
     const body = await readJson(req, DaemonRebindRequestSchema);
-    await applySandboxIdentity(body.identity);
+    if (body.identity) await applySandboxIdentity(body.identity);
     processes.setSessionEnv(body.env);
     if (body.newSession) processes.forgetFinished();
     deps.credentials.token = body.token;

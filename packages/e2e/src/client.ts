@@ -5,6 +5,12 @@ export interface ApiReply<T = any> {
   body: T;
 }
 
+/** A series' value in a /metrics text, e.g. `space_pool_ready{template="tiny"}`; NaN when absent. */
+export function metricValue(text: string, series: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return Number(line?.slice(series.length + 1) ?? NaN);
+}
+
 /** A minimal HTTP client for the public API, as `curl` would use it. */
 export class Api {
   constructor(

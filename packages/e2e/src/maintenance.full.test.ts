@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Api } from './client.js';
+import { Api, metricValue } from './client.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 import { sandboxHostPid } from './host-state.js';
@@ -95,7 +95,7 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     const res = await fetch(`${platform.url}/metrics`);
     assert.equal(res.status, 200);
     const text = await res.text();
-    const value = (series: string): number => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const value = (series: string): number => metricValue(text, series);
     assert.ok(value('space_resumes_total') >= 3, text);
     assert.ok(value('space_sandbox_deaths_total') >= 1, text);
     assert.ok(value('space_sandbox_starts_total') >= 5, text);

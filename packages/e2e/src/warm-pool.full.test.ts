@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { Api } from './client.js';
+import { Api, metricValue } from './client.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
@@ -13,11 +13,7 @@ describe('warm pool', () => {
   const sessions: string[] = [];
 
   /** A value from /metrics, e.g. `space_pool_ready{template="tiny"}`. */
-  const metric = async (name: string): Promise<number> => {
-    const text = await (await fetch(`${platform.url}/metrics`)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-    return Number(line?.slice(name.length + 1) ?? NaN);
-  };
+  const metric = async (name: string): Promise<number> => metricValue(await (await fetch(`${platform.url}/metrics`)).text(), name);
   /** Ready sandboxes of the tiny pool. */
   const ready = (): Promise<number> => metric('space_pool_ready{template="tiny"}');
   const untilPoolFull = async (): Promise<void> => {

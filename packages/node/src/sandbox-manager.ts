@@ -130,7 +130,7 @@ async function daemonAnswers(daemon: Upstream, timeoutMs: number): Promise<true 
  * Gives a daemon its (new) channel token, session environment and identity: a restored or pooled
  * sandbox starts serving a session. `resetAfter` for a channel that is thrown away right after.
  */
-function rebind(daemon: Upstream, token: string, env: Record<string, string>, identity: SandboxIdentity, newSession: boolean, resetAfter = false): Promise<unknown> {
+function rebind(daemon: Upstream, token: string, env: Record<string, string>, identity: SandboxIdentity | undefined, newSession: boolean, resetAfter = false): Promise<unknown> {
   return daemon.json('POST', '/rebind', { token, env, identity, newSession }, OkSchema, { timeoutMs: 10_000, resetAfter });
 }
 
@@ -362,8 +362,7 @@ export class SandboxManager {
     const sandboxId = await this.bootUnclaimed(template, resources);
     const live = this.get(sandboxId);
     try {
-      await live.daemon.json('POST', '/quiesce', {}, DaemonQuiesceReplySchema, { timeoutMs: 10_000, awaitPeerClose: true });
-      live.daemon.reset();
+      await this.quiesce(live);
       await deps.driver.checkpoint(sandboxId, target.memoryDir);
       await deps.subvolumes.snapshot(this.volumePath(live.record.sessionId), target.rootfs, true);
       return { token: live.record.token, runtimeDir: deps.runtimeDir };
@@ -381,8 +380,7 @@ export class SandboxManager {
     const phases = new PhaseTimer();
     const live = await this.getAlive(sandboxId);
     const workDir = deps.records.workDir(sandboxId);
-    const poolId = live.record.sessionId;
-    const from = this.volumePath(poolId);
+    const from = this.volumePath(live.record.sessionId);
     const to = this.volumePath(request.sessionId);
     await deps.driver.setCpuShares(sandboxId, workDir, defaultCpuShares);
     await deps.subvolumes.rename(from, to);
@@ -395,7 +393,7 @@ export class SandboxManager {
     // fails, the sandbox is stopped and the session's next call boots a new one on its volume. The
     // sandbox keeps the hostname it booted with (unique to it): renaming it to the session's added
     // ~40 ms to the first call and ~0.4 s to a burst of 20 creates (measured).
-    const rebound = rebind(live.daemon, live.record.token, sessionEnvOf(request), { hostname: hostnameOf(poolId) }, true)
+    const rebound = rebind(live.daemon, live.record.token, sessionEnvOf(request), undefined, true)
       .then(() => deps.log.info(`pooled sandbox ${sandboxId} claimed by ${request.sessionId} in ${phases.summary()}, rebound ${Math.round(phases.elapsed())} ms after the claim began`))
       .catch(async (err: Error) => {
         deps.log.warn(`pooled sandbox ${sandboxId} did not take the environment of ${request.sessionId}, stopping it: ${err.message}`);
@@ -460,6 +458,16 @@ export class SandboxManager {
   }
 
   /**
+   * Makes the daemon close its channel before the runtime saves the sandbox (this runsc cannot save
+   * TCP endpoints): the asking connection is released by the daemon before this returns, the others
+   * are reset from both sides.
+   */
+  private async quiesce(live: LiveSandbox): Promise<void> {
+    await live.daemon.json('POST', '/quiesce', {}, DaemonQuiesceReplySchema, { timeoutMs: 10_000, awaitPeerClose: true });
+    live.daemon.reset();
+  }
+
+  /**
    * Tells a daemon whose channel is closed (after a checkpoint or a restore) to listen again, through
    * the sandbox's init, which forwards SIGUSR2 to it.
    */
@@ -497,8 +505,7 @@ export class SandboxManager {
     const { deps } = this;
     const { sandboxId } = live.record;
     const phases = new PhaseTimer();
-    await live.daemon.json('POST', '/quiesce', {}, DaemonQuiesceReplySchema, { timeoutMs: 10_000, awaitPeerClose: true });
-    live.daemon.reset();
+    await this.quiesce(live);
     phases.mark('quiesce');
     try {
       await deps.driver.checkpoint(sandboxId, imageDir);

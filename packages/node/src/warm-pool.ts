@@ -49,7 +49,6 @@ export class WarmPool {
     private readonly log: Logger,
   ) {
     for (const template of config.templates) this.ready.set(template, []);
-    if (!config.templateImages) for (const template of config.templates) this.imagesTried.add(template);
   }
 
   /** Starts filling the pools in the background. */

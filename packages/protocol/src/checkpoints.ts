@@ -78,7 +78,8 @@ export const DaemonRebindRequestSchema = z
   .object({
     token: z.string().regex(/^[0-9a-f]{64}$/),
     env: EnvSchema,
-    identity: SandboxIdentitySchema,
+    /** Absent when the sandbox keeps its own (a pooled one). */
+    identity: SandboxIdentitySchema.optional(),
     /** The sandbox now serves a session other than the one its memory comes from: finished processes are forgotten. */
     newSession: z.boolean(),
   })

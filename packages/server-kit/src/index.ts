@@ -8,3 +8,4 @@ export { readBounded } from './bounded-read.js';
 export { relaySockets, holdMessages, closeWithError, type RelayOptions } from './socket-relay.js';
 export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';
 export { SingleFlight } from './single-flight.js';
+export { writeFreshFile } from './fresh-file.js';

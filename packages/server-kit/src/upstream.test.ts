@@ -126,62 +126,61 @@ describe('relaySockets: a flooding or malformed peer is cut off', () => {
 });
 
 describe('Upstream connection resets', () => {
-  test('resetAfter aborts the connection with a reset once the reply is read, and reset() aborts idle ones', async () => {
-    const endings: string[] = [];
+  const exitCodeSchema = z.object({ exitCode: z.number() });
+
+  /** Runs `body` against a loopback server answering `{exitCode: 0}`, whose sockets `onConnection` watches. */
+  async function withPeer(onConnection: (socket: import('node:net').Socket) => void, body: (upstream: Upstream) => Promise<void>): Promise<void> {
     const server = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ exitCode: 0 }));
     });
-    server.on('connection', (socket) => {
-      let how = 'close';
-      socket.on('end', () => (how = 'end'));
-      socket.on('error', (err: NodeJS.ErrnoException) => (how = err.code ?? 'error'));
-      socket.on('close', () => endings.push(how));
-    });
+    server.on('connection', onConnection);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     const upstream = new Upstream(`http://127.0.0.1:${port}`, 't', 'SANDBOX_UNAVAILABLE', 'test peer');
     try {
-      const reply = await upstream.json('GET', '/', undefined, z.object({ exitCode: z.number() }), { resetAfter: true });
-      assert.equal(reply.exitCode, 0);
-      await upstream.json('GET', '/', undefined, z.object({ exitCode: z.number() }));
-      upstream.reset();
-      for (let i = 0; i < 100 && endings.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
-      assert.deepEqual(endings, ['ECONNRESET', 'ECONNRESET']);
+      await body(upstream);
     } finally {
       upstream.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
+  }
+
+  test('resetAfter aborts the connection with a reset once the reply is read, and reset() aborts idle ones', async () => {
+    const endings: string[] = [];
+    const watch = (socket: import('node:net').Socket): void => {
+      let how = 'close';
+      socket.on('end', () => (how = 'end'));
+      socket.on('error', (err: NodeJS.ErrnoException) => (how = err.code ?? 'error'));
+      socket.on('close', () => endings.push(how));
+    };
+    await withPeer(watch, async (upstream) => {
+      const reply = await upstream.json('GET', '/', undefined, exitCodeSchema, { resetAfter: true });
+      assert.equal(reply.exitCode, 0);
+      await upstream.json('GET', '/', undefined, exitCodeSchema);
+      upstream.reset();
+      for (let i = 0; i < 100 && endings.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      assert.deepEqual(endings, ['ECONNRESET', 'ECONNRESET']);
+    });
   });
 
   test('awaitPeerClose returns only after the peer closed its end (here: reset on the half-close)', async () => {
     const events: string[] = [];
-    const server = createServer((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ exitCode: 0 }));
-    });
-    server.on('connection', (socket) => {
-      // Like the daemon after a quiesce: the half-close is answered with a reset, before Node's HTTP
-      // server would end its side.
+    // Like the daemon after a quiesce: the half-close is answered with a reset, before Node's HTTP
+    // server would end its side.
+    const resetOnHalfClose = (socket: import('node:net').Socket): void => {
       socket.prependListener('end', () => {
         events.push('peer half-closed');
         socket.resetAndDestroy();
         events.push('reset by the server');
       });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as AddressInfo;
-    const upstream = new Upstream(`http://127.0.0.1:${port}`, 't', 'SANDBOX_UNAVAILABLE', 'test peer');
-    try {
-      const reply = await upstream.json('GET', '/', undefined, z.object({ exitCode: z.number() }), { awaitPeerClose: true });
+    };
+    await withPeer(resetOnHalfClose, async (upstream) => {
+      const reply = await upstream.json('GET', '/', undefined, exitCodeSchema, { awaitPeerClose: true });
       events.push('json returned');
       assert.equal(reply.exitCode, 0);
       assert.deepEqual(events, ['peer half-closed', 'reset by the server', 'json returned']);
-    } finally {
-      upstream.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    }
+    });
   });
 });

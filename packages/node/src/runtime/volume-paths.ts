@@ -1,6 +1,6 @@
-import { constants } from 'node:fs';
-import { lstat, mkdir, open, rm } from 'node:fs/promises';
+import { lstat, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { writeFreshFile } from '@space/server-kit';
 
 /**
  * Writes a file into a session's volume from the host, which runs as root: every directory on the
@@ -18,12 +18,6 @@ export async function writeInsideVolume(rootfs: string, relative: string, data: 
     if (!stat || !stat.isDirectory()) await mkdir(dir, { mode: 0o755 });
   }
   const file = path.join(dir, parts.at(-1)!);
-  await rm(file, { force: true, recursive: true });
-  const handle = await open(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, mode);
-  try {
-    await handle.writeFile(data);
-  } finally {
-    await handle.close();
-  }
+  await writeFreshFile(file, data, mode);
   return file;
 }
