@@ -28,8 +28,11 @@ export function describeError(err: unknown): string {
       FULL_CHECKPOINT_REFUSED: 'your files are saved in the fs checkpoint named above',
       FULL_CHECKPOINT_FAILED: 'your files are saved in the fs checkpoint named above',
       SECRET_NOT_FOUND: 'list secrets with "space secrets ls"; create one with "space secrets set NAME --host HOST"',
+      SESSION_BUSY: 'another operation on the session is still running: try again',
+      TOO_MANY_REQUESTS: 'too many calls or streams open at once: try again shortly',
     };
-    return `${err.code}: ${err.message}${hints[err.code] ? ` (${hints[err.code]})` : ''}`;
+    const hint = hints[err.code] ?? (err.status >= 500 && err.requestId ? `request ${err.requestId} in the platform's log` : undefined);
+    return `${err.code}: ${err.message}${hint ? ` (${hint})` : ''}`;
   }
   return (err as Error)?.message ?? String(err);
 }

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ControlPlaneOptions } from '@space/control-plane';
 
 /** Settings of `space up` and `space control-plane`, each from its environment variable (see docs/configuration.md). */
 export interface PlatformConfig {
@@ -19,6 +20,10 @@ export interface PlatformConfig {
   maintenanceTickMs: number;
   /** SPACE_SECRETS_KEY_FILE: the key that encrypts secret values in the store, default <data>/secrets.key */
   secretsKeyFile: string;
+  /** SPACE_LIFECYCLE_WAIT_MS: how long a call waits for a session's restore, delete, checkpoint, ... before 409 SESSION_BUSY, default 30000 */
+  lifecycleWaitMs: number;
+  /** SPACE_TENANT_MAX_REQUESTS / SPACE_TENANT_MAX_STREAMS: calls and streams one tenant may have open at once, default 256 / 64 */
+  tenantLimits: { maxRequests: number; maxStreams: number };
 }
 
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -42,7 +47,14 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
     keepAutomaticCheckpoints: positiveInt(env, 'SPACE_CHECKPOINT_KEEP', 5),
     maintenanceTickMs: positiveInt(env, 'SPACE_MAINTENANCE_TICK_MS', 5000),
     secretsKeyFile: path.resolve(env.SPACE_SECRETS_KEY_FILE ?? path.join(dataDir, 'secrets.key')),
+    lifecycleWaitMs: positiveInt(env, 'SPACE_LIFECYCLE_WAIT_MS', 30_000),
+    tenantLimits: { maxRequests: positiveInt(env, 'SPACE_TENANT_MAX_REQUESTS', 256), maxStreams: positiveInt(env, 'SPACE_TENANT_MAX_STREAMS', 64) },
   };
+}
+
+/** The control plane's tunables, the same for `space up` and `space control-plane`. */
+export function controlPlaneTuning(config: PlatformConfig): Pick<ControlPlaneOptions, 'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits'> {
+  return { keepAutomaticCheckpoints: config.keepAutomaticCheckpoints, maintenanceTickMs: config.maintenanceTickMs, lifecycleWaitMs: config.lifecycleWaitMs, tenantLimits: config.tenantLimits };
 }
 
 /** The bundled daemon, built by `npm run build` next to the daemon package. */

@@ -4,7 +4,8 @@ import type { Caller } from './auth.js';
 import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionService } from './session-service.js';
-import type { CheckpointRow, Store } from './store/store.js';
+import type { LifecycleQueue } from './lifecycle-queue.js';
+import type { CheckpointRow, SessionRow, Store } from './store/store.js';
 
 /** How far up a fork chain the lineage is followed (a bound against cycles in a damaged store). */
 const maxLineageDepth = 256;
@@ -17,6 +18,7 @@ export class CheckpointService {
     private readonly sessions: SessionService,
     private readonly taker: CheckpointTaker,
     private readonly metrics: Metrics,
+    private readonly lifecycle: LifecycleQueue,
   ) {}
 
   /**
@@ -25,7 +27,11 @@ export class CheckpointService {
    * the refusal with `details.fallbackCheckpointId`: the files are safe either way.
    */
   async create(caller: Caller, sessionId: string, kind: CheckpointKind = 'fs', trigger: CheckpointRow['trigger'] = 'manual'): Promise<Checkpoint> {
-    const session = this.sessions.row(caller, sessionId);
+    this.sessions.row(caller, sessionId);
+    return this.lifecycle.run(sessionId, 'checkpoint', () => this.take(this.sessions.row(caller, sessionId), kind, trigger));
+  }
+
+  private async take(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<Checkpoint> {
     try {
       return toCheckpoint(await this.taker.take(session, kind, trigger));
     } catch (err) {
@@ -40,15 +46,17 @@ export class CheckpointService {
    * Deletes automatic checkpoints beyond the newest `keep` of each kind, except those that sessions
    * were forked from: frequent fs checkpoints do not push out the rarer full ones.
    */
-  async prune(sessionId: string, keep: number): Promise<void> {
-    for (const kind of ['fs', 'full'] as const) {
-      const automatic = this.store.listCheckpoints(sessionId).filter((c) => c.trigger === 'auto' && c.kind === kind);
-      for (const old of automatic.slice(0, Math.max(0, automatic.length - keep))) {
-        if (this.store.isForkParent(old.id)) continue;
-        await this.node.deleteCheckpoint(old.id);
-        this.store.deleteCheckpoint(old.id);
+  prune(sessionId: string, keep: number): Promise<void> {
+    return this.lifecycle.run(sessionId, 'checkpoint', async () => {
+      for (const kind of ['fs', 'full'] as const) {
+        const automatic = this.store.listCheckpoints(sessionId).filter((c) => c.trigger === 'auto' && c.kind === kind);
+        for (const old of automatic.slice(0, Math.max(0, automatic.length - keep))) {
+          if (this.store.isForkParent(old.id)) continue;
+          await this.node.deleteCheckpoint(old.id);
+          this.store.deleteCheckpoint(old.id);
+        }
       }
-    }
+    });
   }
 
   /**
@@ -79,7 +87,7 @@ export class CheckpointService {
     const parent = this.sessions.row(caller, checkpoint.sessionId);
     const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata, checkpointIntervalSec: parent.checkpointIntervalSec, fullCheckpointIntervalSec: parent.fullCheckpointIntervalSec, idleTimeoutSec: parent.idleTimeoutSec, secrets: parent.secrets, egress: parent.egress };
     // Started side by side; all or nothing: if one fork fails, the others are deleted again.
-    const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, checkpoint.id)));
+    const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, checkpoint)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     const forks = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     if (!failed) return forks;
@@ -92,15 +100,24 @@ export class CheckpointService {
    * one taken in a session forked from it ("keep the winner").
    */
   async restore(caller: Caller, sessionId: string, checkpointId: string): Promise<Session> {
+    this.checkRestore(caller, sessionId, checkpointId);
+    await this.lifecycle.run(sessionId, 'restore', async () => {
+      // Checked again in the queue: what ran before may have deleted the session or the checkpoint.
+      const { session, checkpoint } = this.checkRestore(caller, sessionId, checkpointId);
+      if (session.sandboxId) this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
+      await this.node.restoreVolume(session.id, checkpoint.id);
+      await this.sessions.startSandbox({ ...session, sandboxId: null, status: 'stopped' }, { volumeReady: true });
+    });
+    return this.sessions.get(caller, sessionId);
+  }
+
+  private checkRestore(caller: Caller, sessionId: string, checkpointId: string): { session: SessionRow; checkpoint: CheckpointRow } {
     const session = this.sessions.row(caller, sessionId);
     const checkpoint = this.checkpoint(caller, checkpointId);
     if (!this.family(caller, session.id).has(checkpoint.sessionId)) {
       throw new SpaceError(ErrorCode.CHECKPOINT_NOT_IN_LINEAGE, `checkpoint ${checkpointId} belongs to session ${checkpoint.sessionId}, which is not related to ${session.id} by forks`);
     }
-    if (session.sandboxId) this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
-    await this.node.restoreVolume(session.id, checkpoint.id);
-    await this.sessions.ensureSandbox({ ...session, sandboxId: null, status: 'stopped' }, { volumeReady: true });
-    return this.sessions.get(caller, session.id);
+    return { session, checkpoint };
   }
 
   private checkpoint(caller: Caller, checkpointId: string): CheckpointRow {

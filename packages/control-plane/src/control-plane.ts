@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { closeServer, listen } from '@space/server-kit';
+import { closeServer, lineLog, listen } from '@space/server-kit';
 import { createPublicApi } from './api/public-api.js';
 import { Authenticator } from './auth.js';
 import { NodeClient } from './node-client.js';
@@ -8,6 +8,8 @@ import { CheckpointTaker } from './checkpoint-taker.js';
 import { CheckpointService } from './checkpoint-service.js';
 import { Activity } from './activity.js';
 import { Maintenance } from './maintenance.js';
+import { LifecycleQueue } from './lifecycle-queue.js';
+import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from './tenant-limits.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store/store.js';
 import { EgressService } from './egress-service.js';
@@ -25,6 +27,10 @@ export interface ControlPlaneOptions {
   keepAutomaticCheckpoints?: number;
   /** How often the maintenance pass runs, ms (`SPACE_MAINTENANCE_TICK_MS`, default 5000). */
   maintenanceTickMs?: number;
+  /** How long a call waits for a session's lifecycle operations before SESSION_BUSY, ms (`SPACE_LIFECYCLE_WAIT_MS`, default 30000). */
+  lifecycleWaitMs?: number;
+  /** Per-tenant bounds on calls and streams open at once (defaults in tenant-limits.ts). */
+  tenantLimits?: Partial<TenantLimitOptions>;
   log?: (message: string) => void;
 }
 
@@ -44,18 +50,20 @@ export class ControlPlane {
   constructor(private readonly options: ControlPlaneOptions) {
     this.log = options.log ?? ((m) => process.stderr.write(`${m}\n`));
     const activity = new Activity();
+    const lifecycle = new LifecycleQueue(options.store, this.log, options.lifecycleWaitMs ? { waitMs: options.lifecycleWaitMs } : {});
     this.node = new NodeClient(options.node.id, options.node.url, options.node.token);
     const taker = new CheckpointTaker(options.store, this.node, this.metrics);
     const egress = new EgressService(options.store, this.node, options.secrets, this.log);
     this.egress = egress;
-    this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress);
-    this.checkpoints = new CheckpointService(options.store, this.node, this.sessions, taker, this.metrics);
+    this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress, lifecycle);
+    this.checkpoints = new CheckpointService(options.store, this.node, this.sessions, taker, this.metrics, lifecycle);
     this.maintenance = new Maintenance({
       store: options.store,
       node: this.node,
       sessions: this.sessions,
       checkpoints: this.checkpoints,
       activity,
+      lifecycle,
       egress,
       metrics: this.metrics,
       log: this.log,
@@ -71,7 +79,9 @@ export class ControlPlane {
       return 0;
     });
     if (orphans) this.log(`removed ${orphans} checkpoint(s) a crash left unrecorded`);
-    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints: this.checkpoints, store: this.options.store, metrics: this.metrics, node: this.node, egress: this.egress });
+    await this.maintenance.reconcileAll();
+    const limits = new TenantLimits(auth, this.metrics, { ...defaultTenantLimits, ...this.options.tenantLimits });
+    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints: this.checkpoints, store: this.options.store, metrics: this.metrics, node: this.node, egress: this.egress, log: lineLog(this.log), limits });
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;

@@ -1,6 +1,7 @@
-import { ProcessListSchema, isSpaceError, type CheckpointKind } from '@space/protocol';
+import { ErrorCode, isSpaceError, type CheckpointKind } from '@space/protocol';
 import type { CheckpointService } from './checkpoint-service.js';
 import type { Activity } from './activity.js';
+import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionService } from './session-service.js';
@@ -13,6 +14,7 @@ export interface MaintenanceDeps {
   sessions: SessionService;
   checkpoints: CheckpointService;
   activity: Activity;
+  lifecycle: LifecycleQueue;
   egress: EgressService;
   metrics: Metrics;
   log: (message: string) => void;
@@ -26,11 +28,16 @@ const orphanSweepEveryMs = 60_000;
 const orphanGraceMs = 60_000;
 
 /**
- * The periodic work on running sessions: automatic fs checkpoints every `checkpointIntervalSec`,
- * full ones every `fullCheckpointIntervalSec`, retention of the last `keepAutomatic` of each kind,
- * and stopping sandboxes idle for `idleTimeoutSec` (no call, no foreground command) after a full
- * checkpoint, so their processes come back on the next call. When the full checkpoint is refused
- * (fs taken instead) and processes run, the sandbox keeps running: stopping it would lose them.
+ * The periodic work on sessions, each in its session's lifecycle queue (a session busy with its own
+ * operation is left for the next pass):
+ * - reconciliation: a session whose sandbox the node no longer runs is marked stopped, and one left
+ *   `starting` by a crash too, so nothing acts on a sandbox that is gone;
+ * - automatic fs checkpoints every `checkpointIntervalSec`, taken only when the volume was written
+ *   since the last one, and full ones every `fullCheckpointIntervalSec`; retention of the last
+ *   `keepAutomatic` of each kind;
+ * - stopping sandboxes idle for `idleTimeoutSec` (no call, no foreground command) after a full
+ *   checkpoint, so their processes come back on the next call. When the full checkpoint is refused
+ *   (fs taken instead) and processes run, the sandbox keeps running: stopping it would lose them.
  */
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
@@ -40,6 +47,8 @@ export class Maintenance {
   private readonly fullAttempts = new Map<string, number>();
   /** When an idle stop was last given up per session (full refused, processes running). */
   private readonly idleRefusals = new Map<string, number>();
+  /** When a session's volume was last found unchanged since its newest checkpoint: counts as a checkpoint for the interval. */
+  private readonly unchangedAt = new Map<string, number>();
   private lastOrphanSweep = 0;
 
   constructor(private readonly deps: MaintenanceDeps) {
@@ -57,7 +66,7 @@ export class Maintenance {
     await this.running;
   }
 
-  /** One pass over the running sessions; passes never overlap. */
+  /** One pass over the sessions; passes never overlap. */
   tick(): Promise<void> {
     if (!this.running) this.running = this.pass().finally(() => (this.running = null));
     return this.running;
@@ -72,17 +81,80 @@ export class Maintenance {
       const removed = await this.deps.checkpoints.removeOrphans(orphanGraceMs).catch(() => 0);
       if (removed) this.deps.log(`removed ${removed} checkpoint(s) the store does not know`);
     }
-    for (const row of this.deps.store.listAllSessions()) {
-      if (row.status !== 'running' || !row.sandboxId || this.deps.activity.busy(row.id)) continue;
+    await this.eachSession(async (row, running) => {
+      if (await this.reconcile(row, running)) return;
+      if (row.status !== 'running' || !row.sandboxId) return;
+      if (this.idle(row)) await this.stopIdle(row);
+      else if (this.fullCheckpointDue(row)) await this.autoCheckpoint(row, 'full');
+      else if (this.checkpointDue(row) && (await this.changedSinceNewest(row))) await this.autoCheckpoint(row, 'fs');
+    });
+  }
+
+  /** Only the reconciliation, for every session: run before the control plane serves its first call. */
+  reconcileAll(): Promise<void> {
+    return this.eachSession(async (row, running) => void (await this.reconcile(row, running)));
+  }
+
+  /**
+   * Runs `work` on each session in its turn of the session's queue, with the sandboxes the node runs.
+   * A session busy with its own operation is skipped (the next pass comes soon); an unreachable node
+   * skips the whole pass.
+   */
+  private async eachSession(work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
+    const running = await this.deps.node
+      .listSandboxes()
+      .then((list) => new Set(list.map((s) => s.sandboxId)))
+      .catch(() => null);
+    if (!running) return;
+    for (const { id, tenantId } of this.deps.store.listAllSessions()) {
+      if (this.deps.activity.busy(id) || this.deps.lifecycle.busyHere(id)) continue;
       try {
-        if (this.idle(row)) await this.stopIdle(row);
-        else if (this.fullCheckpointDue(row)) await this.autoCheckpoint(row, 'full');
-        else if (this.checkpointDue(row)) await this.autoCheckpoint(row, 'fs');
+        await this.deps.lifecycle.run(
+          id,
+          'maintenance',
+          async () => {
+            const row = this.deps.store.getSession(tenantId, id);
+            if (row) await work(row, running);
+          },
+          { waitMs: 0 },
+        );
       } catch (err) {
+        if (isSpaceError(err) && err.code === ErrorCode.SESSION_BUSY) continue;
         this.deps.metrics.inc('checkpoint_failures');
-        this.deps.log(`maintenance of ${row.id}: ${(err as Error).message}`);
+        this.deps.log(`maintenance of ${id}: ${(err as Error).message}`);
       }
     }
+  }
+
+  /**
+   * Brings the session's record in line with the node: a sandbox the node does not run (it died with
+   * a node agent's restart or crash) is forgotten, and a start a crash interrupted (`starting` while
+   * no one holds the session) is undone. The next call resumes the session. True when it changed.
+   */
+  private async reconcile(row: SessionRow, running: Set<string>): Promise<boolean> {
+    if (row.status === 'starting') {
+      this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      this.reconciled(row, 'a start was interrupted');
+      return true;
+    }
+    if (!row.sandboxId || running.has(row.sandboxId)) return false;
+    // The list was read before this session's turn: ask once more before forgetting the sandbox.
+    const stillThere = await this.deps.node.sandboxInfo(row.sandboxId).then(
+      () => true,
+      (err: unknown) => {
+        if (isSpaceError(err) && err.code === ErrorCode.SANDBOX_NOT_FOUND) return false;
+        throw err;
+      },
+    );
+    if (stillThere) return false;
+    this.deps.sessions.forgetSandbox(row, row.sandboxId, 'lost');
+    this.reconciled(row, `its sandbox ${row.sandboxId} is no longer running on the node`);
+    return true;
+  }
+
+  private reconciled(row: SessionRow, why: string): void {
+    this.deps.metrics.inc('sessions_reconciled');
+    this.deps.log(`session ${row.id}: ${why}; marked stopped (the next call resumes it)`);
   }
 
   /** Milliseconds since `row`'s newest checkpoint (of `kind`, or any), its sandbox start, or `also`. */
@@ -93,7 +165,16 @@ export class Maintenance {
   }
 
   private checkpointDue(row: SessionRow): boolean {
-    return row.checkpointIntervalSec > 0 && this.sinceLast(row, null) >= row.checkpointIntervalSec * 1000;
+    return row.checkpointIntervalSec > 0 && this.sinceLast(row, null, this.unchangedAt.get(row.id)) >= row.checkpointIntervalSec * 1000;
+  }
+
+  /** Whether the volume was written since the newest checkpoint; when it was not, the interval starts again from now. */
+  private async changedSinceNewest(row: SessionRow): Promise<boolean> {
+    const newest = this.deps.store.listCheckpoints(row.id).at(-1);
+    if (!newest || (await this.deps.node.volumeChanged(row.id, newest.id))) return true;
+    this.unchangedAt.set(row.id, this.now());
+    this.deps.metrics.inc('checkpoints_skipped_unchanged');
+    return false;
   }
 
   private fullCheckpointDue(row: SessionRow): boolean {
@@ -124,7 +205,7 @@ export class Maintenance {
   }
 
   private async hasRunningProcess(row: SessionRow): Promise<boolean> {
-    const { processes } = await this.deps.node.upstream.json('GET', this.deps.node.sandboxPath(row.sandboxId!, '/processes'), undefined, ProcessListSchema);
+    const { processes } = await this.deps.node.processes(row.sandboxId!);
     return processes.some((p) => p.running);
   }
 

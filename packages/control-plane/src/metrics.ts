@@ -1,6 +1,10 @@
 /** Resume latency buckets, seconds. */
 const resumeBuckets = [0.25, 0.5, 1, 2, 5, 10, 30];
 
+/** Every counter, listed in /metrics from the start (at 0). */
+const counterNames = ['sandbox_starts', 'sandbox_deaths', 'resumes', 'checkpoints', 'checkpoint_failures', 'full_checkpoint_fallbacks', 'idle_stops', 'checkpoints_skipped_unchanged', 'sessions_reconciled', 'requests_refused'] as const;
+export type CounterName = (typeof counterNames)[number];
+
 /**
  * Counters and the resume-latency histogram behind `GET /metrics` (Prometheus text format).
  * Per process: each control-plane replica reports what it did.
@@ -11,7 +15,7 @@ export class Metrics {
   private resumeCount = 0;
   private resumeSum = 0;
 
-  inc(name: 'sandbox_starts' | 'sandbox_deaths' | 'resumes' | 'checkpoints' | 'idle_stops' | 'checkpoint_failures' | 'full_checkpoint_fallbacks', labels: Record<string, string> = {}): void {
+  inc(name: CounterName, labels: Record<string, string> = {}): void {
     const key = `space_${name}_total${formatLabels(labels)}`;
     this.counters.set(key, (this.counters.get(key) ?? 0) + 1);
   }
@@ -26,9 +30,9 @@ export class Metrics {
 
   render(gauges: Record<string, number>): string {
     const lines: string[] = [];
-    const counterNames = new Set([...this.counters.keys()].map((k) => k.split('{')[0]!));
-    for (const name of ['space_sandbox_starts_total', 'space_sandbox_deaths_total', 'space_resumes_total', 'space_checkpoints_total', 'space_checkpoint_failures_total', 'space_full_checkpoint_fallbacks_total', 'space_idle_stops_total']) counterNames.add(name);
-    for (const name of [...counterNames].sort()) {
+    const names = new Set([...this.counters.keys()].map((k) => k.split('{')[0]!));
+    for (const name of counterNames) names.add(`space_${name}_total`);
+    for (const name of [...names].sort()) {
       lines.push(`# TYPE ${name} counter`);
       const series = [...this.counters.entries()].filter(([k]) => k.split('{')[0] === name);
       if (series.length === 0) lines.push(`${name} 0`);

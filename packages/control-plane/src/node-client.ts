@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EgressAuditListSchema, ErrorCode, OkSchema, type SessionEgressConfig, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, type CheckpointKind, NodeCheckpointListSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { EgressAuditListSchema, ErrorCode, OkSchema, type SessionEgressConfig, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, SandboxInfoListSchema, ProcessListSchema, type ProcessList, type CheckpointKind, NodeCheckpointListSchema, NodeVolumeChangedSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { Upstream } from '@space/server-kit';
 
 
@@ -21,6 +21,16 @@ export class NodeClient {
 
   startSandbox(request: StartSandboxRequest): Promise<SandboxInfo> {
     return this.upstream.json('POST', '/node/v1/sandboxes', request, SandboxInfoSchema);
+  }
+
+  /** The sandboxes serving sessions on the node now. */
+  async listSandboxes(): Promise<SandboxInfo[]> {
+    return (await this.upstream.json('GET', '/node/v1/sandboxes', undefined, SandboxInfoListSchema, { timeoutMs: 10_000 })).sandboxes;
+  }
+
+  /** The processes the sandbox's daemon started. */
+  processes(sandboxId: string): Promise<ProcessList> {
+    return this.upstream.json('GET', this.sandboxPath(sandboxId, '/processes'), undefined, ProcessListSchema);
   }
 
   sandboxInfo(sandboxId: string): Promise<SandboxInfo> {
@@ -45,6 +55,12 @@ export class NodeClient {
    */
   restoreVolume(sessionId: string, checkpointId: string): Promise<unknown> {
     return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/restore`, { checkpointId }, OkSchema);
+  }
+
+  /** Whether the session's volume was written since `checkpointId` was taken of it (true when unknown). */
+  async volumeChanged(sessionId: string, checkpointId: string): Promise<boolean> {
+    const { changed } = await this.upstream.json('GET', `/node/v1/volumes/${encodeURIComponent(sessionId)}/changed?since=${encodeURIComponent(checkpointId)}`, undefined, NodeVolumeChangedSchema);
+    return changed;
   }
 
   listCheckpoints(): Promise<NodeCheckpointList> {

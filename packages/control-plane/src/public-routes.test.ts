@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { WebSocket } from 'ws';
 import { publicRoutes } from '@space/protocol';
-import { listen, closeServer } from '@space/server-kit';
+import { lineLog, listen, closeServer } from '@space/server-kit';
 import { createPublicApi } from './api/public-api.js';
 import { Activity } from './activity.js';
 import { Authenticator } from './auth.js';
@@ -17,6 +17,8 @@ import { SessionService } from './session-service.js';
 import { SqliteStore } from './store/sqlite-store.js';
 import { EgressService } from './egress-service.js';
 import { SecretCipher } from './secret-cipher.js';
+import { LifecycleQueue } from './lifecycle-queue.js';
+import { TenantLimits } from './tenant-limits.js';
 import { randomBytes } from 'node:crypto';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -28,9 +30,11 @@ test('every operation of the API reference is served by the control plane (an un
   const node = new NodeClient('node_none', 'http://127.0.0.1:9', 'x');
   const taker = new CheckpointTaker(store, node, metrics);
   const egress = new EgressService(store, node, new SecretCipher(randomBytes(32)), () => undefined);
-  const sessions = new SessionService(store, node, metrics, taker, new Activity(), egress);
-  const checkpoints = new CheckpointService(store, node, sessions, taker, metrics);
-  const router = createPublicApi({ auth: new Authenticator(store), sessions, checkpoints, store, metrics, node, egress });
+  const lifecycle = new LifecycleQueue(store, () => undefined);
+  const sessions = new SessionService(store, node, metrics, taker, new Activity(), egress, lifecycle);
+  const checkpoints = new CheckpointService(store, node, sessions, taker, metrics, lifecycle);
+  const auth = new Authenticator(store);
+  const router = createPublicApi({ auth, sessions, checkpoints, store, metrics, node, egress, log: lineLog(() => undefined), limits: new TenantLimits(auth, metrics) });
   const { server, port } = await listen(router, '127.0.0.1', 0);
   try {
     for (const route of publicRoutes) {

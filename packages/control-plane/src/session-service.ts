@@ -1,5 +1,4 @@
 import { ErrorCode, SpaceError, isSpaceError, newId, type CreateSessionRequest, type Session } from '@space/protocol';
-import { SingleFlight } from '@space/server-kit';
 import type { Caller } from './auth.js';
 import type { Activity } from './activity.js';
 import type { Metrics } from './metrics.js';
@@ -7,6 +6,7 @@ import type { NodeClient } from './node-client.js';
 import type { SessionRow, Store } from './store/store.js';
 import type { CheckpointTaker } from './checkpoint-taker.js';
 import type { EgressService } from './egress-service.js';
+import type { LifecycleQueue } from './lifecycle-queue.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -15,11 +15,10 @@ export interface SandboxTarget {
 
 /**
  * Sessions and the sandboxes that serve them. A session outlives its sandbox: when the sandbox is
- * gone, the next call starts a new one on the session's volume.
+ * gone, the next call starts a new one on the session's volume. Whatever changes a session's
+ * sandbox or volume runs through the session's lifecycle queue, one operation at a time.
  */
 export class SessionService {
-  private readonly starting = new SingleFlight<SandboxTarget>();
-
   constructor(
     private readonly store: Store,
     private readonly node: NodeClient,
@@ -27,13 +26,15 @@ export class SessionService {
     private readonly taker: CheckpointTaker,
     readonly activity: Activity,
     private readonly egress: EgressService,
+    readonly lifecycle: LifecycleQueue,
   ) {}
 
   /**
    * Creates a session and starts its sandbox. With `fromCheckpoint`, the session's volume is made
-   * from that checkpoint first (a fork) instead of from the template.
+   * from that checkpoint first (a fork) instead of from the template, while the checkpoint's
+   * session is held so that it cannot be restored or deleted under the copy.
    */
-  async create(caller: Caller, request: CreateSessionRequest, fromCheckpoint: string | null = null): Promise<Session> {
+  async create(caller: Caller, request: CreateSessionRequest, fromCheckpoint: { id: string; sessionId: string } | null = null): Promise<Session> {
     // A fork takes its parent's secrets as they are now (one deleted since is simply not injected).
     if (!fromCheckpoint) this.egress.validateSession(caller.tenantId, request.secrets, request.env);
     const row: SessionRow = {
@@ -48,22 +49,24 @@ export class SessionService {
       sandboxId: null,
       nodeId: null,
       sandboxStartedAt: null,
-      parentCheckpointId: fromCheckpoint,
+      parentCheckpointId: fromCheckpoint?.id ?? null,
       checkpointIntervalSec: request.checkpointIntervalSec,
       fullCheckpointIntervalSec: request.fullCheckpointIntervalSec,
       idleTimeoutSec: request.idleTimeoutSec,
       secrets: request.secrets,
       egress: request.egress,
     };
-    this.store.insertSession(row);
-    try {
-      if (fromCheckpoint) await this.node.restoreVolume(row.id, fromCheckpoint);
-      await this.ensureSandbox(row, { volumeReady: true });
-    } catch (err) {
-      await this.node.deleteVolume(row.id).catch(() => undefined);
-      this.store.deleteSession(row.id);
-      throw err;
-    }
+    await this.lifecycle.run(row.id, 'create', async () => {
+      this.store.insertSession(row);
+      try {
+        if (fromCheckpoint) await this.lifecycle.run(fromCheckpoint.sessionId, 'fork', () => this.node.restoreVolume(row.id, fromCheckpoint.id));
+        await this.startSandbox(row, { volumeReady: true });
+      } catch (err) {
+        await this.node.deleteVolume(row.id).catch(() => undefined);
+        this.store.deleteSession(row.id);
+        throw err;
+      }
+    });
     return this.get(caller, row.id);
   }
 
@@ -88,30 +91,44 @@ export class SessionService {
     return this.store.listSessions(caller.tenantId).map(toSession);
   }
 
+  /** Deletes the session, its volume and its checkpoints; calls waiting behind it then find no session (404). */
   async delete(caller: Caller, id: string): Promise<void> {
-    const row = this.row(caller, id);
-    await this.starting.current(id)?.catch(() => undefined);
-    await this.node.deleteVolume(row.id);
-    // Its checkpoints go too: forks made from them have volumes of their own.
-    for (const checkpoint of this.store.listCheckpoints(row.id)) {
-      await this.node.deleteCheckpoint(checkpoint.id);
-      this.store.deleteCheckpoint(checkpoint.id);
-    }
-    this.store.deleteSession(row.id);
-    this.activity.forget(row.id);
+    this.row(caller, id);
+    await this.lifecycle.run(id, 'delete', async () => {
+      const row = this.row(caller, id);
+      await this.node.deleteVolume(row.id);
+      // Its checkpoints go too: forks made from them have volumes of their own.
+      for (const checkpoint of this.store.listCheckpoints(row.id)) {
+        await this.node.deleteCheckpoint(checkpoint.id);
+        this.store.deleteCheckpoint(checkpoint.id);
+      }
+      this.store.deleteSession(row.id);
+      this.activity.forget(row.id);
+    });
   }
 
   /**
-   * Returns the sandbox serving the session, starting one when there is none. A resume starts on
-   * the session's volume as it is, unless the newest checkpoint is a full one: then the sandbox is
-   * restored from it, so its processes continue (`volumeReady` when the caller prepared the volume).
+   * Returns the sandbox serving the session, starting one when there is none (a resume, queued like
+   * any lifecycle operation). A resume starts on the session's volume as it is, unless the newest
+   * checkpoint is a full one: then the sandbox is restored from it, so its processes continue.
    */
-  ensureSandbox(row: SessionRow, options: { volumeReady?: boolean } = {}): Promise<SandboxTarget> {
+  ensureSandbox(row: SessionRow): Promise<SandboxTarget> {
     if (row.sandboxId && row.status === 'running') return Promise.resolve({ sandboxId: row.sandboxId, node: this.node });
-    return this.starting.run(row.id, () => this.startSandbox(row, options.volumeReady ?? false));
+    return this.lifecycle.run(row.id, 'resume', async () => {
+      // Read again in the queue: an operation before this one may have started a sandbox or deleted the session.
+      const current = this.store.getSession(row.tenantId, row.id);
+      if (!current) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted`);
+      if (current.sandboxId && current.status === 'running') return { sandboxId: current.sandboxId, node: this.node };
+      return this.startSandbox(current, { volumeReady: false });
+    });
   }
 
-  private async startSandbox(row: SessionRow, volumeReady: boolean): Promise<SandboxTarget> {
+  /**
+   * Starts a sandbox for the session; only for a caller that holds the session's lifecycle queue.
+   * `volumeReady` when that caller has just made the volume (a create, fork or restore), so it is
+   * not a resume onto whatever the volume held.
+   */
+  async startSandbox(row: SessionRow, { volumeReady }: { volumeReady: boolean }): Promise<SandboxTarget> {
     // A session that had a sandbox before is being resumed; its first start is not a resume.
     const resuming = this.store.listSandboxHistory(row.id).length > 0;
     const started = performance.now();
@@ -147,7 +164,7 @@ export class SessionService {
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */
-  forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle'): void {
+  forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle' | 'lost'): void {
     if (reason === 'died') this.metrics.inc('sandbox_deaths');
     this.store.recordSandboxEnd(sandboxId, reason);
     const current = this.store.getSession(row.tenantId, row.id);
@@ -162,10 +179,12 @@ export class SessionService {
    * retried, since the call may have partly run; the next call resumes the session.
    */
   async withSandbox<T>(caller: Caller, id: string, repeatable: boolean, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
-    const row = this.row(caller, id);
-    const done = this.activity.begin(row.id);
+    this.row(caller, id);
+    const done = this.activity.begin(id);
     try {
-      return await this.runOnSandbox(row, repeatable, op);
+      // A call that arrives during a restore or delete runs on what it leaves (or finds no session).
+      await this.lifecycle.settled(id);
+      return await this.runOnSandbox(this.row(caller, id), repeatable, op);
     } finally {
       done();
     }
@@ -178,8 +197,16 @@ export class SessionService {
       return await op(target);
     } catch (err) {
       if (!isSpaceError(err) || (err.code !== ErrorCode.SANDBOX_NOT_FOUND && err.code !== ErrorCode.SANDBOX_DIED)) throw err;
-      this.forgetSandbox(row, target.sandboxId, 'died');
-      if (err.code === ErrorCode.SANDBOX_DIED) throw err;
+      // A delete, restore or kill may have stopped the sandbox under this call: let it finish, then say so.
+      await this.lifecycle.settled(row.id).catch(() => undefined);
+      if (!this.store.getSession(row.tenantId, row.id)) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted during this call`);
+      const stoppedOnPurpose = this.store.listSandboxHistory(row.id).find((h) => h.id === target.sandboxId)?.endReason;
+      if (stoppedOnPurpose === 'restored' || stoppedOnPurpose === 'killed') {
+        if (err.code === ErrorCode.SANDBOX_DIED) throw new SpaceError(ErrorCode.SANDBOX_DIED, `the session's sandbox was stopped during this call (${stoppedOnPurpose === 'restored' ? 'the session was restored to a checkpoint' : 'it was killed'}); the next call runs on the new one`);
+      } else {
+        this.forgetSandbox(row, target.sandboxId, 'died');
+        if (err.code === ErrorCode.SANDBOX_DIED) throw err;
+      }
       if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died as this call began; the session resumes on the next call');
       return op(await this.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' }));
     }
@@ -198,10 +225,13 @@ export class SessionService {
 
   /** Stops the session's sandbox only; the session and its files stay. */
   async killSandbox(caller: Caller, id: string): Promise<void> {
-    const row = this.row(caller, id);
-    if (!row.sandboxId) return;
-    await this.node.stopSandbox(row.sandboxId);
-    this.forgetSandbox(row, row.sandboxId, 'killed');
+    this.row(caller, id);
+    await this.lifecycle.run(id, 'kill', async () => {
+      const row = this.row(caller, id);
+      if (!row.sandboxId) return;
+      await this.node.stopSandbox(row.sandboxId);
+      this.forgetSandbox(row, row.sandboxId, 'killed');
+    });
   }
 
   /** After the node agent stopped every sandbox (shutdown), sessions show no sandbox until used. */

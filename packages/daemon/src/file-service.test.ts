@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -27,4 +27,24 @@ test('write then stat, list, move, remove', async () => {
   await assert.rejects(files.remove('c', false), { code: 'DIRECTORY_NOT_EMPTY' });
   await files.remove('c', true);
   await assert.rejects(files.list('c'), { code: 'FILE_NOT_FOUND' });
+});
+
+test('moving / or a directory into itself is refused; a move across file systems copies and removes, like mv', async () => {
+  await assert.rejects(files.move('/', 'elsewhere', false), { code: 'INVALID_PATH' });
+  await files.write('tree/x.txt', Readable.from([Buffer.from('x')]), 1000);
+  await assert.rejects(files.move('tree', 'tree/inner', false), { code: 'INVALID_PATH' });
+  // /dev/shm is a tmpfs: rename(2) from there into the test directory fails with EXDEV.
+  const other = mkdtempSync('/dev/shm/space-move-');
+  try {
+    writeFileSync(path.join(other, 'a.txt'), 'across');
+    await files.move(path.join(other, 'a.txt'), 'moved/a.txt', false);
+    assert.equal(readFileSync(path.join(root, 'moved/a.txt'), 'utf8'), 'across');
+    assert.equal(existsSync(path.join(other, 'a.txt')), false);
+    writeFileSync(path.join(other, 'a.txt'), 'newer');
+    await assert.rejects(files.move(path.join(other, 'a.txt'), 'moved/a.txt', false), { code: 'FILE_EXISTS' });
+    await files.move(path.join(other, 'a.txt'), 'moved/a.txt', true);
+    assert.equal(readFileSync(path.join(root, 'moved/a.txt'), 'utf8'), 'newer');
+  } finally {
+    rmSync(other, { recursive: true, force: true });
+  }
 });

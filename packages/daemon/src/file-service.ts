@@ -1,5 +1,5 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { lstat, mkdir, readdir, readlink, realpath, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { cp, lstat, mkdir, readdir, readlink, realpath, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
@@ -72,14 +72,24 @@ export class FileService {
     await mapFsErrors(requested, () => mkdir(abs, { recursive }));
   }
 
+  /** Renames; across file systems (EXDEV: /tmp and /workspace may differ) it copies and then removes, like mv. */
   async move(from: string, to: string, overwrite: boolean): Promise<void> {
     const src = this.paths.resolve(from);
     const dst = this.paths.resolve(to);
+    if (src === '/') throw new SpaceError(ErrorCode.INVALID_PATH, 'refusing to move /');
+    if (dst === src || dst.startsWith(`${src}/`)) throw new SpaceError(ErrorCode.INVALID_PATH, `cannot move ${JSON.stringify(from)} into itself`);
     await mapFsErrors(from, async () => {
       await lstat(src);
       if (!overwrite && (await lstat(dst).catch(() => null))) throw new SpaceError(ErrorCode.FILE_EXISTS, `${JSON.stringify(to)} exists; pass overwrite: true to replace it`);
       await mkdir(path.dirname(dst), { recursive: true });
-      await rename(src, dst);
+      try {
+        await rename(src, dst);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+        if (overwrite) await rm(dst, { recursive: true, force: true });
+        await cp(src, dst, { recursive: true, errorOnExist: true, force: false, preserveTimestamps: true, verbatimSymlinks: true });
+        await rm(src, { recursive: true });
+      }
     });
   }
 

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { ProcessTable } from './process-table.js';
 import { FileService } from './file-service.js';
 import { SandboxPaths } from './sandbox-paths.js';
+import { lineLog } from '@space/server-kit';
 import { createDaemonRouter } from './server.js';
 import { DaemonChannel } from './daemon-channel.js';
 
@@ -30,7 +31,7 @@ function main(): void {
   // connections leave no TIME_WAIT endpoint in the sandbox, which a full checkpoint cannot save.
   const server = createServer({ requestTimeout: 0, keepAliveTimeout: 10 * 60_000 });
   const channel = new DaemonChannel(server, port);
-  const router = createDaemonRouter({ credentials: { token }, channel, processes, files: new FileService(paths), paths });
+  const router = createDaemonRouter({ credentials: { token }, channel, processes, files: new FileService(paths), paths, log: lineLog((m) => process.stderr.write(`space-daemon: ${m}\n`)) });
   server.on('request', (req, res) => void router.handle(req, res));
   server.on('upgrade', (req, socket, head) => void router.handleUpgrade(req, socket, head));
   void channel.listen().then(() => process.stdout.write(`space-daemon listening on ${port}\n`));

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -66,4 +66,13 @@ test('a sandbox handed to a new session forgets finished processes and keeps run
   own.forgetFinished();
   assert.deepEqual(own.list().map((p) => [p.pid, p.running]), [[running.pid, true]]);
   running.kill('SIGKILL');
+});
+
+test("a cwd that is a file or missing, and arguments spawn cannot pass, are the caller's errors (4xx), not ours", () => {
+  writeFileSync(path.join(workdir, 'plain-file'), 'x');
+  assert.throws(() => table.start({ cmd: ['true'], cwd: 'plain-file' }), { code: 'NOT_A_DIRECTORY' });
+  assert.throws(() => table.start({ cmd: ['true'], cwd: 'no-such-dir' }), { code: 'FILE_NOT_FOUND' });
+  // What the protocol's schema refuses first, caught here too for callers that bypass it.
+  assert.throws(() => table.start({ cmd: [''] }), (err: { code?: string; status?: number }) => err.status! < 500);
+  assert.throws(() => table.start({ cmd: ['echo', 'a\0b'] }), (err: { code?: string; status?: number }) => err.status! < 500);
 });

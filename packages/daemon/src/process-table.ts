@@ -1,8 +1,10 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { statSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { ErrorCode, Limits, SpaceError, type Command, type ProcessInfo } from '@space/protocol';
 import { ManagedProcess } from './managed-process.js';
 import type { SandboxPaths } from './sandbox-paths.js';
+import { codeOfErrno, fsError } from './fs-errors.js';
 
 export interface StartOptions {
   cmd: Command;
@@ -14,6 +16,17 @@ export interface StartOptions {
 
 /** How many finished processes stay listed (and re-attachable) after they exit. */
 const keepFinished = 64;
+
+/** A working directory that is missing or not a directory is the caller's mistake, named as such. */
+function checkWorkingDirectory(cwd: string): void {
+  let info;
+  try {
+    info = statSync(cwd);
+  } catch (err) {
+    throw fsError(err, cwd);
+  }
+  if (!info.isDirectory()) throw new SpaceError(ErrorCode.NOT_A_DIRECTORY, `cwd ${JSON.stringify(cwd)} is not a directory`);
+}
 
 /** Every process the daemon started, by pid. */
 export class ProcessTable {
@@ -38,16 +51,19 @@ export class ProcessTable {
     const file = options.pty ? this.ptyHelper : argv[0]!;
     const args = options.pty ? [String(options.pty.rows), String(options.pty.cols), '--', ...argv] : argv.slice(1);
     if (options.pty) env.TERM = env.TERM ?? 'xterm-256color';
-    const child = spawn(file, args, {
-      cwd,
-      env,
-      detached: true,
-      stdio: options.pty ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
-    });
+    checkWorkingDirectory(cwd);
+    let child: ChildProcess;
+    try {
+      child = spawn(file, args, { cwd, env, detached: true, stdio: options.pty ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'] });
+    } catch (err) {
+      // Node throws at once for some errnos (ENOTDIR, E2BIG, ...) and for arguments it cannot pass (NUL bytes).
+      const errno = (err as NodeJS.ErrnoException).code ?? '';
+      throw new SpaceError(codeOfErrno(errno) ?? ErrorCode.EXEC_FAILED, `cannot start ${JSON.stringify(argv[0])}: ${(err as Error).message}`);
+    }
     // A missing executable is reported through `pid === undefined` below; the async error event is expected.
     child.once('error', () => undefined);
     if (child.pid === undefined) {
-      throw new SpaceError(ErrorCode.EXEC_FAILED, `cannot start ${JSON.stringify(argv[0])}: no such file, not executable, or cwd ${JSON.stringify(cwd)} missing`);
+      throw new SpaceError(ErrorCode.EXEC_FAILED, `cannot start ${JSON.stringify(argv[0])}: no such file or not executable`);
     }
     const control = options.pty ? (child.stdio[3] as Writable) : undefined;
     const managed = new ManagedProcess({ cmd: options.cmd, child, pty: Boolean(options.pty), backlogBytes: Limits.backgroundBacklogBytes, timeoutMs, control });

@@ -1,5 +1,5 @@
 import { AttachQuerySchema, DaemonRebindRequestSchema, ErrorCode, ExecRequestSchema, Limits, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, PtyStartSchema, ExecStreamStartSchema, RemoveQuerySchema, SignalRequestSchema, SpaceError, type ExecResult } from '@space/protocol';
-import { Router, bearerToken, closeWithError, parseQuery, parseWith, readJson, secretsEqual, sendJson, type UpgradeContext } from '@space/server-kit';
+import { Router, type ServerLog, bearerToken, closeWithError, parseQuery, parseWith, readJson, secretsEqual, sendJson, type UpgradeContext } from '@space/server-kit';
 import type { FileService } from './file-service.js';
 import type { ProcessTable } from './process-table.js';
 import { bindProcessSocket, onFirstMessage } from './process-socket.js';
@@ -20,6 +20,7 @@ export interface DaemonDeps {
   processes: ProcessTable;
   files: FileService;
   paths: SandboxPaths;
+  log: ServerLog;
 }
 
 /** The daemon's API: the table in @space/protocol `sandboxRoutes`, behind the node agent's token. */
@@ -30,7 +31,7 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
     if (!token || !secretsEqual(token, deps.credentials.token)) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'daemon channel token missing or wrong');
   };
   const guard = (ctx: UpgradeContext): void => authorize(ctx.req);
-  const router = new Router();
+  const router = new Router({ log: deps.log, service: 'daemon' });
   const on = (method: string, pattern: string, handler: Parameters<Router['on']>[2]): void => {
     router.on(method, pattern, async (ctx) => {
       authorize(ctx.req);

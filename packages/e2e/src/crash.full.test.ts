@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
 import { Api } from './client.js';
-import { hostResources } from './host-state.js';
+import { hostResources, sandboxHostPid } from './host-state.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
 
 /** Host commands on this data directory that a checkpoint runs. */
@@ -45,6 +45,8 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     const btrfs = `${first.dataDir}/btrfs`;
     execFileSync('btrfs', ['subvolume', 'snapshot', '-r', `${btrfs}/volumes/${session.id}`, `${btrfs}/checkpoints/ckp_orphan000001`], { stdio: 'ignore' });
     execFileSync('btrfs', ['subvolume', 'snapshot', `${btrfs}/volumes/${session.id}`, `${btrfs}/volumes/${session.id}.restoring`], { stdio: 'ignore' });
+    // Two restores racing used to put a second snapshot inside the staging copy: it must not block the start.
+    execFileSync('btrfs', ['subvolume', 'snapshot', `${btrfs}/checkpoints/ckp_orphan000001`, `${btrfs}/volumes/${session.id}.restoring/ckp_orphan000001`], { stdio: 'ignore' });
     // ...and of a full checkpoint: a memory image still being written, and one whose snapshot never came.
     mkdirSync(`${btrfs}/checkpoints/ckp_orphan000002.memory.partial`);
     writeFileSync(`${btrfs}/checkpoints/ckp_orphan000002.memory.partial/checkpoint.img`, 'half');
@@ -106,6 +108,34 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     }
     for (const name of left.filter((n) => /^ckp_[a-z0-9]+$/.test(n) && !before.has(n))) assert.ok(listed.some((c) => c.id === name), `${name} on disk is recorded`);
     assert.equal((await again.exec(session.id, 'cat /workspace/f')).stdout, 'before-crash\n');
+    await again.call('DELETE', `/v1/sessions/${session.id}`);
+    assert.equal(await platform.stop(), 0, platform.output());
+  });
+
+  test('a sandbox that died with its platform: after the restart its session is stopped, not left running for ever', { timeout: 180_000 }, async () => {
+    const first = await startPlatform();
+    const api = new Api(first.url, first.adminKey);
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 1, idleTimeoutSec: 0 });
+    await api.exec(session.id, 'echo kept > /workspace/f');
+    first.process.kill('SIGKILL');
+    await new Promise((resolve) => first.process.once('exit', resolve));
+    process.kill(sandboxHostPid(first.dataDir, session.sandbox.id), 'SIGKILL');
+
+    platform = await startPlatform({ adminKey: first.adminKey, env: { SPACE_MAINTENANCE_TICK_MS: '200' } });
+    const again = new Api(platform.url, platform.adminKey);
+    // Reconciled before the first call is served.
+    const found = (await again.call('GET', `/v1/sessions/${session.id}`)).body;
+    assert.equal(found.status, 'stopped', JSON.stringify(found));
+    assert.equal(found.sandbox, null);
+    assert.equal(found.sandboxHistory.at(-1).endReason, 'lost');
+    // Nothing acts on the gone sandbox: no automatic checkpoints pile up while the session is untouched.
+    const count = async (): Promise<number> => (await again.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints.length;
+    const before = await count();
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal(await count(), before);
+    assert.doesNotMatch(platform.output(), new RegExp(`maintenance of ${session.id}`));
+    // The next call resumes it, with its files.
+    assert.equal((await again.exec(session.id, 'cat /workspace/f')).stdout, 'kept\n');
     await again.call('DELETE', `/v1/sessions/${session.id}`);
   });
 });

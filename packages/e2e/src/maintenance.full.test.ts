@@ -30,6 +30,8 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     sessions.push(session.id);
     assert.deepEqual([session.checkpointIntervalSec, session.idleTimeoutSec], [1, 0]);
     const manual = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, {})).body;
+    // Automatic checkpoints are taken only of a volume that changed: something keeps writing.
+    await api.exec(session.id, 'while true; do date > /workspace/now; sleep 0.3; done', { background: true });
     const list = async () => (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as { id: string; trigger: string }[];
     const seen = new Set<string>();
     await waitFor(
@@ -46,6 +48,20 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     const final = await waitFor(list, (current) => current.filter((c) => c.trigger === 'auto').length <= 2, 5000);
     assert.ok(final.filter((c) => c.trigger === 'auto').length <= 2, JSON.stringify(final));
     assert.ok(final.some((c) => c.id === manual.id), 'the manual checkpoint is kept');
+  });
+
+  test('a session whose files did not change gets no new automatic checkpoint; a write brings the next one', { timeout: 120_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 1, idleTimeoutSec: 0 });
+    sessions.push(session.id);
+    const autos = async () => ((await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as { trigger: string }[]).filter((c) => c.trigger === 'auto').length;
+    // The first one comes (nothing was saved yet), then the volume stays as it is.
+    assert.equal(await waitFor(autos, (n) => n >= 1, 20_000), 1);
+    const skippedBefore = metricValue((await api.call('GET', '/metrics')).body, 'space_checkpoints_skipped_unchanged_total');
+    await sleep(4000);
+    assert.equal(await autos(), 1, 'no checkpoint of an unchanged volume');
+    assert.ok(metricValue((await api.call('GET', '/metrics')).body, 'space_checkpoints_skipped_unchanged_total') > skippedBefore, 'the skips are counted');
+    await api.exec(session.id, 'echo changed > /workspace/f');
+    assert.equal(await waitFor(autos, (n) => n >= 2, 20_000), 2, 'a write brings the next automatic checkpoint');
   });
 
   test('an idle sandbox is checkpointed and stopped; the next call resumes it with its files', { timeout: 120_000 }, async () => {

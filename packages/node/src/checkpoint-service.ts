@@ -1,4 +1,5 @@
-import { ExecResultSchema, type CheckpointKind, type NodeCheckpoint } from '@space/protocol';
+import type { CheckpointKind, NodeCheckpoint } from '@space/protocol';
+import type { KeyedQueue } from '@space/server-kit';
 import type { SandboxManager } from './sandbox-manager.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
 
@@ -14,6 +15,8 @@ export class CheckpointService {
   constructor(
     private readonly manager: SandboxManager,
     private readonly store: CheckpointStore,
+    /** The node's per-session queue, shared with the manager: a checkpoint, a restore and a start of one session never overlap. */
+    private readonly sessionQueue: KeyedQueue,
   ) {}
 
   /**
@@ -25,7 +28,7 @@ export class CheckpointService {
   async take(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
     this.inFlight.add(checkpointId);
     try {
-      return await this.takeNow(sessionId, checkpointId, kind);
+      return await this.sessionQueue.run(sessionId, () => this.takeNow(sessionId, checkpointId, kind));
     } finally {
       this.inFlight.delete(checkpointId);
       this.taken.set(checkpointId, Date.now());
@@ -33,8 +36,7 @@ export class CheckpointService {
   }
 
   private async takeNow(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
-    const live = this.manager.liveFor(sessionId);
-    if (live) await live.daemon.json('POST', '/exec', { cmd: ['sync'], timeoutMs: 30_000 }, ExecResultSchema, { timeoutMs: 35_000 });
+    await this.manager.flushWrites(sessionId);
     const volume = this.manager.volumePath(sessionId);
     if (kind === 'fs') {
       await this.store.take(volume, checkpointId);
@@ -54,12 +56,22 @@ export class CheckpointService {
    * Stops the session's sandbox and makes its volume a writable copy of the checkpoint; from a full
    * checkpoint, the next sandbox also starts from its memory, so its processes continue.
    */
-  async restore(sessionId: string, checkpointId: string): Promise<void> {
-    const live = this.manager.liveFor(sessionId);
-    if (live) await this.manager.stop(live.record.sandboxId);
-    const newSession = !this.manager.volumeExists(sessionId);
-    await this.store.materialize(checkpointId, this.manager.volumePath(sessionId));
-    await this.manager.setPendingMemory(sessionId, (await this.store.image(checkpointId)) ? checkpointId : null, newSession);
+  restore(sessionId: string, checkpointId: string): Promise<void> {
+    return this.sessionQueue.run(sessionId, async () => {
+      const live = this.manager.liveFor(sessionId);
+      if (live) await this.manager.stop(live.record.sandboxId);
+      const newSession = !this.manager.volumeExists(sessionId);
+      await this.store.materialize(checkpointId, this.manager.volumePath(sessionId));
+      await this.manager.setPendingMemory(sessionId, (await this.store.image(checkpointId)) ? checkpointId : null, newSession);
+    });
+  }
+
+  /** Whether the session's volume was written since the checkpoint (the sandbox's cached writes flushed first). */
+  changedSince(sessionId: string, checkpointId: string): Promise<boolean> {
+    return this.sessionQueue.run(sessionId, async () => {
+      await this.manager.flushWrites(sessionId);
+      return this.store.changedSince(this.manager.volumePath(sessionId), checkpointId);
+    });
   }
 
   /** The checkpoints on this node, except those being taken; recent ones dated by when this process took them. */

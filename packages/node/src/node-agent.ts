@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { closeServer, listen } from '@space/server-kit';
+import { KeyedQueue, closeServer, listen } from '@space/server-kit';
 import { createNodeApi } from './api/node-api.js';
 import type { Logger } from './logger.js';
 import { IpLeases } from './network/ip-leases.js';
@@ -88,6 +88,7 @@ export class NodeAgent {
     const network = new SandboxNetwork(leases, new SandboxFirewall({ dns: this.dns.port, http: this.gateway.httpPort, https: this.gateway.httpsPort }));
     await network.removeStaleRules();
     const checkpointStore = new CheckpointStore(this.volume, new Subvolumes());
+    const sessionQueue = new KeyedQueue();
     this.manager = new SandboxManager({
       nodeId: config.nodeId,
       owner: config.dataDir,
@@ -101,6 +102,7 @@ export class NodeAgent {
       runtimeDir,
       egress: this.gateway,
       gatewayCaPem: ca.certificatePem,
+      sessionQueue,
       log,
     });
     const { adopted, removed } = await this.manager.reconcile();
@@ -118,8 +120,8 @@ export class NodeAgent {
     this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, this.manager, config.pool.templateImages ? images : null, log);
     this.manager.usePool(this.pool);
     this.pool.start();
-    const checkpoints = new CheckpointService(this.manager, checkpointStore);
-    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, checkpoints, templates: this.templates, gateway: this.gateway });
+    const checkpoints = new CheckpointService(this.manager, checkpointStore, sessionQueue);
+    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, checkpoints, templates: this.templates, gateway: this.gateway, log });
     const { server, port } = await listen(api, config.host, config.port);
     this.server = server;
     this.port = port;

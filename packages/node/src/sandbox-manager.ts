@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DaemonQuiesceReplySchema, ErrorCode, ExecResultSchema, OkSchema, SpaceError, newId, type Resources, type SandboxIdentity, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
-import { SingleFlight, Upstream } from '@space/server-kit';
+import { SingleFlight, Upstream, type KeyedQueue } from '@space/server-kit';
 import { z } from 'zod';
 import type { RuntimeDriver } from './runtime/driver.js';
 import { inSandbox, installCompatPreload } from './runtime/sandbox-runtime-dir.js';
@@ -62,6 +62,8 @@ export interface SandboxManagerDeps {
   egress: Pick<EgressGateway, 'configure' | 'isConfigured' | 'removeSession'>;
   /** The cluster's gateway CA certificate, installed in every new volume. */
   gatewayCaPem: string;
+  /** The node's per-session queue: a start, a volume deletion, a checkpoint and a restore of one session run one at a time. */
+  sessionQueue: KeyedQueue;
   log: Logger;
 }
 
@@ -188,7 +190,19 @@ export class SandboxManager {
     this.deps.egress.configure(request.sessionId, request.egress);
     const existing = this.liveFor(request.sessionId);
     if (existing) return Promise.resolve(this.describe(existing.record, true));
-    return this.starting.run(request.sessionId, () => this.startNew(request));
+    return this.starting.run(request.sessionId, () =>
+      this.deps.sessionQueue.run(request.sessionId, async () => {
+        // Looked up again in the queue: a start before this one may have finished meanwhile.
+        const started = this.liveFor(request.sessionId);
+        return started ? this.describe(started.record, true) : this.startNew(request);
+      }),
+    );
+  }
+
+  /** Flushes the running sandbox's writes to its volume (gVisor keeps file data in the Sentry until synced). */
+  async flushWrites(sessionId: string): Promise<void> {
+    const live = this.liveFor(sessionId);
+    if (live) await live.daemon.json('POST', '/exec', { cmd: ['sync'], timeoutMs: 30_000 }, ExecResultSchema, { timeoutMs: 35_000 });
   }
 
   poolSizes(): Record<string, number> {
@@ -580,9 +594,9 @@ export class SandboxManager {
     return this.describe(record, true);
   }
 
-  /** The sandboxes serving sessions (pooled ones waiting for a session are not listed). */
+  /** The sandboxes serving sessions whose process is alive (pooled ones waiting for a session are not listed). */
   list(): SandboxInfo[] {
-    return [...this.live.values()].filter((s) => !isUnclaimed(s.record)).map((s) => this.describe(s.record, true));
+    return [...this.live.values()].filter((s) => !isUnclaimed(s.record) && (s.pid === null || processAlive(s.pid))).map((s) => this.describe(s.record, true));
   }
 
   /**
@@ -608,13 +622,20 @@ export class SandboxManager {
   }
 
   /** Deletes a session's volume, stopping its sandbox first. */
-  async deleteVolume(sessionId: string): Promise<void> {
-    await this.starting.current(sessionId)?.catch(() => undefined);
-    const live = this.liveFor(sessionId);
-    if (live) await this.stop(live.record.sandboxId);
-    await this.deps.subvolumes.delete(this.volumePath(sessionId));
-    await this.setPendingMemory(sessionId, null);
-    await this.deps.egress.removeSession(sessionId);
+  deleteVolume(sessionId: string): Promise<void> {
+    return this.deps.sessionQueue.run(sessionId, async () => {
+      const live = this.liveFor(sessionId);
+      if (live) await this.stop(live.record.sandboxId);
+      await this.deps.subvolumes.delete(this.volumePath(sessionId));
+      await this.setPendingMemory(sessionId, null);
+      await this.deps.egress.removeSession(sessionId);
+    });
+  }
+
+  /** Stops a sandbox on request (the session stays), in its session's turn: never in the middle of its checkpoint. */
+  async kill(sandboxId: string): Promise<void> {
+    const live = this.live.get(sandboxId);
+    if (live) await this.deps.sessionQueue.run(live.record.sessionId, () => this.stop(sandboxId));
   }
 
   /** The sandbox (and session) a packet from `ip` comes from, for the gateway. */
@@ -668,10 +689,15 @@ export class SandboxManager {
       await deps.records.remove(dir);
     }
     // A restore interrupted by a crash leaves its staging copy; the volume itself is still whole.
+    // A leftover that cannot be removed is reported, never a reason to refuse to start.
     for (const entry of await readdir(deps.volume.dir('volumes')).catch(() => [] as string[])) {
       if (entry.endsWith('.restoring') || entry.startsWith(`${unclaimedPrefix}_`)) {
-        await deps.subvolumes.delete(deps.volume.dir('volumes', entry));
-        removed++;
+        try {
+          await deps.subvolumes.delete(deps.volume.dir('volumes', entry));
+          removed++;
+        } catch (err) {
+          deps.log.warn(`could not remove the leftover volumes/${entry}: ${(err as Error).message}`);
+        }
       }
     }
     return { adopted, removed };

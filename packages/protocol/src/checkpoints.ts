@@ -52,6 +52,10 @@ export const NodeCheckpointSchema = z
   .strict();
 export type NodeCheckpoint = z.infer<typeof NodeCheckpointSchema>;
 
+/** Control plane -> node agent: has the session's volume been written since this checkpoint of it? */
+export const NodeVolumeChangedQuerySchema = z.object({ since: CheckpointIdSchema }).strict();
+export const NodeVolumeChangedSchema = z.object({ changed: z.boolean() }).strict();
+
 /** Node agent -> control plane: the checkpoints on the node, with when each was written. */
 export const NodeCheckpointListSchema = z
   .object({ checkpoints: z.array(z.object({ id: z.string().max(64), createdAt: z.string().max(64) }).strict()).max(1_000_000) })

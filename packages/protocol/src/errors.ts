@@ -10,6 +10,12 @@ export const ErrorCode = {
   INVALID_JSON: 'INVALID_JSON',
   VALIDATION_FAILED: 'VALIDATION_FAILED',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  URI_TOO_LONG: 'URI_TOO_LONG',
+  HEADERS_TOO_LARGE: 'HEADERS_TOO_LARGE',
+  REQUEST_TIMEOUT: 'REQUEST_TIMEOUT',
+  REQUEST_ABORTED: 'REQUEST_ABORTED',
+  TOO_MANY_REQUESTS: 'TOO_MANY_REQUESTS',
+  SESSION_BUSY: 'SESSION_BUSY',
   UNKNOWN_TEMPLATE: 'UNKNOWN_TEMPLATE',
   SESSION_NOT_FOUND: 'SESSION_NOT_FOUND',
   TENANT_NOT_FOUND: 'TENANT_NOT_FOUND',
@@ -26,6 +32,9 @@ export const ErrorCode = {
   IS_A_DIRECTORY: 'IS_A_DIRECTORY',
   NOT_A_DIRECTORY: 'NOT_A_DIRECTORY',
   DIRECTORY_NOT_EMPTY: 'DIRECTORY_NOT_EMPTY',
+  RESOURCE_BUSY: 'RESOURCE_BUSY',
+  NO_SPACE: 'NO_SPACE',
+  RESOURCE_EXHAUSTED: 'RESOURCE_EXHAUSTED',
   EXEC_FAILED: 'EXEC_FAILED',
   SANDBOX_START_FAILED: 'SANDBOX_START_FAILED',
   SANDBOX_UNAVAILABLE: 'SANDBOX_UNAVAILABLE',
@@ -46,6 +55,12 @@ export const errorStatus: Record<ErrorCode, number> = {
   INVALID_JSON: 400,
   VALIDATION_FAILED: 400,
   PAYLOAD_TOO_LARGE: 413,
+  URI_TOO_LONG: 414,
+  HEADERS_TOO_LARGE: 431,
+  REQUEST_TIMEOUT: 408,
+  REQUEST_ABORTED: 400,
+  TOO_MANY_REQUESTS: 429,
+  SESSION_BUSY: 409,
   UNKNOWN_TEMPLATE: 400,
   SESSION_NOT_FOUND: 404,
   TENANT_NOT_FOUND: 404,
@@ -62,6 +77,9 @@ export const errorStatus: Record<ErrorCode, number> = {
   IS_A_DIRECTORY: 400,
   NOT_A_DIRECTORY: 400,
   DIRECTORY_NOT_EMPTY: 409,
+  RESOURCE_BUSY: 409,
+  NO_SPACE: 507,
+  RESOURCE_EXHAUSTED: 503,
   EXEC_FAILED: 400,
   SANDBOX_START_FAILED: 503,
   SANDBOX_UNAVAILABLE: 503,
@@ -94,15 +112,16 @@ export class SpaceError extends Error {
     this.details = details;
   }
 
-  toBody(): ErrorBody {
-    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
+  /** The wire form; `requestId` names the request in the server's log (every error carries it). */
+  toBody(requestId?: string): ErrorBody {
+    return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}), ...(requestId ? { requestId } : {}) } };
   }
 }
 
 export type ErrorDetails = Record<string, string | number | boolean>;
 
 export interface ErrorBody {
-  error: { code: ErrorCode; message: string; details?: ErrorDetails };
+  error: { code: ErrorCode; message: string; details?: ErrorDetails; requestId?: string };
 }
 
 /** Details from the wire: at most 16 primitive fields with short keys and values, anything else dropped. */

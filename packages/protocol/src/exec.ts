@@ -4,8 +4,16 @@ import { Limits } from './limits.js';
 
 /** A command: an argv array run directly, or a string run by `/bin/sh -c`. */
 export const CommandSchema = z.union([
-  z.string().min(1, 'cmd must not be empty').max(256 * 1024),
-  z.array(z.string().max(256 * 1024).refine((a) => !a.includes('\0'), 'argv may not contain NUL')).min(1, 'cmd must have at least one element').max(Limits.maxArgv),
+  z
+    .string()
+    .min(1, 'cmd must not be empty')
+    .max(256 * 1024)
+    .refine((c) => !c.includes('\0'), 'cmd may not contain NUL'),
+  z
+    .array(z.string().max(256 * 1024).refine((a) => !a.includes('\0'), 'argv may not contain NUL'))
+    .min(1, 'cmd must have at least one element')
+    .max(Limits.maxArgv)
+    .refine((argv) => argv[0] !== '', 'cmd[0] (the program) must not be empty'),
 ]);
 export type Command = z.infer<typeof CommandSchema>;
 
@@ -53,6 +61,7 @@ export const ProcessInfoSchema = z
   .strict();
 export type ProcessInfo = z.infer<typeof ProcessInfoSchema>;
 export const ProcessListSchema = z.object({ processes: z.array(ProcessInfoSchema).max(10_000) }).strict();
+export type ProcessList = z.infer<typeof ProcessListSchema>;
 
 export const SignalRequestSchema = z.object({ signal: SignalSchema }).strict();
 

@@ -20,4 +20,8 @@ export const Limits = {
   maxPathLength: 4096,
   maxArgv: 4096,
   maxEnvEntries: 1024,
+  /** A request body that sends nothing for this long is answered with 408 and its connection closed. */
+  bodyIdleTimeoutMs: 30_000,
+  /** Longest request target (path and query) accepted; ids are far shorter. */
+  maxUrlLength: 8192,
 } as const;

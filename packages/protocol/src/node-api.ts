@@ -29,6 +29,9 @@ export const SandboxInfoSchema = z
   .strict();
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 
+/** Node agent -> control plane: the sandboxes serving sessions on the node. */
+export const SandboxInfoListSchema = z.object({ sandboxes: z.array(SandboxInfoSchema).max(100_000) }).strict();
+
 export const NodeHealthSchema = z
   .object({
     nodeId: z.string(),

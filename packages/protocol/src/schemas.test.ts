@@ -51,3 +51,10 @@ test('ids are prefixed, lowercase and unique', () => {
   assert.equal(ids.size, 1000);
   for (const id of ids) assert.match(id, /^ses_[a-z0-9]{12}$/);
 });
+
+test('commands spawn cannot run are refused at the boundary: an empty program, NUL bytes', () => {
+  for (const cmd of [[''], '\u0000', 'echo \u0000', ['echo', 'a\u0000b'], [], '']) {
+    assert.equal(ExecRequestSchema.safeParse({ cmd }).success, false, JSON.stringify(cmd));
+  }
+  for (const cmd of [['true'], 'true', ['echo', '']]) assert.equal(ExecRequestSchema.safeParse({ cmd }).success, true, JSON.stringify(cmd));
+});

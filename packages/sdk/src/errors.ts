@@ -9,6 +9,8 @@ export class SpaceApiError extends Error {
     message: string,
     /** Machine-readable facts, e.g. `fallbackCheckpointId` when a full checkpoint was refused. */
     readonly details: Record<string, string | number | boolean> = {},
+    /** Names the request in the server's log: quote it when reporting a 500. */
+    readonly requestId: string | null = null,
   ) {
     super(message);
     this.name = 'SpaceApiError';

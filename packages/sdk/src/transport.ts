@@ -41,10 +41,10 @@ export class Transport {
 async function errorFrom(res: Response): Promise<SpaceApiError> {
   const text = await res.text().catch(() => '');
   try {
-    const body = JSON.parse(text) as { error?: { code?: string; message?: string; details?: Record<string, string | number | boolean> } };
-    if (body.error?.code) return new SpaceApiError(body.error.code, res.status, body.error.message ?? body.error.code, body.error.details ?? {});
+    const body = JSON.parse(text) as { error?: { code?: string; message?: string; details?: Record<string, string | number | boolean>; requestId?: string } };
+    if (body.error?.code) return new SpaceApiError(body.error.code, res.status, body.error.message ?? body.error.code, body.error.details ?? {}, body.error.requestId ?? res.headers.get('x-request-id'));
   } catch {
     // not JSON
   }
-  return new SpaceApiError('HTTP_ERROR', res.status, `HTTP ${res.status}: ${text.slice(0, 200)}`);
+  return new SpaceApiError('HTTP_ERROR', res.status, `HTTP ${res.status}: ${text.slice(0, 200)}`, {}, res.headers.get('x-request-id'));
 }

@@ -10,7 +10,12 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
     req.resume();
     throw new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, `request body of ${declared} bytes exceeds the limit of ${limit}`);
   }
-  return readBounded(req, limit, () => new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, `request body exceeds the limit of ${limit} bytes`), true);
+  return readBounded(req, limit, {
+    overflow: () => new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, `request body exceeds the limit of ${limit} bytes`),
+    interrupted: () => new SpaceError(ErrorCode.REQUEST_ABORTED, 'the client closed the connection before the request body was complete'),
+    drain: true,
+    idle: { ms: Limits.bodyIdleTimeoutMs, stalled: () => new SpaceError(ErrorCode.REQUEST_TIMEOUT, `no byte of the request body arrived for ${Limits.bodyIdleTimeoutMs / 1000} s`) },
+  });
 }
 
 /** Formats zod issues as one readable line naming each offending field. */

@@ -1,11 +1,13 @@
 export { sendJson, sendError, toSpaceError } from './respond.js';
 export { readBody, readJson, parseQuery, parseWith, describeIssues } from './body.js';
-export { Router, type RequestContext, type UpgradeContext, type Handler, type SocketHandler, type UpgradeGuard } from './router.js';
+export { Router, type RouterOptions, type RequestContext, type UpgradeContext, type Handler, type SocketHandler, type UpgradeGuard } from './router.js';
 export { bearerToken, secretsEqual } from './auth.js';
-export { listen, closeServer } from './listen.js';
+export { listen, closeServer, createBoundedServer, defaultConnectionBounds, type ConnectionBounds } from './listen.js';
+export { lineLog, type ServerLog } from './server-log.js';
 export { Upstream } from './upstream.js';
-export { readBounded } from './bounded-read.js';
+export { readBounded, type BoundedReadOptions } from './bounded-read.js';
 export { relaySockets, holdMessages, closeWithError, type RelayOptions } from './socket-relay.js';
 export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';
 export { SingleFlight } from './single-flight.js';
+export { KeyedQueue, type QueueWait } from './keyed-queue.js';
 export { writeFreshFile } from './fresh-file.js';

@@ -1,11 +1,31 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { ErrorCode, SpaceError } from '@space/protocol';
 import type { Router } from './router.js';
 
+/** How long one server waits for a client; every bound has a default fit for the public API. */
+export interface ConnectionBounds {
+  /** Time for a request's headers to arrive (a slow-headers client is cut off with 408). */
+  headersTimeoutMs: number;
+  /** Time for a whole request to arrive, body included (uploads stream, so keep it generous; a stalled body is cut off sooner, see Limits.bodyIdleTimeoutMs). */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open. */
+  keepAliveTimeoutMs: number;
+  /** Open connections at most; more are closed at once. */
+  maxConnections: number;
+}
+
+export const defaultConnectionBounds: ConnectionBounds = {
+  headersTimeoutMs: 15_000,
+  requestTimeoutMs: 60 * 60_000,
+  keepAliveTimeoutMs: 30_000,
+  maxConnections: 2048,
+};
+
 /** Starts an HTTP server for a router; resolves once it listens (port 0 picks a free port). */
-export async function listen(router: Router, host: string, port: number): Promise<{ server: Server; port: number }> {
-  const server = createServer({ requestTimeout: 0, keepAliveTimeout: 30_000 }, (req, res) => void router.handle(req, res));
-  server.on('upgrade', (req, socket, head) => void router.handleUpgrade(req, socket, head));
+export async function listen(router: Router, host: string, port: number, bounds: Partial<ConnectionBounds> = {}): Promise<{ server: Server; port: number }> {
+  const server = createBoundedServer(router, { ...defaultConnectionBounds, ...bounds });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -14,6 +34,51 @@ export async function listen(router: Router, host: string, port: number): Promis
     });
   });
   return { server, port: (server.address() as AddressInfo).port };
+}
+
+/**
+ * An HTTP server for a router with every wait bounded: headers, whole requests and idle keep-alive
+ * connections time out, connections are capped, and what cannot be routed at all (a malformed
+ * request line, headers too large, `CONNECT`) is answered with a JSON error and the connection
+ * closed, never dropped silently.
+ */
+export function createBoundedServer(router: Router, bounds: ConnectionBounds): Server {
+  const server = createServer(
+    {
+      headersTimeout: bounds.headersTimeoutMs,
+      requestTimeout: bounds.requestTimeoutMs,
+      keepAliveTimeout: bounds.keepAliveTimeoutMs,
+      // Checks for expired header and request timers this often (Node's default is 30 s).
+      connectionsCheckingInterval: Math.min(5_000, bounds.headersTimeoutMs),
+    },
+    (req, res) => void router.handle(req, res),
+  );
+  server.maxConnections = bounds.maxConnections;
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void router.handleUpgrade(req, socket, head));
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuse(socket, new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, 'CONNECT is not supported: this is not a proxy')));
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => refuse(socket, clientErrorOf(err)));
+  return server;
+}
+
+/** What Node's HTTP parser rejected, as the client's error. */
+function clientErrorOf(err: NodeJS.ErrnoException): SpaceError {
+  switch (err.code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new SpaceError(ErrorCode.HEADERS_TOO_LARGE, 'request headers are too large');
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new SpaceError(ErrorCode.REQUEST_TIMEOUT, 'the request did not arrive in time');
+    default:
+      return new SpaceError(ErrorCode.VALIDATION_FAILED, `malformed HTTP request (${err.code ?? err.message})`);
+  }
+}
+
+/** Answers with a JSON error outside any response object (the request never reached a route) and closes. */
+function refuse(socket: Duplex | null, e: SpaceError): void {
+  if (!socket || socket.destroyed) return;
+  socket.on('error', () => undefined);
+  if (!socket.writable) return void socket.destroy();
+  const body = JSON.stringify(e.toBody());
+  socket.end(`HTTP/1.1 ${e.status} ${e.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 export async function closeServer(server: Server): Promise<void> {

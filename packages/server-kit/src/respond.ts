@@ -15,12 +15,20 @@ export function toSpaceError(err: unknown): SpaceError {
   return new SpaceError(ErrorCode.INTERNAL, `internal error: ${message}`);
 }
 
-export function sendError(res: ServerResponse, err: unknown): void {
+/** The Retry-After value of an error that says when to come back (`details.retryAfterSec`). */
+export function retryAfterOf(e: SpaceError): string | undefined {
+  const seconds = e.details?.retryAfterSec;
+  return typeof seconds === 'number' ? String(seconds) : undefined;
+}
+
+export function sendError(res: ServerResponse, err: unknown, requestId?: string): void {
   const spaceError = toSpaceError(err);
   if (res.headersSent) {
     // Too late for a status line: cut the response so the client sees a failure, not a short body.
     res.destroy(spaceError);
     return;
   }
-  sendJson(res, spaceError.status, spaceError.toBody());
+  const retryAfter = retryAfterOf(spaceError);
+  if (retryAfter) res.setHeader('retry-after', retryAfter);
+  sendJson(res, spaceError.status, spaceError.toBody(requestId));
 }

@@ -1,20 +1,37 @@
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { ErrorCode, Limits, SpaceError, matchPath } from '@space/protocol';
-import { sendError } from './respond.js';
+import { retryAfterOf, sendError, toSpaceError } from './respond.js';
+import type { ServerLog } from './server-log.js';
 
 export interface RequestContext {
   req: IncomingMessage;
   res: ServerResponse;
   url: URL;
   params: Record<string, string>;
+  /** Names this request in the log and in its error replies (`x-request-id`). */
+  requestId: string;
 }
 
 export interface UpgradeContext {
   req: IncomingMessage;
   url: URL;
   params: Record<string, string>;
+  requestId: string;
+}
+
+export interface RouterOptions {
+  /** Where protocol errors of WebSockets and the causes of 500s go. */
+  log: ServerLog;
+  /** Prefix of request ids, so a log line says which service answered (`cp`, `node`, `daemon`). */
+  service: string;
+  /**
+   * Runs before any route: throws (e.g. TOO_MANY_REQUESTS) to refuse the request or stream, or
+   * returns what to call when it is over (the response sent, the socket closed).
+   */
+  admit?: (req: IncomingMessage, kind: 'request' | 'stream') => () => void;
 }
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
@@ -34,11 +51,23 @@ interface SocketRoute {
   handler: SocketHandler;
 }
 
-/** A small method + path router for node:http with WebSocket routes on the same server. */
+/** A request id: the service's prefix and 12 random hex digits. */
+function newRequestId(service: string): string {
+  return `${service}-${randomBytes(6).toString('hex')}`;
+}
+
+/**
+ * A small method + path router for node:http with WebSocket routes on the same server. Every
+ * accepted WebSocket gets an error handler before anything else can run: a malformed frame (bad
+ * UTF-8, a reserved opcode, an unmasked or oversized frame) closes that one connection with the
+ * close code the protocol names for it, is logged, and nothing else notices.
+ */
 export class Router {
   private readonly routes: HttpRoute[] = [];
   private readonly socketRoutes: SocketRoute[] = [];
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: Limits.maxStreamMessageBytes * 2 });
+
+  constructor(private readonly options: RouterOptions) {}
 
   on(method: string, pattern: string, handler: Handler): this {
     this.routes.push({ method, pattern, handler });
@@ -51,45 +80,73 @@ export class Router {
   }
 
   readonly handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://local');
+    const requestId = newRequestId(this.options.service);
+    res.setHeader('x-request-id', requestId);
     try {
+      const release = this.options.admit?.(req, 'request');
+      if (release) res.once('close', release);
+      const url = parseRequestUrl(req);
       let pathMatched = false;
       for (const route of this.routes) {
         const params = matchPath(route.pattern, url.pathname);
         if (!params) continue;
         pathMatched = true;
         if (route.method !== req.method) continue;
-        await route.handler({ req, res, url, params });
+        await route.handler({ req, res, url, params, requestId });
         return;
       }
       if (pathMatched) throw new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, `${req.method} is not allowed on ${url.pathname}`);
       throw new SpaceError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${url.pathname}`);
     } catch (err) {
-      sendError(res, err);
+      sendError(res, this.logged(err, req, requestId), requestId);
     }
   };
 
   readonly handleUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'http://local');
+    const requestId = newRequestId(this.options.service);
     socket.on('error', () => socket.destroy());
     try {
+      const release = this.options.admit?.(req, 'stream');
+      if (release) socket.once('close', release);
+      const url = parseRequestUrl(req);
       for (const route of this.socketRoutes) {
         const params = matchPath(route.pattern, url.pathname);
         if (!params) continue;
-        const ctx = { req, url, params };
+        const ctx = { req, url, params, requestId };
         await route.guard(ctx);
-        this.wss.handleUpgrade(req, socket, head, (ws) => route.handler(ws, ctx));
+        this.wss.handleUpgrade(req, socket, head, (ws) => {
+          ws.on('error', (err: Error & { code?: string }) => this.options.log.warn(`${requestId} ${url.pathname}: WebSocket closed on a protocol error: ${err.code ?? ''} ${err.message}`));
+          route.handler(ws, ctx);
+        });
         return;
       }
       throw new SpaceError(ErrorCode.ROUTE_NOT_FOUND, `no WebSocket route for ${url.pathname}`);
     } catch (err) {
-      rejectUpgrade(socket, err);
+      rejectUpgrade(socket, this.logged(err, req, requestId), requestId);
     }
   };
+
+  /** The error as the client will see it; a 500 (our own bug, never the client's) is logged with its cause. */
+  private logged(err: unknown, req: IncomingMessage, requestId: string): SpaceError {
+    const e = toSpaceError(err);
+    if (e.status === 500) this.options.log.error(`${requestId} ${req.method} ${(req.url ?? '').slice(0, 200)}: ${e.code}: ${(err as Error)?.stack ?? e.message}`);
+    return e;
+  }
 }
 
-function rejectUpgrade(socket: Duplex, err: unknown): void {
-  const e = err instanceof SpaceError ? err : new SpaceError(ErrorCode.INTERNAL, String(err));
-  const body = JSON.stringify(e.toBody());
-  socket.end(`HTTP/1.1 ${e.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+/** The request's URL; one that is too long or does not parse is the client's mistake. */
+function parseRequestUrl(req: IncomingMessage): URL {
+  const target = req.url ?? '/';
+  if (target.length > Limits.maxUrlLength) throw new SpaceError(ErrorCode.URI_TOO_LONG, `request target of ${target.length} characters exceeds the limit of ${Limits.maxUrlLength}`);
+  try {
+    return new URL(target, 'http://local');
+  } catch {
+    throw new SpaceError(ErrorCode.VALIDATION_FAILED, 'the request target is not a valid URL path');
+  }
+}
+
+function rejectUpgrade(socket: Duplex, e: SpaceError, requestId: string): void {
+  const body = JSON.stringify(e.toBody(requestId));
+  const retryAfter = retryAfterOf(e);
+  socket.end(`HTTP/1.1 ${e.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${retryAfter ? `retry-after: ${retryAfter}\r\n` : ''}connection: close\r\n\r\n${body}`);
 }

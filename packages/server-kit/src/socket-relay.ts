@@ -39,6 +39,11 @@ export function closeWithError(ws: WebSocket, code: string, message: string): vo
 }
 
 export function relaySockets(client: WebSocket, upstream: WebSocket, options: RelayOptions): void {
+  // The client may have gone (or broken the protocol) while the layer below was being found.
+  if (client.readyState === client.CLOSING || client.readyState === client.CLOSED) {
+    upstream.on('error', () => undefined);
+    return void upstream.terminate();
+  }
   const pending: string[] = [...(options.early ?? [])];
   let windowStart = Date.now();
   let count = 0;

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { relaySockets } from './socket-relay.js';
 import { Upstream } from './upstream.js';
 import { Router } from './router.js';
+import { lineLog } from './server-log.js';
 import { listen, closeServer } from './listen.js';
 
 /** A real HTTP server playing a hostile daemon: each path misbehaves in its own way. */
@@ -91,7 +92,7 @@ describe('relaySockets: a flooding or malformed peer is cut off', () => {
     wss.on('connection', behaviour);
     await new Promise((r) => wss.once('listening', r));
     const downstream = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
-    const router = new Router().socket('/relay', () => undefined, (client) => {
+    const router = new Router({ log: lineLog(() => undefined), service: 'test' }).socket('/relay', () => undefined, (client) => {
       relaySockets(client, new WebSocket(downstream), { label: 'daemon', validateUpstream: (m) => typeof m === 'object' && m !== null && 'type' in m, maxUpstreamRate: 100 });
     });
     const { server, port } = await listen(router, '127.0.0.1', 0);

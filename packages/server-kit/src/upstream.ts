@@ -5,7 +5,7 @@ import { WebSocket } from 'ws';
 import type { z } from 'zod';
 import { ErrorCode, Limits, SpaceError, errorFromBody } from '@space/protocol';
 import { describeIssues } from './body.js';
-import { readBounded } from './bounded-read.js';
+import { readBounded, type BoundedReadOptions } from './bounded-read.js';
 
 const peerCloseWaitMs = 2000;
 
@@ -100,7 +100,7 @@ export class Upstream {
   }
 
   async readJsonReply<S extends z.ZodTypeAny>(res: IncomingMessage, schema: S, limit: number): Promise<z.output<S>> {
-    const raw = await readBounded(res, limit, tooMuch(this.label, limit), false);
+    const raw = await readBounded(res, limit, this.replyBounds(limit));
     let parsed: unknown;
     try {
       parsed = JSON.parse(raw.toString('utf8'));
@@ -114,7 +114,7 @@ export class Upstream {
   }
 
   async errorFrom(res: IncomingMessage): Promise<SpaceError> {
-    const raw = await readBounded(res, 64 * 1024, tooMuch(this.label, 64 * 1024), false);
+    const raw = await readBounded(res, 64 * 1024, this.replyBounds(64 * 1024));
     let parsed: unknown = null;
     try {
       parsed = JSON.parse(raw.toString('utf8'));
@@ -122,6 +122,15 @@ export class Upstream {
       // not JSON: reported generically below
     }
     return this.errorOf(parsed, res.statusCode);
+  }
+
+  /** A reply larger than `limit` is the peer's fault; one cut short means the peer (or its sandbox) went away. */
+  private replyBounds(limit: number): BoundedReadOptions {
+    return {
+      overflow: () => new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${this.label} sent more than ${limit} bytes; cut off`),
+      interrupted: () => new SpaceError(this.unreachable, `${this.label} broke off its reply (connection lost)`),
+      drain: false,
+    };
   }
 
   private errorOf(parsed: unknown, status: number | undefined): SpaceError {
@@ -148,8 +157,4 @@ export class Upstream {
     const url = new URL(pathAndQuery, this.baseUrl.replace(/^http/, 'ws'));
     return new WebSocket(url, { headers: { authorization: `Bearer ${this.token}` }, maxPayload: Limits.maxStreamMessageBytes * 2, agent: undefined });
   }
-}
-
-function tooMuch(label: string, limit: number): () => SpaceError {
-  return () => new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${label} sent more than ${limit} bytes or broke off its reply; cut off`);
 }

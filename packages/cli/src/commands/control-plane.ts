@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ControlPlane, SecretCipher, SqliteStore } from '@space/control-plane';
 import { consoleLogger } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
-import { platformConfig } from '../platform-config.js';
+import { controlPlaneTuning, platformConfig } from '../platform-config.js';
 
 /** `space control-plane`: the public API alone, using a node agent at SPACE_NODE_URL with SPACE_NODE_TOKEN. */
 export async function controlPlaneOnly(): Promise<void> {
@@ -17,7 +17,7 @@ export async function controlPlaneOnly(): Promise<void> {
   const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
   const node = { id: process.env.SPACE_NODE_ID ?? 'node', url: nodeUrl, token: nodeToken };
   const secrets = await SecretCipher.load(config.secretsKeyFile);
-  const controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, secrets, node, keepAutomaticCheckpoints: config.keepAutomaticCheckpoints, maintenanceTickMs: config.maintenanceTickMs, log: (m) => log.warn(m) });
+  const controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, secrets, node, ...controlPlaneTuning(config), log: (m) => log.warn(m) });
   await controlPlane.start();
   const stop = async (): Promise<void> => {
     await controlPlane.stop();

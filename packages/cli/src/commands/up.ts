@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ControlPlane, SecretCipher, SqliteStore } from '@space/control-plane';
 import { NodeAgent, consoleLogger, resolveNodeConfig } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
-import { daemonBundleDir, platformConfig } from '../platform-config.js';
+import { controlPlaneTuning, daemonBundleDir, platformConfig } from '../platform-config.js';
 
 /** `space up`: node agent and control plane in one process, talking over the node API on loopback. */
 export async function up(): Promise<void> {
@@ -34,7 +34,7 @@ export async function up(): Promise<void> {
     await node.start({ templates: config.templates, progress: (m) => log.info(m) });
     const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
     const secrets = await SecretCipher.load(config.secretsKeyFile);
-    controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, secrets, node: { id: nodeConfig.nodeId, url: node.url, token: nodeConfig.token }, keepAutomaticCheckpoints: config.keepAutomaticCheckpoints, maintenanceTickMs: config.maintenanceTickMs, log: (m) => log.warn(m) });
+    controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, secrets, node: { id: nodeConfig.nodeId, url: node.url, token: nodeConfig.token }, ...controlPlaneTuning(config), log: (m) => log.warn(m) });
     await controlPlane.start();
     process.stdout.write(`SPACE is up: http://${config.host}:${controlPlane.port} (data in ${config.dataDir}). Ctrl-C stops it.\n`);
   } catch (err) {

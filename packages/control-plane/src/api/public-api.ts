@@ -2,9 +2,10 @@ import { EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, Sec
 import type { CheckpointService } from '../checkpoint-service.js';
 import type { Metrics } from '../metrics.js';
 import type { NodeClient } from '../node-client.js';
-import { Router, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
+import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { EgressService } from '../egress-service.js';
 import type { Authenticator } from '../auth.js';
+import type { TenantLimits } from '../tenant-limits.js';
 import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
@@ -17,12 +18,14 @@ export interface PublicApiDeps {
   metrics: Metrics;
   node: NodeClient;
   egress: EgressService;
+  log: ServerLog;
+  limits: TenantLimits;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
 export function createPublicApi(deps: PublicApiDeps): Router {
   const { auth, sessions, checkpoints, store, metrics } = deps;
-  const router = new Router();
+  const router = new Router({ log: deps.log, service: 'cp', admit: deps.limits.admit });
 
   router.on('GET', '/healthz', ({ res }) => sendJson(res, 200, { ok: true }));
 

@@ -1,6 +1,6 @@
 import { chmodSync, existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import type { ApiKeyRow, CheckpointRow, SandboxHistoryRow, SecretRow, SessionPatch, SessionRow, Store, TenantRow } from './store.js';
+import type { ApiKeyRow, CheckpointRow, SandboxHistoryRow, SecretRow, SessionLeaseRow, SessionPatch, SessionRow, Store, TenantRow } from './store.js';
 
 const schema = `
 CREATE TABLE IF NOT EXISTS tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
@@ -24,6 +24,8 @@ CREATE TABLE IF NOT EXISTS secrets (
   tenant_id TEXT NOT NULL REFERENCES tenants(id), name TEXT NOT NULL, value TEXT NOT NULL,
   hosts TEXT NOT NULL, placeholder TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
   PRIMARY KEY (tenant_id, name));
+CREATE TABLE IF NOT EXISTS session_leases (
+  session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, operation TEXT NOT NULL, expires_at INTEGER NOT NULL);
 `;
 
 /** Columns added after the first release, applied to older database files on open. */
@@ -98,6 +100,8 @@ export class SqliteStore implements Store {
     // The file holds secret values and key hashes: root only (the WAL files are made with the same mode).
     if (file !== ':memory:') for (const f of [file, `${file}-wal`, `${file}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
     this.db.pragma('journal_mode = WAL');
+    // Several processes may share the file (control-plane replicas on one machine): wait for a writer instead of failing.
+    this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
     this.db.exec(schema);
     for (const [table, column, definition] of addedColumns) {
@@ -214,6 +218,26 @@ export class SqliteStore implements Store {
 
   setSessionEgress(id: string, egress: SessionRow['egress']): void {
     this.db.prepare('UPDATE sessions SET egress = ? WHERE id = ?').run(JSON.stringify(egress), id);
+  }
+
+  acquireSessionLease(lease: SessionLeaseRow, now: number): boolean {
+    const result = this.db
+      .prepare('INSERT INTO session_leases (session_id, holder, operation, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, operation = excluded.operation, expires_at = excluded.expires_at WHERE session_leases.expires_at <= ?')
+      .run(lease.sessionId, lease.holder, lease.operation, lease.expiresAt, now);
+    return result.changes > 0;
+  }
+
+  renewSessionLease(sessionId: string, holder: string, expiresAt: number): boolean {
+    return this.db.prepare('UPDATE session_leases SET expires_at = ? WHERE session_id = ? AND holder = ?').run(expiresAt, sessionId, holder).changes > 0;
+  }
+
+  releaseSessionLease(sessionId: string, holder: string): void {
+    this.db.prepare('DELETE FROM session_leases WHERE session_id = ? AND holder = ?').run(sessionId, holder);
+  }
+
+  getSessionLease(sessionId: string): SessionLeaseRow | null {
+    const row = this.db.prepare('SELECT * FROM session_leases WHERE session_id = ?').get(sessionId) as { session_id: string; holder: string; operation: string; expires_at: number } | undefined;
+    return row ? { sessionId: row.session_id, holder: row.holder, operation: row.operation, expiresAt: row.expires_at } : null;
   }
 
   putSecret(row: SecretRow): SecretRow {

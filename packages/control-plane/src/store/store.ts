@@ -71,6 +71,18 @@ export interface SandboxHistoryRow {
   restoredFrom: string | null;
 }
 
+/**
+ * The right to run one lifecycle operation (restore, delete, checkpoint, ...) on a session: held by
+ * one control-plane process at a time, until `expiresAt` (ms since the epoch) unless renewed.
+ */
+export interface SessionLeaseRow {
+  sessionId: string;
+  /** Names one holding (process and operation), never reused. */
+  holder: string;
+  operation: string;
+  expiresAt: number;
+}
+
 export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt'>>;
 
 /**
@@ -104,6 +116,12 @@ export interface Store {
   listSandboxHistory(sessionId: string): SandboxHistoryRow[];
   setSessionEgress(id: string, egress: EgressPolicy): void;
   /** Creates or replaces a tenant's secret (created_at and placeholder of an existing one are kept). */
+  /** Takes the session's lease if no one holds it or the holder's has expired by `now`; false if it is held. */
+  acquireSessionLease(lease: SessionLeaseRow, now: number): boolean;
+  /** Extends a lease this holder still holds; false if it lost it (expired and taken). */
+  renewSessionLease(sessionId: string, holder: string, expiresAt: number): boolean;
+  releaseSessionLease(sessionId: string, holder: string): void;
+  getSessionLease(sessionId: string): SessionLeaseRow | null;
   putSecret(row: SecretRow): SecretRow;
   getSecret(tenantId: string, name: string): SecretRow | null;
   listSecrets(tenantId: string): SecretRow[];

@@ -1,5 +1,5 @@
-import { EgressAuditQuerySchema, SessionEgressConfigSchema, ErrorCode, NodeCheckpointIdSchema, NodeCheckpointRequestSchema, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
-import { Router, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
+import { EgressAuditQuerySchema, SessionEgressConfigSchema, ErrorCode, NodeCheckpointIdSchema, NodeCheckpointRequestSchema, NodeVolumeChangedQuerySchema, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
+import { Router, type ServerLog, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
 import type { CheckpointService } from '../checkpoint-service.js';
 import type { IncomingMessage } from 'node:http';
@@ -14,6 +14,7 @@ export interface NodeApiDeps {
   checkpoints: CheckpointService;
   templates: TemplateStore;
   gateway: EgressGateway;
+  log: ServerLog;
 }
 
 /**
@@ -26,7 +27,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     const token = bearerToken(ctx.req);
     if (!token || !secretsEqual(token, deps.token)) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'node token missing or wrong');
   };
-  const router = new Router();
+  const router = new Router({ log: deps.log, service: 'node' });
 
   router.on('GET', '/node/v1/health', (ctx) => {
     authorize(ctx);
@@ -53,7 +54,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('DELETE', '/node/v1/sandboxes/:sandboxId', async (ctx) => {
     authorize(ctx);
-    await manager.stop(ctx.params.sandboxId!);
+    await manager.kill(ctx.params.sandboxId!);
     sendJson(ctx.res, 200, { ok: true });
   });
 
@@ -67,6 +68,12 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     authorize(ctx);
     const { checkpointId, kind } = await readJson(ctx.req, NodeCheckpointRequestSchema);
     sendJson(ctx.res, 201, await deps.checkpoints.take(sessionIdParam(ctx.params), checkpointId, kind));
+  });
+
+  router.on('GET', '/node/v1/volumes/:sessionId/changed', async (ctx) => {
+    authorize(ctx);
+    const { since } = parseQuery(ctx.url, NodeVolumeChangedQuerySchema);
+    sendJson(ctx.res, 200, { changed: await deps.checkpoints.changedSince(sessionIdParam(ctx.params), since) });
   });
 
   router.on('POST', '/node/v1/volumes/:sessionId/restore', async (ctx) => {

@@ -210,7 +210,7 @@ export class EgressGateway {
       const message = err instanceof SpaceError ? err.message : `upstream ${target.host}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
       target.finish(res.headersSent ? res.statusCode : 502, 'failed', message);
       if (res.headersSent) res.destroy();
-      else this.refuse(res, err instanceof SpaceError ? 413 : 502, message, 'UPSTREAM_FAILED');
+      else this.refuse(res, err instanceof SpaceError ? err.status : 502, message, 'UPSTREAM_FAILED');
     }
   }
 
@@ -244,7 +244,11 @@ export class EgressGateway {
     let body: Readable | Buffer = req;
     const length = Number(req.headers['content-length'] ?? NaN);
     if (!outbound.empty && Number.isFinite(length) && length <= maxRewrittenBody) {
-      const raw = await readBounded(req, maxRewrittenBody, () => new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, 'request body larger than its content-length'), false);
+      const raw = await readBounded(req, maxRewrittenBody, {
+        overflow: () => new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, 'request body larger than its content-length'),
+        interrupted: () => new SpaceError(ErrorCode.REQUEST_ABORTED, 'the sandbox closed the connection before the request body was complete'),
+        drain: false,
+      });
       body = outbound.rewriteBuffer(raw);
       headers['content-length'] = String(body.length);
     } else if (!outbound.empty && req.headers['transfer-encoding']) {

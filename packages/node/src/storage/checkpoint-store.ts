@@ -82,6 +82,20 @@ export class CheckpointStore {
     await this.subvolumes.rename(staging, volumePath);
   }
 
+  /**
+   * Whether the volume was written since the checkpoint was taken of it: btrfs bumps a subvolume's
+   * generation with each transaction that changes it, and a snapshot records the one it was made
+   * in. The caller flushes the sandbox's writes first; pending ones are committed here. A
+   * checkpoint that is not on this node counts as changed.
+   */
+  async changedSince(volumePath: string, checkpointId: string): Promise<boolean> {
+    const checkpoint = this.path(checkpointId);
+    if (!this.subvolumes.exists(checkpoint)) return true;
+    await this.subvolumes.sync(volumePath);
+    const [current, taken] = await Promise.all([this.subvolumes.generations(volumePath), this.subvolumes.generations(checkpoint)]);
+    return current.generation > taken.createdAt;
+  }
+
   /** Every checkpoint on the node with the time its snapshot was made. */
   async list(): Promise<{ id: string; createdAt: string }[]> {
     const names = (await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])).filter((name) => /^ckp_[a-z0-9]+$/.test(name));

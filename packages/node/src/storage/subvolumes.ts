@@ -3,6 +3,12 @@ import { mkdir, rename as renameDir } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
 
+/** A subvolume's transaction ids: the last that changed it, and the one that created it. */
+export interface Generations {
+  generation: number;
+  createdAt: number;
+}
+
 /** btrfs subvolume operations, each a metadata operation that shares blocks copy-on-write. */
 export class Subvolumes {
   async create(target: string): Promise<void> {
@@ -10,18 +16,21 @@ export class Subvolumes {
     await runCommand(['btrfs', 'subvolume', 'create', target]);
   }
 
+  /**
+   * Snapshots `source` at `target`, which must not exist: given an existing directory, btrfs would
+   * put the snapshot inside it (a session's root gaining a `ckp_…` directory, a volume that cannot
+   * be deleted).
+   */
   async snapshot(source: string, target: string, readOnly: boolean): Promise<void> {
+    if (existsSync(target)) throw new Error(`cannot snapshot ${source}: ${target} already exists`);
     await mkdir(path.dirname(target), { recursive: true });
     await runCommand(['btrfs', 'subvolume', 'snapshot', ...(readOnly ? ['-r'] : []), source, target]);
   }
 
-  async setReadOnly(target: string): Promise<void> {
-    await runCommand(['btrfs', 'property', 'set', '-ts', target, 'ro', 'true']);
-  }
-
-  /** Deletes a subvolume (read-only ones too) if it exists. */
+  /** Deletes a subvolume (read-only ones too) if it exists, with any subvolumes nested in it. */
   async delete(target: string): Promise<void> {
     if (!existsSync(target)) return;
+    for (const child of await this.childrenOf(target)) await this.delete(child);
     await runCommand(['btrfs', 'subvolume', 'delete', target]);
   }
 
@@ -32,5 +41,27 @@ export class Subvolumes {
 
   exists(target: string): boolean {
     return existsSync(target);
+  }
+
+  async generations(target: string): Promise<Generations> {
+    const { stdout } = await runCommand(['btrfs', 'subvolume', 'show', target]);
+    const field = (name: string): number => Number(new RegExp(`^\\s*${name}:\\s*(\\d+)`, 'm').exec(stdout)?.[1] ?? NaN);
+    const found = { generation: field('Generation'), createdAt: field('Gen at creation') };
+    if (!Number.isFinite(found.generation) || !Number.isFinite(found.createdAt)) throw new Error(`cannot read the generations of ${target}`);
+    return found;
+  }
+
+  /** Commits the filesystem's pending changes, so generations count every write made so far. */
+  async sync(target: string): Promise<void> {
+    await runCommand(['btrfs', 'filesystem', 'sync', target]);
+  }
+
+  /** The subvolumes directly inside `target` (btrfs names them from the filesystem's top level). */
+  private async childrenOf(target: string): Promise<string[]> {
+    const { stdout } = await runCommand(['btrfs', 'subvolume', 'list', '-o', target], { allowFailure: true });
+    const inner = stdout.split('\n').flatMap((line) => / path (.+)$/.exec(line)?.[1] ?? []);
+    if (inner.length === 0) return [];
+    const own = (await runCommand(['btrfs', 'subvolume', 'show', target])).stdout.split('\n')[0]!.trim();
+    return inner.filter((p) => p.startsWith(`${own}/`)).map((p) => path.join(target, p.slice(own.length + 1)));
   }
 }

@@ -1,0 +1,112 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomBytes } from 'node:crypto';
+import { ErrorCode, SpaceError } from '@space/protocol';
+import { KeyedQueue } from '@space/server-kit';
+import type { Store } from './store/store.js';
+
+/** What changes a session's sandbox or volume; at most one runs per session at a time. */
+export type LifecycleOperation = 'create' | 'delete' | 'restore' | 'checkpoint' | 'kill' | 'fork' | 'resume' | 'maintenance';
+
+export interface LifecycleQueueOptions {
+  /** How long a call waits for the operations queued before it; then it gets SESSION_BUSY (`SPACE_LIFECYCLE_WAIT_MS`). */
+  waitMs: number;
+  /** How long a lease lasts unless renewed: how soon a dead replica's operation is given up. */
+  leaseMs: number;
+  /** How often a waiter looks again at a lease held by another process. */
+  pollMs: number;
+  now: () => number;
+}
+
+export const defaultLifecycleOptions: LifecycleQueueOptions = { waitMs: 30_000, leaseMs: 15_000, pollMs: 50, now: Date.now };
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * One queue of lifecycle operations per session (restore, delete, checkpoint, kill, fork-from,
+ * resume). Within this process they wait their turn in arrival order; across control-plane
+ * processes a lease in the store makes them exclusive, renewed while the operation runs and
+ * expiring if its holder dies. An operation that runs inside another of the same session (a
+ * restore that resumes the session) runs at once: the queue knows, through the async context,
+ * which sessions the current call already holds.
+ */
+export class LifecycleQueue {
+  private readonly local = new KeyedQueue();
+  private readonly holding = new AsyncLocalStorage<ReadonlySet<string>>();
+  /** The operation each session of this process is running, for the SESSION_BUSY message. */
+  private readonly running = new Map<string, LifecycleOperation>();
+  private readonly instance = randomBytes(6).toString('hex');
+  private holdings = 0;
+  private readonly options: LifecycleQueueOptions;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: (message: string) => void,
+    options: Partial<LifecycleQueueOptions> = {},
+  ) {
+    this.options = { ...defaultLifecycleOptions, ...options };
+  }
+
+  /** Runs `work` as the session's only lifecycle operation, after those queued before it (waiting at most `waitMs`). */
+  run<T>(sessionId: string, operation: LifecycleOperation, work: () => Promise<T>, options: { waitMs?: number } = {}): Promise<T> {
+    const held = this.holding.getStore();
+    if (held?.has(sessionId)) return work();
+    const waitMs = options.waitMs ?? this.options.waitMs;
+    const deadline = this.options.now() + waitMs;
+    return this.local.run(
+      sessionId,
+      async () => {
+        const holder = `${this.instance}-${++this.holdings}`;
+        await this.acquire(sessionId, holder, operation, deadline, waitMs);
+        this.running.set(sessionId, operation);
+        const renew = setInterval(() => {
+          if (!this.store.renewSessionLease(sessionId, holder, this.options.now() + this.options.leaseMs)) this.log(`the ${operation} of ${sessionId} outlived its lease; another control plane may have taken the session`);
+        }, this.options.leaseMs / 3);
+        renew.unref();
+        try {
+          return await this.holding.run(new Set([...(held ?? []), sessionId]), work);
+        } finally {
+          clearInterval(renew);
+          this.running.delete(sessionId);
+          this.store.releaseSessionLease(sessionId, holder);
+        }
+      },
+      { ms: waitMs, timedOut: () => this.busy(sessionId, waitMs) },
+    );
+  }
+
+  /**
+   * Resolves when no lifecycle operation of the session is queued or running, here or in another
+   * process: a call that only uses the sandbox (exec, files) then sees the session as that
+   * operation left it. Waits at most `waitMs`, then SESSION_BUSY.
+   */
+  async settled(sessionId: string, waitMs = this.options.waitMs): Promise<void> {
+    if (this.holding.getStore()?.has(sessionId)) return;
+    const deadline = this.options.now() + waitMs;
+    await this.local.drained(sessionId, { ms: waitMs, timedOut: () => this.busy(sessionId, waitMs) });
+    for (;;) {
+      const lease = this.store.getSessionLease(sessionId);
+      if (!lease || lease.expiresAt <= this.options.now()) return;
+      if (this.options.now() >= deadline) throw this.busy(sessionId, waitMs);
+      await pause(this.options.pollMs);
+    }
+  }
+
+  /** Whether this process is running or queueing an operation of the session. */
+  busyHere(sessionId: string): boolean {
+    return this.local.busy(sessionId);
+  }
+
+  private async acquire(sessionId: string, holder: string, operation: LifecycleOperation, deadline: number, waitMs: number): Promise<void> {
+    for (;;) {
+      const now = this.options.now();
+      if (this.store.acquireSessionLease({ sessionId, holder, operation, expiresAt: now + this.options.leaseMs }, now)) return;
+      if (now >= deadline) throw this.busy(sessionId, waitMs);
+      await pause(this.options.pollMs);
+    }
+  }
+
+  private busy(sessionId: string, waitedMs: number): SpaceError {
+    const operation = this.running.get(sessionId) ?? this.store.getSessionLease(sessionId)?.operation ?? 'another operation';
+    return new SpaceError(ErrorCode.SESSION_BUSY, `session ${sessionId} is busy with a ${operation} and stayed busy for ${(waitedMs / 1000).toFixed(1)} s; try again`, { operation });
+  }
+}
