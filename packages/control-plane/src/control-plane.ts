@@ -5,7 +5,7 @@ import { Authenticator } from './auth.js';
 import { NodeClient } from './node-client.js';
 import { SessionService } from './session-service.js';
 import { CheckpointTaker } from './checkpoint-taker.js';
-import { CheckpointService } from './checkpoint-service.js';
+import { SessionCheckpointService } from './session-checkpoint-service.js';
 import { Activity } from './activity.js';
 import { Maintenance } from './maintenance.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
@@ -36,11 +36,11 @@ export interface ControlPlaneOptions {
 
 /** The control plane's composition root. It keeps nothing in memory that matters: the store does. */
 export class ControlPlane {
-  readonly sessions: SessionService;
+  private readonly sessions: SessionService;
   private readonly node: NodeClient;
   private readonly metrics = new Metrics();
   private readonly maintenance: Maintenance;
-  private readonly checkpoints: CheckpointService;
+  private readonly checkpoints: SessionCheckpointService;
   private readonly egress: EgressService;
   private server: Server | null = null;
   port = 0;
@@ -56,7 +56,7 @@ export class ControlPlane {
     const egress = new EgressService(options.store, this.node, options.secrets, this.log);
     this.egress = egress;
     this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress, lifecycle);
-    this.checkpoints = new CheckpointService(options.store, this.node, this.sessions, taker, this.metrics, lifecycle);
+    this.checkpoints = new SessionCheckpointService(options.store, this.node, this.sessions, taker, this.metrics, lifecycle);
     this.maintenance = new Maintenance({
       store: options.store,
       node: this.node,
@@ -86,6 +86,11 @@ export class ControlPlane {
     this.server = server;
     this.port = port;
     this.maintenance.start(this.options.maintenanceTickMs ?? 5000);
+  }
+
+  /** The node agent stopped every sandbox (the platform shuts down): sessions show none until their next call. */
+  nodeStopped(): void {
+    this.sessions.nodeStopped();
   }
 
   async stop(): Promise<void> {

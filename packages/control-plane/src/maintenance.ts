@@ -1,5 +1,5 @@
 import { ErrorCode, isSpaceError, type CheckpointKind } from '@space/protocol';
-import type { CheckpointService } from './checkpoint-service.js';
+import type { SessionCheckpointService } from './session-checkpoint-service.js';
 import type { Activity } from './activity.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { Metrics } from './metrics.js';
@@ -12,7 +12,7 @@ export interface MaintenanceDeps {
   store: Store;
   node: NodeClient;
   sessions: SessionService;
-  checkpoints: CheckpointService;
+  checkpoints: SessionCheckpointService;
   activity: Activity;
   lifecycle: LifecycleQueue;
   egress: EgressService;
@@ -219,8 +219,7 @@ export class Maintenance {
     // A call may have arrived while the checkpoint was taken: then the session is not idle after all.
     if (this.deps.activity.busy(row.id) || this.deps.activity.idleFor(row.id, 0) < row.idleTimeoutSec * 1000) return;
     await this.deps.node.stopSandbox(row.sandboxId!);
-    this.deps.sessions.forgetSandbox(row, row.sandboxId!, 'idle');
-    this.deps.store.updateSession(row.id, { status: 'idle' });
+    this.deps.sessions.markIdle(row, row.sandboxId!);
     this.deps.metrics.inc('idle_stops');
     this.deps.log(`session ${row.id} idle for ${row.idleTimeoutSec} s: took a ${taken} checkpoint and stopped its sandbox`);
   }

@@ -1,11 +1,12 @@
 import { z } from 'zod';
-import { EgressAuditListSchema, ErrorCode, OkSchema, type SessionEgressConfig, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, SandboxInfoListSchema, ProcessListSchema, type ProcessList, type CheckpointKind, NodeCheckpointListSchema, NodeVolumeChangedSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
-import { Upstream } from '@space/server-kit';
+import { EgressAuditListSchema, ErrorCode, OkSchema, type SessionEgressConfig, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, SandboxInfoListSchema, ProcessListSchema, type ProcessList, type CheckpointKind, type SandboxRoute, NodeCheckpointListSchema, NodeVolumeChangedSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { Upstream, forwardRoute, routePath, type HttpSandboxRoute, type RequestContext, type UpgradeContext } from '@space/server-kit';
+import type { WebSocket } from 'ws';
 
 
-/** The control plane's side of the node API. */
+/** The control plane's side of the node API: every operation the control plane asks of a node. */
 export class NodeClient {
-  readonly upstream: Upstream;
+  private readonly upstream: Upstream;
 
   constructor(
     readonly nodeId: string,
@@ -79,7 +80,17 @@ export class NodeClient {
     return this.upstream.json('GET', `/node/v1/sessions/${encodeURIComponent(sessionId)}/egress/audit?limit=${limit}`, undefined, EgressAuditListSchema);
   }
 
-  sandboxPath(sandboxId: string, opPath: string): string {
+  /** Forwards a validated sandbox operation of the public API to the sandbox and relays the reply. */
+  forward(route: HttpSandboxRoute, ctx: RequestContext, input: { body: unknown }, sandboxId: string): Promise<void> {
+    return forwardRoute(route, ctx, input, this.upstream, this.sandboxPath(sandboxId, routePath(route, ctx.params)));
+  }
+
+  /** Opens the sandbox's stream for a public WebSocket route (its path and query as the client asked). */
+  socket(route: SandboxRoute, ctx: UpgradeContext, sandboxId: string): WebSocket {
+    return this.upstream.socket(this.sandboxPath(sandboxId, routePath(route, ctx.params)) + ctx.url.search);
+  }
+
+  private sandboxPath(sandboxId: string, opPath: string): string {
     return `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}${opPath}`;
   }
 

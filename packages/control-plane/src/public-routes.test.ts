@@ -9,7 +9,7 @@ import { lineLog, listen, closeServer } from '@space/server-kit';
 import { createPublicApi } from './api/public-api.js';
 import { Activity } from './activity.js';
 import { Authenticator } from './auth.js';
-import { CheckpointService } from './checkpoint-service.js';
+import { SessionCheckpointService } from './session-checkpoint-service.js';
 import { CheckpointTaker } from './checkpoint-taker.js';
 import { Metrics } from './metrics.js';
 import { NodeClient } from './node-client.js';
@@ -32,7 +32,7 @@ test('every operation of the API reference is served by the control plane (an un
   const egress = new EgressService(store, node, new SecretCipher(randomBytes(32)), () => undefined);
   const lifecycle = new LifecycleQueue(store, () => undefined);
   const sessions = new SessionService(store, node, metrics, taker, new Activity(), egress, lifecycle);
-  const checkpoints = new CheckpointService(store, node, sessions, taker, metrics, lifecycle);
+  const checkpoints = new SessionCheckpointService(store, node, sessions, taker, metrics, lifecycle);
   const auth = new Authenticator(store);
   const router = createPublicApi({ auth, sessions, checkpoints, store, metrics, node, egress, log: lineLog(() => undefined), limits: new TenantLimits(auth, metrics) });
   const { server, port } = await listen(router, '127.0.0.1', 0);

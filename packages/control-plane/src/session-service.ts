@@ -24,9 +24,9 @@ export class SessionService {
     private readonly node: NodeClient,
     private readonly metrics: Metrics,
     private readonly taker: CheckpointTaker,
-    readonly activity: Activity,
+    private readonly activity: Activity,
     private readonly egress: EgressService,
-    readonly lifecycle: LifecycleQueue,
+    private readonly lifecycle: LifecycleQueue,
   ) {}
 
   /**
@@ -178,7 +178,7 @@ export class SessionService {
    * check the sandbox first instead. A sandbox that dies during a call (SANDBOX_DIED) is not
    * retried, since the call may have partly run; the next call resumes the session.
    */
-  async withSandbox<T>(caller: Caller, id: string, repeatable: boolean, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
+  async withSandbox<T>(caller: Caller, id: string, { repeatable }: { repeatable: boolean }, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
     this.row(caller, id);
     const done = this.activity.begin(id);
     try {
@@ -234,8 +234,19 @@ export class SessionService {
     });
   }
 
+  /** An open stream is a call in progress: the session is not idle while it lasts. Returns what marks its end. */
+  trackStream(sessionId: string): () => void {
+    return this.activity.begin(sessionId);
+  }
+
+  /** The maintenance stopped an idle session's sandbox: the session shows `idle` until its next call. */
+  markIdle(row: SessionRow, sandboxId: string): void {
+    this.forgetSandbox(row, sandboxId, 'idle');
+    this.store.updateSession(row.id, { status: 'idle' });
+  }
+
   /** After the node agent stopped every sandbox (shutdown), sessions show no sandbox until used. */
-  markAllStopped(): void {
+  nodeStopped(): void {
     for (const row of this.store.listAllSessions()) {
       if (row.sandboxId) this.store.recordSandboxEnd(row.sandboxId, 'node stopped');
       if (row.sandboxId || row.status !== 'stopped') this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });

@@ -28,6 +28,6 @@ export function collectOutput(proc: ManagedProcess, maxBytes: number): Promise<E
       if (kept.length < event.data.length) truncated = true;
       out[event.type].push(kept);
       size[event.type] += kept.length;
-    }, false);
+    });
   });
 }

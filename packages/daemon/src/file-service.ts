@@ -67,13 +67,13 @@ export class FileService {
     });
   }
 
-  async mkdir(requested: string, recursive: boolean): Promise<void> {
+  async mkdir(requested: string, { recursive }: { recursive: boolean }): Promise<void> {
     const abs = this.paths.resolve(requested);
     await mapFsErrors(requested, () => mkdir(abs, { recursive }));
   }
 
   /** Renames; across file systems (EXDEV: /tmp and /workspace may differ) it copies and then removes, like mv. */
-  async move(from: string, to: string, overwrite: boolean): Promise<void> {
+  async move(from: string, to: string, { overwrite }: { overwrite: boolean }): Promise<void> {
     const src = this.paths.resolve(from);
     const dst = this.paths.resolve(to);
     if (src === '/') throw new SpaceError(ErrorCode.INVALID_PATH, 'refusing to move /');
@@ -93,7 +93,7 @@ export class FileService {
     });
   }
 
-  async remove(requested: string, recursive: boolean): Promise<void> {
+  async remove(requested: string, { recursive }: { recursive: boolean }): Promise<void> {
     const abs = this.paths.resolve(requested);
     if (abs === '/') throw new SpaceError(ErrorCode.INVALID_PATH, 'refusing to remove /');
     await mapFsErrors(requested, async () => {

@@ -3,6 +3,7 @@ import { createServer } from 'node:http';
 import { ProcessTable } from './process-table.js';
 import { FileService } from './file-service.js';
 import { SandboxPaths } from './sandbox-paths.js';
+import { SandboxLayout } from '@space/protocol';
 import { lineLog } from '@space/server-kit';
 import { createDaemonRouter } from './server.js';
 import { DaemonChannel } from './daemon-channel.js';
@@ -12,9 +13,9 @@ import { DaemonChannel } from './daemon-channel.js';
  * daemon reads it and deletes it before serving, so processes in the sandbox never find it on disk.
  */
 function main(): void {
-  const port = Number(process.env.SPACE_DAEMON_PORT ?? 49983);
-  const tokenFile = process.env.SPACE_DAEMON_TOKEN_FILE ?? '/run/space/daemon-token';
-  const workdir = process.env.SPACE_WORKDIR ?? '/workspace';
+  const port = Number(process.env.SPACE_DAEMON_PORT ?? SandboxLayout.daemonPort);
+  const tokenFile = process.env.SPACE_DAEMON_TOKEN_FILE ?? SandboxLayout.daemonTokenPath;
+  const workdir = process.env.SPACE_WORKDIR ?? SandboxLayout.workdir;
   const ptyHelper = process.env.SPACE_PTY_HELPER ?? '/.space/space-pty';
   const token = readFileSync(tokenFile, 'utf8').trim();
   unlinkSync(tokenFile);

@@ -9,6 +9,12 @@ export type ProcessEvent =
 
 export type ProcessListener = (event: ProcessEvent) => void;
 
+/** Whether a new listener first gets the kept output (and the exit), from offset `after` on. */
+export interface ReplayOptions {
+  replay: boolean;
+  after?: number;
+}
+
 export interface ManagedProcessOptions {
   cmd: Command;
   child: ChildProcess;
@@ -78,7 +84,7 @@ export class ManagedProcess {
    * Subscribes to events; with `replay`, first delivers the kept output (and the exit, if any), from
    * offset `after` on: a client that reconnects gets exactly what it missed, if it is still kept.
    */
-  subscribe(listener: ProcessListener, replay: boolean, after = 0): () => void {
+  subscribe(listener: ProcessListener, { replay, after = 0 }: ReplayOptions = { replay: false }): () => void {
     if (replay) {
       for (const event of this.backlog) {
         if (event.type === 'exit') listener(event);

@@ -1,7 +1,7 @@
 import type { WebSocket } from 'ws';
 import { ClientStreamMessageSchema, type ServerStreamMessage } from '@space/protocol';
 import { closeWithError } from '@space/server-kit';
-import type { ManagedProcess, ProcessEvent } from './managed-process.js';
+import type { ManagedProcess, ProcessEvent, ReplayOptions } from './managed-process.js';
 
 /** Above this much unsent data on the socket, the process's pipes are paused. */
 const highWaterBytes = 4 * 1024 * 1024;
@@ -16,7 +16,7 @@ export function sendMessage(ws: WebSocket, message: ServerStreamMessage, onSent?
  * Connects a WebSocket to a managed process: output and exit go out, stdin, signals and resizes come
  * in. Closing the socket leaves the process running, so a client can re-attach by pid.
  */
-export function bindProcessSocket(ws: WebSocket, proc: ManagedProcess, replay: boolean, after = 0): void {
+export function bindProcessSocket(ws: WebSocket, proc: ManagedProcess, replay: ReplayOptions = { replay: false }): void {
   sendMessage(ws, { type: 'started', pid: proc.pid });
   const unsubscribe = proc.subscribe((event: ProcessEvent) => {
     if (event.type === 'exit') {
@@ -27,7 +27,7 @@ export function bindProcessSocket(ws: WebSocket, proc: ManagedProcess, replay: b
       if (ws.bufferedAmount < highWaterBytes) proc.resumePipes();
     });
     if (ws.bufferedAmount >= highWaterBytes) proc.pausePipes();
-  }, replay, after);
+  }, replay);
 
   ws.on('message', (raw, isBinary) => {
     if (isBinary) return sendMessageError(ws, 'binary frames are not accepted');

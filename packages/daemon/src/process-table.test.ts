@@ -31,7 +31,7 @@ test('re-attaching replays the kept backlog and the exit', async () => {
   const proc = table.start({ cmd: 'echo one; echo two >&2' });
   await collectOutput(proc, 1000);
   const replayed: string[] = [];
-  proc.subscribe((e) => replayed.push(e.type === 'exit' ? `exit ${e.exitCode}` : `${e.type} ${e.data.toString().trim()}`), true);
+  proc.subscribe((e) => replayed.push(e.type === 'exit' ? `exit ${e.exitCode}` : `${e.type} ${e.data.toString().trim()}`), { replay: true });
   assert.deepEqual(replayed.sort(), ['exit 0', 'stderr two', 'stdout one']);
   assert.ok(table.list().some((p) => p.pid === proc.pid && !p.running && p.exitCode === 0));
 });
@@ -41,7 +41,7 @@ test('re-attaching after an offset replays only what follows it, cut mid-chunk i
   await collectOutput(proc, 1000);
   const replay = (after: number): string => {
     let out = '';
-    proc.subscribe((e) => (out += e.type === 'exit' ? '|exit' : `${e.offset}:${e.data}`), true, after);
+    proc.subscribe((e) => (out += e.type === 'exit' ? '|exit' : `${e.offset}:${e.data}`), { replay: true, after });
     return out;
   };
   assert.equal(replay(0), '0:abcdef6:ghij|exit');

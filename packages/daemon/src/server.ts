@@ -95,7 +95,7 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
 
   on('DELETE', '/files', async ({ res, url }) => {
     const { path, recursive } = parseQuery(url, RemoveQuerySchema);
-    await files.remove(path, recursive === 'true');
+    await files.remove(path, { recursive: recursive === 'true' });
     sendJson(res, 200, { ok: true });
   });
 
@@ -104,13 +104,13 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
 
   on('POST', '/files/mkdir', async ({ req, res }) => {
     const body = await readJson(req, MkdirRequestSchema);
-    await files.mkdir(body.path, body.recursive ?? true);
+    await files.mkdir(body.path, { recursive: body.recursive ?? true });
     sendJson(res, 200, { ok: true });
   });
 
   on('POST', '/files/move', async ({ req, res }) => {
     const body = await readJson(req, MoveRequestSchema);
-    await files.move(body.from, body.to, body.overwrite ?? false);
+    await files.move(body.from, body.to, { overwrite: body.overwrite ?? false });
     sendJson(res, 200, { ok: true });
   });
 
@@ -118,7 +118,7 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
     onFirstMessage(ws, 10_000, (raw) => {
       try {
         const start = parseWith(ExecStreamStartSchema, raw, 'start message');
-        bindProcessSocket(ws, processes.start(start), false);
+        bindProcessSocket(ws, processes.start(start));
       } catch (err) {
         reportSocketError(ws, err);
       }
@@ -131,7 +131,7 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
         const start = parseWith(PtyStartSchema, raw, 'start message');
         const cmd = start.cmd ?? ['/bin/sh', '-l'];
         const proc = processes.start({ cmd, cwd: start.cwd, env: start.env, timeoutMs: Limits.maxExecTimeoutMs, pty: { cols: start.cols, rows: start.rows } });
-        bindProcessSocket(ws, proc, false);
+        bindProcessSocket(ws, proc);
       } catch (err) {
         reportSocketError(ws, err);
       }
@@ -141,7 +141,7 @@ export function createDaemonRouter(deps: DaemonDeps): Router {
   router.socket('/processes/:pid/attach', guard, (ws, ctx) => {
     try {
       const { after } = parseQuery(ctx.url, AttachQuerySchema);
-      bindProcessSocket(ws, processes.get(Number(ctx.params.pid)), true, after);
+      bindProcessSocket(ws, processes.get(Number(ctx.params.pid)), { replay: true, after });
     } catch (err) {
       reportSocketError(ws, err);
     }

@@ -126,4 +126,24 @@ describe('full checkpoints: memory and processes', () => {
     assert.equal(now.sandbox.id, session.sandbox.id, 'the sandbox was not touched');
     assert.equal((await api.exec(session.id, 'echo alive')).stdout, 'alive\n');
   });
+
+  // Known fault, found while hardening the platform (present before it): a sandbox running on from a
+  // memory image, whose daemon had a history before the checkpoint (a previous sandbox of the session,
+  // streams, files), sometimes answers no call once it starts a background process: every new
+  // connection to its daemon is reset as the daemon spawns a process, and the daemon spins on a CPU. The same class as the stale epoll entries described in
+  // packages/daemon/src/daemon-channel.ts; the native in-sandbox agent is meant to remove it. A todo
+  // test runs and reports without failing the suite; it passes when the fault is fixed.
+  test('a later sandbox of a session keeps answering after a full checkpoint and a background process', { timeout: 120_000, todo: 'gVisor restore + Node daemon fault: see the comment above' }, async () => {
+    for (let round = 0; round < 3; round++) {
+      const session = await created();
+      await api.exec(session.id, 'echo x > /workspace/f');
+      await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+      await api.exec(session.id, 'cat /workspace/f');
+      assert.equal((await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' })).status, 201);
+      await api.exec(session.id, 'sleep 600', { background: true });
+      await sleep(300);
+      const reply = await api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: 'echo alive' });
+      assert.equal(reply.status, 200, `round ${round}: ${JSON.stringify(reply.body)}`);
+    }
+  });
 });

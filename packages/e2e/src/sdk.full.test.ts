@@ -69,6 +69,19 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.ok(seen.some((p) => p.endsWith('b.txt')), JSON.stringify(seen));
     await session.files.remove('notes/b.txt');
 
+    // Full checkpoints on a session of their own: a daemon restored from an image after a history of
+    // streams and files sometimes stops answering once it starts a process (a known gVisor/daemon
+    // fault, see the todo test in full-checkpoints.full.test.ts); this test is about the SDK.
+    const fresh = await space.sessions.create({ template: 'tiny' });
+    cleanup.push(() => fresh.delete());
+    const full = await fresh.checkpoint({ kind: 'full' });
+    assert.deepEqual([full.kind, full.sizeBytes! > 0, full.pauseMs! > 0], ['full', true, true]);
+    await fresh.startBackground('nc -l -p 9000');
+    await new Promise((r) => setTimeout(r, 300));
+    const refused = await fresh.checkpoint({ kind: 'full' }).catch((err: unknown) => err);
+    assert.ok(isSpaceApiError(refused, 'FULL_CHECKPOINT_REFUSED'), String(refused));
+    assert.match(String(refused.details.fallbackCheckpointId), /^ckp_/);
+
     const checkpoint = await session.checkpoint({ kind: 'fs' });
     assert.match(checkpoint.id, /^ckp_/);
     await session.files.write('notes/a.txt', 'beta');
@@ -77,14 +90,6 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.equal((await fork!.files.read('notes/a.txt')).toString(), 'alpha');
     await session.restore(checkpoint.id);
     assert.equal((await session.files.read('notes/a.txt')).toString(), 'alpha');
-
-    const full = await session.checkpoint({ kind: 'full' });
-    assert.deepEqual([full.kind, full.sizeBytes! > 0, full.pauseMs! > 0], ['full', true, true]);
-    await session.startBackground('nc -l -p 9000');
-    await new Promise((r) => setTimeout(r, 300));
-    const refused = await session.checkpoint({ kind: 'full' }).catch((err: unknown) => err);
-    assert.ok(isSpaceApiError(refused, 'FULL_CHECKPOINT_REFUSED'), String(refused));
-    assert.match(String(refused.details.fallbackCheckpointId), /^ckp_/);
 
     const pid = await session.startBackground('for i in 1 2 3; do echo $i; sleep 0.2; done');
     const replay: string[] = [];

@@ -9,10 +9,17 @@ import { SandboxNetwork } from './network/sandbox-network.js';
 import type { NodeConfig } from './node-config.js';
 import { GvisorDriver } from './runtime/gvisor-driver.js';
 import { prepareRuntimeDir } from './runtime/sandbox-runtime-dir.js';
-import { SandboxManager } from './sandbox-manager.js';
 import { SandboxRecords } from './sandbox-record.js';
 import { DataDirLock } from './data-dir-lock.js';
-import { CheckpointService } from './checkpoint-service.js';
+import { NodeCheckpointService } from './node-checkpoint-service.js';
+import { DaemonLink } from './sandbox/daemon-link.js';
+import { LiveSandboxes } from './sandbox/live-sandboxes.js';
+import { PooledSandboxes } from './sandbox/pooled-sandboxes.js';
+import { reconcileSandboxes } from './sandbox/reconcile.js';
+import { SandboxBooter } from './sandbox/sandbox-booter.js';
+import { SandboxManager } from './sandbox/sandbox-manager.js';
+import { SandboxStarter } from './sandbox/sandbox-starter.js';
+import { SessionVolumes } from './sandbox/session-volumes.js';
 import { CheckpointStore } from './storage/checkpoint-store.js';
 import { BtrfsVolume } from './storage/btrfs-volume.js';
 import { Subvolumes } from './storage/subvolumes.js';
@@ -34,6 +41,7 @@ export class NodeAgent {
   readonly volume: BtrfsVolume;
   readonly templates: TemplateStore;
   private manager: SandboxManager | null = null;
+  private starter: SandboxStarter | null = null;
   private pool: WarmPool | null = null;
   private gateway: EgressGateway | null = null;
   private dns: DnsResponder | null = null;
@@ -89,24 +97,14 @@ export class NodeAgent {
     await network.removeStaleRules();
     const checkpointStore = new CheckpointStore(this.volume, new Subvolumes());
     const sessionQueue = new KeyedQueue();
-    this.manager = new SandboxManager({
-      nodeId: config.nodeId,
-      owner: config.dataDir,
-      driver,
-      network,
-      templates: this.templates,
-      volume: this.volume,
-      subvolumes: new Subvolumes(),
-      records: new SandboxRecords(path.join(config.dataDir, 'node', 'sandboxes')),
-      checkpoints: checkpointStore,
-      runtimeDir,
-      egress: this.gateway,
-      gatewayCaPem: ca.certificatePem,
-      sessionQueue,
-      log,
-    });
-    const { adopted, removed } = await this.manager.reconcile();
+    const records = new SandboxRecords(path.join(config.dataDir, 'node', 'sandboxes'));
+    const live = new LiveSandboxes(config.nodeId);
+    const link = new DaemonLink(driver);
+    const volumes = new SessionVolumes(this.volume, new Subvolumes(), this.templates, ca.certificatePem, log);
+    const booter = new SandboxBooter({ owner: config.dataDir, driver, network, records, link, runtimeDir, log });
+    const { adopted, removed } = await reconcileSandboxes({ records, driver, network, link, booter, volumes, live, log });
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
+    this.manager = new SandboxManager({ nodeId: config.nodeId, driver, network, records, live, booter, link, volumes, sessionQueue, egress: this.gateway, runtimeDir, log });
     const incomplete = await checkpointStore.removeIncomplete();
     if (incomplete) log.info(`removed ${incomplete} memory image(s) left incomplete by a crash`);
     // Commands the crashed agent had started (runsc checkpoint) may finish after this start.
@@ -115,13 +113,14 @@ export class NodeAgent {
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
     const poolTemplates = config.pool.templates ?? options.templates ?? [];
     for (const name of poolTemplates) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
-    const images = new TemplateImages(this.volume.dir('template-images'), new Subvolumes(), this.manager, log);
+    const pooled = new PooledSandboxes({ manager: this.manager, live, volumes, link, driver, records, runtimeDir, log });
+    const images = new TemplateImages(this.volume.dir('template-images'), new Subvolumes(), pooled, log);
     await images.clear();
-    this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, this.manager, config.pool.templateImages ? images : null, log);
-    this.manager.usePool(this.pool);
+    this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, pooled, config.pool.templateImages ? images : null, log);
     this.pool.start();
-    const checkpoints = new CheckpointService(this.manager, checkpointStore, sessionQueue);
-    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, checkpoints, templates: this.templates, gateway: this.gateway, log });
+    this.starter = new SandboxStarter({ manager: this.manager, pooled, volumes, pool: this.pool, sessionQueue, egress: this.gateway, log });
+    const checkpoints = new NodeCheckpointService({ manager: this.manager, volumes, store: checkpointStore, sessionQueue, runtimeDir, log });
+    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, starter: this.starter, pool: this.pool, checkpoints, templates: this.templates, gateway: this.gateway, log });
     const { server, port } = await listen(api, config.host, config.port);
     this.server = server;
     this.port = port;
@@ -135,6 +134,8 @@ export class NodeAgent {
     if (this.sweeper) clearInterval(this.sweeper);
     await this.pool?.stop();
     this.pool = null;
+    await this.starter?.settle();
+    this.starter = null;
     await this.manager?.stopAll();
     this.manager = null;
     await this.gateway?.stop();

@@ -14,7 +14,7 @@ export interface TemplateImage {
   meta: Omit<MemoryImageMeta, 'sizeBytes'>;
 }
 
-/** What building an image needs from the sandbox manager. */
+/** What building an image needs: a sandbox booted and saved (the node's PooledSandboxes). */
 export interface ImageCapture {
   /** Boots a ready sandbox of the template and saves it: memory into `memoryDir`, its volume as `rootfs`. */
   captureTemplateImage(template: string, resources: Resources, target: { rootfs: string; memoryDir: string }): Promise<Omit<MemoryImageMeta, 'sizeBytes'>>;

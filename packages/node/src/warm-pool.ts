@@ -1,4 +1,4 @@
-import { ResourcesSchema, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { ResourcesSchema, type Resources, type StartSandboxRequest } from '@space/protocol';
 import type { Logger } from './logger.js';
 import type { TemplateImage, TemplateImages } from './template-images.js';
 
@@ -13,13 +13,11 @@ export interface WarmPoolConfig {
   templateImages: boolean;
 }
 
-/** What the pool needs from the sandbox manager. */
+/** What the pool needs to boot and drop the sandboxes it keeps (the node's PooledSandboxes). */
 export interface PoolSandboxes {
   /** Boots a sandbox that serves no session yet; returns its id. */
   bootUnclaimed(template: string, resources: Resources): Promise<string>;
-  /** Binds an unclaimed sandbox to a session (volume, daemon environment, record). */
-  claim(sandboxId: string, request: StartSandboxRequest): Promise<SandboxInfo>;
-  /** Resolves once a claimed sandbox has taken its session (the daemon's part of the claim runs after `claim` returns). */
+  /** Resolves once a claimed sandbox has taken its session (the daemon's part of the claim runs after the claim returns). */
   settled(sandboxId: string): Promise<void>;
   /** Stops an unclaimed sandbox and deletes its volume. */
   discard(sandboxId: string): Promise<void>;
@@ -30,7 +28,8 @@ const poolResources: Resources = ResourcesSchema.parse({});
 
 /**
  * Ready sandboxes per template (daemon up, network set, fresh hostname and machine id), handed to
- * new sessions in a few milliseconds instead of a boot of a second or more. Refilled one sandbox at
+ * new sessions in a few milliseconds instead of a boot of a second or more (the SandboxStarter
+ * takes one and claims it for the session). Refilled one sandbox at
  * a time with a pause between boots, so a refill cannot take both cores from running sandboxes.
  * Before the first pooled sandbox of a template, its memory image is built (`images`): the fallback
  * when the pool is empty.
@@ -56,27 +55,28 @@ export class WarmPool {
     this.refill();
   }
 
-  /** A pooled sandbox bound to the session, or null when none fits (other resources, empty pool). */
-  async take(request: StartSandboxRequest): Promise<SandboxInfo | null> {
+  /** A ready sandbox for the session to claim (taken out of the pool), or null when none fits (other resources, empty pool). */
+  take(request: StartSandboxRequest): string | null {
     const ready = this.ready.get(request.template);
     if (!ready || !sameResources(request.resources, poolResources)) return null;
-    while (ready.length > 0) {
-      const sandboxId = ready.shift()!;
-      try {
-        const claimed = await this.sandboxes.claim(sandboxId, request);
-        // The refill starts once the claimed sandbox has its session: the host commands of a boot
-        // (btrfs, ip, iptables, runsc, each a fork of this process) would delay the claim and the
-        // daemon's rebind, which the session's first call waits for.
-        void this.sandboxes.settled(sandboxId).then(() => this.refill());
-        return claimed;
-      } catch (err) {
-        this.log.warn(`pooled sandbox ${sandboxId} could not be claimed, trying the next: ${(err as Error).message}`);
-        await this.sandboxes.discard(sandboxId).catch(() => undefined);
-        this.refill();
-      }
-    }
+    const sandboxId = ready.shift() ?? null;
+    if (!sandboxId) this.refill();
+    return sandboxId;
+  }
+
+  /**
+   * A taken sandbox was claimed. The refill starts once it has its session: the host commands of a
+   * boot (btrfs, ip, iptables, runsc, each a fork of this process) would delay the claim and the
+   * daemon's rebind, which the session's first call waits for.
+   */
+  claimed(sandboxId: string): void {
+    void this.sandboxes.settled(sandboxId).then(() => this.refill());
+  }
+
+  /** A taken sandbox could not be claimed: it is discarded and replaced. */
+  async reject(sandboxId: string): Promise<void> {
+    await this.sandboxes.discard(sandboxId).catch(() => undefined);
     this.refill();
-    return null;
   }
 
   /** The template's memory image for a session the pool cannot serve right now, if it fits. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { CheckpointListSchema, CheckpointSchema, CreateCheckpointRequestSchema, ForkRequestSchema, RestoreRequestSchema } from './checkpoints.js';
 import { OkSchema as ok } from './common.js';
-import { sandboxRoutes } from './daemon-routes.js';
+import { sandboxRoutes } from './sandbox-routes.js';
 import { CreateSessionRequestSchema, SessionListSchema, SessionSchema } from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantSchema } from './tenants.js';

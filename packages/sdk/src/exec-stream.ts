@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import { SpaceApiError, SpaceClientError } from './errors.js';
+import { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 import type { ExecEvent } from './types.js';
 import { EventQueue } from './event-queue.js';
 
@@ -88,12 +88,16 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
       for (const text of this.outbox.splice(0)) ws.send(text);
     });
     ws.on('message', (raw) => this.onMessage(raw.toString()));
-    ws.on('error', (err) => (this.lastError = new SpaceClientError('NETWORK', err.message)));
+    // An API error (a refused handshake) is final and stays the reason, whatever the socket says after it.
+    ws.on('error', (err) => {
+      if (!isSpaceApiError(this.lastError)) this.lastError = isSpaceApiError(err) ? err : new SpaceClientError('NETWORK', err.message);
+    });
     ws.on('close', () => this.onClose());
   }
 
   private onClose(): void {
     if (this.exited || this.closedByUser) return this.finish(null);
+    if (isSpaceApiError(this.lastError)) return this.finish(this.lastError);
     if (this.reattach && this.pid !== null && this.attempts < maxReconnects) {
       const pause = Math.min(5000, 200 * 2 ** this.attempts);
       this.attempts++;

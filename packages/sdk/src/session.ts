@@ -75,21 +75,20 @@ export class SessionFiles {
   }
 }
 
-/** A session: the durable thing. Its sandbox may die; calls resume it. */
-export class Session {
+/**
+ * A session by id, for calls that need nothing but the id (`space.sessions.handle(id)` makes one
+ * without a round trip). Every call goes to the API; `refresh()` fetches the session's data.
+ */
+export class SessionHandle {
   readonly files: SessionFiles;
   private readonly base: string;
 
   constructor(
-    private readonly t: Transport,
-    public data: SessionData,
+    protected readonly t: Transport,
+    readonly id: string,
   ) {
-    this.base = `/v1/sessions/${encodeURIComponent(data.id)}`;
+    this.base = `/v1/sessions/${encodeURIComponent(id)}`;
     this.files = new SessionFiles(t, this.base);
-  }
-
-  get id(): string {
-    return this.data.id;
   }
 
   /** Runs a command to completion: `{exitCode, stdout, stderr}`. */
@@ -144,8 +143,7 @@ export class Session {
 
   /** Resets the session to a checkpoint of its lineage (its own, or one taken in a fork). */
   async restore(checkpointId: string, opts: CallOptions = {}): Promise<Session> {
-    this.data = await this.t.json<SessionData>('POST', `${this.base}/restore`, { ...opts, json: { checkpointId } });
-    return this;
+    return this.withData(await this.t.json<SessionData>('POST', `${this.base}/restore`, { ...opts, json: { checkpointId } }));
   }
 
   /** Kills only the sandbox; the session resumes on its next call. */
@@ -155,8 +153,7 @@ export class Session {
 
   /** Changes what the sandbox may reach; applies to its next request, no restart. */
   async setEgress(policy: Partial<EgressPolicy>, opts: CallOptions = {}): Promise<Session> {
-    this.data = await this.t.json<SessionData>('PUT', `${this.base}/egress`, { ...opts, json: policy });
-    return this;
+    return this.withData(await this.t.json<SessionData>('PUT', `${this.base}/egress`, { ...opts, json: policy }));
   }
 
   /** The newest `limit` (default 100) requests the sandbox sent out, oldest first. */
@@ -165,13 +162,33 @@ export class Session {
     return (await this.t.json<{ entries: EgressAuditEntry[] }>('GET', `${this.base}/egress/audit?limit=${limit ?? 100}`, call)).entries;
   }
 
+  /** The session as it is now, with its sandbox history and checkpoints. */
   async refresh(opts: CallOptions = {}): Promise<Session> {
-    this.data = await this.t.json<SessionData>('GET', this.base, opts);
-    return this;
+    return this.withData(await this.t.json<SessionData>('GET', this.base, opts));
   }
 
   async delete(opts: CallOptions = {}): Promise<void> {
     await this.t.json('DELETE', this.base, opts);
+  }
+
+  /** The session with data the API just sent: a new Session for a handle; a Session updates itself. */
+  protected withData(data: SessionData): Session {
+    return new Session(this.t, data);
+  }
+}
+
+/** A session: the durable thing, with its data as last fetched. Its sandbox may die; calls resume it. */
+export class Session extends SessionHandle {
+  constructor(
+    t: Transport,
+    public data: SessionData,
+  ) {
+    super(t, data.id);
+  }
+
+  protected override withData(data: SessionData): Session {
+    this.data = data;
+    return this;
   }
 }
 

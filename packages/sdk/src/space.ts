@@ -1,5 +1,5 @@
 import { resolveOptions, type CallOptions, type SpaceOptions } from './options.js';
-import { Session } from './session.js';
+import { Session, SessionHandle } from './session.js';
 import { Transport } from './transport.js';
 import type { CreateSessionOptions, SecretData, SessionData } from './types.js';
 
@@ -12,6 +12,8 @@ export class Space {
     create(options?: CreateSessionOptions & CallOptions): Promise<Session>;
     list(options?: CallOptions): Promise<Session[]>;
     get(id: string, options?: CallOptions): Promise<Session>;
+    /** A handle on a session by id, made without a call: for operations that need only the id. */
+    handle(id: string): SessionHandle;
   };
   readonly checkpoints: {
     /** `count` new sessions from a checkpoint, each with a parent link. */
@@ -40,6 +42,9 @@ export class Space {
       },
       async get(id, opts = {}) {
         return new Session(t, await t.json<SessionData>('GET', `/v1/sessions/${encodeURIComponent(id)}`, opts));
+      },
+      handle(id) {
+        return new SessionHandle(t, id);
       },
     };
     this.secrets = {

@@ -33,18 +33,36 @@ export class Transport {
     return (await res.json()) as T;
   }
 
+  /**
+   * Opens a stream. A handshake the API refuses (404, 401, 429, ...) carries its JSON error: that
+   * SpaceApiError becomes the socket's first 'error', before it closes.
+   */
   socket(path: string): WebSocket {
-    return new WebSocket(this.options.apiUrl.replace(/^http/, 'ws') + path, { headers: { authorization: `Bearer ${this.options.apiKey}` } });
+    const ws = new WebSocket(this.options.apiUrl.replace(/^http/, 'ws') + path, { headers: { authorization: `Bearer ${this.options.apiKey}` } });
+    ws.on('unexpected-response', (_req, res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.length < 64 && chunks.push(chunk));
+      res.on('end', () => {
+        const requestId = res.headers['x-request-id'];
+        ws.emit('error', apiErrorOf(res.statusCode ?? 0, Buffer.concat(chunks).toString(), typeof requestId === 'string' ? requestId : null));
+        ws.terminate();
+      });
+    });
+    return ws;
   }
 }
 
 async function errorFrom(res: Response): Promise<SpaceApiError> {
-  const text = await res.text().catch(() => '');
+  return apiErrorOf(res.status, await res.text().catch(() => ''), res.headers.get('x-request-id'));
+}
+
+/** The API's `{error: {code, message, details, requestId}}` body as a SpaceApiError (HTTP_ERROR when it is not one). */
+function apiErrorOf(status: number, text: string, requestIdHeader: string | null): SpaceApiError {
   try {
     const body = JSON.parse(text) as { error?: { code?: string; message?: string; details?: Record<string, string | number | boolean>; requestId?: string } };
-    if (body.error?.code) return new SpaceApiError(body.error.code, res.status, body.error.message ?? body.error.code, body.error.details ?? {}, body.error.requestId ?? res.headers.get('x-request-id'));
+    if (body.error?.code) return new SpaceApiError(body.error.code, status, body.error.message ?? body.error.code, body.error.details ?? {}, body.error.requestId ?? requestIdHeader);
   } catch {
     // not JSON
   }
-  return new SpaceApiError('HTTP_ERROR', res.status, `HTTP ${res.status}: ${text.slice(0, 200)}`, {}, res.headers.get('x-request-id'));
+  return new SpaceApiError('HTTP_ERROR', status, `HTTP ${status}: ${text.slice(0, 200)}`, {}, requestIdHeader);
 }

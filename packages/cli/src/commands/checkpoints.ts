@@ -14,7 +14,7 @@ export function registerCheckpointCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { full?: boolean; json?: boolean }) => {
       if (opts.full && !opts.json) process.stderr.write('saving memory and processes (the sandbox pauses for a moment)…\n');
-      const checkpoint = await (await cliClient(process.env).sessions.get(id)).checkpoint({ kind: opts.full ? 'full' : 'fs' });
+      const checkpoint = await cliClient(process.env).sessions.handle(id).checkpoint({ kind: opts.full ? 'full' : 'fs' });
       output(Boolean(opts.json), checkpoint, () => (checkpoint.kind === 'full' ? `${checkpoint.id}  (memory ${((checkpoint.sizeBytes ?? 0) / 1e6).toFixed(1)} MB, paused ${checkpoint.pauseMs} ms)` : checkpoint.id));
     });
 
@@ -23,7 +23,7 @@ export function registerCheckpointCommands(program: Command): void {
     .description("list a session's checkpoints, oldest first")
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const list = await (await cliClient(process.env).sessions.get(id)).checkpoints();
+      const list = await cliClient(process.env).sessions.handle(id).checkpoints();
       output(Boolean(opts.json), list, () => (list.length ? list.map(line).join('\n') : 'no checkpoints'));
     });
 
@@ -43,7 +43,7 @@ export function registerCheckpointCommands(program: Command): void {
     .description('reset a session to a checkpoint of its lineage (its own or a fork\'s)')
     .option('--json', 'print JSON')
     .action(async (id: string, checkpointId: string, opts: { json?: boolean }) => {
-      const session = await (await cliClient(process.env).sessions.get(id)).restore(checkpointId);
+      const session = await cliClient(process.env).sessions.handle(id).restore(checkpointId);
       output(Boolean(opts.json), session.data, () => `${id} restored to ${checkpointId}`);
     });
 }

@@ -86,9 +86,10 @@ export function registerEgressCommands(program: Command): void {
   egressOptions(program.command('egress <session>').description("show or change a session's egress policy (applies to its next request)"))
     .option('--json', 'print the session as JSON')
     .action(async (id: string, opts: EgressFlags & { json?: boolean }) => {
-      const session = await cliClient(process.env).sessions.get(id);
+      const handle = cliClient(process.env).sessions.handle(id);
       const policy = policyFromFlags(opts);
-      if (policy) await session.setEgress(policy);
+      // One call either way: the change answers with the session, a plain look fetches it.
+      const session = policy ? await handle.setEgress(policy) : await handle.refresh();
       output(Boolean(opts.json), session.data, () => `${session.id} egress: ${describePolicy(session.data.egress)}`);
     });
 
@@ -98,7 +99,7 @@ export function registerEgressCommands(program: Command): void {
     .option('-n, --limit <count>', 'how many (at most 1000)', (v) => Number(v), 50)
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { limit: number; json?: boolean }) => {
-      const entries = await (await cliClient(process.env).sessions.get(id)).egressLog({ limit: opts.limit });
+      const entries = await cliClient(process.env).sessions.handle(id).egressLog({ limit: opts.limit });
       output(Boolean(opts.json), entries, () => (entries.length ? entries.map(auditLine).join('\n') : 'no egress requests yet'));
     });
 }

@@ -40,7 +40,7 @@ export function registerExecCommands(program: Command): void {
     .option('-i, --stdin', 'send this terminal\'s stdin (a pipe or a file) to the command, then its end')
     .passThroughOptions()
     .action(async (id: string, cmd: string[], opts: { json?: boolean; cwd?: string; timeout?: number; stdin?: boolean }) => {
-      const session = await cliClient(process.env).sessions.get(id);
+      const session = cliClient(process.env).sessions.handle(id);
       const words = cmd[0] === '--' ? cmd.slice(1) : cmd;
       if (words.length === 0) throw new Error('no command given: space exec SESSION -- COMMAND [ARGS...]');
       // One word is a shell string ('echo $HOME | wc'); several are an argv.
@@ -76,10 +76,10 @@ export function registerExecCommands(program: Command): void {
       const dst = remote.exec(to);
       if (Boolean(src) === Boolean(dst)) throw new Error('exactly one side must be SESSION:/path');
       if (dst) {
-        const entry = await (await space.sessions.get(dst[1]!)).files.upload(dst[2]!, createReadStream(from));
+        const entry = await space.sessions.handle(dst[1]!).files.upload(dst[2]!, createReadStream(from));
         output(Boolean(opts.json), entry, () => `${from} → ${to} (${entry.size} bytes)`);
       } else {
-        const stream = await (await space.sessions.get(src![1]!)).files.download(src![2]!);
+        const stream = await space.sessions.handle(src![1]!).files.download(src![2]!);
         await pipeline(stream, createWriteStream(to));
         output(Boolean(opts.json), { from, to }, () => `${from} → ${to}`);
       }

@@ -66,7 +66,7 @@ export function registerSessionCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (ids: string[], opts: { json?: boolean }) => {
       const space = cliClient(process.env);
-      for (const id of ids) await (await space.sessions.get(id)).delete();
+      for (const id of ids) await space.sessions.handle(id).delete();
       output(Boolean(opts.json), { deleted: ids }, () => `deleted ${ids.join(' ')}`);
     });
 
@@ -75,7 +75,7 @@ export function registerSessionCommands(program: Command): void {
     .description('kill only the sandbox; the session resumes on its next call')
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
-      await (await cliClient(process.env).sessions.get(id)).killSandbox();
+      await cliClient(process.env).sessions.handle(id).killSandbox();
       output(Boolean(opts.json), { killed: id }, () => `killed the sandbox of ${id}; the session resumes on its next call`);
     });
 }

@@ -8,7 +8,7 @@ export function registerShellCommand(program: Command): void {
     .description('open an interactive shell (a PTY) in the session; exit the shell to leave')
     .option('--cmd <command>', 'run this instead of the default shell')
     .action(async (id: string, opts: { cmd?: string }) => {
-      const session = await cliClient(process.env).sessions.get(id);
+      const session = cliClient(process.env).sessions.handle(id);
       const stdin = process.stdin;
       const interactive = stdin.isTTY && process.stdout.isTTY;
       const pty = session.pty({ cmd: opts.cmd, cols: process.stdout.columns || 80, rows: process.stdout.rows || 24, env: { TERM: process.env.TERM ?? 'xterm-256color' } });

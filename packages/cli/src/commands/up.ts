@@ -22,7 +22,7 @@ export async function up(): Promise<void> {
     log.info(`${signal}: stopping sandboxes and unmounting storage`);
     await controlPlane?.stop().catch((err) => log.error(String(err)));
     await node.stop().catch((err) => log.error(`node stop: ${String(err)}`));
-    controlPlane?.sessions.markAllStopped();
+    controlPlane?.nodeStopped();
     store.close();
     log.info(exitCode === 0 ? 'stopped cleanly' : 'stopped');
     process.exit(exitCode);

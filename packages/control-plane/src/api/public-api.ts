@@ -1,5 +1,5 @@
 import { EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretNameSchema, CreateCheckpointRequestSchema, CreateKeyRequestSchema, CreateSessionRequestSchema, CreateTenantRequestSchema, ForkRequestSchema, RestoreRequestSchema, newId } from '@space/protocol';
-import type { CheckpointService } from '../checkpoint-service.js';
+import type { SessionCheckpointService } from '../session-checkpoint-service.js';
 import type { Metrics } from '../metrics.js';
 import type { NodeClient } from '../node-client.js';
 import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
@@ -13,7 +13,7 @@ import { registerSandboxRoutes } from './sandbox-routes.js';
 export interface PublicApiDeps {
   auth: Authenticator;
   sessions: SessionService;
-  checkpoints: CheckpointService;
+  checkpoints: SessionCheckpointService;
   store: Store;
   metrics: Metrics;
   node: NodeClient;

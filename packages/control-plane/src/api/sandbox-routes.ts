@@ -1,5 +1,5 @@
 import { sandboxRoutes } from '@space/protocol';
-import { Router, parseQuery, closeWithError, forwardRoute, holdMessages, readRouteInput, relaySockets, routePath, toSpaceError } from '@space/server-kit';
+import { Router, parseQuery, closeWithError, holdMessages, readRouteInput, relaySockets, toSpaceError } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
 import type { SessionService } from '../session-service.js';
 
@@ -23,11 +23,10 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
           const caller = auth.authenticate(ctx.req);
           const release = holdMessages(client);
           // An open stream is a call in progress: the session is not idle while it lasts.
-          client.once('close', sessions.activity.begin(ctx.params.sessionId!));
+          client.once('close', sessions.trackStream(ctx.params.sessionId!));
           sessions
-            .withSandbox(caller, ctx.params.sessionId!, false, async (target) => {
-              const upstream = target.node.upstream.socket(target.node.sandboxPath(target.sandboxId, routePath(route, ctx.params)) + ctx.url.search);
-              relaySockets(client, upstream, { label: 'node', early: release() });
+            .withSandbox(caller, ctx.params.sessionId!, { repeatable: false }, async (target) => {
+              relaySockets(client, target.node.socket(route, ctx, target.sandboxId), { label: 'node', early: release() });
             })
             .catch((err: unknown) => {
               const e = toSpaceError(err);
@@ -41,9 +40,7 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
       const caller = auth.authenticate(ctx.req);
       sessions.row(caller, ctx.params.sessionId!);
       const input = await readRouteInput(route, ctx);
-      await sessions.withSandbox(caller, ctx.params.sessionId!, route.kind === 'json', (target) =>
-        forwardRoute(route, ctx, input, target.node.upstream, target.node.sandboxPath(target.sandboxId, routePath(route, ctx.params))),
-      );
+      await sessions.withSandbox(caller, ctx.params.sessionId!, { repeatable: route.kind === 'json' }, (target) => target.node.forward(route, ctx, input, target.sandboxId));
     });
   }
 }

@@ -1,9 +1,11 @@
 import { EgressAuditQuerySchema, SessionEgressConfigSchema, ErrorCode, NodeCheckpointIdSchema, NodeCheckpointRequestSchema, NodeVolumeChangedQuerySchema, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
 import { Router, type ServerLog, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
-import type { CheckpointService } from '../checkpoint-service.js';
+import type { NodeCheckpointService } from '../node-checkpoint-service.js';
 import type { IncomingMessage } from 'node:http';
-import type { SandboxManager } from '../sandbox-manager.js';
+import type { SandboxManager } from '../sandbox/sandbox-manager.js';
+import type { SandboxStarter } from '../sandbox/sandbox-starter.js';
+import type { WarmPool } from '../warm-pool.js';
 import type { TemplateStore } from '../templates/template-store.js';
 import { registerSandboxProxy } from './sandbox-proxy.js';
 
@@ -11,7 +13,9 @@ export interface NodeApiDeps {
   nodeId: string;
   token: string;
   manager: SandboxManager;
-  checkpoints: CheckpointService;
+  starter: SandboxStarter;
+  pool: WarmPool;
+  checkpoints: NodeCheckpointService;
   templates: TemplateStore;
   gateway: EgressGateway;
   log: ServerLog;
@@ -31,7 +35,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('GET', '/node/v1/health', (ctx) => {
     authorize(ctx);
-    const health: NodeHealth = { nodeId: deps.nodeId, templates: deps.templates.names(), sandboxes: manager.list().length, pool: manager.poolSizes(), templateImages: manager.templateImages(), starts: manager.startCounts(), egressUnconfigured: manager.egressUnconfigured() };
+    const health: NodeHealth = { nodeId: deps.nodeId, templates: deps.templates.names(), sandboxes: manager.list().length, pool: deps.pool.sizes(), templateImages: deps.pool.imagesReady(), starts: deps.starter.startCounts(), egressUnconfigured: manager.egressUnconfigured() };
     sendJson(ctx.res, 200, health);
   });
 
@@ -44,7 +48,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     authorize(ctx);
     const request = await readJson(ctx.req, StartSandboxRequestSchema);
     deps.templates.recipe(request.template);
-    sendJson(ctx.res, 201, await manager.start(request));
+    sendJson(ctx.res, 201, await deps.starter.start(request));
   });
 
   router.on('GET', '/node/v1/sandboxes/:sandboxId', async (ctx) => {

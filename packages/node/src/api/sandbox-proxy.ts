@@ -1,6 +1,6 @@
 import { ErrorCode, ServerStreamMessageSchema, WatchEventSchema, isSpaceError, sandboxRoutes } from '@space/protocol';
 import { Router, closeWithError, forwardRoute, parseQuery, readRouteInput, relaySockets, routePath, toSpaceError, type RequestContext, type UpgradeContext } from '@space/server-kit';
-import type { SandboxManager } from '../sandbox-manager.js';
+import type { SandboxManager } from '../sandbox/sandbox-manager.js';
 
 /**
  * Registers `/node/v1/sandboxes/:sandboxId/<op>` for every sandbox operation: requests are

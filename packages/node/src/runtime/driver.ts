@@ -29,7 +29,6 @@ export interface SandboxStats {
  * kernel, rootfs image, vsock daemon channel, snapshot files) can implement the same methods.
  */
 export interface RuntimeDriver {
-  readonly name: string;
   /** Checks the host can run sandboxes; throws a message that says what to install or change. */
   preflight(): Promise<void>;
   start(spec: SandboxSpec): Promise<void>;

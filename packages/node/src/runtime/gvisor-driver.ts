@@ -13,8 +13,6 @@ import { buildOciSpec } from './oci-spec.js';
  * everywhere; runsc therefore runs in its own mount namespace with a tmpfs over /proc/sys/net.
  */
 export class GvisorDriver implements RuntimeDriver {
-  readonly name = 'gvisor';
-
   constructor(
     private readonly stateRoot: string,
     /** The host-side subreaper runsc runs under (native/space-shim.c). */

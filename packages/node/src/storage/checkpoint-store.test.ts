@@ -29,8 +29,8 @@ async function newVolume(name: string): Promise<string> {
 
 test('a snapshot onto an existing path is refused instead of landing inside it', async () => {
   const v = await newVolume('ses_refuse01');
-  await subvolumes.snapshot(v, `${v}.copy`, false);
-  await assert.rejects(subvolumes.snapshot(v, `${v}.copy`, false), /already exists/);
+  await subvolumes.snapshot(v, `${v}.copy`, { readOnly: false });
+  await assert.rejects(subvolumes.snapshot(v, `${v}.copy`, { readOnly: false }), /already exists/);
   assert.equal(existsSync(path.join(`${v}.copy`, 'ses_refuse01')), false);
 });
 

@@ -48,7 +48,7 @@ export class CheckpointStore {
 
   async take(volumePath: string, checkpointId: string): Promise<void> {
     if (!this.subvolumes.exists(volumePath)) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, 'the session has no volume on this node');
-    await this.subvolumes.snapshot(volumePath, this.path(checkpointId), true);
+    await this.subvolumes.snapshot(volumePath, this.path(checkpointId), { readOnly: true });
   }
 
   /** Publishes a complete memory image (written to `partialImageDir`) with what restoring it needs. */
@@ -77,7 +77,7 @@ export class CheckpointStore {
     // The new volume is complete before the old one goes: a failure leaves the session as it was.
     const staging = `${volumePath}.restoring`;
     await this.subvolumes.delete(staging);
-    await this.subvolumes.snapshot(source, staging, false);
+    await this.subvolumes.snapshot(source, staging, { readOnly: false });
     await this.subvolumes.delete(volumePath);
     await this.subvolumes.rename(staging, volumePath);
   }

@@ -21,7 +21,7 @@ export class Subvolumes {
    * put the snapshot inside it (a session's root gaining a `ckp_…` directory, a volume that cannot
    * be deleted).
    */
-  async snapshot(source: string, target: string, readOnly: boolean): Promise<void> {
+  async snapshot(source: string, target: string, { readOnly }: { readOnly: boolean }): Promise<void> {
     if (existsSync(target)) throw new Error(`cannot snapshot ${source}: ${target} already exists`);
     await mkdir(path.dirname(target), { recursive: true });
     await runCommand(['btrfs', 'subvolume', 'snapshot', ...(readOnly ? ['-r'] : []), source, target]);

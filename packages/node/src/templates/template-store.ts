@@ -61,7 +61,7 @@ export class TemplateStore {
     await this.subvolumes.create(scratch);
     try {
       await recipe.build(scratch, (m) => progress(`[${recipe.name}] ${m}`), path.join(this.cacheDir, recipe.name));
-      await this.subvolumes.snapshot(scratch, target, true);
+      await this.subvolumes.snapshot(scratch, target, { readOnly: true });
     } catch (err) {
       throw new SpaceError(ErrorCode.TEMPLATE_BUILD_FAILED, `building template ${recipe.name} failed: ${(err as Error).message}`);
     } finally {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AttachQuerySchema, BackgroundStartedSchema, ExecRequestSchema, ExecResultSchema, ProcessListSchema, SignalRequestSchema } from './exec.js';
 import { OkSchema as ok } from './common.js';
 import { FileListSchema, FileStatSchema, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, RemoveQuerySchema } from './files.js';
+import { matchPath } from './path-pattern.js';
 
 /**
  * The sandbox operations: served by the daemon, relayed unchanged in shape by the node agent
@@ -32,25 +33,6 @@ export const sandboxRoutes: readonly SandboxRoute[] = [
   { kind: 'json', method: 'POST', path: '/files/move', body: MoveRequestSchema, response: ok },
   { kind: 'websocket', method: 'GET', path: '/files/watch', query: PathQuerySchema },
 ];
-
-/** Matches `/processes/42/signal` against `/processes/:pid/signal`; returns the params or null. */
-export function matchPath(pattern: string, path: string): Record<string, string> | null {
-  const want = pattern.split('/');
-  const got = path.split('/');
-  if (want.length !== got.length) return null;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < want.length; i++) {
-    const w = want[i]!;
-    const g = got[i]!;
-    if (w.startsWith(':')) {
-      if (!/^[A-Za-z0-9_-]{1,64}$/.test(g)) return null;
-      params[w.slice(1)] = g;
-    } else if (w !== g) {
-      return null;
-    }
-  }
-  return params;
-}
 
 export function findSandboxRoute(method: string, path: string): { route: SandboxRoute; params: Record<string, string> } | { methodMismatch: true } | null {
   let pathMatched = false;

@@ -10,8 +10,8 @@ import type { CheckpointRow, SessionRow, Store } from './store/store.js';
 /** How far up a fork chain the lineage is followed (a bound against cycles in a damaged store). */
 const maxLineageDepth = 256;
 
-/** Checkpoints of sessions (filesystem and full), forks from them, and restores to them. */
-export class CheckpointService {
+/** The control plane's side of checkpoints: sessions' checkpoints (filesystem and full), their lineage, forks from them and restores to them. */
+export class SessionCheckpointService {
   constructor(
     private readonly store: Store,
     private readonly node: NodeClient,

@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { servicesOnFakeNode } from './test-support/services.js';
+
+const counter = (text: string, name: string): number => Number(/^(\S+) (\d+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? NaN);
+
+test('a session whose sandbox the node no longer runs is marked stopped once, and nothing acts on the gone sandbox', async () => {
+  const s = servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  for (let i = 0; i < 5; i++) {
+    s.clock.now += 5000;
+    await s.maintenance.tick();
+  }
+  const after = s.sessions.get(s.caller, session.id);
+  assert.deepEqual([after.status, after.sandbox, after.sandboxHistory!.at(-1)!.endReason], ['stopped', null, 'lost']);
+  assert.equal(s.store.listCheckpoints(session.id).length, 0, 'no checkpoint of a session without a sandbox');
+  assert.equal(counter(s.metrics.render({}), 'space_sessions_reconciled_total'), 1);
+});
+
+test('a session a crash left "starting" is marked stopped, and reconcileAll does it before anything else', async () => {
+  const s = servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  s.store.updateSession(session.id, { status: 'starting', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+  await s.maintenance.reconcileAll();
+  assert.equal(s.sessions.get(s.caller, session.id).status, 'stopped');
+});
+
+test('automatic fs checkpoints are taken only of a volume that changed since the newest one', async () => {
+  const s = servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  const count = () => s.store.listCheckpoints(session.id).length;
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  assert.equal(count(), 1, 'the first one: nothing was saved yet');
+  for (let i = 0; i < 3; i++) {
+    s.clock.now += 2000;
+    await s.maintenance.tick();
+  }
+  assert.equal(count(), 1, 'unchanged: none');
+  assert.equal(counter(s.metrics.render({}), 'space_checkpoints_skipped_unchanged_total'), 3);
+  s.node.changed.add(session.id);
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  assert.equal(count(), 2, 'after a write: one');
+});
+
+test('a session busy with its own lifecycle operation is skipped, without waiting for it', async () => {
+  const s = servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  let release!: () => void;
+  const restoring = s.lifecycle.run(session.id, 'restore', () => new Promise<void>((r) => (release = r)));
+  s.clock.now += 5000;
+  const started = Date.now();
+  await s.maintenance.tick();
+  assert.ok(Date.now() - started < 1000);
+  assert.equal(s.store.listCheckpoints(session.id).length, 0);
+  release();
+  await restoring;
+  await s.maintenance.tick();
+  assert.equal(s.store.listCheckpoints(session.id).length, 1, 'taken on the next pass');
+});
+
+test('an idle session gets a full checkpoint and its sandbox is stopped; it shows "idle"', async () => {
+  const s = servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 1 });
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  const after = s.sessions.get(s.caller, session.id);
+  assert.deepEqual([after.status, after.sandbox, after.sandboxHistory!.at(-1)!.endReason], ['idle', null, 'idle']);
+  assert.deepEqual(s.node.calls.slice(-2), [`checkpoint full ${session.id}`, `stop ${session.sandbox!.id}`]);
+});

@@ -1,0 +1,94 @@
+import { ErrorCode, SpaceError, newId, type CheckpointKind, type NodeCheckpoint, type NodeHealth, type ProcessList, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import type { NodeClient } from '../node-client.js';
+
+/**
+ * A node agent in memory, for unit tests of the control plane's services: sandboxes are records
+ * that start, stop and die on request; checkpoints are ids; volumes note whether they changed.
+ * Only what the control plane calls is here.
+ */
+export class FakeNode {
+  readonly nodeId = 'node_fake';
+  /** Running sandboxes by id. */
+  readonly sandboxes = new Map<string, SandboxInfo>();
+  readonly checkpoints = new Set<string>();
+  /** Sessions whose volume was written since their last checkpoint. */
+  readonly changed = new Set<string>();
+  readonly calls: string[] = [];
+  runningProcesses = false;
+  /** Checkpoint times strictly increase, as real ones (tens of ms apart) do: the store orders by them. */
+  private lastCheckpointAt = 0;
+
+  asClient(): NodeClient {
+    return this as unknown as NodeClient;
+  }
+
+  /** The sandbox dies without the control plane being told (a crash, an OOM kill). */
+  killBehindTheScenes(sandboxId: string): void {
+    this.sandboxes.delete(sandboxId);
+  }
+
+  async health(): Promise<NodeHealth> {
+    return { nodeId: this.nodeId, templates: ['tiny'], sandboxes: this.sandboxes.size, pool: {}, templateImages: [], starts: {}, egressUnconfigured: [] };
+  }
+
+  async listSandboxes(): Promise<SandboxInfo[]> {
+    return [...this.sandboxes.values()];
+  }
+
+  async startSandbox(request: StartSandboxRequest): Promise<SandboxInfo> {
+    this.calls.push(`start ${request.sessionId}`);
+    const info: SandboxInfo = { sandboxId: newId('sbx'), sessionId: request.sessionId, nodeId: this.nodeId, template: request.template, startedAt: new Date().toISOString(), running: true, restoredFrom: null };
+    this.sandboxes.set(info.sandboxId, info);
+    return info;
+  }
+
+  async sandboxInfo(sandboxId: string): Promise<SandboxInfo> {
+    const info = this.sandboxes.get(sandboxId);
+    if (!info) throw new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} is not running`);
+    return info;
+  }
+
+  async stopSandbox(sandboxId: string): Promise<void> {
+    this.calls.push(`stop ${sandboxId}`);
+    this.sandboxes.delete(sandboxId);
+  }
+
+  async processes(): Promise<ProcessList> {
+    return { processes: this.runningProcesses ? [{ pid: 7, cmd: 'sleep 600', startedAt: new Date().toISOString(), running: true, exitCode: null, pty: false }] : [] };
+  }
+
+  async checkpoint(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
+    this.calls.push(`checkpoint ${kind} ${sessionId}`);
+    this.checkpoints.add(checkpointId);
+    this.changed.delete(sessionId);
+    this.lastCheckpointAt = Math.max(Date.now(), this.lastCheckpointAt + 1);
+    return { checkpointId, kind, createdAt: new Date(this.lastCheckpointAt).toISOString(), sizeBytes: null, pauseMs: null };
+  }
+
+  async volumeChanged(sessionId: string): Promise<boolean> {
+    return this.changed.has(sessionId);
+  }
+
+  async restoreVolume(sessionId: string, checkpointId: string): Promise<void> {
+    if (!this.checkpoints.has(checkpointId)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
+    this.calls.push(`restore ${sessionId} ${checkpointId}`);
+    for (const [id, info] of this.sandboxes) if (info.sessionId === sessionId) this.sandboxes.delete(id);
+  }
+
+  async deleteVolume(sessionId: string): Promise<void> {
+    this.calls.push(`delete ${sessionId}`);
+    for (const [id, info] of this.sandboxes) if (info.sessionId === sessionId) this.sandboxes.delete(id);
+  }
+
+  async listCheckpoints(): Promise<{ checkpoints: { id: string; createdAt: string }[] }> {
+    return { checkpoints: [...this.checkpoints].map((id) => ({ id, createdAt: new Date().toISOString() })) };
+  }
+
+  async deleteCheckpoint(checkpointId: string): Promise<void> {
+    this.checkpoints.delete(checkpointId);
+  }
+
+  async configureEgress(): Promise<void> {}
+
+  close(): void {}
+}

@@ -1,0 +1,35 @@
+import { randomBytes } from 'node:crypto';
+import { CreateSessionRequestSchema } from '@space/protocol';
+import { Activity } from '../activity.js';
+import type { Caller } from '../auth.js';
+import { CheckpointTaker } from '../checkpoint-taker.js';
+import { EgressService } from '../egress-service.js';
+import { LifecycleQueue } from '../lifecycle-queue.js';
+import { Maintenance } from '../maintenance.js';
+import { Metrics } from '../metrics.js';
+import { SecretCipher } from '../secret-cipher.js';
+import { SessionCheckpointService } from '../session-checkpoint-service.js';
+import { SessionService } from '../session-service.js';
+import { SqliteStore } from '../store/sqlite-store.js';
+import { FakeNode } from './fake-node.js';
+
+/** The control plane's services wired as in ControlPlane, on an in-memory store and a FakeNode, with a settable clock. */
+export function servicesOnFakeNode() {
+  const clock = { now: Date.now() };
+  const now = (): number => clock.now;
+  const store = new SqliteStore(':memory:');
+  store.insertTenant({ id: 'tn_test0001', name: 'test', createdAt: new Date().toISOString() });
+  const caller: Caller = { tenantId: 'tn_test0001', admin: false };
+  const node = new FakeNode();
+  const metrics = new Metrics();
+  const log: string[] = [];
+  const activity = new Activity(now);
+  const lifecycle = new LifecycleQueue(store, (m) => log.push(m), { pollMs: 5 });
+  const taker = new CheckpointTaker(store, node.asClient(), metrics);
+  const egress = new EgressService(store, node.asClient(), new SecretCipher(randomBytes(32)), (m) => log.push(m));
+  const sessions = new SessionService(store, node.asClient(), metrics, taker, activity, egress, lifecycle);
+  const checkpoints = new SessionCheckpointService(store, node.asClient(), sessions, taker, metrics, lifecycle);
+  const maintenance = new Maintenance({ store, node: node.asClient(), sessions, checkpoints, activity, lifecycle, egress, metrics, log: (m) => log.push(m), keepAutomatic: 5, now });
+  const create = (fields: Record<string, unknown> = {}) => sessions.create(caller, CreateSessionRequestSchema.parse({ template: 'tiny', ...fields }));
+  return { clock, store, caller, node, metrics, log, activity, lifecycle, sessions, checkpoints, maintenance, create };
+}

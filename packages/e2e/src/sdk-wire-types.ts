@@ -1,0 +1,22 @@
+/**
+ * The SDK's types are the wire's: each pair below must be assignable both ways, so `npm run build`
+ * (and with it `./space test`) fails as soon as an SDK type and the protocol's zod schema drift
+ * apart. The SDK keeps its own declarations so that it depends on nothing of the server's.
+ */
+import type { Checkpoint, EgressAuditEntry as WireAuditEntry, EgressPolicy as WirePolicy, ExecResult as WireExecResult, FileStat, ProcessInfo, Secret, Session, SessionStatus } from '@space/protocol';
+import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecResult, FileEntry, ProcessData, SecretData, SessionData } from '@space/sdk';
+
+/** `true` only when A and B are assignable to each other. */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
+export const sdkMatchesWire: Record<string, true> = {
+  session: true satisfies Same<SessionData, Session>,
+  sessionStatus: true satisfies Same<SessionData['status'], SessionStatus>,
+  checkpoint: true satisfies Same<CheckpointData, Checkpoint>,
+  egressPolicy: true satisfies Same<EgressPolicy, WirePolicy>,
+  secret: true satisfies Same<SecretData, Secret>,
+  egressAuditEntry: true satisfies Same<EgressAuditEntry, WireAuditEntry>,
+  execResult: true satisfies Same<ExecResult, WireExecResult>,
+  fileEntry: true satisfies Same<FileEntry, FileStat>,
+  process: true satisfies Same<ProcessData, ProcessInfo>,
+};

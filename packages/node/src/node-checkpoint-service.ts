@@ -1,0 +1,126 @@
+import type { CheckpointKind, NodeCheckpoint } from '@space/protocol';
+import type { KeyedQueue } from '@space/server-kit';
+import type { Logger } from './logger.js';
+import type { SandboxManager } from './sandbox/sandbox-manager.js';
+import type { MemorySource, SessionVolumes } from './sandbox/session-volumes.js';
+import type { CheckpointStore } from './storage/checkpoint-store.js';
+
+/** How long this process remembers when it took a checkpoint (the snapshot's own times can be its source's). */
+const rememberTakenMs = 10 * 60_000;
+
+export interface NodeCheckpointServiceDeps {
+  manager: SandboxManager;
+  volumes: SessionVolumes;
+  store: CheckpointStore;
+  /** The node's per-session queue, shared with the manager: a checkpoint, a restore and a start of one session never overlap. */
+  sessionQueue: KeyedQueue;
+  /** The daemon build running now: a memory image taken with another cannot be restored. */
+  runtimeDir: string;
+  log: Logger;
+}
+
+/** The node's side of checkpoints: takes, restores and deletes a session's checkpoints on this node. */
+export class NodeCheckpointService {
+  /** Checkpoints being taken now: never listed, so no sweep can take them for orphans. */
+  private readonly inFlight = new Set<string>();
+  private readonly taken = new Map<string, number>();
+
+  constructor(private readonly deps: NodeCheckpointServiceDeps) {}
+
+  /**
+   * Flushes the running sandbox's writes (gVisor caches file data in the Sentry until synced),
+   * then snapshots the volume: the checkpoint never holds a torn file the sandbox already wrote.
+   * A full checkpoint also saves memory and processes; anything half-written is removed if it fails.
+   */
+  async take(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
+    this.inFlight.add(checkpointId);
+    try {
+      return await this.deps.sessionQueue.run(sessionId, async () => {
+        await this.deps.manager.flushWrites(sessionId);
+        if (kind === 'fs') {
+          await this.deps.store.take(this.deps.volumes.path(sessionId), checkpointId);
+          return { checkpointId, kind, createdAt: new Date().toISOString(), sizeBytes: null, pauseMs: null };
+        }
+        return await this.takeFull(sessionId, checkpointId);
+      });
+    } finally {
+      this.inFlight.delete(checkpointId);
+      this.taken.set(checkpointId, Date.now());
+    }
+  }
+
+  /**
+   * Save memory (the sandbox stops), snapshot the volume while nothing runs so files and memory
+   * match, let the sandbox run on from the image, publish the image.
+   */
+  private async takeFull(sessionId: string, checkpointId: string): Promise<NodeCheckpoint> {
+    const { manager, store } = this.deps;
+    try {
+      const saved = await manager.saveMemory(sessionId, store.partialImageDir(checkpointId));
+      const snapshotError = await store.take(this.deps.volumes.path(sessionId), checkpointId).then(
+        () => null,
+        (err: unknown) => err,
+      );
+      const { meta, pauseMs } = await manager.runOn(saved);
+      if (snapshotError) throw snapshotError;
+      const image = await store.commitImage(checkpointId, meta);
+      return { checkpointId, kind: 'full', createdAt: new Date().toISOString(), sizeBytes: image.sizeBytes, pauseMs };
+    } catch (err) {
+      await store.delete(checkpointId);
+      throw err;
+    }
+  }
+
+  /**
+   * Stops the session's sandbox and makes its volume a writable copy of the checkpoint; from a full
+   * checkpoint, the session's next sandbox also starts from its memory, so its processes continue.
+   */
+  restore(sessionId: string, checkpointId: string): Promise<void> {
+    const { manager, volumes, store } = this.deps;
+    return this.deps.sessionQueue.run(sessionId, async () => {
+      const live = manager.forSession(sessionId);
+      if (live) await manager.stop(live.record.sandboxId);
+      const newSession = !volumes.exists(sessionId);
+      await store.materialize(checkpointId, volumes.path(sessionId));
+      await volumes.setPendingMemory(sessionId, await this.memoryOf(checkpointId, newSession));
+    });
+  }
+
+  /** Whether the session's volume was written since the checkpoint (the sandbox's cached writes flushed first). */
+  changedSince(sessionId: string, checkpointId: string): Promise<boolean> {
+    return this.deps.sessionQueue.run(sessionId, async () => {
+      await this.deps.manager.flushWrites(sessionId);
+      return this.deps.store.changedSince(this.deps.volumes.path(sessionId), checkpointId);
+    });
+  }
+
+  /** The checkpoints on this node, except those being taken; recent ones dated by when this process took them. */
+  async list(): Promise<{ id: string; createdAt: string }[]> {
+    for (const [id, at] of this.taken) if (Date.now() - at > rememberTakenMs) this.taken.delete(id);
+    return (await this.deps.store.list())
+      .filter((c) => !this.inFlight.has(c.id))
+      .map((c) => {
+        const at = this.taken.get(c.id);
+        return at ? { id: c.id, createdAt: new Date(at).toISOString() } : c;
+      });
+  }
+
+  delete(checkpointId: string): Promise<void> {
+    return this.deps.store.delete(checkpointId);
+  }
+
+  /**
+   * The checkpoint's memory image as the session's next start will use it, checked here once: null
+   * for an fs checkpoint, or for an image taken with another daemon build (the files are restored,
+   * the sandbox boots fresh on them). `newSession`: the memory is another session's (a fork).
+   */
+  private async memoryOf(checkpointId: string, newSession: boolean): Promise<MemorySource | null> {
+    const image = await this.deps.store.image(checkpointId);
+    if (!image) return null;
+    if (image.meta.runtimeDir !== this.deps.runtimeDir) {
+      this.deps.log.warn(`memory image of ${checkpointId} was taken with another daemon build; the session's next sandbox boots fresh on the checkpoint's files`);
+      return null;
+    }
+    return { checkpointId, label: `the memory of ${checkpointId}`, dir: image.dir, meta: { token: image.meta.token, runtimeDir: image.meta.runtimeDir }, newSession };
+  }
+}

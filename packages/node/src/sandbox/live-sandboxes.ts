@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { ErrorCode, SpaceError } from '@space/protocol';
+import type { Upstream } from '@space/server-kit';
+import type { SandboxRecord } from '../sandbox-record.js';
+
+/** A sandbox this node agent runs. */
+export interface LiveSandbox {
+  record: SandboxRecord;
+  daemon: Upstream;
+  /** Host pid of the sandbox process: its disappearance means the sandbox died. */
+  pid: number | null;
+  /** A daemon call the sandbox is busy with (a full checkpoint's pause, a claim's rebind); calls wait for it. */
+  pendingCall: Promise<unknown> | null;
+}
+
+/** Pooled sandboxes serve a placeholder "session" with this prefix until claimed. */
+export const unclaimedPrefix = 'pool';
+
+export function isUnclaimed(record: SandboxRecord): boolean {
+  return record.sessionId.startsWith(`${unclaimedPrefix}_`);
+}
+
+/** True while the process exists and is not a zombie (a killed sandbox lingers as one until reaped). */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+/** The sandboxes running on this node, by sandbox id, with the lookups every part of the node needs. */
+export class LiveSandboxes {
+  private readonly bySandbox = new Map<string, LiveSandbox>();
+
+  constructor(private readonly nodeId: string) {}
+
+  add(live: LiveSandbox): void {
+    this.bySandbox.set(live.record.sandboxId, live);
+  }
+
+  /** Forgets the sandbox; returns it if it was there. */
+  remove(sandboxId: string): LiveSandbox | undefined {
+    const live = this.bySandbox.get(sandboxId);
+    this.bySandbox.delete(sandboxId);
+    return live;
+  }
+
+  find(sandboxId: string): LiveSandbox | undefined {
+    return this.bySandbox.get(sandboxId);
+  }
+
+  /** The sandbox, or SANDBOX_NOT_FOUND. */
+  get(sandboxId: string): LiveSandbox {
+    const found = this.bySandbox.get(sandboxId);
+    if (!found) throw new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} is not running on node ${this.nodeId}`);
+    return found;
+  }
+
+  /** The sandbox serving a session, if any. */
+  forSession(sessionId: string): LiveSandbox | undefined {
+    for (const live of this.bySandbox.values()) if (live.record.sessionId === sessionId) return live;
+    return undefined;
+  }
+
+  /** The sandbox whose address is `ip`, if any (the gateway asks who sent a packet). */
+  atAddress(ip: string): LiveSandbox | undefined {
+    for (const live of this.bySandbox.values()) if (live.record.sandboxIp === ip) return live;
+    return undefined;
+  }
+
+  all(): LiveSandbox[] {
+    return [...this.bySandbox.values()];
+  }
+
+  ids(): string[] {
+    return [...this.bySandbox.keys()];
+  }
+}

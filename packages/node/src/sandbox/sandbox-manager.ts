@@ -1,0 +1,236 @@
+import { ErrorCode, SpaceError, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import type { KeyedQueue } from '@space/server-kit';
+import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
+import type { Logger } from '../logger.js';
+import type { SandboxNetwork } from '../network/sandbox-network.js';
+import type { RuntimeDriver } from '../runtime/driver.js';
+import type { SandboxRecord, SandboxRecords } from '../sandbox-record.js';
+import type { MemoryImageMeta } from '../storage/checkpoint-store.js';
+import type { DaemonLink } from './daemon-link.js';
+import { isUnclaimed, processAlive, type LiveSandbox, type LiveSandboxes } from './live-sandboxes.js';
+import { PhaseTimer } from './phase-timer.js';
+import { consoleTail, type BootOptions, type SandboxBooter } from './sandbox-booter.js';
+import type { SessionVolumes } from './session-volumes.js';
+
+export interface SandboxManagerDeps {
+  nodeId: string;
+  driver: RuntimeDriver;
+  network: SandboxNetwork;
+  records: SandboxRecords;
+  live: LiveSandboxes;
+  booter: SandboxBooter;
+  link: DaemonLink;
+  volumes: SessionVolumes;
+  /** The node's per-session queue: a start, a volume deletion, a checkpoint and a restore of one session run one at a time. */
+  sessionQueue: KeyedQueue;
+  /** The node's egress gateway: holds each session's policy and secrets. */
+  egress: Pick<EgressGateway, 'isConfigured' | 'removeSession'>;
+  runtimeDir: string;
+  log: Logger;
+}
+
+/** A sandbox stopped by the runtime after saving its memory, waiting for its checkpoint's snapshot before it runs on. */
+export interface SavedSandbox {
+  live: LiveSandbox;
+  imageDir: string;
+  phases: PhaseTimer;
+  /** Lets the calls that waited for the pause through. */
+  release: () => void;
+}
+
+/**
+ * The sandboxes of this node: each serves one session's volume, in its own network namespace, with
+ * the daemon as the only way in. Starts (decided by the SandboxStarter), stops, the lookups that
+ * check a sandbox is still alive, and a full checkpoint's pause and resume.
+ */
+export class SandboxManager {
+  constructor(private readonly deps: SandboxManagerDeps) {}
+
+  /** Brings a sandbox up for the session on its existing volume (booted, or restored from `options.memory`). */
+  async boot(request: StartSandboxRequest, options: BootOptions = {}, phases = new PhaseTimer()): Promise<SandboxInfo> {
+    const live = await this.deps.booter.boot(request, this.deps.volumes.path(request.sessionId), phases, options);
+    this.deps.live.add(live);
+    return this.describe(live.record);
+  }
+
+  /** The sandbox, or SANDBOX_NOT_FOUND (without checking it is alive: see getAlive). */
+  get(sandboxId: string): LiveSandbox {
+    return this.deps.live.get(sandboxId);
+  }
+
+  /** The sandbox serving a session on this node, if any. */
+  forSession(sessionId: string): LiveSandbox | undefined {
+    return this.deps.live.forSession(sessionId);
+  }
+
+  /**
+   * The sandbox, checked to be alive before a call is forwarded (one read of /proc/<pid>/stat).
+   * A sandbox that died since its last call is cleaned up and reported as SANDBOX_NOT_FOUND: nothing
+   * of the call has run, so the control plane may start a new sandbox and send it again.
+   */
+  async getAlive(sandboxId: string): Promise<LiveSandbox> {
+    const found = this.deps.live.get(sandboxId);
+    if (found.pendingCall) await found.pendingCall.catch(() => undefined);
+    if (found.pid === null || processAlive(found.pid)) return found;
+    this.deps.log.warn(`sandbox ${sandboxId} of ${found.record.sessionId} died; cleaning up`);
+    await this.stop(sandboxId);
+    throw new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} died`);
+  }
+
+  async info(sandboxId: string): Promise<SandboxInfo> {
+    return this.describe((await this.getAlive(sandboxId)).record);
+  }
+
+  /** The sandboxes serving sessions whose process is alive (pooled ones waiting for a session are not listed). */
+  list(): SandboxInfo[] {
+    return this.deps.live
+      .all()
+      .filter((s) => !isUnclaimed(s.record) && (s.pid === null || processAlive(s.pid)))
+      .map((s) => this.describe(s.record));
+  }
+
+  /**
+   * Called when the daemon stopped answering in the middle of a call: if the sandbox is gone, it is
+   * cleaned up and reported as SANDBOX_DIED. The call may have partly run, so it is not repeated.
+   */
+  async checkAlive(sandboxId: string, cause: SpaceError): Promise<SpaceError> {
+    const live = this.deps.live.find(sandboxId);
+    if (!live) return new SpaceError(ErrorCode.SANDBOX_DIED, `sandbox ${sandboxId} is gone`);
+    if ((await this.deps.driver.stats(sandboxId)).running) return cause;
+    this.deps.log.warn(`sandbox ${sandboxId} of ${live.record.sessionId} died during a call; cleaning up`);
+    await this.stop(sandboxId);
+    return new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died during this call (out of memory, pid limit, or killed); the session resumes on the next call');
+  }
+
+  /** Flushes the running sandbox's writes to its volume (gVisor keeps file data in the Sentry until synced). */
+  async flushWrites(sessionId: string): Promise<void> {
+    const live = this.deps.live.forSession(sessionId);
+    if (live) await this.deps.link.run(live.daemon, ['sync']);
+  }
+
+  async stop(sandboxId: string): Promise<void> {
+    const live = this.deps.live.remove(sandboxId);
+    if (!live) return;
+    live.daemon.close();
+    await this.deps.booter.teardown(live.record);
+  }
+
+  /** Stops a sandbox on request (the session stays), in its session's turn: never in the middle of its checkpoint. */
+  async kill(sandboxId: string): Promise<void> {
+    const live = this.deps.live.find(sandboxId);
+    if (live) await this.deps.sessionQueue.run(live.record.sessionId, () => this.stop(sandboxId));
+  }
+
+  /** Deletes a session's volume, stopping its sandbox first. */
+  deleteVolume(sessionId: string): Promise<void> {
+    return this.deps.sessionQueue.run(sessionId, async () => {
+      const live = this.deps.live.forSession(sessionId);
+      if (live) await this.stop(live.record.sandboxId);
+      await this.deps.volumes.delete(sessionId);
+      await this.deps.egress.removeSession(sessionId);
+    });
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all(this.deps.live.ids().map((id) => this.stop(id)));
+  }
+
+  /** The sandbox (and session) a packet from `ip` comes from, for the gateway. */
+  sourceOf(ip: string): SandboxSource | null {
+    const live = this.deps.live.atAddress(ip);
+    return live ? { sandboxId: live.record.sandboxId, sessionId: live.record.sessionId } : null;
+  }
+
+  /** Sessions with a running sandbox here whose egress settings the gateway lacks (after a restart). */
+  egressUnconfigured(): string[] {
+    return this.deps.live
+      .all()
+      .filter((l) => !isUnclaimed(l.record) && !this.deps.egress.isConfigured(l.record.sessionId))
+      .map((l) => l.record.sessionId);
+  }
+
+  /**
+   * A full checkpoint's first step: the daemon closes its channel (this runsc cannot save TCP
+   * endpoints) and the runtime saves memory into `imageDir`, which stops the sandbox. Calls arriving
+   * from now on wait until `runOn`. Refused (FULL_CHECKPOINT_REFUSED) before anything is touched when
+   * there is no sandbox, it already runs from an image, or its daemon sees sockets it cannot close.
+   */
+  async saveMemory(sessionId: string, imageDir: string): Promise<SavedSandbox> {
+    const live = this.deps.live.forSession(sessionId);
+    if (!live) throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'the session has no running sandbox: there is no memory to save');
+    // Measured with this runsc: a daemon restored from an image that was itself taken of a restored
+    // sandbox sometimes spins on a CPU (its restarted listener reports EPOLLIN|EPOLLERR|EPOLLHUP for
+    // ever while accept() finds nothing: a stale epoll entry). One generation of images is safe.
+    if (live.record.fromImage) {
+      throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'this sandbox already runs from a memory image (a full checkpoint, a fork, or a template image), and this gVisor release cannot save such a sandbox again safely; the next sandbox that boots for the session can be fully checkpointed');
+    }
+    if (live.pendingCall) await live.pendingCall.catch(() => undefined);
+    let release!: () => void;
+    live.pendingCall = new Promise<void>((resolve) => (release = resolve));
+    const done = (): void => {
+      live.pendingCall = null;
+      release();
+    };
+    const phases = new PhaseTimer();
+    try {
+      await this.deps.link.quiesce(live.daemon);
+      phases.mark('quiesce');
+      await this.saveOrRecover(live, imageDir);
+      phases.mark('save');
+    } catch (err) {
+      done();
+      throw err;
+    }
+    return { live, imageDir, phases, release: done };
+  }
+
+  /**
+   * A full checkpoint's last step: the sandbox runs on from the image just saved, and the calls that
+   * waited go through. If it cannot, the checkpoint is still complete; only this sandbox is lost, and
+   * the session resumes from it on its next call.
+   */
+  async runOn(saved: SavedSandbox): Promise<{ meta: Omit<MemoryImageMeta, 'sizeBytes'>; pauseMs: number }> {
+    const { deps } = this;
+    const { live, phases } = saved;
+    const { sandboxId } = live.record;
+    phases.mark('snapshot');
+    try {
+      await deps.network.readdress(sandboxId, live.record.leaseIndex);
+      await deps.driver.resumeFromImage(sandboxId, deps.records.workDir(sandboxId), saved.imageDir);
+      phases.mark('restore');
+      await deps.link.wake(sandboxId);
+      await deps.link.waitReady(sandboxId, live.daemon);
+      live.pid = (await deps.driver.stats(sandboxId)).pid;
+      live.record = { ...live.record, fromImage: true };
+      await deps.records.save(live.record);
+      phases.mark('daemon');
+      deps.log.info(`sandbox ${sandboxId} paused ${phases.summary()} for a full checkpoint`);
+    } catch (err) {
+      deps.log.warn(`sandbox ${sandboxId} did not run on after its checkpoint: ${(err as Error).message}; console: ${await consoleTail(deps.records.workDir(sandboxId), 1500)}`);
+      await this.stop(sandboxId);
+    } finally {
+      saved.release();
+    }
+    return { meta: { token: live.record.token, runtimeDir: deps.runtimeDir }, pauseMs: Math.round(phases.elapsed()) };
+  }
+
+  describe(record: SandboxRecord): SandboxInfo {
+    return { sandboxId: record.sandboxId, sessionId: record.sessionId, nodeId: this.deps.nodeId, template: record.template, startedAt: record.startedAt, running: true, restoredFrom: record.restoredFrom ?? null };
+  }
+
+  /** Saves the sandbox's memory; if that fails, the sandbox is woken (or stopped, if the runtime stopped it) and the error says so. */
+  private async saveOrRecover(live: LiveSandbox, imageDir: string): Promise<void> {
+    const { sandboxId } = live.record;
+    try {
+      await this.deps.driver.checkpoint(sandboxId, imageDir);
+    } catch (err) {
+      if ((await this.deps.driver.stats(sandboxId)).running) {
+        await this.deps.link.wake(sandboxId);
+        await this.deps.link.waitReady(sandboxId, live.daemon);
+      } else {
+        await this.stop(sandboxId);
+      }
+      throw new SpaceError(ErrorCode.FULL_CHECKPOINT_FAILED, `${(err as Error).message}${this.deps.live.find(sandboxId) ? '' : '; the sandbox stopped and the session resumes on the next call'}`);
+    }
+  }
+}

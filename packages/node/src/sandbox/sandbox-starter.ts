@@ -1,0 +1,125 @@
+import type { SandboxInfo, StartSandboxRequest } from '@space/protocol';
+import { type KeyedQueue, SingleFlight } from '@space/server-kit';
+import type { EgressGateway } from '../gateway/egress-gateway.js';
+import type { Logger } from '../logger.js';
+import type { TemplateImage } from '../template-images.js';
+import type { WarmPool } from '../warm-pool.js';
+import { PhaseTimer } from './phase-timer.js';
+import type { PooledSandboxes } from './pooled-sandboxes.js';
+import type { SandboxManager } from './sandbox-manager.js';
+import type { SessionVolumes } from './session-volumes.js';
+
+/** Where a session's sandbox came from, counted for /metrics: how often the pool and the images serve. */
+export type StartOrigin = 'pool' | 'template-image' | 'checkpoint' | 'boot';
+
+export interface SandboxStarterDeps {
+  manager: SandboxManager;
+  pooled: PooledSandboxes;
+  volumes: SessionVolumes;
+  /** The warm pool, or null when pooling is off. */
+  pool: WarmPool | null;
+  sessionQueue: KeyedQueue;
+  /** The gateway learns a session's policy and secrets before its sandbox can send anything. */
+  egress: Pick<EgressGateway, 'configure'>;
+  log: Logger;
+}
+
+/**
+ * Starts a session's sandbox from the fastest source that fits, in this order: a new session takes
+ * a pooled sandbox, else is restored from its template's memory image, else gets a new volume; then
+ * a memory image left pending by a restore or fork restores the sandbox with its processes; else it
+ * boots. It sits above the manager and the pool and is the only part that uses both.
+ */
+export class SandboxStarter {
+  private readonly starting = new SingleFlight<SandboxInfo>();
+  private readonly starts: Record<StartOrigin, number> = { pool: 0, 'template-image': 0, checkpoint: 0, boot: 0 };
+
+  constructor(private readonly deps: SandboxStarterDeps) {}
+
+  /** Starts a sandbox for a session, or returns the one already serving it. */
+  start(request: StartSandboxRequest): Promise<SandboxInfo> {
+    const { manager, sessionQueue } = this.deps;
+    this.deps.egress.configure(request.sessionId, request.egress);
+    const existing = manager.forSession(request.sessionId);
+    if (existing) return Promise.resolve(manager.describe(existing.record));
+    return this.starting.run(request.sessionId, () =>
+      sessionQueue.run(request.sessionId, async () => {
+        // Looked up again in the queue: a start before this one may have finished meanwhile.
+        const started = manager.forSession(request.sessionId);
+        return started ? manager.describe(started.record) : this.startNew(request);
+      }),
+    );
+  }
+
+  startCounts(): Record<StartOrigin, number> {
+    return { ...this.starts };
+  }
+
+  /** Resolves once every start under way has ended (before the node stops its sandboxes). */
+  async settle(): Promise<void> {
+    await Promise.all(this.starting.all().map((p) => p.catch(() => undefined)));
+  }
+
+  private async startNew(request: StartSandboxRequest): Promise<SandboxInfo> {
+    const { manager, volumes } = this.deps;
+    const phases = new PhaseTimer();
+    if (!volumes.exists(request.sessionId)) {
+      const pooled = await this.fromPool(request);
+      if (pooled) return this.counted('pool', pooled);
+      const image = this.deps.pool?.image(request);
+      const restored = image ? await this.fromTemplateImage(request, image, phases) : null;
+      if (restored) return this.counted('template-image', restored);
+      await volumes.create(request.template, request.sessionId);
+    }
+    const memory = await volumes.takePendingMemory(request.sessionId);
+    phases.mark('volume');
+    if (memory) {
+      try {
+        return this.counted('checkpoint', await manager.boot(request, { memory }, phases));
+      } catch (err) {
+        // The volume already holds the checkpoint's files: a fresh boot on it loses only the processes.
+        this.deps.log.warn(`restoring ${request.sessionId} from ${memory.label} failed, booting fresh instead: ${(err as Error).message}`);
+      }
+    }
+    return this.counted('boot', await manager.boot(request, {}, phases));
+  }
+
+  /** A pooled sandbox claimed for the session; one that cannot be claimed is discarded and the next tried. */
+  private async fromPool(request: StartSandboxRequest): Promise<SandboxInfo | null> {
+    const { pool, pooled, log } = this.deps;
+    if (!pool) return null;
+    for (let sandboxId = pool.take(request); sandboxId; sandboxId = pool.take(request)) {
+      try {
+        const claimed = await pooled.claim(sandboxId, request);
+        pool.claimed(sandboxId);
+        return claimed;
+      } catch (err) {
+        log.warn(`pooled sandbox ${sandboxId} could not be claimed, trying the next: ${(err as Error).message}`);
+        await pool.reject(sandboxId);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Snapshot preloading: the session's volume is a writable snapshot of the image's, and its sandbox
+   * is restored from the image's memory (daemon already up). Null if that fails: nothing is left.
+   */
+  private async fromTemplateImage(request: StartSandboxRequest, image: TemplateImage, phases: PhaseTimer): Promise<SandboxInfo | null> {
+    const { manager, volumes } = this.deps;
+    await volumes.createFrom(image.rootfs, request.sessionId);
+    phases.mark('volume');
+    try {
+      return await manager.boot(request, { memory: { checkpointId: null, label: `the ${image.template} template's image`, dir: image.memoryDir, meta: image.meta, newSession: true } }, phases);
+    } catch (err) {
+      this.deps.log.warn(`restoring ${request.sessionId} from the ${image.template} template's image failed, booting instead: ${(err as Error).message}`);
+      await volumes.delete(request.sessionId);
+      return null;
+    }
+  }
+
+  private counted(origin: StartOrigin, info: SandboxInfo): SandboxInfo {
+    this.starts[origin]++;
+    return info;
+  }
+}

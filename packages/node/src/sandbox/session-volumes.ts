@@ -1,0 +1,127 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { z } from 'zod';
+import { installGatewayTrust } from '../gateway/sandbox-trust.js';
+import { readJsonFile } from '../json-file.js';
+import type { Logger } from '../logger.js';
+import { installCompatPreload } from '../runtime/sandbox-runtime-dir.js';
+import type { BtrfsVolume } from '../storage/btrfs-volume.js';
+import { MemoryImageMetaSchema } from '../storage/checkpoint-store.js';
+import type { Subvolumes } from '../storage/subvolumes.js';
+import type { TemplateStore } from '../templates/template-store.js';
+import { unclaimedPrefix } from './live-sandboxes.js';
+
+/** A memory image a sandbox is restored from: a full checkpoint's, or a template's (checkpointId null). */
+export const MemorySourceSchema = z
+  .object({
+    checkpointId: z.string().nullable(),
+    /** For the log: what the image is. */
+    label: z.string(),
+    dir: z.string(),
+    meta: MemoryImageMetaSchema.omit({ sizeBytes: true }),
+    /** The image's memory is another session's (fork) or none's (template): the sandbox gets a new machine id. */
+    newSession: z.boolean(),
+  })
+  .strict();
+export type MemorySource = z.infer<typeof MemorySourceSchema>;
+
+/** A new /etc/machine-id value. */
+export function newMachineId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/**
+ * Sessions' volumes, `volumes/<session>`: writable btrfs snapshots of a template (or of a
+ * checkpoint, after a restore or fork), and the memory image a session's next sandbox starts from
+ * when a restore or fork from a full checkpoint left one pending (kept in a file beside the volume,
+ * so it survives a restart of the node agent).
+ */
+export class SessionVolumes {
+  constructor(
+    private readonly volume: BtrfsVolume,
+    private readonly subvolumes: Subvolumes,
+    private readonly templates: TemplateStore,
+    /** The cluster's gateway CA certificate, installed in every new volume. */
+    private readonly gatewayCaPem: string,
+    private readonly log: Logger,
+  ) {}
+
+  path(sessionId: string): string {
+    return this.volume.dir('volumes', sessionId);
+  }
+
+  exists(sessionId: string): boolean {
+    return this.subvolumes.exists(this.path(sessionId));
+  }
+
+  /** A writable snapshot of the template with an identity of its own (a new /etc/machine-id), trusting the gateway, with space-compat preloaded. */
+  async create(template: string, sessionId: string): Promise<void> {
+    const rootfs = this.path(sessionId);
+    await this.subvolumes.snapshot(await this.templates.ensure(template, (m) => this.log.info(m)), rootfs, { readOnly: false });
+    if (existsSync(path.join(rootfs, 'etc'))) await writeFile(path.join(rootfs, 'etc/machine-id'), `${newMachineId()}\n`, { mode: 0o444 });
+    await installGatewayTrust(rootfs, this.gatewayCaPem);
+    await installCompatPreload(rootfs);
+  }
+
+  /** The session's volume as a writable snapshot of `source` (a template image's read-only root). */
+  async createFrom(source: string, sessionId: string): Promise<void> {
+    await this.subvolumes.snapshot(source, this.path(sessionId), { readOnly: false });
+  }
+
+  /** A read-only snapshot of the session's volume at `target`. */
+  async snapshot(sessionId: string, target: string): Promise<void> {
+    await this.subvolumes.snapshot(this.path(sessionId), target, { readOnly: true });
+  }
+
+  /** Gives a volume to another session (a pooled sandbox's, claimed): an atomic rename. */
+  async rename(fromSession: string, toSession: string): Promise<void> {
+    await this.subvolumes.rename(this.path(fromSession), this.path(toSession));
+  }
+
+  /** Deletes the session's volume and any memory image pending for it. */
+  async delete(sessionId: string): Promise<void> {
+    await this.subvolumes.delete(this.path(sessionId));
+    await this.setPendingMemory(sessionId, null);
+  }
+
+  /** Makes the session's next sandbox start from `memory` (a restore or fork from a full checkpoint), or not (null). */
+  async setPendingMemory(sessionId: string, memory: MemorySource | null): Promise<void> {
+    const file = this.pendingMemoryFile(sessionId);
+    if (memory === null) await rm(file, { force: true });
+    else await writeFile(file, JSON.stringify(memory), { mode: 0o600 });
+  }
+
+  /** The memory image pending for the session's next sandbox, if any; consumed. */
+  async takePendingMemory(sessionId: string): Promise<MemorySource | null> {
+    const file = this.pendingMemoryFile(sessionId);
+    if (!existsSync(file)) return null;
+    const pending = await readJsonFile(file, MemorySourceSchema);
+    await this.setPendingMemory(sessionId, null);
+    return pending;
+  }
+
+  /**
+   * Removes what a crash left among the volumes: a restore's staging copy (the volume itself is
+   * still whole) and pooled sandboxes' volumes. A leftover that cannot be removed is logged, never a
+   * reason to refuse to start. Returns how many were removed.
+   */
+  async removeLeftovers(): Promise<number> {
+    let removed = 0;
+    for (const entry of await readdir(this.volume.dir('volumes')).catch(() => [] as string[])) {
+      if (!entry.endsWith('.restoring') && !entry.startsWith(`${unclaimedPrefix}_`)) continue;
+      try {
+        await this.subvolumes.delete(this.volume.dir('volumes', entry));
+        removed++;
+      } catch (err) {
+        this.log.warn(`could not remove the leftover volumes/${entry}: ${(err as Error).message}`);
+      }
+    }
+    return removed;
+  }
+
+  private pendingMemoryFile(sessionId: string): string {
+    return `${this.path(sessionId)}.memory-from`;
+  }
+}
