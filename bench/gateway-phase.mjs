@@ -37,20 +37,33 @@ const get = () => new Promise((resolve, reject) => {
 export async function measureGateway({ dataDir, record, requests, downloadRuns }) {
   const upstream = new TestUpstream(['api.bench.space', 'plain.bench.space'], '0.0.0.0');
   await upstream.start();
-  const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0', SPACE_GATEWAY_TEST_HOSTS: upstream.gatewayHosts(), SPACE_GATEWAY_TEST_CA_FILE: upstream.caFile });
+  const platform = await startPlatform(dataDir, {
+    SPACE_POOL_SIZE: '0',
+    SPACE_GATEWAY_TEST_HOSTS: upstream.gatewayHosts(),
+    SPACE_GATEWAY_TEST_CA_FILE: upstream.caFile,
+  });
   let hole = null;
   try {
     await api(platform.url, 'PUT', '/v1/secrets/BENCH_SECRET', { value: 'bench-secret-value-0123456789', hosts: ['api.bench.space'] });
     // Two sessions: one without secrets (nothing to swap or mask), one using a secret.
     const plain = await api(platform.url, 'POST', '/v1/sessions', { template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
-    const secret = await api(platform.url, 'POST', '/v1/sessions', { template: 'base', secrets: ['BENCH_SECRET'], checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    const secret = await api(platform.url, 'POST', '/v1/sessions', {
+      template: 'base',
+      secrets: ['BENCH_SECRET'],
+      checkpointIntervalSec: 0,
+      fullCheckpointIntervalSec: 0,
+    });
     const sandboxRecord = JSON.parse(execFileSync('cat', [path.join(dataDir, 'node/sandboxes', plain.sandbox.id, 'record.json')], { encoding: 'utf8' }));
     const hostIp = sandboxRecord.sandboxIp.replace(/\d+$/, (n) => String(Number(n) - 1));
     const hostIf = `sp${plain.sandbox.id.replace(/^sbx_/, '').slice(0, 10)}`;
     hole = ['INPUT', '-i', hostIf, '-p', 'tcp', '-m', 'multiport', '--dports', `${upstream.httpPort},${upstream.httpsPort}`, '-j', 'ACCEPT'];
     execFileSync('iptables', ['-w', '-I', ...hole]);
     const upload = async (sessionId, file, body) => {
-      const res = await fetch(`${platform.url}/v1/sessions/${sessionId}/files?path=${file}`, { method: 'PUT', headers: { authorization: `Bearer ${benchKey}` }, body });
+      const res = await fetch(`${platform.url}/v1/sessions/${sessionId}/files?path=${file}`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${benchKey}` },
+        body,
+      });
       if (!res.ok) throw new Error(`upload of ${file}: ${res.status}`);
     };
     for (const s of [plain, secret]) {
@@ -58,7 +71,10 @@ export async function measureGateway({ dataDir, record, requests, downloadRuns }
       await upload(s.id, '/tmp/bench-ca.crt', execFileSync('cat', [upstream.caFile]));
     }
     const runIn = async (sessionId, mode, url, count, servername = '') => {
-      const r = await api(platform.url, 'POST', `/v1/sessions/${sessionId}/exec`, { cmd: ['node', '/tmp/bench-probe.js', mode, url, String(count), servername], timeoutMs: 600_000 });
+      const r = await api(platform.url, 'POST', `/v1/sessions/${sessionId}/exec`, {
+        cmd: ['node', '/tmp/bench-probe.js', mode, url, String(count), servername],
+        timeoutMs: 600_000,
+      });
       if (r.exitCode !== 0) throw new Error(`probe ${mode} ${url}: ${r.stderr}`);
       return JSON.parse(r.stdout);
     };
@@ -113,5 +129,8 @@ function median(samples) {
 
 /** What the gateway adds to each median, as the closing lines of the table print it. */
 export function describeAddedLatency(medians) {
-  return Object.entries(medians).map(([label, m]) => `${label}: +${(m.gateway - m.direct).toFixed(2)} ms through the gateway (${m.direct.toFixed(2)} -> ${m.gateway.toFixed(2)} ms, ${(m.gateway / m.direct).toFixed(2)}x)`);
+  return Object.entries(medians).map(
+    ([label, m]) =>
+      `${label}: +${(m.gateway - m.direct).toFixed(2)} ms through the gateway (${m.direct.toFixed(2)} -> ${m.gateway.toFixed(2)} ms, ${(m.gateway / m.direct).toFixed(2)}x)`,
+  );
 }

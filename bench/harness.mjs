@@ -25,7 +25,11 @@ export async function startPlatform(dataDir, env = {}) {
 }
 
 export async function api(url, method, p, body) {
-  const res = await fetch(url + p, { method, headers: { authorization: `Bearer ${benchKey}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(url + p, {
+    method,
+    headers: { authorization: `Bearer ${benchKey}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const json = res.headers.get('content-type')?.includes('json') ? await res.json() : await res.text();
   if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${JSON.stringify(json)}`);
   return json;

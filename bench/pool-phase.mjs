@@ -42,8 +42,14 @@ export async function measurePool({ dataDir, poolSize, record, concurrent, execR
     const created = [];
     for (let i = 0; i < poolSize; i++) created.push(await createAndExec(platform.url));
     sessions.push(...created.map((c) => c.id));
-    record('create base from the warm pool (sequential)', created.map((c) => c.createMs));
-    record('create base from the warm pool + first exec (sequential)', created.map((c) => c.totalMs));
+    record(
+      'create base from the warm pool (sequential)',
+      created.map((c) => c.createMs),
+    );
+    record(
+      'create base from the warm pool + first exec (sequential)',
+      created.map((c) => c.totalMs),
+    );
 
     // Exec latency of a running session: pool full, then while it refills after being drained.
     for (const id of sessions.splice(0)) await api(platform.url, 'DELETE', `/v1/sessions/${id}`);
@@ -56,7 +62,10 @@ export async function measurePool({ dataDir, poolSize, record, concurrent, execR
     const [allMs, burst] = await timed(() => Promise.all(Array.from({ length: concurrent }, () => createAndExec(platform.url))));
     sessions.push(...burst.map((c) => c.id));
     record(`${concurrent} concurrent creates: all ready (create + first exec)`, [allMs]);
-    record(`${concurrent} concurrent creates: each (create + first exec)`, burst.map((c) => c.totalMs));
+    record(
+      `${concurrent} concurrent creates: each (create + first exec)`,
+      burst.map((c) => c.totalMs),
+    );
     record('exec `true`, pool refilling', await execSeries(platform.url, probe.id, execRuns));
   } finally {
     for (const id of sessions) await api(platform.url, 'DELETE', `/v1/sessions/${id}`).catch(() => undefined);
@@ -87,8 +96,14 @@ export async function measureTemplateImages({ dataDir, record, runs, coldToo }) 
       const origin = images === '1' ? 'template-image' : 'boot';
       const served = await metric(platform.url, `space_node_sandbox_starts{origin="${origin}"}`);
       if (served !== runs) throw new Error(`expected ${runs} sandboxes started by ${origin}, the node counted ${served}`);
-      record(`create base, ${label} (no pool, sequential)`, created.map((c) => c.createMs));
-      record(`create base, ${label} + first exec`, created.map((c) => c.totalMs));
+      record(
+        `create base, ${label} (no pool, sequential)`,
+        created.map((c) => c.createMs),
+      );
+      record(
+        `create base, ${label} + first exec`,
+        created.map((c) => c.totalMs),
+      );
     } finally {
       for (const id of sessions) await api(platform.url, 'DELETE', `/v1/sessions/${id}`).catch(() => undefined);
       await platform.stop();

@@ -14,7 +14,16 @@ import { describeAddedLatency, measureGateway } from './gateway-phase.mjs';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
-const runs = { create: quick ? 5 : 20, exec: quick ? 30 : 200, baseline: quick ? 5 : 20, fileMb: 100, fileRuns: quick ? 1 : 3, checkpoints: quick ? 5 : 20, forks: quick ? 2 : 5, resumes: quick ? 3 : 10 };
+const runs = {
+  create: quick ? 5 : 20,
+  exec: quick ? 30 : 200,
+  baseline: quick ? 5 : 20,
+  fileMb: 100,
+  fileRuns: quick ? 1 : 3,
+  checkpoints: quick ? 5 : 20,
+  forks: quick ? 2 : 5,
+  resumes: quick ? 3 : 10,
+};
 const poolSize = Number(process.env.SPACE_BENCH_POOL_SIZE ?? (quick ? 20 : 100));
 
 /** Cold `runsc run` of a template's rootfs running `true`: what a sandbox costs without SPACE. */
@@ -56,11 +65,15 @@ async function forkX4(url, checkpointId) {
 
 function transfer(url, method, p, bytes) {
   return new Promise((resolve, reject) => {
-    const req = request(new URL(p, url), { method, headers: { authorization: `Bearer ${benchKey}`, ...(method === 'PUT' ? { 'content-length': bytes } : {}) } }, (res) => {
-      let received = 0;
-      res.on('data', (d) => (received += d.length));
-      res.on('end', () => (res.statusCode === 200 ? resolve(received) : reject(new Error(`${method} ${res.statusCode}`))));
-    });
+    const req = request(
+      new URL(p, url),
+      { method, headers: { authorization: `Bearer ${benchKey}`, ...(method === 'PUT' ? { 'content-length': bytes } : {}) } },
+      (res) => {
+        let received = 0;
+        res.on('data', (d) => (received += d.length));
+        res.on('end', () => (res.statusCode === 200 ? resolve(received) : reject(new Error(`${method} ${res.statusCode}`))));
+      },
+    );
     req.on('error', reject);
     if (method === 'PUT') {
       const chunk = Buffer.alloc(1024 * 1024, 7);
@@ -142,7 +155,12 @@ try {
   let lastFull;
   let forkSource;
   for (let i = 0; i < runs.checkpoints; i++) {
-    const full = await api(platform.url, 'POST', '/v1/sessions', { template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    const full = await api(platform.url, 'POST', '/v1/sessions', {
+      template: 'base',
+      checkpointIntervalSec: 0,
+      fullCheckpointIntervalSec: 0,
+      idleTimeoutSec: 0,
+    });
     await api(platform.url, 'POST', `/v1/sessions/${full.id}/exec`, { cmd: 'sleep 100000', background: true });
     const [ms, ckp] = await timed(() => api(platform.url, 'POST', `/v1/sessions/${full.id}/checkpoints`, { kind: 'full' }));
     fullLatency.push(ms);
@@ -187,5 +205,18 @@ console.log(`create base + first exec, from the template image / cold boot: ${im
 const outDir = path.join(root, 'bench/results');
 mkdirSync(outDir, { recursive: true });
 const file = path.join(outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-writeFileSync(file, JSON.stringify({ machine: { cpus: (await import('node:os')).cpus().length, node: process.version }, runs, results, ratios: { createTinyVsRunsc: ratio, pooledCreateVsRunsc: pooledRatio, templateImageVsColdCreate: imageRatio }, gatewayAdded }, null, 2));
+writeFileSync(
+  file,
+  JSON.stringify(
+    {
+      machine: { cpus: (await import('node:os')).cpus().length, node: process.version },
+      runs,
+      results,
+      ratios: { createTinyVsRunsc: ratio, pooledCreateVsRunsc: pooledRatio, templateImageVsColdCreate: imageRatio },
+      gatewayAdded,
+    },
+    null,
+    2,
+  ),
+);
 console.log(`JSON: ${file}`);

@@ -34,7 +34,10 @@ for (const route of publicRoutes) {
   const parts = [block('Query', route.query), block('Body', route.body), block(`Response (${route.status ?? 200})`, route.response)].filter(Boolean);
   lines.push(...parts);
 }
-const text = `${lines.join('\n').replace(/\n{3,}/g, '\n\n').trim()}\n`;
+const text = `${lines
+  .join('\n')
+  .replace(/\n{3,}/g, '\n\n')
+  .trim()}\n`;
 
 if (process.argv.includes('--check')) {
   const current = (() => {

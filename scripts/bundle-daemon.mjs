@@ -28,8 +28,12 @@ for (const helper of ['space-init', 'space-pty']) {
   execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(out, helper), path.join(root, `packages/daemon/native/${helper}.c`)], { stdio: 'inherit' });
 }
 // Preloaded into the sandbox's programs (glibc templates): works around gaps of this gVisor release.
-execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-o', path.join(out, 'space-compat.so'), path.join(root, 'packages/daemon/native/space-compat.c')], { stdio: 'inherit' });
+execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-o', path.join(out, 'space-compat.so'), path.join(root, 'packages/daemon/native/space-compat.c')], {
+  stdio: 'inherit',
+});
 
 const nodeNative = path.join(root, 'packages/node/dist-native');
 mkdirSync(nodeNative, { recursive: true });
-execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(nodeNative, 'space-shim'), path.join(root, 'packages/node/native/space-shim.c')], { stdio: 'inherit' });
+execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(nodeNative, 'space-shim'), path.join(root, 'packages/node/native/space-shim.c')], {
+  stdio: 'inherit',
+});

@@ -47,7 +47,11 @@ if (files.some((f) => f.includes(`${path.sep}e2e${path.sep}`))) prepareTemplates
 function prepareTemplates() {
   const dataDir = process.env.SPACE_TEST_DATA_DIR ?? '/var/lib/space-test';
   console.log(`preparing templates in ${dataDir} (built once per machine)`);
-  const prep = spawnSync(process.execPath, ['-e', `
+  const prep = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `
     const { spawn } = require('node:child_process');
     const child = spawn(process.execPath, [${JSON.stringify(path.join(root, 'packages/cli/dist/main.js'))}, 'up'], {
       env: { ...process.env, SPACE_DATA_DIR: ${JSON.stringify(dataDir)}, SPACE_PORT: '0', SPACE_API_KEY: 'template-preparation', SPACE_POOL_SIZE: '0', SPACE_TEMPLATE_IMAGES: '0' },
@@ -55,7 +59,10 @@ function prepareTemplates() {
     });
     child.stdout.on('data', (d) => { if (String(d).includes('SPACE is up')) child.kill('SIGTERM'); });
     child.on('exit', (code) => process.exit(code ?? 1));
-  `], { stdio: 'inherit' });
+  `,
+    ],
+    { stdio: 'inherit' },
+  );
   if (prep.status !== 0) {
     console.error('could not prepare the templates; see the lines above');
     process.exit(1);

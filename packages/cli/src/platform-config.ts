@@ -43,7 +43,10 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
     port,
     dataDir,
     apiKey: env.SPACE_API_KEY || undefined,
-    templates: (env.SPACE_TEMPLATES ?? 'base,tiny').split(',').map((t) => t.trim()).filter(Boolean),
+    templates: (env.SPACE_TEMPLATES ?? 'base,tiny')
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean),
     keepAutomaticCheckpoints: positiveInt(env, 'SPACE_CHECKPOINT_KEEP', 5),
     maintenanceTickMs: positiveInt(env, 'SPACE_MAINTENANCE_TICK_MS', 5000),
     secretsKeyFile: path.resolve(env.SPACE_SECRETS_KEY_FILE ?? path.join(dataDir, 'secrets.key')),
@@ -53,8 +56,15 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
 }
 
 /** The control plane's tunables, the same for `space up` and `space control-plane`. */
-export function controlPlaneTuning(config: PlatformConfig): Pick<ControlPlaneOptions, 'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits'> {
-  return { keepAutomaticCheckpoints: config.keepAutomaticCheckpoints, maintenanceTickMs: config.maintenanceTickMs, lifecycleWaitMs: config.lifecycleWaitMs, tenantLimits: config.tenantLimits };
+export function controlPlaneTuning(
+  config: PlatformConfig,
+): Pick<ControlPlaneOptions, 'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits'> {
+  return {
+    keepAutomaticCheckpoints: config.keepAutomaticCheckpoints,
+    maintenanceTickMs: config.maintenanceTickMs,
+    lifecycleWaitMs: config.lifecycleWaitMs,
+    tenantLimits: config.tenantLimits,
+  };
 }
 
 /** The bundled daemon, built by `npm run build` next to the daemon package. */

@@ -14,7 +14,17 @@ export class CheckpointTaker {
   async take(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<CheckpointRow> {
     const id = newId('ckp');
     const taken = await this.node.checkpoint(session.id, id, kind);
-    const row: CheckpointRow = { id, sessionId: session.id, tenantId: session.tenantId, kind: taken.kind, trigger, nodeId: this.node.nodeId, createdAt: taken.createdAt, sizeBytes: taken.sizeBytes, pauseMs: taken.pauseMs };
+    const row: CheckpointRow = {
+      id,
+      sessionId: session.id,
+      tenantId: session.tenantId,
+      kind: taken.kind,
+      trigger,
+      nodeId: this.node.nodeId,
+      createdAt: taken.createdAt,
+      sizeBytes: taken.sizeBytes,
+      pauseMs: taken.pauseMs,
+    };
     this.store.insertCheckpoint(row);
     this.metrics.inc('checkpoints', { kind, trigger });
     return row;

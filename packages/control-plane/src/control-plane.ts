@@ -81,7 +81,17 @@ export class ControlPlane {
     if (orphans) this.log(`removed ${orphans} checkpoint(s) a crash left unrecorded`);
     await this.maintenance.reconcileAll();
     const limits = new TenantLimits(auth, this.metrics, { ...defaultTenantLimits, ...this.options.tenantLimits });
-    const api = createPublicApi({ auth, sessions: this.sessions, checkpoints: this.checkpoints, store: this.options.store, metrics: this.metrics, node: this.node, egress: this.egress, log: lineLog(this.log), limits });
+    const api = createPublicApi({
+      auth,
+      sessions: this.sessions,
+      checkpoints: this.checkpoints,
+      store: this.options.store,
+      metrics: this.metrics,
+      node: this.node,
+      egress: this.egress,
+      log: lineLog(this.log),
+      limits,
+    });
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;

@@ -47,8 +47,10 @@ export class EgressService {
   /** Checks a new session's secret names and env against each other; returns nothing, throws clearly. */
   validateSession(tenantId: string, secrets: string[], env: Record<string, string>): void {
     for (const name of secrets) {
-      if (!this.store.getSecret(tenantId, name)) throw new SpaceError(ErrorCode.SECRET_NOT_FOUND, `no secret ${JSON.stringify(name)}: create it first with PUT /v1/secrets/${name}`);
-      if (name in env) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `env ${name} is also a secret name: the sandbox's ${name} holds the secret's placeholder`);
+      if (!this.store.getSecret(tenantId, name))
+        throw new SpaceError(ErrorCode.SECRET_NOT_FOUND, `no secret ${JSON.stringify(name)}: create it first with PUT /v1/secrets/${name}`);
+      if (name in env)
+        throw new SpaceError(ErrorCode.VALIDATION_FAILED, `env ${name} is also a secret name: the sandbox's ${name} holds the secret's placeholder`);
     }
   }
 
@@ -58,7 +60,10 @@ export class EgressService {
   }
 
   configFor(row: SessionRow): SessionEgressConfig {
-    return { policy: row.egress, secrets: this.secretsOf(row).map(({ name, placeholder, value, hosts }) => ({ name, placeholder, value: this.cipher.open(value), hosts })) };
+    return {
+      policy: row.egress,
+      secrets: this.secretsOf(row).map(({ name, placeholder, value, hosts }) => ({ name, placeholder, value: this.cipher.open(value), hosts })),
+    };
   }
 
   async setPolicy(row: SessionRow, policy: EgressPolicy): Promise<void> {

@@ -84,7 +84,10 @@ test('settled() waits for an operation running in another process', async () => 
 test('the lease of a replica that died expires, and another takes the session over', async () => {
   const { stores, b } = twoReplicas('expiry', { leaseMs: 200 });
   // What a replica killed in the middle of an operation leaves: a lease nobody renews.
-  assert.equal(stores[0]!.acquireSessionLease({ sessionId: 'ses_dead', holder: 'dead-1', operation: 'restore', expiresAt: Date.now() + 200 }, Date.now()), true);
+  assert.equal(
+    stores[0]!.acquireSessionLease({ sessionId: 'ses_dead', holder: 'dead-1', operation: 'restore', expiresAt: Date.now() + 200 }, Date.now()),
+    true,
+  );
   const started = Date.now();
   await b.run('ses_dead', 'resume', async () => undefined);
   const waited = Date.now() - started;
@@ -97,6 +100,9 @@ test('a long operation keeps its lease by renewing it', async () => {
   const long = a.run('ses_long', 'checkpoint', () => pause(300));
   await pause(150);
   // Past the first lease period the other replica still finds the session held.
-  await assert.rejects(b.run('ses_long', 'delete', async () => undefined), { code: 'SESSION_BUSY' });
+  await assert.rejects(
+    b.run('ses_long', 'delete', async () => undefined),
+    { code: 'SESSION_BUSY' },
+  );
   await long;
 });

@@ -59,7 +59,8 @@ export class LifecycleQueue {
         await this.acquire(sessionId, holder, operation, deadline, waitMs);
         this.running.set(sessionId, operation);
         const renew = setInterval(() => {
-          if (!this.store.renewSessionLease(sessionId, holder, this.options.now() + this.options.leaseMs)) this.log(`the ${operation} of ${sessionId} outlived its lease; another control plane may have taken the session`);
+          if (!this.store.renewSessionLease(sessionId, holder, this.options.now() + this.options.leaseMs))
+            this.log(`the ${operation} of ${sessionId} outlived its lease; another control plane may have taken the session`);
         }, this.options.leaseMs / 3);
         renew.unref();
         try {
@@ -107,6 +108,10 @@ export class LifecycleQueue {
 
   private busy(sessionId: string, waitedMs: number): SpaceError {
     const operation = this.running.get(sessionId) ?? this.store.getSessionLease(sessionId)?.operation ?? 'another operation';
-    return new SpaceError(ErrorCode.SESSION_BUSY, `session ${sessionId} is busy with a ${operation} and stayed busy for ${(waitedMs / 1000).toFixed(1)} s; try again`, { operation });
+    return new SpaceError(
+      ErrorCode.SESSION_BUSY,
+      `session ${sessionId} is busy with a ${operation} and stayed busy for ${(waitedMs / 1000).toFixed(1)} s; try again`,
+      { operation },
+    );
   }
 }

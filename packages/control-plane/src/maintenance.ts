@@ -159,7 +159,10 @@ export class Maintenance {
 
   /** Milliseconds since `row`'s newest checkpoint (of `kind`, or any), its sandbox start, or `also`. */
   private sinceLast(row: SessionRow, kind: CheckpointKind | null, also = 0): number {
-    const newest = this.deps.store.listCheckpoints(row.id).filter((c) => kind === null || c.kind === kind).at(-1)?.createdAt;
+    const newest = this.deps.store
+      .listCheckpoints(row.id)
+      .filter((c) => kind === null || c.kind === kind)
+      .at(-1)?.createdAt;
     const last = Math.max(newest ? Date.parse(newest) : 0, Date.parse(row.sandboxStartedAt ?? row.createdAt), also);
     return this.now() - last;
   }

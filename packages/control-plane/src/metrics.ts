@@ -2,7 +2,18 @@
 const resumeBuckets = [0.25, 0.5, 1, 2, 5, 10, 30];
 
 /** Every counter, listed in /metrics from the start (at 0). */
-const counterNames = ['sandbox_starts', 'sandbox_deaths', 'resumes', 'checkpoints', 'checkpoint_failures', 'full_checkpoint_fallbacks', 'idle_stops', 'checkpoints_skipped_unchanged', 'sessions_reconciled', 'requests_refused'] as const;
+const counterNames = [
+  'sandbox_starts',
+  'sandbox_deaths',
+  'resumes',
+  'checkpoints',
+  'checkpoint_failures',
+  'full_checkpoint_fallbacks',
+  'idle_stops',
+  'checkpoints_skipped_unchanged',
+  'sessions_reconciled',
+  'requests_refused',
+] as const;
 export type CounterName = (typeof counterNames)[number];
 
 /**

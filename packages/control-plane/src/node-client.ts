@@ -1,8 +1,27 @@
 import { z } from 'zod';
-import { EgressAuditListSchema, ErrorCode, OkSchema, type SessionEgressConfig, NodeCheckpointSchema, NodeHealthSchema, SandboxInfoSchema, SandboxInfoListSchema, ProcessListSchema, type ProcessList, type CheckpointKind, type SandboxRoute, NodeCheckpointListSchema, NodeVolumeChangedSchema, type NodeCheckpoint, type NodeCheckpointList, type NodeHealth, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import {
+  EgressAuditListSchema,
+  ErrorCode,
+  OkSchema,
+  type SessionEgressConfig,
+  NodeCheckpointSchema,
+  NodeHealthSchema,
+  SandboxInfoSchema,
+  SandboxInfoListSchema,
+  ProcessListSchema,
+  type ProcessList,
+  type CheckpointKind,
+  type SandboxRoute,
+  NodeCheckpointListSchema,
+  NodeVolumeChangedSchema,
+  type NodeCheckpoint,
+  type NodeCheckpointList,
+  type NodeHealth,
+  type SandboxInfo,
+  type StartSandboxRequest,
+} from '@space/protocol';
 import { Upstream, forwardRoute, routePath, type HttpSandboxRoute, type RequestContext, type UpgradeContext } from '@space/server-kit';
 import type { WebSocket } from 'ws';
-
 
 /** The control plane's side of the node API: every operation the control plane asks of a node. */
 export class NodeClient {
@@ -60,7 +79,12 @@ export class NodeClient {
 
   /** Whether the session's volume was written since `checkpointId` was taken of it (true when unknown). */
   async volumeChanged(sessionId: string, checkpointId: string): Promise<boolean> {
-    const { changed } = await this.upstream.json('GET', `/node/v1/volumes/${encodeURIComponent(sessionId)}/changed?since=${encodeURIComponent(checkpointId)}`, undefined, NodeVolumeChangedSchema);
+    const { changed } = await this.upstream.json(
+      'GET',
+      `/node/v1/volumes/${encodeURIComponent(sessionId)}/changed?since=${encodeURIComponent(checkpointId)}`,
+      undefined,
+      NodeVolumeChangedSchema,
+    );
     return changed;
   }
 

@@ -34,7 +34,17 @@ test('every operation of the API reference is served by the control plane (an un
   const sessions = new SessionService(store, node, metrics, taker, new Activity(), egress, lifecycle);
   const checkpoints = new SessionCheckpointService(store, node, sessions, taker, metrics, lifecycle);
   const auth = new Authenticator(store);
-  const router = createPublicApi({ auth, sessions, checkpoints, store, metrics, node, egress, log: lineLog(() => undefined), limits: new TenantLimits(auth, metrics) });
+  const router = createPublicApi({
+    auth,
+    sessions,
+    checkpoints,
+    store,
+    metrics,
+    node,
+    egress,
+    log: lineLog(() => undefined),
+    limits: new TenantLimits(auth, metrics),
+  });
   const { server, port } = await listen(router, '127.0.0.1', 0);
   try {
     for (const route of publicRoutes) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { servicesOnFakeNode } from './test-support/services.js';
 
-test('restore accepts checkpoints of the lineage (own, ancestor, a fork\'s) and refuses others', async () => {
+test("restore accepts checkpoints of the lineage (own, ancestor, a fork's) and refuses others", async () => {
   const s = servicesOnFakeNode();
   const parent = await s.create();
   const own = await s.checkpoints.create(s.caller, parent.id);
@@ -27,7 +27,10 @@ test('a fork is all or nothing: when one copy fails, no forked session is left',
   const checkpoint = await s.checkpoints.create(s.caller, parent.id);
   s.node.checkpoints.delete(checkpoint.id); // the node lost it: every copy fails
   await assert.rejects(s.checkpoints.fork(s.caller, checkpoint.id, 3), { code: 'CHECKPOINT_NOT_FOUND' });
-  assert.deepEqual(s.sessions.list(s.caller).map((x) => x.id), [parent.id]);
+  assert.deepEqual(
+    s.sessions.list(s.caller).map((x) => x.id),
+    [parent.id],
+  );
 });
 
 test('retention keeps the newest automatic checkpoints of each kind, manual ones and those forked from', async () => {

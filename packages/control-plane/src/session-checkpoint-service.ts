@@ -85,7 +85,17 @@ export class SessionCheckpointService {
   async fork(caller: Caller, checkpointId: string, count: number): Promise<Session[]> {
     const checkpoint = this.checkpoint(caller, checkpointId);
     const parent = this.sessions.row(caller, checkpoint.sessionId);
-    const request = { template: parent.template, env: parent.env, resources: parent.resources, metadata: parent.metadata, checkpointIntervalSec: parent.checkpointIntervalSec, fullCheckpointIntervalSec: parent.fullCheckpointIntervalSec, idleTimeoutSec: parent.idleTimeoutSec, secrets: parent.secrets, egress: parent.egress };
+    const request = {
+      template: parent.template,
+      env: parent.env,
+      resources: parent.resources,
+      metadata: parent.metadata,
+      checkpointIntervalSec: parent.checkpointIntervalSec,
+      fullCheckpointIntervalSec: parent.fullCheckpointIntervalSec,
+      idleTimeoutSec: parent.idleTimeoutSec,
+      secrets: parent.secrets,
+      egress: parent.egress,
+    };
     // Started side by side; all or nothing: if one fork fails, the others are deleted again.
     const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, checkpoint)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
@@ -115,7 +125,10 @@ export class SessionCheckpointService {
     const session = this.sessions.row(caller, sessionId);
     const checkpoint = this.checkpoint(caller, checkpointId);
     if (!this.family(caller, session.id).has(checkpoint.sessionId)) {
-      throw new SpaceError(ErrorCode.CHECKPOINT_NOT_IN_LINEAGE, `checkpoint ${checkpointId} belongs to session ${checkpoint.sessionId}, which is not related to ${session.id} by forks`);
+      throw new SpaceError(
+        ErrorCode.CHECKPOINT_NOT_IN_LINEAGE,
+        `checkpoint ${checkpointId} belongs to session ${checkpoint.sessionId}, which is not related to ${session.id} by forks`,
+      );
     }
     return { session, checkpoint };
   }
@@ -150,5 +163,13 @@ export class SessionCheckpointService {
 }
 
 function toCheckpoint(row: CheckpointRow): Checkpoint {
-  return { id: row.id, sessionId: row.sessionId, kind: row.kind, trigger: row.trigger, createdAt: row.createdAt, sizeBytes: row.sizeBytes, pauseMs: row.pauseMs };
+  return {
+    id: row.id,
+    sessionId: row.sessionId,
+    kind: row.kind,
+    trigger: row.trigger,
+    createdAt: row.createdAt,
+    sizeBytes: row.sizeBytes,
+    pauseMs: row.pauseMs,
+  };
 }

@@ -18,7 +18,10 @@ test('a repeatable call whose sandbox died before it arrived is sent again to a 
   assert.equal(seen.length, 2);
   assert.notEqual(seen[1], seen[0]);
   const history = s.sessions.get(s.caller, session.id).sandboxHistory!;
-  assert.deepEqual(history.map((h) => h.endReason), ['died', null]);
+  assert.deepEqual(
+    history.map((h) => h.endReason),
+    ['died', null],
+  );
 });
 
 test('a call during which the sandbox died is not repeated; the next call resumes the session', async () => {
@@ -55,7 +58,9 @@ test('calls arriving together on a session without a sandbox start exactly one',
   const session = await s.create();
   s.node.killBehindTheScenes(session.sandbox!.id);
   const startsBefore = s.node.calls.filter((c) => c.startsWith('start')).length;
-  const targets = await Promise.all(Array.from({ length: 5 }, () => s.sessions.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => t.sandboxId)));
+  const targets = await Promise.all(
+    Array.from({ length: 5 }, () => s.sessions.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => t.sandboxId)),
+  );
   assert.equal(new Set(targets).size, 1);
   assert.equal(s.node.calls.filter((c) => c.startsWith('start')).length - startsBefore, 1);
 });

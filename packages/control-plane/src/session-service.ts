@@ -82,7 +82,16 @@ export class SessionService {
     const row = this.row(caller, id);
     return {
       ...toSession(row),
-      sandboxHistory: this.store.listSandboxHistory(id).map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom }) => ({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom })),
+      sandboxHistory: this.store
+        .listSandboxHistory(id)
+        .map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom }) => ({
+          id: sandboxId,
+          nodeId,
+          startedAt,
+          endedAt,
+          endReason,
+          restoredFrom,
+        })),
       checkpoints: this.store.listCheckpoints(id).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
     };
   }
@@ -137,14 +146,28 @@ export class SessionService {
       if (resuming && !volumeReady) await this.prepareResume(row);
       // Read again: the policy may have changed since `row` was loaded.
       const current = this.store.getSession(row.tenantId, row.id) ?? row;
-      const info = await this.node.startSandbox({ sessionId: row.id, template: row.template, env: { ...row.env, ...this.egress.placeholders(current) }, resources: row.resources, egress: this.egress.configFor(current) });
+      const info = await this.node.startSandbox({
+        sessionId: row.id,
+        template: row.template,
+        env: { ...row.env, ...this.egress.placeholders(current) },
+        resources: row.resources,
+        egress: this.egress.configFor(current),
+      });
       this.metrics.inc('sandbox_starts');
       if (resuming) {
         this.metrics.inc('resumes');
         this.metrics.observeResume((performance.now() - started) / 1000);
       }
       this.store.updateSession(row.id, { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt });
-      this.store.recordSandboxStart({ id: info.sandboxId, sessionId: row.id, nodeId: info.nodeId, startedAt: info.startedAt, endedAt: null, endReason: null, restoredFrom: info.restoredFrom });
+      this.store.recordSandboxStart({
+        id: info.sandboxId,
+        sessionId: row.id,
+        nodeId: info.nodeId,
+        startedAt: info.startedAt,
+        endedAt: null,
+        endReason: null,
+        restoredFrom: info.restoredFrom,
+      });
       return { sandboxId: info.sandboxId, node: this.node };
     } catch (err) {
       this.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
@@ -202,7 +225,11 @@ export class SessionService {
       if (!this.store.getSession(row.tenantId, row.id)) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted during this call`);
       const stoppedOnPurpose = this.store.listSandboxHistory(row.id).find((h) => h.id === target.sandboxId)?.endReason;
       if (stoppedOnPurpose === 'restored' || stoppedOnPurpose === 'killed') {
-        if (err.code === ErrorCode.SANDBOX_DIED) throw new SpaceError(ErrorCode.SANDBOX_DIED, `the session's sandbox was stopped during this call (${stoppedOnPurpose === 'restored' ? 'the session was restored to a checkpoint' : 'it was killed'}); the next call runs on the new one`);
+        if (err.code === ErrorCode.SANDBOX_DIED)
+          throw new SpaceError(
+            ErrorCode.SANDBOX_DIED,
+            `the session's sandbox was stopped during this call (${stoppedOnPurpose === 'restored' ? 'the session was restored to a checkpoint' : 'it was killed'}); the next call runs on the new one`,
+          );
       } else {
         this.forgetSandbox(row, target.sandboxId, 'died');
         if (err.code === ErrorCode.SANDBOX_DIED) throw err;
@@ -249,7 +276,8 @@ export class SessionService {
   nodeStopped(): void {
     for (const row of this.store.listAllSessions()) {
       if (row.sandboxId) this.store.recordSandboxEnd(row.sandboxId, 'node stopped');
-      if (row.sandboxId || row.status !== 'stopped') this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      if (row.sandboxId || row.status !== 'stopped')
+        this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
     }
   }
 }

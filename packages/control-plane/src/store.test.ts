@@ -20,9 +20,23 @@ function withStore(run: (store: SqliteStore, file: string) => void): void {
 }
 
 const session = (id: string, tenantId: string): SessionRow => ({
-  id, tenantId, template: 'tiny', status: 'running', createdAt: new Date().toISOString(), env: { A: '1' },
-  resources: { memoryMb: 512, cpus: 1, pids: 256 }, metadata: { k: 'v' }, sandboxId: 'sbx_x', nodeId: 'node_x', sandboxStartedAt: new Date().toISOString(), parentCheckpointId: null, checkpointIntervalSec: 60, fullCheckpointIntervalSec: 600, idleTimeoutSec: 900,
-  secrets: ['TOKEN'], egress: { mode: 'allow-list', domains: ['*.example.com'], cidrs: [] },
+  id,
+  tenantId,
+  template: 'tiny',
+  status: 'running',
+  createdAt: new Date().toISOString(),
+  env: { A: '1' },
+  resources: { memoryMb: 512, cpus: 1, pids: 256 },
+  metadata: { k: 'v' },
+  sandboxId: 'sbx_x',
+  nodeId: 'node_x',
+  sandboxStartedAt: new Date().toISOString(),
+  parentCheckpointId: null,
+  checkpointIntervalSec: 60,
+  fullCheckpointIntervalSec: 600,
+  idleTimeoutSec: 900,
+  secrets: ['TOKEN'],
+  egress: { mode: 'allow-list', domains: ['*.example.com'], cidrs: [] },
 });
 
 test('keys are stored hashed and resolve to their tenant', () => {
@@ -71,10 +85,29 @@ test('sessions are scoped by tenant and survive reopening the file', () => {
 test('secrets are per tenant; an update keeps the placeholder and creation time; sessions keep their egress policy', () => {
   withStore((store) => {
     for (const id of ['tn_aaaaaa', 'tn_bbbbbb']) store.insertTenant({ id, name: id, createdAt: new Date().toISOString() });
-    const first = store.putSecret({ tenantId: 'tn_aaaaaa', name: 'TOKEN', value: 'v1', hosts: ['api.example.com'], placeholder: 'P1', createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' });
-    const second = store.putSecret({ tenantId: 'tn_aaaaaa', name: 'TOKEN', value: 'v2', hosts: ['*.example.com'], placeholder: 'P2', createdAt: '2026-02-01T00:00:00.000Z', updatedAt: '2026-02-01T00:00:00.000Z' });
+    const first = store.putSecret({
+      tenantId: 'tn_aaaaaa',
+      name: 'TOKEN',
+      value: 'v1',
+      hosts: ['api.example.com'],
+      placeholder: 'P1',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+    });
+    const second = store.putSecret({
+      tenantId: 'tn_aaaaaa',
+      name: 'TOKEN',
+      value: 'v2',
+      hosts: ['*.example.com'],
+      placeholder: 'P2',
+      createdAt: '2026-02-01T00:00:00.000Z',
+      updatedAt: '2026-02-01T00:00:00.000Z',
+    });
     assert.equal(first.value, 'v1');
-    assert.deepEqual({ value: second.value, hosts: second.hosts, placeholder: second.placeholder, createdAt: second.createdAt }, { value: 'v2', hosts: ['*.example.com'], placeholder: 'P1', createdAt: '2026-01-01T00:00:00.000Z' });
+    assert.deepEqual(
+      { value: second.value, hosts: second.hosts, placeholder: second.placeholder, createdAt: second.createdAt },
+      { value: 'v2', hosts: ['*.example.com'], placeholder: 'P1', createdAt: '2026-01-01T00:00:00.000Z' },
+    );
     assert.equal(store.getSecret('tn_bbbbbb', 'TOKEN'), null);
     assert.deepEqual(store.listSecrets('tn_bbbbbb'), []);
     assert.equal(store.deleteSecret('tn_bbbbbb', 'TOKEN'), false);

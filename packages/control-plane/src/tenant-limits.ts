@@ -40,7 +40,11 @@ export class TenantLimits {
     const current = this.inFlight.get(key) ?? 0;
     if (current >= limit) {
       this.metrics.inc('requests_refused', { reason: kind === 'request' ? 'tenant_requests' : 'tenant_streams' });
-      throw new SpaceError(ErrorCode.TOO_MANY_REQUESTS, `this tenant already has ${current} ${kind === 'request' ? 'calls' : 'streams'} open (the limit); retry when some finish`, { retryAfterSec: 1 });
+      throw new SpaceError(
+        ErrorCode.TOO_MANY_REQUESTS,
+        `this tenant already has ${current} ${kind === 'request' ? 'calls' : 'streams'} open (the limit); retry when some finish`,
+        { retryAfterSec: 1 },
+      );
     }
     this.inFlight.set(key, current + 1);
     let released = false;

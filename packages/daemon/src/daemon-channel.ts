@@ -106,7 +106,19 @@ function neverCloseFirst(socket: Socket): void {
   }) as Socket['destroy'];
 }
 
-const tcpStates: Record<string, string> = { '01': 'ESTABLISHED', '02': 'SYN_SENT', '03': 'SYN_RECV', '04': 'FIN_WAIT1', '05': 'FIN_WAIT2', '06': 'TIME_WAIT', '07': 'CLOSE', '08': 'CLOSE_WAIT', '09': 'LAST_ACK', '0A': 'LISTEN', '0B': 'CLOSING' };
+const tcpStates: Record<string, string> = {
+  '01': 'ESTABLISHED',
+  '02': 'SYN_SENT',
+  '03': 'SYN_RECV',
+  '04': 'FIN_WAIT1',
+  '05': 'FIN_WAIT2',
+  '06': 'TIME_WAIT',
+  '07': 'CLOSE',
+  '08': 'CLOSE_WAIT',
+  '09': 'LAST_ACK',
+  '0A': 'LISTEN',
+  '0B': 'CLOSING',
+};
 
 /** TCP sockets in the sandbox other than the daemon's own (from gVisor's /proc/net/tcp and tcp6). */
 export function userTcpSockets(daemonPort: number): string[] {

@@ -20,7 +20,10 @@ test('an upload over the limit fails and leaves neither the file nor a temporary
 test('write then stat, list, move, remove', async () => {
   const stat = await files.write('a/b.txt', Readable.from([Buffer.from('hello')]), 1000);
   assert.deepEqual([stat.type, stat.size, stat.path], ['file', 5, path.join(root, 'a/b.txt')]);
-  assert.deepEqual((await files.list('a')).entries.map((e) => e.name), ['b.txt']);
+  assert.deepEqual(
+    (await files.list('a')).entries.map((e) => e.name),
+    ['b.txt'],
+  );
   await files.move('a/b.txt', 'c/d.txt', { overwrite: false });
   await assert.rejects(files.stat('a/b.txt'), { code: 'FILE_NOT_FOUND' });
   await assert.rejects(files.openRead('c'), { code: 'IS_A_DIRECTORY' });

@@ -80,7 +80,8 @@ export class FileService {
     if (dst === src || dst.startsWith(`${src}/`)) throw new SpaceError(ErrorCode.INVALID_PATH, `cannot move ${JSON.stringify(from)} into itself`);
     await mapFsErrors(from, async () => {
       await lstat(src);
-      if (!overwrite && (await lstat(dst).catch(() => null))) throw new SpaceError(ErrorCode.FILE_EXISTS, `${JSON.stringify(to)} exists; pass overwrite: true to replace it`);
+      if (!overwrite && (await lstat(dst).catch(() => null)))
+        throw new SpaceError(ErrorCode.FILE_EXISTS, `${JSON.stringify(to)} exists; pass overwrite: true to replace it`);
       await mkdir(path.dirname(dst), { recursive: true });
       try {
         await rename(src, dst);

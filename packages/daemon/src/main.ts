@@ -32,7 +32,14 @@ function main(): void {
   // connections leave no TIME_WAIT endpoint in the sandbox, which a full checkpoint cannot save.
   const server = createServer({ requestTimeout: 0, keepAliveTimeout: 10 * 60_000 });
   const channel = new DaemonChannel(server, port);
-  const router = createDaemonRouter({ credentials: { token }, channel, processes, files: new FileService(paths), paths, log: lineLog((m) => process.stderr.write(`space-daemon: ${m}\n`)) });
+  const router = createDaemonRouter({
+    credentials: { token },
+    channel,
+    processes,
+    files: new FileService(paths),
+    paths,
+    log: lineLog((m) => process.stderr.write(`space-daemon: ${m}\n`)),
+  });
   server.on('request', (req, res) => void router.handle(req, res));
   server.on('upgrade', (req, socket, head) => void router.handleUpgrade(req, socket, head));
   void channel.listen().then(() => process.stdout.write(`space-daemon listening on ${port}\n`));

@@ -69,7 +69,7 @@ export class ManagedProcess {
     this.control?.on('error', () => undefined);
     this.child.on('close', (code, signal) => {
       clearTimeout(this.timer);
-      const exitCode = this.timedOut ? 124 : code ?? 128 + signalNumber(signal);
+      const exitCode = this.timedOut ? 124 : (code ?? 128 + signalNumber(signal));
       this.exit = { exitCode, signal: signal ?? null, timedOut: this.timedOut };
       this.emit({ type: 'exit', ...this.exit });
       this.listeners.clear();
@@ -159,8 +159,19 @@ export class ManagedProcess {
   }
 }
 
-const signalNumbers: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
+const signalNumbers: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGKILL: 9,
+  SIGUSR1: 10,
+  SIGSEGV: 11,
+  SIGUSR2: 12,
+  SIGPIPE: 13,
+  SIGALRM: 14,
+  SIGTERM: 15,
+};
 
 function signalNumber(signal: NodeJS.Signals | null): number {
-  return signal ? signalNumbers[signal] ?? 0 : 0;
+  return signal ? (signalNumbers[signal] ?? 0) : 0;
 }

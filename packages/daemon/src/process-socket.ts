@@ -11,7 +11,6 @@ export function sendMessage(ws: WebSocket, message: ServerStreamMessage, onSent?
   ws.send(JSON.stringify(message), onSent);
 }
 
-
 /**
  * Connects a WebSocket to a managed process: output and exit go out, stdin, signals and resizes come
  * in. Closing the socket leaves the process running, so a client can re-attach by pid.

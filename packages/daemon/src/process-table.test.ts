@@ -64,7 +64,10 @@ test('a sandbox handed to a new session forgets finished processes and keeps run
   await collectOutput(done, 1000);
   const running = own.start({ cmd: 'sleep 30' });
   own.forgetFinished();
-  assert.deepEqual(own.list().map((p) => [p.pid, p.running]), [[running.pid, true]]);
+  assert.deepEqual(
+    own.list().map((p) => [p.pid, p.running]),
+    [[running.pid, true]],
+  );
   running.kill('SIGKILL');
 });
 
@@ -73,6 +76,12 @@ test("a cwd that is a file or missing, and arguments spawn cannot pass, are the 
   assert.throws(() => table.start({ cmd: ['true'], cwd: 'plain-file' }), { code: 'NOT_A_DIRECTORY' });
   assert.throws(() => table.start({ cmd: ['true'], cwd: 'no-such-dir' }), { code: 'FILE_NOT_FOUND' });
   // What the protocol's schema refuses first, caught here too for callers that bypass it.
-  assert.throws(() => table.start({ cmd: [''] }), (err: { code?: string; status?: number }) => err.status! < 500);
-  assert.throws(() => table.start({ cmd: ['echo', 'a\0b'] }), (err: { code?: string; status?: number }) => err.status! < 500);
+  assert.throws(
+    () => table.start({ cmd: [''] }),
+    (err: { code?: string; status?: number }) => err.status! < 500,
+  );
+  assert.throws(
+    () => table.start({ cmd: ['echo', 'a\0b'] }),
+    (err: { code?: string; status?: number }) => err.status! < 500,
+  );
 });

@@ -22,7 +22,10 @@ async function replaceFile(file: string, data: string, mode: number): Promise<vo
  * hostname is set by space-init, which alone may; this waits until the kernel reports it.
  */
 export async function applySandboxIdentity(identity: SandboxIdentity): Promise<void> {
-  const hasEtc = await stat(path.dirname(machineIdFile)).then((s) => s.isDirectory(), () => false);
+  const hasEtc = await stat(path.dirname(machineIdFile)).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
   if (identity.machineId && hasEtc) await replaceFile(machineIdFile, `${identity.machineId}\n`, 0o444);
   if (hostname() === identity.hostname) return;
   await mkdir(path.dirname(hostnameRequestFile), { recursive: true, mode: 0o755 });

@@ -1,5 +1,31 @@
-import { AttachQuerySchema, DaemonRebindRequestSchema, ErrorCode, ExecRequestSchema, Limits, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, PtyStartSchema, ExecStreamStartSchema, RemoveQuerySchema, SignalRequestSchema, SpaceError, type ExecResult } from '@space/protocol';
-import { Router, type ServerLog, bearerToken, closeWithError, parseQuery, parseWith, readJson, secretsEqual, sendJson, type UpgradeContext } from '@space/server-kit';
+import {
+  AttachQuerySchema,
+  DaemonRebindRequestSchema,
+  ErrorCode,
+  ExecRequestSchema,
+  Limits,
+  MkdirRequestSchema,
+  MoveRequestSchema,
+  PathQuerySchema,
+  PtyStartSchema,
+  ExecStreamStartSchema,
+  RemoveQuerySchema,
+  SignalRequestSchema,
+  SpaceError,
+  type ExecResult,
+} from '@space/protocol';
+import {
+  Router,
+  type ServerLog,
+  bearerToken,
+  closeWithError,
+  parseQuery,
+  parseWith,
+  readJson,
+  secretsEqual,
+  sendJson,
+  type UpgradeContext,
+} from '@space/server-kit';
 import type { FileService } from './file-service.js';
 import type { ProcessTable } from './process-table.js';
 import { bindProcessSocket, onFirstMessage } from './process-socket.js';
@@ -163,4 +189,3 @@ function reportSocketError(ws: import('ws').WebSocket, err: unknown): void {
   const e = err instanceof SpaceError ? err : new SpaceError(ErrorCode.VALIDATION_FAILED, (err as Error)?.message ?? String(err));
   closeWithError(ws, e.code, e.message);
 }
-

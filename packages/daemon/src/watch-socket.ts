@@ -25,7 +25,11 @@ export function bindWatchSocket(ws: WebSocket, abs: string, requested: string): 
       sent = 0;
     }
     if (++sent > maxEventsPerSecond || ws.readyState !== ws.OPEN) return;
-    const message: WatchEvent = { type: 'change', event: event === 'rename' ? 'rename' : 'change', path: `${abs.replace(/\/$/, '')}/${String(filename ?? '')}` };
+    const message: WatchEvent = {
+      type: 'change',
+      event: event === 'rename' ? 'rename' : 'change',
+      path: `${abs.replace(/\/$/, '')}/${String(filename ?? '')}`,
+    };
     ws.send(JSON.stringify(message));
   });
   watcher.on('error', (err) => {

@@ -36,9 +36,15 @@ describe('filesystem checkpoints, fork and restore', () => {
     assert.equal(await read(session.id, '/workspace/state'), 'v1\n');
     assert.equal((await api.exec(session.id, 'test -e /workspace/later')).exitCode, 1);
     const listed = await api.call('GET', `/v1/sessions/${session.id}/checkpoints`);
-    assert.deepEqual(listed.body.checkpoints.map((c: { id: string }) => c.id), [first.id]);
+    assert.deepEqual(
+      listed.body.checkpoints.map((c: { id: string }) => c.id),
+      [first.id],
+    );
     const detail = await api.call('GET', `/v1/sessions/${session.id}`);
-    assert.deepEqual(detail.body.checkpoints.map((c: { id: string }) => c.id), [first.id]);
+    assert.deepEqual(
+      detail.body.checkpoints.map((c: { id: string }) => c.id),
+      [first.id],
+    );
     assert.equal(detail.body.sandboxHistory.length, 2);
     assert.equal(detail.body.sandboxHistory[0].endReason, 'restored');
     assert.equal(detail.body.sandboxHistory[1].endedAt, null);
@@ -71,7 +77,7 @@ describe('filesystem checkpoints, fork and restore', () => {
       await api.exec(f.id, `echo fork-${i} > /workspace/mine`);
     }
     for (const [i, f] of forks.entries()) assert.equal(await read(f.id, '/workspace/mine'), `fork-${i}\n`);
-    assert.equal((await api.exec(parent.id, 'test -e /workspace/mine')).exitCode, 1, 'the parent does not see its forks\' writes');
+    assert.equal((await api.exec(parent.id, 'test -e /workspace/mine')).exitCode, 1, "the parent does not see its forks' writes");
   });
 
   test('keep the winner: restore the parent to a checkpoint taken in a fork', { timeout: 180_000 }, async () => {

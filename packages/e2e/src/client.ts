@@ -18,7 +18,12 @@ export class Api {
     readonly key: string | null,
   ) {}
 
-  async call<T = any>(method: string, path: string, body?: unknown, init: { raw?: string | Buffer; headers?: Record<string, string> } = {}): Promise<ApiReply<T>> {
+  async call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    init: { raw?: string | Buffer; headers?: Record<string, string> } = {},
+  ): Promise<ApiReply<T>> {
     const headers: Record<string, string> = { ...init.headers };
     if (this.key) headers.authorization = `Bearer ${this.key}`;
     let payload: string | Blob | undefined = typeof init.raw === 'string' || init.raw === undefined ? init.raw : new Blob([new Uint8Array(init.raw)]);

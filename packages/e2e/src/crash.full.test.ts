@@ -46,7 +46,9 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     execFileSync('btrfs', ['subvolume', 'snapshot', '-r', `${btrfs}/volumes/${session.id}`, `${btrfs}/checkpoints/ckp_orphan000001`], { stdio: 'ignore' });
     execFileSync('btrfs', ['subvolume', 'snapshot', `${btrfs}/volumes/${session.id}`, `${btrfs}/volumes/${session.id}.restoring`], { stdio: 'ignore' });
     // Two restores racing used to put a second snapshot inside the staging copy: it must not block the start.
-    execFileSync('btrfs', ['subvolume', 'snapshot', `${btrfs}/checkpoints/ckp_orphan000001`, `${btrfs}/volumes/${session.id}.restoring/ckp_orphan000001`], { stdio: 'ignore' });
+    execFileSync('btrfs', ['subvolume', 'snapshot', `${btrfs}/checkpoints/ckp_orphan000001`, `${btrfs}/volumes/${session.id}.restoring/ckp_orphan000001`], {
+      stdio: 'ignore',
+    });
     // ...and of a full checkpoint: a memory image still being written, and one whose snapshot never came.
     mkdirSync(`${btrfs}/checkpoints/ckp_orphan000002.memory.partial`);
     writeFileSync(`${btrfs}/checkpoints/ckp_orphan000002.memory.partial/checkpoint.img`, 'half');
@@ -63,7 +65,10 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     assert.equal((await again.exec(session.id, 'cat /workspace/f')).stdout, 'before-crash\n');
     // The sandbox survived its node agent and was adopted: its background process still counts.
     const processes = (await again.call('GET', `/v1/sessions/${session.id}/processes`)).body.processes as { pid: number; running: boolean }[];
-    assert.ok(processes.some((p) => p.pid === pid && p.running), JSON.stringify(processes));
+    assert.ok(
+      processes.some((p) => p.pid === pid && p.running),
+      JSON.stringify(processes),
+    );
     const before = Number((await again.exec(session.id, 'cat /workspace/counter')).stdout);
     await new Promise((r) => setTimeout(r, 1000));
     assert.ok(Number((await again.exec(session.id, 'cat /workspace/counter')).stdout) > before);
@@ -106,7 +111,11 @@ describe('a node agent killed outright restarts into a consistent state', () => 
       assert.ok(existsSync(`${btrfs}/checkpoints/${c.id}`), `listed checkpoint ${c.id} exists`);
       if (c.kind === 'full') assert.ok(existsSync(`${btrfs}/checkpoints/${c.id}.memory`), `full checkpoint ${c.id} has its memory image`);
     }
-    for (const name of left.filter((n) => /^ckp_[a-z0-9]+$/.test(n) && !before.has(n))) assert.ok(listed.some((c) => c.id === name), `${name} on disk is recorded`);
+    for (const name of left.filter((n) => /^ckp_[a-z0-9]+$/.test(n) && !before.has(n)))
+      assert.ok(
+        listed.some((c) => c.id === name),
+        `${name} on disk is recorded`,
+      );
     assert.equal((await again.exec(session.id, 'cat /workspace/f')).stdout, 'before-crash\n');
     await again.call('DELETE', `/v1/sessions/${session.id}`);
     assert.equal(await platform.stop(), 0, platform.output());

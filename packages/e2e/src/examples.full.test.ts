@@ -18,8 +18,11 @@ describe('examples', () => {
 
   const run = (name: string): Promise<{ code: number; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
-      execFile(process.execPath, [path.join(repoRoot, 'examples', name)], { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey } }, (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      execFile(
+        process.execPath,
+        [path.join(repoRoot, 'examples', name)],
+        { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey } },
+        (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );
     });
 

@@ -121,7 +121,10 @@ describe('full checkpoints: memory and processes', () => {
     assert.match(reply.body.error.message, /TCP/);
     const fallback = reply.body.error.details.fallbackCheckpointId;
     const list = (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints;
-    assert.deepEqual(list.map((c: any) => [c.id, c.kind]), [[fallback, 'fs']]);
+    assert.deepEqual(
+      list.map((c: any) => [c.id, c.kind]),
+      [[fallback, 'fs']],
+    );
     const now = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
     assert.equal(now.sandbox.id, session.sandbox.id, 'the sandbox was not touched');
     assert.equal((await api.exec(session.id, 'echo alive')).stdout, 'alive\n');
@@ -133,7 +136,10 @@ describe('full checkpoints: memory and processes', () => {
   // connection to its daemon is reset as the daemon spawns a process, and the daemon spins on a CPU. The same class as the stale epoll entries described in
   // packages/daemon/src/daemon-channel.ts; the native in-sandbox agent is meant to remove it. A todo
   // test runs and reports without failing the suite; it passes when the fault is fixed.
-  test('a later sandbox of a session keeps answering after a full checkpoint and a background process', { timeout: 120_000, todo: 'gVisor restore + Node daemon fault: see the comment above' }, async () => {
+  test('a later sandbox of a session keeps answering after a full checkpoint and a background process', {
+    timeout: 120_000,
+    todo: 'gVisor restore + Node daemon fault: see the comment above',
+  }, async () => {
     for (let round = 0; round < 3; round++) {
       const session = await created();
       await api.exec(session.id, 'echo x > /workspace/f');

@@ -10,7 +10,9 @@ import { TestUpstream } from './test-upstream.js';
 /** Files under `dir` (recursively) that contain `needle`, as grep finds them. */
 function filesContaining(dir: string, needle: string): string[] {
   try {
-    return execFileSync('grep', ['-rlF', '--no-messages', '--devices=skip', needle, dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 }).split('\n').filter(Boolean);
+    return execFileSync('grep', ['-rlF', '--no-messages', '--devices=skip', needle, dir], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+      .split('\n')
+      .filter(Boolean);
   } catch (err) {
     if ((err as { status?: number }).status === 1) return []; // grep: no match
     throw err;
@@ -61,7 +63,8 @@ describe('credential gateway and egress policy', () => {
   let placeholder = '';
   let sessionId = '';
 
-  const sh = async (id: string, script: string): Promise<{ exitCode: number; stdout: string; stderr: string }> => api.exec(id, ['sh', '-c', script], { timeoutMs: 60_000 });
+  const sh = async (id: string, script: string): Promise<{ exitCode: number; stdout: string; stderr: string }> =>
+    api.exec(id, ['sh', '-c', script], { timeoutMs: 60_000 });
   /** Status code and body of a request made inside the sandbox with curl. */
   const curl = async (id: string, args: string): Promise<{ status: number; body: string }> => {
     const r = await sh(id, `curl -sS -m 20 -o /tmp/curl-body -w '%{http_code}' ${args}; echo; cat /tmp/curl-body`);
@@ -111,7 +114,10 @@ describe('credential gateway and egress policy', () => {
     assert.equal(upstream.last().headers['x-key'], placeholder);
 
     // The usual clients trust the gateway CA: Node.js, Python, git's variables are set as well.
-    const node = await sh(session.id, `node -e "fetch('https://api.test.space/echo',{headers:{authorization:process.env.API_TOKEN}}).then(r=>console.log(r.status))"`);
+    const node = await sh(
+      session.id,
+      `node -e "fetch('https://api.test.space/echo',{headers:{authorization:process.env.API_TOKEN}}).then(r=>console.log(r.status))"`,
+    );
     assert.equal(node.stdout.trim(), '200', node.stderr);
     assert.equal(upstream.last().headers.authorization, value);
     const python = await sh(session.id, `python3 -c "import urllib.request; print(urllib.request.urlopen('https://api.test.space/echo').status)"`);
@@ -128,13 +134,22 @@ describe('credential gateway and egress policy', () => {
     // The session's volume and every checkpoint (fs snapshots, full snapshots and their memory images,
     // which runsc compresses: the memory itself is searched below, uncompressed).
     const storage = [`${platform.dataDir}/btrfs/volumes/${session.id}`, `${platform.dataDir}/btrfs/checkpoints`];
-    assert.ok(filesContaining(storage[0]!, placeholder).some((f) => f.endsWith('/tmp/placeholder-copy')), 'control: grep finds the placeholder in the volume');
-    assert.ok(filesContaining(storage[1]!, placeholder).some((f) => f.includes(fs.body.id)), 'control: grep finds the placeholder in the fs checkpoint');
+    assert.ok(
+      filesContaining(storage[0]!, placeholder).some((f) => f.endsWith('/tmp/placeholder-copy')),
+      'control: grep finds the placeholder in the volume',
+    );
+    assert.ok(
+      filesContaining(storage[1]!, placeholder).some((f) => f.includes(fs.body.id)),
+      'control: grep finds the placeholder in the fs checkpoint',
+    );
     for (const dir of storage) assert.deepEqual(filesContaining(dir, value), [], `the value is in ${dir}`);
-    assert.deepEqual(filesContaining(`${platform.dataDir}/node`, value), [], 'the value is in the node agent\'s files');
+    assert.deepEqual(filesContaining(`${platform.dataDir}/node`, value), [], "the value is in the node agent's files");
     // The control plane's store keeps the value encrypted (the name, the control, is in clear).
     const store = [`${platform.dataDir}/space.db`, `${platform.dataDir}/space.db-wal`].filter((f) => existsSync(f));
-    assert.ok(store.some((f) => filesContaining(f, 'API_TOKEN').length > 0), 'control: grep finds the secret name in the store');
+    assert.ok(
+      store.some((f) => filesContaining(f, 'API_TOKEN').length > 0),
+      'control: grep finds the secret name in the store',
+    );
     for (const f of store) assert.deepEqual(filesContaining(f, value), [], `the value is in clear in ${f}`);
     const pid = sandboxHostPid(platform.dataDir, (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id);
     assert.equal(sandboxMemoryContains(pid, placeholder).found, true, 'control: the placeholder is found in sandbox memory');
@@ -166,7 +181,20 @@ describe('credential gateway and egress policy', () => {
     assert.ok(!JSON.stringify(audit.body).includes(value));
     const injected = audit.body.entries.filter((e: any) => e.secrets.includes('API_TOKEN'));
     assert.ok(injected.length >= 3, JSON.stringify(audit.body.entries));
-    assert.deepEqual(Object.keys(injected[0]).sort(), ['bytesReceived', 'bytesSent', 'decision', 'durationMs', 'host', 'method', 'path', 'sandboxId', 'scheme', 'secrets', 'status', 'time']);
+    assert.deepEqual(Object.keys(injected[0]).sort(), [
+      'bytesReceived',
+      'bytesSent',
+      'decision',
+      'durationMs',
+      'host',
+      'method',
+      'path',
+      'sandboxId',
+      'scheme',
+      'secrets',
+      'status',
+      'time',
+    ]);
     assert.equal(injected[0].host, 'api.test.space');
     assert.equal(injected[0].method, 'POST');
     assert.equal(injected[0].status, 200);
@@ -201,12 +229,18 @@ describe('credential gateway and egress policy', () => {
 
   test('request bodies: chunked ones are rewritten as they stream, large ones pass intact', { timeout: 60_000 }, async () => {
     // A chunked upload sent in pieces as its input arrives (splits inside a placeholder: unit tests).
-    const chunked = await sh(sessionId, `(printf 'start-'; sleep 0.2; printf '%s' "$API_TOKEN"; sleep 0.2; printf -- '-end') | curl -sS -m 20 -o /dev/null -w '%{http_code}' -H 'Transfer-Encoding: chunked' -T - https://api.test.space/echo`);
+    const chunked = await sh(
+      sessionId,
+      `(printf 'start-'; sleep 0.2; printf '%s' "$API_TOKEN"; sleep 0.2; printf -- '-end') | curl -sS -m 20 -o /dev/null -w '%{http_code}' -H 'Transfer-Encoding: chunked' -T - https://api.test.space/echo`,
+    );
     assert.equal(chunked.stdout, '200', chunked.stderr);
     assert.equal(upstream.last().body, `start-${value}-end`);
     // 2 MiB (past the 1 MiB rewrite limit, with Expect: 100-continue): forwarded byte for byte.
     await sh(sessionId, 'head -c 2097152 /dev/urandom > /tmp/big.bin && sha256sum /tmp/big.bin | cut -c1-64 > /tmp/big.sha');
-    const big = await sh(sessionId, `curl -sS -m 30 -o /dev/null -w '%{http_code}' --data-binary @/tmp/big.bin https://api.test.space/echo; echo; cat /tmp/big.sha`);
+    const big = await sh(
+      sessionId,
+      `curl -sS -m 30 -o /dev/null -w '%{http_code}' --data-binary @/tmp/big.bin https://api.test.space/echo; echo; cat /tmp/big.sha`,
+    );
     const [status, sha] = big.stdout.trim().split('\n');
     assert.equal(status, '200', big.stderr);
     assert.equal(upstream.last().headers['content-length'], '2097152');
@@ -250,9 +284,17 @@ describe('credential gateway and egress policy', () => {
     const [a, b] = [await api.createSession({ template: 'base' }), await api.createSession({ template: 'base' })];
     sessions.push(a.id, b.id);
     assert.equal((await sh(a.id, 'getent hosts api.test.space')).stdout.trim().split(/\s+/)[0], '198.18.0.1');
-    const ip = (JSON.parse(execFileSync('cat', [`${platform.dataDir}/node/sandboxes/${b.sandbox.id}/record.json`], { encoding: 'utf8' })) as { sandboxIp: string }).sandboxIp;
+    const ip = (
+      JSON.parse(execFileSync('cat', [`${platform.dataDir}/node/sandboxes/${b.sandbox.id}/record.json`], { encoding: 'utf8' })) as { sandboxIp: string }
+    ).sandboxIp;
     const apiPort = new URL(platform.url).port;
-    for (const target of ['-H "Host: localhost" http://198.18.0.1/', `-H "Host: 127.0.0.1:${apiPort}" http://198.18.0.1/healthz`, `http://${ip}/`, 'http://169.254.169.254/latest/meta-data/', 'https://localhost.test.invalid/']) {
+    for (const target of [
+      '-H "Host: localhost" http://198.18.0.1/',
+      `-H "Host: 127.0.0.1:${apiPort}" http://198.18.0.1/healthz`,
+      `http://${ip}/`,
+      'http://169.254.169.254/latest/meta-data/',
+      'https://localhost.test.invalid/',
+    ]) {
       const r = await curl(a.id, target);
       assert.ok(r.status === 403 || r.status === 0, `${target}: ${r.status} ${r.body}`);
       assert.ok(!r.body.includes('"ok":true'));

@@ -13,7 +13,9 @@ export function hostResources(dataDir: string): { runsc: string[]; netns: string
   const mounts = readFileSync('/proc/self/mounts', 'utf8')
     .split('\n')
     .filter((l) => l.split(' ')[1]?.startsWith(dataDir));
-  const loops = execFileSync('losetup', ['-j', `${dataDir}/btrfs.img`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+  const loops = execFileSync('losetup', ['-j', `${dataDir}/btrfs.img`], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean);
   return { runsc, netns, mounts, loops };
 }
 

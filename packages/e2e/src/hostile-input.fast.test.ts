@@ -35,7 +35,12 @@ describe('hostile input: one tenant cannot take the platform down', () => {
   test('a malformed first frame on every stream route closes that stream with its close code; the platform keeps serving', { timeout: 120_000 }, async () => {
     const id = await tenantSession();
     const { pid } = await tenant.exec(id, 'sleep 600', { background: true });
-    const routes = [`/v1/sessions/${id}/exec/stream`, `/v1/sessions/${id}/pty`, `/v1/sessions/${id}/processes/${pid}/attach`, `/v1/sessions/${id}/files/watch?path=/workspace`];
+    const routes = [
+      `/v1/sessions/${id}/exec/stream`,
+      `/v1/sessions/${id}/pty`,
+      `/v1/sessions/${id}/processes/${pid}/attach`,
+      `/v1/sessions/${id}/files/watch?path=/workspace`,
+    ];
     const { host, port } = address();
     for (const route of routes) {
       for (const [name, { frame, closeCode }] of Object.entries(malformedFrames)) {
@@ -50,7 +55,7 @@ describe('hostile input: one tenant cannot take the platform down', () => {
     assert.match(platform.output(), /WebSocket closed on a protocol error/);
   });
 
-  test("client mistakes are 4xx with a stable code, never 500", { timeout: 60_000 }, async () => {
+  test('client mistakes are 4xx with a stable code, never 500', { timeout: 60_000 }, async () => {
     const id = await tenantSession();
     await tenant.exec(id, 'echo x > /workspace/plain && echo y > /dev/shm/elsewhere');
     const exec = (body: unknown) => tenant.call('POST', `/v1/sessions/${id}/exec`, body);
@@ -101,7 +106,11 @@ describe('hostile input: one tenant cannot take the platform down', () => {
       ),
     );
     const { host, port } = address();
-    const refused = await sendRawRequest(host, port, `GET /v1/sessions/${id}/files/watch?path=/workspace HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer ${tenant.key}\r\n\r\n`);
+    const refused = await sendRawRequest(
+      host,
+      port,
+      `GET /v1/sessions/${id}/files/watch?path=/workspace HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer ${tenant.key}\r\n\r\n`,
+    );
     assert.match(refused.reply, /^HTTP\/1\.1 429 /);
     assert.match(refused.reply, /retry-after: 1/i);
     assert.match(refused.reply, /TOO_MANY_REQUESTS/);

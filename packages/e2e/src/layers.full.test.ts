@@ -16,9 +16,19 @@ describe('separate layers and side-by-side instances', () => {
   let neighbour: RunningPlatform;
 
   before(async () => {
-    node = await startPlatform({ dataDir: layersDir, command: 'node', env: { SPACE_NODE_PORT: '0', SPACE_TEMPLATES: 'tiny' }, readyPattern: /node \S+ up: (http:\/\/\S+)/ });
+    node = await startPlatform({
+      dataDir: layersDir,
+      command: 'node',
+      env: { SPACE_NODE_PORT: '0', SPACE_TEMPLATES: 'tiny' },
+      readyPattern: /node \S+ up: (http:\/\/\S+)/,
+    });
     const token = readFileSync(`${layersDir}/node/token`, 'utf8').trim();
-    controlPlane = await startPlatform({ dataDir: layersDir, command: 'control-plane', env: { SPACE_NODE_URL: node.url, SPACE_NODE_TOKEN: token }, readyPattern: /control plane on (http:\/\/\S+),/ });
+    controlPlane = await startPlatform({
+      dataDir: layersDir,
+      command: 'control-plane',
+      env: { SPACE_NODE_URL: node.url, SPACE_NODE_TOKEN: token },
+      readyPattern: /control plane on (http:\/\/\S+),/,
+    });
     neighbour = await startPlatform();
   });
 

@@ -44,7 +44,9 @@ describe('concurrent lifecycle operations on one session', () => {
     await api.exec(session.id, 'echo two > /workspace/f');
     const second = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, {})).body;
 
-    const restores = Array.from({ length: 6 }, (_, i) => api.call('POST', `/v1/sessions/${session.id}/restore`, { checkpointId: i % 2 ? second.id : first.id }));
+    const restores = Array.from({ length: 6 }, (_, i) =>
+      api.call('POST', `/v1/sessions/${session.id}/restore`, { checkpointId: i % 2 ? second.id : first.id }),
+    );
     const execs: Promise<ApiReply>[] = [];
     for (let i = 0; i < 20; i++) {
       execs.push(api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: 'cat /workspace/f' }));
@@ -59,7 +61,10 @@ describe('concurrent lifecycle operations on one session', () => {
     for (const r of execReplies.filter((r) => r.status === 200)) assert.match(r.body.stdout, /^(one|two)\n$/);
 
     // Nothing of a restore stays behind: no staging copy, no snapshot inside the session's root.
-    assert.deepEqual(volumes().filter((v) => v.startsWith(session.id)), [session.id]);
+    assert.deepEqual(
+      volumes().filter((v) => v.startsWith(session.id)),
+      [session.id],
+    );
     assert.doesNotMatch((await api.exec(session.id, 'ls /')).stdout, /ckp_/);
     const after = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
     assert.equal(after.status, 'running');
@@ -81,8 +86,15 @@ describe('concurrent lifecycle operations on one session', () => {
     onlyAllowed('execs during the deletes', await Promise.all(before), ['200 ok', '404 SESSION_NOT_FOUND']);
     onlyAllowed('execs after the deletes', later, ['404 SESSION_NOT_FOUND']);
     await sleep(500);
-    assert.deepEqual(volumes().filter((v) => v.startsWith(session.id)), [], 'no volume was made again for the deleted session');
-    assert.equal((await api.call('GET', '/v1/sessions')).body.sessions.some((s: { id: string }) => s.id === session.id), false);
+    assert.deepEqual(
+      volumes().filter((v) => v.startsWith(session.id)),
+      [],
+      'no volume was made again for the deleted session',
+    );
+    assert.equal(
+      (await api.call('GET', '/v1/sessions')).body.sessions.some((s: { id: string }) => s.id === session.id),
+      false,
+    );
   });
 
   test('forks racing a delete of their parent: each fork is whole or refused cleanly, and a refused one leaves no volume', { timeout: 120_000 }, async () => {

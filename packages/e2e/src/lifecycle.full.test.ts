@@ -9,7 +9,9 @@ import { hostResources, sandboxHostPid } from './host-state.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
 
 function peakRssMb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmHWM:'))!;
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmHWM:'))!;
   return Number(line.split(/\s+/)[1]) / 1024;
 }
 
@@ -57,7 +59,9 @@ describe('sandbox deaths, restarts and large files', () => {
   test('a sandbox that runs out of memory dies; the call says so and the session carries on', { timeout: 180_000 }, async () => {
     const session = await api.createSession({ template: 'base', resources: { memoryMb: 256 } });
     await api.exec(session.id, 'echo before > /workspace/m');
-    const hog = await api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: `python3 -c "x = bytearray(700*1024*1024); x[::4096] = b'a' * len(x[::4096])"` });
+    const hog = await api.call('POST', `/v1/sessions/${session.id}/exec`, {
+      cmd: `python3 -c "x = bytearray(700*1024*1024); x[::4096] = b'a' * len(x[::4096])"`,
+    });
     if (hog.status === 200) {
       // gVisor may also deliver the OOM as a killed process inside a surviving sandbox.
       assert.notEqual(hog.body.exitCode, 0);
@@ -71,7 +75,8 @@ describe('sandbox deaths, restarts and large files', () => {
 
   test('memory, CPU and task limits are applied to the sandbox cgroups', { timeout: 60_000 }, async () => {
     const session = await api.createSession({ template: 'tiny', resources: { memoryMb: 300, cpus: 0.5, pids: 300 } });
-    const cgroup = (controller: string, file: string): string => readFileSync(`/sys/fs/cgroup/${controller}/space/${session.sandbox.id}/${file}`, 'utf8').trim();
+    const cgroup = (controller: string, file: string): string =>
+      readFileSync(`/sys/fs/cgroup/${controller}/space/${session.sandbox.id}/${file}`, 'utf8').trim();
     assert.equal(cgroup('memory', 'memory.limit_in_bytes'), String(300 * 1024 * 1024));
     assert.equal(cgroup('cpu', 'cpu.cfs_quota_us'), '50000');
     assert.equal(cgroup('pids', 'pids.max'), '300');
@@ -104,7 +109,9 @@ describe('sandbox deaths, restarts and large files', () => {
     });
     assert.equal(status, 200);
     assert.equal((await api.exec(session.id, 'stat -c %s /workspace/big.bin')).stdout.trim(), String(size));
-    const res = await fetch(new URL(`/v1/sessions/${session.id}/files?path=big.bin`, platform.url), { headers: { authorization: `Bearer ${platform.adminKey}` } });
+    const res = await fetch(new URL(`/v1/sessions/${session.id}/files?path=big.bin`, platform.url), {
+      headers: { authorization: `Bearer ${platform.adminKey}` },
+    });
     const got = createHash('sha256');
     let received = 0;
     for await (const part of res.body as unknown as AsyncIterable<Uint8Array>) {

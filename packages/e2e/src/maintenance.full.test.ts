@@ -47,13 +47,17 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     // A new automatic checkpoint is stored before the oldest goes, so a listing may briefly show one more.
     const final = await waitFor(list, (current) => current.filter((c) => c.trigger === 'auto').length <= 2, 5000);
     assert.ok(final.filter((c) => c.trigger === 'auto').length <= 2, JSON.stringify(final));
-    assert.ok(final.some((c) => c.id === manual.id), 'the manual checkpoint is kept');
+    assert.ok(
+      final.some((c) => c.id === manual.id),
+      'the manual checkpoint is kept',
+    );
   });
 
   test('a session whose files did not change gets no new automatic checkpoint; a write brings the next one', { timeout: 120_000 }, async () => {
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 1, idleTimeoutSec: 0 });
     sessions.push(session.id);
-    const autos = async () => ((await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as { trigger: string }[]).filter((c) => c.trigger === 'auto').length;
+    const autos = async () =>
+      ((await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as { trigger: string }[]).filter((c) => c.trigger === 'auto').length;
     // The first one comes (nothing was saved yet), then the volume stays as it is.
     assert.equal(await waitFor(autos, (n) => n >= 1, 20_000), 1);
     const skippedBefore = metricValue((await api.call('GET', '/metrics')).body, 'space_checkpoints_skipped_unchanged_total');
@@ -68,7 +72,11 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 2 });
     sessions.push(session.id);
     await api.exec(session.id, 'echo before-idle > /workspace/f');
-    const idle = await waitFor(async () => (await api.call('GET', `/v1/sessions/${session.id}`)).body, (s) => s.status === 'idle', 30_000);
+    const idle = await waitFor(
+      async () => (await api.call('GET', `/v1/sessions/${session.id}`)).body,
+      (s) => s.status === 'idle',
+      30_000,
+    );
     assert.equal(idle.status, 'idle');
     assert.equal(idle.sandbox, null);
     assert.equal(idle.sandboxHistory.at(-1).endReason, 'idle');
@@ -81,11 +89,18 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 2 });
     sessions.push(session.id);
     const { pid } = await api.exec(session.id, ['sleep', '600'], { background: true });
-    const idle = await waitFor(async () => (await api.call('GET', `/v1/sessions/${session.id}`)).body, (s) => s.status === 'idle', 30_000);
+    const idle = await waitFor(
+      async () => (await api.call('GET', `/v1/sessions/${session.id}`)).body,
+      (s) => s.status === 'idle',
+      30_000,
+    );
     assert.equal(idle.status, 'idle');
     assert.equal(idle.checkpoints.at(-1).kind, 'full');
     const { processes } = (await api.call('GET', `/v1/sessions/${session.id}/processes`)).body;
-    assert.ok(processes.some((p: any) => p.pid === pid && p.running), JSON.stringify(processes));
+    assert.ok(
+      processes.some((p: any) => p.pid === pid && p.running),
+      JSON.stringify(processes),
+    );
   });
 
   test('an idle sandbox whose processes hold a TCP socket keeps running (its memory cannot be saved)', { timeout: 60_000 }, async () => {

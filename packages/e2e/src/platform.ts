@@ -19,12 +19,23 @@ export interface RunningPlatform {
 }
 
 /** Starts `space <command>` (by default `up`) as a child process, as a user would, and waits until it serves. */
-export async function startPlatform(options: { dataDir?: string; env?: Record<string, string>; command?: string; readyPattern?: RegExp; adminKey?: string } = {}): Promise<RunningPlatform> {
+export async function startPlatform(
+  options: { dataDir?: string; env?: Record<string, string>; command?: string; readyPattern?: RegExp; adminKey?: string } = {},
+): Promise<RunningPlatform> {
   const dataDir = options.dataDir ?? testDataDir;
   const adminKey = options.adminKey ?? `test-admin-${process.pid}-${Date.now()}`;
   const child = spawn(process.execPath, [cliMain, options.command ?? 'up'], {
     // No warm pool or template images unless a test asks: their boots would compete with what a test measures.
-    env: { ...process.env, SPACE_DATA_DIR: dataDir, SPACE_PORT: '0', SPACE_API_KEY: adminKey, SPACE_QUIET: '1', SPACE_POOL_SIZE: '0', SPACE_TEMPLATE_IMAGES: '0', ...options.env },
+    env: {
+      ...process.env,
+      SPACE_DATA_DIR: dataDir,
+      SPACE_PORT: '0',
+      SPACE_API_KEY: adminKey,
+      SPACE_QUIET: '1',
+      SPACE_POOL_SIZE: '0',
+      SPACE_TEMPLATE_IMAGES: '0',
+      ...options.env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -3,7 +3,17 @@
  * (and with it `./space test`) fails as soon as an SDK type and the protocol's zod schema drift
  * apart. The SDK keeps its own declarations so that it depends on nothing of the server's.
  */
-import type { Checkpoint, EgressAuditEntry as WireAuditEntry, EgressPolicy as WirePolicy, ExecResult as WireExecResult, FileStat, ProcessInfo, Secret, Session, SessionStatus } from '@space/protocol';
+import type {
+  Checkpoint,
+  EgressAuditEntry as WireAuditEntry,
+  EgressPolicy as WirePolicy,
+  ExecResult as WireExecResult,
+  FileStat,
+  ProcessInfo,
+  Secret,
+  Session,
+  SessionStatus,
+} from '@space/protocol';
 import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecResult, FileEntry, ProcessData, SecretData, SessionData } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */

@@ -28,9 +28,14 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
 
   const cli = (args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> =>
     new Promise((resolve) => {
-      const child = execFile(process.execPath, [cliMain, ...args], { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey } }, (err, stdout, stderr) => {
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-      });
+      const child = execFile(
+        process.execPath,
+        [cliMain, ...args],
+        { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey } },
+        (err, stdout, stderr) => {
+          resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+        },
+      );
       child.stdin!.end(input ?? '');
     });
 
@@ -55,7 +60,10 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     const chunks: Buffer[] = [];
     for await (const chunk of await session.files.download('big.bin')) chunks.push(chunk as Buffer);
     assert.ok(Buffer.concat(chunks).equals(big));
-    assert.deepEqual((await session.files.list('notes')).map((e) => e.name), ['a.txt']);
+    assert.deepEqual(
+      (await session.files.list('notes')).map((e) => e.name),
+      ['a.txt'],
+    );
 
     const watch = session.files.watch('notes');
     await watch.ready;
@@ -66,7 +74,10 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
       if (change.path.endsWith('b.txt')) break;
     }
     watch.close();
-    assert.ok(seen.some((p) => p.endsWith('b.txt')), JSON.stringify(seen));
+    assert.ok(
+      seen.some((p) => p.endsWith('b.txt')),
+      JSON.stringify(seen),
+    );
     await session.files.remove('notes/b.txt');
 
     // Full checkpoints on a session of their own: a daemon restored from an image after a history of
@@ -108,7 +119,10 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.deepEqual([secret.name, secret.hosts], ['SDK_TOKEN', ['api.example.com']]);
     assert.ok(!set.stdout.includes('the-secret-value'));
     assert.ok((await space.secrets.list()).some((s) => s.name === 'SDK_TOKEN' && s.placeholder === secret.placeholder));
-    await assert.rejects(space.secrets.set('SDK_TOKEN', { value: 'x', hosts: ['not a host'] }), (err) => isSpaceApiError(err) && err.code === 'VALIDATION_FAILED');
+    await assert.rejects(
+      space.secrets.set('SDK_TOKEN', { value: 'x', hosts: ['not a host'] }),
+      (err) => isSpaceApiError(err) && err.code === 'VALIDATION_FAILED',
+    );
 
     const created = await cli(['create', '-t', 'base', '--secret', 'SDK_TOKEN', '--deny-all', '--json']);
     assert.equal(created.code, 0, created.stderr);
@@ -178,7 +192,10 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     await assert.rejects(new Space({ apiUrl: platform.url, apiKey: 'sk_bad' }).sessions.list(), (err) => isSpaceApiError(err, 'UNAUTHORIZED'));
     const session = await space.sessions.create({ template: 'tiny' });
     cleanup.push(() => session.delete());
-    await assert.rejects(session.exec('sleep 5', { timeoutMs: 200 }), (err: Error & { code?: string }) => err.name === 'SpaceClientError' && err.code === 'TIMEOUT');
+    await assert.rejects(
+      session.exec('sleep 5', { timeoutMs: 200 }),
+      (err: Error & { code?: string }) => err.name === 'SpaceClientError' && err.code === 'TIMEOUT',
+    );
     const controller = new AbortController();
     const pending = session.exec('sleep 5', { signal: controller.signal });
     controller.abort();

@@ -47,7 +47,10 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.equal(got.status, 200);
     assert.ok(got.data.equals(bytes));
     const list = await api.call('GET', `/v1/sessions/${session.id}/files/list?path=out`);
-    assert.deepEqual(list.body.entries.map((e: { name: string; size: number }) => [e.name, e.size]), [['data.bin', 4096]]);
+    assert.deepEqual(
+      list.body.entries.map((e: { name: string; size: number }) => [e.name, e.size]),
+      [['data.bin', 4096]],
+    );
     const seen = await api.exec(session.id, 'sha256sum /workspace/out/data.bin | cut -c1-16');
     assert.equal(seen.stdout.length, 17);
 
@@ -59,7 +62,10 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.equal((await api.call('GET', `/v1/sessions/${session.id}`)).status, 404);
     const after = hostResources(platform.dataDir);
     assert.deepEqual(after.runsc, []);
-    assert.deepEqual(after.netns.filter((n) => !netnsBefore.has(n)), []);
+    assert.deepEqual(
+      after.netns.filter((n) => !netnsBefore.has(n)),
+      [],
+    );
   });
 
   test('exec: exit codes, stderr, stdin, env, cwd, timeout', { timeout: 60_000 }, async () => {
@@ -83,10 +89,20 @@ describe('sessions end to end (base template, real gVisor)', () => {
     created.push(session.id);
     const cases: [string, Promise<{ status: number; body: any }>, number, string][] = [
       ['unknown template', api.call('POST', '/v1/sessions', { template: 'nope' }), 400, 'UNKNOWN_TEMPLATE'],
-      ['malformed JSON', api.call('POST', '/v1/sessions', undefined, { raw: '{"template": ', headers: { 'content-type': 'application/json' } }), 400, 'INVALID_JSON'],
+      [
+        'malformed JSON',
+        api.call('POST', '/v1/sessions', undefined, { raw: '{"template": ', headers: { 'content-type': 'application/json' } }),
+        400,
+        'INVALID_JSON',
+      ],
       ['wrong types', api.call('POST', '/v1/sessions', { template: 42 }), 400, 'VALIDATION_FAILED'],
       ['unknown field', api.call('POST', '/v1/sessions', { template: 'tiny', colour: 'blue' }), 400, 'VALIDATION_FAILED'],
-      ['oversize body', api.call('POST', `/v1/sessions/${session.id}/exec`, undefined, { raw: JSON.stringify({ cmd: 'x'.repeat(2 * 1024 * 1024) }) }), 413, 'PAYLOAD_TOO_LARGE'],
+      [
+        'oversize body',
+        api.call('POST', `/v1/sessions/${session.id}/exec`, undefined, { raw: JSON.stringify({ cmd: 'x'.repeat(2 * 1024 * 1024) }) }),
+        413,
+        'PAYLOAD_TOO_LARGE',
+      ],
       ['exec without cmd', api.call('POST', `/v1/sessions/${session.id}/exec`, {}), 400, 'VALIDATION_FAILED'],
       ['missing key', new Api(platform.url, null).call('GET', '/v1/sessions'), 401, 'UNAUTHORIZED'],
       ['wrong key', new Api(platform.url, 'sk_wrong').call('GET', '/v1/sessions'), 401, 'UNAUTHORIZED'],

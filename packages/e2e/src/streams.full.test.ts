@@ -125,7 +125,10 @@ describe('streams: exec, background processes, PTY, signals, watch', () => {
     assert.equal((await api.call('DELETE', `${base}?path=ops/sub`)).body.error.code, 'DIRECTORY_NOT_EMPTY');
     assert.equal((await api.call('DELETE', `${base}?path=ops/sub&recursive=true`)).status, 200);
     const list = await api.call('GET', `${base}/list?path=ops`);
-    assert.deepEqual(list.body.entries.map((e: { name: string }) => e.name), ['c.txt']);
+    assert.deepEqual(
+      list.body.entries.map((e: { name: string }) => e.name),
+      ['c.txt'],
+    );
   });
 
   test('floods of output are bounded: buffered exec truncates, streams keep flowing, the platform survives', { timeout: 120_000 }, async () => {

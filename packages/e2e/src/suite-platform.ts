@@ -8,7 +8,11 @@ import { startPlatform, type RunningPlatform } from './platform.js';
  * client), and after them every session listed in `sessions` is deleted and the platform must stop
  * cleanly.
  */
-export function platformForSuite(sessions: string[], onStart: (platform: RunningPlatform, api: Api) => void, options: Parameters<typeof startPlatform>[0] = {}): void {
+export function platformForSuite(
+  sessions: string[],
+  onStart: (platform: RunningPlatform, api: Api) => void,
+  options: Parameters<typeof startPlatform>[0] = {},
+): void {
   let platform: RunningPlatform | null = null;
   let api: Api | null = null;
   before(async () => {

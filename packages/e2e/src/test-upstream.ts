@@ -41,17 +41,72 @@ export class TestUpstream {
   async start(): Promise<void> {
     const file = (name: string): string => path.join(this.dir, name);
     const openssl = (args: string[]): void => void execFileSync('openssl', args, { stdio: 'ignore' });
-    openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', file('ca.key'), '-out', this.caFile, '-days', '2', '-subj', '/CN=SPACE test upstream CA', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign']);
+    openssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      file('ca.key'),
+      '-out',
+      this.caFile,
+      '-days',
+      '2',
+      '-subj',
+      '/CN=SPACE test upstream CA',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign',
+    ]);
     writeFileSync(file('leaf.ext'), `basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=${this.names.map((n) => `DNS:${n}`).join(',')}\n`);
-    openssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', file('leaf.key'), '-out', file('leaf.csr'), '-subj', `/CN=${this.names[0]}`]);
-    openssl(['x509', '-req', '-in', file('leaf.csr'), '-CA', this.caFile, '-CAkey', file('ca.key'), '-CAcreateserial', '-out', file('leaf.crt'), '-days', '2', '-extfile', file('leaf.ext')]);
-    const https = createHttpsServer({ key: readFileSync(file('leaf.key')), cert: readFileSync(file('leaf.crt')) }, (req, res) => this.handle('https', req, res));
+    openssl([
+      'req',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      file('leaf.key'),
+      '-out',
+      file('leaf.csr'),
+      '-subj',
+      `/CN=${this.names[0]}`,
+    ]);
+    openssl([
+      'x509',
+      '-req',
+      '-in',
+      file('leaf.csr'),
+      '-CA',
+      this.caFile,
+      '-CAkey',
+      file('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      file('leaf.crt'),
+      '-days',
+      '2',
+      '-extfile',
+      file('leaf.ext'),
+    ]);
+    const https = createHttpsServer({ key: readFileSync(file('leaf.key')), cert: readFileSync(file('leaf.crt')) }, (req, res) =>
+      this.handle('https', req, res),
+    );
     const http = createHttpServer((req, res) => this.handle('http', req, res));
     // WebSocket echo on both: the handshake is recorded like a request, each message comes back.
     const sockets = new WebSocketServer({ noServer: true });
-    for (const [scheme, server] of [['https', https], ['http', http]] as const) {
+    for (const [scheme, server] of [
+      ['https', https],
+      ['http', http],
+    ] as const) {
       server.on('upgrade', (req, socket, head) => {
-        if (this.requests.length < 10_000) this.requests.push({ scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '', sha256: '' });
+        if (this.requests.length < 10_000)
+          this.requests.push({ scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '', sha256: '' });
         sockets.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data, binary) => ws.send(data, { binary })));
       });
     }
@@ -77,7 +132,14 @@ export class TestUpstream {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const bytes = Buffer.concat(chunks);
-      const recorded: RecordedRequest = { scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: bytes.toString(), sha256: createHash('sha256').update(bytes).digest('hex') };
+      const recorded: RecordedRequest = {
+        scheme,
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        body: bytes.toString(),
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+      };
       if (this.requests.length < 10_000) this.requests.push(recorded);
       const url = new URL(req.url ?? '/', 'http://upstream');
       if (url.pathname === '/bytes') {

@@ -29,13 +29,15 @@ describe('warm pool', () => {
   const identity = async (id: string): Promise<string> => (await api.exec(id, 'echo $SPACE_SESSION_ID $GREETING; hostname; cat /etc/machine-id')).stdout;
   const hostnameOf = (id: string): string => `space-${id.split('_')[1]!.slice(0, 8)}`;
 
-  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), { env: { SPACE_POOL_SIZE: '2', SPACE_POOL_TEMPLATES: 'tiny', SPACE_POOL_REFILL_DELAY_MS: '0', SPACE_TEMPLATE_IMAGES: '1' } });
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), {
+    env: { SPACE_POOL_SIZE: '2', SPACE_POOL_TEMPLATES: 'tiny', SPACE_POOL_REFILL_DELAY_MS: '0', SPACE_TEMPLATE_IMAGES: '1' },
+  });
 
   test('sessions get pooled sandboxes with their own identity, environment and files; the pool refills', { timeout: 180_000 }, async () => {
     await untilPoolFull();
     const a = await create({ env: { GREETING: 'hello-a' } });
     const b = await create({ env: { GREETING: 'hello-b' } });
-    assert.deepEqual((await api.call('GET', `/v1/sessions/${a.id}/processes`)).body.processes, [], 'the pool\'s warm-up exec is not listed');
+    assert.deepEqual((await api.call('GET', `/v1/sessions/${a.id}/processes`)).body.processes, [], "the pool's warm-up exec is not listed");
     const [idA, idB] = [await identity(a.id), await identity(b.id)];
     assert.match(idA, new RegExp(`^${a.id} hello-a\\nspace-[a-z0-9]{8}\\n[0-9a-f]{32}\\n$`), 'the hostname the pooled sandbox booted with');
     assert.match(idB, new RegExp(`^${b.id} hello-b\\n`));
@@ -61,7 +63,7 @@ describe('warm pool', () => {
     await untilPoolFull();
     const deadline = Date.now() + 60_000;
     while ((await metric('space_template_image_ready{template="tiny"}')) !== 1 && Date.now() < deadline) await sleep(200);
-    assert.equal(await metric('space_template_image_ready{template="tiny"}'), 1, 'the tiny template\'s image is built');
+    assert.equal(await metric('space_template_image_ready{template="tiny"}'), 1, "the tiny template's image is built");
     const fromImage = await metric('space_node_sandbox_starts{origin="template-image"}');
     // Two sessions empty the pool; the next two, at once, come from the image (a refill boot takes over a second).
     await create();
@@ -70,16 +72,17 @@ describe('warm pool', () => {
     const [c, d] = await Promise.all([create({ env: { GREETING: 'hello-c' }, ...noAutomatic }), create({ env: { GREETING: 'hello-d' }, ...noAutomatic })]);
     assert.equal(await metric('space_node_sandbox_starts{origin="template-image"}'), fromImage + 2, 'both restored from the image');
     const listed = (await api.call('GET', `/v1/sessions/${c.id}/processes`)).body.processes;
-    assert.deepEqual(listed, [], 'none of the image\'s processes (its warm-up exec) is listed');
+    assert.deepEqual(listed, [], "none of the image's processes (its warm-up exec) is listed");
 
     const [idC, idD] = [await identity(c.id), await identity(d.id)];
-    assert.match(idC, new RegExp(`^${c.id} hello-c\\n${hostnameOf(c.id)}\\n[0-9a-f]{32}\\n$`), 'not the image\'s hostname');
+    assert.match(idC, new RegExp(`^${c.id} hello-c\\n${hostnameOf(c.id)}\\n[0-9a-f]{32}\\n$`), "not the image's hostname");
     assert.match(idD, new RegExp(`^${d.id} hello-d\\n${hostnameOf(d.id)}\\n[0-9a-f]{32}\\n$`));
     assert.notEqual(idC.split('\n')[2], idD.split('\n')[2], 'clones of one image get machine ids of their own');
     const random = async (id: string): Promise<string> => (await api.exec(id, 'head -c 16 /dev/urandom | od -An -tx1')).stdout;
-    assert.notEqual(await random(c.id), await random(d.id), 'the kernel random state is not the image\'s');
+    assert.notEqual(await random(c.id), await random(d.id), "the kernel random state is not the image's");
     // Only the sandbox's init may rename it: the daemon and the session's processes lack CAP_SYS_ADMIN.
-    const capEff = async (id: string, pid: string): Promise<bigint> => BigInt(`0x${/CapEff:\s*([0-9a-f]+)/.exec((await api.exec(id, `cat /proc/${pid}/status`)).stdout)![1]}`);
+    const capEff = async (id: string, pid: string): Promise<bigint> =>
+      BigInt(`0x${/CapEff:\s*([0-9a-f]+)/.exec((await api.exec(id, `cat /proc/${pid}/status`)).stdout)![1]}`);
     const sysAdmin = 1n << 21n;
     assert.equal((await capEff(c.id, '1')) & sysAdmin, sysAdmin);
     assert.equal((await capEff(c.id, '2')) & sysAdmin, 0n);
@@ -110,6 +113,9 @@ describe('warm pool', () => {
     await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
     assert.equal((await api.exec(session.id, 'cat /workspace/f')).stdout, 'kept\n');
     const { processes } = (await api.call('GET', `/v1/sessions/${session.id}/processes`)).body;
-    assert.ok(processes.some((p: any) => p.pid === pid && p.running), JSON.stringify(processes));
+    assert.ok(
+      processes.some((p: any) => p.pid === pid && p.running),
+      JSON.stringify(processes),
+    );
   });
 });

@@ -27,7 +27,9 @@ export class DataDirLock {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         const owner = Number((await readFile(this.file, 'utf8').catch(() => '')).trim());
         if (owner && owner !== process.pid && existsSync(`/proc/${owner}`)) {
-          throw new Error(`another SPACE node agent (pid ${owner}) is using ${path.dirname(path.dirname(this.file))}; stop it or choose another SPACE_DATA_DIR`);
+          throw new Error(
+            `another SPACE node agent (pid ${owner}) is using ${path.dirname(path.dirname(this.file))}; stop it or choose another SPACE_DATA_DIR`,
+          );
         }
         await unlink(this.file).catch(() => undefined);
       }

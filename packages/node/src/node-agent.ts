@@ -71,7 +71,10 @@ export class NodeAgent {
     await driver.preflight();
     await this.lock.acquire();
     await this.volume.mount();
-    const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), { nodeBinary: config.nodeBinary, daemonBundleDir: config.daemonBundleDir });
+    const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), {
+      nodeBinary: config.nodeBinary,
+      daemonBundleDir: config.daemonBundleDir,
+    });
     const leases = new IpLeases();
     await leases.releaseWhere((owner) => {
       const [dataDir, netns] = owner.split(' ');
@@ -81,7 +84,8 @@ export class NodeAgent {
     const ca = new GatewayCa(config.gateway.caDir);
     await ca.load();
     const sourceOf = (ip: string) => this.manager?.sourceOf(ip) ?? null;
-    if (config.gateway.testHosts.size) log.warn(`egress gateway test settings in use (SPACE_GATEWAY_TEST_HOSTS): ${[...config.gateway.testHosts.keys()].join(', ')}; not for production`);
+    if (config.gateway.testHosts.size)
+      log.warn(`egress gateway test settings in use (SPACE_GATEWAY_TEST_HOSTS): ${[...config.gateway.testHosts.keys()].join(', ')}; not for production`);
     this.gateway = new EgressGateway({
       ca,
       rules: new EgressRules(async (host) => (await lookup(host, { all: true })).map((a) => a.address)),
@@ -104,7 +108,20 @@ export class NodeAgent {
     const booter = new SandboxBooter({ owner: config.dataDir, driver, network, records, link, runtimeDir, log });
     const { adopted, removed } = await reconcileSandboxes({ records, driver, network, link, booter, volumes, live, log });
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
-    this.manager = new SandboxManager({ nodeId: config.nodeId, driver, network, records, live, booter, link, volumes, sessionQueue, egress: this.gateway, runtimeDir, log });
+    this.manager = new SandboxManager({
+      nodeId: config.nodeId,
+      driver,
+      network,
+      records,
+      live,
+      booter,
+      link,
+      volumes,
+      sessionQueue,
+      egress: this.gateway,
+      runtimeDir,
+      log,
+    });
     const incomplete = await checkpointStore.removeIncomplete();
     if (incomplete) log.info(`removed ${incomplete} memory image(s) left incomplete by a crash`);
     // Commands the crashed agent had started (runsc checkpoint) may finish after this start.
@@ -120,7 +137,17 @@ export class NodeAgent {
     this.pool.start();
     this.starter = new SandboxStarter({ manager: this.manager, pooled, volumes, pool: this.pool, sessionQueue, egress: this.gateway, log });
     const checkpoints = new NodeCheckpointService({ manager: this.manager, volumes, store: checkpointStore, sessionQueue, runtimeDir, log });
-    const api = createNodeApi({ nodeId: config.nodeId, token: config.token, manager: this.manager, starter: this.starter, pool: this.pool, checkpoints, templates: this.templates, gateway: this.gateway, log });
+    const api = createNodeApi({
+      nodeId: config.nodeId,
+      token: config.token,
+      manager: this.manager,
+      starter: this.starter,
+      pool: this.pool,
+      checkpoints,
+      templates: this.templates,
+      gateway: this.gateway,
+      log,
+    });
     const { server, port } = await listen(api, config.host, config.port);
     this.server = server;
     this.port = port;

@@ -118,9 +118,17 @@ export class NodeCheckpointService {
     const image = await this.deps.store.image(checkpointId);
     if (!image) return null;
     if (image.meta.runtimeDir !== this.deps.runtimeDir) {
-      this.deps.log.warn(`memory image of ${checkpointId} was taken with another daemon build; the session's next sandbox boots fresh on the checkpoint's files`);
+      this.deps.log.warn(
+        `memory image of ${checkpointId} was taken with another daemon build; the session's next sandbox boots fresh on the checkpoint's files`,
+      );
       return null;
     }
-    return { checkpointId, label: `the memory of ${checkpointId}`, dir: image.dir, meta: { token: image.meta.token, runtimeDir: image.meta.runtimeDir }, newSession };
+    return {
+      checkpointId,
+      label: `the memory of ${checkpointId}`,
+      dir: image.dir,
+      meta: { token: image.meta.token, runtimeDir: image.meta.runtimeDir },
+      newSession,
+    };
   }
 }

@@ -37,7 +37,10 @@ export interface GatewayConfig {
 /** Parses `name=ip:port,...`; the message names the variable and the entry at fault. */
 export function parseTestHosts(raw: string | undefined): Map<string, { address: string; port: number }> {
   const hosts = new Map<string, { address: string; port: number }>();
-  for (const entry of (raw ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of (raw ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const match = /^([a-z0-9.-]+)=(\d+\.\d+\.\d+\.\d+):(\d+)$/i.exec(entry);
     if (!match) throw new Error(`SPACE_GATEWAY_TEST_HOSTS entries look like name=127.0.0.1:8443, got ${JSON.stringify(entry)}`);
     hosts.set(match[1]!.toLowerCase(), { address: match[2]!, port: Number(match[3]) });
@@ -77,7 +80,11 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
     nodeBinary: overrides.nodeBinary ?? process.execPath,
     pool: overrides.pool ?? {
       size: integerSetting(env, 'SPACE_POOL_SIZE', 2),
-      templates: env.SPACE_POOL_TEMPLATES ? env.SPACE_POOL_TEMPLATES.split(',').map((t) => t.trim()).filter(Boolean) : null,
+      templates: env.SPACE_POOL_TEMPLATES
+        ? env.SPACE_POOL_TEMPLATES.split(',')
+            .map((t) => t.trim())
+            .filter(Boolean)
+        : null,
       refillDelayMs: integerSetting(env, 'SPACE_POOL_REFILL_DELAY_MS', 500),
       templateImages: integerSetting(env, 'SPACE_TEMPLATE_IMAGES', 0) > 0,
     },

@@ -137,7 +137,9 @@ export class WarmPool {
     for (const template of this.ready.keys()) {
       if (this.stopped || this.imagesTried.has(template)) continue;
       this.imagesTried.add(template);
-      await this.images.build(template, poolResources).catch((err: Error) => this.log.warn(`template image of ${template} not built (new sessions boot when the pool is empty): ${err.message}`));
+      await this.images
+        .build(template, poolResources)
+        .catch((err: Error) => this.log.warn(`template image of ${template} not built (new sessions boot when the pool is empty): ${err.message}`));
       await new Promise((r) => setTimeout(r, this.config.refillDelayMs));
     }
   }

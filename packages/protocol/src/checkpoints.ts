@@ -69,7 +69,10 @@ export const SandboxIdentitySchema = z
   .object({
     hostname: z.string().regex(/^space-[a-z0-9]{1,32}$/),
     /** Only when the sandbox now serves a session other than the one its memory comes from. */
-    machineId: z.string().regex(/^[0-9a-f]{32}$/).optional(),
+    machineId: z
+      .string()
+      .regex(/^[0-9a-f]{32}$/)
+      .optional(),
   })
   .strict();
 export type SandboxIdentity = z.infer<typeof SandboxIdentitySchema>;

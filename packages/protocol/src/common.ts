@@ -3,7 +3,16 @@ import { Limits } from './limits.js';
 
 /** Environment variables: names as POSIX shells accept them, values without NUL bytes. */
 export const EnvSchema = z
-  .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names must match [A-Za-z_][A-Za-z0-9_]*').max(256), z.string().max(128 * 1024).refine((v) => !v.includes('\0'), 'env values may not contain NUL'))
+  .record(
+    z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'env names must match [A-Za-z_][A-Za-z0-9_]*')
+      .max(256),
+    z
+      .string()
+      .max(128 * 1024)
+      .refine((v) => !v.includes('\0'), 'env values may not contain NUL'),
+  )
   .refine((env) => Object.keys(env).length <= Limits.maxEnvEntries, `at most ${Limits.maxEnvEntries} env entries`);
 
 /**

@@ -12,7 +12,10 @@ export const HostPatternSchema = z
   .string()
   .max(253)
   .transform((h) => h.toLowerCase().replace(/\.$/, ''))
-  .refine((h) => dnsNamePattern.test(h.startsWith('*.') ? h.slice(2) : h), 'a host pattern is a DNS name, optionally starting with "*." (e.g. api.example.com, *.example.com)');
+  .refine(
+    (h) => dnsNamePattern.test(h.startsWith('*.') ? h.slice(2) : h),
+    'a host pattern is a DNS name, optionally starting with "*." (e.g. api.example.com, *.example.com)',
+  );
 
 /** An IPv4 or IPv6 network in CIDR notation, e.g. 203.0.113.0/24 or 2001:db8::/32. */
 export const CidrSchema = z
@@ -38,16 +41,25 @@ export const EgressPolicySchema = z
   })
   .strict()
   .refine((p) => p.mode === 'allow-list' || (p.domains.length === 0 && p.cidrs.length === 0), 'domains and cidrs belong to mode "allow-list"')
-  .refine((p) => p.mode !== 'allow-list' || p.domains.length + p.cidrs.length > 0, 'mode "allow-list" needs at least one domain or CIDR (use "deny-all" to block everything)');
+  .refine(
+    (p) => p.mode !== 'allow-list' || p.domains.length + p.cidrs.length > 0,
+    'mode "allow-list" needs at least one domain or CIDR (use "deny-all" to block everything)',
+  );
 export type EgressPolicy = z.infer<typeof EgressPolicySchema>;
 
 /** Secret names double as the env var that holds the placeholder inside the sandbox. */
-export const SecretNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'secret names are env var names: letters, digits and _, not starting with a digit');
+export const SecretNameSchema = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'secret names are env var names: letters, digits and _, not starting with a digit');
 
 export const PutSecretRequestSchema = z
   .object({
     // No CR or LF: the value goes into HTTP headers.
-    value: z.string().min(1).max(8192).refine((v) => !/[\r\n\0]/.test(v), 'secret values may not contain CR, LF or NUL'),
+    value: z
+      .string()
+      .min(1)
+      .max(8192)
+      .refine((v) => !/[\r\n\0]/.test(v), 'secret values may not contain CR, LF or NUL'),
     /** The only hosts the value is ever sent to. */
     hosts: z.array(HostPatternSchema).min(1).max(64),
   })
@@ -90,9 +102,7 @@ export const EgressAuditEntrySchema = z
   .strict();
 export type EgressAuditEntry = z.infer<typeof EgressAuditEntrySchema>;
 
-export const EgressAuditQuerySchema = z
-  .object({ limit: z.coerce.number().int().min(1).max(1000).default(100) })
-  .strict();
+export const EgressAuditQuerySchema = z.object({ limit: z.coerce.number().int().min(1).max(1000).default(100) }).strict();
 export const EgressAuditListSchema = z.object({ entries: z.array(EgressAuditEntrySchema) }).strict();
 
 /** Control plane -> node: what the gateway needs for one session (values included; kept in memory only). */

@@ -138,12 +138,7 @@ function parseDetails(value: unknown): ErrorDetails | undefined {
 
 /** Duck-typed check: `instanceof` is unreliable across package copies. */
 export function isSpaceError(value: unknown): value is SpaceError {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    (value as { name?: unknown }).name === 'SpaceError' &&
-    isErrorCode((value as { code?: unknown }).code)
-  );
+  return typeof value === 'object' && value !== null && (value as { name?: unknown }).name === 'SpaceError' && isErrorCode((value as { code?: unknown }).code);
 }
 
 /** Rebuilds a SpaceError from a parsed wire body; anything unrecognised becomes `fallback`. */

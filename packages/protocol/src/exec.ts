@@ -10,7 +10,12 @@ export const CommandSchema = z.union([
     .max(256 * 1024)
     .refine((c) => !c.includes('\0'), 'cmd may not contain NUL'),
   z
-    .array(z.string().max(256 * 1024).refine((a) => !a.includes('\0'), 'argv may not contain NUL'))
+    .array(
+      z
+        .string()
+        .max(256 * 1024)
+        .refine((a) => !a.includes('\0'), 'argv may not contain NUL'),
+    )
     .min(1, 'cmd must have at least one element')
     .max(Limits.maxArgv)
     .refine((argv) => argv[0] !== '', 'cmd[0] (the program) must not be empty'),
@@ -82,7 +87,10 @@ export const PtyStartSchema = z
   .strict();
 export type PtyStart = z.infer<typeof PtyStartSchema>;
 
-const base64 = z.string().max(Math.ceil((Limits.maxStreamMessageBytes * 4) / 3) + 4).regex(/^[A-Za-z0-9+/]*={0,2}$/, 'data must be base64');
+const base64 = z
+  .string()
+  .max(Math.ceil((Limits.maxStreamMessageBytes * 4) / 3) + 4)
+  .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'data must be base64');
 
 /** Re-attach: replay the kept output from this offset on (what the client has not seen yet). */
 export const AttachQuerySchema = z.object({ after: z.coerce.number().int().nonnegative().default(0) }).strict();

@@ -19,30 +19,81 @@ export interface PublicRoute {
   response?: z.ZodTypeAny;
 }
 
-
 const sessionRoutes: PublicRoute[] = [
-  { method: 'POST', path: '/v1/sessions', summary: 'Create a session and start its sandbox (from the warm pool when one fits).', body: CreateSessionRequestSchema, status: 201, response: SessionSchema },
+  {
+    method: 'POST',
+    path: '/v1/sessions',
+    summary: 'Create a session and start its sandbox (from the warm pool when one fits).',
+    body: CreateSessionRequestSchema,
+    status: 201,
+    response: SessionSchema,
+  },
   { method: 'GET', path: '/v1/sessions', summary: "List the tenant's sessions.", response: SessionListSchema },
   { method: 'GET', path: '/v1/sessions/:sessionId', summary: 'One session, with its sandbox history and checkpoints.', response: SessionSchema },
   { method: 'DELETE', path: '/v1/sessions/:sessionId', summary: 'Delete a session: its sandbox, volume and checkpoints.', response: ok },
   { method: 'POST', path: '/v1/sessions/:sessionId/sandbox/kill', summary: 'Kill only the sandbox; the next call resumes the session.', response: ok },
-  { method: 'POST', path: '/v1/sessions/:sessionId/checkpoints', summary: 'Take a checkpoint (fs, or full with memory and processes).', body: CreateCheckpointRequestSchema, status: 201, response: CheckpointSchema },
+  {
+    method: 'POST',
+    path: '/v1/sessions/:sessionId/checkpoints',
+    summary: 'Take a checkpoint (fs, or full with memory and processes).',
+    body: CreateCheckpointRequestSchema,
+    status: 201,
+    response: CheckpointSchema,
+  },
   { method: 'GET', path: '/v1/sessions/:sessionId/checkpoints', summary: "The session's checkpoints, oldest first.", response: CheckpointListSchema },
-  { method: 'POST', path: '/v1/checkpoints/:checkpointId/fork', summary: 'New sessions from a checkpoint (all or nothing).', body: ForkRequestSchema, status: 201, response: z.object({ sessions: z.array(SessionSchema) }).strict() },
-  { method: 'POST', path: '/v1/sessions/:sessionId/restore', summary: 'Reset the session to a checkpoint of its lineage.', body: RestoreRequestSchema, response: SessionSchema },
+  {
+    method: 'POST',
+    path: '/v1/checkpoints/:checkpointId/fork',
+    summary: 'New sessions from a checkpoint (all or nothing).',
+    body: ForkRequestSchema,
+    status: 201,
+    response: z.object({ sessions: z.array(SessionSchema) }).strict(),
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions/:sessionId/restore',
+    summary: 'Reset the session to a checkpoint of its lineage.',
+    body: RestoreRequestSchema,
+    response: SessionSchema,
+  },
 ];
 
 const egressRoutes: PublicRoute[] = [
-  { method: 'PUT', path: '/v1/secrets/:name', summary: "Create or update a tenant's secret (the value is never shown again; the placeholder stays the same).", body: PutSecretRequestSchema, response: SecretSchema },
+  {
+    method: 'PUT',
+    path: '/v1/secrets/:name',
+    summary: "Create or update a tenant's secret (the value is never shown again; the placeholder stays the same).",
+    body: PutSecretRequestSchema,
+    response: SecretSchema,
+  },
   { method: 'GET', path: '/v1/secrets', summary: "The tenant's secrets: names, hosts and placeholders, never values.", response: SecretListSchema },
   { method: 'DELETE', path: '/v1/secrets/:name', summary: 'Delete a secret; sessions naming it keep an unresolved placeholder.', response: ok },
-  { method: 'PUT', path: '/v1/sessions/:sessionId/egress', summary: "Change a session's egress policy; applies to its next request.", body: EgressPolicySchema, response: SessionSchema },
-  { method: 'GET', path: '/v1/sessions/:sessionId/egress/audit', summary: 'The newest egress requests of the session through the gateway, oldest first.', query: EgressAuditQuerySchema, response: EgressAuditListSchema },
+  {
+    method: 'PUT',
+    path: '/v1/sessions/:sessionId/egress',
+    summary: "Change a session's egress policy; applies to its next request.",
+    body: EgressPolicySchema,
+    response: SessionSchema,
+  },
+  {
+    method: 'GET',
+    path: '/v1/sessions/:sessionId/egress/audit',
+    summary: 'The newest egress requests of the session through the gateway, oldest first.',
+    query: EgressAuditQuerySchema,
+    response: EgressAuditListSchema,
+  },
 ];
 
 const adminRoutes: PublicRoute[] = [
   { method: 'POST', path: '/v1/tenants', summary: 'Create a tenant (admin key).', body: CreateTenantRequestSchema, status: 201, response: TenantSchema },
-  { method: 'POST', path: '/v1/keys', summary: 'Create an API key for a tenant (admin key); the key is shown once.', body: CreateKeyRequestSchema, status: 201, response: CreatedKeySchema },
+  {
+    method: 'POST',
+    path: '/v1/keys',
+    summary: 'Create an API key for a tenant (admin key); the key is shown once.',
+    body: CreateKeyRequestSchema,
+    status: 201,
+    response: CreatedKeySchema,
+  },
 ];
 
 /** The sandbox operations, as the public API exposes them under each session. */
@@ -54,7 +105,14 @@ const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
     case 'download':
       return { method: route.method, path, summary: 'Download a file (streamed bytes).', transport: 'binary', query: route.query };
     case 'upload':
-      return { method: route.method, path, summary: 'Upload a file (streamed bytes in the body).', transport: 'binary', query: route.query, response: route.response };
+      return {
+        method: route.method,
+        path,
+        summary: 'Upload a file (streamed bytes in the body).',
+        transport: 'binary',
+        query: route.query,
+        response: route.response,
+      };
     case 'websocket':
       return { method: route.method, path, summary: `WebSocket stream ${route.path}.`, transport: 'websocket', query: route.query };
   }

@@ -4,7 +4,8 @@ import { CommandSchema, CreateSessionRequestSchema, ExecRequestSchema, SandboxPa
 
 test('sandbox paths: ".." segments, NUL bytes and empty paths are refused', () => {
   for (const bad of ['../etc/passwd', '/tmp/../../etc', 'a/..', '', 'a\0b']) assert.equal(SandboxPathSchema.safeParse(bad).success, false, bad);
-  for (const good of ['/etc/passwd', 'relative/file', './x', '/workspace/..hidden', 'a..b']) assert.equal(SandboxPathSchema.safeParse(good).success, true, good);
+  for (const good of ['/etc/passwd', 'relative/file', './x', '/workspace/..hidden', 'a..b'])
+    assert.equal(SandboxPathSchema.safeParse(good).success, true, good);
 });
 
 test('commands are a non-empty shell string or a non-empty argv', () => {

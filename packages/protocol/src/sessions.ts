@@ -7,7 +7,12 @@ export const TemplateNameSchema = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'te
 export const ResourcesSchema = z
   .object({
     /** Memory limit of the sandbox, MiB. */
-    memoryMb: z.number().int().min(64).max(64 * 1024).default(1024),
+    memoryMb: z
+      .number()
+      .int()
+      .min(64)
+      .max(64 * 1024)
+      .default(1024),
     /** CPU quota in cores (fractions allowed). */
     cpus: z.number().min(0.1).max(64).default(1),
     /** Most host tasks (processes and threads) the sandbox may hold. */
@@ -16,9 +21,7 @@ export const ResourcesSchema = z
   .strict();
 export type Resources = z.infer<typeof ResourcesSchema>;
 
-export const MetadataSchema = z
-  .record(z.string().max(128), z.string().max(1024))
-  .refine((m) => Object.keys(m).length <= 64, 'at most 64 metadata entries');
+export const MetadataSchema = z.record(z.string().max(128), z.string().max(1024)).refine((m) => Object.keys(m).length <= 64, 'at most 64 metadata entries');
 
 export const CreateSessionRequestSchema = z
   .object({
@@ -27,15 +30,34 @@ export const CreateSessionRequestSchema = z
     resources: ResourcesSchema.default({}),
     metadata: MetadataSchema.default({}),
     /** Secrets of the tenant the sandbox may use: each name becomes an env var holding its placeholder. */
-    secrets: z.array(SecretNameSchema).max(64).default([]).refine((names) => new Set(names).size === names.length, 'secret names must not repeat'),
+    secrets: z
+      .array(SecretNameSchema)
+      .max(64)
+      .default([])
+      .refine((names) => new Set(names).size === names.length, 'secret names must not repeat'),
     /** What the sandbox may reach outside; changeable later with PUT /v1/sessions/:id/egress. */
     egress: EgressPolicySchema.default({}),
     /** Seconds between automatic filesystem checkpoints while a sandbox runs; 0 turns them off. */
-    checkpointIntervalSec: z.number().int().min(0).max(7 * 24 * 3600).default(60),
+    checkpointIntervalSec: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 24 * 3600)
+      .default(60),
     /** Seconds between automatic full (memory) checkpoints while a sandbox runs; 0 turns them off. */
-    fullCheckpointIntervalSec: z.number().int().min(0).max(7 * 24 * 3600).default(600),
+    fullCheckpointIntervalSec: z
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 24 * 3600)
+      .default(600),
     /** Seconds without calls after which an idle sandbox is checkpointed and stopped; 0 never. */
-    idleTimeoutSec: z.number().int().min(0).max(30 * 24 * 3600).default(900),
+    idleTimeoutSec: z
+      .number()
+      .int()
+      .min(0)
+      .max(30 * 24 * 3600)
+      .default(900),
   })
   .strict();
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
@@ -43,9 +65,7 @@ export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
 export const SessionStatusSchema = z.enum(['starting', 'running', 'idle', 'stopped', 'failed']);
 export type SessionStatus = z.infer<typeof SessionStatusSchema>;
 
-export const SandboxRefSchema = z
-  .object({ id: z.string(), nodeId: z.string(), startedAt: z.string() })
-  .strict();
+export const SandboxRefSchema = z.object({ id: z.string(), nodeId: z.string(), startedAt: z.string() }).strict();
 
 export const SessionSchema = z
   .object({

@@ -29,5 +29,10 @@ export class SpaceClientError extends Error {
 }
 
 export function isSpaceApiError(err: unknown, code?: string): err is SpaceApiError {
-  return typeof err === 'object' && err !== null && (err as { name?: unknown }).name === 'SpaceApiError' && (code === undefined || (err as SpaceApiError).code === code);
+  return (
+    typeof err === 'object' &&
+    err !== null &&
+    (err as { name?: unknown }).name === 'SpaceApiError' &&
+    (code === undefined || (err as SpaceApiError).code === code)
+  );
 }

@@ -109,7 +109,10 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
       }, pause);
       return;
     }
-    this.finish(this.lastError ?? new SpaceClientError('NETWORK', `the stream closed before the command exited${this.pid !== null ? `; re-attach to pid ${this.pid}` : ''}`));
+    this.finish(
+      this.lastError ??
+        new SpaceClientError('NETWORK', `the stream closed before the command exited${this.pid !== null ? `; re-attach to pid ${this.pid}` : ''}`),
+    );
   }
 
   private send(message: unknown): void {

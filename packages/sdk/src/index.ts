@@ -4,4 +4,16 @@ export { ExecStream } from './exec-stream.js';
 export { FileWatch, type FileChange } from './file-watch.js';
 export { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 export type { SpaceOptions, CallOptions } from './options.js';
-export type { SessionData, CreateSessionOptions, ExecOptions, ExecResult, ExecEvent, FileEntry, CheckpointData, ProcessData, EgressPolicy, SecretData, EgressAuditEntry } from './types.js';
+export type {
+  SessionData,
+  CreateSessionOptions,
+  ExecOptions,
+  ExecResult,
+  ExecEvent,
+  FileEntry,
+  CheckpointData,
+  ProcessData,
+  EgressPolicy,
+  SecretData,
+  EgressAuditEntry,
+} from './types.js';

@@ -39,7 +39,9 @@ export class SessionFiles {
   }
 
   async write(path: string, data: string | Uint8Array, opts: CallOptions = {}): Promise<FileEntry> {
-    return (await this.t.request('PUT', `${this.base}/files${q(path)}`, { ...opts, body: new Blob([typeof data === 'string' ? data : new Uint8Array(data)]) })).json() as Promise<FileEntry>;
+    return (
+      await this.t.request('PUT', `${this.base}/files${q(path)}`, { ...opts, body: new Blob([typeof data === 'string' ? data : new Uint8Array(data)]) })
+    ).json() as Promise<FileEntry>;
   }
 
   /** Streams a local stream into a file in the sandbox; nothing is buffered whole. */

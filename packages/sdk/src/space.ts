@@ -62,7 +62,10 @@ export class Space {
     this.checkpoints = {
       async fork(checkpointId, opts = {}) {
         const { count, ...call } = opts;
-        const reply = await t.json<{ sessions: SessionData[] }>('POST', `/v1/checkpoints/${encodeURIComponent(checkpointId)}/fork`, { ...call, json: { count: count ?? 1 } });
+        const reply = await t.json<{ sessions: SessionData[] }>('POST', `/v1/checkpoints/${encodeURIComponent(checkpointId)}/fork`, {
+          ...call,
+          json: { count: count ?? 1 },
+        });
         return reply.sessions.map((d) => new Session(t, d));
       },
     };

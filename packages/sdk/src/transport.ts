@@ -6,7 +6,11 @@ import type { CallOptions, ResolvedOptions } from './options.js';
 export class Transport {
   constructor(readonly options: ResolvedOptions) {}
 
-  async request(method: string, path: string, init: CallOptions & { json?: unknown; body?: BodyInit; headers?: Record<string, string> } = {}): Promise<Response> {
+  async request(
+    method: string,
+    path: string,
+    init: CallOptions & { json?: unknown; body?: BodyInit; headers?: Record<string, string> } = {},
+  ): Promise<Response> {
     const timeoutMs = init.timeoutMs ?? this.options.timeoutMs;
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
@@ -18,11 +22,20 @@ export class Transport {
     }
     let res: Response;
     try {
-      res = await fetch(this.options.apiUrl + path, { method, headers, body, signal, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit);
+      res = await fetch(this.options.apiUrl + path, {
+        method,
+        headers,
+        body,
+        signal,
+        ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+      } as RequestInit);
     } catch (err) {
       if (timeout.aborted) throw new SpaceClientError('TIMEOUT', `${method} ${path} took longer than ${timeoutMs} ms (pass timeoutMs to wait longer)`);
       if (init.signal?.aborted) throw new SpaceClientError('ABORTED', `${method} ${path} was aborted`);
-      throw new SpaceClientError('NETWORK', `cannot reach SPACE at ${this.options.apiUrl}: ${(err as Error).message} (is "space up" running? is SPACE_API_URL right?)`);
+      throw new SpaceClientError(
+        'NETWORK',
+        `cannot reach SPACE at ${this.options.apiUrl}: ${(err as Error).message} (is "space up" running? is SPACE_API_URL right?)`,
+      );
     }
     if (!res.ok) throw await errorFrom(res);
     return res;
@@ -60,7 +73,14 @@ async function errorFrom(res: Response): Promise<SpaceApiError> {
 function apiErrorOf(status: number, text: string, requestIdHeader: string | null): SpaceApiError {
   try {
     const body = JSON.parse(text) as { error?: { code?: string; message?: string; details?: Record<string, string | number | boolean>; requestId?: string } };
-    if (body.error?.code) return new SpaceApiError(body.error.code, status, body.error.message ?? body.error.code, body.error.details ?? {}, body.error.requestId ?? requestIdHeader);
+    if (body.error?.code)
+      return new SpaceApiError(
+        body.error.code,
+        status,
+        body.error.message ?? body.error.code,
+        body.error.details ?? {},
+        body.error.requestId ?? requestIdHeader,
+      );
   } catch {
     // not JSON
   }

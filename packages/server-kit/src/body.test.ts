@@ -8,7 +8,9 @@ import { readJson } from './body.js';
 import { sendJson } from './respond.js';
 
 test('JSON bodies: malformed, oversize, invalid and unknown routes get stable codes', async () => {
-  const router = new Router({ log: lineLog(() => undefined), service: 'test' }).on('POST', '/echo', async ({ req, res }) => sendJson(res, 200, await readJson(req, z.object({ n: z.number() }).strict(), 1024)));
+  const router = new Router({ log: lineLog(() => undefined), service: 'test' }).on('POST', '/echo', async ({ req, res }) =>
+    sendJson(res, 200, await readJson(req, z.object({ n: z.number() }).strict(), 1024)),
+  );
   const { server, port } = await listen(router, '127.0.0.1', 0);
   const post = async (body: string) => {
     const res = await fetch(`http://127.0.0.1:${port}/echo`, { method: 'POST', body });

@@ -14,7 +14,10 @@ export async function readBody(req: IncomingMessage, limit: number): Promise<Buf
     overflow: () => new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, `request body exceeds the limit of ${limit} bytes`),
     interrupted: () => new SpaceError(ErrorCode.REQUEST_ABORTED, 'the client closed the connection before the request body was complete'),
     drain: true,
-    idle: { ms: Limits.bodyIdleTimeoutMs, stalled: () => new SpaceError(ErrorCode.REQUEST_TIMEOUT, `no byte of the request body arrived for ${Limits.bodyIdleTimeoutMs / 1000} s`) },
+    idle: {
+      ms: Limits.bodyIdleTimeoutMs,
+      stalled: () => new SpaceError(ErrorCode.REQUEST_TIMEOUT, `no byte of the request body arrived for ${Limits.bodyIdleTimeoutMs / 1000} s`),
+    },
   });
 }
 

@@ -11,7 +11,11 @@ import { malformedFrames, sendRawFrame, sendRawRequest } from './testing/hostile
 async function hostileTarget() {
   const lines: string[] = [];
   const router = new Router({ log: { warn: (m) => lines.push(m), error: (m) => lines.push(m) }, service: 'test' })
-    .socket('/echo', () => undefined, (ws) => ws.on('message', (data) => ws.send(String(data))))
+    .socket(
+      '/echo',
+      () => undefined,
+      (ws) => ws.on('message', (data) => ws.send(String(data))),
+    )
     .on('POST', '/json', async ({ req, res }) => sendJson(res, 200, await readJson(req, z.object({ n: z.number() }))))
     .on('GET', '/boom', () => {
       throw new Error('a bug of ours');
@@ -49,7 +53,10 @@ test('a 500 carries a request id that names its cause in the log; every reply ha
     assert.equal(body.error.code, 'INTERNAL');
     assert.match(body.error.requestId, /^test-[0-9a-f]{12}$/);
     assert.equal(res.headers.get('x-request-id'), body.error.requestId);
-    assert.ok(lines.some((l) => l.startsWith(body.error.requestId) && l.includes('a bug of ours')), lines.join('\n'));
+    assert.ok(
+      lines.some((l) => l.startsWith(body.error.requestId) && l.includes('a bug of ours')),
+      lines.join('\n'),
+    );
     const ok = await fetch(`http://127.0.0.1:${port}/json`, { method: 'POST', body: '{"n":1}' });
     assert.match(ok.headers.get('x-request-id') ?? '', /^test-/);
     // A client's mistake is not logged as ours.

@@ -13,7 +13,12 @@ test('tasks of one key run one at a time in arrival order; other keys run alongs
     events.push(`${name} end`);
     return name;
   };
-  const results = await Promise.all([queue.run('a', task('a1', 30)), queue.run('a', task('a2', 5)), queue.run('b', task('b1', 5)), queue.run('a', task('a3', 1))]);
+  const results = await Promise.all([
+    queue.run('a', task('a1', 30)),
+    queue.run('a', task('a2', 5)),
+    queue.run('b', task('b1', 5)),
+    queue.run('a', task('a3', 1)),
+  ]);
   assert.deepEqual(results, ['a1', 'a2', 'b1', 'a3']);
   const ofA = events.filter((e) => e.startsWith('a'));
   assert.deepEqual(ofA, ['a1 start', 'a1 end', 'a2 start', 'a2 end', 'a3 start', 'a3 end']);
@@ -23,16 +28,22 @@ test('tasks of one key run one at a time in arrival order; other keys run alongs
 
 test('a failing task does not break the queue; a waiter that times out does not run, and the next one still waits its turn', async () => {
   const queue = new KeyedQueue();
-  await assert.rejects(queue.run('k', async () => {
-    throw new Error('boom');
-  }), /boom/);
+  await assert.rejects(
+    queue.run('k', async () => {
+      throw new Error('boom');
+    }),
+    /boom/,
+  );
   let slowDone = false;
   const slow = queue.run('k', async () => {
     await pause(80);
     slowDone = true;
   });
   let ranImpatient = false;
-  await assert.rejects(queue.run('k', async () => void (ranImpatient = true), { ms: 10, timedOut: () => new Error('busy') }), /busy/);
+  await assert.rejects(
+    queue.run('k', async () => void (ranImpatient = true), { ms: 10, timedOut: () => new Error('busy') }),
+    /busy/,
+  );
   assert.equal(ranImpatient, false);
   // Queued after the one that gave up: it must still wait for the slow task.
   await queue.run('k', async () => assert.equal(slowDone, true));

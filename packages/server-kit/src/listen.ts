@@ -55,7 +55,9 @@ export function createBoundedServer(router: Router, bounds: ConnectionBounds): S
   );
   server.maxConnections = bounds.maxConnections;
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void router.handleUpgrade(req, socket, head));
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuse(socket, new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, 'CONNECT is not supported: this is not a proxy')));
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
+    refuse(socket, new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, 'CONNECT is not supported: this is not a proxy')),
+  );
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => refuse(socket, clientErrorOf(err)));
   return server;
 }
@@ -78,7 +80,9 @@ function refuse(socket: Duplex | null, e: SpaceError): void {
   socket.on('error', () => undefined);
   if (!socket.writable) return void socket.destroy();
   const body = JSON.stringify(e.toBody());
-  socket.end(`HTTP/1.1 ${e.status} ${e.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${e.status} ${e.code}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 export async function closeServer(server: Server): Promise<void> {

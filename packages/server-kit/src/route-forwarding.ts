@@ -25,7 +25,13 @@ export function routePath(route: SandboxRoute, params: Record<string, string>): 
  * Forwards one validated sandbox operation to the layer below at `targetPath` and relays the reply,
  * whose JSON is checked against the route's response schema and bounded in size.
  */
-export async function forwardRoute(route: HttpSandboxRoute, ctx: RequestContext, input: { body: unknown }, upstream: Upstream, targetPath: string): Promise<void> {
+export async function forwardRoute(
+  route: HttpSandboxRoute,
+  ctx: RequestContext,
+  input: { body: unknown },
+  upstream: Upstream,
+  targetPath: string,
+): Promise<void> {
   const target = targetPath + ctx.url.search;
   switch (route.kind) {
     case 'json': {

@@ -115,7 +115,9 @@ export class Router {
         const ctx = { req, url, params, requestId };
         await route.guard(ctx);
         this.wss.handleUpgrade(req, socket, head, (ws) => {
-          ws.on('error', (err: Error & { code?: string }) => this.options.log.warn(`${requestId} ${url.pathname}: WebSocket closed on a protocol error: ${err.code ?? ''} ${err.message}`));
+          ws.on('error', (err: Error & { code?: string }) =>
+            this.options.log.warn(`${requestId} ${url.pathname}: WebSocket closed on a protocol error: ${err.code ?? ''} ${err.message}`),
+          );
           route.handler(ws, ctx);
         });
         return;
@@ -129,7 +131,8 @@ export class Router {
   /** The error as the client will see it; a 500 (our own bug, never the client's) is logged with its cause. */
   private logged(err: unknown, req: IncomingMessage, requestId: string): SpaceError {
     const e = toSpaceError(err);
-    if (e.status === 500) this.options.log.error(`${requestId} ${req.method} ${(req.url ?? '').slice(0, 200)}: ${e.code}: ${(err as Error)?.stack ?? e.message}`);
+    if (e.status === 500)
+      this.options.log.error(`${requestId} ${req.method} ${(req.url ?? '').slice(0, 200)}: ${e.code}: ${(err as Error)?.stack ?? e.message}`);
     return e;
   }
 }
@@ -137,7 +140,8 @@ export class Router {
 /** The request's URL; one that is too long or does not parse is the client's mistake. */
 function parseRequestUrl(req: IncomingMessage): URL {
   const target = req.url ?? '/';
-  if (target.length > Limits.maxUrlLength) throw new SpaceError(ErrorCode.URI_TOO_LONG, `request target of ${target.length} characters exceeds the limit of ${Limits.maxUrlLength}`);
+  if (target.length > Limits.maxUrlLength)
+    throw new SpaceError(ErrorCode.URI_TOO_LONG, `request target of ${target.length} characters exceeds the limit of ${Limits.maxUrlLength}`);
   try {
     return new URL(target, 'http://local');
   } catch {
@@ -148,5 +152,7 @@ function parseRequestUrl(req: IncomingMessage): URL {
 function rejectUpgrade(socket: Duplex, e: SpaceError, requestId: string): void {
   const body = JSON.stringify(e.toBody(requestId));
   const retryAfter = retryAfterOf(e);
-  socket.end(`HTTP/1.1 ${e.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${retryAfter ? `retry-after: ${retryAfter}\r\n` : ''}connection: close\r\n\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${e.status} Error\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\n${retryAfter ? `retry-after: ${retryAfter}\r\n` : ''}connection: close\r\n\r\n${body}`,
+  );
 }

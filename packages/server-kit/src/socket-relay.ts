@@ -77,7 +77,8 @@ export function relaySockets(client: WebSocket, upstream: WebSocket, options: Re
     } catch {
       return fail(ErrorCode.DAEMON_PROTOCOL_ERROR, `${options.label} sent a message that is not JSON`);
     }
-    if (options.validateUpstream && !options.validateUpstream(parsed)) return fail(ErrorCode.DAEMON_PROTOCOL_ERROR, `${options.label} sent a malformed message`);
+    if (options.validateUpstream && !options.validateUpstream(parsed))
+      return fail(ErrorCode.DAEMON_PROTOCOL_ERROR, `${options.label} sent a malformed message`);
     if (client.readyState === client.OPEN) client.send(raw.toString());
   });
   upstream.on('unexpected-response', (_req, res) => {

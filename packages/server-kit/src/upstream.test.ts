@@ -57,8 +57,12 @@ describe('Upstream: replies from below are bounded and validated', async () => {
   });
 
   test('garbage, wrong shapes and floods become DAEMON_PROTOCOL_ERROR', async () => {
-    for (const path of ['/garbage', '/wrong-shape']) await assert.rejects(upstream.json('GET', path, undefined, schema), { code: 'DAEMON_PROTOCOL_ERROR' }, path);
-    await assert.rejects(upstream.json('GET', '/flood', undefined, schema, { limit: 1024 * 1024 }), (err: Error & { code?: string }) => err.code === 'DAEMON_PROTOCOL_ERROR' && /more than/.test(err.message));
+    for (const path of ['/garbage', '/wrong-shape'])
+      await assert.rejects(upstream.json('GET', path, undefined, schema), { code: 'DAEMON_PROTOCOL_ERROR' }, path);
+    await assert.rejects(
+      upstream.json('GET', '/flood', undefined, schema, { limit: 1024 * 1024 }),
+      (err: Error & { code?: string }) => err.code === 'DAEMON_PROTOCOL_ERROR' && /more than/.test(err.message),
+    );
   });
 
   test('error replies keep their code', async () => {
@@ -92,9 +96,17 @@ describe('relaySockets: a flooding or malformed peer is cut off', () => {
     wss.on('connection', behaviour);
     await new Promise((r) => wss.once('listening', r));
     const downstream = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
-    const router = new Router({ log: lineLog(() => undefined), service: 'test' }).socket('/relay', () => undefined, (client) => {
-      relaySockets(client, new WebSocket(downstream), { label: 'daemon', validateUpstream: (m) => typeof m === 'object' && m !== null && 'type' in m, maxUpstreamRate: 100 });
-    });
+    const router = new Router({ log: lineLog(() => undefined), service: 'test' }).socket(
+      '/relay',
+      () => undefined,
+      (client) => {
+        relaySockets(client, new WebSocket(downstream), {
+          label: 'daemon',
+          validateUpstream: (m) => typeof m === 'object' && m !== null && 'type' in m,
+          maxUpstreamRate: 100,
+        });
+      },
+    );
     const { server, port } = await listen(router, '127.0.0.1', 0);
     const client = new WebSocket(`ws://127.0.0.1:${port}/relay`);
     const messages: unknown[] = [];

@@ -56,7 +56,13 @@ export class Upstream {
   }
 
   /** Sends a request and returns the raw response (status not checked). */
-  send(method: string, pathAndQuery: string, body?: Buffer | Readable, extraHeaders: Record<string, string> = {}, timeoutMs?: number): Promise<IncomingMessage> {
+  send(
+    method: string,
+    pathAndQuery: string,
+    body?: Buffer | Readable,
+    extraHeaders: Record<string, string> = {},
+    timeoutMs?: number,
+  ): Promise<IncomingMessage> {
     const url = new URL(pathAndQuery, this.baseUrl);
     return new Promise((resolve, reject) => {
       const headers: Record<string, string | number> = { authorization: `Bearer ${this.token}`, ...extraHeaders };
@@ -67,7 +73,10 @@ export class Upstream {
       const req = request(url, { method, headers, agent: this.agent }, resolve);
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
-        const timer = setTimeout(() => req.destroy(new SpaceError(this.unreachable, `${this.label} did not accept a connection within ${this.connectTimeoutMs} ms`)), this.connectTimeoutMs);
+        const timer = setTimeout(
+          () => req.destroy(new SpaceError(this.unreachable, `${this.label} did not accept a connection within ${this.connectTimeoutMs} ms`)),
+          this.connectTimeoutMs,
+        );
         socket.once('connect', () => clearTimeout(timer));
         socket.once('close', () => clearTimeout(timer));
       });
@@ -87,7 +96,13 @@ export class Upstream {
    * `awaitPeerClose` half-closes it and returns only once the peer has closed its end (or after
    * `peerCloseWaitMs`, with a reset): the peer has then released the connection, not just answered.
    */
-  async json<S extends z.ZodTypeAny>(method: string, pathAndQuery: string, body: unknown, schema: S, options: { limit?: number; timeoutMs?: number; resetAfter?: boolean; awaitPeerClose?: boolean } = {}): Promise<z.output<S>> {
+  async json<S extends z.ZodTypeAny>(
+    method: string,
+    pathAndQuery: string,
+    body: unknown,
+    schema: S,
+    options: { limit?: number; timeoutMs?: number; resetAfter?: boolean; awaitPeerClose?: boolean } = {},
+  ): Promise<z.output<S>> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const res = await this.send(method, pathAndQuery, payload, {}, options.timeoutMs);
     const socket = res.socket as Socket;

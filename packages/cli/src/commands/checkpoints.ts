@@ -14,8 +14,14 @@ export function registerCheckpointCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { full?: boolean; json?: boolean }) => {
       if (opts.full && !opts.json) process.stderr.write('saving memory and processes (the sandbox pauses for a moment)…\n');
-      const checkpoint = await cliClient(process.env).sessions.handle(id).checkpoint({ kind: opts.full ? 'full' : 'fs' });
-      output(Boolean(opts.json), checkpoint, () => (checkpoint.kind === 'full' ? `${checkpoint.id}  (memory ${((checkpoint.sizeBytes ?? 0) / 1e6).toFixed(1)} MB, paused ${checkpoint.pauseMs} ms)` : checkpoint.id));
+      const checkpoint = await cliClient(process.env)
+        .sessions.handle(id)
+        .checkpoint({ kind: opts.full ? 'full' : 'fs' });
+      output(Boolean(opts.json), checkpoint, () =>
+        checkpoint.kind === 'full'
+          ? `${checkpoint.id}  (memory ${((checkpoint.sizeBytes ?? 0) / 1e6).toFixed(1)} MB, paused ${checkpoint.pauseMs} ms)`
+          : checkpoint.id,
+      );
     });
 
   program
@@ -35,12 +41,16 @@ export function registerCheckpointCommands(program: Command): void {
     .action(async (checkpointId: string, opts: { count: number; json?: boolean }) => {
       if (!opts.json) process.stderr.write(`forking ${opts.count} session(s)…\n`);
       const forks = await cliClient(process.env).checkpoints.fork(checkpointId, { count: opts.count });
-      output(Boolean(opts.json), forks.map((f) => f.data), () => forks.map((f) => f.id).join('\n'));
+      output(
+        Boolean(opts.json),
+        forks.map((f) => f.data),
+        () => forks.map((f) => f.id).join('\n'),
+      );
     });
 
   program
     .command('restore <session> <checkpoint>')
-    .description('reset a session to a checkpoint of its lineage (its own or a fork\'s)')
+    .description("reset a session to a checkpoint of its lineage (its own or a fork's)")
     .option('--json', 'print JSON')
     .action(async (id: string, checkpointId: string, opts: { json?: boolean }) => {
       const session = await cliClient(process.env).sessions.handle(id).restore(checkpointId);

@@ -17,7 +17,16 @@ export async function controlPlaneOnly(): Promise<void> {
   const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
   const node = { id: process.env.SPACE_NODE_ID ?? 'node', url: nodeUrl, token: nodeToken };
   const secrets = await SecretCipher.load(config.secretsKeyFile);
-  const controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, secrets, node, ...controlPlaneTuning(config), log: (m) => log.warn(m) });
+  const controlPlane = new ControlPlane({
+    host: config.host,
+    port: config.port,
+    adminKey,
+    store,
+    secrets,
+    node,
+    ...controlPlaneTuning(config),
+    log: (m) => log.warn(m),
+  });
   await controlPlane.start();
   const stop = async (): Promise<void> => {
     await controlPlane.stop();

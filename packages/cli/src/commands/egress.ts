@@ -42,7 +42,9 @@ function auditLine(e: EgressAuditEntry): string {
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 /** secrets set/ls/rm, egress, egress-log. */
@@ -64,7 +66,12 @@ export function registerEgressCommands(program: Command): void {
         value = await readStdin();
       }
       const secret = await cliClient(process.env).secrets.set(name, { value, hosts: opts.host });
-      output(Boolean(opts.json), secret, () => `${secret.name} set for ${secret.hosts.join(', ')}; sandboxes of sessions created with --secret ${secret.name} see $${secret.name}=${secret.placeholder}`);
+      output(
+        Boolean(opts.json),
+        secret,
+        () =>
+          `${secret.name} set for ${secret.hosts.join(', ')}; sandboxes of sessions created with --secret ${secret.name} see $${secret.name}=${secret.placeholder}`,
+      );
     });
   secrets
     .command('ls')
@@ -72,7 +79,9 @@ export function registerEgressCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       const list = await cliClient(process.env).secrets.list();
-      output(Boolean(opts.json), list, () => (list.length ? list.map((s) => `${s.name}  ${s.hosts.join(',')}  updated ${s.updatedAt}`).join('\n') : 'no secrets'));
+      output(Boolean(opts.json), list, () =>
+        list.length ? list.map((s) => `${s.name}  ${s.hosts.join(',')}  updated ${s.updatedAt}`).join('\n') : 'no secrets',
+      );
     });
   secrets
     .command('rm <name>')

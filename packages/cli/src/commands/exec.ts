@@ -37,7 +37,7 @@ export function registerExecCommands(program: Command): void {
     .option('--json', 'wait and print {exitCode, stdout, stderr} as JSON')
     .option('--cwd <dir>', 'working directory (default /workspace)')
     .option('--timeout <ms>', 'kill the command after this long', (v) => Number(v))
-    .option('-i, --stdin', 'send this terminal\'s stdin (a pipe or a file) to the command, then its end')
+    .option('-i, --stdin', "send this terminal's stdin (a pipe or a file) to the command, then its end")
     .passThroughOptions()
     .action(async (id: string, cmd: string[], opts: { json?: boolean; cwd?: string; timeout?: number; stdin?: boolean }) => {
       const session = cliClient(process.env).sessions.handle(id);

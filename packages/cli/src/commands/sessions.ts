@@ -28,19 +28,31 @@ export function registerSessionCommands(program: Command): void {
     .option('--full-checkpoint-interval <sec>', 'seconds between automatic full (memory) checkpoints (0: off)', (v) => Number(v))
     .option('--idle-timeout <sec>', 'seconds without calls before the sandbox is checkpointed and stopped (0: never)', (v) => Number(v))
     .option('--json', 'print the session as JSON')
-    .action(async (opts: EgressFlags & { template: string; env: string[]; secret: string[]; checkpointInterval?: number; fullCheckpointInterval?: number; idleTimeout?: number; json?: boolean }) => {
-      if (!opts.json) process.stderr.write(`creating a ${opts.template} session…\n`);
-      const session = await cliClient(process.env).sessions.create({
-        template: opts.template,
-        env: parseEnv(opts.env),
-        checkpointIntervalSec: opts.checkpointInterval,
-        fullCheckpointIntervalSec: opts.fullCheckpointInterval,
-        idleTimeoutSec: opts.idleTimeout,
-        secrets: opts.secret,
-        egress: policyFromFlags(opts),
-      });
-      output(Boolean(opts.json), session.data, () => session.id);
-    });
+    .action(
+      async (
+        opts: EgressFlags & {
+          template: string;
+          env: string[];
+          secret: string[];
+          checkpointInterval?: number;
+          fullCheckpointInterval?: number;
+          idleTimeout?: number;
+          json?: boolean;
+        },
+      ) => {
+        if (!opts.json) process.stderr.write(`creating a ${opts.template} session…\n`);
+        const session = await cliClient(process.env).sessions.create({
+          template: opts.template,
+          env: parseEnv(opts.env),
+          checkpointIntervalSec: opts.checkpointInterval,
+          fullCheckpointIntervalSec: opts.fullCheckpointInterval,
+          idleTimeoutSec: opts.idleTimeout,
+          secrets: opts.secret,
+          egress: policyFromFlags(opts),
+        });
+        output(Boolean(opts.json), session.data, () => session.id);
+      },
+    );
 
   program
     .command('ls')
@@ -48,7 +60,11 @@ export function registerSessionCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       const sessions = await cliClient(process.env).sessions.list();
-      output(Boolean(opts.json), sessions.map((s) => s.data), () => (sessions.length ? sessions.map((s) => line(s.data)).join('\n') : 'no sessions'));
+      output(
+        Boolean(opts.json),
+        sessions.map((s) => s.data),
+        () => (sessions.length ? sessions.map((s) => line(s.data)).join('\n') : 'no sessions'),
+      );
     });
 
   program
@@ -57,7 +73,12 @@ export function registerSessionCommands(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { json?: boolean }) => {
       const session = await cliClient(process.env).sessions.get(id);
-      output(Boolean(opts.json), session.data, () => [line(session.data), ...(session.data.sandboxHistory ?? []).map((h) => `  sandbox ${h.id} ${h.startedAt} → ${h.endedAt ?? 'now'} ${h.endReason ?? ''}`)].join('\n'));
+      output(Boolean(opts.json), session.data, () =>
+        [
+          line(session.data),
+          ...(session.data.sandboxHistory ?? []).map((h) => `  sandbox ${h.id} ${h.startedAt} → ${h.endedAt ?? 'now'} ${h.endReason ?? ''}`),
+        ].join('\n'),
+      );
     });
 
   program

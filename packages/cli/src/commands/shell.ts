@@ -11,7 +11,12 @@ export function registerShellCommand(program: Command): void {
       const session = cliClient(process.env).sessions.handle(id);
       const stdin = process.stdin;
       const interactive = stdin.isTTY && process.stdout.isTTY;
-      const pty = session.pty({ cmd: opts.cmd, cols: process.stdout.columns || 80, rows: process.stdout.rows || 24, env: { TERM: process.env.TERM ?? 'xterm-256color' } });
+      const pty = session.pty({
+        cmd: opts.cmd,
+        cols: process.stdout.columns || 80,
+        rows: process.stdout.rows || 24,
+        env: { TERM: process.env.TERM ?? 'xterm-256color' },
+      });
       const onResize = (): void => pty.resize(process.stdout.columns, process.stdout.rows);
       const onInput = (data: Buffer): void => pty.write(data);
       if (interactive) {

@@ -10,7 +10,12 @@ export async function up(): Promise<void> {
   const config = platformConfig(process.env);
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const log = consoleLogger('space', process.env.SPACE_QUIET === '1');
-  const nodeConfig = await resolveNodeConfig(process.env, { dataDir: config.dataDir, host: '127.0.0.1', port: Number(process.env.SPACE_NODE_PORT ?? 0), daemonBundleDir: daemonBundleDir() });
+  const nodeConfig = await resolveNodeConfig(process.env, {
+    dataDir: config.dataDir,
+    host: '127.0.0.1',
+    port: Number(process.env.SPACE_NODE_PORT ?? 0),
+    daemonBundleDir: daemonBundleDir(),
+  });
   const node = new NodeAgent(nodeConfig, consoleLogger('node', process.env.SPACE_QUIET === '1'));
   const store = new SqliteStore(path.join(config.dataDir, 'space.db'));
   let controlPlane: ControlPlane | null = null;
@@ -34,7 +39,16 @@ export async function up(): Promise<void> {
     await node.start({ templates: config.templates, progress: (m) => log.info(m) });
     const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
     const secrets = await SecretCipher.load(config.secretsKeyFile);
-    controlPlane = new ControlPlane({ host: config.host, port: config.port, adminKey, store, secrets, node: { id: nodeConfig.nodeId, url: node.url, token: nodeConfig.token }, ...controlPlaneTuning(config), log: (m) => log.warn(m) });
+    controlPlane = new ControlPlane({
+      host: config.host,
+      port: config.port,
+      adminKey,
+      store,
+      secrets,
+      node: { id: nodeConfig.nodeId, url: node.url, token: nodeConfig.token },
+      ...controlPlaneTuning(config),
+      log: (m) => log.warn(m),
+    });
     await controlPlane.start();
     process.stdout.write(`SPACE is up: http://${config.host}:${controlPlane.port} (data in ${config.dataDir}). Ctrl-C stops it.\n`);
   } catch (err) {

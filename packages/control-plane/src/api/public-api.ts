@@ -1,4 +1,16 @@
-import { EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretNameSchema, CreateCheckpointRequestSchema, CreateKeyRequestSchema, CreateSessionRequestSchema, CreateTenantRequestSchema, ForkRequestSchema, RestoreRequestSchema, newId } from '@space/protocol';
+import {
+  EgressAuditQuerySchema,
+  EgressPolicySchema,
+  PutSecretRequestSchema,
+  SecretNameSchema,
+  CreateCheckpointRequestSchema,
+  CreateKeyRequestSchema,
+  CreateSessionRequestSchema,
+  CreateTenantRequestSchema,
+  ForkRequestSchema,
+  RestoreRequestSchema,
+  newId,
+} from '@space/protocol';
 import type { SessionCheckpointService } from '../session-checkpoint-service.js';
 import type { Metrics } from '../metrics.js';
 import type { NodeClient } from '../node-client.js';

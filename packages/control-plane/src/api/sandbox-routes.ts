@@ -40,7 +40,9 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
       const caller = auth.authenticate(ctx.req);
       sessions.row(caller, ctx.params.sessionId!);
       const input = await readRouteInput(route, ctx);
-      await sessions.withSandbox(caller, ctx.params.sessionId!, { repeatable: route.kind === 'json' }, (target) => target.node.forward(route, ctx, input, target.sandboxId));
+      await sessions.withSandbox(caller, ctx.params.sessionId!, { repeatable: route.kind === 'json' }, (target) =>
+        target.node.forward(route, ctx, input, target.sandboxId),
+      );
     });
   }
 }

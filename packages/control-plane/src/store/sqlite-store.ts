@@ -115,12 +115,16 @@ export class SqliteStore implements Store {
   }
 
   getTenant(id: string): TenantRow | null {
-    const row = this.db.prepare('SELECT id, name, created_at FROM tenants WHERE id = ?').get(id) as { id: string; name: string; created_at: string } | undefined;
+    const row = this.db.prepare('SELECT id, name, created_at FROM tenants WHERE id = ?').get(id) as
+      | { id: string; name: string; created_at: string }
+      | undefined;
     return row ? { id: row.id, name: row.name, createdAt: row.created_at } : null;
   }
 
   insertApiKey(row: ApiKeyRow): void {
-    this.db.prepare('INSERT INTO api_keys (id, tenant_id, hash, admin, created_at) VALUES (?, ?, ?, ?, ?)').run(row.id, row.tenantId, row.hash, row.admin ? 1 : 0, row.createdAt);
+    this.db
+      .prepare('INSERT INTO api_keys (id, tenant_id, hash, admin, created_at) VALUES (?, ?, ?, ?, ?)')
+      .run(row.id, row.tenantId, row.hash, row.admin ? 1 : 0, row.createdAt);
   }
 
   findApiKey(hash: string): ApiKeyRow | null {
@@ -137,8 +141,28 @@ export class SqliteStore implements Store {
 
   insertSession(row: SessionRow): void {
     this.db
-      .prepare('INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, secrets, egress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(row.id, row.tenantId, row.template, row.status, row.createdAt, JSON.stringify(row.env), JSON.stringify(row.resources), JSON.stringify(row.metadata), row.sandboxId, row.nodeId, row.sandboxStartedAt, row.parentCheckpointId, row.checkpointIntervalSec, row.idleTimeoutSec, row.fullCheckpointIntervalSec, JSON.stringify(row.secrets), JSON.stringify(row.egress));
+      .prepare(
+        'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, secrets, egress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      )
+      .run(
+        row.id,
+        row.tenantId,
+        row.template,
+        row.status,
+        row.createdAt,
+        JSON.stringify(row.env),
+        JSON.stringify(row.resources),
+        JSON.stringify(row.metadata),
+        row.sandboxId,
+        row.nodeId,
+        row.sandboxStartedAt,
+        row.parentCheckpointId,
+        row.checkpointIntervalSec,
+        row.idleTimeoutSec,
+        row.fullCheckpointIntervalSec,
+        JSON.stringify(row.secrets),
+        JSON.stringify(row.egress),
+      );
   }
 
   getSession(tenantId: string, id: string): SessionRow | null {
@@ -155,7 +179,12 @@ export class SqliteStore implements Store {
   }
 
   updateSession(id: string, patch: SessionPatch): void {
-    const columns: Record<keyof SessionPatch, string> = { status: 'status', sandboxId: 'sandbox_id', nodeId: 'node_id', sandboxStartedAt: 'sandbox_started_at' };
+    const columns: Record<keyof SessionPatch, string> = {
+      status: 'status',
+      sandboxId: 'sandbox_id',
+      nodeId: 'node_id',
+      sandboxStartedAt: 'sandbox_started_at',
+    };
     const keys = Object.keys(patch) as (keyof SessionPatch)[];
     if (keys.length === 0) return;
     const sets = keys.map((k) => `${columns[k]} = ?`).join(', ');
@@ -171,7 +200,9 @@ export class SqliteStore implements Store {
 
   insertCheckpoint(row: CheckpointRow): void {
     this.db
-      .prepare('INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at, size_bytes, pause_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .prepare(
+        'INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at, size_bytes, pause_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      )
       .run(row.id, row.sessionId, row.tenantId, row.kind, row.trigger, row.nodeId, row.createdAt, row.sizeBytes, row.pauseMs);
   }
 
@@ -204,16 +235,38 @@ export class SqliteStore implements Store {
   }
 
   recordSandboxStart(row: SandboxHistoryRow): void {
-    this.db.prepare('INSERT OR IGNORE INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason, restored_from) VALUES (?, ?, ?, ?, NULL, NULL, ?)').run(row.id, row.sessionId, row.nodeId, row.startedAt, row.restoredFrom);
+    this.db
+      .prepare(
+        'INSERT OR IGNORE INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason, restored_from) VALUES (?, ?, ?, ?, NULL, NULL, ?)',
+      )
+      .run(row.id, row.sessionId, row.nodeId, row.startedAt, row.restoredFrom);
   }
 
   recordSandboxEnd(sandboxId: string, reason: string): void {
-    this.db.prepare('UPDATE sandbox_history SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL').run(new Date().toISOString(), reason, sandboxId);
+    this.db
+      .prepare('UPDATE sandbox_history SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL')
+      .run(new Date().toISOString(), reason, sandboxId);
   }
 
   listSandboxHistory(sessionId: string): SandboxHistoryRow[] {
-    const rows = this.db.prepare('SELECT * FROM sandbox_history WHERE session_id = ? ORDER BY started_at, id').all(sessionId) as { id: string; session_id: string; node_id: string; started_at: string; ended_at: string | null; end_reason: string | null; restored_from: string | null }[];
-    return rows.map((r) => ({ id: r.id, sessionId: r.session_id, nodeId: r.node_id, startedAt: r.started_at, endedAt: r.ended_at, endReason: r.end_reason, restoredFrom: r.restored_from }));
+    const rows = this.db.prepare('SELECT * FROM sandbox_history WHERE session_id = ? ORDER BY started_at, id').all(sessionId) as {
+      id: string;
+      session_id: string;
+      node_id: string;
+      started_at: string;
+      ended_at: string | null;
+      end_reason: string | null;
+      restored_from: string | null;
+    }[];
+    return rows.map((r) => ({
+      id: r.id,
+      sessionId: r.session_id,
+      nodeId: r.node_id,
+      startedAt: r.started_at,
+      endedAt: r.ended_at,
+      endReason: r.end_reason,
+      restoredFrom: r.restored_from,
+    }));
   }
 
   setSessionEgress(id: string, egress: SessionRow['egress']): void {
@@ -222,7 +275,9 @@ export class SqliteStore implements Store {
 
   acquireSessionLease(lease: SessionLeaseRow, now: number): boolean {
     const result = this.db
-      .prepare('INSERT INTO session_leases (session_id, holder, operation, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, operation = excluded.operation, expires_at = excluded.expires_at WHERE session_leases.expires_at <= ?')
+      .prepare(
+        'INSERT INTO session_leases (session_id, holder, operation, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, operation = excluded.operation, expires_at = excluded.expires_at WHERE session_leases.expires_at <= ?',
+      )
       .run(lease.sessionId, lease.holder, lease.operation, lease.expiresAt, now);
     return result.changes > 0;
   }
@@ -236,13 +291,17 @@ export class SqliteStore implements Store {
   }
 
   getSessionLease(sessionId: string): SessionLeaseRow | null {
-    const row = this.db.prepare('SELECT * FROM session_leases WHERE session_id = ?').get(sessionId) as { session_id: string; holder: string; operation: string; expires_at: number } | undefined;
+    const row = this.db.prepare('SELECT * FROM session_leases WHERE session_id = ?').get(sessionId) as
+      | { session_id: string; holder: string; operation: string; expires_at: number }
+      | undefined;
     return row ? { sessionId: row.session_id, holder: row.holder, operation: row.operation, expiresAt: row.expires_at } : null;
   }
 
   putSecret(row: SecretRow): SecretRow {
     this.db
-      .prepare('INSERT INTO secrets (tenant_id, name, value, hosts, placeholder, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, name) DO UPDATE SET value = excluded.value, hosts = excluded.hosts, updated_at = excluded.updated_at')
+      .prepare(
+        'INSERT INTO secrets (tenant_id, name, value, hosts, placeholder, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, name) DO UPDATE SET value = excluded.value, hosts = excluded.hosts, updated_at = excluded.updated_at',
+      )
       .run(row.tenantId, row.name, row.value, JSON.stringify(row.hosts), row.placeholder, row.createdAt, row.updatedAt);
     return this.getSecret(row.tenantId, row.name)!;
   }
@@ -288,9 +347,27 @@ function toSession(row: SessionDbRow): SessionRow {
 }
 
 function toSecret(row: SecretDbRow): SecretRow {
-  return { tenantId: row.tenant_id, name: row.name, value: row.value, hosts: JSON.parse(row.hosts) as string[], placeholder: row.placeholder, createdAt: row.created_at, updatedAt: row.updated_at };
+  return {
+    tenantId: row.tenant_id,
+    name: row.name,
+    value: row.value,
+    hosts: JSON.parse(row.hosts) as string[],
+    placeholder: row.placeholder,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
 }
 
 function toCheckpoint(row: CheckpointDbRow): CheckpointRow {
-  return { id: row.id, sessionId: row.session_id, tenantId: row.tenant_id, kind: row.kind as CheckpointRow['kind'], trigger: row.trigger as CheckpointRow['trigger'], nodeId: row.node_id, createdAt: row.created_at, sizeBytes: row.size_bytes, pauseMs: row.pause_ms };
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    tenantId: row.tenant_id,
+    kind: row.kind as CheckpointRow['kind'],
+    trigger: row.trigger as CheckpointRow['trigger'],
+    nodeId: row.node_id,
+    createdAt: row.created_at,
+    sizeBytes: row.size_bytes,
+    pauseMs: row.pause_ms,
+  };
 }

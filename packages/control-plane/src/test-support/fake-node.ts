@@ -1,4 +1,14 @@
-import { ErrorCode, SpaceError, newId, type CheckpointKind, type NodeCheckpoint, type NodeHealth, type ProcessList, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import {
+  ErrorCode,
+  SpaceError,
+  newId,
+  type CheckpointKind,
+  type NodeCheckpoint,
+  type NodeHealth,
+  type ProcessList,
+  type SandboxInfo,
+  type StartSandboxRequest,
+} from '@space/protocol';
 import type { NodeClient } from '../node-client.js';
 
 /**
@@ -37,7 +47,15 @@ export class FakeNode {
 
   async startSandbox(request: StartSandboxRequest): Promise<SandboxInfo> {
     this.calls.push(`start ${request.sessionId}`);
-    const info: SandboxInfo = { sandboxId: newId('sbx'), sessionId: request.sessionId, nodeId: this.nodeId, template: request.template, startedAt: new Date().toISOString(), running: true, restoredFrom: null };
+    const info: SandboxInfo = {
+      sandboxId: newId('sbx'),
+      sessionId: request.sessionId,
+      nodeId: this.nodeId,
+      template: request.template,
+      startedAt: new Date().toISOString(),
+      running: true,
+      restoredFrom: null,
+    };
     this.sandboxes.set(info.sandboxId, info);
     return info;
   }
@@ -54,7 +72,9 @@ export class FakeNode {
   }
 
   async processes(): Promise<ProcessList> {
-    return { processes: this.runningProcesses ? [{ pid: 7, cmd: 'sleep 600', startedAt: new Date().toISOString(), running: true, exitCode: null, pty: false }] : [] };
+    return {
+      processes: this.runningProcesses ? [{ pid: 7, cmd: 'sleep 600', startedAt: new Date().toISOString(), running: true, exitCode: null, pty: false }] : [],
+    };
   }
 
   async checkpoint(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {

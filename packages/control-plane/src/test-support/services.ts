@@ -29,7 +29,19 @@ export function servicesOnFakeNode() {
   const egress = new EgressService(store, node.asClient(), new SecretCipher(randomBytes(32)), (m) => log.push(m));
   const sessions = new SessionService(store, node.asClient(), metrics, taker, activity, egress, lifecycle);
   const checkpoints = new SessionCheckpointService(store, node.asClient(), sessions, taker, metrics, lifecycle);
-  const maintenance = new Maintenance({ store, node: node.asClient(), sessions, checkpoints, activity, lifecycle, egress, metrics, log: (m) => log.push(m), keepAutomatic: 5, now });
+  const maintenance = new Maintenance({
+    store,
+    node: node.asClient(),
+    sessions,
+    checkpoints,
+    activity,
+    lifecycle,
+    egress,
+    metrics,
+    log: (m) => log.push(m),
+    keepAutomatic: 5,
+    now,
+  });
   const create = (fields: Record<string, unknown> = {}) => sessions.create(caller, CreateSessionRequestSchema.parse({ template: 'tiny', ...fields }));
   return { clock, store, caller, node, metrics, log, activity, lifecycle, sessions, checkpoints, maintenance, create };
 }

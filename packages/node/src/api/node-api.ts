@@ -1,4 +1,14 @@
-import { EgressAuditQuerySchema, SessionEgressConfigSchema, ErrorCode, NodeCheckpointIdSchema, NodeCheckpointRequestSchema, NodeVolumeChangedQuerySchema, SpaceError, StartSandboxRequestSchema, type NodeHealth } from '@space/protocol';
+import {
+  EgressAuditQuerySchema,
+  SessionEgressConfigSchema,
+  ErrorCode,
+  NodeCheckpointIdSchema,
+  NodeCheckpointRequestSchema,
+  NodeVolumeChangedQuerySchema,
+  SpaceError,
+  StartSandboxRequestSchema,
+  type NodeHealth,
+} from '@space/protocol';
 import { Router, type ServerLog, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
 import type { NodeCheckpointService } from '../node-checkpoint-service.js';
@@ -35,7 +45,15 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('GET', '/node/v1/health', (ctx) => {
     authorize(ctx);
-    const health: NodeHealth = { nodeId: deps.nodeId, templates: deps.templates.names(), sandboxes: manager.list().length, pool: deps.pool.sizes(), templateImages: deps.pool.imagesReady(), starts: deps.starter.startCounts(), egressUnconfigured: manager.egressUnconfigured() };
+    const health: NodeHealth = {
+      nodeId: deps.nodeId,
+      templates: deps.templates.names(),
+      sandboxes: manager.list().length,
+      pool: deps.pool.sizes(),
+      templateImages: deps.pool.imagesReady(),
+      starts: deps.starter.startCounts(),
+      egressUnconfigured: manager.egressUnconfigured(),
+    };
     sendJson(ctx.res, 200, health);
   });
 

@@ -1,5 +1,16 @@
 import { ErrorCode, ServerStreamMessageSchema, WatchEventSchema, isSpaceError, sandboxRoutes } from '@space/protocol';
-import { Router, closeWithError, forwardRoute, parseQuery, readRouteInput, relaySockets, routePath, toSpaceError, type RequestContext, type UpgradeContext } from '@space/server-kit';
+import {
+  Router,
+  closeWithError,
+  forwardRoute,
+  parseQuery,
+  readRouteInput,
+  relaySockets,
+  routePath,
+  toSpaceError,
+  type RequestContext,
+  type UpgradeContext,
+} from '@space/server-kit';
 import type { SandboxManager } from '../sandbox/sandbox-manager.js';
 
 /**

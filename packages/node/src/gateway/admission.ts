@@ -28,6 +28,7 @@ export function headerLines(headers: Record<string, string | string[] | undefine
 /** A refusal on a raw connection (an upgrade request has no response object). */
 export function refuseRaw(socket: Socket, status: number, message: string, code?: string): void {
   const { headers, body } = refusal(status, message, code);
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${headerLines({ ...headers, 'content-length': String(Buffer.byteLength(body)), connection: 'close' })}\r\n${body}`);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${headerLines({ ...headers, 'content-length': String(Buffer.byteLength(body)), connection: 'close' })}\r\n${body}`,
+  );
 }
-

@@ -1,4 +1,12 @@
-import { Agent as HttpAgent, createServer as createHttpServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  Agent as HttpAgent,
+  createServer as createHttpServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
 import { isIP, type AddressInfo, type Socket } from 'node:net';
 import { Transform, pipeline, type Readable } from 'node:stream';
@@ -54,7 +62,9 @@ export function parseHost(raw: string | undefined): string | null {
 
 function withoutHopByHop(headers: IncomingHttpHeaders): Record<string, string | string[] | undefined> {
   const out: Record<string, string | string[] | undefined> = { ...headers };
-  const listed = String(headers.connection ?? '').split(',').map((h) => h.trim().toLowerCase());
+  const listed = String(headers.connection ?? '')
+    .split(',')
+    .map((h) => h.trim().toLowerCase());
   for (const name of [...hopByHop, ...listed]) delete out[name];
   return out;
 }
@@ -115,7 +125,10 @@ export class EgressGateway {
         SNICallback: (servername, callback) => {
           const name = parseHost(servername);
           if (!name || isIP(name)) return callback(new Error(`bad SNI name ${JSON.stringify(servername)}`));
-          this.deps.ca.contextFor(name).then((context) => callback(null, context), (err: Error) => callback(err));
+          this.deps.ca.contextFor(name).then(
+            (context) => callback(null, context),
+            (err: Error) => callback(err),
+          );
         },
       },
       handler,
@@ -160,7 +173,11 @@ export class EgressGateway {
    * and the egress policy. Refusals are answered through `refuse` and audited; null then.
    * `onClose` registers the release of the in-flight slot.
    */
-  private async admit(req: IncomingMessage, refuse: (status: number, message: string, code?: string) => void, onClose: (release: () => void) => void): Promise<Admission | null> {
+  private async admit(
+    req: IncomingMessage,
+    refuse: (status: number, message: string, code?: string) => void,
+    onClose: (release: () => void) => void,
+  ): Promise<Admission | null> {
     const started = performance.now();
     const tls = (req.socket as TLSSocket).encrypted === true;
     const remote = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
@@ -170,7 +187,20 @@ export class EgressGateway {
       return null;
     }
     const host = parseHost(tls ? (req.socket as TLSSocket).servername || undefined : req.headers.host);
-    const entry: EgressAuditEntry = { time: new Date().toISOString(), sandboxId: source.sandboxId, scheme: tls ? 'https' : 'http', host: host ?? String(req.headers.host ?? '').slice(0, 253), method: req.method ?? 'GET', path: (req.url ?? '/').slice(0, 512), status: 0, decision: 'denied', bytesSent: 0, bytesReceived: 0, durationMs: 0, secrets: [] };
+    const entry: EgressAuditEntry = {
+      time: new Date().toISOString(),
+      sandboxId: source.sandboxId,
+      scheme: tls ? 'https' : 'http',
+      host: host ?? String(req.headers.host ?? '').slice(0, 253),
+      method: req.method ?? 'GET',
+      path: (req.url ?? '/').slice(0, 512),
+      status: 0,
+      decision: 'denied',
+      bytesSent: 0,
+      bytesReceived: 0,
+      durationMs: 0,
+      secrets: [],
+    };
     const finish = (status: number, decision: EgressAuditEntry['decision'], reason?: string): void => {
       entry.status = status;
       entry.decision = decision;
@@ -185,9 +215,11 @@ export class EgressGateway {
     };
     if (!host) return deny(400, 'no valid host name (Host header or TLS SNI)', 'the request names no valid host (Host header or TLS SNI)');
     const config = this.configs.get(source.sessionId);
-    if (!config) return deny(503, 'egress settings not loaded', 'egress settings for this session are not loaded yet (the node agent restarted); retry in a few seconds');
+    if (!config)
+      return deny(503, 'egress settings not loaded', 'egress settings for this session are not loaded yet (the node agent restarted); retry in a few seconds');
     const active = this.inFlight.get(source.sandboxId) ?? 0;
-    if (active >= maxRequestsPerSandbox) return deny(429, 'too many requests in flight', `at most ${maxRequestsPerSandbox} requests may be in flight through the gateway per sandbox`);
+    if (active >= maxRequestsPerSandbox)
+      return deny(429, 'too many requests in flight', `at most ${maxRequestsPerSandbox} requests may be in flight through the gateway per sandbox`);
     this.inFlight.set(source.sandboxId, active + 1);
     onClose(() => {
       const left = (this.inFlight.get(source.sandboxId) ?? 1) - 1;
@@ -201,7 +233,11 @@ export class EgressGateway {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const target = await this.admit(req, (status, message, code) => this.refuse(res, status, message, code), (release) => res.once('close', release));
+    const target = await this.admit(
+      req,
+      (status, message, code) => this.refuse(res, status, message, code),
+      (release) => res.once('close', release),
+    );
     if (!target) return;
     try {
       await this.forward(req, res, target);
@@ -217,14 +253,20 @@ export class EgressGateway {
   /** A protocol upgrade (WebSocket): admitted like a request, then relayed. */
   private async upgrade(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
     socket.on('error', () => undefined);
-    const target = await this.admit(req, (status, message, code) => refuseRaw(socket, status, message, code), (release) => socket.once('close', release));
+    const target = await this.admit(
+      req,
+      (status, message, code) => refuseRaw(socket, status, message, code),
+      (release) => socket.once('close', release),
+    );
     if (!target) return;
     relayUpgrade(req, socket, head, target, this.outboundRewriter(target.config, target.host), this.testCaFor(target.host));
   }
 
   /** Placeholders become values only on requests to the secret's own hosts. */
   private outboundRewriter(config: SessionEgressConfig, host: string): SecretRewriter {
-    return new SecretRewriter(config.secrets.filter((s) => s.hosts.some((pattern) => hostMatches(pattern, host))).map((s) => ({ name: s.name, from: s.placeholder, to: s.value })));
+    return new SecretRewriter(
+      config.secrets.filter((s) => s.hosts.some((pattern) => hostMatches(pattern, host))).map((s) => ({ name: s.name, from: s.placeholder, to: s.value })),
+    );
   }
 
   /** The test-only CA, for test-only hosts. */
@@ -281,7 +323,13 @@ export class EgressGateway {
       if (Buffer.isBuffer(body)) {
         entry.bytesSent = body.length;
         upstream.end(body);
-      } else pipeline(body, counter((n) => (entry.bytesSent += n)), upstream, (err) => err && reject(err));
+      } else
+        pipeline(
+          body,
+          counter((n) => (entry.bytesSent += n)),
+          upstream,
+          (err) => err && reject(err),
+        );
     });
   }
 

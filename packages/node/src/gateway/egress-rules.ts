@@ -76,11 +76,15 @@ export class EgressRules {
    * mode and domains apply to it, not the address checks.
    */
   async decide(policy: EgressPolicy, host: string, pinned?: string): Promise<EgressDecision> {
-    if (policy.mode === 'deny-all') return { allowed: false, reason: 'the session\'s egress policy is deny-all' };
+    if (policy.mode === 'deny-all') return { allowed: false, reason: "the session's egress policy is deny-all" };
     const literal = isIP(host) !== 0;
     const named = !literal && policy.mode === 'allow-list' && policy.domains.some((pattern) => hostMatches(pattern, host));
-    if (pinned) return policy.mode === 'allow-all' || named ? { allowed: true, address: pinned } : { allowed: false, reason: `${host} is not in the session's allowed domains` };
-    if (policy.mode === 'allow-list' && !named && policy.cidrs.length === 0) return { allowed: false, reason: `${host} is not in the session's allowed domains` };
+    if (pinned)
+      return policy.mode === 'allow-all' || named
+        ? { allowed: true, address: pinned }
+        : { allowed: false, reason: `${host} is not in the session's allowed domains` };
+    if (policy.mode === 'allow-list' && !named && policy.cidrs.length === 0)
+      return { allowed: false, reason: `${host} is not in the session's allowed domains` };
     let addresses: string[];
     try {
       addresses = literal ? [host] : await this.resolve(host);
@@ -109,10 +113,12 @@ export class EgressRules {
   private cidrsOf(policy: EgressPolicy): BlockList {
     let list = this.cidrLists.get(policy);
     if (!list) {
-      list = blockList(policy.cidrs.map((c) => {
-        const [address, prefix] = c.split('/');
-        return [address!, Number(prefix), isIP(address!) === 6 ? 'ipv6' : 'ipv4'];
-      }));
+      list = blockList(
+        policy.cidrs.map((c) => {
+          const [address, prefix] = c.split('/');
+          return [address!, Number(prefix), isIP(address!) === 6 ? 'ipv6' : 'ipv4'];
+        }),
+      );
       this.cidrLists.set(policy, list);
     }
     return list;

@@ -59,7 +59,28 @@ export class GatewayCa {
     await writeFile(this.file('openssl.cnf'), opensslConfig, { mode: 0o600 });
     if (!existsSync(this.file('ca.crt')) || !existsSync(this.file('ca.key'))) {
       // Written under temporary names, then renamed: a crash never leaves a key without its certificate.
-      await runCommand(['openssl', 'req', '-config', this.file('openssl.cnf'), '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', this.file('ca.key.new'), '-out', this.file('ca.crt.new'), '-days', '3650', '-subj', '/O=SPACE/CN=SPACE gateway CA', '-extensions', 'ca']);
+      await runCommand([
+        'openssl',
+        'req',
+        '-config',
+        this.file('openssl.cnf'),
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-keyout',
+        this.file('ca.key.new'),
+        '-out',
+        this.file('ca.crt.new'),
+        '-days',
+        '3650',
+        '-subj',
+        '/O=SPACE/CN=SPACE gateway CA',
+        '-extensions',
+        'ca',
+      ]);
       await rename(this.file('ca.key.new'), this.file('ca.key'));
       await rename(this.file('ca.crt.new'), this.file('ca.crt'));
     }
@@ -107,9 +128,28 @@ export class GatewayCa {
     this.peakRunning = Math.max(this.peakRunning, this.running);
     // `host` is an SNI name the gateway already checked against a strict DNS-name pattern.
     const { stdout } = await runCommand([
-      'openssl', 'req', '-config', this.file('openssl.cnf'), '-new', '-x509', '-key', this.file('leaf.key'),
-      '-CA', this.file('ca.crt'), '-CAkey', this.file('ca.key'), '-subj', `/CN=${host}`, '-extensions', 'leaf',
-      '-addext', `subjectAltName=DNS:${host}`, '-days', '30', '-set_serial', `0x${randomBytes(16).toString('hex')}`,
+      'openssl',
+      'req',
+      '-config',
+      this.file('openssl.cnf'),
+      '-new',
+      '-x509',
+      '-key',
+      this.file('leaf.key'),
+      '-CA',
+      this.file('ca.crt'),
+      '-CAkey',
+      this.file('ca.key'),
+      '-subj',
+      `/CN=${host}`,
+      '-extensions',
+      'leaf',
+      '-addext',
+      `subjectAltName=DNS:${host}`,
+      '-days',
+      '30',
+      '-set_serial',
+      `0x${randomBytes(16).toString('hex')}`,
     ]);
     return stdout;
   }

@@ -26,7 +26,13 @@ test('host patterns: exact names, and wildcards for names below (not the apex)',
 });
 
 test('egress rules: modes, domains, CIDRs, private and never-reachable addresses', async () => {
-  const dns: Record<string, string[]> = { 'public.example': ['203.0.113.9'], 'internal.example': ['10.1.2.3'], 'sneaky.example': ['127.0.0.1'], 'mapped.example': ['::ffff:127.0.0.1'], 'mixed.example': ['127.0.0.1', '203.0.113.10'] };
+  const dns: Record<string, string[]> = {
+    'public.example': ['203.0.113.9'],
+    'internal.example': ['10.1.2.3'],
+    'sneaky.example': ['127.0.0.1'],
+    'mapped.example': ['::ffff:127.0.0.1'],
+    'mixed.example': ['127.0.0.1', '203.0.113.10'],
+  };
   const rules = new EgressRules(async (host) => dns[host] ?? Promise.reject(Object.assign(new Error('nx'), { code: 'ENOTFOUND' })), ['192.0.2.50']);
   const all = policy({});
   assert.deepEqual(await rules.decide(all, 'public.example'), { allowed: true, address: '203.0.113.9' });
@@ -36,14 +42,18 @@ test('egress rules: modes, domains, CIDRs, private and never-reachable addresses
     assert.equal((await rules.decide(policy({ mode: 'allow-list', cidrs: ['0.0.0.0/0', '::/0'] }), host)).allowed, false, `${host} even when listed`);
   }
   assert.deepEqual(await rules.decide(all, 'mixed.example'), { allowed: true, address: '203.0.113.10' }, 'the first acceptable address is used');
-  assert.match((await rules.decide(all, 'nowhere.example') as { reason: string }).reason, /does not resolve: ENOTFOUND/);
-  assert.match((await rules.decide(policy({ mode: 'deny-all' }), 'public.example') as { reason: string }).reason, /deny-all/);
+  assert.match(((await rules.decide(all, 'nowhere.example')) as { reason: string }).reason, /does not resolve: ENOTFOUND/);
+  assert.match(((await rules.decide(policy({ mode: 'deny-all' }), 'public.example')) as { reason: string }).reason, /deny-all/);
   const list = policy({ mode: 'allow-list', domains: ['*.example'], cidrs: ['198.51.100.0/24'] });
   assert.deepEqual(await rules.decide(list, 'internal.example'), { allowed: true, address: '10.1.2.3' }, 'a named domain may be private');
   assert.deepEqual(await rules.decide(list, '198.51.100.4'), { allowed: true, address: '198.51.100.4' });
   assert.equal((await rules.decide(list, '198.51.101.4')).allowed, false);
   assert.equal((await rules.decide(policy({ mode: 'allow-list', domains: ['a.example'] }), 'public.example')).allowed, false);
-  assert.deepEqual(await rules.decide(policy({ mode: 'allow-list', domains: ['t.test'] }), 't.test', '127.0.0.1'), { allowed: true, address: '127.0.0.1' }, 'a pinned (test) host skips the address checks');
+  assert.deepEqual(
+    await rules.decide(policy({ mode: 'allow-list', domains: ['t.test'] }), 't.test', '127.0.0.1'),
+    { allowed: true, address: '127.0.0.1' },
+    'a pinned (test) host skips the address checks',
+  );
   assert.equal((await rules.decide(policy({ mode: 'allow-list', domains: ['a.test'] }), 't.test', '127.0.0.1')).allowed, false);
 });
 
@@ -56,7 +66,10 @@ test('egress policy schema: clear errors for bad input', () => {
 });
 
 test('secret rewriter: strings, buffers, and streams with placeholders split across chunks', async () => {
-  const swap = new SecretRewriter([{ name: 'A', from: 'PH_A_123456', to: 'value-a' }, { name: 'B', from: 'PH_B', to: 'value-b-longer' }]);
+  const swap = new SecretRewriter([
+    { name: 'A', from: 'PH_A_123456', to: 'value-a' },
+    { name: 'B', from: 'PH_B', to: 'value-b-longer' },
+  ]);
   assert.equal(swap.rewrite('x PH_A_123456 y PH_A_123456'), 'x value-a y value-a');
   assert.deepEqual([...swap.used], ['A']);
   const input = 'start PH_A_123456 middle PH_B end PH_A_12345 not-a-match PH_B';
@@ -72,7 +85,11 @@ test('secret rewriter: strings, buffers, and streams with placeholders split acr
 });
 
 test('DNS answers: every A question gets the gateway address; anything malformed is dropped', () => {
-  const question = Buffer.concat([Buffer.from([0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]), Buffer.from([3, ...Buffer.from('api'), 7, ...Buffer.from('example'), 3, ...Buffer.from('com'), 0]), Buffer.from([0, 1, 0, 1])]);
+  const question = Buffer.concat([
+    Buffer.from([0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]),
+    Buffer.from([3, ...Buffer.from('api'), 7, ...Buffer.from('example'), 3, ...Buffer.from('com'), 0]),
+    Buffer.from([0, 1, 0, 1]),
+  ]);
   const reply = answerQuery(question, '198.18.0.1')!;
   assert.equal(reply.readUInt16BE(0), 0x1234);
   assert.equal(reply.readUInt16BE(2) & 0x8000, 0x8000);
@@ -96,7 +113,13 @@ test('host names from Host headers and SNI; test host settings', () => {
   assert.equal(parseHost('bad host'), null);
   assert.equal(parseHost('a/b'), null);
   assert.equal(parseHost(undefined), null);
-  assert.deepEqual([...parseTestHosts('a.test=127.0.0.1:8443, b.test=127.0.0.1:80')], [['a.test', { address: '127.0.0.1', port: 8443 }], ['b.test', { address: '127.0.0.1', port: 80 }]]);
+  assert.deepEqual(
+    [...parseTestHosts('a.test=127.0.0.1:8443, b.test=127.0.0.1:80')],
+    [
+      ['a.test', { address: '127.0.0.1', port: 8443 }],
+      ['b.test', { address: '127.0.0.1', port: 80 }],
+    ],
+  );
   assert.throws(() => parseTestHosts('a.test=localhost:1'), /SPACE_GATEWAY_TEST_HOSTS/);
 });
 
@@ -116,7 +139,9 @@ test('gateway CA: certificates chain to the CA; issuing is bounded (2 at a time,
     const server = createTlsServer({ SNICallback: (name, cb) => void ca.contextFor(name).then((c) => cb(null, c), cb) }, (s) => s.end('ok'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const reply = await new Promise<string>((resolve, reject) => {
-      const socket = tlsConnect({ port: (server.address() as AddressInfo).port, host: '127.0.0.1', servername: 'h1.example.com', ca: ca.certificatePem }, () => socket.once('data', (d) => resolve(d.toString())));
+      const socket = tlsConnect({ port: (server.address() as AddressInfo).port, host: '127.0.0.1', servername: 'h1.example.com', ca: ca.certificatePem }, () =>
+        socket.once('data', (d) => resolve(d.toString())),
+      );
       socket.on('error', reject);
     });
     server.close();

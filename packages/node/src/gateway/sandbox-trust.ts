@@ -34,6 +34,10 @@ export async function installGatewayTrust(rootfs: string, caPem: string): Promis
   if (!system.includes(caPem.trim())) await writeFile(bundle, `${system}${system && !system.endsWith('\n') ? '\n' : ''}${caPem}`, { mode: 0o644 });
   if (existsSync(inRoot('etc'))) {
     await rm(inRoot('etc/resolv.conf'), { force: true });
-    await writeFile(inRoot('etc/resolv.conf'), `# Every name resolves to the SPACE egress gateway, which resolves it under the session's policy.\nnameserver ${gatewayAddress}\n`, { mode: 0o644 });
+    await writeFile(
+      inRoot('etc/resolv.conf'),
+      `# Every name resolves to the SPACE egress gateway, which resolves it under the session's policy.\nnameserver ${gatewayAddress}\n`,
+      { mode: 0o644 },
+    );
   }
 }

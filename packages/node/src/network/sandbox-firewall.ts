@@ -86,10 +86,17 @@ export class SandboxFirewall {
     if (rules.length === 0) return;
     // iptables -S prints rules as iptables-restore reads them; "-D" deletes the first match of each.
     const input = (['nat', 'filter'] as Table[])
-      .map((table) => `*${table}\n${rules.filter((r) => r.table === table).map((r) => r.rule.replace(/^-A /, '-D ')).join('\n')}\nCOMMIT\n`)
+      .map(
+        (table) =>
+          `*${table}\n${rules
+            .filter((r) => r.table === table)
+            .map((r) => r.rule.replace(/^-A /, '-D '))
+            .join('\n')}\nCOMMIT\n`,
+      )
       .join('');
     const result = await runCommand(['iptables-restore', '-w', '--noflush'], { input, allowFailure: true });
     // A rule already gone makes the whole transaction fail: then delete one by one, ignoring misses.
-    if (result.code !== 0) for (const r of rules) await runCommand(['iptables', '-w', '-t', r.table, ...r.rule.replace(/^-A /, '-D ').split(' ')], { allowFailure: true });
+    if (result.code !== 0)
+      for (const r of rules) await runCommand(['iptables', '-w', '-t', r.table, ...r.rule.replace(/^-A /, '-D ').split(' ')], { allowFailure: true });
   }
 }

@@ -33,10 +33,14 @@ export class SandboxNetwork {
     try {
       // Three `ip` runs rather than one per step: each host command costs ~10 ms on the create path.
       await runCommand(['ip', 'netns', 'add', netns]);
-      await runCommand(['ip', '-batch', '-'], { input: [`link add ${hostIf} type veth peer name eth0 netns ${netns}`, `addr add ${lease.hostIp}/${lease.prefix} dev ${hostIf}`].join('\n') + '\n' });
+      await runCommand(['ip', '-batch', '-'], {
+        input: [`link add ${hostIf} type veth peer name eth0 netns ${netns}`, `addr add ${lease.hostIp}/${lease.prefix} dev ${hostIf}`].join('\n') + '\n',
+      });
       await this.firewall.close(hostIf);
       await runCommand(['ip', 'link', 'set', hostIf, 'up']);
-      await runCommand(['ip', '-n', netns, '-batch', '-'], { input: [...sandboxSideAddress(lease), 'link set eth0 up', 'link set lo up', ...sandboxSideRoute(lease)].join('\n') + '\n' });
+      await runCommand(['ip', '-n', netns, '-batch', '-'], {
+        input: [...sandboxSideAddress(lease), 'link set eth0 up', 'link set lo up', ...sandboxSideRoute(lease)].join('\n') + '\n',
+      });
     } catch (err) {
       await this.destroy(sandboxId, lease.index);
       throw err;

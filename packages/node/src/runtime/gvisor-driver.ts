@@ -127,7 +127,10 @@ export class GvisorDriver implements RuntimeDriver {
 
   async list(): Promise<string[]> {
     const result = await runCommand([this.runscBinary, ...this.globalFlags(), 'list', '--quiet'], { allowFailure: true });
-    return result.stdout.split('\n').map((s) => s.trim()).filter(Boolean);
+    return result.stdout
+      .split('\n')
+      .map((s) => s.trim())
+      .filter(Boolean);
   }
 }
 
@@ -153,7 +156,20 @@ function inOwnMountNamespace(runsc: string[]): string[] {
 }
 
 /** gVisor's TCP endpoint states, numbered as in this runsc (Linux's order). */
-const tcpStateNames = ['', 'ESTABLISHED', 'SYN_SENT', 'SYN_RECV', 'FIN_WAIT1', 'FIN_WAIT2', 'TIME_WAIT', 'CLOSE', 'CLOSE_WAIT', 'LAST_ACK', 'LISTEN', 'CLOSING'];
+const tcpStateNames = [
+  '',
+  'ESTABLISHED',
+  'SYN_SENT',
+  'SYN_RECV',
+  'FIN_WAIT1',
+  'FIN_WAIT2',
+  'TIME_WAIT',
+  'CLOSE',
+  'CLOSE_WAIT',
+  'LAST_ACK',
+  'LISTEN',
+  'CLOSING',
+];
 
 /** The cause in runsc's output (it is followed by a dump of the object and a Go stack trace). */
 function checkpointFailure(text: string): string {

@@ -45,6 +45,22 @@ export function buildOciSpec(spec: SandboxSpec): Record<string, unknown> {
  * from a memory image is bound to a new session.
  */
 function defaultCapabilities(): Record<string, string[]> {
-  const caps = ['CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FSETID', 'CAP_FOWNER', 'CAP_MKNOD', 'CAP_NET_RAW', 'CAP_SETGID', 'CAP_SETUID', 'CAP_SETFCAP', 'CAP_SETPCAP', 'CAP_NET_BIND_SERVICE', 'CAP_SYS_CHROOT', 'CAP_KILL', 'CAP_AUDIT_WRITE', 'CAP_SYS_ADMIN'];
+  const caps = [
+    'CAP_CHOWN',
+    'CAP_DAC_OVERRIDE',
+    'CAP_FSETID',
+    'CAP_FOWNER',
+    'CAP_MKNOD',
+    'CAP_NET_RAW',
+    'CAP_SETGID',
+    'CAP_SETUID',
+    'CAP_SETFCAP',
+    'CAP_SETPCAP',
+    'CAP_NET_BIND_SERVICE',
+    'CAP_SYS_CHROOT',
+    'CAP_KILL',
+    'CAP_AUDIT_WRITE',
+    'CAP_SYS_ADMIN',
+  ];
   return { bounding: caps, effective: caps, inheritable: caps, permitted: caps };
 }

@@ -41,7 +41,13 @@ export class PooledSandboxes {
       // Booted at the lowest CPU weight, so refilling yields to running sandboxes; a throwaway
       // exec warms the daemon's process spawning, which is slow the first time in a new sandbox.
       // No egress settings until claimed: the gateway answers an unclaimed sandbox with 503.
-      const unclaimed: StartSandboxRequest = { sessionId: poolId, template, env: {}, resources, egress: { policy: { mode: 'deny-all', domains: [], cidrs: [] }, secrets: [] } };
+      const unclaimed: StartSandboxRequest = {
+        sessionId: poolId,
+        template,
+        env: {},
+        resources,
+        egress: { policy: { mode: 'deny-all', domains: [], cidrs: [] }, secrets: [] },
+      };
       const { sandboxId } = await deps.manager.boot(unclaimed, { cpuShares: poolCpuShares });
       await deps.link.run(deps.live.get(sandboxId).daemon, ['true']);
       return sandboxId;
@@ -73,7 +79,11 @@ export class PooledSandboxes {
     // ~40 ms to the first call and ~0.4 s to a burst of 20 creates (measured).
     const rebound = deps.link
       .rebind(live.daemon, { token: live.record.token, env: sessionEnvOf(request), newSession: true })
-      .then(() => deps.log.info(`pooled sandbox ${sandboxId} claimed by ${request.sessionId} in ${phases.summary()}, rebound ${Math.round(phases.elapsed())} ms after the claim began`))
+      .then(() =>
+        deps.log.info(
+          `pooled sandbox ${sandboxId} claimed by ${request.sessionId} in ${phases.summary()}, rebound ${Math.round(phases.elapsed())} ms after the claim began`,
+        ),
+      )
       .catch(async (err: Error) => {
         deps.log.warn(`pooled sandbox ${sandboxId} did not take the environment of ${request.sessionId}, stopping it: ${err.message}`);
         await deps.manager.stop(sandboxId);
@@ -103,7 +113,11 @@ export class PooledSandboxes {
    * warmed), its daemon's channel closed, saved by the runtime (which stops it), and its volume kept
    * as a read-only snapshot matching the memory. The sandbox and its volume are removed afterwards.
    */
-  async captureTemplateImage(template: string, resources: Resources, target: { rootfs: string; memoryDir: string }): Promise<Omit<MemoryImageMeta, 'sizeBytes'>> {
+  async captureTemplateImage(
+    template: string,
+    resources: Resources,
+    target: { rootfs: string; memoryDir: string },
+  ): Promise<Omit<MemoryImageMeta, 'sizeBytes'>> {
     const { deps } = this;
     const sandboxId = await this.bootUnclaimed(template, resources);
     const live = deps.live.get(sandboxId);

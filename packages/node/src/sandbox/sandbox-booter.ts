@@ -63,7 +63,17 @@ export class SandboxBooter {
     await mkdir(workDir, { recursive: true, mode: 0o700 });
     const net = await deps.network.create(sandboxId, deps.owner);
     phases.mark('network');
-    const record: SandboxRecord = { sandboxId, sessionId: request.sessionId, template: request.template, startedAt: new Date().toISOString(), token, leaseIndex: net.lease.index, sandboxIp: net.lease.sandboxIp, restoredFrom: memory?.checkpointId ?? null, fromImage: memory !== null };
+    const record: SandboxRecord = {
+      sandboxId,
+      sessionId: request.sessionId,
+      template: request.template,
+      startedAt: new Date().toISOString(),
+      token,
+      leaseIndex: net.lease.index,
+      sandboxIp: net.lease.sandboxIp,
+      restoredFrom: memory?.checkpointId ?? null,
+      fromImage: memory !== null,
+    };
     await deps.records.save(record);
     const spec = this.specOf(request, record, rootfs, net.netnsPath, cpuShares);
     try {

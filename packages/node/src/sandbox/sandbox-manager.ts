@@ -99,7 +99,10 @@ export class SandboxManager {
     if ((await this.deps.driver.stats(sandboxId)).running) return cause;
     this.deps.log.warn(`sandbox ${sandboxId} of ${live.record.sessionId} died during a call; cleaning up`);
     await this.stop(sandboxId);
-    return new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died during this call (out of memory, pid limit, or killed); the session resumes on the next call');
+    return new SpaceError(
+      ErrorCode.SANDBOX_DIED,
+      'the sandbox died during this call (out of memory, pid limit, or killed); the session resumes on the next call',
+    );
   }
 
   /** Flushes the running sandbox's writes to its volume (gVisor keeps file data in the Sentry until synced). */
@@ -162,7 +165,10 @@ export class SandboxManager {
     // sandbox sometimes spins on a CPU (its restarted listener reports EPOLLIN|EPOLLERR|EPOLLHUP for
     // ever while accept() finds nothing: a stale epoll entry). One generation of images is safe.
     if (live.record.fromImage) {
-      throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'this sandbox already runs from a memory image (a full checkpoint, a fork, or a template image), and this gVisor release cannot save such a sandbox again safely; the next sandbox that boots for the session can be fully checkpointed');
+      throw new SpaceError(
+        ErrorCode.FULL_CHECKPOINT_REFUSED,
+        'this sandbox already runs from a memory image (a full checkpoint, a fork, or a template image), and this gVisor release cannot save such a sandbox again safely; the next sandbox that boots for the session can be fully checkpointed',
+      );
     }
     if (live.pendingCall) await live.pendingCall.catch(() => undefined);
     let release!: () => void;
@@ -206,7 +212,9 @@ export class SandboxManager {
       phases.mark('daemon');
       deps.log.info(`sandbox ${sandboxId} paused ${phases.summary()} for a full checkpoint`);
     } catch (err) {
-      deps.log.warn(`sandbox ${sandboxId} did not run on after its checkpoint: ${(err as Error).message}; console: ${await consoleTail(deps.records.workDir(sandboxId), 1500)}`);
+      deps.log.warn(
+        `sandbox ${sandboxId} did not run on after its checkpoint: ${(err as Error).message}; console: ${await consoleTail(deps.records.workDir(sandboxId), 1500)}`,
+      );
       await this.stop(sandboxId);
     } finally {
       saved.release();
@@ -215,7 +223,15 @@ export class SandboxManager {
   }
 
   describe(record: SandboxRecord): SandboxInfo {
-    return { sandboxId: record.sandboxId, sessionId: record.sessionId, nodeId: this.deps.nodeId, template: record.template, startedAt: record.startedAt, running: true, restoredFrom: record.restoredFrom ?? null };
+    return {
+      sandboxId: record.sandboxId,
+      sessionId: record.sessionId,
+      nodeId: this.deps.nodeId,
+      template: record.template,
+      startedAt: record.startedAt,
+      running: true,
+      restoredFrom: record.restoredFrom ?? null,
+    };
   }
 
   /** Saves the sandbox's memory; if that fails, the sandbox is woken (or stopped, if the runtime stopped it) and the error says so. */
@@ -230,7 +246,10 @@ export class SandboxManager {
       } else {
         await this.stop(sandboxId);
       }
-      throw new SpaceError(ErrorCode.FULL_CHECKPOINT_FAILED, `${(err as Error).message}${this.deps.live.find(sandboxId) ? '' : '; the sandbox stopped and the session resumes on the next call'}`);
+      throw new SpaceError(
+        ErrorCode.FULL_CHECKPOINT_FAILED,
+        `${(err as Error).message}${this.deps.live.find(sandboxId) ? '' : '; the sandbox stopped and the session resumes on the next call'}`,
+      );
     }
   }
 }

@@ -110,7 +110,11 @@ export class SandboxStarter {
     await volumes.createFrom(image.rootfs, request.sessionId);
     phases.mark('volume');
     try {
-      return await manager.boot(request, { memory: { checkpointId: null, label: `the ${image.template} template's image`, dir: image.memoryDir, meta: image.meta, newSession: true } }, phases);
+      return await manager.boot(
+        request,
+        { memory: { checkpointId: null, label: `the ${image.template} template's image`, dir: image.memoryDir, meta: image.meta, newSession: true } },
+        phases,
+      );
     } catch (err) {
       this.deps.log.warn(`restoring ${request.sessionId} from the ${image.template} template's image failed, booting instead: ${(err as Error).message}`);
       await volumes.delete(request.sessionId);

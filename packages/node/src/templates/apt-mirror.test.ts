@@ -9,7 +9,10 @@ test('the mirror comes from apt: deb822 files, one-line files, never a fixed hos
   const dir = mkdtempSync(path.join(tmpdir(), 'space-apt-'));
   try {
     mkdirSync(path.join(dir, 'sources.list.d'));
-    writeFileSync(path.join(dir, 'sources.list.d', 'debian.sources'), 'Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n\nTypes: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n');
+    writeFileSync(
+      path.join(dir, 'sources.list.d', 'debian.sources'),
+      'Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n\nTypes: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n',
+    );
     assert.equal(await findAptMirror('bookworm', dir), 'http://mirror.example/debian');
     writeFileSync(path.join(dir, 'sources.list'), 'deb [arch=amd64] http://other.example/debian bookworm main\n');
     assert.equal(await findAptMirror('bookworm', dir), 'http://other.example/debian');

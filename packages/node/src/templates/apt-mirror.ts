@@ -21,7 +21,10 @@ export async function findAptMirror(suite: string, aptDir = '/etc/apt'): Promise
 
 function fromOneLineFormat(text: string, suite: string): string | null {
   for (const line of text.split('\n')) {
-    const words = line.replace(/\[[^\]]*\]/, '').trim().split(/\s+/);
+    const words = line
+      .replace(/\[[^\]]*\]/, '')
+      .trim()
+      .split(/\s+/);
     if (words[0] === 'deb' && words[2] === suite && /^https?:\/\//.test(words[1] ?? '')) return words[1]!;
   }
   return null;
@@ -34,7 +37,7 @@ function fromDeb822(text: string, suite: string): string | null {
       return match ? match[1]!.trim().split(/\s+/) : [];
     };
     if (!field('Types').includes('deb') || !field('Suites').includes(suite)) continue;
-    if (/^Enabled:\s*no/mi.test(stanza)) continue;
+    if (/^Enabled:\s*no/im.test(stanza)) continue;
     const uri = field('URIs').find((u) => /^https?:\/\//.test(u));
     if (uri) return uri;
   }

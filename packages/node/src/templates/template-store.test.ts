@@ -54,5 +54,8 @@ test('a template is built once, read-only, and rebuilt only when its recipe chan
 test('a failed build leaves nothing behind and says why', async () => {
   const broken = new TemplateStore(volume, new Subvolumes(), [{ ...recipe('3', true), name: 'broken' }], path.join(dataDir, 'cache'));
   await assert.rejects(broken.ensure('broken'), (err: Error & { code?: string }) => err.code === 'TEMPLATE_BUILD_FAILED' && /on purpose/.test(err.message));
-  assert.deepEqual(readdirSync(volume.dir('templates')).filter((n) => n.includes('broken')), []);
+  assert.deepEqual(
+    readdirSync(volume.dir('templates')).filter((n) => n.includes('broken')),
+    [],
+  );
 });

@@ -54,7 +54,14 @@ export interface RawFrameResult {
  * Opens a WebSocket by hand on `host:port` at `path`, sends `frame` as the first frame, and reports
  * the close code the server answered with. Gives up (closeCode null) after `timeoutMs`.
  */
-export function sendRawFrame(host: string, port: number, path: string, headers: Record<string, string>, frame: Buffer, timeoutMs = 5000): Promise<RawFrameResult> {
+export function sendRawFrame(
+  host: string,
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  frame: Buffer,
+  timeoutMs = 5000,
+): Promise<RawFrameResult> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, host);
     let received = Buffer.alloc(0);
@@ -69,7 +76,14 @@ export function sendRawFrame(host: string, port: number, path: string, headers: 
     socket.on('error', (err) => (status ? finish() : reject(err)));
     socket.on('close', finish);
     socket.on('connect', () => {
-      const lines = [`GET ${path} HTTP/1.1`, `Host: ${host}:${port}`, 'Upgrade: websocket', 'Connection: Upgrade', `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`, 'Sec-WebSocket-Version: 13'];
+      const lines = [
+        `GET ${path} HTTP/1.1`,
+        `Host: ${host}:${port}`,
+        'Upgrade: websocket',
+        'Connection: Upgrade',
+        `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`,
+        'Sec-WebSocket-Version: 13',
+      ];
       for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
     });
