@@ -12,7 +12,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { TestUpstream } = await import(path.join(root, 'packages/e2e/dist/test-upstream.js'));
 
 /** Runs inside the sandbox (Debian's Node.js): timed requests, printed as JSON. */
-const probe = String.raw`
+const probe = `
 const http = require('node:http'), https = require('node:https'), fs = require('node:fs');
 const [mode, url, count, servername] = process.argv.slice(2);
 const ca = servername ? fs.readFileSync('/tmp/bench-ca.crt') : undefined;

@@ -35,6 +35,17 @@ const e2eDir = path.join(root, 'packages/e2e/dist');
 const e2eFast = find(e2eDir, /\.fast\.test\.js$/);
 const e2eFull = find(e2eDir, /\.full\.test\.js$/);
 
+// Format and lint first (Biome, config in biome.json): a whole run, fast or full, fails on either.
+// `npx biome check --write .` fixes what it can.
+if (only.length === 0) {
+  console.log('checking format and lint (biome ci)');
+  const lint = spawnSync(path.join(root, 'node_modules/.bin/biome'), ['ci', '.'], { stdio: 'inherit', cwd: root });
+  if (lint.status !== 0) {
+    console.error('format or lint check failed: run "npx biome check --write ." and fix what remains');
+    process.exit(1);
+  }
+}
+
 let files = [...unit, ...e2eFast, ...(fast ? [] : e2eFull)];
 if (only.length) files = files.filter((f) => only.some((o) => f.includes(o)));
 console.log(`running ${files.length} test files (${fast ? 'fast' : 'full'} suite)`);

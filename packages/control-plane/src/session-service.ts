@@ -82,16 +82,14 @@ export class SessionService {
     const row = this.row(caller, id);
     return {
       ...toSession(row),
-      sandboxHistory: this.store
-        .listSandboxHistory(id)
-        .map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom }) => ({
-          id: sandboxId,
-          nodeId,
-          startedAt,
-          endedAt,
-          endReason,
-          restoredFrom,
-        })),
+      sandboxHistory: this.store.listSandboxHistory(id).map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom }) => ({
+        id: sandboxId,
+        nodeId,
+        startedAt,
+        endedAt,
+        endReason,
+        restoredFrom,
+      })),
       checkpoints: this.store.listCheckpoints(id).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
     };
   }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { statSync } from 'node:fs';
+import { type Stats, statSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import { ErrorCode, Limits, SpaceError, type Command, type ProcessInfo } from '@space/protocol';
 import { ManagedProcess } from './managed-process.js';
@@ -19,7 +19,7 @@ const keepFinished = 64;
 
 /** A working directory that is missing or not a directory is the caller's mistake, named as such. */
 function checkWorkingDirectory(cwd: string): void {
-  let info;
+  let info: Stats;
   try {
     info = statSync(cwd);
   } catch (err) {

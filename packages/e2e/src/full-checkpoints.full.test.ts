@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { Api } from './client.js';
+import type { Api } from './client.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 

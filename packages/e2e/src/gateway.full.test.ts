@@ -203,7 +203,7 @@ describe('credential gateway and egress policy', () => {
 
   test('WebSocket through the gateway: the handshake gets the secret, frames pass both ways', { timeout: 60_000 }, async () => {
     // Debian's Node.js 18 has no WebSocket client: a handshake and one masked text frame by hand.
-    const client = String.raw`
+    const client = `
       const https = require('node:https'), crypto = require('node:crypto');
       const token = process.env.API_TOKEN;
       const req = https.request({ host: 'api.test.space', path: '/ws?key=' + token, headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': crypto.randomBytes(16).toString('base64'), authorization: 'Bearer ' + token } });

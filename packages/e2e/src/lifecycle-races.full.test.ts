@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { Api, type ApiReply } from './client.js';
+import type { Api, ApiReply } from './client.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { Api, metricValue } from './client.js';
+import { type Api, metricValue } from './client.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 import { sandboxHostPid } from './host-state.js';

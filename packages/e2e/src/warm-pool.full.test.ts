@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { Api, metricValue } from './client.js';
+import { type Api, metricValue } from './client.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 

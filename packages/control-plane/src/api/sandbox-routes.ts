@@ -1,5 +1,5 @@
 import { sandboxRoutes } from '@space/protocol';
-import { Router, parseQuery, closeWithError, holdMessages, readRouteInput, relaySockets, toSpaceError } from '@space/server-kit';
+import { type Router, parseQuery, closeWithError, holdMessages, readRouteInput, relaySockets, toSpaceError } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
 import type { SessionService } from '../session-service.js';
 

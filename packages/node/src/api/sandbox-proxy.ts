@@ -1,6 +1,6 @@
 import { ErrorCode, ServerStreamMessageSchema, WatchEventSchema, isSpaceError, sandboxRoutes } from '@space/protocol';
 import {
-  Router,
+  type Router,
   closeWithError,
   forwardRoute,
   parseQuery,

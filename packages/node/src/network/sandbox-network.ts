@@ -34,12 +34,12 @@ export class SandboxNetwork {
       // Three `ip` runs rather than one per step: each host command costs ~10 ms on the create path.
       await runCommand(['ip', 'netns', 'add', netns]);
       await runCommand(['ip', '-batch', '-'], {
-        input: [`link add ${hostIf} type veth peer name eth0 netns ${netns}`, `addr add ${lease.hostIp}/${lease.prefix} dev ${hostIf}`].join('\n') + '\n',
+        input: ipBatch([`link add ${hostIf} type veth peer name eth0 netns ${netns}`, `addr add ${lease.hostIp}/${lease.prefix} dev ${hostIf}`]),
       });
       await this.firewall.close(hostIf);
       await runCommand(['ip', 'link', 'set', hostIf, 'up']);
       await runCommand(['ip', '-n', netns, '-batch', '-'], {
-        input: [...sandboxSideAddress(lease), 'link set eth0 up', 'link set lo up', ...sandboxSideRoute(lease)].join('\n') + '\n',
+        input: ipBatch([...sandboxSideAddress(lease), 'link set eth0 up', 'link set lo up', ...sandboxSideRoute(lease)]),
       });
     } catch (err) {
       await this.destroy(sandboxId, lease.index);
@@ -56,7 +56,7 @@ export class SandboxNetwork {
   async readdress(sandboxId: string, leaseIndex: number): Promise<void> {
     const { netns } = SandboxNetwork.names(sandboxId);
     const lease = IpLeases.describe(leaseIndex);
-    await runCommand(['ip', '-n', netns, '-batch', '-'], { input: [...sandboxSideAddress(lease), ...sandboxSideRoute(lease)].join('\n') + '\n' });
+    await runCommand(['ip', '-n', netns, '-batch', '-'], { input: ipBatch([...sandboxSideAddress(lease), ...sandboxSideRoute(lease)]) });
   }
 
   /** Removes the namespace (which takes the veth pair with it) and frees the subnet. Idempotent. */
@@ -90,4 +90,9 @@ function sandboxSideAddress(lease: Lease): string[] {
 /** The default route (to the gateway); set once the link is up. */
 function sandboxSideRoute(lease: Lease): string[] {
   return [`route replace default via ${lease.hostIp} dev eth0`];
+}
+
+/** Commands for `ip -batch -`, one a line. */
+function ipBatch(commands: string[]): string {
+  return commands.map((command) => `${command}\n`).join('');
 }

@@ -28,7 +28,7 @@ export class GvisorDriver implements RuntimeDriver {
 
   async preflight(): Promise<void> {
     const found = await runCommand([this.runscBinary, '--version'], { allowFailure: true }).catch(() => null);
-    if (!found || found.code !== 0) throw new Error(`${this.runscBinary} not found: install gVisor with "apt-get install runsc" (./space up does this)`);
+    if (found?.code !== 0) throw new Error(`${this.runscBinary} not found: install gVisor with "apt-get install runsc" (./space up does this)`);
     if (!existsSync(this.shimBinary)) throw new Error(`${this.shimBinary} is missing: run "npm run build" (./space does it)`);
     await mkdir(this.stateRoot, { recursive: true });
   }

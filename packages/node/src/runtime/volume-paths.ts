@@ -15,7 +15,7 @@ export async function writeInsideVolume(rootfs: string, relative: string, data: 
     dir = path.join(dir, part);
     const stat = await lstat(dir).catch(() => null);
     if (stat && !stat.isDirectory()) await rm(dir, { force: true });
-    if (!stat || !stat.isDirectory()) await mkdir(dir, { mode: 0o755 });
+    if (!stat?.isDirectory()) await mkdir(dir, { mode: 0o755 });
   }
   const file = path.join(dir, parts.at(-1)!);
   await writeFreshFile(file, data, mode);
