@@ -9,6 +9,7 @@ import { SessionCheckpointService } from './session-checkpoint-service.js';
 import { Activity } from './activity.js';
 import { Maintenance } from './maintenance.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
+import { SessionCalls } from './session-calls.js';
 import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from './tenant-limits.js';
 import { Metrics } from './metrics.js';
 import type { Store } from './store/store.js';
@@ -37,6 +38,7 @@ export interface ControlPlaneOptions {
 /** The control plane's composition root. It keeps nothing in memory that matters: the store does. */
 export class ControlPlane {
   private readonly sessions: SessionService;
+  private readonly calls: SessionCalls;
   private readonly node: NodeClient;
   private readonly metrics = new Metrics();
   private readonly maintenance: Maintenance;
@@ -56,6 +58,7 @@ export class ControlPlane {
     const egress = new EgressService(options.store, this.node, options.secrets, this.log);
     this.egress = egress;
     this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress, lifecycle);
+    this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
     this.checkpoints = new SessionCheckpointService(options.store, this.node, this.sessions, taker, this.metrics, lifecycle);
     this.maintenance = new Maintenance({
       store: options.store,
@@ -84,6 +87,7 @@ export class ControlPlane {
     const api = createPublicApi({
       auth,
       sessions: this.sessions,
+      calls: this.calls,
       checkpoints: this.checkpoints,
       store: this.options.store,
       metrics: this.metrics,

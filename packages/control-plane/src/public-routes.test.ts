@@ -13,6 +13,7 @@ import { SessionCheckpointService } from './session-checkpoint-service.js';
 import { CheckpointTaker } from './checkpoint-taker.js';
 import { Metrics } from './metrics.js';
 import { NodeClient } from './node-client.js';
+import { SessionCalls } from './session-calls.js';
 import { SessionService } from './session-service.js';
 import { SqliteStore } from './store/sqlite-store.js';
 import { EgressService } from './egress-service.js';
@@ -31,12 +32,15 @@ test('every operation of the API reference is served by the control plane (an un
   const taker = new CheckpointTaker(store, node, metrics);
   const egress = new EgressService(store, node, new SecretCipher(randomBytes(32)), () => undefined);
   const lifecycle = new LifecycleQueue(store, () => undefined);
-  const sessions = new SessionService(store, node, metrics, taker, new Activity(), egress, lifecycle);
+  const activity = new Activity();
+  const sessions = new SessionService(store, node, metrics, taker, activity, egress, lifecycle);
+  const calls = new SessionCalls(store, sessions, lifecycle, activity);
   const checkpoints = new SessionCheckpointService(store, node, sessions, taker, metrics, lifecycle);
   const auth = new Authenticator(store);
   const router = createPublicApi({
     auth,
     sessions,
+    calls,
     checkpoints,
     store,
     metrics,

@@ -9,7 +9,7 @@ test('a repeatable call whose sandbox died before it arrived is sent again to a 
   const session = await s.create();
   s.node.killBehindTheScenes(session.sandbox!.id);
   const seen: string[] = [];
-  const result = await s.sessions.withSandbox(s.caller, session.id, { repeatable: true }, async (target: SandboxTarget) => {
+  const result = await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, async (target: SandboxTarget) => {
     seen.push(target.sandboxId);
     await s.node.sandboxInfo(target.sandboxId);
     return 'done';
@@ -29,14 +29,14 @@ test('a call during which the sandbox died is not repeated; the next call resume
   const session = await s.create();
   let calls = 0;
   await assert.rejects(
-    s.sessions.withSandbox(s.caller, session.id, { repeatable: true }, async () => {
+    s.calls.withSandbox(s.caller, session.id, { repeatable: true }, async () => {
       calls++;
       throw new SpaceError(ErrorCode.SANDBOX_DIED, 'died mid-call');
     }),
     { code: 'SANDBOX_DIED' },
   );
   assert.equal(calls, 1);
-  const target = await s.sessions.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => t);
+  const target = await s.calls.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => t);
   assert.notEqual(target.sandboxId, session.sandbox!.id);
 });
 
@@ -45,7 +45,7 @@ test('a streamed call checks the sandbox first and resumes the session instead o
   const session = await s.create();
   s.node.killBehindTheScenes(session.sandbox!.id);
   let calls = 0;
-  const target = await s.sessions.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => {
+  const target = await s.calls.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => {
     calls++;
     return t;
   });
@@ -59,7 +59,7 @@ test('calls arriving together on a session without a sandbox start exactly one',
   s.node.killBehindTheScenes(session.sandbox!.id);
   const startsBefore = s.node.calls.filter((c) => c.startsWith('start')).length;
   const targets = await Promise.all(
-    Array.from({ length: 5 }, () => s.sessions.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => t.sandboxId)),
+    Array.from({ length: 5 }, () => s.calls.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => t.sandboxId)),
   );
   assert.equal(new Set(targets).size, 1);
   assert.equal(s.node.calls.filter((c) => c.startsWith('start')).length - startsBefore, 1);
@@ -69,7 +69,7 @@ test('a call whose session is deleted under it gets SESSION_NOT_FOUND; a call st
   const s = servicesOnFakeNode();
   const doomed = await s.create();
   await assert.rejects(
-    s.sessions.withSandbox(s.caller, doomed.id, { repeatable: true }, async () => {
+    s.calls.withSandbox(s.caller, doomed.id, { repeatable: true }, async () => {
       await s.sessions.delete(s.caller, doomed.id);
       throw new SpaceError(ErrorCode.SANDBOX_DIED, 'stopped');
     }),
@@ -78,7 +78,7 @@ test('a call whose session is deleted under it gets SESSION_NOT_FOUND; a call st
   const session = await s.create();
   const checkpoint = await s.checkpoints.create(s.caller, session.id);
   await assert.rejects(
-    s.sessions.withSandbox(s.caller, session.id, { repeatable: true }, async () => {
+    s.calls.withSandbox(s.caller, session.id, { repeatable: true }, async () => {
       await s.checkpoints.restore(s.caller, session.id, checkpoint.id);
       throw new SpaceError(ErrorCode.SANDBOX_DIED, 'stopped');
     }),

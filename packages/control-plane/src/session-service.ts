@@ -1,4 +1,4 @@
-import { ErrorCode, SpaceError, isSpaceError, newId, type CreateSessionRequest, type Session } from '@space/protocol';
+import { ErrorCode, SpaceError, newId, type CreateSessionRequest, type Session } from '@space/protocol';
 import type { Caller } from './auth.js';
 import type { Activity } from './activity.js';
 import type { Metrics } from './metrics.js';
@@ -192,62 +192,6 @@ export class SessionService {
     if (current?.sandboxId === sandboxId) this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
   }
 
-  /**
-   * Runs `op` against the session's sandbox, resuming the session first when its sandbox is gone.
-   * A sandbox found dead before the call reached it (SANDBOX_NOT_FOUND) is replaced and the call
-   * sent again when its input is still in hand (`repeatable`); operations that stream their input
-   * check the sandbox first instead. A sandbox that dies during a call (SANDBOX_DIED) is not
-   * retried, since the call may have partly run; the next call resumes the session.
-   */
-  async withSandbox<T>(caller: Caller, id: string, { repeatable }: { repeatable: boolean }, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
-    this.row(caller, id);
-    const done = this.activity.begin(id);
-    try {
-      // A call that arrives during a restore or delete runs on what it leaves (or finds no session).
-      await this.lifecycle.settled(id);
-      return await this.runOnSandbox(this.row(caller, id), repeatable, op);
-    } finally {
-      done();
-    }
-  }
-
-  private async runOnSandbox<T>(row: SessionRow, repeatable: boolean, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
-    let target = await this.ensureSandbox(row);
-    if (!repeatable) target = await this.confirmAlive(row, target);
-    try {
-      return await op(target);
-    } catch (err) {
-      if (!isSpaceError(err) || (err.code !== ErrorCode.SANDBOX_NOT_FOUND && err.code !== ErrorCode.SANDBOX_DIED)) throw err;
-      // A delete, restore or kill may have stopped the sandbox under this call: let it finish, then say so.
-      await this.lifecycle.settled(row.id).catch(() => undefined);
-      if (!this.store.getSession(row.tenantId, row.id)) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted during this call`);
-      const stoppedOnPurpose = this.store.listSandboxHistory(row.id).find((h) => h.id === target.sandboxId)?.endReason;
-      if (stoppedOnPurpose === 'restored' || stoppedOnPurpose === 'killed') {
-        if (err.code === ErrorCode.SANDBOX_DIED)
-          throw new SpaceError(
-            ErrorCode.SANDBOX_DIED,
-            `the session's sandbox was stopped during this call (${stoppedOnPurpose === 'restored' ? 'the session was restored to a checkpoint' : 'it was killed'}); the next call runs on the new one`,
-          );
-      } else {
-        this.forgetSandbox(row, target.sandboxId, 'died');
-        if (err.code === ErrorCode.SANDBOX_DIED) throw err;
-      }
-      if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died as this call began; the session resumes on the next call');
-      return op(await this.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' }));
-    }
-  }
-
-  private async confirmAlive(row: SessionRow, target: SandboxTarget): Promise<SandboxTarget> {
-    try {
-      await target.node.sandboxInfo(target.sandboxId);
-      return target;
-    } catch (err) {
-      if (!isSpaceError(err) || err.code !== ErrorCode.SANDBOX_NOT_FOUND) throw err;
-      this.forgetSandbox(row, target.sandboxId, 'died');
-      return this.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' });
-    }
-  }
-
   /** Stops the session's sandbox only; the session and its files stay. */
   async killSandbox(caller: Caller, id: string): Promise<void> {
     this.row(caller, id);
@@ -257,11 +201,6 @@ export class SessionService {
       await this.node.stopSandbox(row.sandboxId);
       this.forgetSandbox(row, row.sandboxId, 'killed');
     });
-  }
-
-  /** An open stream is a call in progress: the session is not idle while it lasts. Returns what marks its end. */
-  trackStream(sessionId: string): () => void {
-    return this.activity.begin(sessionId);
   }
 
   /** The maintenance stopped an idle session's sandbox: the session shows `idle` until its next call. */

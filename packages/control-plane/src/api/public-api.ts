@@ -18,6 +18,7 @@ import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } fro
 import type { EgressService } from '../egress-service.js';
 import type { Authenticator } from '../auth.js';
 import type { TenantLimits } from '../tenant-limits.js';
+import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
@@ -25,6 +26,7 @@ import { registerSandboxRoutes } from './sandbox-routes.js';
 export interface PublicApiDeps {
   auth: Authenticator;
   sessions: SessionService;
+  calls: SessionCalls;
   checkpoints: SessionCheckpointService;
   store: Store;
   metrics: Metrics;
@@ -146,6 +148,6 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     sendJson(res, 200, await deps.egress.audit(sessions.row(caller, params.sessionId!), limit));
   });
 
-  registerSandboxRoutes(router, auth, sessions);
+  registerSandboxRoutes(router, auth, sessions, deps.calls);
   return router;
 }

@@ -1,6 +1,7 @@
 import { sandboxRoutes } from '@space/protocol';
 import { type Router, parseQuery, closeWithError, holdMessages, readRouteInput, relaySockets, toSpaceError } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
+import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
 
 /**
@@ -8,7 +9,7 @@ import type { SessionService } from '../session-service.js';
  * node serving it. JSON operations survive a sandbox death (the sandbox is resumed and the call
  * repeated); streams and uploads resume on the next call.
  */
-export function registerSandboxRoutes(router: Router, auth: Authenticator, sessions: SessionService): void {
+export function registerSandboxRoutes(router: Router, auth: Authenticator, sessions: SessionService, calls: SessionCalls): void {
   for (const route of sandboxRoutes) {
     const pattern = `/v1/sessions/:sessionId${route.path}`;
     if (route.kind === 'websocket') {
@@ -23,8 +24,8 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
           const caller = auth.authenticate(ctx.req);
           const release = holdMessages(client);
           // An open stream is a call in progress: the session is not idle while it lasts.
-          client.once('close', sessions.trackStream(ctx.params.sessionId!));
-          sessions
+          client.once('close', calls.trackStream(ctx.params.sessionId!));
+          calls
             .withSandbox(caller, ctx.params.sessionId!, { repeatable: false }, async (target) => {
               relaySockets(client, target.node.socket(route, ctx, target.sandboxId), { label: 'node', early: release() });
             })
@@ -40,7 +41,7 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
       const caller = auth.authenticate(ctx.req);
       sessions.row(caller, ctx.params.sessionId!);
       const input = await readRouteInput(route, ctx);
-      await sessions.withSandbox(caller, ctx.params.sessionId!, { repeatable: route.kind === 'json' }, (target) =>
+      await calls.withSandbox(caller, ctx.params.sessionId!, { repeatable: route.kind === 'json' }, (target) =>
         target.node.forward(route, ctx, input, target.sandboxId),
       );
     });

@@ -9,6 +9,7 @@ import { Maintenance } from '../maintenance.js';
 import { Metrics } from '../metrics.js';
 import { SecretCipher } from '../secret-cipher.js';
 import { SessionCheckpointService } from '../session-checkpoint-service.js';
+import { SessionCalls } from '../session-calls.js';
 import { SessionService } from '../session-service.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import { FakeNode } from './fake-node.js';
@@ -28,6 +29,7 @@ export function servicesOnFakeNode() {
   const taker = new CheckpointTaker(store, node.asClient(), metrics);
   const egress = new EgressService(store, node.asClient(), new SecretCipher(randomBytes(32)), (m) => log.push(m));
   const sessions = new SessionService(store, node.asClient(), metrics, taker, activity, egress, lifecycle);
+  const calls = new SessionCalls(store, sessions, lifecycle, activity);
   const checkpoints = new SessionCheckpointService(store, node.asClient(), sessions, taker, metrics, lifecycle);
   const maintenance = new Maintenance({
     store,
@@ -43,5 +45,5 @@ export function servicesOnFakeNode() {
     now,
   });
   const create = (fields: Record<string, unknown> = {}) => sessions.create(caller, CreateSessionRequestSchema.parse({ template: 'tiny', ...fields }));
-  return { clock, store, caller, node, metrics, log, activity, lifecycle, sessions, checkpoints, maintenance, create };
+  return { clock, store, caller, node, metrics, log, activity, lifecycle, sessions, calls, checkpoints, maintenance, create };
 }
