@@ -7,8 +7,9 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const benchKey = `bench-${process.pid}-0123456789abcdef`;
 
-export async function startPlatform(dataDir, env = {}) {
-  const child = spawn(process.execPath, [path.join(root, 'packages/cli/dist/main.js'), 'up'], {
+/** Starts `space up` on `dataDir`; `checkout` is the SPACE tree to run (this one unless another is named). */
+export async function startPlatform(dataDir, env = {}, checkout = root) {
+  const child = spawn(process.execPath, [path.join(checkout, 'packages/cli/dist/main.js'), 'up'], {
     env: { ...process.env, SPACE_DATA_DIR: dataDir, SPACE_PORT: '0', SPACE_API_KEY: benchKey, SPACE_QUIET: '1', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -38,15 +38,14 @@ test('operations on one session never overlap, within a process or across two sh
   await slow;
 });
 
-test('an operation inside another of the same session runs at once (a restore that resumes the session)', async () => {
-  const { a } = twoReplicas('reentrant');
+test('operations of different sessions nest (a fork holds its new session, then briefly its parent)', async () => {
+  const { a, b } = twoReplicas('nested');
   const order: string[] = [];
-  await a.run('ses_re', 'restore', async () => {
-    order.push('restore');
-    await a.run('ses_re', 'resume', async () => void order.push('resume'));
-    await a.settled('ses_re');
+  await a.run('ses_child', 'create', async () => {
+    order.push('child');
+    await b.run('ses_parent', 'fork', async () => void order.push('parent'));
   });
-  assert.deepEqual(order, ['restore', 'resume']);
+  assert.deepEqual(order, ['child', 'parent']);
 });
 
 test('a call that waits past its bound gets SESSION_BUSY naming the operation, and nothing of it runs', async () => {

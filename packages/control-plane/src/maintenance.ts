@@ -193,17 +193,16 @@ export class Maintenance {
 
   /** Takes an automatic checkpoint and prunes old ones; returns the kind actually taken. */
   private async autoCheckpoint(row: SessionRow, kind: CheckpointKind): Promise<CheckpointKind> {
-    const caller = { tenantId: row.tenantId, admin: false };
     let taken = kind;
     if (kind === 'full') this.fullAttempts.set(row.id, this.now());
     try {
-      await this.deps.checkpoints.create(caller, row.id, kind, 'auto');
+      await this.deps.checkpoints.createLocked(row, kind, 'auto');
     } catch (err) {
       if (!isSpaceError(err) || !err.details?.fallbackCheckpointId) throw err;
       this.deps.log(`session ${row.id}: ${err.message}`);
       taken = 'fs';
     }
-    await this.deps.checkpoints.prune(row.id, this.deps.keepAutomatic);
+    await this.deps.checkpoints.pruneLocked(row.id, this.deps.keepAutomatic);
     return taken;
   }
 

@@ -40,7 +40,7 @@ test('retention keeps the newest automatic checkpoints of each kind, manual ones
   const autos = [];
   for (let i = 0; i < 4; i++) autos.push(await s.checkpoints.create(s.caller, session.id, 'fs', 'auto'));
   await s.checkpoints.fork(s.caller, autos[0]!.id, 1);
-  await s.checkpoints.prune(session.id, 2);
+  await s.checkpoints.pruneLocked(session.id, 2);
   const left = s.checkpoints.list(s.caller, session.id).map((c) => c.id);
   assert.deepEqual(left, [manual.id, autos[0]!.id, autos[2]!.id, autos[3]!.id]);
 });

@@ -28,10 +28,11 @@ export class SessionCheckpointService {
    */
   async create(caller: Caller, sessionId: string, kind: CheckpointKind = 'fs', trigger: CheckpointRow['trigger'] = 'manual'): Promise<Checkpoint> {
     this.sessions.row(caller, sessionId);
-    return this.lifecycle.run(sessionId, 'checkpoint', () => this.take(this.sessions.row(caller, sessionId), kind, trigger));
+    return this.lifecycle.run(sessionId, 'checkpoint', () => this.createLocked(this.sessions.row(caller, sessionId), kind, trigger));
   }
 
-  private async take(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<Checkpoint> {
+  /** `create` for a caller that holds the session's lifecycle queue (maintenance, in the session's turn). */
+  async createLocked(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<Checkpoint> {
     try {
       return toCheckpoint(await this.taker.take(session, kind, trigger));
     } catch (err) {
@@ -44,19 +45,18 @@ export class SessionCheckpointService {
 
   /**
    * Deletes automatic checkpoints beyond the newest `keep` of each kind, except those that sessions
-   * were forked from: frequent fs checkpoints do not push out the rarer full ones.
+   * were forked from: frequent fs checkpoints do not push out the rarer full ones. The caller holds
+   * the session's lifecycle queue (maintenance, in the session's turn).
    */
-  prune(sessionId: string, keep: number): Promise<void> {
-    return this.lifecycle.run(sessionId, 'checkpoint', async () => {
-      for (const kind of ['fs', 'full'] as const) {
-        const automatic = this.store.listCheckpoints(sessionId).filter((c) => c.trigger === 'auto' && c.kind === kind);
-        for (const old of automatic.slice(0, Math.max(0, automatic.length - keep))) {
-          if (this.store.isForkParent(old.id)) continue;
-          await this.node.deleteCheckpoint(old.id);
-          this.store.deleteCheckpoint(old.id);
-        }
+  async pruneLocked(sessionId: string, keep: number): Promise<void> {
+    for (const kind of ['fs', 'full'] as const) {
+      const automatic = this.store.listCheckpoints(sessionId).filter((c) => c.trigger === 'auto' && c.kind === kind);
+      for (const old of automatic.slice(0, Math.max(0, automatic.length - keep))) {
+        if (this.store.isForkParent(old.id)) continue;
+        await this.node.deleteCheckpoint(old.id);
+        this.store.deleteCheckpoint(old.id);
       }
-    });
+    }
   }
 
   /**

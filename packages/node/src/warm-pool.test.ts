@@ -51,6 +51,7 @@ test('the pool fills to its size; a taken sandbox is replaced once it has its se
   const warm = pool(sandboxes);
   warm.start();
   await until(() => warm.sizes().tiny === 2);
+  await pause(50); // the fill loop ends after its pause (refillDelayMs) behind the last boot
   let settle!: () => void;
   sandboxes.settledGate = new Promise((r) => (settle = r));
   const taken = warm.take(request('tiny'));
