@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { after, describe, test } from 'node:test';
+import { after, beforeEach, describe, test } from 'node:test';
 import { Api } from './client.js';
 import { hostResources, sandboxHostPid } from './host-state.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
@@ -15,6 +15,11 @@ function orphanCommands(dataDir: string): string[] {
 
 describe('a node agent killed outright restarts into a consistent state', () => {
   let platform: RunningPlatform | null = null;
+
+  // A test that failed midway leaves its platform running; the next one needs the data directory.
+  beforeEach(async () => {
+    if (platform && platform.process.exitCode === null) await platform.stop();
+  });
 
   after(async () => {
     if (platform && platform.process.exitCode === null) assert.equal(await platform.stop(), 0, platform.output());
@@ -69,9 +74,14 @@ describe('a node agent killed outright restarts into a consistent state', () => 
       processes.some((p) => p.pid === pid && p.running),
       JSON.stringify(processes),
     );
+    // Polled for up to 5 s: on a loaded machine the adopted loop's 0.2 s sleeps can stretch.
     const before = Number((await again.exec(session.id, 'cat /workspace/counter')).stdout);
-    await new Promise((r) => setTimeout(r, 1000));
-    assert.ok(Number((await again.exec(session.id, 'cat /workspace/counter')).stdout) > before);
+    let counted = before;
+    for (const deadline = Date.now() + 5000; counted <= before && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 250));
+      counted = Number((await again.exec(session.id, 'cat /workspace/counter')).stdout);
+    }
+    assert.ok(counted > before, `the adopted counter stayed at ${before}`);
     assert.equal((await again.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id, session.sandbox.id);
     // ...and after: the adopted sandbox's link leads to the new gateway's ports, and the control plane
     // hands the node the session's policy again (lost with the node's memory) within a maintenance pass.
