@@ -1,30 +1,23 @@
+import { InFlight } from './in-flight.js';
+
 /**
  * When each session was last used and how many calls on it are under way, for the idle sweep.
  * Kept in memory: losing it on a restart only postpones an idle stop.
  */
 export class Activity {
   private readonly lastUsed = new Map<string, number>();
-  private readonly inFlight = new Map<string, number>();
+  private readonly calls = new InFlight();
 
   constructor(private readonly now: () => number = Date.now) {}
 
   /** Marks a call as started; the returned function marks it finished. */
   begin(sessionId: string): () => void {
     this.lastUsed.set(sessionId, this.now());
-    this.inFlight.set(sessionId, (this.inFlight.get(sessionId) ?? 0) + 1);
-    let ended = false;
-    return () => {
-      if (ended) return;
-      ended = true;
-      this.lastUsed.set(sessionId, this.now());
-      const left = (this.inFlight.get(sessionId) ?? 1) - 1;
-      if (left > 0) this.inFlight.set(sessionId, left);
-      else this.inFlight.delete(sessionId);
-    };
+    return this.calls.begin(sessionId, () => this.lastUsed.set(sessionId, this.now()));
   }
 
   busy(sessionId: string): boolean {
-    return this.inFlight.has(sessionId);
+    return this.calls.count(sessionId) > 0;
   }
 
   /** Milliseconds since the session was last used (since `fallback` if never, e.g. after a restart). */
@@ -34,6 +27,6 @@ export class Activity {
 
   forget(sessionId: string): void {
     this.lastUsed.delete(sessionId);
-    this.inFlight.delete(sessionId);
+    this.calls.forget(sessionId);
   }
 }

@@ -21,6 +21,9 @@ export function generateKey(): string {
 
 /** API keys: high-entropy random strings stored only as sha256 hashes, each bound to a tenant. */
 export class Authenticator {
+  /** The caller of each request seen, so the admission hook, the upgrade guard and the route look the key up once. */
+  private readonly callers = new WeakMap<IncomingMessage, Caller>();
+
   constructor(private readonly store: Store) {}
 
   /** Installs the admin key (its tenant is created on first use). */
@@ -30,6 +33,14 @@ export class Authenticator {
   }
 
   authenticate(req: IncomingMessage): Caller {
+    const known = this.callers.get(req);
+    if (known) return known;
+    const caller = this.lookUp(req);
+    this.callers.set(req, caller);
+    return caller;
+  }
+
+  private lookUp(req: IncomingMessage): Caller {
     const key = bearerToken(req);
     if (!key) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"');
     const row = this.store.findApiKey(hashKey(key));

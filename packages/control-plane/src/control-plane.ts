@@ -59,7 +59,7 @@ export class ControlPlane {
     this.egress = egress;
     this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress, lifecycle);
     this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
-    this.checkpoints = new SessionCheckpointService(options.store, this.node, this.sessions, taker, this.metrics, lifecycle);
+    this.checkpoints = new SessionCheckpointService(options.store, this.node, this.sessions, taker, this.metrics);
     this.maintenance = new Maintenance({
       store: options.store,
       node: this.node,

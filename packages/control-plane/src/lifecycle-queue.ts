@@ -16,7 +16,7 @@ export interface LifecycleQueueOptions {
   now: () => number;
 }
 
-export const defaultLifecycleOptions: LifecycleQueueOptions = { waitMs: 30_000, leaseMs: 15_000, pollMs: 50, now: Date.now };
+const defaultLifecycleOptions: LifecycleQueueOptions = { waitMs: 30_000, leaseMs: 15_000, pollMs: 50, now: Date.now };
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

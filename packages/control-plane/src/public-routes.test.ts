@@ -35,7 +35,7 @@ test('every operation of the API reference is served by the control plane (an un
   const activity = new Activity();
   const sessions = new SessionService(store, node, metrics, taker, activity, egress, lifecycle);
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
-  const checkpoints = new SessionCheckpointService(store, node, sessions, taker, metrics, lifecycle);
+  const checkpoints = new SessionCheckpointService(store, node, sessions, taker, metrics);
   const auth = new Authenticator(store);
   const router = createPublicApi({
     auth,

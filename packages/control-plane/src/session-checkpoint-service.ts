@@ -4,7 +4,6 @@ import type { Caller } from './auth.js';
 import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionService } from './session-service.js';
-import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { CheckpointRow, SessionRow, Store } from './store/store.js';
 
 /** How far up a fork chain the lineage is followed (a bound against cycles in a damaged store). */
@@ -18,7 +17,6 @@ export class SessionCheckpointService {
     private readonly sessions: SessionService,
     private readonly taker: CheckpointTaker,
     private readonly metrics: Metrics,
-    private readonly lifecycle: LifecycleQueue,
   ) {}
 
   /**
@@ -27,8 +25,7 @@ export class SessionCheckpointService {
    * the refusal with `details.fallbackCheckpointId`: the files are safe either way.
    */
   async create(caller: Caller, sessionId: string, kind: CheckpointKind = 'fs', trigger: CheckpointRow['trigger'] = 'manual'): Promise<Checkpoint> {
-    this.sessions.row(caller, sessionId);
-    return this.lifecycle.run(sessionId, 'checkpoint', () => this.createLocked(this.sessions.row(caller, sessionId), kind, trigger));
+    return this.sessions.inTurn(caller, sessionId, 'checkpoint', (session) => this.createLocked(session, kind, trigger));
   }
 
   /** `create` for a caller that holds the session's lifecycle queue (maintenance, in the session's turn). */
@@ -110,10 +107,10 @@ export class SessionCheckpointService {
    * one taken in a session forked from it ("keep the winner").
    */
   async restore(caller: Caller, sessionId: string, checkpointId: string): Promise<Session> {
-    this.checkRestore(caller, sessionId, checkpointId);
-    await this.lifecycle.run(sessionId, 'restore', async () => {
-      // Checked again in the queue: what ran before may have deleted the session or the checkpoint.
-      const { session, checkpoint } = this.checkRestore(caller, sessionId, checkpointId);
+    this.checkpointInLineage(caller, this.sessions.row(caller, sessionId), checkpointId);
+    await this.sessions.inTurn(caller, sessionId, 'restore', async (session) => {
+      // Checked again in the queue: what ran before may have deleted the checkpoint.
+      const checkpoint = this.checkpointInLineage(caller, session, checkpointId);
       if (session.sandboxId) this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
       await this.node.restoreVolume(session.id, checkpoint.id);
       await this.sessions.startSandbox({ ...session, sandboxId: null, status: 'stopped' }, { volumeReady: true });
@@ -121,8 +118,8 @@ export class SessionCheckpointService {
     return this.sessions.get(caller, sessionId);
   }
 
-  private checkRestore(caller: Caller, sessionId: string, checkpointId: string): { session: SessionRow; checkpoint: CheckpointRow } {
-    const session = this.sessions.row(caller, sessionId);
+  /** The checkpoint, if it is in the session's lineage (CHECKPOINT_NOT_FOUND or CHECKPOINT_NOT_IN_LINEAGE otherwise). */
+  private checkpointInLineage(caller: Caller, session: SessionRow, checkpointId: string): CheckpointRow {
     const checkpoint = this.checkpoint(caller, checkpointId);
     if (!this.family(caller, session.id).has(checkpoint.sessionId)) {
       throw new SpaceError(
@@ -130,7 +127,7 @@ export class SessionCheckpointService {
         `checkpoint ${checkpointId} belongs to session ${checkpoint.sessionId}, which is not related to ${session.id} by forks`,
       );
     }
-    return { session, checkpoint };
+    return checkpoint;
   }
 
   private checkpoint(caller: Caller, checkpointId: string): CheckpointRow {

@@ -6,7 +6,7 @@ import type { NodeClient } from './node-client.js';
 import type { SessionRow, Store } from './store/store.js';
 import type { CheckpointTaker } from './checkpoint-taker.js';
 import type { EgressService } from './egress-service.js';
-import type { LifecycleQueue } from './lifecycle-queue.js';
+import type { LifecycleOperation, LifecycleQueue } from './lifecycle-queue.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -77,6 +77,15 @@ export class SessionService {
     return row;
   }
 
+  /**
+   * Runs `work` as the session's lifecycle operation: the session must exist now (a fast 404), and
+   * `work` gets it as it is when its turn comes (an operation before it may have changed or deleted it).
+   */
+  inTurn<T>(caller: Caller, id: string, operation: LifecycleOperation, work: (row: SessionRow) => Promise<T>): Promise<T> {
+    this.row(caller, id);
+    return this.lifecycle.run(id, operation, () => work(this.row(caller, id)));
+  }
+
   /** The session with its sandbox history and checkpoints. */
   get(caller: Caller, id: string): Session {
     const row = this.row(caller, id);
@@ -100,9 +109,7 @@ export class SessionService {
 
   /** Deletes the session, its volume and its checkpoints; calls waiting behind it then find no session (404). */
   async delete(caller: Caller, id: string): Promise<void> {
-    this.row(caller, id);
-    await this.lifecycle.run(id, 'delete', async () => {
-      const row = this.row(caller, id);
+    await this.inTurn(caller, id, 'delete', async (row) => {
       await this.node.deleteVolume(row.id);
       // Its checkpoints go too: forks made from them have volumes of their own.
       for (const checkpoint of this.store.listCheckpoints(row.id)) {
@@ -194,9 +201,7 @@ export class SessionService {
 
   /** Stops the session's sandbox only; the session and its files stay. */
   async killSandbox(caller: Caller, id: string): Promise<void> {
-    this.row(caller, id);
-    await this.lifecycle.run(id, 'kill', async () => {
-      const row = this.row(caller, id);
+    await this.inTurn(caller, id, 'kill', async (row) => {
       if (!row.sandboxId) return;
       await this.node.stopSandbox(row.sandboxId);
       this.forgetSandbox(row, row.sandboxId, 'killed');

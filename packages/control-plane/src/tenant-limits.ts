@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import type { Authenticator } from './auth.js';
+import { InFlight } from './in-flight.js';
 import type { Metrics } from './metrics.js';
 
 export interface TenantLimitOptions {
@@ -19,7 +20,7 @@ export const defaultTenantLimits: TenantLimitOptions = { maxRequests: 256, maxSt
  * by the route's own authentication).
  */
 export class TenantLimits {
-  private readonly inFlight = new Map<string, number>();
+  private readonly open = new InFlight();
 
   constructor(
     private readonly auth: Authenticator,
@@ -37,7 +38,7 @@ export class TenantLimits {
     }
     const key = `${kind}:${tenantId}`;
     const limit = kind === 'request' ? this.options.maxRequests : this.options.maxStreams;
-    const current = this.inFlight.get(key) ?? 0;
+    const current = this.open.count(key);
     if (current >= limit) {
       this.metrics.inc('requests_refused', { reason: kind === 'request' ? 'tenant_requests' : 'tenant_streams' });
       throw new SpaceError(
@@ -46,14 +47,6 @@ export class TenantLimits {
         { retryAfterSec: 1 },
       );
     }
-    this.inFlight.set(key, current + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.inFlight.get(key) ?? 1) - 1;
-      if (left > 0) this.inFlight.set(key, left);
-      else this.inFlight.delete(key);
-    };
+    return this.open.begin(key);
   };
 }

@@ -2,7 +2,7 @@ export { sendJson, sendError, toSpaceError } from './respond.js';
 export { readBody, readJson, parseQuery, parseWith, describeIssues } from './body.js';
 export { Router, type RouterOptions, type RequestContext, type UpgradeContext, type Handler, type SocketHandler, type UpgradeGuard } from './router.js';
 export { bearerToken, secretsEqual } from './auth.js';
-export { listen, closeServer, createBoundedServer, defaultConnectionBounds, type ConnectionBounds } from './listen.js';
+export { listen, closeServer, type ConnectionBounds } from './listen.js';
 export { lineLog, type ServerLog } from './server-log.js';
 export { Upstream } from './upstream.js';
 export { readBounded, type BoundedReadOptions } from './bounded-read.js';

@@ -16,7 +16,7 @@ export interface ConnectionBounds {
   maxConnections: number;
 }
 
-export const defaultConnectionBounds: ConnectionBounds = {
+const defaultConnectionBounds: ConnectionBounds = {
   headersTimeoutMs: 15_000,
   requestTimeoutMs: 60 * 60_000,
   keepAliveTimeoutMs: 30_000,
@@ -42,7 +42,7 @@ export async function listen(router: Router, host: string, port: number, bounds:
  * request line, headers too large, `CONNECT`) is answered with a JSON error and the connection
  * closed, never dropped silently.
  */
-export function createBoundedServer(router: Router, bounds: ConnectionBounds): Server {
+function createBoundedServer(router: Router, bounds: ConnectionBounds): Server {
   const server = createServer(
     {
       headersTimeout: bounds.headersTimeoutMs,

@@ -11,15 +11,12 @@ export interface RequestContext {
   res: ServerResponse;
   url: URL;
   params: Record<string, string>;
-  /** Names this request in the log and in its error replies (`x-request-id`). */
-  requestId: string;
 }
 
 export interface UpgradeContext {
   req: IncomingMessage;
   url: URL;
   params: Record<string, string>;
-  requestId: string;
 }
 
 export interface RouterOptions {
@@ -92,7 +89,7 @@ export class Router {
         if (!params) continue;
         pathMatched = true;
         if (route.method !== req.method) continue;
-        await route.handler({ req, res, url, params, requestId });
+        await route.handler({ req, res, url, params });
         return;
       }
       if (pathMatched) throw new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, `${req.method} is not allowed on ${url.pathname}`);
@@ -112,7 +109,7 @@ export class Router {
       for (const route of this.socketRoutes) {
         const params = matchPath(route.pattern, url.pathname);
         if (!params) continue;
-        const ctx = { req, url, params, requestId };
+        const ctx = { req, url, params };
         await route.guard(ctx);
         this.wss.handleUpgrade(req, socket, head, (ws) => {
           ws.on('error', (err: Error & { code?: string }) =>

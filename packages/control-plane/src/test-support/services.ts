@@ -30,7 +30,7 @@ export function servicesOnFakeNode() {
   const egress = new EgressService(store, node.asClient(), new SecretCipher(randomBytes(32)), (m) => log.push(m));
   const sessions = new SessionService(store, node.asClient(), metrics, taker, activity, egress, lifecycle);
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
-  const checkpoints = new SessionCheckpointService(store, node.asClient(), sessions, taker, metrics, lifecycle);
+  const checkpoints = new SessionCheckpointService(store, node.asClient(), sessions, taker, metrics);
   const maintenance = new Maintenance({
     store,
     node: node.asClient(),

@@ -14,7 +14,7 @@ import type { TemplateStore } from '../templates/template-store.js';
 import { unclaimedPrefix } from './live-sandboxes.js';
 
 /** A memory image a sandbox is restored from: a full checkpoint's, or a template's (checkpointId null). */
-export const MemorySourceSchema = z
+const MemorySourceSchema = z
   .object({
     checkpointId: z.string().nullable(),
     /** For the log: what the image is. */

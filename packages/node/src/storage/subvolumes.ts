@@ -27,11 +27,20 @@ export class Subvolumes {
     await runCommand(['btrfs', 'subvolume', 'snapshot', ...(readOnly ? ['-r'] : []), source, target]);
   }
 
-  /** Deletes a subvolume (read-only ones too) if it exists, with any subvolumes nested in it. */
+  /**
+   * Deletes a subvolume (read-only ones too) if it exists. One with subvolumes nested in it (only a
+   * crash or an old race leaves such a thing) cannot be deleted as it is: its children go first.
+   */
   async delete(target: string): Promise<void> {
     if (!existsSync(target)) return;
-    for (const child of await this.childrenOf(target)) await this.delete(child);
-    await runCommand(['btrfs', 'subvolume', 'delete', target]);
+    try {
+      await runCommand(['btrfs', 'subvolume', 'delete', target]);
+    } catch (err) {
+      const children = await this.childrenOf(target);
+      if (children.length === 0) throw err;
+      for (const child of children) await this.delete(child);
+      await runCommand(['btrfs', 'subvolume', 'delete', target]);
+    }
   }
 
   /** Renames a subvolume within the filesystem (an atomic rename of its directory entry). */

@@ -1,0 +1,101 @@
+import type { CheckpointRow, SecretRow, SessionRow } from './store.js';
+
+// Rows as SQLite returns them (snake_case, JSON in TEXT columns), and their conversion to the store's rows.
+
+export interface SessionDbRow {
+  id: string;
+  tenant_id: string;
+  template: string;
+  status: string;
+  created_at: string;
+  env: string;
+  resources: string;
+  metadata: string;
+  sandbox_id: string | null;
+  node_id: string | null;
+  sandbox_started_at: string | null;
+  parent_checkpoint_id: string | null;
+  checkpoint_interval_sec: number;
+  full_checkpoint_interval_sec: number;
+  idle_timeout_sec: number;
+  secrets: string;
+  egress: string;
+}
+
+export interface SecretDbRow {
+  tenant_id: string;
+  name: string;
+  value: string;
+  hosts: string;
+  placeholder: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface CheckpointDbRow {
+  id: string;
+  session_id: string;
+  tenant_id: string;
+  kind: string;
+  trigger: string;
+  node_id: string;
+  created_at: string;
+  size_bytes: number | null;
+  pause_ms: number | null;
+}
+
+export interface KeyDbRow {
+  id: string;
+  tenant_id: string;
+  hash: string;
+  admin: number;
+  created_at: string;
+}
+
+export function toSession(row: SessionDbRow): SessionRow {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    template: row.template,
+    status: row.status as SessionRow['status'],
+    createdAt: row.created_at,
+    env: JSON.parse(row.env) as Record<string, string>,
+    resources: JSON.parse(row.resources) as SessionRow['resources'],
+    metadata: JSON.parse(row.metadata) as Record<string, string>,
+    sandboxId: row.sandbox_id,
+    nodeId: row.node_id,
+    sandboxStartedAt: row.sandbox_started_at,
+    parentCheckpointId: row.parent_checkpoint_id,
+    checkpointIntervalSec: row.checkpoint_interval_sec,
+    fullCheckpointIntervalSec: row.full_checkpoint_interval_sec,
+    idleTimeoutSec: row.idle_timeout_sec,
+    secrets: JSON.parse(row.secrets) as string[],
+    egress: JSON.parse(row.egress) as SessionRow['egress'],
+  };
+}
+
+export function toSecret(row: SecretDbRow): SecretRow {
+  return {
+    tenantId: row.tenant_id,
+    name: row.name,
+    value: row.value,
+    hosts: JSON.parse(row.hosts) as string[],
+    placeholder: row.placeholder,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function toCheckpoint(row: CheckpointDbRow): CheckpointRow {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    tenantId: row.tenant_id,
+    kind: row.kind as CheckpointRow['kind'],
+    trigger: row.trigger as CheckpointRow['trigger'],
+    nodeId: row.node_id,
+    createdAt: row.created_at,
+    sizeBytes: row.size_bytes,
+    pauseMs: row.pause_ms,
+  };
+}
