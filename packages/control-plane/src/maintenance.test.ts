@@ -16,6 +16,7 @@ test('a session whose sandbox the node no longer runs is marked stopped once, an
   assert.deepEqual([after.status, after.sandbox, after.sandboxHistory!.at(-1)!.endReason], ['stopped', null, 'lost']);
   assert.equal(s.store.listCheckpoints(session.id).length, 0, 'no checkpoint of a session without a sandbox');
   assert.equal(counter(s.metrics.render({}), 'space_sessions_reconciled_total'), 1);
+  assert.equal(counter(s.metrics.render({}), 'space_sandbox_deaths_total'), 1, 'a lost sandbox counts as a death');
 });
 
 test('a session a crash left "starting" is marked stopped, and reconcileAll does it before anything else', async () => {

@@ -193,7 +193,8 @@ export class SessionService {
 
   /** Marks the session as having no sandbox, so the next call starts one. */
   forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle' | 'lost'): void {
-    if (reason === 'died') this.metrics.inc('sandbox_deaths');
+    // Lost: the node no longer runs it (found by reconciliation), so it died all the same.
+    if (reason === 'died' || reason === 'lost') this.metrics.inc('sandbox_deaths');
     this.store.recordSandboxEnd(sandboxId, reason);
     const current = this.store.getSession(row.tenantId, row.id);
     if (current?.sandboxId === sandboxId) this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
