@@ -67,8 +67,8 @@ export function controlPlaneTuning(
   };
 }
 
-/** The bundled daemon, built by `npm run build` next to the daemon package. */
-export function daemonBundleDir(): string {
+/** What runs inside every sandbox (the agent and its helpers), built by `npm run build` into packages/agent/dist. */
+export function sandboxRuntimeBuildDir(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  return path.resolve(here, '../../daemon/dist-sandbox');
+  return path.resolve(here, '../../agent/dist');
 }

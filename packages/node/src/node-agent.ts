@@ -68,13 +68,10 @@ export class NodeAgent {
     const { config, log } = this;
     const shim = fileURLToPath(new URL('../dist-native/space-shim', import.meta.url));
     const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'), shim);
-    await driver.preflight();
+    const runtimeVersion = await driver.preflight();
     await this.lock.acquire();
     await this.volume.mount();
-    const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), {
-      nodeBinary: config.nodeBinary,
-      daemonBundleDir: config.daemonBundleDir,
-    });
+    const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), config.sandboxRuntimeBuildDir, runtimeVersion);
     const leases = new IpLeases();
     await leases.releaseWhere((owner) => {
       const [dataDir, netns] = owner.split(' ');

@@ -50,8 +50,8 @@ export class NodeCheckpointService {
   }
 
   /**
-   * Save memory (the sandbox stops), snapshot the volume while nothing runs so files and memory
-   * match, let the sandbox run on from the image, publish the image.
+   * Save memory (the sandbox is paused, not stopped), snapshot the volume while nothing runs so files
+   * and memory match, let the sandbox run on, publish the image.
    */
   private async takeFull(sessionId: string, checkpointId: string): Promise<NodeCheckpoint> {
     const { manager, store } = this.deps;

@@ -17,9 +17,8 @@ export interface NodeConfig {
   nodeId: string;
   /** Size of the sparse btrfs image created on first start (`SPACE_VOLUME_SIZE_GB`, default 40). */
   volumeSizeGb: number;
-  /** Directory with the bundled daemon and its helpers. */
-  daemonBundleDir: string;
-  nodeBinary: string;
+  /** The built agent and helpers that every sandbox mounts (packages/agent/dist). */
+  sandboxRuntimeBuildDir: string;
   /** Warm pool settings; `templates: null` pools every template prepared at start. */
   pool: Omit<WarmPoolConfig, 'templates'> & { templates: string[] | null };
   gateway: GatewayConfig;
@@ -66,7 +65,7 @@ export async function persistentValue(file: string, make: () => string): Promise
   return value;
 }
 
-export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Partial<NodeConfig> & { daemonBundleDir: string }): Promise<NodeConfig> {
+export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Partial<NodeConfig> & { sandboxRuntimeBuildDir: string }): Promise<NodeConfig> {
   const dataDir = path.resolve(overrides.dataDir ?? env.SPACE_DATA_DIR ?? '/var/lib/space');
   const nodeDir = path.join(dataDir, 'node');
   return {
@@ -76,8 +75,7 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
     token: overrides.token ?? env.SPACE_NODE_TOKEN ?? (await persistentValue(path.join(nodeDir, 'token'), () => randomBytes(32).toString('hex'))),
     nodeId: overrides.nodeId ?? (await persistentValue(path.join(nodeDir, 'node-id'), () => newId('node', 10))),
     volumeSizeGb: overrides.volumeSizeGb ?? Number(env.SPACE_VOLUME_SIZE_GB ?? 40),
-    daemonBundleDir: overrides.daemonBundleDir,
-    nodeBinary: overrides.nodeBinary ?? process.execPath,
+    sandboxRuntimeBuildDir: overrides.sandboxRuntimeBuildDir,
     pool: overrides.pool ?? {
       size: integerSetting(env, 'SPACE_POOL_SIZE', 2),
       templates: env.SPACE_POOL_TEMPLATES

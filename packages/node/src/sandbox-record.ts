@@ -13,8 +13,6 @@ export const SandboxRecordSchema = z.object({
   sandboxIp: z.string(),
   /** The full checkpoint the sandbox was restored from, or null when it booted fresh. */
   restoredFrom: z.string().nullable().optional(),
-  /** Runs from a memory image (restored, or checkpointed in place): this runsc cannot save it again safely. */
-  fromImage: z.boolean().optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 

@@ -1,11 +1,11 @@
 import { NodeAgent, consoleLogger, resolveNodeConfig } from '@space/node';
-import { daemonBundleDir, platformConfig } from '../platform-config.js';
+import { sandboxRuntimeBuildDir, platformConfig } from '../platform-config.js';
 
 /** `space node`: the node agent alone, serving the node API for a separate control plane. */
 export async function nodeOnly(): Promise<void> {
   const config = platformConfig(process.env);
   const log = consoleLogger('node');
-  const nodeConfig = await resolveNodeConfig(process.env, { dataDir: config.dataDir, daemonBundleDir: daemonBundleDir() });
+  const nodeConfig = await resolveNodeConfig(process.env, { dataDir: config.dataDir, sandboxRuntimeBuildDir: sandboxRuntimeBuildDir() });
   const node = new NodeAgent(nodeConfig, log);
   let stopping = false;
   const stop = async (exitCode = 0): Promise<void> => {

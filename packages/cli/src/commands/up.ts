@@ -3,7 +3,7 @@ import path from 'node:path';
 import { ControlPlane, SecretCipher, SqliteStore } from '@space/control-plane';
 import { NodeAgent, consoleLogger, resolveNodeConfig } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
-import { controlPlaneTuning, daemonBundleDir, platformConfig } from '../platform-config.js';
+import { controlPlaneTuning, sandboxRuntimeBuildDir, platformConfig } from '../platform-config.js';
 
 /** `space up`: node agent and control plane in one process, talking over the node API on loopback. */
 export async function up(): Promise<void> {
@@ -14,7 +14,7 @@ export async function up(): Promise<void> {
     dataDir: config.dataDir,
     host: '127.0.0.1',
     port: Number(process.env.SPACE_NODE_PORT ?? 0),
-    daemonBundleDir: daemonBundleDir(),
+    sandboxRuntimeBuildDir: sandboxRuntimeBuildDir(),
   });
   const node = new NodeAgent(nodeConfig, consoleLogger('node', process.env.SPACE_QUIET === '1'));
   const store = new SqliteStore(path.join(config.dataDir, 'space.db'));

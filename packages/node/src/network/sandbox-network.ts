@@ -48,17 +48,6 @@ export class SandboxNetwork {
     return { netns, netnsPath: `/var/run/netns/${netns}`, hostIf, lease };
   }
 
-  /**
-   * Gives the sandbox end of the veth its address again. runsc moves the address into gVisor's own
-   * network stack and removes it from the interface, so a sandbox restored in the same namespace
-   * (after a full checkpoint) would otherwise come up without one.
-   */
-  async readdress(sandboxId: string, leaseIndex: number): Promise<void> {
-    const { netns } = SandboxNetwork.names(sandboxId);
-    const lease = IpLeases.describe(leaseIndex);
-    await runCommand(['ip', '-n', netns, '-batch', '-'], { input: ipBatch([...sandboxSideAddress(lease), ...sandboxSideRoute(lease)]) });
-  }
-
   /** Removes the namespace (which takes the veth pair with it) and frees the subnet. Idempotent. */
   async destroy(sandboxId: string, leaseIndex: number | null): Promise<void> {
     const { netns, hostIf } = SandboxNetwork.names(sandboxId);

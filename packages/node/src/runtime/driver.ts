@@ -20,6 +20,7 @@ export interface SandboxSpec {
 }
 
 export interface SandboxStats {
+  /** The sandbox exists and is running or paused. */
   running: boolean;
   pid: number | null;
 }
@@ -29,13 +30,18 @@ export interface SandboxStats {
  * kernel, rootfs image, vsock daemon channel, snapshot files) can implement the same methods.
  */
 export interface RuntimeDriver {
-  /** Checks the host can run sandboxes; throws a message that says what to install or change. */
-  preflight(): Promise<void>;
+  /** Checks the host can run sandboxes (throws a message that says what to install or change); resolves to the runtime's version (memory images are tied to it). */
+  preflight(): Promise<string>;
   start(spec: SandboxSpec): Promise<void>;
-  /** Saves the sandbox's memory and process state into `imageDir`; the sandbox is stopped afterwards. */
-  checkpoint(sandboxId: string, imageDir: string): Promise<void>;
-  /** Runs a sandbox stopped by `checkpoint` on from its image, with the spec it was started with. */
-  resumeFromImage(sandboxId: string, workDir: string, imageDir: string): Promise<void>;
+  /**
+   * Saves the sandbox's memory and process state into `imageDir`. The sandbox is stopped afterwards,
+   * or with `leaveRunning` left as it was (running, or paused if it was paused).
+   */
+  checkpoint(sandboxId: string, imageDir: string, options?: { leaveRunning?: boolean }): Promise<void>;
+  /** Freezes every process of the sandbox (nothing runs, nothing is written) until `resume`. */
+  pause(sandboxId: string): Promise<void>;
+  /** Lets a paused sandbox run again; a sandbox already running is left alone. */
+  resume(sandboxId: string): Promise<void>;
   /** Starts a new sandbox from a memory image instead of booting: its processes continue where they were. */
   restore(spec: SandboxSpec, imageDir: string): Promise<void>;
   /** The sandbox's root directory was renamed (a pooled sandbox claimed by a session): later restores use the new path. */

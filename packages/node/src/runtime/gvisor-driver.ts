@@ -26,11 +26,12 @@ export class GvisorDriver implements RuntimeDriver {
     return flags;
   }
 
-  async preflight(): Promise<void> {
+  async preflight(): Promise<string> {
     const found = await runCommand([this.runscBinary, '--version'], { allowFailure: true }).catch(() => null);
-    if (found?.code !== 0) throw new Error(`${this.runscBinary} not found: install gVisor with "apt-get install runsc" (./space up does this)`);
+    if (found?.code !== 0) throw new Error(`${this.runscBinary} not found: install gVisor with "./space setup" (runsc from bookworm-backports)`);
     if (!existsSync(this.shimBinary)) throw new Error(`${this.shimBinary} is missing: run "npm run build" (./space does it)`);
     await mkdir(this.stateRoot, { recursive: true });
+    return found.stdout.split('\n')[0]!.trim();
   }
 
   async start(spec: SandboxSpec): Promise<void> {
@@ -38,28 +39,27 @@ export class GvisorDriver implements RuntimeDriver {
     await this.runInOwnMountNamespace(spec.workDir, ['run', '--detach', `--bundle=${bundle}`, spec.sandboxId]);
   }
 
-  async checkpoint(sandboxId: string, imageDir: string): Promise<void> {
+  async checkpoint(sandboxId: string, imageDir: string, options: { leaveRunning?: boolean } = {}): Promise<void> {
     await mkdir(imageDir, { recursive: true });
-    const run = [this.runscBinary, ...this.globalFlags(), 'checkpoint', `--image-path=${imageDir}`, sandboxId];
+    const run = [this.runscBinary, ...this.globalFlags(), 'checkpoint', `--image-path=${imageDir}`, ...(options.leaveRunning ? ['--leave-running'] : []), sandboxId];
     const result = await runCommand(inOwnMountNamespace(run), { allowFailure: true });
     if (result.code !== 0) throw new Error(`runsc checkpoint failed: ${checkpointFailure(result.stderr || result.stdout)}`);
   }
 
+  async pause(sandboxId: string): Promise<void> {
+    await runCommand([this.runscBinary, ...this.globalFlags(), 'pause', sandboxId]);
+  }
+
+  async resume(sandboxId: string): Promise<void> {
+    const result = await runCommand([this.runscBinary, ...this.globalFlags(), 'resume', sandboxId], { allowFailure: true });
+    if (result.code !== 0 && (await this.status(sandboxId)) !== 'running') throw new Error(`runsc resume failed: ${(result.stderr || result.stdout).trim()}`);
+  }
+
   async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
     await this.writeBundle(spec);
-    await this.restoreWithBundle(spec.workDir, spec.sandboxId, imageDir);
+    await this.runInOwnMountNamespace(spec.workDir, ['restore', '--detach', `--bundle=${path.join(spec.workDir, 'bundle')}`, `--image-path=${imageDir}`, spec.sandboxId]);
   }
 
-  /** This runsc cannot restore into a stopped container: it is deleted and restored under the same id. */
-  async resumeFromImage(sandboxId: string, workDir: string, imageDir: string): Promise<void> {
-    await this.destroy(sandboxId);
-    await this.restoreWithBundle(workDir, sandboxId, imageDir);
-  }
-
-  /** `runsc restore` of the bundle in `workDir`. */
-  private restoreWithBundle(workDir: string, sandboxId: string, imageDir: string): Promise<void> {
-    return this.runInOwnMountNamespace(workDir, ['restore', '--detach', `--bundle=${path.join(workDir, 'bundle')}`, `--image-path=${imageDir}`, sandboxId]);
-  }
 
   /** The running sandbox keeps its open directories; only the bundle a restore reads needs the new path. */
   async moveRootfs(workDir: string, from: string, to: string): Promise<void> {
@@ -119,10 +119,17 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   async stats(sandboxId: string): Promise<SandboxStats> {
+    const state = await this.state(sandboxId);
+    return { running: state?.status === 'running' || state?.status === 'paused', pid: state?.pid ?? null };
+  }
+
+  private async status(sandboxId: string): Promise<string | null> {
+    return (await this.state(sandboxId))?.status ?? null;
+  }
+
+  private async state(sandboxId: string): Promise<{ status?: string; pid?: number } | null> {
     const result = await runCommand([this.runscBinary, ...this.globalFlags(), 'state', sandboxId], { allowFailure: true });
-    if (result.code !== 0) return { running: false, pid: null };
-    const state = JSON.parse(result.stdout) as { status?: string; pid?: number };
-    return { running: state.status === 'running', pid: state.pid ?? null };
+    return result.code === 0 ? (JSON.parse(result.stdout) as { status?: string; pid?: number }) : null;
   }
 
   async list(): Promise<string[]> {

@@ -1,51 +1,37 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { runCommand } from '../run-command.js';
-
-export interface RuntimeDirSources {
-  /** The Node.js binary the daemon runs on (the host's own). */
-  nodeBinary: string;
-  /** Directory with space-daemon.mjs, space-init, space-pty and space-compat.so. */
-  daemonBundleDir: string;
-}
 
 /** Where things sit inside the sandbox once the runtime directory is mounted at /.space. */
 export const inSandbox = {
   mount: '/.space',
-  loader: '/.space/lib/ld-linux-x86-64.so.2',
-  libs: '/.space/lib',
-  node: '/.space/node',
-  daemon: '/.space/space-daemon.mjs',
+  agent: '/.space/space-agent',
   init: '/.space/space-init',
   pty: '/.space/space-pty',
   compat: '/.space/space-compat.so',
 } as const;
 
+const runtimeFiles = ['space-agent', 'space-init', 'space-pty', 'space-compat.so'];
+
 /**
- * Prepares the read-only directory mounted into every sandbox: the host's Node.js with the shared
- * libraries it links against, started through their own dynamic loader, so the daemon runs the same
- * way on any template (busybox has no libc; Debian's node is older) without touching the rootfs.
+ * Prepares the read-only directory mounted into every sandbox: the agent and its helpers, all
+ * static (but the preload library), so they run the same way on any template, busybox included. A
+ * directory per content hash and runtime version: running sandboxes keep the one they mounted when
+ * the build changes, and a memory image is restored only under the directory it was saved with, so
+ * an image of another agent build or another runsc release is never restored (its files are).
  */
-export async function prepareRuntimeDir(parent: string, sources: RuntimeDirSources): Promise<string> {
-  const files = ['space-daemon.mjs', 'space-init', 'space-pty', 'space-compat.so'].map((f) => path.join(sources.daemonBundleDir, f));
+export async function prepareRuntimeDir(parent: string, buildDir: string, runtimeVersion: string): Promise<string> {
+  const files = runtimeFiles.map((f) => path.join(buildDir, f));
   for (const f of files) if (!existsSync(f)) throw new Error(`${f} is missing: run "npm run build" (./space does it)`);
-  const libs = await sharedLibraries(sources.nodeBinary);
-  const hash = createHash('sha256');
-  for (const f of [sources.nodeBinary, ...libs]) {
-    const s = await stat(f);
-    hash.update(`${f}:${s.size}:${s.mtimeMs}\n`);
-  }
+  const hash = createHash('sha256').update(`${runtimeVersion}\n`);
   for (const f of files) hash.update(await readFile(f));
   const target = path.join(parent, hash.digest('hex').slice(0, 16));
   if (existsSync(target)) return target;
 
   const scratch = `${target}.tmp-${process.pid}`;
   await rm(scratch, { recursive: true, force: true });
-  await mkdir(path.join(scratch, 'lib'), { recursive: true });
-  await copyFile(sources.nodeBinary, path.join(scratch, 'node'));
-  for (const lib of libs) await copyFile(lib, path.join(scratch, 'lib', path.basename(lib)));
+  await mkdir(scratch, { recursive: true });
   for (const f of files) await copyFile(f, path.join(scratch, path.basename(f)));
   await rename(scratch, target);
   // Older versions are no longer mounted by new sandboxes; running ones hold their own mount.
@@ -66,13 +52,4 @@ export async function installCompatPreload(rootfs: string): Promise<void> {
   const current = existsSync(file) ? await readFile(file, 'utf8') : '';
   if (current.split(/\s+/).includes(inSandbox.compat)) return;
   await writeFile(file, `${current}${current && !current.endsWith('\n') ? '\n' : ''}${inSandbox.compat}\n`, { mode: 0o644 });
-}
-
-async function sharedLibraries(binary: string): Promise<string[]> {
-  const { stdout } = await runCommand(['ldd', binary]);
-  const libs = new Set<string>();
-  for (const match of stdout.matchAll(/(\/[^\s]+\.so[^\s]*)/g)) libs.add(match[1]!);
-  const loader = [...libs].find((l) => path.basename(l).startsWith('ld-linux'));
-  if (!loader) throw new Error(`cannot find the dynamic loader of ${binary} in ldd output`);
-  return [...libs];
 }

@@ -72,7 +72,6 @@ export class SandboxBooter {
       leaseIndex: net.lease.index,
       sandboxIp: net.lease.sandboxIp,
       restoredFrom: memory?.checkpointId ?? null,
-      fromImage: memory !== null,
     };
     await deps.records.save(record);
     const spec = this.specOf(request, record, rootfs, net.netnsPath, cpuShares);
@@ -124,7 +123,7 @@ export class SandboxBooter {
       rootfs,
       workDir: this.deps.records.workDir(record.sandboxId),
       hostname: hostnameOf(request.sessionId),
-      args: [inSandbox.init, inSandbox.loader, '--library-path', inSandbox.libs, inSandbox.node, inSandbox.daemon],
+      args: [inSandbox.init, inSandbox.agent],
       env: {
         PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
         HOME: '/root',

@@ -153,23 +153,16 @@ export class SandboxManager {
   }
 
   /**
-   * A full checkpoint's first step: the daemon closes its channel (this runsc cannot save TCP
-   * endpoints) and the runtime saves memory into `imageDir`, which stops the sandbox. Calls arriving
-   * from now on wait until `runOn`. Refused (FULL_CHECKPOINT_REFUSED) before anything is touched when
-   * there is no sandbox, it already runs from an image, or its daemon sees sockets it cannot close.
+   * A full checkpoint's first step: the agent closes its channel (runsc cannot save TCP endpoints),
+   * the sandbox is paused, and the runtime saves its memory into `imageDir` leaving it paused
+   * (`--leave-running` on a paused sandbox), so the caller snapshots the volume while nothing runs
+   * and files and memory match. Calls arriving from now on wait until `runOn`. Refused
+   * (FULL_CHECKPOINT_REFUSED) before anything is touched when there is no sandbox or its agent sees
+   * sockets it cannot close.
    */
   async saveMemory(sessionId: string, imageDir: string): Promise<SavedSandbox> {
     const live = this.deps.live.forSession(sessionId);
     if (!live) throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'the session has no running sandbox: there is no memory to save');
-    // Measured with this runsc: a daemon restored from an image that was itself taken of a restored
-    // sandbox sometimes spins on a CPU (its restarted listener reports EPOLLIN|EPOLLERR|EPOLLHUP for
-    // ever while accept() finds nothing: a stale epoll entry). One generation of images is safe.
-    if (live.record.fromImage) {
-      throw new SpaceError(
-        ErrorCode.FULL_CHECKPOINT_REFUSED,
-        'this sandbox already runs from a memory image (a full checkpoint, a fork, or a template image), and this gVisor release cannot save such a sandbox again safely; the next sandbox that boots for the session can be fully checkpointed',
-      );
-    }
     if (live.pendingCall) await live.pendingCall.catch(() => undefined);
     let release!: () => void;
     live.pendingCall = new Promise<void>((resolve) => (release = resolve));
@@ -181,7 +174,7 @@ export class SandboxManager {
     try {
       await this.deps.link.quiesce(live.daemon);
       phases.mark('quiesce');
-      await this.saveOrRecover(live, imageDir);
+      await this.pauseAndSave(live, imageDir, phases);
       phases.mark('save');
     } catch (err) {
       done();
@@ -191,9 +184,9 @@ export class SandboxManager {
   }
 
   /**
-   * A full checkpoint's last step: the sandbox runs on from the image just saved, and the calls that
-   * waited go through. If it cannot, the checkpoint is still complete; only this sandbox is lost, and
-   * the session resumes from it on its next call.
+   * A full checkpoint's last step: the paused sandbox runs on (it never stopped), its agent listens
+   * again, and the calls that waited go through. If it cannot, the checkpoint is still complete;
+   * only this sandbox is lost, and the session resumes from the checkpoint on its next call.
    */
   async runOn(saved: SavedSandbox): Promise<{ meta: Omit<MemoryImageMeta, 'sizeBytes'>; pauseMs: number }> {
     const { deps } = this;
@@ -201,15 +194,11 @@ export class SandboxManager {
     const { sandboxId } = live.record;
     phases.mark('snapshot');
     try {
-      await deps.network.readdress(sandboxId, live.record.leaseIndex);
-      await deps.driver.resumeFromImage(sandboxId, deps.records.workDir(sandboxId), saved.imageDir);
-      phases.mark('restore');
+      await deps.driver.resume(sandboxId);
+      phases.mark('resume');
       await deps.link.wake(sandboxId);
       await deps.link.waitReady(sandboxId, live.daemon);
-      live.pid = (await deps.driver.stats(sandboxId)).pid;
-      live.record = { ...live.record, fromImage: true };
-      await deps.records.save(live.record);
-      phases.mark('daemon');
+      phases.mark('agent');
       deps.log.info(`sandbox ${sandboxId} paused ${phases.summary()} for a full checkpoint`);
     } catch (err) {
       deps.log.warn(
@@ -234,18 +223,26 @@ export class SandboxManager {
     };
   }
 
-  /** Saves the sandbox's memory; if that fails, the sandbox is woken (or stopped, if the runtime stopped it) and the error says so. */
-  private async saveOrRecover(live: LiveSandbox, imageDir: string): Promise<void> {
+  /**
+   * Pauses the sandbox and saves its memory, leaving it paused. If that fails the sandbox is not
+   * lost: it is resumed and its agent woken (or, if even that fails, stopped) and the error says so.
+   */
+  private async pauseAndSave(live: LiveSandbox, imageDir: string, phases: PhaseTimer): Promise<void> {
     const { sandboxId } = live.record;
     try {
-      await this.deps.driver.checkpoint(sandboxId, imageDir);
+      await this.deps.driver.pause(sandboxId);
+      phases.mark('pause');
+      await this.deps.driver.checkpoint(sandboxId, imageDir, { leaveRunning: true });
     } catch (err) {
-      if ((await this.deps.driver.stats(sandboxId)).running) {
-        await this.deps.link.wake(sandboxId);
-        await this.deps.link.waitReady(sandboxId, live.daemon);
-      } else {
-        await this.stop(sandboxId);
-      }
+      const recovered = await this.deps.driver
+        .resume(sandboxId)
+        .then(() => this.deps.link.wake(sandboxId))
+        .then(() => this.deps.link.waitReady(sandboxId, live.daemon))
+        .then(
+          () => true,
+          () => false,
+        );
+      if (!recovered) await this.stop(sandboxId);
       throw new SpaceError(
         ErrorCode.FULL_CHECKPOINT_FAILED,
         `${(err as Error).message}${this.deps.live.find(sandboxId) ? '' : '; the sandbox stopped and the session resumes on the next call'}`,

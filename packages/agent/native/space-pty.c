@@ -21,7 +21,15 @@
 static int write_all(int fd, const char *buf, ssize_t len) {
   while (len > 0) {
     ssize_t n = write(fd, buf, len);
-    if (n < 0) { if (errno == EINTR) continue; return -1; }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) { /* the non-blocking master is full: wait until it drains */
+        struct pollfd p = { .fd = fd, .events = POLLOUT };
+        poll(&p, 1, 50);
+        continue;
+      }
+      return -1;
+    }
     buf += n; len -= n;
   }
   return 0;
@@ -47,9 +55,14 @@ int main(int argc, char **argv) {
   if (!slave_name) { perror("space-pty: ptsname"); return 1; }
   ioctl(master, TIOCSWINSZ, &ws);
 
+  /* Closed (close-on-exec) when the child runs the command: input is forwarded only from then on.
+     gVisor 20240729 drops what is written to the master before the slave is opened. */
+  int started[2];
+  if (pipe2(started, O_CLOEXEC) < 0) { perror("space-pty: pipe"); return 1; }
   pid_t pid = fork();
   if (pid < 0) { perror("space-pty: fork"); return 1; }
   if (pid == 0) {
+    close(started[0]);
     setsid();
     int slave = open(slave_name, O_RDWR);
     if (slave < 0) { perror("space-pty: open slave"); _exit(1); }
@@ -63,7 +76,14 @@ int main(int argc, char **argv) {
     _exit(127);
   }
 
+  close(started[1]);
+  char ignored;
+  while (read(started[0], &ignored, 1) < 0 && errno == EINTR) {}
+  close(started[0]);
   signal(SIGPIPE, SIG_IGN);
+  /* Non-blocking: gVisor 20240729 reports POLLHUP on the master once the slave closes, and a read
+     then blocks instead of failing with EIO, which would keep the child's exit from being seen. */
+  fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
   char buf[65536];
   char ctl[256];
   size_t ctl_len = 0;
@@ -81,8 +101,15 @@ int main(int argc, char **argv) {
     if (poll(fds, 3, 50) < 0) { if (errno == EINTR) continue; break; }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       ssize_t n = read(master, buf, sizeof buf);
-      if (n <= 0) break; /* EIO once every slave fd is closed: the command is done */
-      if (write_all(1, buf, n) < 0) break;
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        /* Nothing to read: POLLHUP without data. The exit is polled for above; the pause keeps a
+           child that closed its terminal but runs on from spinning this loop. */
+        if (fds[0].revents & POLLHUP) usleep(10000);
+      } else if (n <= 0) {
+        break; /* EIO once every slave fd is closed: the command is done */
+      } else if (write_all(1, buf, n) < 0) {
+        break;
+      }
     }
     if (in_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
       ssize_t n = read(0, buf, sizeof buf);
@@ -106,7 +133,6 @@ int main(int argc, char **argv) {
     }
   }
   if (exited) {
-    fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
     for (;;) {
       ssize_t n = read(master, buf, sizeof buf);
       if (n <= 0 || write_all(1, buf, n) < 0) break;

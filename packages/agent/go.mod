@@ -1,0 +1,3 @@
+module space/agent
+
+go 1.22

@@ -1,0 +1,88 @@
+// space-agent is the in-sandbox agent, the only way into a sandbox. The node agent writes a
+// one-time token file into the sandbox's rootfs; the agent reads and deletes it before serving, so
+// processes in the sandbox never find it on disk.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "space-agent: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	port := envOr("SPACE_DAEMON_PORT", strconv.Itoa(layoutDaemonPort))
+	host := envOr("SPACE_DAEMON_HOST", "0.0.0.0")
+	tokenFile := envOr("SPACE_DAEMON_TOKEN_FILE", layoutDaemonTokenPath)
+	workdir := envOr("SPACE_WORKDIR", layoutWorkdir)
+	ptyHelper := envOr("SPACE_PTY_HELPER", "/.space/space-pty")
+
+	raw, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(tokenFile); err != nil {
+		return err
+	}
+	token := strings.TrimSpace(string(raw))
+	if len(token) < 32 {
+		return fmt.Errorf("daemon token too short")
+	}
+
+	// User processes get the sandbox environment without the agent's own settings.
+	baseEnv := map[string]string{}
+	for _, entry := range os.Environ() {
+		key, value, _ := strings.Cut(entry, "=")
+		if !strings.HasPrefix(key, "SPACE_DAEMON_") && key != "SPACE_PTY_HELPER" {
+			baseEnv[key] = value
+		}
+	}
+	paths := sandboxPaths{workdir: workdir}
+	a := &agent{
+		processes: newProcessTable(paths, baseEnv, ptyHelper),
+		files:     fileService{paths: paths},
+		token:     token,
+		logf:      func(format string, args ...any) { fmt.Fprintf(os.Stderr, "space-agent: "+format+"\n", args...) },
+	}
+	a.channel = newChannel(host+":"+port, a)
+
+	signals := make(chan os.Signal, 4)
+	// SIGPIPE is caught, not ignored: a log write to a closed stderr must not end the agent, and an
+	// ignored signal would stay ignored in every process the agent starts.
+	signal.Notify(signals, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPIPE)
+	if err := a.channel.Listen(); err != nil {
+		return err
+	}
+	fmt.Printf("space-daemon listening on %s\n", port)
+	for sig := range signals {
+		if sig == syscall.SIGPIPE {
+			continue
+		}
+		if sig == syscall.SIGUSR2 {
+			// The node agent's "listen again" after a checkpoint or a restore.
+			if err := a.channel.Listen(); err != nil {
+				a.logf("cannot listen again: %v", err)
+			}
+			continue
+		}
+		a.processes.killAll()
+		return nil
+	}
+	return nil
+}
+
+func envOr(key, fallback string) string {
+	if value, ok := os.LookupEnv(key); ok && value != "" {
+		return value
+	}
+	return fallback
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// processEvent is output (offset: where the chunk starts in the process's output, stdout and stderr
+// counted together) or the exit.
+type processEvent struct {
+	Type     string // "stdout", "stderr" or "exit"
+	Data     []byte
+	Offset   int64
+	ExitCode int
+	Signal   string // empty: none
+	TimedOut bool
+}
+
+// subscriber receives a process's events in order; deliver must not block. A subscriber with a
+// backlog makes the process's output wait (flow control, as pausing its pipes).
+type subscriber interface {
+	deliver(event processEvent)
+	waitBelow(limit int)
+}
+
+// managedProcess is a process started by the agent: it keeps running when its client goes away,
+// keeps the tail of its output so a client can re-attach, and reports its exit once to every
+// subscriber.
+type managedProcess struct {
+	pid       int
+	cmd       any // the request's command, a string or a []string, listed back as given
+	pty       bool
+	startedAt string
+
+	stdin   chan []byte // written by one goroutine, so a process that does not read its stdin blocks no caller
+	done    chan struct{}
+	control io.WriteCloser // "R rows cols" resize requests to the PTY helper
+	timer   *time.Timer
+
+	mu          sync.Mutex // guards everything below; held while events are delivered, to keep order
+	exit        *processEvent
+	subscribers map[subscriber]struct{}
+	backlog     []processEvent
+	backlogSize int
+	produced    int64
+	timedOut    bool
+	stdinClosed bool
+}
+
+// highWaterBytes: above this much undelivered output for one subscriber, the process's output waits.
+const highWaterBytes = 4 * 1024 * 1024
+
+func startManagedProcess(cmd *exec.Cmd, command any, pty bool, timeout time.Duration) (*managedProcess, error) {
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	var control io.WriteCloser
+	if pty {
+		reader, writer, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		cmd.ExtraFiles = []*os.File{reader}
+		control = writer
+		defer reader.Close()
+	}
+	if err := cmd.Start(); err != nil {
+		if control != nil {
+			control.Close()
+		}
+		return nil, err
+	}
+	p := &managedProcess{
+		pid: cmd.Process.Pid, cmd: command, pty: pty, startedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+		stdin: make(chan []byte, 16), done: make(chan struct{}), control: control, subscribers: map[subscriber]struct{}{},
+	}
+	go p.feedStdin(stdin)
+	p.timer = time.AfterFunc(timeout, func() {
+		p.mu.Lock()
+		p.timedOut = true
+		p.mu.Unlock()
+		p.kill(syscall.SIGKILL)
+	})
+	var pipes sync.WaitGroup
+	pipes.Add(2)
+	go p.pump("stdout", stdout, &pipes)
+	go p.pump("stderr", stderr, &pipes)
+	go func() {
+		// Like Node's 'close': the exit is reported once both pipes are drained.
+		pipes.Wait()
+		_ = cmd.Wait()
+		p.timer.Stop()
+		if control != nil {
+			control.Close()
+		}
+		p.finish(cmd.ProcessState)
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *managedProcess) pump(stream string, pipe io.Reader, done *sync.WaitGroup) {
+	defer done.Done()
+	buf := make([]byte, 64*1024)
+	for {
+		n, err := pipe.Read(buf)
+		if n > 0 {
+			data := make([]byte, n)
+			copy(data, buf[:n])
+			waiting := p.emitOutput(stream, data)
+			for _, s := range waiting {
+				s.waitBelow(highWaterBytes)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *managedProcess) emitOutput(stream string, data []byte) []subscriber {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	event := processEvent{Type: stream, Data: data, Offset: p.produced}
+	p.produced += int64(len(data))
+	p.emitLocked(event)
+	subscribers := make([]subscriber, 0, len(p.subscribers))
+	for s := range p.subscribers {
+		subscribers = append(subscribers, s)
+	}
+	return subscribers
+}
+
+func (p *managedProcess) finish(state *os.ProcessState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	event := processEvent{Type: "exit", TimedOut: p.timedOut, ExitCode: 1}
+	status, _ := state.Sys().(syscall.WaitStatus)
+	switch {
+	case state == nil:
+	case status.Signaled():
+		event.Signal = signalName(status.Signal())
+		event.ExitCode = 128 + int(status.Signal())
+	default:
+		event.ExitCode = status.ExitStatus()
+	}
+	if p.timedOut {
+		event.ExitCode = 124
+	}
+	p.exit = &event
+	p.emitLocked(event)
+	p.subscribers = map[subscriber]struct{}{}
+}
+
+func (p *managedProcess) emitLocked(event processEvent) {
+	p.backlog = append(p.backlog, event)
+	if event.Type != "exit" {
+		p.backlogSize += len(event.Data)
+	}
+	for p.backlogSize > limitBackgroundBacklogBytes && len(p.backlog) > 1 {
+		dropped := p.backlog[0]
+		p.backlog = p.backlog[1:]
+		if dropped.Type != "exit" {
+			p.backlogSize -= len(dropped.Data)
+		}
+	}
+	for s := range p.subscribers {
+		s.deliver(event)
+	}
+}
+
+// subscribe delivers events to s; with replay, first the kept output from offset after on (and the
+// exit, if any): a client that reconnects gets exactly what it missed, if it is still kept.
+func (p *managedProcess) subscribe(s subscriber, replay bool, after int64) (unsubscribe func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if replay {
+		for _, event := range p.backlog {
+			if event.Type == "exit" {
+				s.deliver(event)
+			} else if end := event.Offset + int64(len(event.Data)); end > after {
+				if skip := after - event.Offset; skip > 0 {
+					event.Data, event.Offset = event.Data[skip:], event.Offset+skip
+				}
+				s.deliver(event)
+			}
+		}
+	}
+	if p.exit != nil {
+		if replay && !p.backlogHasExit() {
+			s.deliver(*p.exit)
+		}
+		return func() {}
+	}
+	p.subscribers[s] = struct{}{}
+	return func() {
+		p.mu.Lock()
+		delete(p.subscribers, s)
+		p.mu.Unlock()
+	}
+}
+
+func (p *managedProcess) backlogHasExit() bool {
+	for _, e := range p.backlog {
+		if e.Type == "exit" {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *managedProcess) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exit == nil
+}
+
+func (p *managedProcess) exitCode() *int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exit == nil {
+		return nil
+	}
+	code := p.exit.ExitCode
+	return &code
+}
+
+// write queues data for the process's stdin; nil ends it. It waits only while 16 writes are queued
+// and the process runs.
+func (p *managedProcess) write(data []byte) {
+	select {
+	case p.stdin <- data:
+	case <-p.done:
+	}
+}
+
+func (p *managedProcess) endStdin() {
+	p.mu.Lock()
+	already := p.stdinClosed
+	p.stdinClosed = true
+	p.mu.Unlock()
+	if !already {
+		p.write(nil)
+	}
+}
+
+// feedStdin writes the queued stdin; after the end or a write error it drops what still comes.
+func (p *managedProcess) feedStdin(pipe io.WriteCloser) {
+	defer pipe.Close()
+	open := true
+	for {
+		select {
+		case data := <-p.stdin:
+			if !open {
+				continue
+			}
+			if data == nil {
+				open = false
+				_ = pipe.Close()
+			} else if _, err := pipe.Write(data); err != nil {
+				open = false
+			}
+		case <-p.done:
+			return
+		}
+	}
+}
+
+func (p *managedProcess) resize(cols, rows int) {
+	if p.control != nil {
+		_, _ = io.WriteString(p.control, "R "+itoa(rows)+" "+itoa(cols)+"\n")
+	}
+}
+
+// kill signals the whole process group, so a shell's children go too.
+func (p *managedProcess) kill(signal syscall.Signal) {
+	if !p.running() {
+		return
+	}
+	if err := syscall.Kill(-p.pid, signal); err != nil {
+		_ = syscall.Kill(p.pid, signal)
+	}
+}

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// keepFinished is how many finished processes stay listed (and re-attachable) after they exit.
+const keepFinished = 64
+
+// startOptions describes a process to start; cmd is a string (run by /bin/sh -c) or an argv.
+type startOptions struct {
+	Cmd       command
+	Cwd       string
+	Env       map[string]string
+	TimeoutMs int64
+	Pty       *ptySize
+}
+
+type ptySize struct{ Cols, Rows int }
+
+// processTable holds every process the agent started, by pid.
+type processTable struct {
+	paths     sandboxPaths
+	ptyHelper string
+
+	mu         sync.Mutex
+	baseEnv    map[string]string
+	processes  map[int]*managedProcess
+	startOrder []int
+}
+
+func newProcessTable(paths sandboxPaths, baseEnv map[string]string, ptyHelper string) *processTable {
+	return &processTable{paths: paths, ptyHelper: ptyHelper, baseEnv: baseEnv, processes: map[int]*managedProcess{}}
+}
+
+// setSessionEnv adds the session's variables for processes started from now on (a restored
+// sandbox serves a new session).
+func (t *processTable) setSessionEnv(env map[string]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	merged := map[string]string{}
+	for k, v := range t.baseEnv {
+		merged[k] = v
+	}
+	for k, v := range env {
+		merged[k] = v
+	}
+	t.baseEnv = merged
+}
+
+func (t *processTable) start(o startOptions) (*managedProcess, error) {
+	argv := o.Cmd.argv()
+	cwd, err := t.paths.resolve(o.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWorkingDirectory(cwd); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	env := map[string]string{}
+	for k, v := range t.baseEnv {
+		env[k] = v
+	}
+	t.mu.Unlock()
+	for k, v := range o.Env {
+		env[k] = v
+	}
+	file, args := argv[0], argv
+	if o.Pty != nil {
+		if _, ok := env["TERM"]; !ok {
+			env["TERM"] = "xterm-256color"
+		}
+		file = t.ptyHelper
+		args = append([]string{t.ptyHelper, strconv.Itoa(o.Pty.Rows), strconv.Itoa(o.Pty.Cols), "--"}, argv...)
+	}
+	path, err := lookPath(file, env["PATH"])
+	if err != nil {
+		return nil, newError(codeExecFailed, "cannot start %q: no such file or not executable", argv[0])
+	}
+	cmd := &exec.Cmd{Path: path, Args: args, Dir: cwd, Env: envList(env), SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	timeout := time.Duration(o.TimeoutMs) * time.Millisecond
+	if o.TimeoutMs == 0 {
+		timeout = limitDefaultExecTimeoutMs * time.Millisecond
+	}
+	proc, err := startManagedProcess(cmd, o.Cmd.raw(), o.Pty != nil, timeout)
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			if known, ok := errnoCodes[errno]; ok {
+				return nil, newError(known.code, "cannot start %q: %s (%s)", argv[0], known.meaning, known.name)
+			}
+		}
+		return nil, newError(codeExecFailed, "cannot start %q: %v", argv[0], err)
+	}
+	t.mu.Lock()
+	t.processes[proc.pid] = proc
+	t.startOrder = append(t.startOrder, proc.pid)
+	t.mu.Unlock()
+	t.prune(keepFinished)
+	return proc, nil
+}
+
+func (t *processTable) get(pid int) (*managedProcess, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.processes[pid]; ok {
+		return p, nil
+	}
+	return nil, newError(codeProcessNotFound, "no process with pid %d was started by this sandbox's daemon", pid)
+}
+
+type processInfo struct {
+	Pid       int    `json:"pid"`
+	Cmd       any    `json:"cmd"`
+	StartedAt string `json:"startedAt"`
+	Running   bool   `json:"running"`
+	ExitCode  *int   `json:"exitCode"`
+	Pty       bool   `json:"pty"`
+}
+
+func (t *processTable) list() []processInfo {
+	t.mu.Lock()
+	order := append([]int(nil), t.startOrder...)
+	procs := t.processes
+	t.mu.Unlock()
+	list := []processInfo{}
+	for _, pid := range order {
+		t.mu.Lock()
+		p, ok := procs[pid]
+		t.mu.Unlock()
+		if !ok {
+			continue
+		}
+		code := p.exitCode()
+		list = append(list, processInfo{Pid: p.pid, Cmd: p.cmd, StartedAt: p.startedAt, Running: code == nil, ExitCode: code, Pty: p.pty})
+	}
+	return list
+}
+
+// forgetFinished drops finished processes: a sandbox handed to a new session shows none of its
+// earlier ones.
+func (t *processTable) forgetFinished() { t.prune(0) }
+
+func (t *processTable) killAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, p := range t.processes {
+		p.kill(syscall.SIGKILL)
+	}
+}
+
+// prune drops the oldest finished processes beyond keep.
+func (t *processTable) prune(keep int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var finished []int
+	for _, pid := range t.startOrder {
+		if p, ok := t.processes[pid]; ok && !p.running() {
+			finished = append(finished, pid)
+		}
+	}
+	for _, pid := range finished[:max(0, len(finished)-keep)] {
+		delete(t.processes, pid)
+	}
+	order := t.startOrder[:0]
+	for _, pid := range t.startOrder {
+		if _, ok := t.processes[pid]; ok {
+			order = append(order, pid)
+		}
+	}
+	t.startOrder = order
+}
+
+// checkWorkingDirectory names a missing or non-directory cwd as the caller's mistake.
+func checkWorkingDirectory(cwd string) error {
+	info, err := os.Stat(cwd)
+	if err != nil {
+		return fsError(err, cwd)
+	}
+	if !info.IsDir() {
+		return newError(codeNotADirectory, "cwd %q is not a directory", cwd)
+	}
+	return nil
+}
+
+// lookPath finds file like execvp does, with the process's own PATH.
+func lookPath(file, pathEnv string) (string, error) {
+	if containsSlash(file) {
+		if isExecutable(file) {
+			return file, nil
+		}
+		return "", os.ErrNotExist
+	}
+	if pathEnv == "" {
+		pathEnv = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	for _, dir := range splitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		candidate := dir + "/" + file
+		if isExecutable(candidate) {
+			return candidate, nil
+		}
+	}
+	return "", os.ErrNotExist
+}
+
+func isExecutable(file string) bool {
+	info, err := os.Stat(file)
+	return err == nil && !info.IsDir() && info.Mode()&0o111 != 0
+}
+
+func envList(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	list := make([]string, 0, len(keys))
+	for _, k := range keys {
+		list = append(list, k+"="+env[k])
+	}
+	return list
+}

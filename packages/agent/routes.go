@@ -1,0 +1,476 @@
+package main
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// agent serves the sandbox routes of @space/protocol (sandboxRoutes) and, for the node agent only,
+// /quiesce and /rebind, all behind the channel token.
+type agent struct {
+	channel   *channel
+	processes *processTable
+	files     fileService
+	logf      func(format string, args ...any)
+
+	tokenMu sync.Mutex
+	token   string // replaced when an agent restored from a memory image serves a new sandbox
+}
+
+var bearer = regexp.MustCompile(`(?i)^Bearer\s+(\S{1,512})$`)
+
+func (a *agent) authorized(r *http.Request) bool {
+	match := bearer.FindStringSubmatch(strings.TrimSpace(r.Header.Get("Authorization")))
+	if match == nil {
+		return false
+	}
+	a.tokenMu.Lock()
+	token := a.token
+	a.tokenMu.Unlock()
+	// Hashing first makes the lengths equal, so the comparison takes constant time.
+	given, want := sha256.Sum256([]byte(match[1])), sha256.Sum256([]byte(token))
+	return subtle.ConstantTimeCompare(given[:], want[:]) == 1
+}
+
+var processPath = regexp.MustCompile(`^/processes/([0-9]{1,9})/(signal|attach)$`)
+
+func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if len(r.RequestURI) > limitMaxUrlLength {
+		writeError(w, newError(codeUriTooLong, "request target of %d characters exceeds the limit of %d", len(r.RequestURI), limitMaxUrlLength))
+		return
+	}
+	if !a.authorized(r) {
+		writeError(w, newError(codeUnauthorized, "daemon channel token missing or wrong"))
+		return
+	}
+	if err := a.route(w, r); err != nil {
+		e := asAPIError(err)
+		if e.Code == codeInternal {
+			a.logf("%s %s: %s", r.Method, truncate(r.URL.Path, 200), e.Message)
+		}
+		writeError(w, e)
+	}
+}
+
+func (a *agent) route(w http.ResponseWriter, r *http.Request) error {
+	path := r.URL.Path
+	key := r.Method + " " + path
+	if m := processPath.FindStringSubmatch(path); m != nil {
+		pid, _ := strconv.Atoi(m[1])
+		if m[2] == "signal" && r.Method == http.MethodPost {
+			return a.signal(w, r, pid)
+		}
+		if m[2] == "attach" && r.Method == http.MethodGet {
+			return a.attach(w, r, pid)
+		}
+		return newError(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, path)
+	}
+	switch key {
+	case "GET /health":
+		writeJSON(w, 200, map[string]bool{"ok": true})
+	case "POST /quiesce":
+		return a.quiesce(w, r)
+	case "POST /rebind":
+		return a.rebind(w, r)
+	case "POST /exec":
+		return a.exec(w, r)
+	case "GET /exec/stream", "GET /pty":
+		return a.stream(w, r, path == "/pty")
+	case "GET /processes":
+		writeJSON(w, 200, map[string]any{"processes": a.processes.list()})
+	case "GET /files":
+		return a.download(w, r)
+	case "PUT /files":
+		return a.upload(w, r)
+	case "DELETE /files":
+		p, values, err := queryPath(r.URL, "recursive")
+		if err != nil {
+			return err
+		}
+		recursive := values.Get("recursive")
+		if recursive != "" && recursive != "true" && recursive != "false" {
+			return newError(codeValidationFailed, "invalid query: recursive must be true or false")
+		}
+		if err := a.files.remove(p, recursive == "true"); err != nil {
+			return err
+		}
+		writeJSON(w, 200, map[string]bool{"ok": true})
+	case "GET /files/list":
+		p, _, err := queryPath(r.URL)
+		if err != nil {
+			return err
+		}
+		list, err := a.files.list(p)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, 200, list)
+	case "GET /files/stat":
+		p, _, err := queryPath(r.URL)
+		if err != nil {
+			return err
+		}
+		st, err := a.files.stat(p)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, 200, st)
+	case "POST /files/mkdir":
+		var body struct {
+			Path      string `json:"path"`
+			Recursive *bool  `json:"recursive"`
+		}
+		if err := readJSON(r, &body, func() error { return checkPath(body.Path) }); err != nil {
+			return err
+		}
+		if err := a.files.mkdir(body.Path, body.Recursive == nil || *body.Recursive); err != nil {
+			return err
+		}
+		writeJSON(w, 200, map[string]bool{"ok": true})
+	case "POST /files/move":
+		var body struct {
+			From      string `json:"from"`
+			To        string `json:"to"`
+			Overwrite bool   `json:"overwrite"`
+		}
+		check := func() error {
+			if err := checkPath(body.From); err != nil {
+				return err
+			}
+			return checkPath(body.To)
+		}
+		if err := readJSON(r, &body, check); err != nil {
+			return err
+		}
+		if err := a.files.move(body.From, body.To, body.Overwrite); err != nil {
+			return err
+		}
+		writeJSON(w, 200, map[string]bool{"ok": true})
+	case "GET /files/watch":
+		p, _, err := queryPath(r.URL)
+		if err != nil {
+			return err
+		}
+		abs, err := a.files.paths.resolve(p)
+		if err != nil {
+			return err
+		}
+		return a.withStream(w, r, func(ws *wsConn) { bindWatchStream(ws, abs, p) })
+	default:
+		for _, known := range []string{"/health", "/quiesce", "/rebind", "/exec", "/exec/stream", "/pty", "/processes", "/files", "/files/list", "/files/stat", "/files/mkdir", "/files/move", "/files/watch"} {
+			if known == path {
+				return newError(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, path)
+			}
+		}
+		return newError(codeRouteNotFound, "no route for %s %s", r.Method, truncate(path, 200))
+	}
+	return nil
+}
+
+// readJSON reads a strict JSON body into v and runs check on it.
+func readJSON(r *http.Request, v any, check func() error) error {
+	data, err := readBody(r.Body)
+	if err != nil {
+		return err
+	}
+	if err := decodeStrict(data, v, "request body"); err != nil {
+		return err
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			return newError(codeValidationFailed, "invalid request body: %v", err)
+		}
+	}
+	return nil
+}
+
+// Node agent only (not in sandboxRoutes, so never relayed): around full checkpoints and restores.
+func (a *agent) quiesce(w http.ResponseWriter, r *http.Request) error {
+	if blockers := a.channel.Blockers(); len(blockers) > 0 {
+		return newError(codeFullCheckpointRefused, "cannot save this sandbox's memory now: %s", strings.Join(blockers, "; "))
+	}
+	a.channel.Quiesce(connOf(r))
+	writeJSON(w, 200, map[string]int{"daemonPid": os.Getpid()})
+	return nil
+}
+
+func (a *agent) rebind(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Token      string            `json:"token"`
+		Env        map[string]string `json:"env"`
+		Identity   *sandboxIdentity  `json:"identity"`
+		NewSession *bool             `json:"newSession"`
+	}
+	check := func() error {
+		switch {
+		case !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(body.Token):
+			return errString("token must be 64 hex digits")
+		case body.Env == nil || body.NewSession == nil:
+			return errString("env and newSession are required")
+		case body.Identity != nil && !regexp.MustCompile(`^space-[a-z0-9]{1,32}$`).MatchString(body.Identity.Hostname):
+			return errString("identity.hostname is malformed")
+		case body.Identity != nil && body.Identity.MachineID != "" && !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(body.Identity.MachineID):
+			return errString("identity.machineId is malformed")
+		}
+		return checkEnv(body.Env)
+	}
+	if err := readJSON(r, &body, check); err != nil {
+		return err
+	}
+	if body.Identity != nil {
+		if err := applyIdentity(*body.Identity); err != nil {
+			return newError(codeInternal, "cannot take on the sandbox identity: %v", err)
+		}
+	}
+	a.processes.setSessionEnv(body.Env)
+	if *body.NewSession {
+		a.processes.forgetFinished()
+	}
+	a.tokenMu.Lock()
+	a.token = body.Token
+	a.tokenMu.Unlock()
+	writeJSON(w, 200, map[string]bool{"ok": true})
+	return nil
+}
+
+type execFields struct {
+	Cmd       *command          `json:"cmd"`
+	Cwd       *string           `json:"cwd"`
+	Env       map[string]string `json:"env"`
+	TimeoutMs *float64          `json:"timeoutMs"`
+}
+
+func (f execFields) check() error {
+	if f.Cmd == nil {
+		return errString("cmd is required")
+	}
+	if f.Cwd != nil {
+		if err := checkPath(*f.Cwd); err != nil {
+			return err
+		}
+	}
+	if err := checkEnv(f.Env); err != nil {
+		return err
+	}
+	return checkTimeout(f.TimeoutMs)
+}
+
+func (f execFields) options() startOptions {
+	o := startOptions{Cmd: *f.Cmd, Env: f.Env}
+	if f.Cwd != nil {
+		o.Cwd = *f.Cwd
+	}
+	if f.TimeoutMs != nil {
+		o.TimeoutMs = int64(*f.TimeoutMs)
+	}
+	return o
+}
+
+func (a *agent) exec(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		execFields
+		Stdin      *string `json:"stdin"`
+		Background bool    `json:"background"`
+	}
+	check := func() error {
+		if body.Stdin != nil && len(*body.Stdin) > limitMaxExecStdinBytes {
+			return errString("stdin exceeds the limit")
+		}
+		return body.execFields.check()
+	}
+	if err := readJSON(r, &body, check); err != nil {
+		return err
+	}
+	proc, err := a.processes.start(body.options())
+	if err != nil {
+		return err
+	}
+	if body.Background {
+		proc.endStdin()
+		writeJSON(w, 200, map[string]int{"pid": proc.pid})
+		return nil
+	}
+	started := time.Now()
+	collector := newOutputCollector(limitMaxBufferedOutputBytes)
+	proc.subscribe(collector, true, 0)
+	if body.Stdin != nil {
+		proc.write([]byte(*body.Stdin))
+	}
+	proc.endStdin()
+	result := collector.wait()
+	result["durationMs"] = time.Since(started).Milliseconds()
+	writeJSON(w, 200, result)
+	return nil
+}
+
+func (a *agent) signal(w http.ResponseWriter, r *http.Request, pid int) error {
+	var body struct {
+		Signal string `json:"signal"`
+	}
+	if err := readJSON(r, &body, nil); err != nil {
+		return err
+	}
+	signal, err := parseSignal(body.Signal)
+	if err != nil {
+		return newError(codeValidationFailed, "invalid request body: %v", err)
+	}
+	proc, err := a.processes.get(pid)
+	if err != nil {
+		return err
+	}
+	proc.kill(signal)
+	writeJSON(w, 200, map[string]bool{"ok": true})
+	return nil
+}
+
+func (a *agent) download(w http.ResponseWriter, r *http.Request) error {
+	p, _, err := queryPath(r.URL)
+	if err != nil {
+		return err
+	}
+	file, size, err := a.files.openRead(p)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	w.Header().Set("content-type", "application/octet-stream")
+	w.Header().Set("content-length", strconv.FormatInt(size, 10))
+	w.WriteHeader(200)
+	_, _ = io.Copy(w, file)
+	return nil
+}
+
+func (a *agent) upload(w http.ResponseWriter, r *http.Request) error {
+	p, _, err := queryPath(r.URL)
+	if err != nil {
+		return err
+	}
+	st, err := a.files.write(p, r.Body, limitMaxUploadBytes)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, 200, st)
+	return nil
+}
+
+func (a *agent) attach(w http.ResponseWriter, r *http.Request, pid int) error {
+	values, err := queryValues(r.URL, "after")
+	if err != nil {
+		return err
+	}
+	var after int64
+	if raw := values.Get("after"); raw != "" {
+		if after, err = strconv.ParseInt(raw, 10, 64); err != nil || after < 0 {
+			return newError(codeValidationFailed, "invalid query: after must be a non-negative integer")
+		}
+	}
+	proc, err := a.processes.get(pid)
+	if err != nil {
+		return err
+	}
+	return a.withStream(w, r, func(ws *wsConn) { bindProcessStream(ws, proc, true, after) })
+}
+
+// stream starts a process from the stream's first message (an exec stream or a PTY).
+func (a *agent) stream(w http.ResponseWriter, r *http.Request, pty bool) error {
+	return a.withStream(w, r, func(ws *wsConn) {
+		data, ok := firstMessage(ws)
+		if !ok {
+			return
+		}
+		options, err := parseStart(data, pty)
+		if err != nil {
+			ws.CloseWithError(err)
+			return
+		}
+		proc, err := a.processes.start(options)
+		if err != nil {
+			ws.CloseWithError(err)
+			return
+		}
+		bindProcessStream(ws, proc, false, 0)
+	})
+}
+
+// parseStart reads ExecStreamStartSchema or PtyStartSchema.
+func parseStart(data []byte, pty bool) (startOptions, error) {
+	var start struct {
+		Type string `json:"type"`
+		execFields
+		Cols *float64 `json:"cols"`
+		Rows *float64 `json:"rows"`
+	}
+	if err := decodeStrict(data, &start, "start message"); err != nil {
+		return startOptions{}, err
+	}
+	invalid := func(reason string) error { return newError(codeValidationFailed, "invalid start message: %s", reason) }
+	if start.Type != "start" {
+		return startOptions{}, invalid(`type must be "start"`)
+	}
+	if !pty {
+		if start.Cols != nil || start.Rows != nil {
+			return startOptions{}, invalid("cols and rows are for PTY streams")
+		}
+		if err := start.execFields.check(); err != nil {
+			return startOptions{}, invalid(err.Error())
+		}
+		return start.options(), nil
+	}
+	if start.TimeoutMs != nil {
+		return startOptions{}, invalid("a PTY has no timeoutMs")
+	}
+	if start.Cmd == nil {
+		start.Cmd = &command{args: []string{"/bin/sh", "-l"}}
+	}
+	if err := start.execFields.check(); err != nil {
+		return startOptions{}, invalid(err.Error())
+	}
+	size := ptySize{Cols: 80, Rows: 24}
+	for _, dim := range []struct {
+		value *float64
+		into  *int
+	}{{start.Cols, &size.Cols}, {start.Rows, &size.Rows}} {
+		if dim.value == nil {
+			continue
+		}
+		if *dim.value != float64(int(*dim.value)) || *dim.value < 1 || *dim.value > 1000 {
+			return startOptions{}, invalid("cols and rows must be integers from 1 to 1000")
+		}
+		*dim.into = int(*dim.value)
+	}
+	options := start.options()
+	options.TimeoutMs = limitMaxExecTimeoutMs
+	options.Pty = &size
+	return options, nil
+}
+
+// withStream upgrades the request to a WebSocket and runs serve on it; the stream counts as
+// attached (blocking full checkpoints) until serve returns.
+func (a *agent) withStream(w http.ResponseWriter, r *http.Request, serve func(ws *wsConn)) error {
+	ws, err := upgradeWebSocket(w, r)
+	if err != nil {
+		return err
+	}
+	a.channel.StreamOpened()
+	go func() {
+		defer a.channel.StreamClosed()
+		defer ws.drop()
+		serve(ws)
+	}()
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
