@@ -71,3 +71,24 @@ test('an idle session gets a full checkpoint and its sandbox is stopped; it show
   assert.deepEqual([after.status, after.sandbox, after.sandboxHistory!.at(-1)!.endReason], ['idle', null, 'idle']);
   assert.deepEqual(s.node.calls.slice(-2), [`checkpoint full ${session.id}`, `stop ${session.sandbox!.id}`]);
 });
+
+test('automatic full checkpoints are taken while processes run, and not while none does', async () => {
+  const s = servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 10, idleTimeoutSec: 0 });
+  const kinds = () => s.store.listCheckpoints(session.id).map((c) => c.kind);
+  for (let i = 0; i < 3; i++) {
+    s.clock.now += 11_000;
+    await s.maintenance.tick();
+  }
+  assert.deepEqual(kinds(), [], 'no process runs: no full checkpoint');
+  s.node.runningProcesses = true;
+  s.clock.now += 11_000;
+  await s.maintenance.tick();
+  assert.deepEqual(kinds(), ['full']);
+  s.clock.now += 5_000;
+  await s.maintenance.tick();
+  assert.deepEqual(kinds(), ['full'], 'not before the interval');
+  s.clock.now += 6_000;
+  await s.maintenance.tick();
+  assert.deepEqual(kinds(), ['full', 'full']);
+});

@@ -33,7 +33,8 @@ const orphanGraceMs = 60_000;
  * - reconciliation: a session whose sandbox the node no longer runs is marked stopped, and one left
  *   `starting` by a crash too, so nothing acts on a sandbox that is gone;
  * - automatic fs checkpoints every `checkpointIntervalSec`, taken only when the volume was written
- *   since the last one, and full ones every `fullCheckpointIntervalSec`; retention of the last
+ *   since the last one, and full ones every `fullCheckpointIntervalSec` while processes run (with
+ *   none, the files are all there is to save); retention of the last
  *   `keepAutomatic` of each kind;
  * - stopping sandboxes idle for `idleTimeoutSec` (no call, no foreground command) after a full
  *   checkpoint, so their processes come back on the next call. When the full checkpoint is refused
@@ -85,7 +86,7 @@ export class Maintenance {
       if (await this.reconcile(row, running)) return;
       if (row.status !== 'running' || !row.sandboxId) return;
       if (this.idle(row)) await this.stopIdle(row);
-      else if (this.fullCheckpointDue(row)) await this.autoCheckpoint(row, 'full');
+      else if (this.fullCheckpointDue(row) && (await this.processesRun(row))) await this.autoCheckpoint(row, 'full');
       else if (this.checkpointDue(row) && (await this.changedSinceNewest(row))) await this.autoCheckpoint(row, 'fs');
     });
   }
@@ -177,6 +178,16 @@ export class Maintenance {
     if (!newest || (await this.deps.node.volumeChanged(row.id, newest.id))) return true;
     this.unchangedAt.set(row.id, this.now());
     this.deps.metrics.inc('checkpoints_skipped_unchanged');
+    return false;
+  }
+
+  /**
+   * Whether processes run in the session's sandbox, which is what a full checkpoint saves beyond the
+   * files: without any, the fs checkpoint suffices and the full one is not due again for an interval.
+   */
+  private async processesRun(row: SessionRow): Promise<boolean> {
+    if (await this.hasRunningProcess(row)) return true;
+    this.fullAttempts.set(row.id, this.now());
     return false;
   }
 

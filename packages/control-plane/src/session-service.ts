@@ -91,13 +91,14 @@ export class SessionService {
     const row = this.row(caller, id);
     return {
       ...toSession(row),
-      sandboxHistory: this.store.listSandboxHistory(id).map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom }) => ({
+      sandboxHistory: this.store.listSandboxHistory(id).map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom, note }) => ({
         id: sandboxId,
         nodeId,
         startedAt,
         endedAt,
         endReason,
         restoredFrom,
+        note,
       })),
       checkpoints: this.store.listCheckpoints(id).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
     };
@@ -172,6 +173,7 @@ export class SessionService {
         endedAt: null,
         endReason: null,
         restoredFrom: info.restoredFrom,
+        note: info.note,
       });
       return { sandboxId: info.sandboxId, node: this.node };
     } catch (err) {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { Api } from './client.js';
@@ -113,6 +113,27 @@ describe('full checkpoints: memory and processes', () => {
     await sleep(300);
     const lines: number[] = (await api.exec(session.id, 'cat /workspace/lines')).stdout.trim().split('\n').map(Number);
     lines.forEach((n, i) => assert.equal(n, i + 1, `line ${i + 1} is ${n}: files and memory diverged`));
+  });
+
+  test('upgrade: a memory image saved by another agent build or runsc version is never restored; the resume boots on its files and says so', {
+    timeout: 120_000,
+  }, async () => {
+    const session = await created();
+    const pid = await startCounter(session.id);
+    await api.exec(session.id, 'echo kept > /workspace/before-upgrade');
+    const checkpoint = await fullCheckpoint(session.id);
+    // What an upgrade leaves: the image names the runtime directory (agent build and runsc version)
+    // it was saved under, and the node now runs another one.
+    const metaFile = path.join(platform.dataDir, 'btrfs', 'checkpoints', `${checkpoint.id}.memory`, 'space-meta.json');
+    const meta = JSON.parse(readFileSync(metaFile, 'utf8'));
+    writeFileSync(metaFile, JSON.stringify({ ...meta, runtimeDir: path.join(path.dirname(meta.runtimeDir), 'saved-by-runsc-20221219') }), { mode: 0o600 });
+
+    await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    assert.equal((await api.exec(session.id, 'cat /workspace/before-upgrade')).stdout, 'kept\n');
+    assert.equal(await running(session.id, pid), false, 'the old image was not restored');
+    const last = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandboxHistory.at(-1);
+    assert.equal(last.restoredFrom, null);
+    assert.match(last.note, new RegExp(`memory image of ${checkpoint.id} was saved by another agent build or runsc version`));
   });
 
   test('fork 2 from a full checkpoint: each fork continues the process and diverges on its own', { timeout: 180_000 }, async () => {

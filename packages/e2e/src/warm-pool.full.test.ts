@@ -91,16 +91,16 @@ describe('warm pool', () => {
 
     await api.exec(c.id, 'echo only-c > /workspace/mine');
     assert.equal((await api.exec(d.id, 'test -e /workspace/mine')).exitCode, 1, 'nothing of another clone');
-    // A sandbox from the image runs from a memory image: a full checkpoint is refused (this runsc saves
-    // one generation safely) and an fs checkpoint taken; after a kill the session boots on its files.
-    const refused = await api.call('POST', `/v1/sessions/${c.id}/checkpoints`, { kind: 'full' });
-    assert.equal(refused.status, 409, JSON.stringify(refused.body));
-    assert.match(refused.body.error.details.fallbackCheckpointId, /^ckp_/);
+    // A sandbox from the image runs from a memory image and is fully checkpointed like any other;
+    // after a kill the session comes back from that checkpoint, with its files and identity.
+    const full = await api.call('POST', `/v1/sessions/${c.id}/checkpoints`, { kind: 'full' });
+    assert.equal(full.status, 201, JSON.stringify(full.body));
     await api.call('POST', `/v1/sessions/${c.id}/sandbox/kill`);
     assert.equal((await api.exec(c.id, 'cat /workspace/mine')).stdout, 'only-c\n');
     assert.equal(await identity(c.id), idC, 'a resumed session keeps its identity');
+    assert.equal((await api.call('GET', `/v1/sessions/${c.id}`)).body.sandboxHistory.at(-1).restoredFrom, full.body.id);
     const again = await api.call('POST', `/v1/sessions/${c.id}/checkpoints`, { kind: 'full' });
-    assert.equal(again.status, 201, 'the booted sandbox can be fully checkpointed again');
+    assert.equal(again.status, 201, 'and fully checkpointed again');
   });
 
   test('a claimed sandbox takes full checkpoints and resumes from them', { timeout: 180_000 }, async () => {

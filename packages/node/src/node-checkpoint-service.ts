@@ -2,7 +2,7 @@ import type { CheckpointKind, NodeCheckpoint } from '@space/protocol';
 import type { KeyedQueue } from '@space/server-kit';
 import type { Logger } from './logger.js';
 import type { SandboxManager } from './sandbox/sandbox-manager.js';
-import type { MemorySource, SessionVolumes } from './sandbox/session-volumes.js';
+import type { PendingStart, SessionVolumes } from './sandbox/session-volumes.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
 
 /** How long this process remembers when it took a checkpoint (the snapshot's own times can be its source's). */
@@ -82,7 +82,7 @@ export class NodeCheckpointService {
       if (live) await manager.stop(live.record.sandboxId);
       const newSession = !volumes.exists(sessionId);
       await store.materialize(checkpointId, volumes.path(sessionId));
-      await volumes.setPendingMemory(sessionId, await this.memoryOf(checkpointId, newSession));
+      await volumes.setPendingStart(sessionId, await this.pendingStartOf(checkpointId, newSession));
     });
   }
 
@@ -110,18 +110,18 @@ export class NodeCheckpointService {
   }
 
   /**
-   * The checkpoint's memory image as the session's next start will use it, checked here once: null
-   * for an fs checkpoint, or for an image taken with another daemon build (the files are restored,
-   * the sandbox boots fresh on them). `newSession`: the memory is another session's (a fork).
+   * How the session's next sandbox starts from the checkpoint, checked here once: null for an fs
+   * checkpoint (a boot on its files); its memory image; or, for an image saved by another agent build
+   * or runsc version (after an upgrade: such images are never restored), a boot on its files with a
+   * note saying so, which the session's history shows. `newSession`: the memory is another session's (a fork).
    */
-  private async memoryOf(checkpointId: string, newSession: boolean): Promise<MemorySource | null> {
+  private async pendingStartOf(checkpointId: string, newSession: boolean): Promise<PendingStart | null> {
     const image = await this.deps.store.image(checkpointId);
     if (!image) return null;
     if (image.meta.runtimeDir !== this.deps.runtimeDir) {
-      this.deps.log.warn(
-        `memory image of ${checkpointId} was taken with another daemon build; the session's next sandbox boots fresh on the checkpoint's files`,
-      );
-      return null;
+      const note = `the memory image of ${checkpointId} was saved by another agent build or runsc version and is not restored; the sandbox booted on the checkpoint's files, its processes did not continue`;
+      this.deps.log.warn(note);
+      return { note };
     }
     return {
       checkpointId,

@@ -13,6 +13,8 @@ export const SandboxRecordSchema = z.object({
   sandboxIp: z.string(),
   /** The full checkpoint the sandbox was restored from, or null when it booted fresh. */
   restoredFrom: z.string().nullable().optional(),
+  /** What the start could not do as asked (a memory image it did not restore, and why). */
+  note: z.string().nullable().optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 

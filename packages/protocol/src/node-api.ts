@@ -25,6 +25,8 @@ export const SandboxInfoSchema = z
     running: z.boolean(),
     /** The full checkpoint whose memory image the sandbox was restored from (its processes continued), or null for a fresh boot. */
     restoredFrom: z.string().nullable(),
+    /** What the start could not do as asked, e.g. a memory image it did not restore and why. */
+    note: z.string().max(2000).nullable(),
   })
   .strict();
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;

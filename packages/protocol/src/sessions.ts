@@ -44,13 +44,18 @@ export const CreateSessionRequestSchema = z
       .min(0)
       .max(7 * 24 * 3600)
       .default(60),
-    /** Seconds between automatic full (memory) checkpoints while a sandbox runs; 0 turns them off. */
+    /**
+     * Seconds between automatic full (memory) checkpoints while processes run in the sandbox (none
+     * is taken while none runs); 0 turns them off. As often as fs ones by default: a full checkpoint
+     * pauses the sandbox briefly and never stops it, and a resume brings back processes from at most
+     * about a minute ago.
+     */
     fullCheckpointIntervalSec: z
       .number()
       .int()
       .min(0)
       .max(7 * 24 * 3600)
-      .default(600),
+      .default(60),
     /** Seconds without calls after which an idle sandbox is checkpointed and stopped; 0 never. */
     idleTimeoutSec: z
       .number()
@@ -97,6 +102,8 @@ export const SessionSchema = z
             endReason: z.string().nullable(),
             /** The full checkpoint whose memory this sandbox was restored from (its processes continued). */
             restoredFrom: z.string().nullable(),
+            /** What this sandbox's start could not do as asked (a memory image not restored, and why). */
+            note: z.string().nullable(),
           })
           .strict(),
       )

@@ -16,8 +16,20 @@ export interface SessionData {
   egress: EgressPolicy;
   sandbox: { id: string; nodeId: string; startedAt: string } | null;
   parentCheckpointId: string | null;
-  /** `restoredFrom`: the full checkpoint whose memory the sandbox started from (its processes continued). */
-  sandboxHistory?: { id: string; nodeId: string; startedAt: string; endedAt: string | null; endReason: string | null; restoredFrom: string | null }[];
+  /**
+   * `restoredFrom`: the full checkpoint whose memory the sandbox started from (its processes
+   * continued). `note`: what the start could not do as asked, e.g. a memory image saved by another
+   * runtime version, not restored: the sandbox booted on the checkpoint's files.
+   */
+  sandboxHistory?: {
+    id: string;
+    nodeId: string;
+    startedAt: string;
+    endedAt: string | null;
+    endReason: string | null;
+    restoredFrom: string | null;
+    note: string | null;
+  }[];
   checkpoints?: { id: string; kind: string; createdAt: string }[];
 }
 

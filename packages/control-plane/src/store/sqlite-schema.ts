@@ -36,4 +36,5 @@ export const addedColumns: [table: string, column: string, definition: string][]
   ['sandbox_history', 'restored_from', 'TEXT'],
   ['sessions', 'secrets', `TEXT NOT NULL DEFAULT '[]'`],
   ['sessions', 'egress', `TEXT NOT NULL DEFAULT '{"mode":"allow-all","domains":[],"cidrs":[]}'`],
+  ['sandbox_history', 'note', 'TEXT'],
 ];

@@ -150,9 +150,9 @@ export class SqliteStore implements Store {
   recordSandboxStart(row: SandboxHistoryRow): void {
     this.db
       .prepare(
-        'INSERT OR IGNORE INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason, restored_from) VALUES (?, ?, ?, ?, NULL, NULL, ?)',
+        'INSERT OR IGNORE INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason, restored_from, note) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?)',
       )
-      .run(row.id, row.sessionId, row.nodeId, row.startedAt, row.restoredFrom);
+      .run(row.id, row.sessionId, row.nodeId, row.startedAt, row.restoredFrom, row.note);
   }
 
   recordSandboxEnd(sandboxId: string, reason: string): void {
@@ -170,6 +170,7 @@ export class SqliteStore implements Store {
       ended_at: string | null;
       end_reason: string | null;
       restored_from: string | null;
+      note: string | null;
     }[];
     return rows.map((r) => ({
       id: r.id,
@@ -179,6 +180,7 @@ export class SqliteStore implements Store {
       endedAt: r.ended_at,
       endReason: r.end_reason,
       restoredFrom: r.restored_from,
+      note: r.note,
     }));
   }
 

@@ -69,6 +69,8 @@ export interface SandboxHistoryRow {
   endedAt: string | null;
   endReason: string | null;
   restoredFrom: string | null;
+  /** What the start could not do as asked (a memory image not restored, and why). */
+  note: string | null;
 }
 
 /**

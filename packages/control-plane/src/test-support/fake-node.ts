@@ -55,6 +55,7 @@ export class FakeNode {
       startedAt: new Date().toISOString(),
       running: true,
       restoredFrom: null,
+      note: null,
     };
     this.sandboxes.set(info.sandboxId, info);
     return info;

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { runCommand } from '../run-command.js';
-import { IpLeases, type Lease } from './ip-leases.js';
+import type { IpLeases, Lease } from './ip-leases.js';
 import type { SandboxFirewall } from './sandbox-firewall.js';
 
 export interface SandboxNetworkInfo {

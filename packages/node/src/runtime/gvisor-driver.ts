@@ -41,7 +41,14 @@ export class GvisorDriver implements RuntimeDriver {
 
   async checkpoint(sandboxId: string, imageDir: string, options: { leaveRunning?: boolean } = {}): Promise<void> {
     await mkdir(imageDir, { recursive: true });
-    const run = [this.runscBinary, ...this.globalFlags(), 'checkpoint', `--image-path=${imageDir}`, ...(options.leaveRunning ? ['--leave-running'] : []), sandboxId];
+    const run = [
+      this.runscBinary,
+      ...this.globalFlags(),
+      'checkpoint',
+      `--image-path=${imageDir}`,
+      ...(options.leaveRunning ? ['--leave-running'] : []),
+      sandboxId,
+    ];
     const result = await runCommand(inOwnMountNamespace(run), { allowFailure: true });
     if (result.code !== 0) throw new Error(`runsc checkpoint failed: ${checkpointFailure(result.stderr || result.stdout)}`);
   }
@@ -57,9 +64,14 @@ export class GvisorDriver implements RuntimeDriver {
 
   async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
     await this.writeBundle(spec);
-    await this.runInOwnMountNamespace(spec.workDir, ['restore', '--detach', `--bundle=${path.join(spec.workDir, 'bundle')}`, `--image-path=${imageDir}`, spec.sandboxId]);
+    await this.runInOwnMountNamespace(spec.workDir, [
+      'restore',
+      '--detach',
+      `--bundle=${path.join(spec.workDir, 'bundle')}`,
+      `--image-path=${imageDir}`,
+      spec.sandboxId,
+    ]);
   }
-
 
   /** The running sandbox keeps its open directories; only the bundle a restore reads needs the new path. */
   async moveRootfs(workDir: string, from: string, to: string): Promise<void> {

@@ -21,7 +21,7 @@ export interface SandboxBooterDeps {
   network: SandboxNetwork;
   records: SandboxRecords;
   link: DaemonLink;
-  /** The read-only directory mounted at /.space: the daemon and what it runs on. */
+  /** The read-only directory mounted at /.space: the agent and its helpers. */
   runtimeDir: string;
   log: Logger;
 }
@@ -29,6 +29,8 @@ export interface SandboxBooterDeps {
 export interface BootOptions {
   /** Restore from this memory image instead of booting: the image's processes continue. */
   memory?: MemorySource | null;
+  /** What the start could not do as asked (a memory image it did not restore), kept in its record and info. */
+  note?: string | null;
   /** Relative CPU weight (pooled sandboxes wait at the lowest until claimed). */
   cpuShares?: number;
 }
@@ -55,7 +57,12 @@ export async function consoleTail(workDir: string, chars: number): Promise<strin
 export class SandboxBooter {
   constructor(private readonly deps: SandboxBooterDeps) {}
 
-  async boot(request: StartSandboxRequest, rootfs: string, phases: PhaseTimer, { memory = null, cpuShares }: BootOptions = {}): Promise<LiveSandbox> {
+  async boot(
+    request: StartSandboxRequest,
+    rootfs: string,
+    phases: PhaseTimer,
+    { memory = null, note = null, cpuShares }: BootOptions = {},
+  ): Promise<LiveSandbox> {
     const { deps } = this;
     const sandboxId = newId('sbx');
     const token = randomBytes(32).toString('hex');
@@ -72,6 +79,7 @@ export class SandboxBooter {
       leaseIndex: net.lease.index,
       sandboxIp: net.lease.sandboxIp,
       restoredFrom: memory?.checkpointId ?? null,
+      note,
     };
     await deps.records.save(record);
     const spec = this.specOf(request, record, rootfs, net.netnsPath, cpuShares);

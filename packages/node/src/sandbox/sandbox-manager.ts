@@ -220,6 +220,7 @@ export class SandboxManager {
       startedAt: record.startedAt,
       running: true,
       restoredFrom: record.restoredFrom ?? null,
+      note: record.note ?? null,
     };
   }
 

@@ -71,17 +71,19 @@ export class SandboxStarter {
       if (restored) return this.counted('template-image', restored);
       await volumes.create(request.template, request.sessionId);
     }
-    const memory = await volumes.takePendingMemory(request.sessionId);
+    const pending = await volumes.takePendingStart(request.sessionId);
     phases.mark('volume');
-    if (memory) {
+    let note = pending && 'note' in pending ? pending.note : null;
+    if (pending && !('note' in pending)) {
       try {
-        return this.counted('checkpoint', await manager.boot(request, { memory }, phases));
+        return this.counted('checkpoint', await manager.boot(request, { memory: pending }, phases));
       } catch (err) {
         // The volume already holds the checkpoint's files: a fresh boot on it loses only the processes.
-        this.deps.log.warn(`restoring ${request.sessionId} from ${memory.label} failed, booting fresh instead: ${(err as Error).message}`);
+        this.deps.log.warn(`restoring ${request.sessionId} from ${pending.label} failed, booting fresh instead: ${(err as Error).message}`);
+        note = `restoring ${pending.label} failed (${(err as Error).message.slice(0, 300)}); the sandbox booted on the checkpoint's files, its processes did not continue`;
       }
     }
-    return this.counted('boot', await manager.boot(request, {}, phases));
+    return this.counted('boot', await manager.boot(request, { note }, phases));
   }
 
   /** A pooled sandbox claimed for the session; one that cannot be claimed is discarded and the next tried. */

@@ -27,6 +27,13 @@ const MemorySourceSchema = z
   .strict();
 export type MemorySource = z.infer<typeof MemorySourceSchema>;
 
+/**
+ * What a session's next sandbox starts from after a restore or fork from a full checkpoint: its
+ * memory image, or (an image this node cannot restore) the checkpoint's files with a note saying why.
+ */
+const PendingStartSchema = z.union([MemorySourceSchema, z.object({ note: z.string().max(2000) }).strict()]);
+export type PendingStart = z.infer<typeof PendingStartSchema>;
+
 /** A new /etc/machine-id value. */
 export function newMachineId(): string {
   return randomBytes(16).toString('hex');
@@ -83,22 +90,22 @@ export class SessionVolumes {
   /** Deletes the session's volume and any memory image pending for it. */
   async delete(sessionId: string): Promise<void> {
     await this.subvolumes.delete(this.path(sessionId));
-    await this.setPendingMemory(sessionId, null);
+    await this.setPendingStart(sessionId, null);
   }
 
-  /** Makes the session's next sandbox start from `memory` (a restore or fork from a full checkpoint), or not (null). */
-  async setPendingMemory(sessionId: string, memory: MemorySource | null): Promise<void> {
+  /** Makes the session's next sandbox start from `pending` (a restore or fork from a full checkpoint), or as usual (null). */
+  async setPendingStart(sessionId: string, pending: PendingStart | null): Promise<void> {
     const file = this.pendingMemoryFile(sessionId);
-    if (memory === null) await rm(file, { force: true });
-    else await writeFile(file, JSON.stringify(memory), { mode: 0o600 });
+    if (pending === null) await rm(file, { force: true });
+    else await writeFile(file, JSON.stringify(pending), { mode: 0o600 });
   }
 
-  /** The memory image pending for the session's next sandbox, if any; consumed. */
-  async takePendingMemory(sessionId: string): Promise<MemorySource | null> {
+  /** What the session's next sandbox starts from, if a restore or fork left something pending; consumed. */
+  async takePendingStart(sessionId: string): Promise<PendingStart | null> {
     const file = this.pendingMemoryFile(sessionId);
     if (!existsSync(file)) return null;
-    const pending = await readJsonFile(file, MemorySourceSchema);
-    await this.setPendingMemory(sessionId, null);
+    const pending = await readJsonFile(file, PendingStartSchema);
+    await this.setPendingStart(sessionId, null);
     return pending;
   }
 
