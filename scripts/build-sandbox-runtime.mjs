@@ -3,29 +3,21 @@
 // reaper and PTY) and the compatibility library preloaded into sandbox programs; and the node
 // agent's own host-side helper (the subreaper that runs runsc).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeAgentProtocol } from './agent-protocol.mjs';
+import { goBinary, goEnvironment } from './go-toolchain.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const agentDir = path.join(root, 'packages/agent');
 const out = path.join(agentDir, 'dist');
 mkdirSync(out, { recursive: true });
 
-/** Debian's Go from bookworm-backports (./space installs it); SPACE_GO or a go on PATH otherwise. */
-function goBinary() {
-  if (process.env.SPACE_GO) return process.env.SPACE_GO;
-  for (const candidate of ['/usr/lib/go-1.23/bin/go', '/usr/lib/go-1.22/bin/go']) if (existsSync(candidate)) return candidate;
-  return 'go';
-}
-
 await writeAgentProtocol(root);
 const go = goBinary();
-// No network and no toolchain download: the agent uses the standard library only.
-const goEnv = { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', GOPROXY: 'off' };
 execFileSync(path.join(path.dirname(go), 'gofmt'), ['-w', path.join(agentDir, 'protocol_gen.go')], { stdio: 'inherit' });
-execFileSync(go, ['build', '-trimpath', '-ldflags=-s -w', '-o', path.join(out, 'space-agent'), '.'], { cwd: agentDir, env: goEnv, stdio: 'inherit' });
+execFileSync(go, ['build', '-trimpath', '-ldflags=-s -w', '-o', path.join(out, 'space-agent'), '.'], { cwd: agentDir, env: goEnvironment(), stdio: 'inherit' });
 
 for (const helper of ['space-init', 'space-pty']) {
   execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(out, helper), path.join(agentDir, `native/${helper}.c`)], { stdio: 'inherit' });

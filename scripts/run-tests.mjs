@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { goBinary, goEnvironment } from './go-toolchain.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -35,15 +36,25 @@ const e2eDir = path.join(root, 'packages/e2e/dist');
 const e2eFast = find(e2eDir, /\.fast\.test\.js$/);
 const e2eFull = find(e2eDir, /\.full\.test\.js$/);
 
-// Format and lint first (Biome, config in biome.json): a whole run, fast or full, fails on either.
-// `npx biome check --write .` fixes what it can.
+// Format and lint first (Biome, config in biome.json; gofmt and go vet for the in-sandbox agent): a
+// whole run, fast or full, fails on either. `npx biome check --write .` and `gofmt -w
+// packages/agent` fix what they can.
 if (only.length === 0) {
-  console.log('checking format and lint (biome ci)');
+  console.log('checking format and lint (biome ci; gofmt and go vet of packages/agent)');
   const lint = spawnSync(path.join(root, 'node_modules/.bin/biome'), ['ci', '.'], { stdio: 'inherit', cwd: root });
   if (lint.status !== 0) {
     console.error('format or lint check failed: run "npx biome check --write ." and fix what remains');
     process.exit(1);
   }
+  const goBin = path.dirname(goBinary());
+  const agentDir = path.join(root, 'packages/agent');
+  const unformatted = spawnSync(path.join(goBin, 'gofmt'), ['-l', '.'], { cwd: agentDir, encoding: 'utf8' });
+  if (unformatted.status !== 0 || unformatted.stdout.trim()) {
+    console.error(`gofmt: not formatted (run "gofmt -w packages/agent"): ${unformatted.stdout.trim() || unformatted.stderr}`);
+    process.exit(1);
+  }
+  const vet = spawnSync(path.join(goBin, 'go'), ['vet', '.'], { cwd: agentDir, stdio: 'inherit', env: goEnvironment() });
+  if (vet.status !== 0) process.exit(1);
 }
 
 let files = [...unit, ...e2eFast, ...(fast ? [] : e2eFull)];

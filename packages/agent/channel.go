@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -232,7 +234,7 @@ func (c *channelConn) forget() {
 }
 
 func isEOF(err error) bool {
-	return err != nil && (err.Error() == "EOF" || strings.HasSuffix(err.Error(), "EOF"))
+	return errors.Is(err, io.EOF)
 }
 
 var tcpStates = map[string]string{

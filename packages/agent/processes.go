@@ -128,17 +128,13 @@ type processInfo struct {
 
 func (t *processTable) list() []processInfo {
 	t.mu.Lock()
-	order := append([]int(nil), t.startOrder...)
-	procs := t.processes
+	procs := make([]*managedProcess, 0, len(t.startOrder))
+	for _, pid := range t.startOrder {
+		procs = append(procs, t.processes[pid])
+	}
 	t.mu.Unlock()
 	list := []processInfo{}
-	for _, pid := range order {
-		t.mu.Lock()
-		p, ok := procs[pid]
-		t.mu.Unlock()
-		if !ok {
-			continue
-		}
+	for _, p := range procs {
 		code := p.exitCode()
 		list = append(list, processInfo{Pid: p.pid, Cmd: p.cmd, StartedAt: p.startedAt, Running: code == nil, ExitCode: code, Pty: p.pty})
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -40,7 +41,12 @@ func (a *agent) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(given[:], want[:]) == 1
 }
 
-var processPath = regexp.MustCompile(`^/processes/([0-9]{1,9})/(signal|attach)$`)
+var (
+	processPath    = regexp.MustCompile(`^/processes/([0-9]{1,9})/(signal|attach)$`)
+	channelToken   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	hostnameShape  = regexp.MustCompile(`^space-[a-z0-9]{1,32}$`)
+	machineIDShape = regexp.MustCompile(`^[0-9a-f]{32}$`)
+)
 
 func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(r.RequestURI) > limitMaxUrlLength {
@@ -78,6 +84,11 @@ func (a *agent) route(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, 200, map[string]bool{"ok": true})
 	case "POST /quiesce":
 		return a.quiesce(w, r)
+	case "POST /sync":
+		// Node agent only, before an fs checkpoint: the sandbox kernel's cached writes reach the
+		// volume (no process is started for it).
+		syscall.Sync()
+		writeJSON(w, 200, map[string]bool{"ok": true})
 	case "POST /rebind":
 		return a.rebind(w, r)
 	case "POST /exec":
@@ -165,7 +176,7 @@ func (a *agent) route(w http.ResponseWriter, r *http.Request) error {
 		}
 		return a.withStream(w, r, func(ws *wsConn) { bindWatchStream(ws, abs, p) })
 	default:
-		for _, known := range []string{"/health", "/quiesce", "/rebind", "/exec", "/exec/stream", "/pty", "/processes", "/files", "/files/list", "/files/stat", "/files/mkdir", "/files/move", "/files/watch"} {
+		for _, known := range []string{"/health", "/quiesce", "/sync", "/rebind", "/exec", "/exec/stream", "/pty", "/processes", "/files", "/files/list", "/files/stat", "/files/mkdir", "/files/move", "/files/watch"} {
 			if known == path {
 				return newError(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, path)
 			}
@@ -211,13 +222,13 @@ func (a *agent) rebind(w http.ResponseWriter, r *http.Request) error {
 	}
 	check := func() error {
 		switch {
-		case !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(body.Token):
+		case !channelToken.MatchString(body.Token):
 			return errString("token must be 64 hex digits")
 		case body.Env == nil || body.NewSession == nil:
 			return errString("env and newSession are required")
-		case body.Identity != nil && !regexp.MustCompile(`^space-[a-z0-9]{1,32}$`).MatchString(body.Identity.Hostname):
+		case body.Identity != nil && !hostnameShape.MatchString(body.Identity.Hostname):
 			return errString("identity.hostname is malformed")
-		case body.Identity != nil && body.Identity.MachineID != "" && !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(body.Identity.MachineID):
+		case body.Identity != nil && body.Identity.MachineID != "" && !machineIDShape.MatchString(body.Identity.MachineID):
 			return errString("identity.machineId is malformed")
 		}
 		return checkEnv(body.Env)

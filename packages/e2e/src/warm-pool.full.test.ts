@@ -30,7 +30,7 @@ describe('warm pool', () => {
   const hostnameOf = (id: string): string => `space-${id.split('_')[1]!.slice(0, 8)}`;
 
   platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), {
-    env: { SPACE_POOL_SIZE: '2', SPACE_POOL_TEMPLATES: 'tiny', SPACE_POOL_REFILL_DELAY_MS: '0', SPACE_TEMPLATE_IMAGES: '1' },
+    env: { SPACE_POOL_SIZE: '2', SPACE_POOL_MAX_MEMORY_MB: '0', SPACE_POOL_TEMPLATES: 'tiny', SPACE_POOL_REFILL_DELAY_MS: '0', SPACE_TEMPLATE_IMAGES: '1' },
   });
 
   test('sessions get pooled sandboxes with their own identity, environment and files; the pool refills', { timeout: 180_000 }, async () => {

@@ -1,6 +1,7 @@
 import type { CheckpointKind, NodeCheckpoint } from '@space/protocol';
 import type { KeyedQueue } from '@space/server-kit';
 import type { Logger } from './logger.js';
+import { PhaseTimer } from './sandbox/phase-timer.js';
 import type { SandboxManager } from './sandbox/sandbox-manager.js';
 import type { PendingStart, SessionVolumes } from './sandbox/session-volumes.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
@@ -36,9 +37,13 @@ export class NodeCheckpointService {
     this.inFlight.add(checkpointId);
     try {
       return await this.deps.sessionQueue.run(sessionId, async () => {
+        const phases = new PhaseTimer();
         await this.deps.manager.flushWrites(sessionId);
+        phases.mark('sync');
         if (kind === 'fs') {
           await this.deps.store.take(this.deps.volumes.path(sessionId), checkpointId);
+          phases.mark('snapshot');
+          this.deps.log.info(`fs checkpoint ${checkpointId} of ${sessionId} in ${phases.summary()}`);
           return { checkpointId, kind, createdAt: new Date().toISOString(), sizeBytes: null, pauseMs: null };
         }
         return await this.takeFull(sessionId, checkpointId);

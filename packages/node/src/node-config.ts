@@ -83,6 +83,8 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
             .map((t) => t.trim())
             .filter(Boolean)
         : null,
+      maxMemoryMb: integerSetting(env, 'SPACE_POOL_MAX_MEMORY_MB', 2048),
+      sandboxMemoryMb: integerSetting(env, 'SPACE_POOL_SANDBOX_MEMORY_MB', 64),
       refillDelayMs: integerSetting(env, 'SPACE_POOL_REFILL_DELAY_MS', 500),
       templateImages: integerSetting(env, 'SPACE_TEMPLATE_IMAGES', 0) > 0,
     },

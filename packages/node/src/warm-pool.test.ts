@@ -42,8 +42,13 @@ async function until(check: () => boolean, ms = 2000): Promise<void> {
   assert.ok(check(), 'condition not reached in time');
 }
 
-function pool(sandboxes: FakeSandboxes, size = 2) {
-  return new WarmPool({ size, templates: ['tiny'], refillDelayMs: 1, templateImages: false }, sandboxes, null, consoleLogger('pool-test', true));
+function pool(sandboxes: FakeSandboxes, size = 2, adaptive: { maxMemoryMb: number; demandWindowMs?: number } = { maxMemoryMb: 0 }) {
+  return new WarmPool(
+    { size, templates: ['tiny'], refillDelayMs: 1, templateImages: false, sandboxMemoryMb: 100, ...adaptive },
+    sandboxes,
+    null,
+    consoleLogger('pool-test', true),
+  );
 }
 
 test('the pool fills to its size; a taken sandbox is replaced once it has its session', async () => {
@@ -98,4 +103,35 @@ test('an empty pool says so at once, and stop() discards every ready sandbox', a
   await until(() => full.sizes().tiny === 2);
   await full.stop();
   assert.equal(full.sizes().tiny, 0);
+});
+
+test('the pool sizes itself: it grows to the recent demand within the memory budget, and shrinks back', async () => {
+  const sandboxes = new FakeSandboxes();
+  // Budget for 6 sandboxes of 100 MB; demand counts over 300 ms.
+  const warm = pool(sandboxes, 1, { maxMemoryMb: 600, demandWindowMs: 300 });
+  warm.start();
+  await until(() => warm.sizes().tiny === 1);
+  for (let i = 0; i < 4; i++) warm.take(request('tiny'));
+  assert.equal(warm.target('tiny'), 4, 'as many as were asked for');
+  await until(() => warm.sizes().tiny === 4);
+  for (let i = 0; i < 10; i++) warm.take(request('tiny'));
+  assert.equal(warm.target('tiny'), 6, 'no more than the budget holds');
+  await until(() => warm.sizes().tiny === 6);
+  await pause(100);
+  assert.equal(warm.sizes().tiny, 6, 'and never more');
+  await until(() => warm.sizes().tiny === 1, 3000);
+  assert.equal(warm.target('tiny'), 1, 'demand gone: back to the minimum');
+  assert.ok(sandboxes.discarded.length >= 5, 'the extra sandboxes were discarded');
+  await warm.stop();
+});
+
+test('with no memory budget the pool keeps its fixed size whatever the demand', async () => {
+  const sandboxes = new FakeSandboxes();
+  const warm = pool(sandboxes, 2);
+  warm.start();
+  await until(() => warm.sizes().tiny === 2);
+  for (let i = 0; i < 10; i++) warm.take(request('tiny'));
+  assert.equal(warm.target('tiny'), 2);
+  await until(() => warm.sizes().tiny === 2);
+  await warm.stop();
 });

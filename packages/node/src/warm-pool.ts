@@ -1,15 +1,25 @@
 import { ResourcesSchema, type Resources, type StartSandboxRequest } from '@space/protocol';
 import type { Logger } from './logger.js';
+import { PoolDemand } from './pool-demand.js';
 import type { TemplateImage, TemplateImages } from './template-images.js';
 
 export interface WarmPoolConfig {
-  /** Ready sandboxes kept per template (`SPACE_POOL_SIZE`, default 2; 0 turns pooling off). */
+  /** Ready sandboxes kept per template at least (`SPACE_POOL_SIZE`, default 2; 0 turns pooling off). */
   size: number;
+  /**
+   * Memory all pooled sandboxes may take together (`SPACE_POOL_MAX_MEMORY_MB`, default 2048): the
+   * pool grows past `size` with demand up to this budget. 0 keeps it at `size`.
+   */
+  maxMemoryMb: number;
+  /** Host memory one idle pooled sandbox takes, for the budget (`SPACE_POOL_SANDBOX_MEMORY_MB`; measured by bench/footprint.mjs). */
+  sandboxMemoryMb: number;
+  /** How far back demand counts (default 60 s): the pool keeps as many ready as were asked for in that time. */
+  demandWindowMs?: number;
   /** Templates with a pool (`SPACE_POOL_TEMPLATES`, default every template prepared at start). */
   templates: string[];
   /** Pause between two refill boots, so refilling leaves CPU to running sandboxes (`SPACE_POOL_REFILL_DELAY_MS`, default 500). */
   refillDelayMs: number;
-  /** Snapshot preloading: a memory image per pooled template for when the pool is empty (`SPACE_TEMPLATE_IMAGES`, default 0: such sandboxes cannot be fully checkpointed). */
+  /** Snapshot preloading: a memory image per pooled template for when the pool is empty (`SPACE_TEMPLATE_IMAGES`, default 0). */
   templateImages: boolean;
 }
 
@@ -26,16 +36,23 @@ export interface PoolSandboxes {
 /** Pooled sandboxes run with the default resources; a session asking for others boots its own. */
 const poolResources: Resources = ResourcesSchema.parse({});
 
+const defaultDemandWindowMs = 60_000;
+
 /**
- * Ready sandboxes per template (daemon up, network set, fresh hostname and machine id), handed to
- * new sessions in a few milliseconds instead of a boot of a second or more (the SandboxStarter
- * takes one and claims it for the session). Refilled one sandbox at
- * a time with a pause between boots, so a refill cannot take both cores from running sandboxes.
- * Before the first pooled sandbox of a template, its memory image is built (`images`): the fallback
- * when the pool is empty.
+ * Ready sandboxes per template (agent up, network set, fresh hostname and machine id), handed to
+ * new sessions in a few milliseconds instead of a boot (the SandboxStarter takes one and claims it
+ * for the session). The pool sizes itself: it keeps at least `size` per template, and as many as
+ * sessions asked for in the last demand window, within the memory budget; it shrinks back when
+ * demand falls. Refilled one sandbox at a time, with a pause between boots while the pool is at
+ * least half full, so a refill cannot take both cores from running sandboxes but keeps up with a
+ * burst. Before the first pooled sandbox of a template, its memory image is built (`images`): the
+ * fallback when the pool is empty.
  */
 export class WarmPool {
   private readonly ready = new Map<string, string[]>();
+  private readonly demand: PoolDemand;
+  private readonly demandWindowMs: number;
+  private trimTimer: NodeJS.Timeout | null = null;
   /** Templates whose image was attempted in this run (built or failed: not retried in a loop). */
   private readonly imagesTried = new Set<string>();
   private refilling: Promise<void> | null = null;
@@ -48,6 +65,8 @@ export class WarmPool {
     private readonly log: Logger,
   ) {
     for (const template of config.templates) this.ready.set(template, []);
+    this.demandWindowMs = config.demandWindowMs ?? defaultDemandWindowMs;
+    this.demand = new PoolDemand(this.demandWindowMs);
   }
 
   /** Starts filling the pools in the background. */
@@ -59,9 +78,21 @@ export class WarmPool {
   take(request: StartSandboxRequest): string | null {
     const ready = this.ready.get(request.template);
     if (!ready || !sameResources(request.resources, poolResources)) return null;
+    this.demand.record(request.template);
+    this.trimLater();
     const sandboxId = ready.shift() ?? null;
     if (!sandboxId) this.refill();
     return sandboxId;
+  }
+
+  /** How many ready sandboxes the template should have now: its recent demand, at least `size`, within the memory budget. */
+  target(template: string): number {
+    const { size, maxMemoryMb, sandboxMemoryMb } = this.config;
+    if (size === 0) return 0;
+    if (maxMemoryMb <= 0) return size;
+    const others = [...this.ready].reduce((n, [t, ids]) => (t === template ? n : n + ids.length), 0);
+    const room = Math.floor(maxMemoryMb / Math.max(1, sandboxMemoryMb)) - others;
+    return Math.max(size, Math.min(this.demand.recent(template), room));
   }
 
   /**
@@ -98,6 +129,7 @@ export class WarmPool {
   /** Stops refilling and discards every ready sandbox. */
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.trimTimer) clearTimeout(this.trimTimer);
     await this.refilling;
     for (const ids of this.ready.values()) {
       for (const id of ids.splice(0)) await this.sandboxes.discard(id).catch(() => undefined);
@@ -114,7 +146,7 @@ export class WarmPool {
     await this.buildImages();
     if (this.config.size === 0) return;
     for (;;) {
-      const template = [...this.ready].find(([, ids]) => ids.length < this.config.size)?.[0];
+      const template = [...this.ready].find(([t, ids]) => ids.length < this.target(t))?.[0];
       if (!template || this.stopped) return;
       try {
         const sandboxId = await this.sandboxes.bootUnclaimed(template, poolResources);
@@ -127,8 +159,30 @@ export class WarmPool {
         this.log.warn(`warm pool: booting a ${template} sandbox failed, retrying later: ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, 5000));
       }
-      await new Promise((r) => setTimeout(r, this.config.refillDelayMs));
+      // Demand is outrunning the pool: the next boot goes at once.
+      if (this.ready.get(template)!.length * 2 >= this.target(template)) await new Promise((r) => setTimeout(r, this.config.refillDelayMs));
     }
+  }
+
+  /** Once demand has had a window to fall, discards ready sandboxes beyond each template's target. */
+  private trimLater(): void {
+    if (this.trimTimer || this.config.maxMemoryMb <= 0) return;
+    this.trimTimer = setTimeout(() => {
+      this.trimTimer = null;
+      void this.trim();
+    }, this.demandWindowMs + 100);
+    this.trimTimer.unref();
+  }
+
+  private async trim(): Promise<void> {
+    if (this.stopped) return;
+    let above = false;
+    for (const [template, ids] of this.ready) {
+      const extra = ids.length - this.target(template);
+      for (const id of extra > 0 ? ids.splice(0, extra) : []) await this.sandboxes.discard(id).catch(() => undefined);
+      above ||= ids.length > this.config.size;
+    }
+    if (above) this.trimLater();
   }
 
   /** Builds each template's image once per run, one at a time like the pool's boots. */

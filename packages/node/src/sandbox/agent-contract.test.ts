@@ -129,6 +129,7 @@ describe('in-sandbox agent contract (the Go binary against the protocol schemas)
     assert.equal(res.status, 401);
     assert.equal(errorFromBody(await res.json(), 'INTERNAL', '').code, 'UNAUTHORIZED');
     await ok(OkSchema, 'GET', '/health');
+    await ok(OkSchema, 'POST', '/sync', {});
     await fails('ROUTE_NOT_FOUND', 404, 'GET', '/nothing-here');
     await fails('METHOD_NOT_ALLOWED', 405, 'PATCH', '/files');
   });

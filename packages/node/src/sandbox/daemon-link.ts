@@ -76,7 +76,12 @@ export class DaemonLink {
     await this.driver.signalInit(sandboxId, 'SIGUSR2');
   }
 
-  /** Runs `cmd` through the daemon and waits for it (flushing writes, warming process spawning). */
+  /** Makes the sandbox kernel write its cached file data to the volume (before an fs checkpoint). */
+  async sync(daemon: Upstream): Promise<void> {
+    await daemon.json('POST', '/sync', {}, OkSchema, { timeoutMs: 35_000 });
+  }
+
+  /** Runs `cmd` through the daemon and waits for it (warming process spawning). */
   async run(daemon: Upstream, cmd: string[]): Promise<void> {
     await daemon.json('POST', '/exec', { cmd, timeoutMs: 30_000 }, ExecResultSchema, { timeoutMs: 35_000 });
   }

@@ -93,7 +93,7 @@ export class SandboxBooter {
       }
       const daemon = deps.link.connect(sandboxId, record.sandboxIp, token);
       await deps.link.waitReady(sandboxId, daemon);
-      phases.mark('daemon');
+      phases.mark('agent');
       deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ${memory ? `restored from ${memory.label}` : 'ready'} in ${phases.summary()}`);
       return { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid, pendingCall: null };
     } catch (err) {

@@ -108,7 +108,7 @@ export class SandboxManager {
   /** Flushes the running sandbox's writes to its volume (gVisor keeps file data in the Sentry until synced). */
   async flushWrites(sessionId: string): Promise<void> {
     const live = this.deps.live.forSession(sessionId);
-    if (live) await this.deps.link.run(live.daemon, ['sync']);
+    if (live) await this.deps.link.sync(live.daemon);
   }
 
   async stop(sandboxId: string): Promise<void> {
