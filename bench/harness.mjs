@@ -7,12 +7,23 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const benchKey = `bench-${process.pid}-0123456789abcdef`;
 
-/** Starts `space up` on `dataDir`; `checkout` is the SPACE tree to run (this one unless another is named). */
-export async function startPlatform(dataDir, env = {}, checkout = root) {
+/**
+ * Starts `space up` on `dataDir`; `checkout` is the SPACE tree to run (this one unless another is
+ * named). With `onLogLine`, the platform logs everything and each line of its log goes there.
+ */
+export async function startPlatform(dataDir, env = {}, checkout = root, onLogLine = null) {
   const child = spawn(process.execPath, [path.join(checkout, 'packages/cli/dist/main.js'), 'up'], {
-    env: { ...process.env, SPACE_DATA_DIR: dataDir, SPACE_PORT: '0', SPACE_API_KEY: benchKey, SPACE_QUIET: '1', ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, SPACE_DATA_DIR: dataDir, SPACE_PORT: '0', SPACE_API_KEY: benchKey, SPACE_QUIET: onLogLine ? '0' : '1', ...env },
+    stdio: ['ignore', 'pipe', onLogLine ? 'pipe' : 'inherit'],
   });
+  if (onLogLine) {
+    let pending = '';
+    child.stderr.on('data', (d) => {
+      const lines = (pending + d).split('\n');
+      pending = lines.pop();
+      for (const line of lines) onLogLine(line);
+    });
+  }
   const url = await new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d) => {

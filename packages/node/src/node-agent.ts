@@ -108,7 +108,6 @@ export class NodeAgent {
     this.manager = new SandboxManager({
       nodeId: config.nodeId,
       driver,
-      network,
       records,
       live,
       booter,

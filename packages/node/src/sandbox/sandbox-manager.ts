@@ -2,7 +2,6 @@ import { ErrorCode, SpaceError, type SandboxInfo, type StartSandboxRequest } fro
 import type { KeyedQueue } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
-import type { SandboxNetwork } from '../network/sandbox-network.js';
 import type { RuntimeDriver } from '../runtime/driver.js';
 import type { SandboxRecord, SandboxRecords } from '../sandbox-record.js';
 import type { MemoryImageMeta } from '../storage/checkpoint-store.js';
@@ -15,7 +14,6 @@ import type { SessionVolumes } from './session-volumes.js';
 export interface SandboxManagerDeps {
   nodeId: string;
   driver: RuntimeDriver;
-  network: SandboxNetwork;
   records: SandboxRecords;
   live: LiveSandboxes;
   booter: SandboxBooter;
@@ -29,7 +27,7 @@ export interface SandboxManagerDeps {
   log: Logger;
 }
 
-/** A sandbox stopped by the runtime after saving its memory, waiting for its checkpoint's snapshot before it runs on. */
+/** A sandbox paused with its memory saved, waiting for its checkpoint's snapshot before it runs on. */
 export interface SavedSandbox {
   live: LiveSandbox;
   imageDir: string;

@@ -1,0 +1,89 @@
+// Where each path's time goes: runs the slow paths a few times on a platform whose log is read, and
+// prints the median of every phase the node agent logs (a cold start, a restore from a memory image,
+// a full checkpoint's pause, an fs checkpoint: idle, right after 500 MB were written, and while a
+// process writes continuously). With a second checkout named, profiles it first, on the same data
+// directory, so before and after come from one run.
+// Usage: node bench/profile.mjs [BEFORE_CHECKOUT]   (./space bench does not run it)
+import path from 'node:path';
+import { api, startPlatform } from './harness.mjs';
+
+const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
+const rounds = Number(process.env.SPACE_BENCH_ROUNDS ?? 5);
+const before = process.argv[2] ? path.resolve(process.argv[2]) : null;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** The path a log line times, and its phases: `... in 312 ms (volume 3, network 40, runtime 200, agent 69)`. */
+function phasesOf(line) {
+  const kind = / ready in /.test(line)
+    ? 'cold start'
+    : / restored from the memory of /.test(line)
+      ? 'restore from a full checkpoint'
+      : / for a full checkpoint/.test(line)
+        ? 'full checkpoint: sandbox paused'
+        : /fs checkpoint /.test(line)
+          ? 'fs checkpoint'
+          : null;
+  const m = /(\d+) ms \(([^)]*)\)/.exec(line);
+  if (!kind || !m) return null;
+  const phases = { total: Number(m[1]) };
+  for (const part of m[2].split(', ')) {
+    const [name, ms] = part.split(' ');
+    phases[name] = Number(ms);
+  }
+  return { kind, phases };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function profile(label, checkout) {
+  const seen = {};
+  let context = '';
+  const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0', SPACE_TEMPLATE_IMAGES: '0' }, checkout, (line) => {
+    const found = phasesOf(line);
+    if (found) (seen[`${found.kind}${context}`] ??= []).push(found.phases);
+  });
+  try {
+    for (let i = 0; i < rounds; i++) {
+      const s = await api(platform.url, 'POST', '/v1/sessions', {
+        template: 'tiny',
+        checkpointIntervalSec: 0,
+        fullCheckpointIntervalSec: 0,
+        idleTimeoutSec: 0,
+      });
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, { cmd: 'sleep 600', background: true });
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/checkpoints`, { kind: 'fs' });
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/checkpoints`, { kind: 'full' });
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/sandbox/kill`);
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, { cmd: ['true'] });
+      await api(platform.url, 'DELETE', `/v1/sessions/${s.id}`);
+      await sleep(200);
+    }
+    const s = await api(platform.url, 'POST', '/v1/sessions', { template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    for (let i = 0; i < rounds; i++) {
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, { cmd: `head -c 500000000 /dev/zero > /workspace/big-${i}`, timeoutMs: 120_000 });
+      context = ', right after 500 MB were written';
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/checkpoints`, { kind: 'fs' });
+      context = '';
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, { cmd: `rm /workspace/big-${i}` });
+    }
+    await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, {
+      cmd: 'while true; do head -c 4000000 /dev/zero >> /workspace/stream; sleep 0.05; done',
+      background: true,
+      timeoutMs: 600_000,
+    });
+    await sleep(1000);
+    context = ', while a process writes ~40 MB/s';
+    for (let i = 0; i < rounds; i++) await api(platform.url, 'POST', `/v1/sessions/${s.id}/checkpoints`, { kind: 'fs' });
+    context = '';
+    await api(platform.url, 'DELETE', `/v1/sessions/${s.id}`);
+  } finally {
+    await platform.stop();
+  }
+  for (const [kind, list] of Object.entries(seen)) {
+    const names = Object.keys(list[0]);
+    console.log(`${label}: ${kind} (n=${list.length}, medians, ms): ${names.map((n) => `${n} ${median(list.map((p) => p[n] ?? 0))}`).join(', ')}`);
+  }
+}
+
+if (before) await profile('before', before);
+await profile(before ? 'after' : 'this checkout', path.resolve(path.dirname(new URL(import.meta.url).pathname), '..'));
