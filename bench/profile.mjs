@@ -1,7 +1,8 @@
 // Where each path's time goes: runs the slow paths a few times on a platform whose log is read, and
 // prints the median of every phase the node agent logs (a cold start, a restore from a memory image,
-// a full checkpoint's pause, an fs checkpoint: idle, right after 500 MB were written, and while a
-// process writes continuously). With a second checkout named, profiles it first, on the same data
+// a full checkpoint's pause, also with 100 MB of user memory, an fs checkpoint: idle, right after
+// 500 MB were written, and while a process writes continuously). Settings such as
+// SPACE_CHECKPOINT_COMPRESSION or SPACE_RUNSC_PLATFORM in the environment apply to both checkouts. With a second checkout named, profiles it first, on the same data
 // directory, so before and after come from one run.
 // Usage: node bench/profile.mjs [BEFORE_CHECKOUT]   (./space bench does not run it)
 import path from 'node:path';
@@ -59,6 +60,17 @@ async function profile(label, checkout) {
       await sleep(200);
     }
     const s = await api(platform.url, 'POST', '/v1/sessions', { template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    // Exec latency, and process-heavy work (the platform's weak spot: ptrace against systrap).
+    const timedExec = async (cmd) => {
+      const t = performance.now();
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, { cmd });
+      return performance.now() - t;
+    };
+    const execs = [];
+    for (let i = 0; i < 30; i++) execs.push(await timedExec(['true']));
+    const spawns = [];
+    for (let i = 0; i < rounds; i++) spawns.push(await timedExec('i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done'));
+    console.log(`${label}: exec \`true\` round trip: median ${median(execs).toFixed(1)} ms; 100 processes in one exec: median ${median(spawns).toFixed(0)} ms`);
     for (let i = 0; i < rounds; i++) {
       await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, { cmd: `head -c 500000000 /dev/zero > /workspace/big-${i}`, timeoutMs: 120_000 });
       context = ', right after 500 MB were written';
@@ -76,6 +88,31 @@ async function profile(label, checkout) {
     for (let i = 0; i < rounds; i++) await api(platform.url, 'POST', `/v1/sessions/${s.id}/checkpoints`, { kind: 'fs' });
     context = '';
     await api(platform.url, 'DELETE', `/v1/sessions/${s.id}`);
+
+    // A process holding 100 MB of incompressible memory.
+    const big = await api(platform.url, 'POST', '/v1/sessions', {
+      template: 'base',
+      checkpointIntervalSec: 0,
+      fullCheckpointIntervalSec: 0,
+      idleTimeoutSec: 0,
+    });
+    await api(platform.url, 'POST', `/v1/sessions/${big.id}/exec`, {
+      cmd: ['python3', '-c', 'import os, time\nb = os.urandom(100 * 2**20)\nopen("/tmp/ready", "w").close()\ntime.sleep(3600)'],
+      background: true,
+      timeoutMs: 3_600_000,
+    });
+    while ((await api(platform.url, 'POST', `/v1/sessions/${big.id}/exec`, { cmd: ['test', '-e', '/tmp/ready'] })).exitCode !== 0) await sleep(200);
+    context = ', 100 MB of user memory';
+    for (let i = 0; i < rounds; i++) {
+      const checkpoint = await api(platform.url, 'POST', `/v1/sessions/${big.id}/checkpoints`, { kind: 'full' });
+      console.log(
+        `${label}: full checkpoint with 100 MB of user memory: pauseMs ${checkpoint.pauseMs}, image ${(checkpoint.sizeBytes / 2 ** 20).toFixed(1)} MB`,
+      );
+    }
+    await api(platform.url, 'POST', `/v1/sessions/${big.id}/sandbox/kill`);
+    await api(platform.url, 'POST', `/v1/sessions/${big.id}/exec`, { cmd: ['true'] });
+    context = '';
+    await api(platform.url, 'DELETE', `/v1/sessions/${big.id}`);
   } finally {
     await platform.stop();
   }

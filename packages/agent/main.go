@@ -62,7 +62,7 @@ func run() error {
 	if err := a.channel.Listen(); err != nil {
 		return err
 	}
-	fmt.Printf("space-daemon listening on %s\n", port)
+	fmt.Printf("space-daemon listening on %s%s\n", port, startupTimes())
 	for sig := range signals {
 		if sig == syscall.SIGPIPE {
 			continue
@@ -85,4 +85,25 @@ func envOr(key, fallback string) string {
 		return value
 	}
 	return fallback
+}
+
+// startupTimes says how long the agent took to listen, from its own start and from the sandbox
+// kernel's (for docs/benchmarks.md); empty where /proc does not tell.
+func startupTimes() string {
+	uptime, err1 := os.ReadFile("/proc/uptime")
+	stat, err2 := os.ReadFile("/proc/self/stat")
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	kernelSec, err := strconv.ParseFloat(strings.Fields(string(uptime))[0], 64)
+	// Field 22 (starttime, in clock ticks of 1/100 s since boot) follows the command in parentheses.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if err != nil || len(fields) < 20 {
+		return ""
+	}
+	startTicks, err := strconv.ParseFloat(fields[19], 64)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (%.0f ms after the agent started, %.0f ms after the sandbox's kernel did)", (kernelSec-startTicks/100)*1000, kernelSec*1000)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"io"
 	"net/http"
 	"os"
 	"regexp"
@@ -102,79 +101,17 @@ func (a *agent) route(w http.ResponseWriter, r *http.Request) error {
 	case "PUT /files":
 		return a.upload(w, r)
 	case "DELETE /files":
-		p, values, err := queryPath(r.URL, "recursive")
-		if err != nil {
-			return err
-		}
-		recursive := values.Get("recursive")
-		if recursive != "" && recursive != "true" && recursive != "false" {
-			return newError(codeValidationFailed, "invalid query: recursive must be true or false")
-		}
-		if err := a.files.remove(p, recursive == "true"); err != nil {
-			return err
-		}
-		writeJSON(w, 200, map[string]bool{"ok": true})
+		return a.removeFile(w, r)
 	case "GET /files/list":
-		p, _, err := queryPath(r.URL)
-		if err != nil {
-			return err
-		}
-		list, err := a.files.list(p)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, 200, list)
+		return a.listFiles(w, r)
 	case "GET /files/stat":
-		p, _, err := queryPath(r.URL)
-		if err != nil {
-			return err
-		}
-		st, err := a.files.stat(p)
-		if err != nil {
-			return err
-		}
-		writeJSON(w, 200, st)
+		return a.statFile(w, r)
 	case "POST /files/mkdir":
-		var body struct {
-			Path      string `json:"path"`
-			Recursive *bool  `json:"recursive"`
-		}
-		if err := readJSON(r, &body, func() error { return checkPath(body.Path) }); err != nil {
-			return err
-		}
-		if err := a.files.mkdir(body.Path, body.Recursive == nil || *body.Recursive); err != nil {
-			return err
-		}
-		writeJSON(w, 200, map[string]bool{"ok": true})
+		return a.mkdir(w, r)
 	case "POST /files/move":
-		var body struct {
-			From      string `json:"from"`
-			To        string `json:"to"`
-			Overwrite bool   `json:"overwrite"`
-		}
-		check := func() error {
-			if err := checkPath(body.From); err != nil {
-				return err
-			}
-			return checkPath(body.To)
-		}
-		if err := readJSON(r, &body, check); err != nil {
-			return err
-		}
-		if err := a.files.move(body.From, body.To, body.Overwrite); err != nil {
-			return err
-		}
-		writeJSON(w, 200, map[string]bool{"ok": true})
+		return a.move(w, r)
 	case "GET /files/watch":
-		p, _, err := queryPath(r.URL)
-		if err != nil {
-			return err
-		}
-		abs, err := a.files.paths.resolve(p)
-		if err != nil {
-			return err
-		}
-		return a.withStream(w, r, func(ws *wsConn) { bindWatchStream(ws, abs, p) })
+		return a.watch(w, r)
 	default:
 		for _, known := range []string{"/health", "/quiesce", "/sync", "/rebind", "/exec", "/exec/stream", "/pty", "/processes", "/files", "/files/list", "/files/stat", "/files/mkdir", "/files/move", "/files/watch"} {
 			if known == path {
@@ -339,36 +276,6 @@ func (a *agent) signal(w http.ResponseWriter, r *http.Request, pid int) error {
 	}
 	proc.kill(signal)
 	writeJSON(w, 200, map[string]bool{"ok": true})
-	return nil
-}
-
-func (a *agent) download(w http.ResponseWriter, r *http.Request) error {
-	p, _, err := queryPath(r.URL)
-	if err != nil {
-		return err
-	}
-	file, size, err := a.files.openRead(p)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	w.Header().Set("content-type", "application/octet-stream")
-	w.Header().Set("content-length", strconv.FormatInt(size, 10))
-	w.WriteHeader(200)
-	_, _ = io.Copy(w, file)
-	return nil
-}
-
-func (a *agent) upload(w http.ResponseWriter, r *http.Request) error {
-	p, _, err := queryPath(r.URL)
-	if err != nil {
-		return err
-	}
-	st, err := a.files.write(p, r.Body, limitMaxUploadBytes)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, 200, st)
 	return nil
 }
 

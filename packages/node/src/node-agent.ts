@@ -67,7 +67,7 @@ export class NodeAgent {
   async start(options: { templates?: string[]; progress?: Progress } = {}): Promise<void> {
     const { config, log } = this;
     const shim = fileURLToPath(new URL('../dist-native/space-shim', import.meta.url));
-    const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'), shim);
+    const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'), shim, config.runtime);
     const runtimeVersion = await driver.preflight();
     await this.lock.acquire();
     await this.volume.mount();

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { newId } from '@space/protocol';
+import type { GvisorOptions } from './runtime/gvisor-driver.js';
 import type { WarmPoolConfig } from './warm-pool.js';
 
 export interface NodeConfig {
@@ -19,6 +20,7 @@ export interface NodeConfig {
   volumeSizeGb: number;
   /** The built agent and helpers that every sandbox mounts (packages/agent/dist). */
   sandboxRuntimeBuildDir: string;
+  runtime: GvisorOptions;
   /** Warm pool settings; `templates: null` pools every template prepared at start. */
   pool: Omit<WarmPoolConfig, 'templates'> & { templates: string[] | null };
   gateway: GatewayConfig;
@@ -56,6 +58,13 @@ function integerSetting(env: NodeJS.ProcessEnv, name: string, fallback: number):
   return value;
 }
 
+function choiceSetting<T extends string>(env: NodeJS.ProcessEnv, name: string, choices: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!choices.includes(raw as T)) throw new Error(`${name} must be one of ${choices.join(', ')}, got ${JSON.stringify(raw)}`);
+  return raw as T;
+}
+
 /** Reads a value kept in a file, creating it with `make()` the first time. */
 export async function persistentValue(file: string, make: () => string): Promise<string> {
   if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
@@ -76,6 +85,10 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
     nodeId: overrides.nodeId ?? (await persistentValue(path.join(nodeDir, 'node-id'), () => newId('node', 10))),
     volumeSizeGb: overrides.volumeSizeGb ?? Number(env.SPACE_VOLUME_SIZE_GB ?? 40),
     sandboxRuntimeBuildDir: overrides.sandboxRuntimeBuildDir,
+    runtime: overrides.runtime ?? {
+      platform: choiceSetting(env, 'SPACE_RUNSC_PLATFORM', ['ptrace', 'systrap'] as const, 'ptrace'),
+      checkpointCompression: choiceSetting(env, 'SPACE_CHECKPOINT_COMPRESSION', ['flate-best-speed', 'none'] as const, 'flate-best-speed'),
+    },
     pool: overrides.pool ?? {
       size: integerSetting(env, 'SPACE_POOL_SIZE', 2),
       templates: env.SPACE_POOL_TEMPLATES

@@ -7,21 +7,30 @@ import { runCommand } from '../run-command.js';
 import type { RuntimeDriver, SandboxSpec, SandboxStats } from './driver.js';
 import { buildOciSpec } from './oci-spec.js';
 
+/** How runsc runs sandboxes and writes memory images (`SPACE_RUNSC_PLATFORM`, `SPACE_CHECKPOINT_COMPRESSION`). */
+export interface GvisorOptions {
+  /** ptrace (default: measured faster on this kind of host, see docs/benchmarks.md) or systrap. */
+  platform: 'ptrace' | 'systrap';
+  /** Memory images: flate-best-speed (runsc's default: smaller) or none (faster to write and read, larger). */
+  checkpointCompression: 'flate-best-speed' | 'none';
+}
+
 /**
- * gVisor (runsc, ptrace platform). This runsc refuses networking when it believes it is in the host
- * network namespace because it looks for /proc/sys/net/core/rmem_default, which newer kernels show
- * everywhere; runsc therefore runs in its own mount namespace with a tmpfs over /proc/sys/net.
+ * gVisor (runsc). runsc refuses networking when it believes it is in the host network namespace
+ * because it looks for /proc/sys/net/core/rmem_default, which newer kernels show everywhere; runsc
+ * therefore runs in its own mount namespace with a tmpfs over /proc/sys/net.
  */
 export class GvisorDriver implements RuntimeDriver {
   constructor(
     private readonly stateRoot: string,
     /** The host-side subreaper runsc runs under (native/space-shim.c). */
     private readonly shimBinary: string,
+    private readonly options: GvisorOptions,
     private readonly runscBinary = 'runsc',
   ) {}
 
   private globalFlags(logFile?: string): string[] {
-    const flags = [`--root=${this.stateRoot}`, '--platform=ptrace', '--network=sandbox', '--overlay2=none'];
+    const flags = [`--root=${this.stateRoot}`, `--platform=${this.options.platform}`, '--network=sandbox', '--overlay2=none'];
     if (logFile) flags.push(`--log=${logFile}`);
     return flags;
   }
@@ -31,7 +40,8 @@ export class GvisorDriver implements RuntimeDriver {
     if (found?.code !== 0) throw new Error(`${this.runscBinary} not found: install gVisor with "./space setup" (runsc from bookworm-backports)`);
     if (!existsSync(this.shimBinary)) throw new Error(`${this.shimBinary} is missing: run "npm run build" (./space does it)`);
     await mkdir(this.stateRoot, { recursive: true });
-    return found.stdout.split('\n')[0]!.trim();
+    // An image is restored only under the platform it was saved with.
+    return `${found.stdout.split('\n')[0]!.trim()} platform=${this.options.platform}`;
   }
 
   async start(spec: SandboxSpec): Promise<void> {
@@ -46,6 +56,7 @@ export class GvisorDriver implements RuntimeDriver {
       ...this.globalFlags(),
       'checkpoint',
       `--image-path=${imageDir}`,
+      `--compression=${this.options.checkpointCompression}`,
       ...(options.leaveRunning ? ['--leave-running'] : []),
       sandboxId,
     ];
