@@ -87,7 +87,7 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
     sandboxRuntimeBuildDir: overrides.sandboxRuntimeBuildDir,
     runtime: overrides.runtime ?? {
       platform: choiceSetting(env, 'SPACE_RUNSC_PLATFORM', ['ptrace', 'systrap'] as const, 'ptrace'),
-      checkpointCompression: choiceSetting(env, 'SPACE_CHECKPOINT_COMPRESSION', ['flate-best-speed', 'none'] as const, 'flate-best-speed'),
+      checkpointCompression: choiceSetting(env, 'SPACE_CHECKPOINT_COMPRESSION', ['flate-best-speed', 'none'] as const, 'none'),
     },
     pool: overrides.pool ?? {
       size: integerSetting(env, 'SPACE_POOL_SIZE', 2),

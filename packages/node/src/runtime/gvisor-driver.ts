@@ -9,9 +9,9 @@ import { buildOciSpec } from './oci-spec.js';
 
 /** How runsc runs sandboxes and writes memory images (`SPACE_RUNSC_PLATFORM`, `SPACE_CHECKPOINT_COMPRESSION`). */
 export interface GvisorOptions {
-  /** ptrace (default: measured faster on this kind of host, see docs/benchmarks.md) or systrap. */
+  /** ptrace (default: 3.9x faster than systrap for process-heavy work on this kind of host, see docs/benchmarks.md) or systrap. */
   platform: 'ptrace' | 'systrap';
-  /** Memory images: flate-best-speed (runsc's default: smaller) or none (faster to write and read, larger). */
+  /** Memory images: none (default: a 100 MB sandbox pauses 318 ms instead of 706) or flate-best-speed (about 3.6x smaller for an idle sandbox). */
   checkpointCompression: 'flate-best-speed' | 'none';
 }
 
