@@ -90,6 +90,7 @@ export class SessionCheckpointService {
       checkpointIntervalSec: parent.checkpointIntervalSec,
       fullCheckpointIntervalSec: parent.fullCheckpointIntervalSec,
       idleTimeoutSec: parent.idleTimeoutSec,
+      onResume: parent.onResume,
       secrets: parent.secrets,
       egress: parent.egress,
     };

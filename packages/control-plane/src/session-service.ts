@@ -53,6 +53,7 @@ export class SessionService {
       checkpointIntervalSec: request.checkpointIntervalSec,
       fullCheckpointIntervalSec: request.fullCheckpointIntervalSec,
       idleTimeoutSec: request.idleTimeoutSec,
+      onResume: request.onResume,
       secrets: request.secrets,
       egress: request.egress,
     };
@@ -149,7 +150,7 @@ export class SessionService {
     const started = performance.now();
     this.store.updateSession(row.id, { status: 'starting' });
     try {
-      if (resuming && !volumeReady) await this.prepareResume(row);
+      const resumeNote = resuming && !volumeReady ? await this.prepareResume(row) : null;
       // Read again: the policy may have changed since `row` was loaded.
       const current = this.store.getSession(row.tenantId, row.id) ?? row;
       const info = await this.node.startSandbox({
@@ -173,7 +174,7 @@ export class SessionService {
         endedAt: null,
         endReason: null,
         restoredFrom: info.restoredFrom,
-        note: info.note,
+        note: [resumeNote, info.note].filter(Boolean).join('; ') || null,
       });
       return { sandboxId: info.sandboxId, node: this.node };
     } catch (err) {
@@ -183,14 +184,23 @@ export class SessionService {
   }
 
   /**
-   * When the newest checkpoint is full, the volume goes back to it so memory and files match. What
-   * the volume held since is kept first as an fs checkpoint, so no file is lost.
+   * What a resume brings back when the newest checkpoint is a full one, as the session's `onResume`
+   * says; returns what the session's history should tell. Files unchanged since the checkpoint: it is
+   * restored (nothing is lost). Otherwise `processes`: the volume goes back to the checkpoint so
+   * memory and files match, what it held since kept first as an fs checkpoint; `files`: the sandbox
+   * boots on the newest files and the checkpoint's processes are not restored.
    */
-  private async prepareResume(row: SessionRow): Promise<void> {
+  private async prepareResume(row: SessionRow): Promise<string | null> {
     const newest = this.store.listCheckpoints(row.id).at(-1);
-    if (newest?.kind !== 'full') return;
-    await this.taker.take(row, 'fs', 'auto');
+    if (newest?.kind !== 'full') return null;
+    if (!(await this.node.volumeChanged(row.id, newest.id))) {
+      await this.node.restoreVolume(row.id, newest.id);
+      return null;
+    }
+    if (row.onResume === 'files') return `booted on the newest files (onResume: files); the processes of ${newest.id} were not restored`;
+    const kept = await this.taker.take(row, 'fs', 'auto');
     await this.node.restoreVolume(row.id, newest.id);
+    return `went back to ${newest.id} to restore its processes; the files written after it are kept in ${kept.id}`;
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */
@@ -240,6 +250,7 @@ function toSession(row: SessionRow): Session {
     checkpointIntervalSec: row.checkpointIntervalSec,
     fullCheckpointIntervalSec: row.fullCheckpointIntervalSec,
     idleTimeoutSec: row.idleTimeoutSec,
+    onResume: row.onResume,
     secrets: row.secrets,
     egress: row.egress,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,

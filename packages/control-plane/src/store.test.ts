@@ -34,6 +34,7 @@ const session = (id: string, tenantId: string): SessionRow => ({
   parentCheckpointId: null,
   checkpointIntervalSec: 60,
   fullCheckpointIntervalSec: 600,
+  onResume: 'files',
   idleTimeoutSec: 900,
   secrets: ['TOKEN'],
   egress: { mode: 'allow-list', domains: ['*.example.com'], cidrs: [] },

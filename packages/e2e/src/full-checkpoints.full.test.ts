@@ -76,8 +76,12 @@ describe('full checkpoints: memory and processes', () => {
     assert.ok(await running(session.id, pid), 'the same pid runs in the restored sandbox');
     const after = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
     assert.equal(after.sandboxHistory.at(-1).restoredFrom, checkpoint.id);
-    // What the volume held before the resume is kept as an fs checkpoint.
+    // What the volume held before the resume is kept as an fs checkpoint, and the history says where.
     assert.equal(after.checkpoints.at(-1).kind, 'fs');
+    assert.equal(
+      after.sandboxHistory.at(-1).note,
+      `went back to ${checkpoint.id} to restore its processes; the files written after it are kept in ${after.checkpoints.at(-1).id}`,
+    );
     // A sandbox restored from an image is checkpointed again, as often as asked, and keeps running:
     // images of images restore (the kill below brings back the newest).
     const second = await fullCheckpoint(session.id);
@@ -113,6 +117,31 @@ describe('full checkpoints: memory and processes', () => {
     await sleep(300);
     const lines: number[] = (await api.exec(session.id, 'cat /workspace/lines')).stdout.trim().split('\n').map(Number);
     lines.forEach((n, i) => assert.equal(n, i + 1, `line ${i + 1} is ${n}: files and memory diverged`));
+  });
+
+  test('onResume "files": a resume boots on the newest files, the checkpoint\'s processes are not restored, and the history says so', {
+    timeout: 120_000,
+  }, async () => {
+    const session = await created({ onResume: 'files' });
+    assert.equal(session.onResume, 'files');
+    const pid = await startCounter(session.id);
+    const checkpoint = await fullCheckpoint(session.id);
+    await api.exec(session.id, 'echo after-the-checkpoint > /workspace/newer');
+    await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    assert.equal((await api.exec(session.id, 'cat /workspace/newer')).stdout, 'after-the-checkpoint\n', 'the newest files');
+    assert.equal(await running(session.id, pid), false, 'no process of the checkpoint');
+    const after = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
+    assert.deepEqual(
+      [after.sandboxHistory.at(-1).restoredFrom, after.sandboxHistory.at(-1).note],
+      [null, `booted on the newest files (onResume: files); the processes of ${checkpoint.id} were not restored`],
+    );
+
+    // With nothing written since the newest full checkpoint, nothing is lost by restoring it: it is.
+    const second = await fullCheckpoint(session.id);
+    await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    await api.exec(session.id, 'true');
+    const last = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandboxHistory.at(-1);
+    assert.deepEqual([last.restoredFrom, last.note], [second.id, null]);
   });
 
   test('upgrade: a memory image saved by another agent build or runsc version is never restored; the resume boots on its files and says so', {

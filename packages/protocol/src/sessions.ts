@@ -23,6 +23,15 @@ export type Resources = z.infer<typeof ResourcesSchema>;
 
 export const MetadataSchema = z.record(z.string().max(128), z.string().max(1024)).refine((m) => Object.keys(m).length <= 64, 'at most 64 metadata entries');
 
+/**
+ * What a resume brings back when the session's newest checkpoint is a full one and its files changed
+ * since: `processes` restores that checkpoint (processes continue; files written after it are kept
+ * in an fs checkpoint taken first, not in the volume), `files` boots on the newest files (the
+ * processes of the checkpoint are not restored). Either way the session's history says which.
+ */
+export const OnResumeSchema = z.enum(['processes', 'files']);
+export type OnResume = z.infer<typeof OnResumeSchema>;
+
 export const CreateSessionRequestSchema = z
   .object({
     template: TemplateNameSchema.default('base'),
@@ -63,6 +72,7 @@ export const CreateSessionRequestSchema = z
       .min(0)
       .max(30 * 24 * 3600)
       .default(900),
+    onResume: OnResumeSchema.default('processes'),
   })
   .strict();
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
@@ -87,6 +97,7 @@ export const SessionSchema = z
     checkpointIntervalSec: z.number().int(),
     fullCheckpointIntervalSec: z.number().int(),
     idleTimeoutSec: z.number().int(),
+    onResume: OnResumeSchema,
     sandbox: SandboxRefSchema.nullable(),
     /** The checkpoint this session was forked from. */
     parentCheckpointId: z.string().nullable(),
@@ -102,7 +113,7 @@ export const SessionSchema = z
             endReason: z.string().nullable(),
             /** The full checkpoint whose memory this sandbox was restored from (its processes continued). */
             restoredFrom: z.string().nullable(),
-            /** What this sandbox's start could not do as asked (a memory image not restored, and why). */
+            /** How the start went where it was not a plain boot: which checkpoint holds newer files, a memory image not restored and why. */
             note: z.string().nullable(),
           })
           .strict(),

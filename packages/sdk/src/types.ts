@@ -11,6 +11,8 @@ export interface SessionData {
   checkpointIntervalSec: number;
   fullCheckpointIntervalSec: number;
   idleTimeoutSec: number;
+  /** What a resume brings back when the newest checkpoint is full and files changed since (docs/api.md). */
+  onResume: 'processes' | 'files';
   /** Names of the tenant's secrets the sandbox uses (each env var `NAME` holds its placeholder). */
   secrets: string[];
   egress: EgressPolicy;
@@ -18,8 +20,8 @@ export interface SessionData {
   parentCheckpointId: string | null;
   /**
    * `restoredFrom`: the full checkpoint whose memory the sandbox started from (its processes
-   * continued). `note`: what the start could not do as asked, e.g. a memory image saved by another
-   * runtime version, not restored: the sandbox booted on the checkpoint's files.
+   * continued). `note`: how the start went where it was not a plain boot: which checkpoint holds the
+   * files written after the restored one, or a memory image not restored and why.
    */
   sandboxHistory?: {
     id: string;
@@ -39,9 +41,11 @@ export interface CreateSessionOptions {
   resources?: { memoryMb?: number; cpus?: number; pids?: number };
   metadata?: Record<string, string>;
   checkpointIntervalSec?: number;
-  /** Seconds between automatic full (memory) checkpoints; 0 turns them off (default 600). */
+  /** Seconds between automatic full (memory) checkpoints while processes run; 0 turns them off (default 60). */
   fullCheckpointIntervalSec?: number;
   idleTimeoutSec?: number;
+  /** `processes` (default): a resume restores the newest full checkpoint; `files`: it boots on the newest files. */
+  onResume?: 'processes' | 'files';
   /** Secrets (created with `space.secrets.set`) the sandbox may use through the gateway. */
   secrets?: string[];
   /** What the sandbox may reach (default allow-all). */

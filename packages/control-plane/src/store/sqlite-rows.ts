@@ -18,6 +18,7 @@ export interface SessionDbRow {
   checkpoint_interval_sec: number;
   full_checkpoint_interval_sec: number;
   idle_timeout_sec: number;
+  on_resume: string;
   secrets: string;
   egress: string;
 }
@@ -69,6 +70,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     checkpointIntervalSec: row.checkpoint_interval_sec,
     fullCheckpointIntervalSec: row.full_checkpoint_interval_sec,
     idleTimeoutSec: row.idle_timeout_sec,
+    onResume: row.on_resume as SessionRow['onResume'],
     secrets: JSON.parse(row.secrets) as string[],
     egress: JSON.parse(row.egress) as SessionRow['egress'],
   };

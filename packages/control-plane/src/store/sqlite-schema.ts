@@ -37,4 +37,5 @@ export const addedColumns: [table: string, column: string, definition: string][]
   ['sessions', 'secrets', `TEXT NOT NULL DEFAULT '[]'`],
   ['sessions', 'egress', `TEXT NOT NULL DEFAULT '{"mode":"allow-all","domains":[],"cidrs":[]}'`],
   ['sandbox_history', 'note', 'TEXT'],
+  ['sessions', 'on_resume', `TEXT NOT NULL DEFAULT 'processes'`],
 ];

@@ -55,7 +55,7 @@ export class SqliteStore implements Store {
   insertSession(row: SessionRow): void {
     this.db
       .prepare(
-        'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, secrets, egress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       )
       .run(
         row.id,
@@ -73,6 +73,7 @@ export class SqliteStore implements Store {
         row.checkpointIntervalSec,
         row.idleTimeoutSec,
         row.fullCheckpointIntervalSec,
+        row.onResume,
         JSON.stringify(row.secrets),
         JSON.stringify(row.egress),
       );

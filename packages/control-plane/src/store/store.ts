@@ -1,4 +1,4 @@
-import type { CheckpointKind, EgressPolicy, Resources, SessionStatus } from '@space/protocol';
+import type { CheckpointKind, EgressPolicy, OnResume, Resources, SessionStatus } from '@space/protocol';
 
 export interface TenantRow {
   id: string;
@@ -32,6 +32,7 @@ export interface SessionRow {
   checkpointIntervalSec: number;
   fullCheckpointIntervalSec: number;
   idleTimeoutSec: number;
+  onResume: OnResume;
   /** Names of the tenant's secrets the session may use. */
   secrets: string[];
   egress: EgressPolicy;
