@@ -314,7 +314,8 @@ func (a *agent) stream(w http.ResponseWriter, r *http.Request, pty bool) error {
 			ws.CloseWithError(err)
 			return
 		}
-		bindProcessStream(ws, proc, false, 0)
+		// With replay from the start: the process runs (and may print) before the stream subscribes.
+		bindProcessStream(ws, proc, true, 0)
 	})
 }
 

@@ -210,6 +210,17 @@ describe('in-sandbox agent contract (the Go binary against the protocol schemas)
     assert.deepEqual(ptyGot.at(-1), { type: 'exit', exitCode: 4, signal: null, timedOut: false });
   });
 
+  test('a streamed process that prints at once loses nothing before the stream subscribes', async () => {
+    for (let i = 0; i < 20; i++) {
+      const ws = socket('/exec/stream');
+      const stream = messages(ws, ServerStreamMessageSchema);
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'start', cmd: ['sh', '-c', 'echo early; exit 3'] })));
+      const { messages: got } = await stream;
+      assert.equal(outputOf(got), 'early\n', `round ${i}`);
+      assert.deepEqual(got.at(-1), { type: 'exit', exitCode: 3, signal: null, timedOut: false });
+    }
+  });
+
   test('a bad start message or a bad later message is answered on the stream', async () => {
     const ws = socket('/exec/stream');
     const stream = messages(ws, ServerStreamMessageSchema);
