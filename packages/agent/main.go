@@ -53,6 +53,7 @@ func run() error {
 		token:     token,
 		logf:      func(format string, args ...any) { fmt.Fprintf(os.Stderr, "space-agent: "+format+"\n", args...) },
 	}
+	a.routes = a.routeTable()
 	a.channel = newChannel(host+":"+port, a)
 
 	signals := make(chan os.Signal, 4)

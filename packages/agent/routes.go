@@ -20,6 +20,7 @@ type agent struct {
 	processes *processTable
 	files     fileService
 	logf      func(format string, args ...any)
+	routes    map[string]handler
 
 	tokenMu sync.Mutex
 	token   string // replaced when an agent restored from a memory image serves a new sandbox
@@ -65,9 +66,47 @@ func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// handler serves one route; an error is answered with its code's status.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+// routeTable is the sandbox routes of @space/protocol by "METHOD /path", plus the node agent's own
+// /quiesce, /sync and /rebind (never relayed from above). Per-process routes are matched apart.
+func (a *agent) routeTable() map[string]handler {
+	return map[string]handler{
+		"GET /health": func(w http.ResponseWriter, _ *http.Request) error {
+			writeJSON(w, 200, map[string]bool{"ok": true})
+			return nil
+		},
+		"POST /quiesce": a.quiesce,
+		// Before an fs checkpoint: the sandbox kernel's cached writes reach the volume (no process is started for it).
+		"POST /sync": func(w http.ResponseWriter, _ *http.Request) error {
+			syscall.Sync()
+			return replyOK(w, nil)
+		},
+		"POST /rebind": a.rebind,
+		"POST /exec":   a.exec,
+		"GET /exec/stream": func(w http.ResponseWriter, r *http.Request) error {
+			return a.stream(w, r, false)
+		},
+		"GET /pty": func(w http.ResponseWriter, r *http.Request) error {
+			return a.stream(w, r, true)
+		},
+		"GET /processes": func(w http.ResponseWriter, _ *http.Request) error {
+			return reply(w, map[string]any{"processes": a.processes.list()}, nil)
+		},
+		"GET /files":        a.download,
+		"PUT /files":        a.upload,
+		"DELETE /files":     a.removeFile,
+		"GET /files/list":   a.listFiles,
+		"GET /files/stat":   a.statFile,
+		"POST /files/mkdir": a.mkdir,
+		"POST /files/move":  a.move,
+		"GET /files/watch":  a.watch,
+	}
+}
+
 func (a *agent) route(w http.ResponseWriter, r *http.Request) error {
 	path := r.URL.Path
-	key := r.Method + " " + path
 	if m := processPath.FindStringSubmatch(path); m != nil {
 		pid, _ := strconv.Atoi(m[1])
 		if m[2] == "signal" && r.Method == http.MethodPost {
@@ -78,49 +117,15 @@ func (a *agent) route(w http.ResponseWriter, r *http.Request) error {
 		}
 		return newError(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, path)
 	}
-	switch key {
-	case "GET /health":
-		writeJSON(w, 200, map[string]bool{"ok": true})
-	case "POST /quiesce":
-		return a.quiesce(w, r)
-	case "POST /sync":
-		// Node agent only, before an fs checkpoint: the sandbox kernel's cached writes reach the
-		// volume (no process is started for it).
-		syscall.Sync()
-		writeJSON(w, 200, map[string]bool{"ok": true})
-	case "POST /rebind":
-		return a.rebind(w, r)
-	case "POST /exec":
-		return a.exec(w, r)
-	case "GET /exec/stream", "GET /pty":
-		return a.stream(w, r, path == "/pty")
-	case "GET /processes":
-		writeJSON(w, 200, map[string]any{"processes": a.processes.list()})
-	case "GET /files":
-		return a.download(w, r)
-	case "PUT /files":
-		return a.upload(w, r)
-	case "DELETE /files":
-		return a.removeFile(w, r)
-	case "GET /files/list":
-		return a.listFiles(w, r)
-	case "GET /files/stat":
-		return a.statFile(w, r)
-	case "POST /files/mkdir":
-		return a.mkdir(w, r)
-	case "POST /files/move":
-		return a.move(w, r)
-	case "GET /files/watch":
-		return a.watch(w, r)
-	default:
-		for _, known := range []string{"/health", "/quiesce", "/sync", "/rebind", "/exec", "/exec/stream", "/pty", "/processes", "/files", "/files/list", "/files/stat", "/files/mkdir", "/files/move", "/files/watch"} {
-			if known == path {
-				return newError(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, path)
-			}
-		}
-		return newError(codeRouteNotFound, "no route for %s %s", r.Method, truncate(path, 200))
+	if serve, ok := a.routes[r.Method+" "+path]; ok {
+		return serve(w, r)
 	}
-	return nil
+	for key := range a.routes {
+		if strings.HasSuffix(key, " "+path) {
+			return newError(codeMethodNotAllowed, "%s is not allowed on %s", r.Method, path)
+		}
+	}
+	return newError(codeRouteNotFound, "no route for %s %s", r.Method, truncate(path, 200))
 }
 
 // readJSON reads a strict JSON body into v and runs check on it.
