@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -46,9 +47,13 @@ func run() error {
 			baseEnv[key] = value
 		}
 	}
+	defaultTimeout, err := strconv.Atoi(envOr("SPACE_DAEMON_DEFAULT_TIMEOUT_MS", strconv.Itoa(limitDefaultExecTimeoutMs)))
+	if err != nil || defaultTimeout <= 0 {
+		return fmt.Errorf("SPACE_DAEMON_DEFAULT_TIMEOUT_MS must be a positive number of milliseconds")
+	}
 	paths := sandboxPaths{workdir: workdir}
 	a := &agent{
-		processes: newProcessTable(paths, baseEnv, ptyHelper),
+		processes: newProcessTable(paths, baseEnv, ptyHelper, time.Duration(defaultTimeout)*time.Millisecond),
 		files:     fileService{paths: paths},
 		token:     token,
 		logf:      func(format string, args ...any) { fmt.Fprintf(os.Stderr, "space-agent: "+format+"\n", args...) },

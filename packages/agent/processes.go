@@ -29,6 +29,8 @@ type ptySize struct{ Cols, Rows int }
 type processTable struct {
 	paths     sandboxPaths
 	ptyHelper string
+	// defaultTimeout applies to a process started without one (the protocol's default exec timeout).
+	defaultTimeout time.Duration
 
 	mu         sync.Mutex
 	baseEnv    map[string]string
@@ -36,8 +38,8 @@ type processTable struct {
 	startOrder []int
 }
 
-func newProcessTable(paths sandboxPaths, baseEnv map[string]string, ptyHelper string) *processTable {
-	return &processTable{paths: paths, ptyHelper: ptyHelper, baseEnv: baseEnv, processes: map[int]*managedProcess{}}
+func newProcessTable(paths sandboxPaths, baseEnv map[string]string, ptyHelper string, defaultTimeout time.Duration) *processTable {
+	return &processTable{paths: paths, ptyHelper: ptyHelper, defaultTimeout: defaultTimeout, baseEnv: baseEnv, processes: map[int]*managedProcess{}}
 }
 
 // setSessionEnv adds the session's variables for processes started from now on (a restored
@@ -88,7 +90,7 @@ func (t *processTable) start(o startOptions) (*managedProcess, error) {
 	cmd := &exec.Cmd{Path: path, Args: args, Dir: cwd, Env: envList(env), SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
 	timeout := time.Duration(o.TimeoutMs) * time.Millisecond
 	if o.TimeoutMs == 0 {
-		timeout = limitDefaultExecTimeoutMs * time.Millisecond
+		timeout = t.defaultTimeout
 	}
 	proc, err := startManagedProcess(cmd, o.Cmd.raw(), o.Pty != nil, timeout)
 	if err != nil {

@@ -242,7 +242,12 @@ func (a *agent) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(r, &body, check); err != nil {
 		return err
 	}
-	proc, err := a.processes.start(body.options())
+	options := body.options()
+	if body.Background && body.TimeoutMs == nil {
+		// A background process keeps running until it ends or is signalled (bounded by the longest timeout).
+		options.TimeoutMs = limitMaxExecTimeoutMs
+	}
+	proc, err := a.processes.start(options)
 	if err != nil {
 		return err
 	}

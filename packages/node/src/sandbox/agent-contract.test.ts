@@ -42,6 +42,37 @@ function freePort(): Promise<number> {
   });
 }
 
+/** Starts the agent binary on loopback, serving `workdir`, with a fresh token file in `dir`. */
+async function startAgent(
+  dir: string,
+  token: string,
+  extraEnv: Record<string, string> = {},
+): Promise<{ agent: ChildProcess; port: number; workdir: string; tokenFile: string }> {
+  const workdir = path.join(dir, 'workspace');
+  await mkdir(workdir, { recursive: true });
+  const tokenFile = path.join(dir, 'token');
+  await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
+  const port = await freePort();
+  const agent = spawn(path.join(agentDist, 'space-agent'), [], {
+    env: {
+      PATH: process.env.PATH,
+      SPACE_DAEMON_HOST: '127.0.0.1',
+      SPACE_DAEMON_PORT: String(port),
+      SPACE_DAEMON_TOKEN_FILE: tokenFile,
+      SPACE_WORKDIR: workdir,
+      SPACE_PTY_HELPER: path.join(agentDist, 'space-pty'),
+      FROM_SANDBOX_ENV: 'kept',
+      ...extraEnv,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    agent.once('exit', (code) => reject(new Error(`agent exited with ${code}`)));
+    agent.stdout!.once('data', () => resolve());
+  });
+  return { agent, port, workdir, tokenFile };
+}
+
 describe('in-sandbox agent contract (the Go binary against the protocol schemas)', () => {
   let dir: string;
   let workdir: string;
@@ -95,27 +126,7 @@ describe('in-sandbox agent contract (the Go binary against the protocol schemas)
   before(async () => {
     assert.ok(existsSync(path.join(agentDist, 'space-agent')), 'packages/agent/dist/space-agent is built by npm run build');
     dir = await mkdtemp(path.join(tmpdir(), 'space-agent-contract-'));
-    workdir = path.join(dir, 'workspace');
-    await mkdir(workdir);
-    tokenFile = path.join(dir, 'token');
-    await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
-    port = await freePort();
-    agent = spawn(path.join(agentDist, 'space-agent'), [], {
-      env: {
-        PATH: process.env.PATH,
-        SPACE_DAEMON_HOST: '127.0.0.1',
-        SPACE_DAEMON_PORT: String(port),
-        SPACE_DAEMON_TOKEN_FILE: tokenFile,
-        SPACE_WORKDIR: workdir,
-        SPACE_PTY_HELPER: path.join(agentDist, 'space-pty'),
-        FROM_SANDBOX_ENV: 'kept',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      agent.once('exit', (code) => reject(new Error(`agent exited with ${code}`)));
-      agent.stdout!.once('data', () => resolve());
-    });
+    ({ agent, port, workdir, tokenFile } = await startAgent(dir, token));
   });
 
   after(async () => {
@@ -186,6 +197,30 @@ describe('in-sandbox agent contract (the Go binary against the protocol schemas)
     assert.equal(got[0]?.type, 'started');
     assert.equal(outputOf(got), 'second\n', 'replay starts at the offset');
     assert.deepEqual(got.at(-1), { type: 'exit', exitCode: 143, signal: 'SIGTERM', timedOut: false });
+  });
+
+  test('a background process runs past the default exec timeout; a foreground one stops at it', async () => {
+    // A second agent whose default timeout is 300 ms instead of 60 s (SPACE_DAEMON_DEFAULT_TIMEOUT_MS, for tests).
+    const shortToken = randomBytes(32).toString('hex');
+    const short = await startAgent(path.join(dir, 'short-timeout'), shortToken, { SPACE_DAEMON_DEFAULT_TIMEOUT_MS: '300' });
+    try {
+      const call = async (route: string, body?: unknown): Promise<unknown> => {
+        const res = await fetch(`http://127.0.0.1:${short.port}${route}`, {
+          method: body === undefined ? 'GET' : 'POST',
+          headers: { authorization: `Bearer ${shortToken}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        return res.json();
+      };
+      const foreground = ExecResultSchema.parse(await call('/exec', { cmd: 'sleep 2' }));
+      assert.deepEqual([foreground.exitCode, foreground.timedOut], [124, true]);
+      const { pid } = (await call('/exec', { cmd: 'sleep 30', background: true })) as { pid: number };
+      await new Promise((r) => setTimeout(r, 800));
+      const listed = ProcessListSchema.parse(await call('/processes'));
+      assert.equal(listed.processes.find((p) => p.pid === pid)?.running, true, 'the background process outlives the default timeout');
+    } finally {
+      short.agent.kill('SIGTERM');
+    }
   });
 
   test('streamed exec and PTY: start, stdin, EOF, output in order, exit', async () => {
