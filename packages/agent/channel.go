@@ -159,7 +159,7 @@ type channelConn struct {
 
 func (c *channelConn) Read(p []byte) (int, error) {
 	n, err := c.TCPConn.Read(p)
-	if err != nil && n == 0 && isEOF(err) {
+	if err != nil && n == 0 && errors.Is(err, io.EOF) {
 		c.mu.Lock()
 		c.peerClosed = true
 		c.mu.Unlock()
@@ -197,7 +197,7 @@ func (c *channelConn) closeAfterPeer() {
 		if err == nil {
 			continue
 		}
-		if isEOF(err) {
+		if errors.Is(err, io.EOF) {
 			_ = c.TCPConn.Close()
 		} else {
 			_ = c.abort()
@@ -231,10 +231,6 @@ func (c *channelConn) forget() {
 	c.channel.mu.Lock()
 	delete(c.channel.conns, c)
 	c.channel.mu.Unlock()
-}
-
-func isEOF(err error) bool {
-	return errors.Is(err, io.EOF)
 }
 
 var tcpStates = map[string]string{

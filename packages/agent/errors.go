@@ -104,9 +104,3 @@ func fsError(err error, path string) error {
 	}
 	return newError(codeInternal, "%q: %v", path, err)
 }
-
-// isErrno tells whether err carries the given errno.
-func isErrno(err error, errno syscall.Errno) bool {
-	var got syscall.Errno
-	return errors.As(err, &got) && got == errno
-}

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -205,7 +206,7 @@ func (f fileService) move(from, to string, overwrite bool) error {
 		return fsError(err, to)
 	}
 	err = os.Rename(src, dst)
-	if isErrno(err, syscall.EXDEV) {
+	if errors.Is(err, syscall.EXDEV) {
 		if overwrite {
 			_ = os.RemoveAll(dst)
 		}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -281,7 +282,7 @@ func (p *managedProcess) feedStdin(pipe io.WriteCloser) {
 
 func (p *managedProcess) resize(cols, rows int) {
 	if p.control != nil {
-		_, _ = io.WriteString(p.control, "R "+itoa(rows)+" "+itoa(cols)+"\n")
+		_, _ = io.WriteString(p.control, "R "+strconv.Itoa(rows)+" "+strconv.Itoa(cols)+"\n")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -191,7 +192,7 @@ func checkWorkingDirectory(cwd string) error {
 
 // lookPath finds file like execvp does, with the process's own PATH.
 func lookPath(file, pathEnv string) (string, error) {
-	if containsSlash(file) {
+	if strings.ContainsRune(file, '/') {
 		if isExecutable(file) {
 			return file, nil
 		}
@@ -200,7 +201,7 @@ func lookPath(file, pathEnv string) (string, error) {
 	if pathEnv == "" {
 		pathEnv = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	}
-	for _, dir := range splitList(pathEnv) {
+	for _, dir := range strings.Split(pathEnv, ":") {
 		if dir == "" {
 			dir = "."
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/base64"
 	"encoding/json"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -144,7 +146,7 @@ func handleClientMessage(proc *managedProcess, data []byte) error {
 		return errString("invalid message: unknown type")
 	}
 	if len(fields) != len(want)+1 {
-		return errString("invalid message: fields of a " + m.Type + " message are " + joinOr(want))
+		return errString("invalid message: fields of a " + m.Type + " message are " + fieldNames(want))
 	}
 	for _, f := range want {
 		if _, ok := fields[f]; !ok {
@@ -210,7 +212,8 @@ func bindWatchStream(ws *wsConn, abs, requested string) {
 	}
 	prefix := root
 	if !w.isDir {
-		prefix = parentDir(root)
+		// The file's directory, without a trailing slash ("" for a file in /).
+		prefix = strings.TrimSuffix(filepath.Dir(root), "/")
 	}
 	ws.WriteText(mustJSON(map[string]string{"type": "ready", "path": abs}))
 	go w.run(func(event, rel string) {
@@ -223,26 +226,14 @@ func bindWatchStream(ws *wsConn, abs, requested string) {
 	}
 }
 
-type errString string
-
-func (e errString) Error() string { return string(e) }
-
-func joinOr(fields []string) string {
+// fieldNames lists a message type's fields for an error ("none" for a message that has none).
+func fieldNames(fields []string) string {
 	if len(fields) == 0 {
 		return "none"
 	}
-	out := fields[0]
-	for _, f := range fields[1:] {
-		out += ", " + f
-	}
-	return out
+	return strings.Join(fields, ", ")
 }
 
-func parentDir(p string) string {
-	for i := len(p) - 1; i > 0; i-- {
-		if p[i] == '/' {
-			return p[:i]
-		}
-	}
-	return ""
-}
+type errString string
+
+func (e errString) Error() string { return string(e) }

@@ -203,12 +203,6 @@ func mustJSON(v any) []byte {
 	return data
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
-func containsSlash(s string) bool { return strings.ContainsRune(s, '/') }
-
-func splitList(s string) []string { return strings.Split(s, ":") }
-
 // toValidUTF8 decodes output as UTF-8 the way Node's Buffer#toString does: invalid bytes become U+FFFD.
 func toValidUTF8(data []byte) string {
 	return strings.ToValidUTF8(string(data), "\uFFFD")

@@ -92,15 +92,7 @@ export class SessionService {
     const row = this.row(caller, id);
     return {
       ...toSession(row),
-      sandboxHistory: this.store.listSandboxHistory(id).map(({ id: sandboxId, nodeId, startedAt, endedAt, endReason, restoredFrom, note }) => ({
-        id: sandboxId,
-        nodeId,
-        startedAt,
-        endedAt,
-        endReason,
-        restoredFrom,
-        note,
-      })),
+      sandboxHistory: this.store.listSandboxHistory(id).map(({ sessionId: _session, ...entry }) => entry),
       checkpoints: this.store.listCheckpoints(id).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
     };
   }

@@ -95,14 +95,14 @@ export class SessionVolumes {
 
   /** Makes the session's next sandbox start from `pending` (a restore or fork from a full checkpoint), or as usual (null). */
   async setPendingStart(sessionId: string, pending: PendingStart | null): Promise<void> {
-    const file = this.pendingMemoryFile(sessionId);
+    const file = this.pendingStartFile(sessionId);
     if (pending === null) await rm(file, { force: true });
     else await writeFile(file, JSON.stringify(pending), { mode: 0o600 });
   }
 
   /** What the session's next sandbox starts from, if a restore or fork left something pending; consumed. */
   async takePendingStart(sessionId: string): Promise<PendingStart | null> {
-    const file = this.pendingMemoryFile(sessionId);
+    const file = this.pendingStartFile(sessionId);
     if (!existsSync(file)) return null;
     const pending = await readJsonFile(file, PendingStartSchema);
     await this.setPendingStart(sessionId, null);
@@ -128,7 +128,7 @@ export class SessionVolumes {
     return removed;
   }
 
-  private pendingMemoryFile(sessionId: string): string {
+  private pendingStartFile(sessionId: string): string {
     return `${this.path(sessionId)}.memory-from`;
   }
 }
