@@ -29,7 +29,8 @@ export function describeError(err: unknown): string {
       FULL_CHECKPOINT_FAILED: 'your files are saved in the fs checkpoint named above',
       SECRET_NOT_FOUND: 'list secrets with "space secrets ls"; create one with "space secrets set NAME --host HOST"',
       SESSION_BUSY: 'another operation on the session is still running: try again',
-      TOO_MANY_REQUESTS: 'too many calls or streams open at once: try again shortly',
+      TOO_MANY_REQUESTS: 'a tenant limit on calls at once or per second: try again shortly ("space limits" shows them)',
+      QUOTA_EXCEEDED: '"space limits" shows what the tenant uses of each limit',
     };
     const hint = hints[err.code] ?? (err.status >= 500 && err.requestId ? `request ${err.requestId} in the platform's log` : undefined);
     return `${err.code}: ${err.message}${hint ? ` (${hint})` : ''}`;

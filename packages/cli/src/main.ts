@@ -8,6 +8,7 @@ import { registerExecCommands } from './commands/exec.js';
 import { registerCheckpointCommands } from './commands/checkpoints.js';
 import { registerShellCommand } from './commands/shell.js';
 import { registerEgressCommands } from './commands/egress.js';
+import { registerLimitsCommand } from './commands/limits.js';
 import { describeError } from './client.js';
 
 const program = new Command();
@@ -22,6 +23,7 @@ registerExecCommands(program);
 registerCheckpointCommands(program);
 registerShellCommand(program);
 registerEgressCommands(program);
+registerLimitsCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`space: ${describeError(err)}\n`);

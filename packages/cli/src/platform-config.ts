@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ControlPlaneOptions } from '@space/control-plane';
+import { type ControlPlaneOptions, type TenantLimitOptions, defaultTenantLimits } from '@space/control-plane';
 
 /** Settings of `space up` and `space control-plane`, each from its environment variable (see docs/configuration.md). */
 export interface PlatformConfig {
@@ -22,15 +22,23 @@ export interface PlatformConfig {
   secretsKeyFile: string;
   /** SPACE_LIFECYCLE_WAIT_MS: how long a call waits for a session's restore, delete, checkpoint, ... before 409 SESSION_BUSY, default 30000 */
   lifecycleWaitMs: number;
-  /** SPACE_TENANT_MAX_REQUESTS / SPACE_TENANT_MAX_STREAMS: calls and streams one tenant may have open at once, default 256 / 64 */
-  tenantLimits: { maxRequests: number; maxStreams: number };
+  /** SPACE_TENANT_*: what one tenant may keep and do at once (see tenant-limits.ts for each default) */
+  tenantLimits: TenantLimitOptions;
+  /** SPACE_SESSION_DISK_GB: disk of a session that names none, default 10 */
+  defaultDiskGb: number;
 }
 
-function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
+function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = positiveNumber(env, name, fallback);
+  if (!Number.isInteger(value)) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(env[name])}`);
   return value;
 }
 
@@ -51,19 +59,28 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
     maintenanceTickMs: positiveInt(env, 'SPACE_MAINTENANCE_TICK_MS', 5000),
     secretsKeyFile: path.resolve(env.SPACE_SECRETS_KEY_FILE ?? path.join(dataDir, 'secrets.key')),
     lifecycleWaitMs: positiveInt(env, 'SPACE_LIFECYCLE_WAIT_MS', 30_000),
-    tenantLimits: { maxRequests: positiveInt(env, 'SPACE_TENANT_MAX_REQUESTS', 256), maxStreams: positiveInt(env, 'SPACE_TENANT_MAX_STREAMS', 64) },
+    tenantLimits: {
+      maxRequests: positiveInt(env, 'SPACE_TENANT_MAX_REQUESTS', defaultTenantLimits.maxRequests),
+      maxStreams: positiveInt(env, 'SPACE_TENANT_MAX_STREAMS', defaultTenantLimits.maxStreams),
+      requestsPerSec: positiveInt(env, 'SPACE_TENANT_REQUESTS_PER_SEC', defaultTenantLimits.requestsPerSec),
+      maxSessions: positiveInt(env, 'SPACE_TENANT_MAX_SESSIONS', defaultTenantLimits.maxSessions),
+      maxConcurrentCreates: positiveInt(env, 'SPACE_TENANT_MAX_CONCURRENT_CREATES', defaultTenantLimits.maxConcurrentCreates),
+      maxCheckpointGb: positiveNumber(env, 'SPACE_TENANT_MAX_CHECKPOINT_GB', defaultTenantLimits.maxCheckpointGb),
+    },
+    defaultDiskGb: positiveNumber(env, 'SPACE_SESSION_DISK_GB', 10),
   };
 }
 
 /** The control plane's tunables, the same for `space up` and `space control-plane`. */
 export function controlPlaneTuning(
   config: PlatformConfig,
-): Pick<ControlPlaneOptions, 'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits'> {
+): Pick<ControlPlaneOptions, 'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits' | 'defaultDiskGb'> {
   return {
     keepAutomaticCheckpoints: config.keepAutomaticCheckpoints,
     maintenanceTickMs: config.maintenanceTickMs,
     lifecycleWaitMs: config.lifecycleWaitMs,
     tenantLimits: config.tenantLimits,
+    defaultDiskGb: config.defaultDiskGb,
   };
 }
 

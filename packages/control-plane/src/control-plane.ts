@@ -30,8 +30,10 @@ export interface ControlPlaneOptions {
   maintenanceTickMs?: number;
   /** How long a call waits for a session's lifecycle operations before SESSION_BUSY, ms (`SPACE_LIFECYCLE_WAIT_MS`, default 30000). */
   lifecycleWaitMs?: number;
-  /** Per-tenant bounds on calls and streams open at once (defaults in tenant-limits.ts). */
+  /** Per-tenant limits: sessions, creations, request rate, calls and streams open, checkpoint storage (defaults in tenant-limits.ts). */
   tenantLimits?: Partial<TenantLimitOptions>;
+  /** Disk of a session that names none, GB (`SPACE_SESSION_DISK_GB`, default 10). */
+  defaultDiskGb?: number;
   log?: (message: string) => void;
 }
 
@@ -44,6 +46,8 @@ export class ControlPlane {
   private readonly maintenance: Maintenance;
   private readonly checkpoints: SessionCheckpointService;
   private readonly egress: EgressService;
+  private readonly auth: Authenticator;
+  private readonly limits: TenantLimits;
   private server: Server | null = null;
   port = 0;
 
@@ -51,15 +55,19 @@ export class ControlPlane {
 
   constructor(private readonly options: ControlPlaneOptions) {
     this.log = options.log ?? ((m) => process.stderr.write(`${m}\n`));
+    this.auth = new Authenticator(options.store);
+    this.limits = new TenantLimits(this.auth, options.store, this.metrics, { ...defaultTenantLimits, ...options.tenantLimits });
     const activity = new Activity();
     const lifecycle = new LifecycleQueue(options.store, this.log, options.lifecycleWaitMs ? { waitMs: options.lifecycleWaitMs } : {});
     this.node = new NodeClient(options.node.id, options.node.url, options.node.token);
     const taker = new CheckpointTaker(options.store, this.node, this.metrics);
     const egress = new EgressService(options.store, this.node, options.secrets, this.log);
     this.egress = egress;
-    this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress, lifecycle);
+    this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress, lifecycle, this.limits, {
+      defaultDiskGb: options.defaultDiskGb ?? 10,
+    });
     this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
-    this.checkpoints = new SessionCheckpointService(options.store, this.node, this.sessions, taker, this.metrics);
+    this.checkpoints = new SessionCheckpointService(options.store, this.node, this.sessions, taker, this.metrics, this.limits);
     this.maintenance = new Maintenance({
       store: options.store,
       node: this.node,
@@ -75,17 +83,15 @@ export class ControlPlane {
   }
 
   async start(): Promise<void> {
-    const auth = new Authenticator(this.options.store);
-    auth.installAdminKey(this.options.adminKey);
+    this.auth.installAdminKey(this.options.adminKey);
     const orphans = await this.checkpoints.removeOrphans().catch((err: Error) => {
       this.log(`could not look for orphaned checkpoints: ${err.message}`);
       return 0;
     });
     if (orphans) this.log(`removed ${orphans} checkpoint(s) a crash left unrecorded`);
     await this.maintenance.reconcileAll();
-    const limits = new TenantLimits(auth, this.metrics, { ...defaultTenantLimits, ...this.options.tenantLimits });
     const api = createPublicApi({
-      auth,
+      auth: this.auth,
       sessions: this.sessions,
       calls: this.calls,
       checkpoints: this.checkpoints,
@@ -94,7 +100,7 @@ export class ControlPlane {
       node: this.node,
       egress: this.egress,
       log: lineLog(this.log),
-      limits,
+      limits: this.limits,
     });
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;

@@ -5,3 +5,4 @@ export { Authenticator, hashKey, generateKey } from './auth.js';
 export { SessionService } from './session-service.js';
 export { NodeClient } from './node-client.js';
 export { SecretCipher } from './secret-cipher.js';
+export { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from './tenant-limits.js';

@@ -33,10 +33,11 @@ test('every operation of the API reference is served by the control plane (an un
   const egress = new EgressService(store, node, new SecretCipher(randomBytes(32)), () => undefined);
   const lifecycle = new LifecycleQueue(store, () => undefined);
   const activity = new Activity();
-  const sessions = new SessionService(store, node, metrics, taker, activity, egress, lifecycle);
-  const calls = new SessionCalls(store, sessions, lifecycle, activity);
-  const checkpoints = new SessionCheckpointService(store, node, sessions, taker, metrics);
   const auth = new Authenticator(store);
+  const limits = new TenantLimits(auth, store, metrics);
+  const sessions = new SessionService(store, node, metrics, taker, activity, egress, lifecycle, limits, { defaultDiskGb: 10 });
+  const calls = new SessionCalls(store, sessions, lifecycle, activity);
+  const checkpoints = new SessionCheckpointService(store, node, sessions, taker, metrics, limits);
   const router = createPublicApi({
     auth,
     sessions,
@@ -47,7 +48,7 @@ test('every operation of the API reference is served by the control plane (an un
     node,
     egress,
     log: lineLog(() => undefined),
-    limits: new TenantLimits(auth, metrics),
+    limits,
   });
   const { server, port } = await listen(router, '127.0.0.1', 0);
   try {

@@ -5,9 +5,17 @@ import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { SessionService } from './session-service.js';
 import type { CheckpointRow, SessionRow, Store } from './store/store.js';
+import type { TenantLimits } from './tenant-limits.js';
 
 /** How far up a fork chain the lineage is followed (a bound against cycles in a damaged store). */
 const maxLineageDepth = 256;
+
+/** Why a full checkpoint became an fs one, by the error that refused it (the label in /metrics). */
+const fallbackReasons = new Map<string, string>([
+  [ErrorCode.FULL_CHECKPOINT_REFUSED, 'refused'],
+  [ErrorCode.FULL_CHECKPOINT_FAILED, 'failed'],
+  [ErrorCode.QUOTA_EXCEEDED, 'quota'],
+]);
 
 /** The control plane's side of checkpoints: sessions' checkpoints (filesystem and full), their lineage, forks from them and restores to them. */
 export class SessionCheckpointService {
@@ -17,12 +25,14 @@ export class SessionCheckpointService {
     private readonly sessions: SessionService,
     private readonly taker: CheckpointTaker,
     private readonly metrics: Metrics,
+    private readonly limits: Pick<TenantLimits, 'checkSessions' | 'checkCheckpointStorage'>,
   ) {}
 
   /**
    * Takes a checkpoint. A full one the node refuses (a process holds a TCP socket, a stream is
    * attached, no sandbox runs) or fails to take is replaced by an fs checkpoint, and the caller gets
-   * the refusal with `details.fallbackCheckpointId`: the files are safe either way.
+   * the refusal with `details.fallbackCheckpointId`: the files are safe either way. So is one the
+   * tenant's checkpoint storage has no room for.
    */
   async create(caller: Caller, sessionId: string, kind: CheckpointKind = 'fs', trigger: CheckpointRow['trigger'] = 'manual'): Promise<Checkpoint> {
     return this.sessions.inTurn(caller, sessionId, 'checkpoint', (session) => this.createLocked(session, kind, trigger));
@@ -31,12 +41,16 @@ export class SessionCheckpointService {
   /** `create` for a caller that holds the session's lifecycle queue (maintenance, in the session's turn). */
   async createLocked(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<Checkpoint> {
     try {
+      if (kind === 'full') this.limits.checkCheckpointStorage(session.tenantId);
       return toCheckpoint(await this.taker.take(session, kind, trigger));
     } catch (err) {
-      if (kind !== 'full' || !isSpaceError(err) || (err.code !== ErrorCode.FULL_CHECKPOINT_REFUSED && err.code !== ErrorCode.FULL_CHECKPOINT_FAILED)) throw err;
-      this.metrics.inc('full_checkpoint_fallbacks', { reason: err.code === ErrorCode.FULL_CHECKPOINT_REFUSED ? 'refused' : 'failed' });
+      if (kind !== 'full' || !isSpaceError(err) || !fallbackReasons.has(err.code)) throw err;
+      this.metrics.inc('full_checkpoint_fallbacks', { reason: fallbackReasons.get(err.code)! });
       const fallback = await this.taker.take(session, 'fs', trigger);
-      throw new SpaceError(err.code, `${err.message}; an fs checkpoint ${fallback.id} was taken instead`, { fallbackCheckpointId: fallback.id });
+      throw new SpaceError(err.code, `${err.message}; an fs checkpoint ${fallback.id} was taken instead`, {
+        ...err.details,
+        fallbackCheckpointId: fallback.id,
+      });
     }
   }
 
@@ -82,6 +96,8 @@ export class SessionCheckpointService {
   async fork(caller: Caller, checkpointId: string, count: number): Promise<Session[]> {
     const checkpoint = this.checkpoint(caller, checkpointId);
     const parent = this.sessions.row(caller, checkpoint.sessionId);
+    // All or nothing: refused before any fork starts when they would not all fit.
+    this.limits.checkSessions(caller.tenantId, count);
     const request = {
       template: parent.template,
       env: parent.env,

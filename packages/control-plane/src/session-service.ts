@@ -1,4 +1,4 @@
-import { ErrorCode, SpaceError, newId, type CreateSessionRequest, type Session } from '@space/protocol';
+import { ErrorCode, SpaceError, newId, type CreateSessionRequest, type Resources, type Session } from '@space/protocol';
 import type { Caller } from './auth.js';
 import type { Activity } from './activity.js';
 import type { Metrics } from './metrics.js';
@@ -7,6 +7,7 @@ import type { SessionRow, Store } from './store/store.js';
 import type { CheckpointTaker } from './checkpoint-taker.js';
 import type { EgressService } from './egress-service.js';
 import type { LifecycleOperation, LifecycleQueue } from './lifecycle-queue.js';
+import type { TenantLimits } from './tenant-limits.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -27,6 +28,8 @@ export class SessionService {
     private readonly activity: Activity,
     private readonly egress: EgressService,
     private readonly lifecycle: LifecycleQueue,
+    private readonly limits: Pick<TenantLimits, 'checkSessions'>,
+    private readonly settings: { defaultDiskGb: number },
   ) {}
 
   /**
@@ -44,7 +47,7 @@ export class SessionService {
       status: 'starting',
       createdAt: new Date().toISOString(),
       env: request.env,
-      resources: request.resources,
+      resources: this.withDisk(request.resources),
       metadata: request.metadata,
       sandboxId: null,
       nodeId: null,
@@ -60,6 +63,8 @@ export class SessionService {
     await this.lifecycle.run(row.id, 'create', async () => {
       this.store.insertSession(row);
       try {
+        // Counted with the new row in: creations side by side cannot together pass the maximum.
+        this.limits.checkSessions(row.tenantId);
         if (fromCheckpoint) await this.lifecycle.run(fromCheckpoint.sessionId, 'fork', () => this.node.restoreVolume(row.id, fromCheckpoint.id));
         await this.startSandbox(row, { volumeReady: true });
       } catch (err) {
@@ -149,7 +154,7 @@ export class SessionService {
         sessionId: row.id,
         template: row.template,
         env: { ...row.env, ...this.egress.placeholders(current) },
-        resources: row.resources,
+        resources: this.withDisk(row.resources),
         egress: this.egress.configFor(current),
       });
       this.metrics.inc('sandbox_starts');
@@ -193,6 +198,16 @@ export class SessionService {
     const kept = await this.taker.take(row, 'fs', 'auto');
     await this.node.restoreVolume(row.id, newest.id);
     return `went back to ${newest.id} to restore its processes; the files written after it are kept in ${kept.id}`;
+  }
+
+  /** Disk of a session that names none, GB. */
+  get defaultDiskGb(): number {
+    return this.settings.defaultDiskGb;
+  }
+
+  /** The resources with the platform's default disk when they name none (sessions from before disks had a size too). */
+  private withDisk(resources: Resources): Resources {
+    return { ...resources, diskGb: resources.diskGb ?? this.settings.defaultDiskGb };
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */

@@ -13,8 +13,9 @@ import type {
   Secret,
   Session,
   SessionStatus,
+  TenantLimitsView,
 } from '@space/protocol';
-import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecResult, FileEntry, ProcessData, SecretData, SessionData } from '@space/sdk';
+import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecResult, FileEntry, ProcessData, SecretData, SessionData, TenantLimitsData } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -29,4 +30,5 @@ export const sdkMatchesWire: Record<string, true> = {
   execResult: true satisfies Same<ExecResult, WireExecResult>,
   fileEntry: true satisfies Same<FileEntry, FileStat>,
   process: true satisfies Same<ProcessData, ProcessInfo>,
+  limits: true satisfies Same<TenantLimitsData, TenantLimitsView>,
 };

@@ -4,7 +4,7 @@ import { OkSchema as ok } from './common.js';
 import { sandboxRoutes } from './sandbox-routes.js';
 import { CreateSessionRequestSchema, SessionListSchema, SessionSchema } from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
-import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantSchema } from './tenants.js';
+import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
 /** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
 export interface PublicRoute {
@@ -85,6 +85,12 @@ const egressRoutes: PublicRoute[] = [
 ];
 
 const adminRoutes: PublicRoute[] = [
+  {
+    method: 'GET',
+    path: '/v1/limits',
+    summary: "The calling tenant's limits, what it uses of each, and the setting that raises each.",
+    response: TenantLimitsSchema,
+  },
   { method: 'POST', path: '/v1/tenants', summary: 'Create a tenant (admin key).', body: CreateTenantRequestSchema, status: 201, response: TenantSchema },
   {
     method: 'POST',

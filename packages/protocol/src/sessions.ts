@@ -17,6 +17,15 @@ export const ResourcesSchema = z
     cpus: z.number().min(0.1).max(64).default(1),
     /** Most host tasks (processes and threads) the sandbox may hold. */
     pids: z.number().int().min(32).max(65536).default(1024),
+    /**
+     * Disk the session's volume may hold, GB (template files included): past it writes fail with
+     * "Disk quota exceeded". Unset: the platform's default (`SPACE_SESSION_DISK_GB`).
+     */
+    diskGb: z
+      .number()
+      .min(0.1)
+      .max(16 * 1024)
+      .optional(),
   })
   .strict();
 export type Resources = z.infer<typeof ResourcesSchema>;

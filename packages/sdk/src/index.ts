@@ -16,4 +16,6 @@ export type {
   EgressPolicy,
   SecretData,
   EgressAuditEntry,
+  TenantLimitsData,
+  TenantLimitName,
 } from './types.js';

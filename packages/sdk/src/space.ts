@@ -1,7 +1,7 @@
 import { resolveOptions, type CallOptions, type SpaceOptions } from './options.js';
 import { Session, SessionHandle } from './session.js';
 import { Transport } from './transport.js';
-import type { CreateSessionOptions, SecretData, SessionData } from './types.js';
+import type { CreateSessionOptions, SecretData, SessionData, TenantLimitsData } from './types.js';
 
 /**
  * The SPACE client: `new Space({ apiUrl, apiKey })`, both defaulting to `SPACE_API_URL` and
@@ -30,8 +30,12 @@ export class Space {
     delete(name: string, options?: CallOptions): Promise<void>;
   };
 
+  /** The tenant's limits and what it uses of each. */
+  readonly limits: (options?: CallOptions) => Promise<TenantLimitsData>;
+
   constructor(options: SpaceOptions = {}) {
     const t = new Transport(resolveOptions(options, process.env));
+    this.limits = (opts = {}) => t.json<TenantLimitsData>('GET', '/v1/limits', opts);
     this.sessions = {
       async create(opts = {}) {
         const { signal, timeoutMs, ...body } = opts;

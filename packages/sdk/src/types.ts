@@ -6,7 +6,8 @@ export interface SessionData {
   status: 'starting' | 'running' | 'idle' | 'stopped' | 'failed';
   createdAt: string;
   env: Record<string, string>;
-  resources: { memoryMb: number; cpus: number; pids: number };
+  /** `diskGb`: what the session's volume may hold (writes past it fail with "Disk quota exceeded"). */
+  resources: { memoryMb: number; cpus: number; pids: number; diskGb?: number };
   metadata: Record<string, string>;
   checkpointIntervalSec: number;
   fullCheckpointIntervalSec: number;
@@ -38,7 +39,8 @@ export interface SessionData {
 export interface CreateSessionOptions {
   template?: string;
   env?: Record<string, string>;
-  resources?: { memoryMb?: number; cpus?: number; pids?: number };
+  /** `diskGb` unset: the platform's default (`space limits` shows it). */
+  resources?: { memoryMb?: number; cpus?: number; pids?: number; diskGb?: number };
   metadata?: Record<string, string>;
   checkpointIntervalSec?: number;
   /** Seconds between automatic full (memory) checkpoints while processes run; 0 turns them off (default 60). */
@@ -140,4 +142,16 @@ export interface ProcessData {
   running: boolean;
   exitCode: number | null;
   pty: boolean;
+}
+
+export type TenantLimitName = 'sessions' | 'concurrentCreates' | 'requestsPerSec' | 'openRequests' | 'openStreams' | 'checkpointStorageBytes';
+
+/**
+ * What the tenant may keep and do, and what it uses now. Past a limit, calls fail with
+ * QUOTA_EXCEEDED or TOO_MANY_REQUESTS whose details name the limit and the `setting` that raises it.
+ */
+export interface TenantLimitsData {
+  tenantId: string;
+  limits: Partial<Record<TenantLimitName, { max: number; used: number; setting: string }>>;
+  defaultDiskGb: number;
 }

@@ -27,6 +27,7 @@ export function registerSessionCommands(program: Command): void {
     .option('--checkpoint-interval <sec>', 'seconds between automatic fs checkpoints (0: off)', (v) => Number(v))
     .option('--full-checkpoint-interval <sec>', 'seconds between automatic full (memory) checkpoints (0: off)', (v) => Number(v))
     .option('--idle-timeout <sec>', 'seconds without calls before the sandbox is checkpointed and stopped (0: never)', (v) => Number(v))
+    .option('--disk <gb>', 'disk the session may fill, GB (default: the platform\'s, see "space limits")', (v) => Number(v))
     .option('--json', 'print the session as JSON')
     .action(
       async (
@@ -37,6 +38,7 @@ export function registerSessionCommands(program: Command): void {
           checkpointInterval?: number;
           fullCheckpointInterval?: number;
           idleTimeout?: number;
+          disk?: number;
           json?: boolean;
         },
       ) => {
@@ -47,6 +49,7 @@ export function registerSessionCommands(program: Command): void {
           checkpointIntervalSec: opts.checkpointInterval,
           fullCheckpointIntervalSec: opts.fullCheckpointInterval,
           idleTimeoutSec: opts.idleTimeout,
+          ...(opts.disk === undefined ? {} : { resources: { diskGb: opts.disk } }),
           secrets: opts.secret,
           egress: policyFromFlags(opts),
         });

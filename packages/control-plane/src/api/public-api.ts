@@ -54,7 +54,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
       gauges[`space_template_image_ready{template="${template}"}`] = node?.templateImages.includes(template) ? 1 : 0;
     }
     for (const [origin, count] of Object.entries(node?.starts ?? {})) gauges[`space_node_sandbox_starts{origin="${origin}"}`] = count;
-    const text = metrics.render(gauges);
+    const text = metrics.render({ ...gauges, ...deps.limits.gauges() });
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
     res.end(text);
   });
@@ -76,7 +76,12 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   router.on('POST', '/v1/sessions', async ({ req, res }) => {
     const caller = auth.authenticate(req);
     const request = await readJson(req, CreateSessionRequestSchema);
-    sendJson(res, 201, await sessions.create(caller, request));
+    const done = deps.limits.beginCreates(caller.tenantId, 1);
+    try {
+      sendJson(res, 201, await sessions.create(caller, request));
+    } finally {
+      done();
+    }
   });
 
   router.on('GET', '/v1/sessions', ({ req, res }) => {
@@ -110,13 +115,22 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   router.on('POST', '/v1/checkpoints/:checkpointId/fork', async ({ req, res, params }) => {
     const caller = auth.authenticate(req);
     const { count } = await readJson(req, ForkRequestSchema);
-    sendJson(res, 201, { sessions: await checkpoints.fork(caller, params.checkpointId!, count) });
+    const done = deps.limits.beginCreates(caller.tenantId, count);
+    try {
+      sendJson(res, 201, { sessions: await checkpoints.fork(caller, params.checkpointId!, count) });
+    } finally {
+      done();
+    }
   });
 
   router.on('POST', '/v1/sessions/:sessionId/restore', async ({ req, res, params }) => {
     const caller = auth.authenticate(req);
     const { checkpointId } = await readJson(req, RestoreRequestSchema);
     sendJson(res, 200, await checkpoints.restore(caller, params.sessionId!, checkpointId));
+  });
+
+  router.on('GET', '/v1/limits', ({ req, res }) => {
+    sendJson(res, 200, { ...deps.limits.view(auth.authenticate(req).tenantId), defaultDiskGb: sessions.defaultDiskGb });
   });
 
   router.on('GET', '/v1/secrets', ({ req, res }) => {

@@ -13,6 +13,7 @@ CREATE TABLE IF NOT EXISTS checkpoints (
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tenant_id TEXT NOT NULL, kind TEXT NOT NULL,
   trigger TEXT NOT NULL, node_id TEXT NOT NULL, created_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS checkpoints_session ON checkpoints(session_id, created_at);
+CREATE INDEX IF NOT EXISTS checkpoints_tenant ON checkpoints(tenant_id);
 CREATE TABLE IF NOT EXISTS sandbox_history (
   id TEXT PRIMARY KEY, session_id TEXT NOT NULL, node_id TEXT NOT NULL, started_at TEXT NOT NULL,
   ended_at TEXT, end_reason TEXT);

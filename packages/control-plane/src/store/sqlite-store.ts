@@ -92,6 +92,10 @@ export class SqliteStore implements Store {
     return (this.db.prepare('SELECT * FROM sessions ORDER BY created_at, id').all() as SessionDbRow[]).map(toSession);
   }
 
+  countSessions(tenantId: string): number {
+    return (this.db.prepare('SELECT COUNT(*) AS n FROM sessions WHERE tenant_id = ?').get(tenantId) as { n: number }).n;
+  }
+
   updateSession(id: string, patch: SessionPatch): void {
     const columns: Record<keyof SessionPatch, string> = {
       status: 'status',
@@ -127,6 +131,10 @@ export class SqliteStore implements Store {
 
   checkpointExists(id: string): boolean {
     return this.db.prepare('SELECT 1 FROM checkpoints WHERE id = ?').get(id) !== undefined;
+  }
+
+  checkpointBytes(tenantId: string): number {
+    return (this.db.prepare('SELECT COALESCE(SUM(size_bytes), 0) AS n FROM checkpoints WHERE tenant_id = ?').get(tenantId) as { n: number }).n;
   }
 
   listCheckpoints(sessionId: string): CheckpointRow[] {

@@ -103,6 +103,8 @@ export interface Store {
   getSession(tenantId: string, id: string): SessionRow | null;
   listSessions(tenantId: string): SessionRow[];
   listAllSessions(): SessionRow[];
+  /** How many sessions the tenant has. */
+  countSessions(tenantId: string): number;
   updateSession(id: string, patch: SessionPatch): void;
   deleteSession(id: string): void;
   insertCheckpoint(row: CheckpointRow): void;
@@ -110,6 +112,8 @@ export interface Store {
   checkpointExists(id: string): boolean;
   listCheckpoints(sessionId: string): CheckpointRow[];
   deleteCheckpoint(id: string): void;
+  /** The bytes the tenant's checkpoints hold outside the sessions' volumes (their memory images). */
+  checkpointBytes(tenantId: string): number;
   /** Whether any session was forked from this checkpoint. */
   isForkParent(checkpointId: string): boolean;
   /** Sessions forked from any checkpoint of `sessionId`. */

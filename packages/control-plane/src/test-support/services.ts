@@ -13,9 +13,11 @@ import { SessionCalls } from '../session-calls.js';
 import { SessionService } from '../session-service.js';
 import { SqliteStore } from '../store/sqlite-store.js';
 import { FakeNode } from './fake-node.js';
+import { Authenticator } from '../auth.js';
+import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from '../tenant-limits.js';
 
 /** The control plane's services wired as in ControlPlane, on an in-memory store and a FakeNode, with a settable clock. */
-export function servicesOnFakeNode() {
+export function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {}) {
   const clock = { now: Date.now() };
   const now = (): number => clock.now;
   const store = new SqliteStore(':memory:');
@@ -28,9 +30,10 @@ export function servicesOnFakeNode() {
   const lifecycle = new LifecycleQueue(store, (m) => log.push(m), { pollMs: 5 });
   const taker = new CheckpointTaker(store, node.asClient(), metrics);
   const egress = new EgressService(store, node.asClient(), new SecretCipher(randomBytes(32)), (m) => log.push(m));
-  const sessions = new SessionService(store, node.asClient(), metrics, taker, activity, egress, lifecycle);
+  const limits = new TenantLimits(new Authenticator(store), store, metrics, { ...defaultTenantLimits, ...limitOptions }, now);
+  const sessions = new SessionService(store, node.asClient(), metrics, taker, activity, egress, lifecycle, limits, { defaultDiskGb: 10 });
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
-  const checkpoints = new SessionCheckpointService(store, node.asClient(), sessions, taker, metrics);
+  const checkpoints = new SessionCheckpointService(store, node.asClient(), sessions, taker, metrics, limits);
   const maintenance = new Maintenance({
     store,
     node: node.asClient(),
@@ -45,5 +48,5 @@ export function servicesOnFakeNode() {
     now,
   });
   const create = (fields: Record<string, unknown> = {}) => sessions.create(caller, CreateSessionRequestSchema.parse({ template: 'tiny', ...fields }));
-  return { clock, store, caller, node, metrics, log, activity, lifecycle, sessions, calls, checkpoints, maintenance, create };
+  return { clock, store, caller, node, metrics, log, activity, lifecycle, limits, sessions, calls, checkpoints, maintenance, create };
 }

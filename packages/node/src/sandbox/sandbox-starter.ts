@@ -65,12 +65,17 @@ export class SandboxStarter {
     const phases = new PhaseTimer();
     if (!volumes.exists(request.sessionId)) {
       const pooled = await this.fromPool(request);
-      if (pooled) return this.counted('pool', pooled);
+      if (pooled) {
+        // The pooled sandbox's volume was made before its session was known: sized now.
+        await volumes.limitDisk(request.sessionId, request.resources.diskGb);
+        return this.counted('pool', pooled);
+      }
       const image = this.deps.pool?.image(request);
       const restored = image ? await this.fromTemplateImage(request, image, phases) : null;
       if (restored) return this.counted('template-image', restored);
       await volumes.create(request.template, request.sessionId);
     }
+    await volumes.limitDisk(request.sessionId, request.resources.diskGb);
     const pending = await volumes.takePendingStart(request.sessionId);
     phases.mark('volume');
     let note = pending && 'note' in pending ? pending.note : null;
@@ -110,6 +115,7 @@ export class SandboxStarter {
   private async fromTemplateImage(request: StartSandboxRequest, image: TemplateImage, phases: PhaseTimer): Promise<SandboxInfo | null> {
     const { manager, volumes } = this.deps;
     await volumes.createFrom(image.rootfs, request.sessionId);
+    await volumes.limitDisk(request.sessionId, request.resources.diskGb);
     phases.mark('volume');
     try {
       return await manager.boot(

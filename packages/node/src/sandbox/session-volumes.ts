@@ -82,6 +82,14 @@ export class SessionVolumes {
     await this.subvolumes.snapshot(this.path(sessionId), target, { readOnly: true });
   }
 
+  /**
+   * Holds the session's volume to `diskGb` (none: no limit). Applied at every sandbox start, since a
+   * restore, fork or pooled claim gives the session a new subvolume.
+   */
+  async limitDisk(sessionId: string, diskGb: number | undefined): Promise<void> {
+    await this.subvolumes.limit(this.path(sessionId), diskGb === undefined ? null : diskGb * 1024 ** 3);
+  }
+
   /** Gives a volume to another session (a pooled sandbox's, claimed): an atomic rename. */
   async rename(fromSession: string, toSession: string): Promise<void> {
     await this.subvolumes.rename(this.path(fromSession), this.path(toSession));

@@ -30,6 +30,8 @@ export class BtrfsVolume {
     }
     // `mount -o loop` picks a free loop device and, with autoclear, frees it again on unmount.
     await runCommand(['mount', '-o', 'loop,noatime,compress=zstd:1', this.image, this.mountPoint]);
+    // Quota groups hold each session's volume to its disk size (a no-op when already enabled).
+    await runCommand(['btrfs', 'quota', 'enable', this.mountPoint]);
   }
 
   async unmount(): Promise<void> {

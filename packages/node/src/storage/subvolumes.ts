@@ -43,6 +43,14 @@ export class Subvolumes {
     }
   }
 
+  /**
+   * Holds the subvolume to `bytes` of data it references (shared blocks included, as a disk of that
+   * size would), or lifts the limit (null). Writes past it fail with EDQUOT.
+   */
+  async limit(target: string, bytes: number | null): Promise<void> {
+    await runCommand(['btrfs', 'qgroup', 'limit', bytes === null ? 'none' : String(Math.round(bytes)), target]);
+  }
+
   /** Renames a subvolume within the filesystem (an atomic rename of its directory entry). */
   async rename(from: string, to: string): Promise<void> {
     await renameDir(from, to);

@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { Api, metricValue } from './client.js';
+import { cliMain, type RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
+
+/**
+ * Every tenant is held to its limits and every session to its disk, on a real platform: a refusal
+ * names the limit and the setting that raises it, and loses nothing.
+ */
+describe('limits: what one tenant or session may take', () => {
+  let platform: RunningPlatform;
+  let admin: Api;
+  const sessions: string[] = [];
+
+  platformForSuite(sessions, (p, a) => ((platform = p), (admin = a)), {
+    env: { SPACE_TENANT_MAX_SESSIONS: '2', SPACE_TENANT_REQUESTS_PER_SEC: '20', SPACE_TENANT_MAX_CHECKPOINT_GB: '0.001' },
+  });
+
+  async function newTenant(name: string): Promise<Api> {
+    const { id } = (await admin.call('POST', '/v1/tenants', { name })).body;
+    return new Api(platform.url, (await admin.call('POST', '/v1/keys', { tenantId: id })).body.key);
+  }
+
+  async function created(api: Api, body: Record<string, unknown> = {}): Promise<string> {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0, ...body });
+    sessions.push(session.id);
+    return session.id;
+  }
+
+  test('sessions, request rate and checkpoint storage: refused with the limit named, the tenant keeps what it has', { timeout: 120_000 }, async () => {
+    const tenant = await newTenant('limited');
+    const first = await created(tenant);
+    await tenant.exec(first, 'echo kept > /workspace/kept');
+    await tenant.exec(first, 'sleep 600', { background: true });
+    await created(tenant);
+
+    const third = await tenant.call('POST', '/v1/sessions', { template: 'tiny' });
+    assert.equal(third.status, 403);
+    assert.equal(third.body.error.code, 'QUOTA_EXCEEDED');
+    assert.deepEqual(third.body.error.details, { limit: 'sessions', max: 2, setting: 'SPACE_TENANT_MAX_SESSIONS' });
+    assert.equal((await tenant.call('GET', '/v1/sessions')).body.sessions.length, 2);
+
+    // The first memory image fits under the storage limit; the next becomes an fs checkpoint.
+    assert.equal((await tenant.call('POST', `/v1/sessions/${first}/checkpoints`, { kind: 'full' })).status, 201);
+    const refused = await tenant.call('POST', `/v1/sessions/${first}/checkpoints`, { kind: 'full' });
+    assert.equal(refused.status, 403);
+    assert.equal(refused.body.error.details.limit, 'checkpointStorageBytes');
+    const fallback = refused.body.error.details.fallbackCheckpointId;
+    const kinds = (await tenant.call('GET', `/v1/sessions/${first}/checkpoints`)).body.checkpoints.map(
+      (c: { id: string; kind: string }) => `${c.kind}:${c.id === fallback}`,
+    );
+    assert.deepEqual(kinds, ['full:false', 'fs:true']);
+
+    // A burst past twice the rate: some calls are refused with when to retry; another tenant is not slowed.
+    const replies = await Promise.all(Array.from({ length: 80 }, () => tenant.call('GET', '/v1/limits')));
+    const limited = replies.filter((r) => r.status === 429);
+    assert.ok(limited.length >= 30, `${limited.length} of 80 refused`);
+    assert.ok(replies.every((r) => r.status === 200 || r.status === 429));
+    assert.equal(limited[0]!.body.error.details.limit, 'requestsPerSec');
+    assert.equal((await admin.call('GET', '/v1/sessions')).status, 200);
+    await new Promise((r) => setTimeout(r, 2100));
+
+    const view = (await tenant.call('GET', '/v1/limits')).body;
+    assert.equal(view.limits.sessions.used, 2);
+    assert.ok(view.limits.checkpointStorageBytes.used > 0);
+    assert.equal(view.defaultDiskGb, 10);
+    assert.equal((await tenant.exec(first, 'cat /workspace/kept')).stdout, 'kept\n', 'nothing of the session was lost');
+
+    const cli = (...args: string[]) =>
+      promisify(execFile)(process.execPath, [cliMain, ...args], { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: tenant.key! } });
+    assert.equal(JSON.parse((await cli('limits', '--json')).stdout).limits.sessions.max, 2);
+    assert.match((await cli('limits')).stdout, /sessions\s+2 \/ 2\s+SPACE_TENANT_MAX_SESSIONS/);
+    await assert.rejects(cli('create', '-t', 'tiny', '--disk', '1'), (err: { stderr: string }) => {
+      assert.match(err.stderr, /QUOTA_EXCEEDED: .*SPACE_TENANT_MAX_SESSIONS.*space limits/);
+      return true;
+    });
+
+    const metrics = (await admin.call('GET', '/metrics')).body as string;
+    assert.equal(metricValue(metrics, 'space_tenant_limit{limit="sessions"}'), 2);
+    assert.ok(metricValue(metrics, 'space_requests_refused_total{reason="requestsPerSec"}') >= 30);
+    assert.equal(metricValue(metrics, 'space_requests_refused_total{reason="sessions"}'), 2);
+  });
+
+  test('a sandbox that fills its disk gets "Disk quota exceeded"; other sessions keep writing, and the quota holds after a resume', {
+    timeout: 180_000,
+  }, async () => {
+    const tenant = await newTenant('disks');
+    const small = await created(tenant, { resources: { diskGb: 0.1 } });
+    const other = await created(tenant);
+    const fill = 'dd if=/dev/urandom of=/workspace/big bs=1M count=200 2>&1; echo exit=$?';
+    const filled = await tenant.exec(small, fill, { timeoutMs: 60_000 });
+    assert.match(filled.stdout, /quota/i, filled.stdout);
+    assert.match(filled.stdout, /exit=1/);
+    const written = Number((await tenant.exec(small, 'wc -c < /workspace/big')).stdout);
+    assert.ok(written > 50e6 && written < 0.1 * 1024 ** 3, `${written} bytes written under a 0.1 GB disk`);
+
+    // More than the small session's whole disk (dd's reads of urandom may come short of 1 MiB each).
+    const otherWrote = Number((await tenant.exec(other, 'dd if=/dev/urandom of=/workspace/f bs=1M count=150 2>/dev/null && wc -c < /workspace/f')).stdout);
+    assert.ok(otherWrote > 0.1 * 1024 ** 3, `${otherWrote} bytes`);
+
+    // Room again once the file is gone; held again after the sandbox died and the session resumed.
+    await tenant.exec(small, 'rm /workspace/big && echo fits > /workspace/small');
+    assert.equal((await tenant.call('POST', `/v1/sessions/${small}/sandbox/kill`)).status, 200);
+    const again = await tenant.exec(small, fill, { timeoutMs: 60_000 });
+    assert.match(again.stdout, /quota/i);
+    assert.equal((await tenant.exec(small, 'cat /workspace/small')).stdout, 'fits\n');
+  });
+});
