@@ -33,7 +33,7 @@ export async function startPlatform(dataDir, env = {}, checkout = root, onLogLin
     });
     child.on('exit', (code) => reject(new Error(`platform exited ${code}`)));
   });
-  return { url, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) };
+  return { url, pid: child.pid, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) };
 }
 
 export async function api(url, method, p, body) {

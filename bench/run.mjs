@@ -1,6 +1,7 @@
 // SPACE benchmark: starts the platform on its own data directory, measures through the public
 // HTTP API, and measures a cold `runsc run` of the same template in the same run as the baseline.
-// Usage: ./space bench [--quick]   (writes bench/results/<time>.json and prints a table)
+// Usage: ./space bench [--quick]   (writes bench/results/<time>.json and prints a table; ends with
+// the API fuzzer, bench/fuzz.mjs)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
@@ -10,6 +11,7 @@ import { printTable, recorder } from './stats.mjs';
 import { api, benchKey, startPlatform, timed } from './harness.mjs';
 import { measurePool, measureTemplateImages } from './pool-phase.mjs';
 import { describeAddedLatency, measureGateway } from './gateway-phase.mjs';
+import { runFuzz } from './fuzz.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
@@ -220,3 +222,7 @@ writeFileSync(
   ),
 );
 console.log(`JSON: ${file}`);
+
+// Last, the API fuzzer on a platform of its own: 10,000 hostile requests (2,000 with --quick).
+const fuzz = await runFuzz(quick ? 2000 : 10_000);
+if (fuzz.serverErrors.length || fuzz.hung.length || !fuzz.healthyAfter) process.exitCode = 1;

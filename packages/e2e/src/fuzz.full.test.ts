@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import { Api } from './client.js';
+import { deleteFuzzSessions, fuzzApi, fuzzPlatformEnv, prepareFuzzTarget } from './harness/api-fuzzer.js';
+import type { RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
+
+function rssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}
+
+/** 1,000 hostile requests (`./space bench` sends 10,000): not one answer ≥ 500, no hang, no crash, memory bounded. */
+describe('API fuzzer', () => {
+  let platform: RunningPlatform;
+  let admin: Api;
+
+  platformForSuite([], (p, a) => ((platform = p), (admin = a)), { env: fuzzPlatformEnv });
+
+  test('1,000 requests mutated from the protocol schemas, raw HTTP and WebSocket garbage', { timeout: 600_000 }, async () => {
+    const target = await prepareFuzzTarget(platform.url, platform.adminKey);
+    const rssBefore = rssMb(platform.process.pid!);
+    const seed = Number(process.env.SPACE_FUZZ_SEED ?? Date.now() % 1e9);
+    const report = await fuzzApi(target, { requests: 1000, seed });
+    const rssAfter = rssMb(platform.process.pid!);
+    const summary = `seed ${seed} (SPACE_FUZZ_SEED replays it): ${JSON.stringify({ byKind: report.byKind, byStatus: report.byStatus, ms: report.durationMs, rssBefore, rssAfter })}`;
+    process.stderr.write(`fuzz: ${summary}\n`);
+    try {
+      assert.deepEqual(report.serverErrors, [], summary);
+      assert.deepEqual(report.hung, [], summary);
+      assert.equal(report.requests, 1000);
+      // The platform is up and the session answers (the fuzzer may have deleted any of its files, so its agent is asked).
+      assert.equal((await admin.call('GET', '/healthz')).status, 200);
+      assert.equal((await new Api(platform.url, target.key).call('GET', `/v1/sessions/${target.sessionId}/files/list?path=/`)).status, 200);
+      assert.ok(rssAfter - rssBefore < 150, `platform RSS grew from ${rssBefore.toFixed(0)} to ${rssAfter.toFixed(0)} MB`);
+    } finally {
+      await deleteFuzzSessions(target);
+    }
+  });
+});
