@@ -24,7 +24,11 @@ export async function runFuzz(requests = 10_000, seed = Date.now() % 1e9) {
     // Baseline: as many valid calls, so the memory the fuzz run leaves can be told from what any traffic does.
     const baselineStarted = performance.now();
     for (let i = 0; i < requests; i += 8) {
-      await Promise.all(Array.from({ length: 8 }, () => fetch(`${platform.url}/v1/sessions/${target.sessionId}`, { headers: { authorization: `Bearer ${target.key}` } }).then((r) => r.text())));
+      await Promise.all(
+        Array.from({ length: 8 }, () =>
+          fetch(`${platform.url}/v1/sessions/${target.sessionId}`, { headers: { authorization: `Bearer ${target.key}` } }).then((r) => r.text()),
+        ),
+      );
     }
     const baselineMs = performance.now() - baselineStarted;
     const rssAfterBaseline = rssMb(platform.pid);

@@ -24,6 +24,7 @@ export function describeError(err: unknown): string {
       SESSION_NOT_FOUND: 'list your sessions with "space ls"',
       UNKNOWN_TEMPLATE: 'templates are "base" and "tiny"',
       SANDBOX_DIED: 'the session resumes on the next call: run the command again',
+      SANDBOX_STOPPED: 'a restore or kill of the session stopped its sandbox during the call: run the command again',
       CHECKPOINT_NOT_FOUND: 'list checkpoints with "space checkpoints SESSION"',
       FULL_CHECKPOINT_REFUSED: 'your files are saved in the fs checkpoint named above',
       FULL_CHECKPOINT_FAILED: 'your files are saved in the fs checkpoint named above',

@@ -5,6 +5,9 @@ import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { SandboxTarget, SessionService } from './session-service.js';
 import type { SessionRow, Store } from './store/store.js';
 
+/** What a call gets when the sandbox under it is gone, dies, or stops answering as it is stopped. */
+const lostSandboxCodes = new Set<string>([ErrorCode.SANDBOX_NOT_FOUND, ErrorCode.SANDBOX_DIED, ErrorCode.SANDBOX_UNAVAILABLE]);
+
 /**
  * Calls that use a session's sandbox (exec, files, streams): each runs on the sandbox serving the
  * session, resuming the session first when there is none, and counts as activity (the session is
@@ -24,7 +27,8 @@ export class SessionCalls {
    * A sandbox found dead before the call reached it (SANDBOX_NOT_FOUND) is replaced and the call
    * sent again when its input is still in hand (`repeatable`); operations that stream their input
    * check the sandbox first instead. A sandbox that dies during a call (SANDBOX_DIED) is not
-   * retried, since the call may have partly run; the next call resumes the session.
+   * retried, since the call may have partly run; the next call resumes the session. One that the
+   * session's own restore or kill stopped during the call answers SANDBOX_STOPPED (409).
    */
   async withSandbox<T>(caller: Caller, id: string, { repeatable }: { repeatable: boolean }, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
     this.sessions.row(caller, id);
@@ -49,30 +53,35 @@ export class SessionCalls {
     try {
       return await op(target);
     } catch (err) {
-      if (!isSpaceError(err) || (err.code !== ErrorCode.SANDBOX_NOT_FOUND && err.code !== ErrorCode.SANDBOX_DIED)) throw err;
-      await this.explainLostSandbox(row, target, err);
-      if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died as this call began; the session resumes on the next call');
+      if (!isSpaceError(err) || !lostSandboxCodes.has(err.code)) throw err;
+      const stoppedBy = await this.stoppedOnPurpose(row, target);
+      // Gone before the call reached it (nothing of the call ran), or under the call (part may have run).
+      const underTheCall = err.code !== ErrorCode.SANDBOX_NOT_FOUND;
+      if (stoppedBy === null) {
+        // Unreachable but not stopped by anyone: the node's answer stands.
+        if (err.code === ErrorCode.SANDBOX_UNAVAILABLE) throw err;
+        this.sessions.forgetSandbox(row, target.sandboxId, 'died');
+        if (underTheCall) throw err;
+        if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died as this call began; the session resumes on the next call');
+      } else if (underTheCall || !repeatable) {
+        throw new SpaceError(ErrorCode.SANDBOX_STOPPED, `the session's sandbox was stopped during this call (${stoppedBy}); the next call runs on the new one`);
+      }
       return op(await this.sessions.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' }));
     }
   }
 
   /**
-   * The sandbox was gone or died under the call. A delete, restore or kill may have stopped it:
-   * once that operation is over, the caller learns which (SESSION_NOT_FOUND, or SANDBOX_DIED naming
-   * it); otherwise it died on its own and the session forgets it. Returns when the call may be sent
-   * again (the sandbox was gone before the call reached it).
+   * Whether a lifecycle operation stopped the sandbox a call lost: once that operation is over, a
+   * delete answers SESSION_NOT_FOUND, a restore or kill is named (a conflict with the caller's own
+   * operation, not a fault); null when the sandbox died on its own.
    */
-  private async explainLostSandbox(row: SessionRow, target: SandboxTarget, err: SpaceError): Promise<void> {
+  private async stoppedOnPurpose(row: SessionRow, target: SandboxTarget): Promise<string | null> {
     await this.lifecycle.settled(row.id).catch(() => undefined);
     if (!this.store.getSession(row.tenantId, row.id)) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted during this call`);
-    const stoppedOnPurpose = this.store.listSandboxHistory(row.id).find((h) => h.id === target.sandboxId)?.endReason;
-    if (stoppedOnPurpose === 'restored' || stoppedOnPurpose === 'killed') {
-      if (err.code !== ErrorCode.SANDBOX_DIED) return;
-      const cause = stoppedOnPurpose === 'restored' ? 'the session was restored to a checkpoint' : 'it was killed';
-      throw new SpaceError(ErrorCode.SANDBOX_DIED, `the session's sandbox was stopped during this call (${cause}); the next call runs on the new one`);
-    }
-    this.sessions.forgetSandbox(row, target.sandboxId, 'died');
-    if (err.code === ErrorCode.SANDBOX_DIED) throw err;
+    const endReason = this.store.listSandboxHistory(row.id).find((h) => h.id === target.sandboxId)?.endReason;
+    if (endReason === 'restored') return 'the session was restored to a checkpoint';
+    if (endReason === 'killed') return 'it was killed';
+    return null;
   }
 
   private async confirmAlive(row: SessionRow, target: SandboxTarget): Promise<SandboxTarget> {

@@ -33,14 +33,15 @@ test('a fork is all or nothing: when one copy fails, no forked session is left',
   );
 });
 
-test('retention keeps the newest automatic checkpoints of each kind, manual ones and those forked from', async () => {
+test('retention keeps the newest automatic checkpoints of each kind, manual ones, those forked from and those a resume kept', async () => {
   const s = servicesOnFakeNode();
   const session = await s.create();
   const manual = await s.checkpoints.create(s.caller, session.id);
+  const keptByResume = await s.checkpoints.create(s.caller, session.id, 'fs', 'resume');
   const autos = [];
   for (let i = 0; i < 4; i++) autos.push(await s.checkpoints.create(s.caller, session.id, 'fs', 'auto'));
   await s.checkpoints.fork(s.caller, autos[0]!.id, 1);
   await s.checkpoints.pruneLocked(session.id, 2);
   const left = s.checkpoints.list(s.caller, session.id).map((c) => c.id);
-  assert.deepEqual(left, [manual.id, autos[0]!.id, autos[2]!.id, autos[3]!.id]);
+  assert.deepEqual(left, [manual.id, keptByResume.id, autos[0]!.id, autos[2]!.id, autos[3]!.id]);
 });

@@ -195,7 +195,8 @@ export class SessionService {
       return null;
     }
     if (row.onResume === 'files') return `booted on the newest files (onResume: files); the processes of ${newest.id} were not restored`;
-    const kept = await this.taker.take(row, 'fs', 'auto');
+    // Never pruned: it may be the only copy of acknowledged writes.
+    const kept = await this.taker.take(row, 'fs', 'resume');
     await this.node.restoreVolume(row.id, newest.id);
     return `went back to ${newest.id} to restore its processes; the files written after it are kept in ${kept.id}`;
   }

@@ -76,8 +76,9 @@ describe('full checkpoints: memory and processes', () => {
     assert.ok(await running(session.id, pid), 'the same pid runs in the restored sandbox');
     const after = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
     assert.equal(after.sandboxHistory.at(-1).restoredFrom, checkpoint.id);
-    // What the volume held before the resume is kept as an fs checkpoint, and the history says where.
-    assert.equal(after.checkpoints.at(-1).kind, 'fs');
+    // What the volume held before the resume is kept as an fs checkpoint (never pruned), and the history says where.
+    const kept = (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints.at(-1);
+    assert.deepEqual([kept.kind, kept.trigger], ['fs', 'resume']);
     assert.equal(
       after.sandboxHistory.at(-1).note,
       `went back to ${checkpoint.id} to restore its processes; the files written after it are kept in ${after.checkpoints.at(-1).id}`,

@@ -57,7 +57,7 @@ describe('concurrent lifecycle operations on one session', () => {
     onlyAllowed('restores', restoreReplies, ['200 ok', '409 SESSION_BUSY']);
     assert.ok(restoreReplies.filter((r) => r.status === 200).length >= 1, JSON.stringify(tally(restoreReplies)));
     // An exec arriving during a restore waits for it; one already running when a restore stops its sandbox is told so.
-    onlyAllowed('execs', execReplies, ['200 ok', '503 SANDBOX_DIED']);
+    onlyAllowed('execs', execReplies, ['200 ok', '409 SANDBOX_STOPPED']);
     for (const r of execReplies.filter((r) => r.status === 200)) assert.match(r.body.stdout, /^(one|two)\n$/);
 
     // Nothing of a restore stays behind: no staging copy, no snapshot inside the session's root.

@@ -37,6 +37,8 @@ export class NodeCheckpointService {
     this.inFlight.add(checkpointId);
     try {
       return await this.deps.sessionQueue.run(sessionId, async () => {
+        // Stamped before the flush: every write acknowledged before `createdAt` is in the checkpoint.
+        const createdAt = new Date().toISOString();
         const phases = new PhaseTimer();
         await this.deps.manager.flushWrites(sessionId);
         phases.mark('sync');
@@ -44,9 +46,9 @@ export class NodeCheckpointService {
           await this.deps.store.take(this.deps.volumes.path(sessionId), checkpointId);
           phases.mark('snapshot');
           this.deps.log.info(`fs checkpoint ${checkpointId} of ${sessionId} in ${phases.summary()}`);
-          return { checkpointId, kind, createdAt: new Date().toISOString(), sizeBytes: null, pauseMs: null };
+          return { checkpointId, kind, createdAt, sizeBytes: null, pauseMs: null };
         }
-        return await this.takeFull(sessionId, checkpointId);
+        return await this.takeFull(sessionId, checkpointId, createdAt);
       });
     } finally {
       this.inFlight.delete(checkpointId);
@@ -58,7 +60,7 @@ export class NodeCheckpointService {
    * Save memory (the sandbox is paused, not stopped), snapshot the volume while nothing runs so files
    * and memory match, let the sandbox run on, publish the image.
    */
-  private async takeFull(sessionId: string, checkpointId: string): Promise<NodeCheckpoint> {
+  private async takeFull(sessionId: string, checkpointId: string, createdAt: string): Promise<NodeCheckpoint> {
     const { manager, store } = this.deps;
     try {
       const saved = await manager.saveMemory(sessionId, store.partialImageDir(checkpointId));
@@ -69,7 +71,7 @@ export class NodeCheckpointService {
       const { meta, pauseMs } = await manager.runOn(saved);
       if (snapshotError) throw snapshotError;
       const image = await store.commitImage(checkpointId, meta);
-      return { checkpointId, kind: 'full', createdAt: new Date().toISOString(), sizeBytes: image.sizeBytes, pauseMs };
+      return { checkpointId, kind: 'full', createdAt, sizeBytes: image.sizeBytes, pauseMs };
     } catch (err) {
       await store.delete(checkpointId);
       throw err;

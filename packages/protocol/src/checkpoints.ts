@@ -22,7 +22,12 @@ export const CheckpointSchema = z
     id: z.string(),
     sessionId: z.string(),
     kind: CheckpointKindSchema,
-    trigger: z.enum(['manual', 'auto']),
+    /**
+     * `auto` ones are pruned to the newest few of each kind; `resume`: taken when a resume went back
+     * to a full checkpoint, holding the files written after it; like `manual` ones, kept until deleted.
+     */
+    trigger: z.enum(['manual', 'auto', 'resume']),
+    /** When it was taken: every write acknowledged before this time is in it. */
     createdAt: z.string(),
     /** Bytes of the memory image (full checkpoints); the filesystem part shares blocks and is not counted. */
     sizeBytes: z.number().int().nonnegative().nullable(),

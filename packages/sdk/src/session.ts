@@ -9,12 +9,12 @@ import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecOptions, ExecR
 
 const q = (path: string): string => `?path=${encodeURIComponent(path)}`;
 
-/** Reads and other calls that may simply be repeated wait out a sandbox dying under them. */
+/** Reads and other calls that may simply be repeated wait out a sandbox dying or stopped under them. */
 async function retryOnceIfSandboxDied<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {
-    if (!isSpaceApiError(err, 'SANDBOX_DIED')) throw err;
+    if (!isSpaceApiError(err, 'SANDBOX_DIED') && !isSpaceApiError(err, 'SANDBOX_STOPPED')) throw err;
     return call();
   }
 }

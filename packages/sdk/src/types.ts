@@ -127,7 +127,8 @@ export interface CheckpointData {
   id: string;
   sessionId: string;
   kind: 'fs' | 'full';
-  trigger: 'manual' | 'auto';
+  /** `auto` ones are pruned; `manual` and `resume` ones (the files a resume rolled back) are kept until deleted. */
+  trigger: 'manual' | 'auto' | 'resume';
   createdAt: string;
   /** Bytes of the memory image (full checkpoints), else null. */
   sizeBytes: number | null;

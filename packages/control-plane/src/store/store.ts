@@ -54,7 +54,7 @@ export interface CheckpointRow {
   sessionId: string;
   tenantId: string;
   kind: CheckpointKind;
-  trigger: 'manual' | 'auto';
+  trigger: 'manual' | 'auto' | 'resume';
   nodeId: string;
   createdAt: string;
   sizeBytes: number | null;

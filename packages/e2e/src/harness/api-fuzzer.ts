@@ -1,10 +1,4 @@
-import {
-  ClientStreamMessageSchema,
-  ExecStreamStartSchema,
-  PtyStartSchema,
-  publicRoutes,
-  type PublicRoute,
-} from '@space/protocol';
+import { ClientStreamMessageSchema, ExecStreamStartSchema, PtyStartSchema, publicRoutes, type PublicRoute } from '@space/protocol';
 import { malformedFrames, sendRawFrame, sendRawRequest } from '@space/server-kit/testing';
 import { WebSocket } from 'ws';
 import { Random } from './random.js';
@@ -183,9 +177,11 @@ function apiCall(target: FuzzTarget, rng: Random): Attempt {
   return {
     description: `${method} ${path.slice(0, 300)}${hasBody ? ` body ${String(body).slice(0, 200)}` : ''}`,
     run: async () => {
-      const res = await fetch(target.url + path, { method, headers, ...(hasBody ? { body: typeof body === 'string' ? body : new Uint8Array(body!) } : {}) }).catch(
-        () => null,
-      );
+      const res = await fetch(target.url + path, {
+        method,
+        headers,
+        ...(hasBody ? { body: typeof body === 'string' ? body : new Uint8Array(body!) } : {}),
+      }).catch(() => null);
       if (!res) return { status: 0, reply: '' };
       return { status: res.status, reply: (await res.text().catch(() => '')).slice(0, 500) };
     },
@@ -199,12 +195,15 @@ function rawHttp(target: FuzzTarget, rng: Random): Attempt {
   const path = `/v1/sessions/${target.sessionId}/exec`;
   const shapes: (() => string | Buffer)[] = [
     () => rng.bytes(rng.int(1, 4096)),
-    () => `${rng.pick(['GETT', 'get', 'CONNECT', 'TRACE', '\u0000'])} ${rng.pick(['/', '*', 'http://evil/', path, '/%', '//..'])} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`,
+    () =>
+      `${rng.pick(['GETT', 'get', 'CONNECT', 'TRACE', '\u0000'])} ${rng.pick(['/', '*', 'http://evil/', path, '/%', '//..'])} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`,
     () => `GET /v1/sessions HTTP/1.1\r\nHost: x\r\n${auth}${'X-Flood: y\r\n'.repeat(rng.int(100, 3000))}\r\n`,
     () => `GET /v1/sessions HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(rng.int(16, 200) * 1024)}\r\n\r\n`,
-    () => `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${rng.pick(['-1', 'abc', '99999999999999999999', '10, 20', ''])}\r\n\r\n{"cmd":"true"}`,
+    () =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: ${rng.pick(['-1', 'abc', '99999999999999999999', '10, 20', ''])}\r\n\r\n{"cmd":"true"}`,
     () => `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 5\r\nContent-Length: 9\r\n\r\n{"cmd"`,
-    () => `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked\r\n\r\n${rng.pick(['zz\r\n', 'ffffffffffffffff\r\nab', '5\r\n{"cmd\r\n0\r\n', '-1\r\n\r\n'])}`,
+    () =>
+      `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Transfer-Encoding: chunked\r\n\r\n${rng.pick(['zz\r\n', 'ffffffffffffffff\r\nab', '5\r\n{"cmd\r\n0\r\n', '-1\r\n\r\n'])}`,
     () => `POST ${path} HTTP/1.1\r\nHost: x\r\n${auth}Content-Length: 100\r\n\r\n{"cmd":`,
     () => `GET / HTTP/0.9\r\n\r\n`,
     () => `GET /v1/sessions HTTP/1.1\r\nHost: x\r\n${auth}\r\n`.repeat(rng.int(2, 50)),

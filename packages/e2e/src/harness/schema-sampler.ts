@@ -41,7 +41,9 @@ function anyJson(rng: Random, depth = 0): unknown {
     case 6:
       return Array.from({ length: rng.int(0, 5) }, () => anyJson(rng, depth + 1));
     case 7:
-      return Object.fromEntries(Array.from({ length: rng.int(0, 4) }, () => [rng.pick(['a', 'type', 'path', '__proto__', 'cmd', '']), anyJson(rng, depth + 1)]));
+      return Object.fromEntries(
+        Array.from({ length: rng.int(0, 4) }, () => [rng.pick(['a', 'type', 'path', '__proto__', 'cmd', '']), anyJson(rng, depth + 1)]),
+      );
     default:
       // Nesting deeper than any schema.
       return JSON.parse(`${'['.repeat(200)}${']'.repeat(200)}`);
