@@ -50,7 +50,7 @@ export interface FuzzReport {
 }
 
 const methods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'];
-const garbageIds = ['', 'x', 'ses_', 'ses_../../etc', '%2e%2e%2f', '%00', 'ses_' + 'a'.repeat(300), '\u00ff', '-1', 'ckp_0000000000', '*'];
+const garbageIds = ['', 'x', 'ses_', 'ses_../../etc', '%2e%2e%2f', '%00', `ses_${'a'.repeat(300)}`, '\u00ff', '-1', 'ckp_0000000000', '*'];
 const streamRoutes = publicRoutes.filter((r) => r.transport === 'websocket');
 const requestRoutes = publicRoutes.filter((r) => r.transport !== 'websocket');
 /**

@@ -11,6 +11,7 @@ const nastyStrings = [
   '%00',
   '\u0000',
   '\r\n\r\nHTTP/1.1 200 OK',
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: the literal text is the point (log4shell's lookup)
   '${jndi:ldap://x}',
   "'; DROP TABLE sessions; --",
   '\ud800',
