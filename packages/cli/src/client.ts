@@ -22,7 +22,8 @@ export function describeError(err: unknown): string {
     const hints: Record<string, string> = {
       UNAUTHORIZED: 'check SPACE_API_KEY',
       SESSION_NOT_FOUND: 'list your sessions with "space ls"',
-      UNKNOWN_TEMPLATE: 'templates are "base" and "tiny"',
+      UNKNOWN_TEMPLATE: 'list templates with "space template ls"',
+      TEMPLATE_IN_USE: 'delete the sessions made from it first, or add --force (they keep their files)',
       SANDBOX_DIED: 'the session resumes on the next call: run the command again',
       SANDBOX_STOPPED: 'a restore or kill of the session stopped its sandbox during the call: run the command again',
       CHECKPOINT_NOT_FOUND: 'list checkpoints with "space checkpoints SESSION"',

@@ -9,6 +9,7 @@ import { registerCheckpointCommands } from './commands/checkpoints.js';
 import { registerShellCommand } from './commands/shell.js';
 import { registerEgressCommands } from './commands/egress.js';
 import { registerLimitsCommand } from './commands/limits.js';
+import { registerTemplateCommands } from './commands/templates.js';
 import { describeError } from './client.js';
 
 const program = new Command();
@@ -24,6 +25,7 @@ registerCheckpointCommands(program);
 registerShellCommand(program);
 registerEgressCommands(program);
 registerLimitsCommand(program);
+registerTemplateCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`space: ${describeError(err)}\n`);

@@ -1,6 +1,8 @@
 import type { Server } from 'node:http';
 import { closeServer, lineLog, listen } from '@space/server-kit';
-import { createPublicApi } from './api/public-api.js';
+import { type PublicApiDeps, createPublicApi } from './api/public-api.js';
+import { TemplateCatalog } from './template-catalog.js';
+import { TemplateService } from './template-service.js';
 import { Authenticator } from './auth.js';
 import { NodeClient } from './node-client.js';
 import { SessionService } from './session-service.js';
@@ -48,6 +50,7 @@ export class ControlPlane {
   private readonly egress: EgressService;
   private readonly auth: Authenticator;
   private readonly limits: TenantLimits;
+  private readonly templates: PublicApiDeps['templates'];
   private server: Server | null = null;
   port = 0;
 
@@ -63,11 +66,22 @@ export class ControlPlane {
     const taker = new CheckpointTaker(options.store, this.node, this.metrics);
     const egress = new EgressService(options.store, this.node, options.secrets, this.log);
     this.egress = egress;
-    this.sessions = new SessionService(options.store, this.node, this.metrics, taker, activity, egress, lifecycle, this.limits, {
+    const catalog = new TemplateCatalog(options.store);
+    this.sessions = new SessionService({
+      store: options.store,
+      node: this.node,
+      metrics: this.metrics,
+      taker,
+      activity,
+      egress,
+      lifecycle,
+      limits: this.limits,
+      templates: catalog,
       defaultDiskGb: options.defaultDiskGb ?? 10,
     });
     this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
     this.checkpoints = new SessionCheckpointService(options.store, this.node, this.sessions, taker, this.metrics, this.limits);
+    this.templates = { catalog, service: new TemplateService(options.store, this.node, this.checkpoints, catalog) };
     this.maintenance = new Maintenance({
       store: options.store,
       node: this.node,
@@ -101,6 +115,7 @@ export class ControlPlane {
       egress: this.egress,
       log: lineLog(this.log),
       limits: this.limits,
+      templates: this.templates,
     });
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;

@@ -96,6 +96,15 @@ export class NodeClient {
     return this.upstream.json('DELETE', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}`, undefined, OkSchema);
   }
 
+  /** Makes template version `templateId` from a checkpoint on the node. */
+  createTemplate(templateId: string, checkpointId: string): Promise<unknown> {
+    return this.upstream.json('POST', '/node/v1/templates', { templateId, checkpointId }, OkSchema);
+  }
+
+  deleteTemplate(templateId: string): Promise<unknown> {
+    return this.upstream.json('DELETE', `/node/v1/templates/${encodeURIComponent(templateId)}`, undefined, OkSchema);
+  }
+
   configureEgress(sessionId: string, config: SessionEgressConfig): Promise<unknown> {
     return this.upstream.json('PUT', `/node/v1/sessions/${encodeURIComponent(sessionId)}/egress`, config, OkSchema);
   }

@@ -20,6 +20,8 @@ import { EgressService } from './egress-service.js';
 import { SecretCipher } from './secret-cipher.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
 import { TenantLimits } from './tenant-limits.js';
+import { TemplateCatalog } from './template-catalog.js';
+import { TemplateService } from './template-service.js';
 import { randomBytes } from 'node:crypto';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -35,7 +37,8 @@ test('every operation of the API reference is served by the control plane (an un
   const activity = new Activity();
   const auth = new Authenticator(store);
   const limits = new TenantLimits(auth, store, metrics);
-  const sessions = new SessionService(store, node, metrics, taker, activity, egress, lifecycle, limits, { defaultDiskGb: 10 });
+  const catalog = new TemplateCatalog(store);
+  const sessions = new SessionService({ store, node, metrics, taker, activity, egress, lifecycle, limits, templates: catalog, defaultDiskGb: 10 });
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
   const checkpoints = new SessionCheckpointService(store, node, sessions, taker, metrics, limits);
   const router = createPublicApi({
@@ -49,6 +52,7 @@ test('every operation of the API reference is served by the control plane (an un
     egress,
     log: lineLog(() => undefined),
     limits,
+    templates: { catalog, service: new TemplateService(store, node, checkpoints, catalog) },
   });
   const { server, port } = await listen(router, '127.0.0.1', 0);
   try {

@@ -147,7 +147,8 @@ export class SessionCheckpointService {
     return checkpoint;
   }
 
-  private checkpoint(caller: Caller, checkpointId: string): CheckpointRow {
+  /** The tenant's checkpoint; another tenant's answers as one that does not exist. */
+  checkpoint(caller: Caller, checkpointId: string): CheckpointRow {
     const checkpoint = this.store.getCheckpoint(caller.tenantId, checkpointId);
     if (!checkpoint) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `no checkpoint ${JSON.stringify(checkpointId)}`);
     return checkpoint;

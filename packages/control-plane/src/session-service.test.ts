@@ -82,7 +82,7 @@ test('a call whose session is deleted under it gets SESSION_NOT_FOUND; a call st
       await s.checkpoints.restore(s.caller, session.id, checkpoint.id);
       throw new SpaceError(ErrorCode.SANDBOX_DIED, 'stopped');
     }),
-    (err: SpaceError) => err.code === 'SANDBOX_DIED' && /restored to a checkpoint/.test(err.message),
+    (err: SpaceError) => err.code === 'SANDBOX_STOPPED' && err.status === 409 && /restored to a checkpoint/.test(err.message),
   );
 });
 

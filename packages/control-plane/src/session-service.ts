@@ -8,10 +8,25 @@ import type { CheckpointTaker } from './checkpoint-taker.js';
 import type { EgressService } from './egress-service.js';
 import type { LifecycleOperation, LifecycleQueue } from './lifecycle-queue.js';
 import type { TenantLimits } from './tenant-limits.js';
+import type { TemplateCatalog } from './template-catalog.js';
 
 export interface SandboxTarget {
   sandboxId: string;
   node: NodeClient;
+}
+
+export interface SessionServiceDeps {
+  store: Store;
+  node: NodeClient;
+  metrics: Metrics;
+  taker: CheckpointTaker;
+  activity: Activity;
+  egress: EgressService;
+  lifecycle: LifecycleQueue;
+  limits: Pick<TenantLimits, 'checkSessions'>;
+  templates: Pick<TemplateCatalog, 'forNewSession' | 'forStart'>;
+  /** Disk of a session that names none, GB. */
+  defaultDiskGb: number;
 }
 
 /**
@@ -20,17 +35,7 @@ export interface SandboxTarget {
  * sandbox or volume runs through the session's lifecycle queue, one operation at a time.
  */
 export class SessionService {
-  constructor(
-    private readonly store: Store,
-    private readonly node: NodeClient,
-    private readonly metrics: Metrics,
-    private readonly taker: CheckpointTaker,
-    private readonly activity: Activity,
-    private readonly egress: EgressService,
-    private readonly lifecycle: LifecycleQueue,
-    private readonly limits: Pick<TenantLimits, 'checkSessions'>,
-    private readonly settings: { defaultDiskGb: number },
-  ) {}
+  constructor(private readonly deps: SessionServiceDeps) {}
 
   /**
    * Creates a session and starts its sandbox. With `fromCheckpoint`, the session's volume is made
@@ -38,8 +43,12 @@ export class SessionService {
    * session is held so that it cannot be restored or deleted under the copy.
    */
   async create(caller: Caller, request: CreateSessionRequest, fromCheckpoint: { id: string; sessionId: string } | null = null): Promise<Session> {
-    // A fork takes its parent's secrets as they are now (one deleted since is simply not injected).
-    if (!fromCheckpoint) this.egress.validateSession(caller.tenantId, request.secrets, request.env);
+    // A fork takes its parent's secrets as they are now (one deleted since is simply not injected),
+    // and its volume is the checkpoint's, whatever became of its template.
+    if (!fromCheckpoint) {
+      this.deps.egress.validateSession(caller.tenantId, request.secrets, request.env);
+      this.deps.templates.forNewSession(caller.tenantId, request.template);
+    }
     const row: SessionRow = {
       id: newId('ses'),
       tenantId: caller.tenantId,
@@ -60,16 +69,16 @@ export class SessionService {
       secrets: request.secrets,
       egress: request.egress,
     };
-    await this.lifecycle.run(row.id, 'create', async () => {
-      this.store.insertSession(row);
+    await this.deps.lifecycle.run(row.id, 'create', async () => {
+      this.deps.store.insertSession(row);
       try {
         // Counted with the new row in: creations side by side cannot together pass the maximum.
-        this.limits.checkSessions(row.tenantId);
-        if (fromCheckpoint) await this.lifecycle.run(fromCheckpoint.sessionId, 'fork', () => this.node.restoreVolume(row.id, fromCheckpoint.id));
+        this.deps.limits.checkSessions(row.tenantId);
+        if (fromCheckpoint) await this.deps.lifecycle.run(fromCheckpoint.sessionId, 'fork', () => this.deps.node.restoreVolume(row.id, fromCheckpoint.id));
         await this.startSandbox(row, { volumeReady: true });
       } catch (err) {
-        await this.node.deleteVolume(row.id).catch(() => undefined);
-        this.store.deleteSession(row.id);
+        await this.deps.node.deleteVolume(row.id).catch(() => undefined);
+        this.deps.store.deleteSession(row.id);
         throw err;
       }
     });
@@ -78,7 +87,7 @@ export class SessionService {
 
   /** Another tenant's session answers exactly like one that does not exist. */
   row(caller: Caller, id: string): SessionRow {
-    const row = this.store.getSession(caller.tenantId, id);
+    const row = this.deps.store.getSession(caller.tenantId, id);
     if (!row) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `no session ${JSON.stringify(id)}`);
     return row;
   }
@@ -89,7 +98,7 @@ export class SessionService {
    */
   inTurn<T>(caller: Caller, id: string, operation: LifecycleOperation, work: (row: SessionRow) => Promise<T>): Promise<T> {
     this.row(caller, id);
-    return this.lifecycle.run(id, operation, () => work(this.row(caller, id)));
+    return this.deps.lifecycle.run(id, operation, () => work(this.row(caller, id)));
   }
 
   /** The session with its sandbox history and checkpoints. */
@@ -97,26 +106,26 @@ export class SessionService {
     const row = this.row(caller, id);
     return {
       ...toSession(row),
-      sandboxHistory: this.store.listSandboxHistory(id).map(({ sessionId: _session, ...entry }) => entry),
-      checkpoints: this.store.listCheckpoints(id).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
+      sandboxHistory: this.deps.store.listSandboxHistory(id).map(({ sessionId: _session, ...entry }) => entry),
+      checkpoints: this.deps.store.listCheckpoints(id).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
     };
   }
 
   list(caller: Caller): Session[] {
-    return this.store.listSessions(caller.tenantId).map(toSession);
+    return this.deps.store.listSessions(caller.tenantId).map(toSession);
   }
 
   /** Deletes the session, its volume and its checkpoints; calls waiting behind it then find no session (404). */
   async delete(caller: Caller, id: string): Promise<void> {
     await this.inTurn(caller, id, 'delete', async (row) => {
-      await this.node.deleteVolume(row.id);
+      await this.deps.node.deleteVolume(row.id);
       // Its checkpoints go too: forks made from them have volumes of their own.
-      for (const checkpoint of this.store.listCheckpoints(row.id)) {
-        await this.node.deleteCheckpoint(checkpoint.id);
-        this.store.deleteCheckpoint(checkpoint.id);
+      for (const checkpoint of this.deps.store.listCheckpoints(row.id)) {
+        await this.deps.node.deleteCheckpoint(checkpoint.id);
+        this.deps.store.deleteCheckpoint(checkpoint.id);
       }
-      this.store.deleteSession(row.id);
-      this.activity.forget(row.id);
+      this.deps.store.deleteSession(row.id);
+      this.deps.activity.forget(row.id);
     });
   }
 
@@ -126,12 +135,12 @@ export class SessionService {
    * checkpoint is a full one: then the sandbox is restored from it, so its processes continue.
    */
   ensureSandbox(row: SessionRow): Promise<SandboxTarget> {
-    if (row.sandboxId && row.status === 'running') return Promise.resolve({ sandboxId: row.sandboxId, node: this.node });
-    return this.lifecycle.run(row.id, 'resume', async () => {
+    if (row.sandboxId && row.status === 'running') return Promise.resolve({ sandboxId: row.sandboxId, node: this.deps.node });
+    return this.deps.lifecycle.run(row.id, 'resume', async () => {
       // Read again in the queue: an operation before this one may have started a sandbox or deleted the session.
-      const current = this.store.getSession(row.tenantId, row.id);
+      const current = this.deps.store.getSession(row.tenantId, row.id);
       if (!current) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted`);
-      if (current.sandboxId && current.status === 'running') return { sandboxId: current.sandboxId, node: this.node };
+      if (current.sandboxId && current.status === 'running') return { sandboxId: current.sandboxId, node: this.deps.node };
       return this.startSandbox(current, { volumeReady: false });
     });
   }
@@ -143,27 +152,27 @@ export class SessionService {
    */
   async startSandbox(row: SessionRow, { volumeReady }: { volumeReady: boolean }): Promise<SandboxTarget> {
     // A session that had a sandbox before is being resumed; its first start is not a resume.
-    const resuming = this.store.listSandboxHistory(row.id).length > 0;
+    const resuming = this.deps.store.listSandboxHistory(row.id).length > 0;
     const started = performance.now();
-    this.store.updateSession(row.id, { status: 'starting' });
+    this.deps.store.updateSession(row.id, { status: 'starting' });
     try {
       const resumeNote = resuming && !volumeReady ? await this.prepareResume(row) : null;
       // Read again: the policy may have changed since `row` was loaded.
-      const current = this.store.getSession(row.tenantId, row.id) ?? row;
-      const info = await this.node.startSandbox({
+      const current = this.deps.store.getSession(row.tenantId, row.id) ?? row;
+      const info = await this.deps.node.startSandbox({
         sessionId: row.id,
-        template: row.template,
-        env: { ...row.env, ...this.egress.placeholders(current) },
+        template: this.deps.templates.forStart(row.tenantId, row.template),
+        env: { ...row.env, ...this.deps.egress.placeholders(current) },
         resources: this.withDisk(row.resources),
-        egress: this.egress.configFor(current),
+        egress: this.deps.egress.configFor(current),
       });
-      this.metrics.inc('sandbox_starts');
+      this.deps.metrics.inc('sandbox_starts');
       if (resuming) {
-        this.metrics.inc('resumes');
-        this.metrics.observeResume((performance.now() - started) / 1000);
+        this.deps.metrics.inc('resumes');
+        this.deps.metrics.observeResume((performance.now() - started) / 1000);
       }
-      this.store.updateSession(row.id, { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt });
-      this.store.recordSandboxStart({
+      this.deps.store.updateSession(row.id, { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt });
+      this.deps.store.recordSandboxStart({
         id: info.sandboxId,
         sessionId: row.id,
         nodeId: info.nodeId,
@@ -173,9 +182,9 @@ export class SessionService {
         restoredFrom: info.restoredFrom,
         note: [resumeNote, info.note].filter(Boolean).join('; ') || null,
       });
-      return { sandboxId: info.sandboxId, node: this.node };
+      return { sandboxId: info.sandboxId, node: this.deps.node };
     } catch (err) {
-      this.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      this.deps.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
       throw err;
     }
   }
@@ -188,43 +197,43 @@ export class SessionService {
    * boots on the newest files and the checkpoint's processes are not restored.
    */
   private async prepareResume(row: SessionRow): Promise<string | null> {
-    const newest = this.store.listCheckpoints(row.id).at(-1);
+    const newest = this.deps.store.listCheckpoints(row.id).at(-1);
     if (newest?.kind !== 'full') return null;
-    if (!(await this.node.volumeChanged(row.id, newest.id))) {
-      await this.node.restoreVolume(row.id, newest.id);
+    if (!(await this.deps.node.volumeChanged(row.id, newest.id))) {
+      await this.deps.node.restoreVolume(row.id, newest.id);
       return null;
     }
     if (row.onResume === 'files') return `booted on the newest files (onResume: files); the processes of ${newest.id} were not restored`;
     // Never pruned: it may be the only copy of acknowledged writes.
-    const kept = await this.taker.take(row, 'fs', 'resume');
-    await this.node.restoreVolume(row.id, newest.id);
+    const kept = await this.deps.taker.take(row, 'fs', 'resume');
+    await this.deps.node.restoreVolume(row.id, newest.id);
     return `went back to ${newest.id} to restore its processes; the files written after it are kept in ${kept.id}`;
   }
 
   /** Disk of a session that names none, GB. */
   get defaultDiskGb(): number {
-    return this.settings.defaultDiskGb;
+    return this.deps.defaultDiskGb;
   }
 
   /** The resources with the platform's default disk when they name none (sessions from before disks had a size too). */
   private withDisk(resources: Resources): Resources {
-    return { ...resources, diskGb: resources.diskGb ?? this.settings.defaultDiskGb };
+    return { ...resources, diskGb: resources.diskGb ?? this.deps.defaultDiskGb };
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */
   forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle' | 'lost'): void {
     // Lost: the node no longer runs it (found by reconciliation), so it died all the same.
-    if (reason === 'died' || reason === 'lost') this.metrics.inc('sandbox_deaths');
-    this.store.recordSandboxEnd(sandboxId, reason);
-    const current = this.store.getSession(row.tenantId, row.id);
-    if (current?.sandboxId === sandboxId) this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+    if (reason === 'died' || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
+    this.deps.store.recordSandboxEnd(sandboxId, reason);
+    const current = this.deps.store.getSession(row.tenantId, row.id);
+    if (current?.sandboxId === sandboxId) this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
   }
 
   /** Stops the session's sandbox only; the session and its files stay. */
   async killSandbox(caller: Caller, id: string): Promise<void> {
     await this.inTurn(caller, id, 'kill', async (row) => {
       if (!row.sandboxId) return;
-      await this.node.stopSandbox(row.sandboxId);
+      await this.deps.node.stopSandbox(row.sandboxId);
       this.forgetSandbox(row, row.sandboxId, 'killed');
     });
   }
@@ -232,15 +241,15 @@ export class SessionService {
   /** The maintenance stopped an idle session's sandbox: the session shows `idle` until its next call. */
   markIdle(row: SessionRow, sandboxId: string): void {
     this.forgetSandbox(row, sandboxId, 'idle');
-    this.store.updateSession(row.id, { status: 'idle' });
+    this.deps.store.updateSession(row.id, { status: 'idle' });
   }
 
   /** After the node agent stopped every sandbox (shutdown), sessions show no sandbox until used. */
   nodeStopped(): void {
-    for (const row of this.store.listAllSessions()) {
-      if (row.sandboxId) this.store.recordSandboxEnd(row.sandboxId, 'node stopped');
+    for (const row of this.deps.store.listAllSessions()) {
+      if (row.sandboxId) this.deps.store.recordSandboxEnd(row.sandboxId, 'node stopped');
       if (row.sandboxId || row.status !== 'stopped')
-        this.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+        this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
     }
   }
 }

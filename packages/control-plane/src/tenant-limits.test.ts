@@ -50,7 +50,7 @@ test('creations at once are bounded per tenant (429 with when to retry); ending 
   });
   assert.doesNotThrow(() => s.limits.beginCreates('tn_other001', 3)(), 'another tenant has its own count');
   endFork();
-  endFork();
+  endFork(); // a second call of the same end frees nothing more
   s.limits.beginCreates(s.caller.tenantId, 2)();
   endCreate();
   assert.equal(s.limits.view(s.caller.tenantId).limits.concurrentCreates?.used, 0);

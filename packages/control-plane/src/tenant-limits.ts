@@ -84,14 +84,13 @@ export class TenantLimits {
   };
 
   /**
-   * Admits `count` new sessions (a create, or a fork of `count`): within the tenant's creations at
-   * once and its sessions. Returns the function that ends the creations.
+   * Admits `count` creations at once (a create, or a fork of `count`); the sessions they add are
+   * checked by the services that make them. Returns the function that ends the creations.
    */
   beginCreates(tenantId: string, count: number): () => void {
     const key = `create:${tenantId}`;
     const max = this.options.maxConcurrentCreates;
     if (this.open.count(key) + count > max) throw this.refusal('concurrentCreates', max, `${max} session creations under way at once`, 1);
-    this.checkSessions(tenantId, count);
     const ends = Array.from({ length: count }, () => this.open.begin(key));
     return () => {
       for (const end of ends) end();

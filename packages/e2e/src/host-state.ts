@@ -21,6 +21,11 @@ export function hostResources(dataDir: string): { runsc: string[]; netns: string
 
 /** Host pid of a sandbox's runsc-sandbox process, found as an operator would. */
 export function sandboxHostPid(dataDir: string, sandboxId: string): number {
-  const state = JSON.parse(execFileSync('runsc', [`--root=${dataDir}/node/runsc`, 'state', sandboxId], { encoding: 'utf8' })) as { pid: number };
+  // runsc's complaint about a sandbox that is gone reaches the caller as the thrown error, not stderr.
+  const state = JSON.parse(
+    execFileSync('runsc', [`--root=${dataDir}/node/runsc`, 'state', sandboxId], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }),
+  ) as {
+    pid: number;
+  };
   return state.pid;
 }

@@ -14,8 +14,20 @@ import type {
   Session,
   SessionStatus,
   TenantLimitsView,
+  Template,
 } from '@space/protocol';
-import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecResult, FileEntry, ProcessData, SecretData, SessionData, TenantLimitsData } from '@space/sdk';
+import type {
+  CheckpointData,
+  EgressAuditEntry,
+  EgressPolicy,
+  ExecResult,
+  FileEntry,
+  ProcessData,
+  SecretData,
+  SessionData,
+  TemplateData,
+  TenantLimitsData,
+} from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -31,4 +43,5 @@ export const sdkMatchesWire: Record<string, true> = {
   fileEntry: true satisfies Same<FileEntry, FileStat>,
   process: true satisfies Same<ProcessData, ProcessInfo>,
   limits: true satisfies Same<TenantLimitsData, TenantLimitsView>,
+  template: true satisfies Same<TemplateData, Template>,
 };

@@ -1,4 +1,5 @@
-import type { CheckpointKind, NodeCheckpoint } from '@space/protocol';
+import { existsSync } from 'node:fs';
+import { ErrorCode, SpaceError, type CheckpointKind, type NodeCheckpoint } from '@space/protocol';
 import type { KeyedQueue } from '@space/server-kit';
 import type { Logger } from './logger.js';
 import { PhaseTimer } from './sandbox/phase-timer.js';
@@ -114,6 +115,13 @@ export class NodeCheckpointService {
 
   delete(checkpointId: string): Promise<void> {
     return this.deps.store.delete(checkpointId);
+  }
+
+  /** The checkpoint's read-only snapshot, to make something of (a template). */
+  snapshotOf(checkpointId: string): string {
+    const dir = this.deps.store.path(checkpointId);
+    if (!existsSync(dir)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
+    return dir;
   }
 
   /**

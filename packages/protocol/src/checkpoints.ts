@@ -43,7 +43,7 @@ export const ForkRequestSchema = z.object({ count: z.number().int().min(1).max(1
 export const RestoreRequestSchema = z.object({ checkpointId: z.string().min(1).max(64) }).strict();
 
 /** Control plane -> node agent. */
-const CheckpointIdSchema = z.string().regex(/^ckp_[a-z0-9]{6,40}$/);
+export const CheckpointIdSchema = z.string().regex(/^ckp_[a-z0-9]{6,40}$/);
 export const NodeCheckpointIdSchema = z.object({ checkpointId: CheckpointIdSchema }).strict();
 export const NodeCheckpointRequestSchema = z.object({ checkpointId: CheckpointIdSchema, kind: CheckpointKindSchema.default('fs') }).strict();
 export const NodeCheckpointSchema = z

@@ -2,12 +2,14 @@ import { z } from 'zod';
 import { EnvSchema } from './common.js';
 import { SessionEgressConfigSchema } from './egress.js';
 import { ResourcesSchema, TemplateNameSchema } from './sessions.js';
+import { TemplateIdSchema } from './templates.js';
 
 /** Control plane -> node agent: start a sandbox serving a session's volume (created from the template if new). */
 export const StartSandboxRequestSchema = z
   .object({
     sessionId: z.string().regex(/^ses_[A-Za-z0-9]{6,40}$/),
-    template: TemplateNameSchema,
+    /** A built-in template's name, or the id of a tenant's template version. */
+    template: z.union([TemplateNameSchema, TemplateIdSchema]),
     env: EnvSchema,
     resources: ResourcesSchema,
     egress: SessionEgressConfigSchema,

@@ -4,6 +4,7 @@ import { OkSchema as ok } from './common.js';
 import { sandboxRoutes } from './sandbox-routes.js';
 import { CreateSessionRequestSchema, SessionListSchema, SessionSchema } from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
+import { CreateTemplateRequestSchema, DeleteTemplateQuerySchema, TemplateListSchema, TemplateSchema } from './templates.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
 /** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
@@ -55,6 +56,25 @@ const sessionRoutes: PublicRoute[] = [
     summary: 'Reset the session to a checkpoint of its lineage.',
     body: RestoreRequestSchema,
     response: SessionSchema,
+  },
+];
+
+const templateRoutes: PublicRoute[] = [
+  {
+    method: 'POST',
+    path: '/v1/templates',
+    summary: "Make a template of the tenant's from a checkpoint or a session (an fs checkpoint is taken first); a name made again gets a new version.",
+    body: CreateTemplateRequestSchema,
+    status: 201,
+    response: TemplateSchema,
+  },
+  { method: 'GET', path: '/v1/templates', summary: "The built-in templates and the newest version of each of the tenant's own.", response: TemplateListSchema },
+  {
+    method: 'DELETE',
+    path: '/v1/templates/:name',
+    summary: "Delete every version of a tenant's template; refused while sessions made from it exist unless ?force=1 (they keep their files).",
+    query: DeleteTemplateQuerySchema,
+    response: ok,
   },
 ];
 
@@ -124,4 +144,4 @@ const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
   }
 });
 
-export const publicRoutes: readonly PublicRoute[] = [...sessionRoutes, ...egressRoutes, ...sandboxOperations, ...adminRoutes];
+export const publicRoutes: readonly PublicRoute[] = [...sessionRoutes, ...templateRoutes, ...egressRoutes, ...sandboxOperations, ...adminRoutes];

@@ -17,5 +17,6 @@ export type {
   SecretData,
   EgressAuditEntry,
   TenantLimitsData,
+  TemplateData,
   TenantLimitName,
 } from './types.js';

@@ -1,7 +1,7 @@
 import { resolveOptions, type CallOptions, type SpaceOptions } from './options.js';
 import { Session, SessionHandle } from './session.js';
 import { Transport } from './transport.js';
-import type { CreateSessionOptions, SecretData, SessionData, TenantLimitsData } from './types.js';
+import type { CreateSessionOptions, SecretData, SessionData, TemplateData, TenantLimitsData } from './types.js';
 
 /**
  * The SPACE client: `new Space({ apiUrl, apiKey })`, both defaulting to `SPACE_API_URL` and
@@ -30,12 +30,36 @@ export class Space {
     delete(name: string, options?: CallOptions): Promise<void>;
   };
 
+  /**
+   * Templates: `create` makes one of the tenant's from a session (an fs checkpoint of it is taken
+   * first) or a checkpoint, a name made again being a new version; new sessions name it in `template`.
+   */
+  readonly templates: {
+    create(template: { name: string; fromSession?: string; fromCheckpoint?: string } & CallOptions): Promise<TemplateData>;
+    list(options?: CallOptions): Promise<TemplateData[]>;
+    /** Refused (TEMPLATE_IN_USE) while sessions made from it exist, unless `force`: they keep their files. */
+    delete(name: string, options?: { force?: boolean } & CallOptions): Promise<void>;
+  };
+
   /** The tenant's limits and what it uses of each. */
   readonly limits: (options?: CallOptions) => Promise<TenantLimitsData>;
 
   constructor(options: SpaceOptions = {}) {
     const t = new Transport(resolveOptions(options, process.env));
     this.limits = (opts = {}) => t.json<TenantLimitsData>('GET', '/v1/limits', opts);
+    this.templates = {
+      async create(opts) {
+        const { name, fromSession, fromCheckpoint, ...call } = opts;
+        return t.json<TemplateData>('POST', '/v1/templates', { ...call, json: { name, fromSession, fromCheckpoint } });
+      },
+      async list(opts = {}) {
+        return (await t.json<{ templates: TemplateData[] }>('GET', '/v1/templates', opts)).templates;
+      },
+      async delete(name, opts = {}) {
+        const { force, ...call } = opts;
+        await t.json('DELETE', `/v1/templates/${encodeURIComponent(name)}${force ? '?force=1' : ''}`, call);
+      },
+    };
     this.sessions = {
       async create(opts = {}) {
         const { signal, timeoutMs, ...body } = opts;

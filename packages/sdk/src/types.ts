@@ -156,3 +156,15 @@ export interface TenantLimitsData {
   limits: Partial<Record<TenantLimitName, { max: number; used: number; setting: string }>>;
   defaultDiskGb: number;
 }
+
+/** A template: a built-in (`base`, `tiny`) or the tenant's own, made from a checkpoint or session. */
+export interface TemplateData {
+  name: string;
+  /** 0 for built-ins; the tenant's own count up from 1 each time the name is made again. */
+  version: number;
+  builtIn: boolean;
+  fromCheckpoint: string | null;
+  createdAt: string | null;
+  /** Sessions of the tenant made from it. */
+  sessions: number;
+}

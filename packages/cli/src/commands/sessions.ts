@@ -22,7 +22,7 @@ export function registerSessionCommands(program: Command): void {
   egressOptions(program.command('create'))
     .description('create a session (and its sandbox); prints the session id')
     .option('-s, --secret <name...>', 'secrets the sandbox may use (env var NAME holds the placeholder)', [])
-    .option('-t, --template <name>', 'template: base or tiny', 'base')
+    .option('-t, --template <name>', 'template: base, tiny or one of yours ("space template ls")', 'base')
     .option('-e, --env <NAME=VALUE...>', 'environment variables', [])
     .option('--checkpoint-interval <sec>', 'seconds between automatic fs checkpoints (0: off)', (v) => Number(v))
     .option('--full-checkpoint-interval <sec>', 'seconds between automatic full (memory) checkpoints (0: off)', (v) => Number(v))

@@ -6,7 +6,10 @@ import {
   CreateCheckpointRequestSchema,
   CreateKeyRequestSchema,
   CreateSessionRequestSchema,
+  CreateTemplateRequestSchema,
   CreateTenantRequestSchema,
+  DeleteTemplateQuerySchema,
+  TemplateNameSchema,
   ForkRequestSchema,
   RestoreRequestSchema,
   newId,
@@ -18,6 +21,8 @@ import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } fro
 import type { EgressService } from '../egress-service.js';
 import type { Authenticator } from '../auth.js';
 import type { TenantLimits } from '../tenant-limits.js';
+import type { TemplateCatalog } from '../template-catalog.js';
+import type { TemplateService } from '../template-service.js';
 import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
@@ -34,6 +39,7 @@ export interface PublicApiDeps {
   egress: EgressService;
   log: ServerLog;
   limits: TenantLimits;
+  templates: { catalog: TemplateCatalog; service: TemplateService };
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
@@ -127,6 +133,22 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     const caller = auth.authenticate(req);
     const { checkpointId } = await readJson(req, RestoreRequestSchema);
     sendJson(res, 200, await checkpoints.restore(caller, params.sessionId!, checkpointId));
+  });
+
+  router.on('POST', '/v1/templates', async ({ req, res }) => {
+    const caller = auth.authenticate(req);
+    sendJson(res, 201, await deps.templates.service.create(caller, await readJson(req, CreateTemplateRequestSchema)));
+  });
+
+  router.on('GET', '/v1/templates', ({ req, res }) => {
+    sendJson(res, 200, { templates: deps.templates.catalog.list(auth.authenticate(req).tenantId) });
+  });
+
+  router.on('DELETE', '/v1/templates/:name', async ({ req, res, params, url }) => {
+    const caller = auth.authenticate(req);
+    const { force } = parseQuery(url, DeleteTemplateQuerySchema);
+    await deps.templates.service.delete(caller, parseWith(TemplateNameSchema, params.name, 'template name'), force === '1' || force === 'true');
+    sendJson(res, 200, { ok: true });
   });
 
   router.on('GET', '/v1/limits', ({ req, res }) => {

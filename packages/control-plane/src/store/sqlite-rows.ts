@@ -1,4 +1,4 @@
-import type { CheckpointRow, SecretRow, SessionRow } from './store.js';
+import type { CheckpointRow, SecretRow, SessionRow, TemplateRow } from './store.js';
 
 // Rows as SQLite returns them (snake_case, JSON in TEXT columns), and their conversion to the store's rows.
 
@@ -100,4 +100,17 @@ export function toCheckpoint(row: CheckpointDbRow): CheckpointRow {
     sizeBytes: row.size_bytes,
     pauseMs: row.pause_ms,
   };
+}
+
+export interface TemplateDbRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  version: number;
+  from_checkpoint: string;
+  created_at: string;
+}
+
+export function toTemplate(row: TemplateDbRow): TemplateRow {
+  return { id: row.id, tenantId: row.tenant_id, name: row.name, version: row.version, fromCheckpoint: row.from_checkpoint, createdAt: row.created_at };
 }

@@ -22,6 +22,10 @@ CREATE TABLE IF NOT EXISTS secrets (
   tenant_id TEXT NOT NULL REFERENCES tenants(id), name TEXT NOT NULL, value TEXT NOT NULL,
   hosts TEXT NOT NULL, placeholder TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
   PRIMARY KEY (tenant_id, name));
+CREATE TABLE IF NOT EXISTS templates (
+  id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id), name TEXT NOT NULL,
+  version INTEGER NOT NULL, from_checkpoint TEXT NOT NULL, created_at TEXT NOT NULL,
+  UNIQUE (tenant_id, name, version));
 CREATE TABLE IF NOT EXISTS session_leases (
   session_id TEXT PRIMARY KEY, holder TEXT NOT NULL, operation TEXT NOT NULL, expires_at INTEGER NOT NULL);
 `;

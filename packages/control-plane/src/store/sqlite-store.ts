@@ -1,8 +1,29 @@
 import { chmodSync, existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { toCheckpoint, toSecret, toSession, type CheckpointDbRow, type KeyDbRow, type SecretDbRow, type SessionDbRow } from './sqlite-rows.js';
+import {
+  toCheckpoint,
+  toSecret,
+  toSession,
+  toTemplate,
+  type CheckpointDbRow,
+  type KeyDbRow,
+  type SecretDbRow,
+  type SessionDbRow,
+  type TemplateDbRow,
+} from './sqlite-rows.js';
 import { addedColumns, schema } from './sqlite-schema.js';
-import type { ApiKeyRow, CheckpointRow, SandboxHistoryRow, SecretRow, SessionLeaseRow, SessionPatch, SessionRow, Store, TenantRow } from './store.js';
+import type {
+  ApiKeyRow,
+  CheckpointRow,
+  SandboxHistoryRow,
+  SecretRow,
+  SessionLeaseRow,
+  SessionPatch,
+  SessionRow,
+  Store,
+  TemplateRow,
+  TenantRow,
+} from './store.js';
 
 /** The embedded store: one SQLite file in the data directory, WAL mode. */
 export class SqliteStore implements Store {
@@ -241,6 +262,20 @@ export class SqliteStore implements Store {
 
   deleteSecret(tenantId: string, name: string): boolean {
     return this.db.prepare('DELETE FROM secrets WHERE tenant_id = ? AND name = ?').run(tenantId, name).changes > 0;
+  }
+
+  insertTemplate(row: TemplateRow): void {
+    this.db
+      .prepare('INSERT INTO templates (id, tenant_id, name, version, from_checkpoint, created_at) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(row.id, row.tenantId, row.name, row.version, row.fromCheckpoint, row.createdAt);
+  }
+
+  listTemplates(tenantId: string): TemplateRow[] {
+    return (this.db.prepare('SELECT * FROM templates WHERE tenant_id = ? ORDER BY name, version').all(tenantId) as TemplateDbRow[]).map(toTemplate);
+  }
+
+  deleteTemplate(id: string): void {
+    this.db.prepare('DELETE FROM templates WHERE id = ?').run(id);
   }
 
   close(): void {

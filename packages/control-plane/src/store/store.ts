@@ -92,6 +92,16 @@ export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'no
  * Everything the control plane remembers. SQLite implements it for one machine; a PostgreSQL
  * implementation lets several control-plane replicas share it.
  */
+/** One version of a tenant's template: a read-only snapshot of a checkpoint, on the node. */
+export interface TemplateRow {
+  id: string;
+  tenantId: string;
+  name: string;
+  version: number;
+  fromCheckpoint: string;
+  createdAt: string;
+}
+
 export interface Store {
   insertTenant(row: TenantRow): void;
   getTenant(id: string): TenantRow | null;
@@ -133,5 +143,9 @@ export interface Store {
   getSecret(tenantId: string, name: string): SecretRow | null;
   listSecrets(tenantId: string): SecretRow[];
   deleteSecret(tenantId: string, name: string): boolean;
+  insertTemplate(row: TemplateRow): void;
+  /** The tenant's template versions, by name then version. */
+  listTemplates(tenantId: string): TemplateRow[];
+  deleteTemplate(id: string): void;
   close(): void;
 }

@@ -109,6 +109,17 @@ export class FakeNode {
     this.checkpoints.delete(checkpointId);
   }
 
+  readonly templates = new Set<string>();
+
+  async createTemplate(templateId: string, checkpointId: string): Promise<void> {
+    if (!this.checkpoints.has(checkpointId)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
+    this.templates.add(templateId);
+  }
+
+  async deleteTemplate(templateId: string): Promise<void> {
+    this.templates.delete(templateId);
+  }
+
   async configureEgress(): Promise<void> {}
 
   close(): void {}

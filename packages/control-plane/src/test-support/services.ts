@@ -15,6 +15,8 @@ import { SqliteStore } from '../store/sqlite-store.js';
 import { FakeNode } from './fake-node.js';
 import { Authenticator } from '../auth.js';
 import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from '../tenant-limits.js';
+import { TemplateCatalog } from '../template-catalog.js';
+import { TemplateService } from '../template-service.js';
 
 /** The control plane's services wired as in ControlPlane, on an in-memory store and a FakeNode, with a settable clock. */
 export function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {}) {
@@ -31,9 +33,22 @@ export function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {
   const taker = new CheckpointTaker(store, node.asClient(), metrics);
   const egress = new EgressService(store, node.asClient(), new SecretCipher(randomBytes(32)), (m) => log.push(m));
   const limits = new TenantLimits(new Authenticator(store), store, metrics, { ...defaultTenantLimits, ...limitOptions }, now);
-  const sessions = new SessionService(store, node.asClient(), metrics, taker, activity, egress, lifecycle, limits, { defaultDiskGb: 10 });
+  const catalog = new TemplateCatalog(store);
+  const sessions = new SessionService({
+    store,
+    node: node.asClient(),
+    metrics,
+    taker,
+    activity,
+    egress,
+    lifecycle,
+    limits,
+    templates: catalog,
+    defaultDiskGb: 10,
+  });
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
   const checkpoints = new SessionCheckpointService(store, node.asClient(), sessions, taker, metrics, limits);
+  const templates = new TemplateService(store, node.asClient(), checkpoints, catalog);
   const maintenance = new Maintenance({
     store,
     node: node.asClient(),
@@ -48,5 +63,5 @@ export function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {
     now,
   });
   const create = (fields: Record<string, unknown> = {}) => sessions.create(caller, CreateSessionRequestSchema.parse({ template: 'tiny', ...fields }));
-  return { clock, store, caller, node, metrics, log, activity, lifecycle, limits, sessions, calls, checkpoints, maintenance, create };
+  return { clock, store, caller, node, metrics, log, activity, lifecycle, limits, catalog, templates, sessions, calls, checkpoints, maintenance, create };
 }

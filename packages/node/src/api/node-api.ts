@@ -4,9 +4,11 @@ import {
   ErrorCode,
   NodeCheckpointIdSchema,
   NodeCheckpointRequestSchema,
+  NodeCreateTemplateRequestSchema,
   NodeVolumeChangedQuerySchema,
   SpaceError,
   StartSandboxRequestSchema,
+  TemplateIdSchema,
   type NodeHealth,
 } from '@space/protocol';
 import { Router, type ServerLog, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
@@ -65,7 +67,6 @@ export function createNodeApi(deps: NodeApiDeps): Router {
   router.on('POST', '/node/v1/sandboxes', async (ctx) => {
     authorize(ctx);
     const request = await readJson(ctx.req, StartSandboxRequestSchema);
-    deps.templates.recipe(request.template);
     sendJson(ctx.res, 201, await deps.starter.start(request));
   });
 
@@ -127,6 +128,19 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     authorize(ctx);
     const { checkpointId } = parseWith(NodeCheckpointIdSchema, { checkpointId: ctx.params.checkpointId }, 'checkpoint id');
     await deps.checkpoints.delete(checkpointId);
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('POST', '/node/v1/templates', async (ctx) => {
+    authorize(ctx);
+    const { templateId, checkpointId } = await readJson(ctx.req, NodeCreateTemplateRequestSchema);
+    await deps.templates.createCustom(templateId, deps.checkpoints.snapshotOf(checkpointId));
+    sendJson(ctx.res, 201, { ok: true });
+  });
+
+  router.on('DELETE', '/node/v1/templates/:templateId', async (ctx) => {
+    authorize(ctx);
+    await deps.templates.deleteCustom(parseWith(TemplateIdSchema, ctx.params.templateId, 'template id'));
     sendJson(ctx.res, 200, { ok: true });
   });
 

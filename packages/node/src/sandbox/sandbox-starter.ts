@@ -39,6 +39,8 @@ export class SandboxStarter {
   /** Starts a sandbox for a session, or returns the one already serving it. */
   start(request: StartSandboxRequest): Promise<SandboxInfo> {
     const { manager, sessionQueue } = this.deps;
+    // Refused before anything is set up for the session (its template matters only for a new volume).
+    this.deps.volumes.checkTemplate(request.sessionId, request.template);
     this.deps.egress.configure(request.sessionId, request.egress);
     const existing = manager.forSession(request.sessionId);
     if (existing) return Promise.resolve(manager.describe(existing.record));

@@ -63,6 +63,11 @@ export class SessionVolumes {
     return this.subvolumes.exists(this.path(sessionId));
   }
 
+  /** Refuses (UNKNOWN_TEMPLATE) a template this node cannot make the session's volume from, when it has none yet. */
+  checkTemplate(sessionId: string, template: string): void {
+    if (!this.exists(sessionId)) this.templates.check(template);
+  }
+
   /** A writable snapshot of the template with an identity of its own (a new /etc/machine-id), trusting the gateway, with space-compat preloaded. */
   async create(template: string, sessionId: string): Promise<void> {
     const rootfs = this.path(sessionId);

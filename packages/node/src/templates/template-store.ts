@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorCode, SpaceError } from '@space/protocol';
+import { ErrorCode, SpaceError, TemplateIdSchema } from '@space/protocol';
 import type { BtrfsVolume } from '../storage/btrfs-volume.js';
 import type { Subvolumes } from '../storage/subvolumes.js';
 import { recipeHash, type Progress, type TemplateRecipe } from './recipes.js';
 
 /**
- * Templates as read-only subvolumes named `<name>@<recipe hash>`: built once, rebuilt only when the
- * recipe changes. A build happens in a scratch subvolume and becomes visible only when complete.
+ * Templates as read-only subvolumes. Built-ins are named `<name>@<recipe hash>`: built once, rebuilt
+ * only when the recipe changes; a build happens in a scratch subvolume and becomes visible only when
+ * complete. A tenant's template versions are `custom/<tpl_id>`, snapshots of checkpoints.
  */
 export class TemplateStore {
   private readonly building = new Map<string, Promise<string>>();
@@ -33,12 +34,19 @@ export class TemplateStore {
     return recipe;
   }
 
+  /** Refuses (UNKNOWN_TEMPLATE) a name that is neither a built-in nor a tenant's template version on this node. */
+  check(name: string): void {
+    if (TemplateIdSchema.safeParse(name).success) this.existingCustom(name);
+    else this.recipe(name);
+  }
+
   isBuilt(name: string): boolean {
     return this.subvolumes.exists(this.pathOf(this.recipe(name)));
   }
 
-  /** Returns the template's subvolume path, building it first if needed. */
+  /** Returns the template's subvolume path, building it first if needed (a built-in) or failing when it is not on this node (a tenant's). */
   async ensure(name: string, progress: Progress = () => undefined): Promise<string> {
+    if (TemplateIdSchema.safeParse(name).success) return this.existingCustom(name);
     const recipe = this.recipe(name);
     const target = this.pathOf(recipe);
     if (this.subvolumes.exists(target)) return target;
@@ -48,6 +56,27 @@ export class TemplateStore {
       this.building.set(name, pending);
     }
     return pending;
+  }
+
+  /** Makes template version `templateId` a read-only snapshot of `source` (a checkpoint): a metadata operation. */
+  async createCustom(templateId: string, source: string): Promise<void> {
+    if (this.subvolumes.exists(this.customPath(templateId))) return;
+    await this.subvolumes.snapshot(source, this.customPath(templateId), { readOnly: true });
+  }
+
+  /** Deletes a tenant's template version; sessions made from it keep their volumes (snapshots of their own). */
+  async deleteCustom(templateId: string): Promise<void> {
+    await this.subvolumes.delete(this.customPath(templateId));
+  }
+
+  private existingCustom(templateId: string): string {
+    const custom = this.customPath(templateId);
+    if (!this.subvolumes.exists(custom)) throw new SpaceError(ErrorCode.UNKNOWN_TEMPLATE, `template version ${templateId} is not on this node`);
+    return custom;
+  }
+
+  private customPath(templateId: string): string {
+    return this.volume.dir('templates', 'custom', TemplateIdSchema.parse(templateId));
   }
 
   private pathOf(recipe: TemplateRecipe): string {

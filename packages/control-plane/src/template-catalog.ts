@@ -1,0 +1,56 @@
+import { ErrorCode, SpaceError, builtinTemplateNames, type Template } from '@space/protocol';
+import type { Store, TemplateRow } from './store/store.js';
+
+/**
+ * Which templates a tenant has: the built-ins, shared by all, and its own (versions of snapshots of
+ * its checkpoints, made by TemplateService). Another tenant's templates do not exist for it.
+ */
+export class TemplateCatalog {
+  constructor(private readonly store: Store) {}
+
+  /** The newest version of each of the tenant's own templates. */
+  newestVersions(tenantId: string): TemplateRow[] {
+    const newest = new Map<string, TemplateRow>();
+    for (const row of this.store.listTemplates(tenantId)) newest.set(row.name, row);
+    return [...newest.values()];
+  }
+
+  /** What the node starts a new session's volume from: a built-in's name or the newest version's id; UNKNOWN_TEMPLATE otherwise. */
+  forNewSession(tenantId: string, name: string): string {
+    if (builtinTemplateNames.includes(name)) return name;
+    const own = this.newestVersions(tenantId).find((t) => t.name === name);
+    if (own) return own.id;
+    const available = [...builtinTemplateNames, ...this.newestVersions(tenantId).map((t) => t.name)];
+    throw new SpaceError(ErrorCode.UNKNOWN_TEMPLATE, `unknown template ${JSON.stringify(name)}; available: ${available.join(', ')}`);
+  }
+
+  /**
+   * What a later start of the session names: the same, except that a template deleted since is
+   * passed on by name (the node needs it only if the session's volume is gone, and then refuses).
+   */
+  forStart(tenantId: string, name: string): string {
+    return this.newestVersions(tenantId).find((t) => t.name === name)?.id ?? name;
+  }
+
+  list(tenantId: string): Template[] {
+    const sessions = new Map<string, number>();
+    for (const s of this.store.listSessions(tenantId)) sessions.set(s.template, (sessions.get(s.template) ?? 0) + 1);
+    const builtIns: Template[] = builtinTemplateNames.map((name) => ({
+      name,
+      version: 0,
+      builtIn: true,
+      fromCheckpoint: null,
+      createdAt: null,
+      sessions: sessions.get(name) ?? 0,
+    }));
+    const own: Template[] = this.newestVersions(tenantId).map((t) => ({
+      name: t.name,
+      version: t.version,
+      builtIn: false,
+      fromCheckpoint: t.fromCheckpoint,
+      createdAt: t.createdAt,
+      sessions: sessions.get(t.name) ?? 0,
+    }));
+    return [...builtIns, ...own];
+  }
+}

@@ -1,0 +1,66 @@
+import { ErrorCode, SpaceError, builtinTemplateNames, newId, type CreateTemplateRequest, type Template } from '@space/protocol';
+import type { Caller } from './auth.js';
+import type { NodeClient } from './node-client.js';
+import type { SessionCheckpointService } from './session-checkpoint-service.js';
+import type { Store } from './store/store.js';
+import type { TemplateCatalog } from './template-catalog.js';
+
+/**
+ * Makes and deletes a tenant's templates. A template is a read-only snapshot of one of its
+ * checkpoints (of a session: an fs checkpoint taken first), so making one is a metadata operation;
+ * making a name again makes a new version, which new sessions get.
+ */
+export class TemplateService {
+  constructor(
+    private readonly store: Store,
+    private readonly node: NodeClient,
+    private readonly checkpoints: SessionCheckpointService,
+    private readonly catalog: TemplateCatalog,
+  ) {}
+
+  async create(caller: Caller, request: CreateTemplateRequest): Promise<Template> {
+    const checkpointId = request.fromSession
+      ? (await this.checkpoints.create(caller, request.fromSession, 'fs')).id
+      : this.checkpoints.checkpoint(caller, request.fromCheckpoint!).id;
+    const id = newId('tpl');
+    await this.node.createTemplate(id, checkpointId);
+    // Read and written with no await between: two creations of one name get consecutive versions.
+    const previous = this.store.listTemplates(caller.tenantId).filter((t) => t.name === request.name);
+    try {
+      const version = (previous.at(-1)?.version ?? 0) + 1;
+      this.store.insertTemplate({
+        id,
+        tenantId: caller.tenantId,
+        name: request.name,
+        version,
+        fromCheckpoint: checkpointId,
+        createdAt: new Date().toISOString(),
+      });
+    } catch (err) {
+      await this.node.deleteTemplate(id).catch(() => undefined);
+      throw err;
+    }
+    return this.catalog.list(caller.tenantId).find((t) => t.name === request.name)!;
+  }
+
+  /** Deletes every version of the tenant's template; refused while sessions made from it exist unless `force` (their volumes are their own). */
+  async delete(caller: Caller, name: string, force: boolean): Promise<void> {
+    if (builtinTemplateNames.includes(name)) throw new SpaceError(ErrorCode.FORBIDDEN, `${name} is a built-in template; it cannot be deleted`);
+    const versions = this.store.listTemplates(caller.tenantId).filter((t) => t.name === name);
+    if (versions.length === 0) throw new SpaceError(ErrorCode.TEMPLATE_NOT_FOUND, `no template ${JSON.stringify(name)}`);
+    const sessions = this.store.listSessions(caller.tenantId).filter((s) => s.template === name).length;
+    if (sessions > 0 && !force) {
+      throw new SpaceError(
+        ErrorCode.TEMPLATE_IN_USE,
+        `${sessions} session(s) were made from template ${name}; delete them first, or delete with ?force=1 (they keep their files)`,
+        {
+          sessions,
+        },
+      );
+    }
+    for (const version of versions) {
+      await this.node.deleteTemplate(version.id);
+      this.store.deleteTemplate(version.id);
+    }
+  }
+}
