@@ -27,5 +27,8 @@ export function sandboxHostPid(dataDir: string, sandboxId: string): number {
   ) as {
     pid: number;
   };
+  // A sandbox being created or stopped has no process: runsc says -1 or 0, and a kill of those would
+  // reach every process on the host (-1) or the caller's own group (0).
+  if (!Number.isInteger(state.pid) || state.pid <= 1) throw new Error(`sandbox ${sandboxId} has no host process now (runsc state: pid ${state.pid})`);
   return state.pid;
 }
