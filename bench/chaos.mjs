@@ -2,12 +2,13 @@
 // are SIGKILLed at random moments; then every acknowledged record is accounted for against the live
 // files and the checkpoints, and every session must answer. Bounded by its fault counts.
 // Usage: node bench/chaos.mjs [SESSIONS=20] [SANDBOX_KILLS=1000] [PLATFORM_KILLS=20] [FAULT_INTERVAL_MS=1000] [SEED]
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runChaos } from '../packages/e2e/dist/harness/chaos.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const platformLogFile = process.env.SPACE_CHAOS_PLATFORM_LOG ?? '/tmp/space-chaos-platform.log';
 const [sessions = 20, sandboxKills = 1000, platformKills = 20, faultIntervalMs = 1000, seed = Date.now() % 1e9] = process.argv.slice(2).map(Number);
 
 const report = await runChaos({
@@ -18,6 +19,7 @@ const report = await runChaos({
   seed,
   dataDir: process.env.SPACE_BENCH_DATA_DIR,
   log: (line) => process.stderr.write(`${line}\n`),
+  platformLog: (text) => appendFileSync(platformLogFile, text),
 });
 const { accounts, ...summary } = report;
 console.log(`\nchaos run, seed ${seed} (node bench/chaos.mjs ${sessions} ${sandboxKills} ${platformKills} ${faultIntervalMs} ${seed} replays its faults)`);

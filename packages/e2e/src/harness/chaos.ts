@@ -15,6 +15,8 @@ export interface ChaosOptions {
   seed: number;
   dataDir?: string;
   log?: (line: string) => void;
+  /** Gets each platform process's whole log when it ends (killed or stopped). */
+  platformLog?: (text: string) => void;
 }
 
 /** An append the platform acknowledged: record `n` was in the session's file when the call returned at `at`. */
@@ -73,7 +75,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => undefined);
   const dataDir = options.dataDir ?? testDataDir;
   const adminKey = `chaos-${process.pid}-${options.seed}`;
-  const env = { SPACE_MAINTENANCE_TICK_MS: '1000' };
+  // The platform logs everything only when someone reads it.
+  const env = { SPACE_MAINTENANCE_TICK_MS: '1000', ...(options.platformLog ? { SPACE_QUIET: '0' } : {}) };
   let platform: RunningPlatform = await startPlatform({ dataDir, adminKey, env });
   const started = performance.now();
   const call = async (method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> => {
@@ -118,6 +121,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (fault === 'platform') {
         platform.process.kill('SIGKILL');
         await new Promise((resolve) => (platform.process.exitCode !== null ? resolve(null) : platform.process.once('exit', resolve)));
+        options.platformLog?.(platform.output());
         platformKills++;
         log(`chaos: platform SIGKILLed (${platformKills}/${options.platformKills}); restarting`);
         platform = await startPlatform({ dataDir, adminKey, env });
@@ -159,6 +163,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   } finally {
     for (const id of ids) await call('DELETE', `/v1/sessions/${id}`).catch(() => undefined);
     await platform.stop();
+    options.platformLog?.(platform.output());
   }
 }
 
