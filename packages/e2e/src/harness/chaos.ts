@@ -113,7 +113,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const writers = ids.map(writer);
 
     const faults = [...Array<'sandbox'>(options.sandboxKills).fill('sandbox'), ...Array<'platform'>(options.platformKills).fill('platform')];
-    faults.sort(() => rng.next() - 0.5);
+    rng.shuffle(faults);
     let sandboxKills = 0;
     let platformKills = 0;
     for (const fault of faults) {

@@ -28,6 +28,15 @@ export class Random {
     return items[Math.floor(this.next() * items.length)]!;
   }
 
+  /** Shuffles `items` in place, every order equally likely (Fisher–Yates; sorting by a random comparison is not). */
+  shuffle<T>(items: T[]): T[] {
+    for (let i = items.length - 1; i > 0; i--) {
+      const j = this.int(0, i);
+      [items[i], items[j]] = [items[j]!, items[i]!];
+    }
+    return items;
+  }
+
   bytes(length: number): Buffer {
     const out = Buffer.alloc(length);
     for (let i = 0; i < length; i++) out[i] = this.int(0, 255);
