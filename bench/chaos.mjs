@@ -11,7 +11,12 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const platformLogFile = process.env.SPACE_CHAOS_PLATFORM_LOG ?? '/tmp/space-chaos-platform.log';
 const [sessions = 20, sandboxKills = 1000, platformKills = 20, faultIntervalMs = 1000, seed = Date.now() % 1e9] = process.argv.slice(2).map(Number);
 
+// Interrupted, the run stops its faults, accounts for what it has and deletes its sessions.
+const interrupted = new AbortController();
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => interrupted.abort());
+
 const report = await runChaos({
+  signal: interrupted.signal,
   sessions,
   sandboxKills,
   platformKills,

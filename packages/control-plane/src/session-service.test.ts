@@ -91,3 +91,20 @@ test("another tenant's session answers like one that does not exist", async () =
   const session = await s.create();
   assert.throws(() => s.sessions.get({ tenantId: 'tn_other0001', admin: false }, session.id), { code: 'SESSION_NOT_FOUND' });
 });
+
+test('a resume that went back to a full checkpoint is told in the history even when the start after it failed', async () => {
+  const s = servicesOnFakeNode();
+  const session = await s.create();
+  const full = await s.checkpoints.create(s.caller, session.id, 'full');
+  s.node.changed.add(session.id);
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  s.node.failingStarts = 1;
+  // The volume goes back to the full checkpoint, then the start fails (as when the platform dies there).
+  const useSandbox = (t: SandboxTarget) => s.node.sandboxInfo(t.sandboxId);
+  await assert.rejects(s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox), { code: 'NODE_UNAVAILABLE' });
+  await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox);
+  const history = s.sessions.get(s.caller, session.id).sandboxHistory!;
+  const kept = s.checkpoints.list(s.caller, session.id).find((c) => c.trigger === 'resume')!;
+  assert.match(history.at(-1)!.note ?? '', new RegExp(`went back to ${full.id} to restore its processes; the files written after it are kept in ${kept.id}`));
+  assert.equal(s.store.getSession(s.caller.tenantId, session.id)!.resumeNote, null, 'told once');
+});

@@ -66,6 +66,7 @@ export class SessionService {
       fullCheckpointIntervalSec: request.fullCheckpointIntervalSec,
       idleTimeoutSec: request.idleTimeoutSec,
       onResume: request.onResume,
+      resumeNote: null,
       secrets: request.secrets,
       egress: request.egress,
     };
@@ -171,7 +172,15 @@ export class SessionService {
         this.deps.metrics.inc('resumes');
         this.deps.metrics.observeResume((performance.now() - started) / 1000);
       }
-      this.deps.store.updateSession(row.id, { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt });
+      // A note a crashed start left (its volume already went back) is told now, once.
+      const notes = new Set([current.resumeNote, resumeNote, info.note].filter((n): n is string => Boolean(n)));
+      this.deps.store.updateSession(row.id, {
+        status: 'running',
+        sandboxId: info.sandboxId,
+        nodeId: info.nodeId,
+        sandboxStartedAt: info.startedAt,
+        resumeNote: null,
+      });
       this.deps.store.recordSandboxStart({
         id: info.sandboxId,
         sessionId: row.id,
@@ -180,7 +189,7 @@ export class SessionService {
         endedAt: null,
         endReason: null,
         restoredFrom: info.restoredFrom,
-        note: [resumeNote, info.note].filter(Boolean).join('; ') || null,
+        note: [...notes].join('; ') || null,
       });
       return { sandboxId: info.sandboxId, node: this.deps.node };
     } catch (err) {
@@ -206,8 +215,11 @@ export class SessionService {
     if (row.onResume === 'files') return `booted on the newest files (onResume: files); the processes of ${newest.id} were not restored`;
     // Never pruned: it may be the only copy of acknowledged writes.
     const kept = await this.deps.taker.take(row, 'fs', 'resume');
+    const note = `went back to ${newest.id} to restore its processes; the files written after it are kept in ${kept.id}`;
+    // Stored before the volume changes: the history gets it even if this process dies before the sandbox starts.
+    this.deps.store.updateSession(row.id, { resumeNote: note });
     await this.deps.node.restoreVolume(row.id, newest.id);
-    return `went back to ${newest.id} to restore its processes; the files written after it are kept in ${kept.id}`;
+    return note;
   }
 
   /** Disk of a session that names none, GB. */

@@ -35,6 +35,7 @@ const session = (id: string, tenantId: string): SessionRow => ({
   checkpointIntervalSec: 60,
   fullCheckpointIntervalSec: 600,
   onResume: 'files',
+  resumeNote: null,
   idleTimeoutSec: 900,
   secrets: ['TOKEN'],
   egress: { mode: 'allow-list', domains: ['*.example.com'], cidrs: [] },

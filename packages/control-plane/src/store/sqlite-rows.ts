@@ -19,6 +19,7 @@ export interface SessionDbRow {
   full_checkpoint_interval_sec: number;
   idle_timeout_sec: number;
   on_resume: string;
+  resume_note: string | null;
   secrets: string;
   egress: string;
 }
@@ -71,6 +72,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     fullCheckpointIntervalSec: row.full_checkpoint_interval_sec,
     idleTimeoutSec: row.idle_timeout_sec,
     onResume: row.on_resume as SessionRow['onResume'],
+    resumeNote: row.resume_note,
     secrets: JSON.parse(row.secrets) as string[],
     egress: JSON.parse(row.egress) as SessionRow['egress'],
   };

@@ -43,4 +43,5 @@ export const addedColumns: [table: string, column: string, definition: string][]
   ['sessions', 'egress', `TEXT NOT NULL DEFAULT '{"mode":"allow-all","domains":[],"cidrs":[]}'`],
   ['sandbox_history', 'note', 'TEXT'],
   ['sessions', 'on_resume', `TEXT NOT NULL DEFAULT 'processes'`],
+  ['sessions', 'resume_note', 'TEXT'],
 ];

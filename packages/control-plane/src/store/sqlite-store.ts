@@ -123,6 +123,7 @@ export class SqliteStore implements Store {
       sandboxId: 'sandbox_id',
       nodeId: 'node_id',
       sandboxStartedAt: 'sandbox_started_at',
+      resumeNote: 'resume_note',
     };
     const keys = Object.keys(patch) as (keyof SessionPatch)[];
     if (keys.length === 0) return;

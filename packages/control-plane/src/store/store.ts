@@ -33,6 +33,12 @@ export interface SessionRow {
   fullCheckpointIntervalSec: number;
   idleTimeoutSec: number;
   onResume: OnResume;
+  /**
+   * What a resume did to the volume (went back to a full checkpoint, and where the newer files are),
+   * kept from before the volume changes until the sandbox history records it: a crash in between
+   * does not lose the account of it.
+   */
+  resumeNote: string | null;
   /** Names of the tenant's secrets the session may use. */
   secrets: string[];
   egress: EgressPolicy;
@@ -86,7 +92,7 @@ export interface SessionLeaseRow {
   expiresAt: number;
 }
 
-export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt'>>;
+export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote'>>;
 
 /**
  * Everything the control plane remembers. SQLite implements it for one machine; a PostgreSQL

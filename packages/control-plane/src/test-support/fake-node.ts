@@ -45,8 +45,15 @@ export class FakeNode {
     return [...this.sandboxes.values()];
   }
 
+  /** Starts to refuse before they begin (as when the node is lost), counted down. */
+  failingStarts = 0;
+
   async startSandbox(request: StartSandboxRequest): Promise<SandboxInfo> {
     this.calls.push(`start ${request.sessionId}`);
+    if (this.failingStarts > 0) {
+      this.failingStarts--;
+      throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, 'the node did not answer');
+    }
     const info: SandboxInfo = {
       sandboxId: newId('sbx'),
       sessionId: request.sessionId,

@@ -17,6 +17,8 @@ export interface ChaosOptions {
   log?: (line: string) => void;
   /** Gets each platform process's whole log when it ends (killed or stopped). */
   platformLog?: (text: string) => void;
+  /** Ends the faults early; the run then accounts for what it has and cleans up as usual. */
+  signal?: AbortSignal;
 }
 
 /** An append the platform acknowledged: record `n` was in the session's file when the call returned at `at`. */
@@ -38,6 +40,13 @@ interface SessionAccount {
   rollbacksMs: number[];
   checkpoints: number;
   answering: boolean;
+  /** When anything is missing: what the account was made from, to find out why. */
+  evidence?: {
+    checkpoints: { id: string; kind: string; trigger: string; createdAt: string; records: number; newest: number; missing: number }[];
+    history: unknown[];
+    acks: { first: Ack | undefined; last: Ack | undefined };
+    missingAcks: Ack[];
+  };
 }
 
 export interface ChaosReport {
@@ -117,6 +126,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     let sandboxKills = 0;
     let platformKills = 0;
     for (const fault of faults) {
+      if (options.signal?.aborted) break;
       await sleep(rng.int(options.faultIntervalMs / 2, (options.faultIntervalMs * 3) / 2));
       if (fault === 'platform') {
         platform.process.kill('SIGKILL');
@@ -185,7 +195,8 @@ async function account(
 ): Promise<SessionAccount> {
   const live = await call('POST', `/v1/sessions/${id}/exec`, { cmd: 'cat /workspace/log' });
   const session = (await call('GET', `/v1/sessions/${id}`)).body;
-  const checkpoints: { id: string; createdAt: string }[] = (await call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints;
+  const checkpoints: { id: string; kind: string; trigger: string; createdAt: string }[] = (await call('GET', `/v1/sessions/${id}/checkpoints`)).body
+    .checkpoints;
   const checkpointTimes = new Map(checkpoints.map((c) => [c.id, Date.parse(c.createdAt)]));
   const contents = new Map(
     checkpoints.map((c) => {
@@ -214,8 +225,25 @@ async function account(
     if ([...contents.values()].some((set) => set.has(ack.n))) keptInCheckpoints++;
     else lost.push(ack.n);
   }
+  const missingIn = (checkpointId: string) => missingFromCheckpoints.filter((m) => m.checkpointId === checkpointId).length;
+  const missingNumbers = new Set([...missingFromCheckpoints.map((m) => m.n), ...lost]);
+  const evidence =
+    missingNumbers.size === 0
+      ? undefined
+      : {
+          checkpoints: checkpoints.map((c) => ({
+            ...c,
+            records: contents.get(c.id)!.size,
+            newest: Math.max(0, ...contents.get(c.id)!),
+            missing: missingIn(c.id),
+          })),
+          history: session.sandboxHistory,
+          acks: { first: acks[0], last: acks.at(-1) },
+          missingAcks: acks.filter((a) => missingNumbers.has(a.n)).slice(0, 50),
+        };
   return {
     id,
+    evidence,
     acknowledged: acks.length,
     keptInCheckpoints,
     lost,

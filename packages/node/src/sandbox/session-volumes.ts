@@ -123,16 +123,23 @@ export class SessionVolumes {
   }
 
   /**
-   * Removes what a crash left among the volumes: a restore's staging copy (the volume itself is
-   * still whole) and pooled sandboxes' volumes. A leftover that cannot be removed is logged, never a
-   * reason to refuse to start. Returns how many were removed.
+   * Removes what a crash left among the volumes: pooled sandboxes' volumes, and a restore's staging
+   * copy while the volume itself is still whole. A staging copy whose volume is gone is the restore's
+   * complete result (the old volume is deleted only once the copy is made): the restore is finished.
+   * A leftover that cannot be removed is logged, never a reason to refuse to start. Returns how many
+   * were removed or finished.
    */
   async removeLeftovers(): Promise<number> {
     let removed = 0;
     for (const entry of await readdir(this.volume.dir('volumes')).catch(() => [] as string[])) {
       if (!entry.endsWith('.restoring') && !entry.startsWith(`${unclaimedPrefix}_`)) continue;
+      const leftover = this.volume.dir('volumes', entry);
+      const restored = entry.endsWith('.restoring') ? this.volume.dir('volumes', entry.slice(0, -'.restoring'.length)) : null;
       try {
-        await this.subvolumes.delete(this.volume.dir('volumes', entry));
+        if (restored && !this.subvolumes.exists(restored)) {
+          await this.subvolumes.rename(leftover, restored);
+          this.log.warn(`finished the restore of volumes/${path.basename(restored)} that a crash interrupted`);
+        } else await this.subvolumes.delete(leftover);
         removed++;
       } catch (err) {
         this.log.warn(`could not remove the leftover volumes/${entry}: ${(err as Error).message}`);
