@@ -123,6 +123,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     const faults = [...Array<'sandbox'>(options.sandboxKills).fill('sandbox'), ...Array<'platform'>(options.platformKills).fill('platform')];
     rng.shuffle(faults);
+    /** SIGKILLs the sandbox of a random session; a session without one (being resumed) gives its turn to another, three tries. */
+    const killSomeSandbox = async (): Promise<boolean> => {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const sandbox = (await call('GET', `/v1/sessions/${rng.pick(ids)}`).catch(() => null))?.body?.sandbox;
+        if (!sandbox) continue;
+        try {
+          process.kill(sandboxHostPid(dataDir, sandbox.id), 'SIGKILL');
+          return true;
+        } catch {
+          // The sandbox ended meanwhile (a resume, a restore).
+        }
+      }
+      return false;
+    };
     let sandboxKills = 0;
     let platformKills = 0;
     for (const fault of faults) {
@@ -137,15 +151,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         platform = await startPlatform({ dataDir, adminKey, env });
         continue;
       }
-      const id = rng.pick(ids);
-      const sandbox = (await call('GET', `/v1/sessions/${id}`).catch(() => null))?.body?.sandbox;
-      if (!sandbox) continue;
-      try {
-        process.kill(sandboxHostPid(dataDir, sandbox.id), 'SIGKILL');
-        sandboxKills++;
-      } catch {
-        // The sandbox ended meanwhile (a resume, a restore): no kill this time.
-      }
+      if (await killSomeSandbox()) sandboxKills++;
     }
     stopped = true;
     await Promise.all(writers);
