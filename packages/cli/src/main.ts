@@ -10,6 +10,7 @@ import { registerShellCommand } from './commands/shell.js';
 import { registerEgressCommands } from './commands/egress.js';
 import { registerLimitsCommand } from './commands/limits.js';
 import { registerTemplateCommands } from './commands/templates.js';
+import { registerMcpCommand } from './commands/mcp.js';
 import { describeError } from './client.js';
 
 const program = new Command();
@@ -26,6 +27,7 @@ registerShellCommand(program);
 registerEgressCommands(program);
 registerLimitsCommand(program);
 registerTemplateCommands(program);
+registerMcpCommand(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`space: ${describeError(err)}\n`);
