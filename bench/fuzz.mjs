@@ -2,17 +2,15 @@
 // 10,000) shaped after the protocol's schemas, raw HTTP and WebSocket garbage; reports every answer
 // ≥ 500, every hang, and the platform's memory against a baseline of as many valid calls in the
 // same run. Usage: node bench/fuzz.mjs [REQUESTS] [SEED]   (also the last phase of ./space bench)
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { benchKey, startPlatform } from './harness.mjs';
-import { deleteFuzzSessions, fuzzApi, fuzzPlatformEnv, prepareFuzzTarget } from '../packages/e2e/dist/harness/api-fuzzer.js';
+import { fuzzApi } from '../packages/e2e/dist/harness/api-fuzzer.js';
+import { deleteFuzzSessions, fuzzPlatformEnv, prepareFuzzTarget } from '../packages/e2e/dist/harness/fuzz-target.js';
+import { processRssMb as rssMb } from '../packages/e2e/dist/host-state.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-
-function rssMb(pid) {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
-}
 
 /** Runs the fuzzer; returns its summary (also printed as a table and written to bench/results). */
 export async function runFuzz(requests = 10_000, seed = Date.now() % 1e9) {

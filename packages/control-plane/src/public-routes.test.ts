@@ -7,52 +7,25 @@ import { WebSocket } from 'ws';
 import { publicRoutes } from '@space/protocol';
 import { lineLog, listen, closeServer } from '@space/server-kit';
 import { createPublicApi } from './api/public-api.js';
-import { Activity } from './activity.js';
-import { Authenticator } from './auth.js';
-import { SessionCheckpointService } from './session-checkpoint-service.js';
-import { CheckpointTaker } from './checkpoint-taker.js';
-import { Metrics } from './metrics.js';
-import { NodeClient } from './node-client.js';
-import { SessionCalls } from './session-calls.js';
-import { SessionService } from './session-service.js';
-import { SqliteStore } from './store/sqlite-store.js';
-import { EgressService } from './egress-service.js';
-import { SecretCipher } from './secret-cipher.js';
-import { LifecycleQueue } from './lifecycle-queue.js';
-import { TenantLimits } from './tenant-limits.js';
-import { TemplateCatalog } from './template-catalog.js';
-import { TemplateService } from './template-service.js';
-import { randomBytes } from 'node:crypto';
+import { servicesOnFakeNode } from './test-support/services.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 test('every operation of the API reference is served by the control plane (an unauthenticated call gets 401, not 404/405)', async () => {
-  const store = new SqliteStore(':memory:');
-  const metrics = new Metrics();
-  // No node behind it: the calls are refused before any would be made.
-  const node = new NodeClient('node_none', 'http://127.0.0.1:9', 'x');
-  const taker = new CheckpointTaker(store, node, metrics);
-  const egress = new EgressService(store, node, new SecretCipher(randomBytes(32)), () => undefined);
-  const lifecycle = new LifecycleQueue(store, () => undefined);
-  const activity = new Activity();
-  const auth = new Authenticator(store);
-  const limits = new TenantLimits(auth, store, metrics);
-  const catalog = new TemplateCatalog(store);
-  const sessions = new SessionService({ store, node, metrics, taker, activity, egress, lifecycle, limits, templates: catalog, defaultDiskGb: 10 });
-  const calls = new SessionCalls(store, sessions, lifecycle, activity);
-  const checkpoints = new SessionCheckpointService(store, node, sessions, taker, metrics, limits);
+  // Every route authenticates before anything reaches the node.
+  const s = servicesOnFakeNode();
   const router = createPublicApi({
-    auth,
-    sessions,
-    calls,
-    checkpoints,
-    store,
-    metrics,
-    node,
-    egress,
+    auth: s.auth,
+    sessions: s.sessions,
+    calls: s.calls,
+    checkpoints: s.checkpoints,
+    store: s.store,
+    metrics: s.metrics,
+    node: s.node.asClient(),
+    egress: s.egress,
     log: lineLog(() => undefined),
-    limits,
-    templates: { catalog, service: new TemplateService(store, node, checkpoints, catalog) },
+    limits: s.limits,
+    templates: { catalog: s.catalog, service: s.templates },
   });
   const { server, port } = await listen(router, '127.0.0.1', 0);
   try {
@@ -71,10 +44,10 @@ test('every operation of the API reference is served by the control plane (an un
         assert.equal(res.status, 401, `${route.method} ${route.path}`);
       }
     }
+    assert.deepEqual(s.node.calls, [], 'nothing reached the node');
   } finally {
-    node.close();
     await closeServer(server);
-    store.close();
+    s.store.close();
   }
 });
 

@@ -18,9 +18,10 @@ export class TemplateCatalog {
   /** What the node starts a new session's volume from: a built-in's name or the newest version's id; UNKNOWN_TEMPLATE otherwise. */
   forNewSession(tenantId: string, name: string): string {
     if (builtinTemplateNames.includes(name)) return name;
-    const own = this.newestVersions(tenantId).find((t) => t.name === name);
-    if (own) return own.id;
-    const available = [...builtinTemplateNames, ...this.newestVersions(tenantId).map((t) => t.name)];
+    const own = this.newestVersions(tenantId);
+    const found = own.find((t) => t.name === name);
+    if (found) return found.id;
+    const available = [...builtinTemplateNames, ...own.map((t) => t.name)];
     throw new SpaceError(ErrorCode.UNKNOWN_TEMPLATE, `unknown template ${JSON.stringify(name)}; available: ${available.join(', ')}`);
   }
 
@@ -29,6 +30,7 @@ export class TemplateCatalog {
    * passed on by name (the node needs it only if the session's volume is gone, and then refuses).
    */
   forStart(tenantId: string, name: string): string {
+    if (builtinTemplateNames.includes(name)) return name;
     return this.newestVersions(tenantId).find((t) => t.name === name)?.id ?? name;
   }
 

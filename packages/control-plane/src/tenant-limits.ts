@@ -83,6 +83,16 @@ export class TenantLimits {
     return this.open.begin(key);
   };
 
+  /** Runs `work` as `count` creations of the tenant under way (see `beginCreates`). */
+  async whileCreating<T>(tenantId: string, count: number, work: () => Promise<T>): Promise<T> {
+    const done = this.beginCreates(tenantId, count);
+    try {
+      return await work();
+    } finally {
+      done();
+    }
+  }
+
   /**
    * Admits `count` creations at once (a create, or a fork of `count`); the sessions they add are
    * checked by the services that make them. Returns the function that ends the creations.
@@ -120,25 +130,29 @@ export class TenantLimits {
 
   /** What the tenant may hold and do, and what it holds and does now (in this process). */
   view(tenantId: string): Omit<TenantLimitsView, 'defaultDiskGb'> {
-    const use = (name: TenantLimitName, max: number, used: number) => ({ max, used, setting: limitSettings[name] });
-    const o = this.options;
-    return {
-      tenantId,
-      limits: {
-        sessions: use('sessions', o.maxSessions, this.store.countSessions(tenantId)),
-        concurrentCreates: use('concurrentCreates', o.maxConcurrentCreates, this.open.count(`create:${tenantId}`)),
-        requestsPerSec: use('requestsPerSec', o.requestsPerSec, this.rate.used(tenantId)),
-        openRequests: use('openRequests', o.maxRequests, this.open.count(`request:${tenantId}`)),
-        openStreams: use('openStreams', o.maxStreams, this.open.count(`stream:${tenantId}`)),
-        checkpointStorageBytes: use('checkpointStorageBytes', o.maxCheckpointGb * gb, this.store.checkpointBytes(tenantId)),
-      },
+    const used: Record<TenantLimitName, number> = {
+      sessions: this.store.countSessions(tenantId),
+      concurrentCreates: this.open.count(`create:${tenantId}`),
+      requestsPerSec: this.rate.used(tenantId),
+      openRequests: this.open.count(`request:${tenantId}`),
+      openStreams: this.open.count(`stream:${tenantId}`),
+      checkpointStorageBytes: this.store.checkpointBytes(tenantId),
     };
+    const max = this.maxima();
+    const limits = Object.fromEntries(
+      (Object.keys(max) as TenantLimitName[]).map((name) => [name, { max: max[name], used: used[name], setting: limitSettings[name] }]),
+    );
+    return { tenantId, limits };
   }
 
   /** The configured maximum of every limit, for /metrics. */
   gauges(): Record<string, number> {
+    return Object.fromEntries(Object.entries(this.maxima()).map(([name, value]) => [`space_tenant_limit{limit="${name}"}`, value]));
+  }
+
+  private maxima(): Record<TenantLimitName, number> {
     const o = this.options;
-    const max: Record<TenantLimitName, number> = {
+    return {
       sessions: o.maxSessions,
       concurrentCreates: o.maxConcurrentCreates,
       requestsPerSec: o.requestsPerSec,
@@ -146,7 +160,6 @@ export class TenantLimits {
       openStreams: o.maxStreams,
       checkpointStorageBytes: o.maxCheckpointGb * gb,
     };
-    return Object.fromEntries(Object.entries(max).map(([name, value]) => [`space_tenant_limit{limit="${name}"}`, value]));
   }
 
   /** QUOTA_EXCEEDED for what a tenant keeps, TOO_MANY_REQUESTS (with when to retry) for what it does at once. */

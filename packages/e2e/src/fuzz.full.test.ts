@@ -1,14 +1,11 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { Api } from './client.js';
-import { deleteFuzzSessions, fuzzApi, fuzzPlatformEnv, prepareFuzzTarget } from './harness/api-fuzzer.js';
+import { fuzzApi } from './harness/api-fuzzer.js';
+import { deleteFuzzSessions, fuzzPlatformEnv, prepareFuzzTarget } from './harness/fuzz-target.js';
+import { processRssMb as rssMb } from './host-state.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
-
-function rssMb(pid: number): number {
-  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
-}
 
 /** 1,000 hostile requests (`./space bench` sends 10,000): not one answer ≥ 500, no hang, no crash, memory bounded. */
 describe('API fuzzer', () => {

@@ -32,3 +32,8 @@ export function sandboxHostPid(dataDir: string, sandboxId: string): number {
   if (!Number.isInteger(state.pid) || state.pid <= 1) throw new Error(`sandbox ${sandboxId} has no host process now (runsc state: pid ${state.pid})`);
   return state.pid;
 }
+
+/** Resident memory of a host process, MB. */
+export function processRssMb(pid: number): number {
+  return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+}

@@ -9,8 +9,8 @@ import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecOptions, ExecR
 
 const q = (path: string): string => `?path=${encodeURIComponent(path)}`;
 
-/** Reads and other calls that may simply be repeated wait out a sandbox dying or stopped under them. */
-async function retryOnceIfSandboxDied<T>(call: () => Promise<T>): Promise<T> {
+/** Reads and other calls that may simply be repeated wait out a sandbox dying, or stopped by the session's own restore or kill, under them. */
+async function retryOnceIfSandboxLost<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {
@@ -35,7 +35,7 @@ export class SessionFiles {
   }
 
   async read(path: string, opts: CallOptions = {}): Promise<Buffer> {
-    return retryOnceIfSandboxDied(async () => Buffer.from(await (await this.t.request('GET', `${this.base}/files${q(path)}`, opts)).arrayBuffer()));
+    return retryOnceIfSandboxLost(async () => Buffer.from(await (await this.t.request('GET', `${this.base}/files${q(path)}`, opts)).arrayBuffer()));
   }
 
   async write(path: string, data: string | Uint8Array, opts: CallOptions = {}): Promise<FileEntry> {
@@ -52,16 +52,16 @@ export class SessionFiles {
 
   /** A file in the sandbox as a Node.js stream. */
   async download(path: string, opts: CallOptions = {}): Promise<Readable> {
-    const res = await retryOnceIfSandboxDied(() => this.t.request('GET', `${this.base}/files${q(path)}`, opts));
+    const res = await retryOnceIfSandboxLost(() => this.t.request('GET', `${this.base}/files${q(path)}`, opts));
     return Readable.fromWeb(res.body as never);
   }
 
   async list(path: string, opts: CallOptions = {}): Promise<FileEntry[]> {
-    return retryOnceIfSandboxDied(async () => (await this.t.json<{ entries: FileEntry[] }>('GET', `${this.base}/files/list${q(path)}`, opts)).entries);
+    return retryOnceIfSandboxLost(async () => (await this.t.json<{ entries: FileEntry[] }>('GET', `${this.base}/files/list${q(path)}`, opts)).entries);
   }
 
   async stat(path: string, opts: CallOptions = {}): Promise<FileEntry> {
-    return retryOnceIfSandboxDied(() => this.t.json<FileEntry>('GET', `${this.base}/files/stat${q(path)}`, opts));
+    return retryOnceIfSandboxLost(() => this.t.json<FileEntry>('GET', `${this.base}/files/stat${q(path)}`, opts));
   }
 
   async mkdir(path: string, opts: CallOptions = {}): Promise<void> {
@@ -123,7 +123,7 @@ export class SessionHandle {
   }
 
   async processes(opts: CallOptions = {}): Promise<ProcessData[]> {
-    return retryOnceIfSandboxDied(async () => (await this.t.json<{ processes: ProcessData[] }>('GET', `${this.base}/processes`, opts)).processes);
+    return retryOnceIfSandboxLost(async () => (await this.t.json<{ processes: ProcessData[] }>('GET', `${this.base}/processes`, opts)).processes);
   }
 
   async signal(pid: number, signal: string, opts: CallOptions = {}): Promise<void> {

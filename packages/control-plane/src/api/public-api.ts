@@ -82,12 +82,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   router.on('POST', '/v1/sessions', async ({ req, res }) => {
     const caller = auth.authenticate(req);
     const request = await readJson(req, CreateSessionRequestSchema);
-    const done = deps.limits.beginCreates(caller.tenantId, 1);
-    try {
-      sendJson(res, 201, await sessions.create(caller, request));
-    } finally {
-      done();
-    }
+    sendJson(res, 201, await deps.limits.whileCreating(caller.tenantId, 1, () => sessions.create(caller, request)));
   });
 
   router.on('GET', '/v1/sessions', ({ req, res }) => {
@@ -121,12 +116,8 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   router.on('POST', '/v1/checkpoints/:checkpointId/fork', async ({ req, res, params }) => {
     const caller = auth.authenticate(req);
     const { count } = await readJson(req, ForkRequestSchema);
-    const done = deps.limits.beginCreates(caller.tenantId, count);
-    try {
-      sendJson(res, 201, { sessions: await checkpoints.fork(caller, params.checkpointId!, count) });
-    } finally {
-      done();
-    }
+    const forks = await deps.limits.whileCreating(caller.tenantId, count, () => checkpoints.fork(caller, params.checkpointId!, count));
+    sendJson(res, 201, { sessions: forks });
   });
 
   router.on('POST', '/v1/sessions/:sessionId/restore', async ({ req, res, params }) => {

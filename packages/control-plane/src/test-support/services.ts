@@ -32,7 +32,8 @@ export function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {
   const lifecycle = new LifecycleQueue(store, (m) => log.push(m), { pollMs: 5 });
   const taker = new CheckpointTaker(store, node.asClient(), metrics);
   const egress = new EgressService(store, node.asClient(), new SecretCipher(randomBytes(32)), (m) => log.push(m));
-  const limits = new TenantLimits(new Authenticator(store), store, metrics, { ...defaultTenantLimits, ...limitOptions }, now);
+  const auth = new Authenticator(store);
+  const limits = new TenantLimits(auth, store, metrics, { ...defaultTenantLimits, ...limitOptions }, now);
   const catalog = new TemplateCatalog(store);
   const sessions = new SessionService({
     store,
@@ -63,5 +64,24 @@ export function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {
     now,
   });
   const create = (fields: Record<string, unknown> = {}) => sessions.create(caller, CreateSessionRequestSchema.parse({ template: 'tiny', ...fields }));
-  return { clock, store, caller, node, metrics, log, activity, lifecycle, limits, catalog, templates, sessions, calls, checkpoints, maintenance, create };
+  return {
+    clock,
+    store,
+    caller,
+    node,
+    metrics,
+    log,
+    activity,
+    lifecycle,
+    auth,
+    egress,
+    limits,
+    catalog,
+    templates,
+    sessions,
+    calls,
+    checkpoints,
+    maintenance,
+    create,
+  };
 }

@@ -272,38 +272,3 @@ function stream(target: FuzzTarget, rng: Random): Attempt {
       }),
   };
 }
-
-async function call(url: string, key: string, method: string, path: string, body?: unknown): Promise<any> {
-  const res = await fetch(url + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const json = await res.json();
-  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
-/**
- * A tenant of its own on the platform with what the fuzzer names: a session (tiny) running a
- * background process, an fs checkpoint of it, a secret.
- */
-export async function prepareFuzzTarget(url: string, adminKey: string): Promise<FuzzTarget> {
-  const { id: tenantId } = await call(url, adminKey, 'POST', '/v1/tenants', { name: 'fuzz' });
-  const { key } = await call(url, adminKey, 'POST', '/v1/keys', { tenantId });
-  const session = await call(url, key, 'POST', '/v1/sessions', { template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
-  const { pid } = await call(url, key, 'POST', `/v1/sessions/${session.id}/exec`, { cmd: 'sleep 3600', background: true });
-  const checkpoint = await call(url, key, 'POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' });
-  await call(url, key, 'PUT', '/v1/secrets/FUZZ_TOKEN', { value: 'v', hosts: ['example.com'] });
-  return { url, key, adminKey, sessionId: session.id, checkpointId: checkpoint.id, secretName: 'FUZZ_TOKEN', pid };
-}
-
-/** Deletes every session of the fuzzer's tenant (the ones it made by valid creates and forks too). */
-export async function deleteFuzzSessions(target: FuzzTarget): Promise<number> {
-  const { sessions } = await call(target.url, target.key, 'GET', '/v1/sessions');
-  for (const s of sessions as { id: string }[]) await call(target.url, target.key, 'DELETE', `/v1/sessions/${s.id}`);
-  return sessions.length;
-}
-
-/** The platform settings a fuzz run uses: few sessions per tenant (valid creates are cheap to clean up), no rate limit in the way. */
-export const fuzzPlatformEnv = { SPACE_TENANT_MAX_SESSIONS: '4', SPACE_TENANT_REQUESTS_PER_SEC: '10000', SPACE_TENANT_MAX_CHECKPOINT_GB: '1' };

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Api, type ApiReply } from '../client.js';
 import { sandboxHostPid } from '../host-state.js';
 import { startPlatform, testDataDir, type RunningPlatform } from '../platform.js';
 import { Random } from './random.js';
@@ -88,14 +89,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const env = { SPACE_MAINTENANCE_TICK_MS: '1000', ...(options.platformLog ? { SPACE_QUIET: '0' } : {}) };
   let platform: RunningPlatform = await startPlatform({ dataDir, adminKey, env });
   const started = performance.now();
-  const call = async (method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> => {
-    const res = await fetch(platform.url + p, {
-      method,
-      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: res.status, body: await res.json().catch(() => null) };
-  };
+  // The platform's address changes with each restart.
+  const call = (method: string, p: string, body?: unknown): Promise<ApiReply> => new Api(platform.url, adminKey).call(method, p, body);
   const ids: string[] = [];
   try {
     for (let i = 0; i < options.sessions; i++) {
@@ -196,7 +191,7 @@ function records(text: string): Set<number> {
 async function account(
   id: string,
   acks: Ack[],
-  call: (method: string, p: string, body?: unknown) => Promise<{ status: number; body: any }>,
+  call: (method: string, p: string, body?: unknown) => Promise<ApiReply>,
   dataDir: string,
 ): Promise<SessionAccount> {
   const live = await call('POST', `/v1/sessions/${id}/exec`, { cmd: 'cat /workspace/log' });
