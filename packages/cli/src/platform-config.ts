@@ -10,6 +10,8 @@ export interface PlatformConfig {
   port: number;
   /** SPACE_DATA_DIR, default /var/lib/space */
   dataDir: string;
+  /** SPACE_DATABASE_URL: a postgres:// URL shared by control planes; when unset, SQLite in <data>/space.db */
+  databaseUrl: string | undefined;
   /** SPACE_API_KEY: the admin key; when unset one is generated into <data>/api-key */
   apiKey: string | undefined;
   /** SPACE_TEMPLATES: templates built before serving, default "base,tiny" */
@@ -50,6 +52,7 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
     host: env.SPACE_HOST ?? '127.0.0.1',
     port,
     dataDir,
+    databaseUrl: env.SPACE_DATABASE_URL || undefined,
     apiKey: env.SPACE_API_KEY || undefined,
     templates: (env.SPACE_TEMPLATES ?? 'base,tiny')
       .split(',')

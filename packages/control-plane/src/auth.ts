@@ -22,17 +22,17 @@ export function generateKey(): string {
 /** API keys: high-entropy random strings stored only as sha256 hashes, each bound to a tenant. */
 export class Authenticator {
   /** The caller of each request seen, so the admission hook, the upgrade guard and the route look the key up once. */
-  private readonly callers = new WeakMap<IncomingMessage, Caller>();
+  private readonly callers = new WeakMap<IncomingMessage, Promise<Caller>>();
 
   constructor(private readonly store: Store) {}
 
   /** Installs the admin key (its tenant is created on first use). */
-  installAdminKey(key: string): void {
-    if (!this.store.getTenant(adminTenantId)) this.store.insertTenant({ id: adminTenantId, name: 'admin', createdAt: new Date().toISOString() });
-    this.store.replaceAdminKey({ id: newId('key'), tenantId: adminTenantId, hash: hashKey(key), admin: true, createdAt: new Date().toISOString() });
+  async installAdminKey(key: string): Promise<void> {
+    if (!(await this.store.getTenant(adminTenantId))) await this.store.insertTenant({ id: adminTenantId, name: 'admin', createdAt: new Date().toISOString() });
+    await this.store.replaceAdminKey({ id: newId('key'), tenantId: adminTenantId, hash: hashKey(key), admin: true, createdAt: new Date().toISOString() });
   }
 
-  authenticate(req: IncomingMessage): Caller {
+  authenticate(req: IncomingMessage): Promise<Caller> {
     const known = this.callers.get(req);
     if (known) return known;
     const caller = this.lookUp(req);
@@ -40,10 +40,10 @@ export class Authenticator {
     return caller;
   }
 
-  private lookUp(req: IncomingMessage): Caller {
+  private async lookUp(req: IncomingMessage): Promise<Caller> {
     const key = bearerToken(req);
     if (!key) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"');
-    const row = this.store.findApiKey(hashKey(key));
+    const row = await this.store.findApiKey(hashKey(key));
     if (!row) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'invalid API key');
     return { tenantId: row.tenantId, admin: row.admin };
   }
@@ -52,11 +52,11 @@ export class Authenticator {
     if (!caller.admin) throw new SpaceError(ErrorCode.FORBIDDEN, 'this operation needs the admin key');
   }
 
-  createKey(tenantId: string): { id: string; tenantId: string; key: string } {
-    if (!this.store.getTenant(tenantId)) throw new SpaceError(ErrorCode.TENANT_NOT_FOUND, `no tenant ${JSON.stringify(tenantId)}`);
+  async createKey(tenantId: string): Promise<{ id: string; tenantId: string; key: string }> {
+    if (!(await this.store.getTenant(tenantId))) throw new SpaceError(ErrorCode.TENANT_NOT_FOUND, `no tenant ${JSON.stringify(tenantId)}`);
     const key = generateKey();
     const id = newId('key');
-    this.store.insertApiKey({ id, tenantId, hash: hashKey(key), admin: false, createdAt: new Date().toISOString() });
+    await this.store.insertApiKey({ id, tenantId, hash: hashKey(key), admin: false, createdAt: new Date().toISOString() });
     return { id, tenantId, key };
   }
 }

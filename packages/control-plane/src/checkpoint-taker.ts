@@ -25,7 +25,7 @@ export class CheckpointTaker {
       sizeBytes: taken.sizeBytes,
       pauseMs: taken.pauseMs,
     };
-    this.store.insertCheckpoint(row);
+    await this.store.insertCheckpoint(row);
     this.metrics.inc('checkpoints', { kind, trigger });
     return row;
   }

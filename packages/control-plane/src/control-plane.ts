@@ -97,7 +97,7 @@ export class ControlPlane {
   }
 
   async start(): Promise<void> {
-    this.auth.installAdminKey(this.options.adminKey);
+    await this.auth.installAdminKey(this.options.adminKey);
     const orphans = await this.checkpoints.removeOrphans().catch((err: Error) => {
       this.log(`could not look for orphaned checkpoints: ${err.message}`);
       return 0;
@@ -124,8 +124,8 @@ export class ControlPlane {
   }
 
   /** The node agent stopped every sandbox (the platform shuts down): sessions show none until their next call. */
-  nodeStopped(): void {
-    this.sessions.nodeStopped();
+  nodeStopped(): Promise<void> {
+    return this.sessions.nodeStopped();
   }
 
   async stop(): Promise<void> {

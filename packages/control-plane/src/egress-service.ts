@@ -18,14 +18,14 @@ export class EgressService {
     private readonly log: (message: string) => void,
   ) {}
 
-  list(caller: Caller): Secret[] {
-    return this.store.listSecrets(caller.tenantId).map(toSecret);
+  async list(caller: Caller): Promise<Secret[]> {
+    return (await this.store.listSecrets(caller.tenantId)).map(toSecret);
   }
 
   async put(caller: Caller, name: string, request: PutSecretRequest): Promise<Secret> {
     const now = new Date().toISOString();
-    const existing = this.store.getSecret(caller.tenantId, name);
-    const row = this.store.putSecret({
+    const existing = await this.store.getSecret(caller.tenantId, name);
+    const row = await this.store.putSecret({
       tenantId: caller.tenantId,
       name,
       value: this.cipher.seal(request.value),
@@ -40,14 +40,14 @@ export class EgressService {
 
   /** Sessions naming a deleted secret keep its placeholder, which then reaches no host as a value. */
   async delete(caller: Caller, name: string): Promise<void> {
-    if (!this.store.deleteSecret(caller.tenantId, name)) throw new SpaceError(ErrorCode.SECRET_NOT_FOUND, `no secret ${JSON.stringify(name)}`);
+    if (!(await this.store.deleteSecret(caller.tenantId, name))) throw new SpaceError(ErrorCode.SECRET_NOT_FOUND, `no secret ${JSON.stringify(name)}`);
     await this.pushForSecret(caller.tenantId, name);
   }
 
   /** Checks a new session's secret names and env against each other; returns nothing, throws clearly. */
-  validateSession(tenantId: string, secrets: string[], env: Record<string, string>): void {
+  async validateSession(tenantId: string, secrets: string[], env: Record<string, string>): Promise<void> {
     for (const name of secrets) {
-      if (!this.store.getSecret(tenantId, name))
+      if (!(await this.store.getSecret(tenantId, name)))
         throw new SpaceError(ErrorCode.SECRET_NOT_FOUND, `no secret ${JSON.stringify(name)}: create it first with PUT /v1/secrets/${name}`);
       if (name in env)
         throw new SpaceError(ErrorCode.VALIDATION_FAILED, `env ${name} is also a secret name: the sandbox's ${name} holds the secret's placeholder`);
@@ -55,19 +55,19 @@ export class EgressService {
   }
 
   /** The env vars that carry the session's placeholders. */
-  placeholders(row: SessionRow): Record<string, string> {
-    return Object.fromEntries(this.secretsOf(row).map((s) => [s.name, s.placeholder]));
+  async placeholders(row: SessionRow): Promise<Record<string, string>> {
+    return Object.fromEntries((await this.secretsOf(row)).map((s) => [s.name, s.placeholder]));
   }
 
-  configFor(row: SessionRow): SessionEgressConfig {
+  async configFor(row: SessionRow): Promise<SessionEgressConfig> {
     return {
       policy: row.egress,
-      secrets: this.secretsOf(row).map(({ name, placeholder, value, hosts }) => ({ name, placeholder, value: this.cipher.open(value), hosts })),
+      secrets: (await this.secretsOf(row)).map(({ name, placeholder, value, hosts }) => ({ name, placeholder, value: this.cipher.open(value), hosts })),
     };
   }
 
   async setPolicy(row: SessionRow, policy: EgressPolicy): Promise<void> {
-    this.store.setSessionEgress(row.id, policy);
+    await this.store.setSessionEgress(row.id, policy);
     await this.push({ ...row, egress: policy }, true);
   }
 
@@ -83,7 +83,7 @@ export class EgressService {
   async push(row: SessionRow, required = false): Promise<void> {
     if (!row.sandboxId) return;
     try {
-      await this.node.configureEgress(row.id, this.configFor(row));
+      await this.node.configureEgress(row.id, await this.configFor(row));
     } catch (err) {
       if (required) throw err;
       this.log(`egress settings of ${row.id} not sent to the node: ${(err as Error).message}`);
@@ -93,15 +93,16 @@ export class EgressService {
   /** Re-sends settings the node lacks (it restarted while sandboxes kept running). */
   async repairNode(missing: string[]): Promise<void> {
     const wanted = new Set(missing);
-    for (const row of this.store.listAllSessions()) if (wanted.has(row.id)) await this.push(row);
+    for (const row of await this.store.listAllSessions()) if (wanted.has(row.id)) await this.push(row);
   }
 
   private async pushForSecret(tenantId: string, name: string): Promise<void> {
-    for (const row of this.store.listSessions(tenantId)) if (row.secrets.includes(name)) await this.push(row);
+    for (const row of await this.store.listSessions(tenantId)) if (row.secrets.includes(name)) await this.push(row);
   }
 
-  private secretsOf(row: SessionRow): SecretRow[] {
-    return row.secrets.flatMap((name) => this.store.getSecret(row.tenantId, name) ?? []);
+  private async secretsOf(row: SessionRow): Promise<SecretRow[]> {
+    const secrets = await Promise.all(row.secrets.map((name) => this.store.getSecret(row.tenantId, name)));
+    return secrets.filter((s): s is SecretRow => s !== null);
   }
 }
 

@@ -1,5 +1,5 @@
 export { ControlPlane, type ControlPlaneOptions } from './control-plane.js';
-export { SqliteStore } from './store/sqlite-store.js';
+export { openStore, openSqliteStore, openPostgresStore } from './store/open-store.js';
 export type { Store, SessionRow, TenantRow, ApiKeyRow } from './store/store.js';
 export { Authenticator, hashKey, generateKey } from './auth.js';
 export { SessionService } from './session-service.js';

@@ -57,8 +57,12 @@ export class LifecycleQueue {
         await this.acquire(sessionId, holder, operation, deadline, waitMs);
         this.running.set(sessionId, operation);
         const renew = setInterval(() => {
-          if (!this.store.renewSessionLease(sessionId, holder, this.options.now() + this.options.leaseMs))
-            this.log(`the ${operation} of ${sessionId} outlived its lease; another control plane may have taken the session`);
+          this.store.renewSessionLease(sessionId, holder, this.options.now() + this.options.leaseMs).then(
+            (held) => {
+              if (!held) this.log(`the ${operation} of ${sessionId} outlived its lease; another control plane may have taken the session`);
+            },
+            (err: unknown) => this.log(`the lease of ${sessionId}'s ${operation} was not renewed: ${(err as Error).message}`),
+          );
         }, this.options.leaseMs / 3);
         renew.unref();
         try {
@@ -66,7 +70,10 @@ export class LifecycleQueue {
         } finally {
           clearInterval(renew);
           this.running.delete(sessionId);
-          this.store.releaseSessionLease(sessionId, holder);
+          // A lease that cannot be released (the database is away) expires by itself.
+          await this.store
+            .releaseSessionLease(sessionId, holder)
+            .catch((err: unknown) => this.log(`the lease of ${sessionId}'s ${operation} was not released: ${(err as Error).message}`));
         }
       },
       { ms: waitMs, timedOut: () => this.busy(sessionId, waitMs) },
@@ -82,9 +89,9 @@ export class LifecycleQueue {
     const deadline = this.options.now() + waitMs;
     await this.local.drained(sessionId, { ms: waitMs, timedOut: () => this.busy(sessionId, waitMs) });
     for (;;) {
-      const lease = this.store.getSessionLease(sessionId);
+      const lease = await this.store.getSessionLease(sessionId);
       if (!lease || lease.expiresAt <= this.options.now()) return;
-      if (this.options.now() >= deadline) throw this.busy(sessionId, waitMs);
+      if (this.options.now() >= deadline) throw this.busy(sessionId, waitMs, lease.operation);
       await pause(this.options.pollMs);
     }
   }
@@ -97,14 +104,15 @@ export class LifecycleQueue {
   private async acquire(sessionId: string, holder: string, operation: LifecycleOperation, deadline: number, waitMs: number): Promise<void> {
     for (;;) {
       const now = this.options.now();
-      if (this.store.acquireSessionLease({ sessionId, holder, operation, expiresAt: now + this.options.leaseMs }, now)) return;
-      if (now >= deadline) throw this.busy(sessionId, waitMs);
+      if (await this.store.acquireSessionLease({ sessionId, holder, operation, expiresAt: now + this.options.leaseMs }, now)) return;
+      if (now >= deadline) throw this.busy(sessionId, waitMs, (await this.store.getSessionLease(sessionId))?.operation);
       await pause(this.options.pollMs);
     }
   }
 
-  private busy(sessionId: string, waitedMs: number): SpaceError {
-    const operation = this.running.get(sessionId) ?? this.store.getSessionLease(sessionId)?.operation ?? 'another operation';
+  /** SESSION_BUSY, naming the operation in the way (`held`: one another process holds, read from its lease). */
+  private busy(sessionId: string, waitedMs: number, held?: string): SpaceError {
+    const operation = this.running.get(sessionId) ?? held ?? 'another operation';
     return new SpaceError(
       ErrorCode.SESSION_BUSY,
       `session ${sessionId} is busy with a ${operation} and stayed busy for ${(waitedMs / 1000).toFixed(1)} s; try again`,

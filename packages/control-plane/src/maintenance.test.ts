@@ -5,49 +5,49 @@ import { servicesOnFakeNode } from './test-support/services.js';
 const counter = (text: string, name: string): number => Number(/^(\S+) (\d+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? NaN);
 
 test('a session whose sandbox the node no longer runs is marked stopped once, and nothing acts on the gone sandbox', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
   s.node.killBehindTheScenes(session.sandbox!.id);
   for (let i = 0; i < 5; i++) {
     s.clock.now += 5000;
     await s.maintenance.tick();
   }
-  const after = s.sessions.get(s.caller, session.id);
+  const after = await s.sessions.get(s.caller, session.id);
   assert.deepEqual([after.status, after.sandbox, after.sandboxHistory!.at(-1)!.endReason], ['stopped', null, 'lost']);
-  assert.equal(s.store.listCheckpoints(session.id).length, 0, 'no checkpoint of a session without a sandbox');
+  assert.equal((await s.store.listCheckpoints(session.id)).length, 0, 'no checkpoint of a session without a sandbox');
   assert.equal(counter(s.metrics.render({}), 'space_sessions_reconciled_total'), 1);
   assert.equal(counter(s.metrics.render({}), 'space_sandbox_deaths_total'), 1, 'a lost sandbox counts as a death');
 });
 
 test('a session a crash left "starting" is marked stopped, and reconcileAll does it before anything else', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
-  s.store.updateSession(session.id, { status: 'starting', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+  await s.store.updateSession(session.id, { status: 'starting', sandboxId: null, nodeId: null, sandboxStartedAt: null });
   await s.maintenance.reconcileAll();
-  assert.equal(s.sessions.get(s.caller, session.id).status, 'stopped');
+  assert.equal((await s.sessions.get(s.caller, session.id)).status, 'stopped');
 });
 
 test('automatic fs checkpoints are taken only of a volume that changed since the newest one', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
-  const count = () => s.store.listCheckpoints(session.id).length;
+  const count = async () => (await s.store.listCheckpoints(session.id)).length;
   s.clock.now += 2000;
   await s.maintenance.tick();
-  assert.equal(count(), 1, 'the first one: nothing was saved yet');
+  assert.equal(await count(), 1, 'the first one: nothing was saved yet');
   for (let i = 0; i < 3; i++) {
     s.clock.now += 2000;
     await s.maintenance.tick();
   }
-  assert.equal(count(), 1, 'unchanged: none');
+  assert.equal(await count(), 1, 'unchanged: none');
   assert.equal(counter(s.metrics.render({}), 'space_checkpoints_skipped_unchanged_total'), 3);
   s.node.changed.add(session.id);
   s.clock.now += 2000;
   await s.maintenance.tick();
-  assert.equal(count(), 2, 'after a write: one');
+  assert.equal(await count(), 2, 'after a write: one');
 });
 
 test('a session busy with its own lifecycle operation is skipped, without waiting for it', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
   let release!: () => void;
   const restoring = s.lifecycle.run(session.id, 'restore', () => new Promise<void>((r) => (release = r)));
@@ -55,40 +55,40 @@ test('a session busy with its own lifecycle operation is skipped, without waitin
   const started = Date.now();
   await s.maintenance.tick();
   assert.ok(Date.now() - started < 1000);
-  assert.equal(s.store.listCheckpoints(session.id).length, 0);
+  assert.equal((await s.store.listCheckpoints(session.id)).length, 0);
   release();
   await restoring;
   await s.maintenance.tick();
-  assert.equal(s.store.listCheckpoints(session.id).length, 1, 'taken on the next pass');
+  assert.equal((await s.store.listCheckpoints(session.id)).length, 1, 'taken on the next pass');
 });
 
 test('an idle session gets a full checkpoint and its sandbox is stopped; it shows "idle"', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 1 });
   s.clock.now += 2000;
   await s.maintenance.tick();
-  const after = s.sessions.get(s.caller, session.id);
+  const after = await s.sessions.get(s.caller, session.id);
   assert.deepEqual([after.status, after.sandbox, after.sandboxHistory!.at(-1)!.endReason], ['idle', null, 'idle']);
   assert.deepEqual(s.node.calls.slice(-2), [`checkpoint full ${session.id}`, `stop ${session.sandbox!.id}`]);
 });
 
 test('automatic full checkpoints are taken while processes run, and not while none does', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 10, idleTimeoutSec: 0 });
-  const kinds = () => s.store.listCheckpoints(session.id).map((c) => c.kind);
+  const kinds = async () => (await s.store.listCheckpoints(session.id)).map((c) => c.kind);
   for (let i = 0; i < 3; i++) {
     s.clock.now += 11_000;
     await s.maintenance.tick();
   }
-  assert.deepEqual(kinds(), [], 'no process runs: no full checkpoint');
+  assert.deepEqual(await kinds(), [], 'no process runs: no full checkpoint');
   s.node.runningProcesses = true;
   s.clock.now += 11_000;
   await s.maintenance.tick();
-  assert.deepEqual(kinds(), ['full']);
+  assert.deepEqual(await kinds(), ['full']);
   s.clock.now += 5_000;
   await s.maintenance.tick();
-  assert.deepEqual(kinds(), ['full'], 'not before the interval');
+  assert.deepEqual(await kinds(), ['full'], 'not before the interval');
   s.clock.now += 6_000;
   await s.maintenance.tick();
-  assert.deepEqual(kinds(), ['full', 'full']);
+  assert.deepEqual(await kinds(), ['full', 'full']);
 });

@@ -86,8 +86,8 @@ export class Maintenance {
       if (await this.reconcile(row, running)) return;
       if (row.status !== 'running' || !row.sandboxId) return;
       if (this.idle(row)) await this.stopIdle(row);
-      else if (this.fullCheckpointDue(row) && (await this.processesRun(row))) await this.autoCheckpoint(row, 'full');
-      else if (this.checkpointDue(row) && (await this.changedSinceNewest(row))) await this.autoCheckpoint(row, 'fs');
+      else if ((await this.fullCheckpointDue(row)) && (await this.processesRun(row))) await this.autoCheckpoint(row, 'full');
+      else if ((await this.checkpointDue(row)) && (await this.changedSinceNewest(row))) await this.autoCheckpoint(row, 'fs');
     });
   }
 
@@ -107,14 +107,14 @@ export class Maintenance {
       .then((list) => new Set(list.map((s) => s.sandboxId)))
       .catch(() => null);
     if (!running) return;
-    for (const { id, tenantId } of this.deps.store.listAllSessions()) {
+    for (const { id, tenantId } of await this.deps.store.listAllSessions()) {
       if (this.deps.activity.busy(id) || this.deps.lifecycle.busyHere(id)) continue;
       try {
         await this.deps.lifecycle.run(
           id,
           'maintenance',
           async () => {
-            const row = this.deps.store.getSession(tenantId, id);
+            const row = await this.deps.store.getSession(tenantId, id);
             if (row) await work(row, running);
           },
           { waitMs: 0 },
@@ -134,7 +134,7 @@ export class Maintenance {
    */
   private async reconcile(row: SessionRow, running: Set<string>): Promise<boolean> {
     if (row.status === 'starting') {
-      this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
       this.reconciled(row, 'a start was interrupted');
       return true;
     }
@@ -148,7 +148,7 @@ export class Maintenance {
       },
     );
     if (stillThere) return false;
-    this.deps.sessions.forgetSandbox(row, row.sandboxId, 'lost');
+    await this.deps.sessions.forgetSandbox(row, row.sandboxId, 'lost');
     this.reconciled(row, `its sandbox ${row.sandboxId} is no longer running on the node`);
     return true;
   }
@@ -159,22 +159,19 @@ export class Maintenance {
   }
 
   /** Milliseconds since `row`'s newest checkpoint (of `kind`, or any), its sandbox start, or `also`. */
-  private sinceLast(row: SessionRow, kind: CheckpointKind | null, also = 0): number {
-    const newest = this.deps.store
-      .listCheckpoints(row.id)
-      .filter((c) => kind === null || c.kind === kind)
-      .at(-1)?.createdAt;
+  private async sinceLast(row: SessionRow, kind: CheckpointKind | null, also = 0): Promise<number> {
+    const newest = (await this.deps.store.listCheckpoints(row.id)).filter((c) => kind === null || c.kind === kind).at(-1)?.createdAt;
     const last = Math.max(newest ? Date.parse(newest) : 0, Date.parse(row.sandboxStartedAt ?? row.createdAt), also);
     return this.now() - last;
   }
 
-  private checkpointDue(row: SessionRow): boolean {
-    return row.checkpointIntervalSec > 0 && this.sinceLast(row, null, this.unchangedAt.get(row.id)) >= row.checkpointIntervalSec * 1000;
+  private async checkpointDue(row: SessionRow): Promise<boolean> {
+    return row.checkpointIntervalSec > 0 && (await this.sinceLast(row, null, this.unchangedAt.get(row.id))) >= row.checkpointIntervalSec * 1000;
   }
 
   /** Whether the volume was written since the newest checkpoint; when it was not, the interval starts again from now. */
   private async changedSinceNewest(row: SessionRow): Promise<boolean> {
-    const newest = this.deps.store.listCheckpoints(row.id).at(-1);
+    const newest = (await this.deps.store.listCheckpoints(row.id)).at(-1);
     if (!newest || (await this.deps.node.volumeChanged(row.id, newest.id))) return true;
     this.unchangedAt.set(row.id, this.now());
     this.deps.metrics.inc('checkpoints_skipped_unchanged');
@@ -191,8 +188,8 @@ export class Maintenance {
     return false;
   }
 
-  private fullCheckpointDue(row: SessionRow): boolean {
-    return row.fullCheckpointIntervalSec > 0 && this.sinceLast(row, 'full', this.fullAttempts.get(row.id)) >= row.fullCheckpointIntervalSec * 1000;
+  private async fullCheckpointDue(row: SessionRow): Promise<boolean> {
+    return row.fullCheckpointIntervalSec > 0 && (await this.sinceLast(row, 'full', this.fullAttempts.get(row.id))) >= row.fullCheckpointIntervalSec * 1000;
   }
 
   private idle(row: SessionRow): boolean {
@@ -232,7 +229,7 @@ export class Maintenance {
     // A call may have arrived while the checkpoint was taken: then the session is not idle after all.
     if (this.deps.activity.busy(row.id) || this.deps.activity.idleFor(row.id, 0) < row.idleTimeoutSec * 1000) return;
     await this.deps.node.stopSandbox(row.sandboxId!);
-    this.deps.sessions.markIdle(row, row.sandboxId!);
+    await this.deps.sessions.markIdle(row, row.sandboxId!);
     this.deps.metrics.inc('idle_stops');
     this.deps.log(`session ${row.id} idle for ${row.idleTimeoutSec} s: took a ${taken} checkpoint and stopped its sandbox`);
   }

@@ -13,7 +13,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
 
 test('every operation of the API reference is served by the control plane (an unauthenticated call gets 401, not 404/405)', async () => {
   // Every route authenticates before anything reaches the node.
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const router = createPublicApi({
     auth: s.auth,
     sessions: s.sessions,
@@ -47,7 +47,7 @@ test('every operation of the API reference is served by the control plane (an un
     assert.deepEqual(s.node.calls, [], 'nothing reached the node');
   } finally {
     await closeServer(server);
-    s.store.close();
+    await s.store.close();
   }
 });
 

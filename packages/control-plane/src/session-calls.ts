@@ -31,12 +31,12 @@ export class SessionCalls {
    * session's own restore or kill stopped during the call answers SANDBOX_STOPPED (409).
    */
   async withSandbox<T>(caller: Caller, id: string, { repeatable }: { repeatable: boolean }, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
-    this.sessions.row(caller, id);
+    await this.sessions.row(caller, id);
     const done = this.activity.begin(id);
     try {
       // A call that arrives during a restore or delete runs on what it leaves (or finds no session).
       await this.lifecycle.settled(id);
-      return await this.runOnSandbox(this.sessions.row(caller, id), repeatable, op);
+      return await this.runOnSandbox(await this.sessions.row(caller, id), repeatable, op);
     } finally {
       done();
     }
@@ -60,7 +60,7 @@ export class SessionCalls {
       if (stoppedBy === null) {
         // Unreachable but not stopped by anyone: the node's answer stands.
         if (err.code === ErrorCode.SANDBOX_UNAVAILABLE) throw err;
-        this.sessions.forgetSandbox(row, target.sandboxId, 'died');
+        await this.sessions.forgetSandbox(row, target.sandboxId, 'died');
         if (underTheCall) throw err;
         if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died as this call began; the session resumes on the next call');
       } else if (underTheCall || !repeatable) {
@@ -77,8 +77,9 @@ export class SessionCalls {
    */
   private async stoppedOnPurpose(row: SessionRow, target: SandboxTarget): Promise<string | null> {
     await this.lifecycle.settled(row.id).catch(() => undefined);
-    if (!this.store.getSession(row.tenantId, row.id)) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted during this call`);
-    const endReason = this.store.listSandboxHistory(row.id).find((h) => h.id === target.sandboxId)?.endReason;
+    if (!(await this.store.getSession(row.tenantId, row.id)))
+      throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted during this call`);
+    const endReason = (await this.store.listSandboxHistory(row.id)).find((h) => h.id === target.sandboxId)?.endReason;
     if (endReason === 'restored') return 'the session was restored to a checkpoint';
     if (endReason === 'killed') return 'it was killed';
     return null;
@@ -90,7 +91,7 @@ export class SessionCalls {
       return target;
     } catch (err) {
       if (!isSpaceError(err) || err.code !== ErrorCode.SANDBOX_NOT_FOUND) throw err;
-      this.sessions.forgetSandbox(row, target.sandboxId, 'died');
+      await this.sessions.forgetSandbox(row, target.sandboxId, 'died');
       return this.sessions.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' });
     }
   }

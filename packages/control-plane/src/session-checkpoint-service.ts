@@ -41,7 +41,7 @@ export class SessionCheckpointService {
   /** `create` for a caller that holds the session's lifecycle queue (maintenance, in the session's turn). */
   async createLocked(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<Checkpoint> {
     try {
-      if (kind === 'full') this.limits.checkCheckpointStorage(session.tenantId);
+      if (kind === 'full') await this.limits.checkCheckpointStorage(session.tenantId);
       return toCheckpoint(await this.taker.take(session, kind, trigger));
     } catch (err) {
       if (kind !== 'full' || !isSpaceError(err) || !fallbackReasons.has(err.code)) throw err;
@@ -61,11 +61,11 @@ export class SessionCheckpointService {
    */
   async pruneLocked(sessionId: string, keep: number): Promise<void> {
     for (const kind of ['fs', 'full'] as const) {
-      const automatic = this.store.listCheckpoints(sessionId).filter((c) => c.trigger === 'auto' && c.kind === kind);
+      const automatic = (await this.store.listCheckpoints(sessionId)).filter((c) => c.trigger === 'auto' && c.kind === kind);
       for (const old of automatic.slice(0, Math.max(0, automatic.length - keep))) {
-        if (this.store.isForkParent(old.id)) continue;
+        if (await this.store.isForkParent(old.id)) continue;
         await this.node.deleteCheckpoint(old.id);
-        this.store.deleteCheckpoint(old.id);
+        await this.store.deleteCheckpoint(old.id);
       }
     }
   }
@@ -80,24 +80,24 @@ export class SessionCheckpointService {
     const { checkpoints } = await this.node.listCheckpoints();
     let removed = 0;
     for (const { id, createdAt } of checkpoints) {
-      if (this.store.checkpointExists(id) || Date.now() - Date.parse(createdAt) < graceMs) continue;
+      if ((await this.store.checkpointExists(id)) || Date.now() - Date.parse(createdAt) < graceMs) continue;
       await this.node.deleteCheckpoint(id);
       removed++;
     }
     return removed;
   }
 
-  list(caller: Caller, sessionId: string): Checkpoint[] {
-    const session = this.sessions.row(caller, sessionId);
-    return this.store.listCheckpoints(session.id).map(toCheckpoint);
+  async list(caller: Caller, sessionId: string): Promise<Checkpoint[]> {
+    const session = await this.sessions.row(caller, sessionId);
+    return (await this.store.listCheckpoints(session.id)).map(toCheckpoint);
   }
 
   /** `count` new sessions, each on its own writable snapshot of the checkpoint, with a parent link. */
   async fork(caller: Caller, checkpointId: string, count: number): Promise<Session[]> {
-    const checkpoint = this.checkpoint(caller, checkpointId);
-    const parent = this.sessions.row(caller, checkpoint.sessionId);
+    const checkpoint = await this.checkpoint(caller, checkpointId);
+    const parent = await this.sessions.row(caller, checkpoint.sessionId);
     // All or nothing: refused before any fork starts when they would not all fit.
-    this.limits.checkSessions(caller.tenantId, count);
+    await this.limits.checkSessions(caller.tenantId, count);
     const request = {
       template: parent.template,
       env: parent.env,
@@ -124,11 +124,11 @@ export class SessionCheckpointService {
    * one taken in a session forked from it ("keep the winner").
    */
   async restore(caller: Caller, sessionId: string, checkpointId: string): Promise<Session> {
-    this.checkpointInLineage(caller, this.sessions.row(caller, sessionId), checkpointId);
+    await this.checkpointInLineage(caller, await this.sessions.row(caller, sessionId), checkpointId);
     await this.sessions.inTurn(caller, sessionId, 'restore', async (session) => {
       // Checked again in the queue: what ran before may have deleted the checkpoint.
-      const checkpoint = this.checkpointInLineage(caller, session, checkpointId);
-      if (session.sandboxId) this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
+      const checkpoint = await this.checkpointInLineage(caller, session, checkpointId);
+      if (session.sandboxId) await this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
       await this.node.restoreVolume(session.id, checkpoint.id);
       await this.sessions.startSandbox({ ...session, sandboxId: null, status: 'stopped' }, { volumeReady: true });
     });
@@ -136,9 +136,9 @@ export class SessionCheckpointService {
   }
 
   /** The checkpoint, if it is in the session's lineage (CHECKPOINT_NOT_FOUND or CHECKPOINT_NOT_IN_LINEAGE otherwise). */
-  private checkpointInLineage(caller: Caller, session: SessionRow, checkpointId: string): CheckpointRow {
-    const checkpoint = this.checkpoint(caller, checkpointId);
-    if (!this.family(caller, session.id).has(checkpoint.sessionId)) {
+  private async checkpointInLineage(caller: Caller, session: SessionRow, checkpointId: string): Promise<CheckpointRow> {
+    const checkpoint = await this.checkpoint(caller, checkpointId);
+    if (!(await this.family(caller, session.id)).has(checkpoint.sessionId)) {
       throw new SpaceError(
         ErrorCode.CHECKPOINT_NOT_IN_LINEAGE,
         `checkpoint ${checkpointId} belongs to session ${checkpoint.sessionId}, which is not related to ${session.id} by forks`,
@@ -148,25 +148,25 @@ export class SessionCheckpointService {
   }
 
   /** The tenant's checkpoint; another tenant's answers as one that does not exist. */
-  checkpoint(caller: Caller, checkpointId: string): CheckpointRow {
-    const checkpoint = this.store.getCheckpoint(caller.tenantId, checkpointId);
+  async checkpoint(caller: Caller, checkpointId: string): Promise<CheckpointRow> {
+    const checkpoint = await this.store.getCheckpoint(caller.tenantId, checkpointId);
     if (!checkpoint) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `no checkpoint ${JSON.stringify(checkpointId)}`);
     return checkpoint;
   }
 
   /** Every session related to `sessionId` by forks: its root ancestor and all that root's descendants. */
-  private family(caller: Caller, sessionId: string): Set<string> {
-    let root = this.sessions.row(caller, sessionId);
+  private async family(caller: Caller, sessionId: string): Promise<Set<string>> {
+    let root = await this.sessions.row(caller, sessionId);
     for (let depth = 0; root.parentCheckpointId && depth < maxLineageDepth; depth++) {
-      const parentCheckpoint = this.store.getCheckpoint(caller.tenantId, root.parentCheckpointId);
-      const parent = parentCheckpoint && this.store.getSession(caller.tenantId, parentCheckpoint.sessionId);
+      const parentCheckpoint = await this.store.getCheckpoint(caller.tenantId, root.parentCheckpointId);
+      const parent = parentCheckpoint && (await this.store.getSession(caller.tenantId, parentCheckpoint.sessionId));
       if (!parent) break;
       root = parent;
     }
     const family = new Set<string>([root.id]);
     const queue = [root.id];
     while (queue.length && family.size < 10_000) {
-      for (const child of this.store.listChildren(queue.shift()!)) {
+      for (const child of await this.store.listChildren(queue.shift()!)) {
         if (!family.has(child.id)) {
           family.add(child.id);
           queue.push(child.id);

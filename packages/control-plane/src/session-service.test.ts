@@ -5,7 +5,7 @@ import type { SandboxTarget } from './session-service.js';
 import { servicesOnFakeNode } from './test-support/services.js';
 
 test('a repeatable call whose sandbox died before it arrived is sent again to a new sandbox', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create();
   s.node.killBehindTheScenes(session.sandbox!.id);
   const seen: string[] = [];
@@ -17,7 +17,7 @@ test('a repeatable call whose sandbox died before it arrived is sent again to a 
   assert.equal(result, 'done');
   assert.equal(seen.length, 2);
   assert.notEqual(seen[1], seen[0]);
-  const history = s.sessions.get(s.caller, session.id).sandboxHistory!;
+  const history = (await s.sessions.get(s.caller, session.id)).sandboxHistory!;
   assert.deepEqual(
     history.map((h) => h.endReason),
     ['died', null],
@@ -25,7 +25,7 @@ test('a repeatable call whose sandbox died before it arrived is sent again to a 
 });
 
 test('a call during which the sandbox died is not repeated; the next call resumes the session', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create();
   let calls = 0;
   await assert.rejects(
@@ -41,7 +41,7 @@ test('a call during which the sandbox died is not repeated; the next call resume
 });
 
 test('a streamed call checks the sandbox first and resumes the session instead of failing', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create();
   s.node.killBehindTheScenes(session.sandbox!.id);
   let calls = 0;
@@ -54,7 +54,7 @@ test('a streamed call checks the sandbox first and resumes the session instead o
 });
 
 test('calls arriving together on a session without a sandbox start exactly one', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create();
   s.node.killBehindTheScenes(session.sandbox!.id);
   const startsBefore = s.node.calls.filter((c) => c.startsWith('start')).length;
@@ -66,7 +66,7 @@ test('calls arriving together on a session without a sandbox start exactly one',
 });
 
 test('a call whose session is deleted under it gets SESSION_NOT_FOUND; a call stopped by a restore is told so', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const doomed = await s.create();
   await assert.rejects(
     s.calls.withSandbox(s.caller, doomed.id, { repeatable: true }, async () => {
@@ -87,13 +87,13 @@ test('a call whose session is deleted under it gets SESSION_NOT_FOUND; a call st
 });
 
 test("another tenant's session answers like one that does not exist", async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create();
-  assert.throws(() => s.sessions.get({ tenantId: 'tn_other0001', admin: false }, session.id), { code: 'SESSION_NOT_FOUND' });
+  await assert.rejects(s.sessions.get({ tenantId: 'tn_other0001', admin: false }, session.id), { code: 'SESSION_NOT_FOUND' });
 });
 
 test('a resume that went back to a full checkpoint is told in the history even when the start after it failed', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const session = await s.create();
   const full = await s.checkpoints.create(s.caller, session.id, 'full');
   s.node.changed.add(session.id);
@@ -103,8 +103,8 @@ test('a resume that went back to a full checkpoint is told in the history even w
   const useSandbox = (t: SandboxTarget) => s.node.sandboxInfo(t.sandboxId);
   await assert.rejects(s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox), { code: 'NODE_UNAVAILABLE' });
   await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox);
-  const history = s.sessions.get(s.caller, session.id).sandboxHistory!;
-  const kept = s.checkpoints.list(s.caller, session.id).find((c) => c.trigger === 'resume')!;
+  const history = (await s.sessions.get(s.caller, session.id)).sandboxHistory!;
+  const kept = (await s.checkpoints.list(s.caller, session.id)).find((c) => c.trigger === 'resume')!;
   assert.match(history.at(-1)!.note ?? '', new RegExp(`went back to ${full.id} to restore its processes; the files written after it are kept in ${kept.id}`));
-  assert.equal(s.store.getSession(s.caller.tenantId, session.id)!.resumeNote, null, 'told once');
+  assert.equal((await s.store.getSession(s.caller.tenantId, session.id))!.resumeNote, null, 'told once');
 });

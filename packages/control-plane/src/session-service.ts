@@ -46,8 +46,8 @@ export class SessionService {
     // A fork takes its parent's secrets as they are now (one deleted since is simply not injected),
     // and its volume is the checkpoint's, whatever became of its template.
     if (!fromCheckpoint) {
-      this.deps.egress.validateSession(caller.tenantId, request.secrets, request.env);
-      this.deps.templates.forNewSession(caller.tenantId, request.template);
+      await this.deps.egress.validateSession(caller.tenantId, request.secrets, request.env);
+      await this.deps.templates.forNewSession(caller.tenantId, request.template);
     }
     const row: SessionRow = {
       id: newId('ses'),
@@ -71,15 +71,15 @@ export class SessionService {
       egress: request.egress,
     };
     await this.deps.lifecycle.run(row.id, 'create', async () => {
-      this.deps.store.insertSession(row);
+      await this.deps.store.insertSession(row);
       try {
         // Counted with the new row in: creations side by side cannot together pass the maximum.
-        this.deps.limits.checkSessions(row.tenantId);
+        await this.deps.limits.checkSessions(row.tenantId);
         if (fromCheckpoint) await this.deps.lifecycle.run(fromCheckpoint.sessionId, 'fork', () => this.deps.node.restoreVolume(row.id, fromCheckpoint.id));
         await this.startSandbox(row, { volumeReady: true });
       } catch (err) {
         await this.deps.node.deleteVolume(row.id).catch(() => undefined);
-        this.deps.store.deleteSession(row.id);
+        await this.deps.store.deleteSession(row.id);
         throw err;
       }
     });
@@ -87,8 +87,8 @@ export class SessionService {
   }
 
   /** Another tenant's session answers exactly like one that does not exist. */
-  row(caller: Caller, id: string): SessionRow {
-    const row = this.deps.store.getSession(caller.tenantId, id);
+  async row(caller: Caller, id: string): Promise<SessionRow> {
+    const row = await this.deps.store.getSession(caller.tenantId, id);
     if (!row) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `no session ${JSON.stringify(id)}`);
     return row;
   }
@@ -97,23 +97,23 @@ export class SessionService {
    * Runs `work` as the session's lifecycle operation: the session must exist now (a fast 404), and
    * `work` gets it as it is when its turn comes (an operation before it may have changed or deleted it).
    */
-  inTurn<T>(caller: Caller, id: string, operation: LifecycleOperation, work: (row: SessionRow) => Promise<T>): Promise<T> {
-    this.row(caller, id);
-    return this.deps.lifecycle.run(id, operation, () => work(this.row(caller, id)));
+  async inTurn<T>(caller: Caller, id: string, operation: LifecycleOperation, work: (row: SessionRow) => Promise<T>): Promise<T> {
+    await this.row(caller, id);
+    return this.deps.lifecycle.run(id, operation, async () => work(await this.row(caller, id)));
   }
 
   /** The session with its sandbox history and checkpoints. */
-  get(caller: Caller, id: string): Session {
-    const row = this.row(caller, id);
+  async get(caller: Caller, id: string): Promise<Session> {
+    const row = await this.row(caller, id);
     return {
       ...toSession(row),
-      sandboxHistory: this.deps.store.listSandboxHistory(id).map(({ sessionId: _session, ...entry }) => entry),
-      checkpoints: this.deps.store.listCheckpoints(id).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
+      sandboxHistory: (await this.deps.store.listSandboxHistory(id)).map(({ sessionId: _session, ...entry }) => entry),
+      checkpoints: (await this.deps.store.listCheckpoints(id)).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
     };
   }
 
-  list(caller: Caller): Session[] {
-    return this.deps.store.listSessions(caller.tenantId).map(toSession);
+  async list(caller: Caller): Promise<Session[]> {
+    return (await this.deps.store.listSessions(caller.tenantId)).map(toSession);
   }
 
   /** Deletes the session, its volume and its checkpoints; calls waiting behind it then find no session (404). */
@@ -121,11 +121,11 @@ export class SessionService {
     await this.inTurn(caller, id, 'delete', async (row) => {
       await this.deps.node.deleteVolume(row.id);
       // Its checkpoints go too: forks made from them have volumes of their own.
-      for (const checkpoint of this.deps.store.listCheckpoints(row.id)) {
+      for (const checkpoint of await this.deps.store.listCheckpoints(row.id)) {
         await this.deps.node.deleteCheckpoint(checkpoint.id);
-        this.deps.store.deleteCheckpoint(checkpoint.id);
+        await this.deps.store.deleteCheckpoint(checkpoint.id);
       }
-      this.deps.store.deleteSession(row.id);
+      await this.deps.store.deleteSession(row.id);
       this.deps.activity.forget(row.id);
     });
   }
@@ -139,7 +139,7 @@ export class SessionService {
     if (row.sandboxId && row.status === 'running') return Promise.resolve({ sandboxId: row.sandboxId, node: this.deps.node });
     return this.deps.lifecycle.run(row.id, 'resume', async () => {
       // Read again in the queue: an operation before this one may have started a sandbox or deleted the session.
-      const current = this.deps.store.getSession(row.tenantId, row.id);
+      const current = await this.deps.store.getSession(row.tenantId, row.id);
       if (!current) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted`);
       if (current.sandboxId && current.status === 'running') return { sandboxId: current.sandboxId, node: this.deps.node };
       return this.startSandbox(current, { volumeReady: false });
@@ -153,19 +153,19 @@ export class SessionService {
    */
   async startSandbox(row: SessionRow, { volumeReady }: { volumeReady: boolean }): Promise<SandboxTarget> {
     // A session that had a sandbox before is being resumed; its first start is not a resume.
-    const resuming = this.deps.store.listSandboxHistory(row.id).length > 0;
+    const resuming = (await this.deps.store.listSandboxHistory(row.id)).length > 0;
     const started = performance.now();
-    this.deps.store.updateSession(row.id, { status: 'starting' });
+    await this.deps.store.updateSession(row.id, { status: 'starting' });
     try {
       const resumeNote = resuming && !volumeReady ? await this.prepareResume(row) : null;
       // Read again: the policy may have changed since `row` was loaded.
-      const current = this.deps.store.getSession(row.tenantId, row.id) ?? row;
+      const current = (await this.deps.store.getSession(row.tenantId, row.id)) ?? row;
       const info = await this.deps.node.startSandbox({
         sessionId: row.id,
-        template: this.deps.templates.forStart(row.tenantId, row.template),
-        env: { ...row.env, ...this.deps.egress.placeholders(current) },
+        template: await this.deps.templates.forStart(row.tenantId, row.template),
+        env: { ...row.env, ...(await this.deps.egress.placeholders(current)) },
         resources: this.withDisk(row.resources),
-        egress: this.deps.egress.configFor(current),
+        egress: await this.deps.egress.configFor(current),
       });
       this.deps.metrics.inc('sandbox_starts');
       if (resuming) {
@@ -174,14 +174,14 @@ export class SessionService {
       }
       // A note a crashed start left (its volume already went back) is told now, once.
       const notes = new Set([current.resumeNote, resumeNote, info.note].filter((n): n is string => Boolean(n)));
-      this.deps.store.updateSession(row.id, {
+      await this.deps.store.updateSession(row.id, {
         status: 'running',
         sandboxId: info.sandboxId,
         nodeId: info.nodeId,
         sandboxStartedAt: info.startedAt,
         resumeNote: null,
       });
-      this.deps.store.recordSandboxStart({
+      await this.deps.store.recordSandboxStart({
         id: info.sandboxId,
         sessionId: row.id,
         nodeId: info.nodeId,
@@ -193,7 +193,7 @@ export class SessionService {
       });
       return { sandboxId: info.sandboxId, node: this.deps.node };
     } catch (err) {
-      this.deps.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      await this.deps.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
       throw err;
     }
   }
@@ -206,7 +206,7 @@ export class SessionService {
    * boots on the newest files and the checkpoint's processes are not restored.
    */
   private async prepareResume(row: SessionRow): Promise<string | null> {
-    const newest = this.deps.store.listCheckpoints(row.id).at(-1);
+    const newest = (await this.deps.store.listCheckpoints(row.id)).at(-1);
     if (newest?.kind !== 'full') return null;
     if (!(await this.deps.node.volumeChanged(row.id, newest.id))) {
       await this.deps.node.restoreVolume(row.id, newest.id);
@@ -217,7 +217,7 @@ export class SessionService {
     const kept = await this.deps.taker.take(row, 'fs', 'resume');
     const note = `went back to ${newest.id} to restore its processes; the files written after it are kept in ${kept.id}`;
     // Stored before the volume changes: the history gets it even if this process dies before the sandbox starts.
-    this.deps.store.updateSession(row.id, { resumeNote: note });
+    await this.deps.store.updateSession(row.id, { resumeNote: note });
     await this.deps.node.restoreVolume(row.id, newest.id);
     return note;
   }
@@ -233,12 +233,13 @@ export class SessionService {
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */
-  forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle' | 'lost'): void {
+  async forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle' | 'lost'): Promise<void> {
     // Lost: the node no longer runs it (found by reconciliation), so it died all the same.
     if (reason === 'died' || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
-    this.deps.store.recordSandboxEnd(sandboxId, reason);
-    const current = this.deps.store.getSession(row.tenantId, row.id);
-    if (current?.sandboxId === sandboxId) this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+    await this.deps.store.recordSandboxEnd(sandboxId, reason);
+    const current = await this.deps.store.getSession(row.tenantId, row.id);
+    if (current?.sandboxId === sandboxId)
+      await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
   }
 
   /** Stops the session's sandbox only; the session and its files stay. */
@@ -246,22 +247,22 @@ export class SessionService {
     await this.inTurn(caller, id, 'kill', async (row) => {
       if (!row.sandboxId) return;
       await this.deps.node.stopSandbox(row.sandboxId);
-      this.forgetSandbox(row, row.sandboxId, 'killed');
+      await this.forgetSandbox(row, row.sandboxId, 'killed');
     });
   }
 
   /** The maintenance stopped an idle session's sandbox: the session shows `idle` until its next call. */
-  markIdle(row: SessionRow, sandboxId: string): void {
-    this.forgetSandbox(row, sandboxId, 'idle');
-    this.deps.store.updateSession(row.id, { status: 'idle' });
+  async markIdle(row: SessionRow, sandboxId: string): Promise<void> {
+    await this.forgetSandbox(row, sandboxId, 'idle');
+    await this.deps.store.updateSession(row.id, { status: 'idle' });
   }
 
   /** After the node agent stopped every sandbox (shutdown), sessions show no sandbox until used. */
-  nodeStopped(): void {
-    for (const row of this.deps.store.listAllSessions()) {
-      if (row.sandboxId) this.deps.store.recordSandboxEnd(row.sandboxId, 'node stopped');
+  async nodeStopped(): Promise<void> {
+    for (const row of await this.deps.store.listAllSessions()) {
+      if (row.sandboxId) await this.deps.store.recordSandboxEnd(row.sandboxId, 'node stopped');
       if (row.sandboxId || row.status !== 'stopped')
-        this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+        await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
     }
   }
 }

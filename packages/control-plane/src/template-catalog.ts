@@ -9,16 +9,16 @@ export class TemplateCatalog {
   constructor(private readonly store: Store) {}
 
   /** The newest version of each of the tenant's own templates. */
-  newestVersions(tenantId: string): TemplateRow[] {
+  async newestVersions(tenantId: string): Promise<TemplateRow[]> {
     const newest = new Map<string, TemplateRow>();
-    for (const row of this.store.listTemplates(tenantId)) newest.set(row.name, row);
+    for (const row of await this.store.listTemplates(tenantId)) newest.set(row.name, row);
     return [...newest.values()];
   }
 
   /** What the node starts a new session's volume from: a built-in's name or the newest version's id; UNKNOWN_TEMPLATE otherwise. */
-  forNewSession(tenantId: string, name: string): string {
+  async forNewSession(tenantId: string, name: string): Promise<string> {
     if (builtinTemplateNames.includes(name)) return name;
-    const own = this.newestVersions(tenantId);
+    const own = await this.newestVersions(tenantId);
     const found = own.find((t) => t.name === name);
     if (found) return found.id;
     const available = [...builtinTemplateNames, ...own.map((t) => t.name)];
@@ -29,14 +29,14 @@ export class TemplateCatalog {
    * What a later start of the session names: the same, except that a template deleted since is
    * passed on by name (the node needs it only if the session's volume is gone, and then refuses).
    */
-  forStart(tenantId: string, name: string): string {
+  async forStart(tenantId: string, name: string): Promise<string> {
     if (builtinTemplateNames.includes(name)) return name;
-    return this.newestVersions(tenantId).find((t) => t.name === name)?.id ?? name;
+    return (await this.newestVersions(tenantId)).find((t) => t.name === name)?.id ?? name;
   }
 
-  list(tenantId: string): Template[] {
+  async list(tenantId: string): Promise<Template[]> {
     const sessions = new Map<string, number>();
-    for (const s of this.store.listSessions(tenantId)) sessions.set(s.template, (sessions.get(s.template) ?? 0) + 1);
+    for (const s of await this.store.listSessions(tenantId)) sessions.set(s.template, (sessions.get(s.template) ?? 0) + 1);
     const builtIns: Template[] = builtinTemplateNames.map((name) => ({
       name,
       version: 0,
@@ -45,7 +45,7 @@ export class TemplateCatalog {
       createdAt: null,
       sessions: sessions.get(name) ?? 0,
     }));
-    const own: Template[] = this.newestVersions(tenantId).map((t) => ({
+    const own: Template[] = (await this.newestVersions(tenantId)).map((t) => ({
       name: t.name,
       version: t.version,
       builtIn: false,

@@ -4,11 +4,11 @@ import { CreateSessionRequestSchema, CreateTemplateRequestSchema } from '@space/
 import { servicesOnFakeNode } from './test-support/services.js';
 
 test("a template from a session: new sessions start from its newest version; other tenants don't see it; deletion waits for its sessions", async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   const source = await s.create();
   const v1 = await s.templates.create(s.caller, { name: 'py-env', fromSession: source.id });
   assert.deepEqual([v1.name, v1.version, v1.builtIn, v1.sessions], ['py-env', 1, false, 0]);
-  assert.equal(s.checkpoints.list(s.caller, source.id).at(-1)!.id, v1.fromCheckpoint, 'an fs checkpoint of the session was taken first');
+  assert.equal((await s.checkpoints.list(s.caller, source.id)).at(-1)!.id, v1.fromCheckpoint, 'an fs checkpoint of the session was taken first');
 
   const fromV1 = await s.create({ template: 'py-env' });
   const nodeTemplate = (id: string) => [...s.node.sandboxes.values()].find((x) => x.sessionId === id)!.template;
@@ -20,15 +20,15 @@ test("a template from a session: new sessions start from its newest version; oth
   const fromV2 = await s.create({ template: 'py-env' });
   assert.notEqual(nodeTemplate(fromV2.id), v1Id, 'new sessions get the newest version');
   assert.deepEqual(
-    s.catalog.list(s.caller.tenantId).map((t) => `${t.name}@${t.version}:${t.sessions}`),
+    (await s.catalog.list(s.caller.tenantId)).map((t) => `${t.name}@${t.version}:${t.sessions}`),
     ['base@0:0', 'tiny@0:1', 'py-env@2:2'],
   );
 
   const other = { tenantId: 'tn_other0001', admin: false };
-  s.store.insertTenant({ id: other.tenantId, name: 'other', createdAt: new Date().toISOString() });
+  await s.store.insertTenant({ id: other.tenantId, name: 'other', createdAt: new Date().toISOString() });
   await assert.rejects(s.sessions.create(other, CreateSessionRequestSchema.parse({ template: 'py-env' })), { code: 'UNKNOWN_TEMPLATE' });
   assert.deepEqual(
-    s.catalog.list(other.tenantId).map((t) => t.name),
+    (await s.catalog.list(other.tenantId)).map((t) => t.name),
     ['base', 'tiny'],
   );
   await assert.rejects(s.templates.create(other, { name: 'stolen', fromCheckpoint: v1.fromCheckpoint! }), { code: 'CHECKPOINT_NOT_FOUND' });

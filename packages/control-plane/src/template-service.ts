@@ -21,18 +21,14 @@ export class TemplateService {
   async create(caller: Caller, request: CreateTemplateRequest): Promise<Template> {
     const checkpointId = request.fromSession
       ? (await this.checkpoints.create(caller, request.fromSession, 'fs')).id
-      : this.checkpoints.checkpoint(caller, request.fromCheckpoint!).id;
+      : (await this.checkpoints.checkpoint(caller, request.fromCheckpoint!)).id;
     const id = newId('tpl');
     await this.node.createTemplate(id, checkpointId);
-    // Read and written with no await between: two creations of one name get consecutive versions.
-    const previous = this.store.listTemplates(caller.tenantId).filter((t) => t.name === request.name);
     try {
-      const version = (previous.at(-1)?.version ?? 0) + 1;
-      this.store.insertTemplate({
+      await this.store.insertTemplateVersion({
         id,
         tenantId: caller.tenantId,
         name: request.name,
-        version,
         fromCheckpoint: checkpointId,
         createdAt: new Date().toISOString(),
       });
@@ -40,15 +36,15 @@ export class TemplateService {
       await this.node.deleteTemplate(id).catch(() => undefined);
       throw err;
     }
-    return this.catalog.list(caller.tenantId).find((t) => t.name === request.name)!;
+    return (await this.catalog.list(caller.tenantId)).find((t) => t.name === request.name)!;
   }
 
   /** Deletes every version of the tenant's template; refused while sessions made from it exist unless `force` (their volumes are their own). */
   async delete(caller: Caller, name: string, force: boolean): Promise<void> {
     if (builtinTemplateNames.includes(name)) throw new SpaceError(ErrorCode.FORBIDDEN, `${name} is a built-in template; it cannot be deleted`);
-    const versions = this.store.listTemplates(caller.tenantId).filter((t) => t.name === name);
+    const versions = (await this.store.listTemplates(caller.tenantId)).filter((t) => t.name === name);
     if (versions.length === 0) throw new SpaceError(ErrorCode.TEMPLATE_NOT_FOUND, `no template ${JSON.stringify(name)}`);
-    const sessions = this.store.listSessions(caller.tenantId).filter((s) => s.template === name).length;
+    const sessions = (await this.store.listSessions(caller.tenantId)).filter((s) => s.template === name).length;
     if (sessions > 0 && !force) {
       throw new SpaceError(
         ErrorCode.TEMPLATE_IN_USE,
@@ -60,7 +56,7 @@ export class TemplateService {
     }
     for (const version of versions) {
       await this.node.deleteTemplate(version.id);
-      this.store.deleteTemplate(version.id);
+      await this.store.deleteTemplate(version.id);
     }
   }
 }

@@ -18,7 +18,7 @@ test('a token bucket allows its burst, then says how long until the next token, 
 });
 
 test('past its sessions a tenant gets QUOTA_EXCEEDED naming the limit and its setting; a fork that would not fit starts none', async () => {
-  const s = servicesOnFakeNode({ maxSessions: 2 });
+  const s = await servicesOnFakeNode({ maxSessions: 2 });
   const first = await s.create();
   await s.create();
   await assert.rejects(s.create(), (err: { code: string; status: number; details: Record<string, unknown>; message: string }) => {
@@ -31,17 +31,17 @@ test('past its sessions a tenant gets QUOTA_EXCEEDED naming the limit and its se
     assert.match(err.message, /SPACE_TENANT_MAX_SESSIONS/);
     return true;
   });
-  assert.equal(s.store.countSessions(s.caller.tenantId), 2, 'the refused creation left no session behind');
+  assert.equal(await s.store.countSessions(s.caller.tenantId), 2, 'the refused creation left no session behind');
   await s.sessions.delete(s.caller, first.id);
-  const survivor = s.store.listSessions(s.caller.tenantId)[0]!;
+  const survivor = (await s.store.listSessions(s.caller.tenantId))[0]!;
   const checkpoint = await s.checkpoints.create(s.caller, survivor.id, 'fs');
   await assert.rejects(s.checkpoints.fork(s.caller, checkpoint.id, 2), { code: 'QUOTA_EXCEEDED' });
-  assert.equal(s.store.countSessions(s.caller.tenantId), 1);
+  assert.equal(await s.store.countSessions(s.caller.tenantId), 1);
   assert.equal((await s.checkpoints.fork(s.caller, checkpoint.id, 1)).length, 1);
 });
 
-test('creations at once are bounded per tenant (429 with when to retry); ending one frees its place', () => {
-  const s = servicesOnFakeNode({ maxConcurrentCreates: 3 });
+test('creations at once are bounded per tenant (429 with when to retry); ending one frees its place', async () => {
+  const s = await servicesOnFakeNode({ maxConcurrentCreates: 3 });
   const endFork = s.limits.beginCreates(s.caller.tenantId, 2);
   const endCreate = s.limits.beginCreates(s.caller.tenantId, 1);
   assert.throws(() => s.limits.beginCreates(s.caller.tenantId, 1), {
@@ -53,14 +53,14 @@ test('creations at once are bounded per tenant (429 with when to retry); ending 
   endFork(); // a second call of the same end frees nothing more
   s.limits.beginCreates(s.caller.tenantId, 2)();
   endCreate();
-  assert.equal(s.limits.view(s.caller.tenantId).limits.concurrentCreates?.used, 0);
+  assert.equal((await s.limits.view(s.caller.tenantId)).limits.concurrentCreates?.used, 0);
 });
 
 test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoint: the refusal names it, nothing is lost', async () => {
-  const s = servicesOnFakeNode({ maxCheckpointGb: 1 });
+  const s = await servicesOnFakeNode({ maxCheckpointGb: 1 });
   const session = await s.create();
   // A memory image of 1 GiB is already kept.
-  s.store.insertCheckpoint({
+  await s.store.insertCheckpoint({
     id: 'ckp_big00001',
     sessionId: session.id,
     tenantId: s.caller.tenantId,
@@ -71,22 +71,23 @@ test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoi
     sizeBytes: 1024 ** 3,
     pauseMs: 1,
   });
-  await assert.rejects(s.checkpoints.create(s.caller, session.id, 'full'), (err: { code: string; details: Record<string, unknown> }) => {
-    assert.equal(err.code, 'QUOTA_EXCEEDED');
-    assert.equal(err.details.limit, 'checkpointStorageBytes');
-    assert.equal(err.details.setting, 'SPACE_TENANT_MAX_CHECKPOINT_GB');
-    assert.ok(s.store.checkpointExists(String(err.details.fallbackCheckpointId)));
-    return true;
-  });
+  const refusal = await s.checkpoints.create(s.caller, session.id, 'full').then(
+    () => assert.fail('taken past the limit'),
+    (err: { code: string; details: Record<string, unknown> }) => err,
+  );
+  assert.equal(refusal.code, 'QUOTA_EXCEEDED');
+  assert.equal(refusal.details.limit, 'checkpointStorageBytes');
+  assert.equal(refusal.details.setting, 'SPACE_TENANT_MAX_CHECKPOINT_GB');
+  assert.ok(await s.store.checkpointExists(String(refusal.details.fallbackCheckpointId)));
   assert.match(s.metrics.render({}), /space_full_checkpoint_fallbacks_total\{reason="quota"\} 1/);
   assert.equal((await s.checkpoints.create(s.caller, session.id, 'fs')).kind, 'fs', 'fs checkpoints are not held back');
-  const view = s.limits.view(s.caller.tenantId);
+  const view = await s.limits.view(s.caller.tenantId);
   assert.equal(view.limits.checkpointStorageBytes?.used, 1024 ** 3);
   assert.equal(view.limits.sessions?.used, 1);
 });
 
 test('sessions get the default disk unless they name one', async () => {
-  const s = servicesOnFakeNode();
+  const s = await servicesOnFakeNode();
   assert.equal((await s.create()).resources.diskGb, 10);
   assert.equal((await s.create({ resources: { diskGb: 0.5 } })).resources.diskGb, 0.5);
 });

@@ -64,10 +64,10 @@ export class TenantLimits {
   }
 
   /** The router's admission hook: the tenant's request rate, then its calls or streams open at once. */
-  readonly admit = (req: IncomingMessage, kind: 'request' | 'stream'): (() => void) => {
+  readonly admit = async (req: IncomingMessage, kind: 'request' | 'stream'): Promise<() => void> => {
     let tenantId: string;
     try {
-      tenantId = this.auth.authenticate(req).tenantId;
+      tenantId = (await this.auth.authenticate(req)).tenantId;
     } catch {
       // Refused by the route's own authentication; not counted.
       return () => undefined;
@@ -108,17 +108,17 @@ export class TenantLimits {
   }
 
   /** Refuses when the tenant's sessions and `adding` more would pass its maximum. */
-  checkSessions(tenantId: string, adding = 0): void {
+  async checkSessions(tenantId: string, adding = 0): Promise<void> {
     const max = this.options.maxSessions;
-    if (this.store.countSessions(tenantId) + adding > max) {
+    if ((await this.store.countSessions(tenantId)) + adding > max) {
       throw this.refusal('sessions', max, `${max} sessions; delete some (their checkpoints go with them)`);
     }
   }
 
   /** Refuses a new memory image when the tenant's full checkpoints already hold their maximum. */
-  checkCheckpointStorage(tenantId: string): void {
+  async checkCheckpointStorage(tenantId: string): Promise<void> {
     const max = this.options.maxCheckpointGb * gb;
-    const used = this.store.checkpointBytes(tenantId);
+    const used = await this.store.checkpointBytes(tenantId);
     if (used >= max) {
       throw this.refusal(
         'checkpointStorageBytes',
@@ -129,14 +129,14 @@ export class TenantLimits {
   }
 
   /** What the tenant may hold and do, and what it holds and does now (in this process). */
-  view(tenantId: string): Omit<TenantLimitsView, 'defaultDiskGb'> {
+  async view(tenantId: string): Promise<Omit<TenantLimitsView, 'defaultDiskGb'>> {
     const used: Record<TenantLimitName, number> = {
-      sessions: this.store.countSessions(tenantId),
+      sessions: await this.store.countSessions(tenantId),
       concurrentCreates: this.open.count(`create:${tenantId}`),
       requestsPerSec: this.rate.used(tenantId),
       openRequests: this.open.count(`request:${tenantId}`),
       openStreams: this.open.count(`stream:${tenantId}`),
-      checkpointStorageBytes: this.store.checkpointBytes(tenantId),
+      checkpointStorageBytes: await this.store.checkpointBytes(tenantId),
     };
     const max = this.maxima();
     const limits = Object.fromEntries(

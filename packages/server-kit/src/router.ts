@@ -28,7 +28,7 @@ export interface RouterOptions {
    * Runs before any route: throws (e.g. TOO_MANY_REQUESTS) to refuse the request or stream, or
    * returns what to call when it is over (the response sent, the socket closed).
    */
-  admit?: (req: IncomingMessage, kind: 'request' | 'stream') => () => void;
+  admit?: (req: IncomingMessage, kind: 'request' | 'stream') => Promise<() => void> | (() => void);
 }
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
@@ -80,8 +80,9 @@ export class Router {
     const requestId = newRequestId(this.options.service);
     res.setHeader('x-request-id', requestId);
     try {
-      const release = this.options.admit?.(req, 'request');
-      if (release) res.once('close', release);
+      const release = await this.options.admit?.(req, 'request');
+      // The client may have gone while admission awaited: then 'close' has fired already.
+      if (release) res.closed ? release() : res.once('close', release);
       const url = parseRequestUrl(req);
       let pathMatched = false;
       for (const route of this.routes) {
@@ -103,8 +104,8 @@ export class Router {
     const requestId = newRequestId(this.options.service);
     socket.on('error', () => socket.destroy());
     try {
-      const release = this.options.admit?.(req, 'stream');
-      if (release) socket.once('close', release);
+      const release = await this.options.admit?.(req, 'stream');
+      if (release) socket.destroyed ? release() : socket.once('close', release);
       const url = parseRequestUrl(req);
       for (const route of this.socketRoutes) {
         const params = matchPath(route.pattern, url.pathname);

@@ -1,6 +1,5 @@
 import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { ControlPlane, SecretCipher, SqliteStore } from '@space/control-plane';
+import { ControlPlane, SecretCipher, openStore } from '@space/control-plane';
 import { consoleLogger } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
 import { controlPlaneTuning, platformConfig } from '../platform-config.js';
@@ -13,7 +12,7 @@ export async function controlPlaneOnly(): Promise<void> {
   const nodeToken = process.env.SPACE_NODE_TOKEN;
   if (!nodeUrl || !nodeToken) throw new Error('set SPACE_NODE_URL and SPACE_NODE_TOKEN to the node agent started with "space node"');
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-  const store = new SqliteStore(path.join(config.dataDir, 'space.db'));
+  const store = await openStore(config);
   const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
   const node = { id: process.env.SPACE_NODE_ID ?? 'node', url: nodeUrl, token: nodeToken };
   const secrets = await SecretCipher.load(config.secretsKeyFile);
@@ -30,7 +29,7 @@ export async function controlPlaneOnly(): Promise<void> {
   await controlPlane.start();
   const stop = async (): Promise<void> => {
     await controlPlane.stop();
-    store.close();
+    await store.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop());

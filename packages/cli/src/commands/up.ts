@@ -1,6 +1,5 @@
 import { mkdir } from 'node:fs/promises';
-import path from 'node:path';
-import { ControlPlane, SecretCipher, SqliteStore } from '@space/control-plane';
+import { ControlPlane, SecretCipher, type Store, openStore } from '@space/control-plane';
 import { NodeAgent, consoleLogger, resolveNodeConfig } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
 import { controlPlaneTuning, sandboxRuntimeBuildDir, platformConfig } from '../platform-config.js';
@@ -17,7 +16,7 @@ export async function up(): Promise<void> {
     sandboxRuntimeBuildDir: sandboxRuntimeBuildDir(),
   });
   const node = new NodeAgent(nodeConfig, consoleLogger('node', process.env.SPACE_QUIET === '1'));
-  const store = new SqliteStore(path.join(config.dataDir, 'space.db'));
+  let store: Store | null = null;
   let controlPlane: ControlPlane | null = null;
   let stopping = false;
 
@@ -27,8 +26,8 @@ export async function up(): Promise<void> {
     log.info(`${signal}: stopping sandboxes and unmounting storage`);
     await controlPlane?.stop().catch((err) => log.error(String(err)));
     await node.stop().catch((err) => log.error(`node stop: ${String(err)}`));
-    controlPlane?.nodeStopped();
-    store.close();
+    await controlPlane?.nodeStopped().catch((err) => log.error(`store update: ${String(err)}`));
+    await store?.close().catch((err) => log.error(`store close: ${String(err)}`));
     log.info(exitCode === 0 ? 'stopped cleanly' : 'stopped');
     process.exit(exitCode);
   };
@@ -36,6 +35,7 @@ export async function up(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
   try {
+    store = await openStore(config);
     await node.start({ templates: config.templates, progress: (m) => log.info(m) });
     const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
     const secrets = await SecretCipher.load(config.secretsKeyFile);

@@ -47,12 +47,12 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   const { auth, sessions, checkpoints, store, metrics } = deps;
   const router = new Router({ log: deps.log, service: 'cp', admit: deps.limits.admit });
 
-  router.on('GET', '/healthz', ({ res }) => sendJson(res, 200, { ok: true }));
+  router.on('GET', '/healthz', async ({ res }) => sendJson(res, 200, { ok: true }));
 
   // Aggregate numbers only, no ids: readable without a key, like /healthz, for Prometheus.
   router.on('GET', '/metrics', async ({ res }) => {
     const byStatus: Record<string, number> = {};
-    for (const row of store.listAllSessions()) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
+    for (const row of await store.listAllSessions()) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
     const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
     const node = await deps.node.health().catch(() => null);
     for (const [template, ready] of Object.entries(node?.pool ?? {})) {
@@ -66,113 +66,113 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   });
 
   router.on('POST', '/v1/tenants', async ({ req, res }) => {
-    auth.requireAdmin(auth.authenticate(req));
+    auth.requireAdmin(await auth.authenticate(req));
     const { name } = await readJson(req, CreateTenantRequestSchema);
     const tenant = { id: newId('tn'), name, createdAt: new Date().toISOString() };
-    store.insertTenant(tenant);
+    await store.insertTenant(tenant);
     sendJson(res, 201, tenant);
   });
 
   router.on('POST', '/v1/keys', async ({ req, res }) => {
-    auth.requireAdmin(auth.authenticate(req));
+    auth.requireAdmin(await auth.authenticate(req));
     const { tenantId } = await readJson(req, CreateKeyRequestSchema);
-    sendJson(res, 201, auth.createKey(tenantId));
+    sendJson(res, 201, await auth.createKey(tenantId));
   });
 
   router.on('POST', '/v1/sessions', async ({ req, res }) => {
-    const caller = auth.authenticate(req);
+    const caller = await auth.authenticate(req);
     const request = await readJson(req, CreateSessionRequestSchema);
     sendJson(res, 201, await deps.limits.whileCreating(caller.tenantId, 1, () => sessions.create(caller, request)));
   });
 
-  router.on('GET', '/v1/sessions', ({ req, res }) => {
-    sendJson(res, 200, { sessions: sessions.list(auth.authenticate(req)) });
+  router.on('GET', '/v1/sessions', async ({ req, res }) => {
+    sendJson(res, 200, { sessions: await sessions.list(await auth.authenticate(req)) });
   });
 
-  router.on('GET', '/v1/sessions/:sessionId', ({ req, res, params }) => {
-    sendJson(res, 200, sessions.get(auth.authenticate(req), params.sessionId!));
+  router.on('GET', '/v1/sessions/:sessionId', async ({ req, res, params }) => {
+    sendJson(res, 200, await sessions.get(await auth.authenticate(req), params.sessionId!));
   });
 
   router.on('DELETE', '/v1/sessions/:sessionId', async ({ req, res, params }) => {
-    await sessions.delete(auth.authenticate(req), params.sessionId!);
+    await sessions.delete(await auth.authenticate(req), params.sessionId!);
     sendJson(res, 200, { ok: true });
   });
 
   router.on('POST', '/v1/sessions/:sessionId/sandbox/kill', async ({ req, res, params }) => {
-    await sessions.killSandbox(auth.authenticate(req), params.sessionId!);
+    await sessions.killSandbox(await auth.authenticate(req), params.sessionId!);
     sendJson(res, 200, { ok: true });
   });
 
   router.on('POST', '/v1/sessions/:sessionId/checkpoints', async ({ req, res, params }) => {
-    const caller = auth.authenticate(req);
+    const caller = await auth.authenticate(req);
     const { kind } = await readJson(req, CreateCheckpointRequestSchema);
     sendJson(res, 201, await checkpoints.create(caller, params.sessionId!, kind));
   });
 
-  router.on('GET', '/v1/sessions/:sessionId/checkpoints', ({ req, res, params }) => {
-    sendJson(res, 200, { checkpoints: checkpoints.list(auth.authenticate(req), params.sessionId!) });
+  router.on('GET', '/v1/sessions/:sessionId/checkpoints', async ({ req, res, params }) => {
+    sendJson(res, 200, { checkpoints: await checkpoints.list(await auth.authenticate(req), params.sessionId!) });
   });
 
   router.on('POST', '/v1/checkpoints/:checkpointId/fork', async ({ req, res, params }) => {
-    const caller = auth.authenticate(req);
+    const caller = await auth.authenticate(req);
     const { count } = await readJson(req, ForkRequestSchema);
     const forks = await deps.limits.whileCreating(caller.tenantId, count, () => checkpoints.fork(caller, params.checkpointId!, count));
     sendJson(res, 201, { sessions: forks });
   });
 
   router.on('POST', '/v1/sessions/:sessionId/restore', async ({ req, res, params }) => {
-    const caller = auth.authenticate(req);
+    const caller = await auth.authenticate(req);
     const { checkpointId } = await readJson(req, RestoreRequestSchema);
     sendJson(res, 200, await checkpoints.restore(caller, params.sessionId!, checkpointId));
   });
 
   router.on('POST', '/v1/templates', async ({ req, res }) => {
-    const caller = auth.authenticate(req);
+    const caller = await auth.authenticate(req);
     sendJson(res, 201, await deps.templates.service.create(caller, await readJson(req, CreateTemplateRequestSchema)));
   });
 
-  router.on('GET', '/v1/templates', ({ req, res }) => {
-    sendJson(res, 200, { templates: deps.templates.catalog.list(auth.authenticate(req).tenantId) });
+  router.on('GET', '/v1/templates', async ({ req, res }) => {
+    sendJson(res, 200, { templates: await deps.templates.catalog.list((await auth.authenticate(req)).tenantId) });
   });
 
   router.on('DELETE', '/v1/templates/:name', async ({ req, res, params, url }) => {
-    const caller = auth.authenticate(req);
+    const caller = await auth.authenticate(req);
     const { force } = parseQuery(url, DeleteTemplateQuerySchema);
     await deps.templates.service.delete(caller, parseWith(TemplateNameSchema, params.name, 'template name'), force === '1' || force === 'true');
     sendJson(res, 200, { ok: true });
   });
 
-  router.on('GET', '/v1/limits', ({ req, res }) => {
-    sendJson(res, 200, { ...deps.limits.view(auth.authenticate(req).tenantId), defaultDiskGb: sessions.defaultDiskGb });
+  router.on('GET', '/v1/limits', async ({ req, res }) => {
+    sendJson(res, 200, { ...(await deps.limits.view((await auth.authenticate(req)).tenantId)), defaultDiskGb: sessions.defaultDiskGb });
   });
 
-  router.on('GET', '/v1/secrets', ({ req, res }) => {
-    sendJson(res, 200, { secrets: deps.egress.list(auth.authenticate(req)) });
+  router.on('GET', '/v1/secrets', async ({ req, res }) => {
+    sendJson(res, 200, { secrets: await deps.egress.list(await auth.authenticate(req)) });
   });
 
   router.on('PUT', '/v1/secrets/:name', async ({ req, res, params }) => {
-    const caller = auth.authenticate(req);
+    const caller = await auth.authenticate(req);
     const name = parseWith(SecretNameSchema, params.name, 'secret name');
     sendJson(res, 200, await deps.egress.put(caller, name, await readJson(req, PutSecretRequestSchema)));
   });
 
   router.on('DELETE', '/v1/secrets/:name', async ({ req, res, params }) => {
-    const caller = auth.authenticate(req);
+    const caller = await auth.authenticate(req);
     await deps.egress.delete(caller, parseWith(SecretNameSchema, params.name, 'secret name'));
     sendJson(res, 200, { ok: true });
   });
 
   router.on('PUT', '/v1/sessions/:sessionId/egress', async ({ req, res, params }) => {
-    const caller = auth.authenticate(req);
-    const row = sessions.row(caller, params.sessionId!);
+    const caller = await auth.authenticate(req);
+    const row = await sessions.row(caller, params.sessionId!);
     await deps.egress.setPolicy(row, await readJson(req, EgressPolicySchema));
-    sendJson(res, 200, sessions.get(caller, row.id));
+    sendJson(res, 200, await sessions.get(caller, row.id));
   });
 
   router.on('GET', '/v1/sessions/:sessionId/egress/audit', async ({ req, res, params, url }) => {
-    const caller = auth.authenticate(req);
+    const caller = await auth.authenticate(req);
     const { limit } = parseQuery(url, EgressAuditQuerySchema);
-    sendJson(res, 200, await deps.egress.audit(sessions.row(caller, params.sessionId!), limit));
+    sendJson(res, 200, await deps.egress.audit(await sessions.row(caller, params.sessionId!), limit));
   });
 
   registerSandboxRoutes(router, auth, sessions, deps.calls);

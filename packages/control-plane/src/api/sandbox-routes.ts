@@ -15,20 +15,21 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
     if (route.kind === 'websocket') {
       router.socket(
         pattern,
-        (ctx) => {
-          const caller = auth.authenticate(ctx.req);
-          sessions.row(caller, ctx.params.sessionId!);
+        async (ctx) => {
+          await sessions.row(await auth.authenticate(ctx.req), ctx.params.sessionId!);
           if (route.query) parseQuery(ctx.url, route.query);
         },
         (client, ctx) => {
-          const caller = auth.authenticate(ctx.req);
           const release = holdMessages(client);
           // An open stream is a call in progress: the session is not idle while it lasts.
           client.once('close', calls.trackStream(ctx.params.sessionId!));
-          calls
-            .withSandbox(caller, ctx.params.sessionId!, { repeatable: false }, async (target) => {
-              relaySockets(client, target.node.socket(route, ctx, target.sandboxId), { label: 'node', early: release() });
-            })
+          auth
+            .authenticate(ctx.req)
+            .then((caller) =>
+              calls.withSandbox(caller, ctx.params.sessionId!, { repeatable: false }, async (target) => {
+                relaySockets(client, target.node.socket(route, ctx, target.sandboxId), { label: 'node', early: release() });
+              }),
+            )
             .catch((err: unknown) => {
               const e = toSpaceError(err);
               closeWithError(client, e.code, e.message);
@@ -38,8 +39,8 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
       continue;
     }
     router.on(route.method, pattern, async (ctx) => {
-      const caller = auth.authenticate(ctx.req);
-      sessions.row(caller, ctx.params.sessionId!);
+      const caller = await auth.authenticate(ctx.req);
+      await sessions.row(caller, ctx.params.sessionId!);
       const input = await readRouteInput(route, ctx);
       await calls.withSandbox(caller, ctx.params.sessionId!, { repeatable: route.kind === 'json' }, (target) =>
         target.node.forward(route, ctx, input, target.sandboxId),

@@ -94,10 +94,6 @@ export interface SessionLeaseRow {
 
 export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote'>>;
 
-/**
- * Everything the control plane remembers. SQLite implements it for one machine; a PostgreSQL
- * implementation lets several control-plane replicas share it.
- */
 /** One version of a tenant's template: a read-only snapshot of a checkpoint, on the node. */
 export interface TemplateRow {
   id: string;
@@ -108,50 +104,58 @@ export interface TemplateRow {
   createdAt: string;
 }
 
+/**
+ * Everything the control plane remembers. One implementation (`SqlStore`) over two engines:
+ * SQLite in the data directory for one machine, PostgreSQL (`SPACE_DATABASE_URL`) for control
+ * planes that share it. Calls fail with `STORE_UNAVAILABLE` while the database cannot be reached.
+ */
 export interface Store {
-  insertTenant(row: TenantRow): void;
-  getTenant(id: string): TenantRow | null;
-  insertApiKey(row: ApiKeyRow): void;
-  findApiKey(hash: string): ApiKeyRow | null;
+  insertTenant(row: TenantRow): Promise<void>;
+  getTenant(id: string): Promise<TenantRow | null>;
+  insertApiKey(row: ApiKeyRow): Promise<void>;
+  findApiKey(hash: string): Promise<ApiKeyRow | null>;
   /** Makes `row` the only admin key (the configured one replaces any earlier one). */
-  replaceAdminKey(row: ApiKeyRow): void;
-  insertSession(row: SessionRow): void;
-  getSession(tenantId: string, id: string): SessionRow | null;
-  listSessions(tenantId: string): SessionRow[];
-  listAllSessions(): SessionRow[];
+  replaceAdminKey(row: ApiKeyRow): Promise<void>;
+  insertSession(row: SessionRow): Promise<void>;
+  getSession(tenantId: string, id: string): Promise<SessionRow | null>;
+  listSessions(tenantId: string): Promise<SessionRow[]>;
+  listAllSessions(): Promise<SessionRow[]>;
   /** How many sessions the tenant has. */
-  countSessions(tenantId: string): number;
-  updateSession(id: string, patch: SessionPatch): void;
-  deleteSession(id: string): void;
-  insertCheckpoint(row: CheckpointRow): void;
-  getCheckpoint(tenantId: string, id: string): CheckpointRow | null;
-  checkpointExists(id: string): boolean;
-  listCheckpoints(sessionId: string): CheckpointRow[];
-  deleteCheckpoint(id: string): void;
+  countSessions(tenantId: string): Promise<number>;
+  updateSession(id: string, patch: SessionPatch): Promise<void>;
+  /** Deletes the session and its sandbox history, together. */
+  deleteSession(id: string): Promise<void>;
+  insertCheckpoint(row: CheckpointRow): Promise<void>;
+  getCheckpoint(tenantId: string, id: string): Promise<CheckpointRow | null>;
+  checkpointExists(id: string): Promise<boolean>;
+  listCheckpoints(sessionId: string): Promise<CheckpointRow[]>;
+  deleteCheckpoint(id: string): Promise<void>;
   /** The bytes the tenant's checkpoints hold outside the sessions' volumes (their memory images). */
-  checkpointBytes(tenantId: string): number;
+  checkpointBytes(tenantId: string): Promise<number>;
   /** Whether any session was forked from this checkpoint. */
-  isForkParent(checkpointId: string): boolean;
+  isForkParent(checkpointId: string): Promise<boolean>;
   /** Sessions forked from any checkpoint of `sessionId`. */
-  listChildren(sessionId: string): SessionRow[];
-  recordSandboxStart(row: SandboxHistoryRow): void;
-  recordSandboxEnd(sandboxId: string, reason: string): void;
-  listSandboxHistory(sessionId: string): SandboxHistoryRow[];
-  setSessionEgress(id: string, egress: EgressPolicy): void;
-  /** Creates or replaces a tenant's secret (created_at and placeholder of an existing one are kept). */
+  listChildren(sessionId: string): Promise<SessionRow[]>;
+  /** Records a sandbox start; recording the same sandbox again changes nothing. */
+  recordSandboxStart(row: SandboxHistoryRow): Promise<void>;
+  recordSandboxEnd(sandboxId: string, reason: string): Promise<void>;
+  listSandboxHistory(sessionId: string): Promise<SandboxHistoryRow[]>;
+  setSessionEgress(id: string, egress: EgressPolicy): Promise<void>;
   /** Takes the session's lease if no one holds it or the holder's has expired by `now`; false if it is held. */
-  acquireSessionLease(lease: SessionLeaseRow, now: number): boolean;
+  acquireSessionLease(lease: SessionLeaseRow, now: number): Promise<boolean>;
   /** Extends a lease this holder still holds; false if it lost it (expired and taken). */
-  renewSessionLease(sessionId: string, holder: string, expiresAt: number): boolean;
-  releaseSessionLease(sessionId: string, holder: string): void;
-  getSessionLease(sessionId: string): SessionLeaseRow | null;
-  putSecret(row: SecretRow): SecretRow;
-  getSecret(tenantId: string, name: string): SecretRow | null;
-  listSecrets(tenantId: string): SecretRow[];
-  deleteSecret(tenantId: string, name: string): boolean;
-  insertTemplate(row: TemplateRow): void;
+  renewSessionLease(sessionId: string, holder: string, expiresAt: number): Promise<boolean>;
+  releaseSessionLease(sessionId: string, holder: string): Promise<void>;
+  getSessionLease(sessionId: string): Promise<SessionLeaseRow | null>;
+  /** Creates or replaces a tenant's secret (created_at and placeholder of an existing one are kept). */
+  putSecret(row: SecretRow): Promise<SecretRow>;
+  getSecret(tenantId: string, name: string): Promise<SecretRow | null>;
+  listSecrets(tenantId: string): Promise<SecretRow[]>;
+  deleteSecret(tenantId: string, name: string): Promise<boolean>;
+  /** Adds the next version of the tenant's template `row.name` (1 for a new name); two at once get consecutive versions. */
+  insertTemplateVersion(row: Omit<TemplateRow, 'version'>): Promise<TemplateRow>;
   /** The tenant's template versions, by name then version. */
-  listTemplates(tenantId: string): TemplateRow[];
-  deleteTemplate(id: string): void;
-  close(): void;
+  listTemplates(tenantId: string): Promise<TemplateRow[]>;
+  deleteTemplate(id: string): Promise<void>;
+  close(): Promise<void>;
 }

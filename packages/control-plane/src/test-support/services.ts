@@ -11,7 +11,7 @@ import { SecretCipher } from '../secret-cipher.js';
 import { SessionCheckpointService } from '../session-checkpoint-service.js';
 import { SessionCalls } from '../session-calls.js';
 import { SessionService } from '../session-service.js';
-import { SqliteStore } from '../store/sqlite-store.js';
+import { openSqliteStore } from '../store/open-store.js';
 import { FakeNode } from './fake-node.js';
 import { Authenticator } from '../auth.js';
 import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from '../tenant-limits.js';
@@ -19,11 +19,11 @@ import { TemplateCatalog } from '../template-catalog.js';
 import { TemplateService } from '../template-service.js';
 
 /** The control plane's services wired as in ControlPlane, on an in-memory store and a FakeNode, with a settable clock. */
-export function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {}) {
+export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {}) {
   const clock = { now: Date.now() };
   const now = (): number => clock.now;
-  const store = new SqliteStore(':memory:');
-  store.insertTenant({ id: 'tn_test0001', name: 'test', createdAt: new Date().toISOString() });
+  const store = await openSqliteStore(':memory:');
+  await store.insertTenant({ id: 'tn_test0001', name: 'test', createdAt: new Date().toISOString() });
   const caller: Caller = { tenantId: 'tn_test0001', admin: false };
   const node = new FakeNode();
   const metrics = new Metrics();

@@ -1,6 +1,6 @@
-import type { CheckpointRow, SecretRow, SessionRow, TemplateRow } from './store.js';
+import type { ApiKeyRow, CheckpointRow, SandboxHistoryRow, SecretRow, SessionRow, TemplateRow } from './store.js';
 
-// Rows as SQLite returns them (snake_case, JSON in TEXT columns), and their conversion to the store's rows.
+// Rows as both engines return them (snake_case, JSON in TEXT columns), and their conversion to the store's rows.
 
 export interface SessionDbRow {
   id: string;
@@ -52,6 +52,34 @@ export interface KeyDbRow {
   hash: string;
   admin: number;
   created_at: string;
+}
+
+export interface HistoryDbRow {
+  id: string;
+  session_id: string;
+  node_id: string;
+  started_at: string;
+  ended_at: string | null;
+  end_reason: string | null;
+  restored_from: string | null;
+  note: string | null;
+}
+
+export function toKey(row: KeyDbRow): ApiKeyRow {
+  return { id: row.id, tenantId: row.tenant_id, hash: row.hash, admin: row.admin === 1, createdAt: row.created_at };
+}
+
+export function toHistory(row: HistoryDbRow): SandboxHistoryRow {
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    nodeId: row.node_id,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
+    endReason: row.end_reason,
+    restoredFrom: row.restored_from,
+    note: row.note,
+  };
 }
 
 export function toSession(row: SessionDbRow): SessionRow {

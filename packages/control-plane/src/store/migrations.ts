@@ -1,0 +1,90 @@
+import type { SqlExecutor } from './sql-database.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** One step of the schema; applied once, in order, and recorded in `schema_migrations`. */
+export interface Migration {
+  version: number;
+  description: string;
+  statements(dialect: Dialect): string[];
+}
+
+/**
+ * Text compared byte by byte on both engines: timestamps (ISO 8601) and ids sort the same
+ * whatever locale a PostgreSQL database was created with.
+ */
+const text = (dialect: Dialect): string => (dialect === 'postgres' ? 'TEXT COLLATE "C"' : 'TEXT');
+
+/**
+ * The schema, versioned. Never edit a released migration: add one. A SQLite file from before
+ * versioned migrations is brought to version 1 by `SqliteDatabase` (its columns were added one by one).
+ */
+export const migrations: Migration[] = [
+  {
+    version: 1,
+    description: 'tenants, keys, sessions, checkpoints, sandbox history, secrets, templates, leases',
+    statements: (dialect) => {
+      const t = text(dialect);
+      return [
+        `CREATE TABLE IF NOT EXISTS tenants (id ${t} PRIMARY KEY, name ${t} NOT NULL, created_at ${t} NOT NULL)`,
+        `CREATE TABLE IF NOT EXISTS api_keys (
+          id ${t} PRIMARY KEY, tenant_id ${t} NOT NULL REFERENCES tenants(id), hash ${t} NOT NULL UNIQUE,
+          admin INTEGER NOT NULL DEFAULT 0, created_at ${t} NOT NULL)`,
+        `CREATE TABLE IF NOT EXISTS sessions (
+          id ${t} PRIMARY KEY, tenant_id ${t} NOT NULL REFERENCES tenants(id), template ${t} NOT NULL,
+          status ${t} NOT NULL, created_at ${t} NOT NULL, env ${t} NOT NULL, resources ${t} NOT NULL,
+          metadata ${t} NOT NULL, sandbox_id ${t}, node_id ${t}, sandbox_started_at ${t},
+          parent_checkpoint_id ${t}, checkpoint_interval_sec INTEGER NOT NULL DEFAULT 60,
+          idle_timeout_sec INTEGER NOT NULL DEFAULT 900, full_checkpoint_interval_sec INTEGER NOT NULL DEFAULT 600,
+          secrets ${t} NOT NULL DEFAULT '[]',
+          egress ${t} NOT NULL DEFAULT '{"mode":"allow-all","domains":[],"cidrs":[]}',
+          on_resume ${t} NOT NULL DEFAULT 'processes', resume_note ${t})`,
+        'CREATE INDEX IF NOT EXISTS sessions_tenant ON sessions(tenant_id, created_at)',
+        'CREATE INDEX IF NOT EXISTS sessions_parent ON sessions(parent_checkpoint_id)',
+        `CREATE TABLE IF NOT EXISTS checkpoints (
+          id ${t} PRIMARY KEY, session_id ${t} NOT NULL, tenant_id ${t} NOT NULL, kind ${t} NOT NULL,
+          trigger ${t} NOT NULL, node_id ${t} NOT NULL, created_at ${t} NOT NULL, size_bytes BIGINT, pause_ms INTEGER)`,
+        'CREATE INDEX IF NOT EXISTS checkpoints_session ON checkpoints(session_id, created_at)',
+        'CREATE INDEX IF NOT EXISTS checkpoints_tenant ON checkpoints(tenant_id)',
+        `CREATE TABLE IF NOT EXISTS sandbox_history (
+          id ${t} PRIMARY KEY, session_id ${t} NOT NULL, node_id ${t} NOT NULL, started_at ${t} NOT NULL,
+          ended_at ${t}, end_reason ${t}, restored_from ${t}, note ${t})`,
+        'CREATE INDEX IF NOT EXISTS sandbox_history_session ON sandbox_history(session_id, started_at)',
+        `CREATE TABLE IF NOT EXISTS secrets (
+          tenant_id ${t} NOT NULL REFERENCES tenants(id), name ${t} NOT NULL, value ${t} NOT NULL,
+          hosts ${t} NOT NULL, placeholder ${t} NOT NULL, created_at ${t} NOT NULL, updated_at ${t} NOT NULL,
+          PRIMARY KEY (tenant_id, name))`,
+        `CREATE TABLE IF NOT EXISTS templates (
+          id ${t} PRIMARY KEY, tenant_id ${t} NOT NULL REFERENCES tenants(id), name ${t} NOT NULL,
+          version INTEGER NOT NULL, from_checkpoint ${t} NOT NULL, created_at ${t} NOT NULL,
+          UNIQUE (tenant_id, name, version))`,
+        `CREATE TABLE IF NOT EXISTS session_leases (
+          session_id ${t} PRIMARY KEY, holder ${t} NOT NULL, operation ${t} NOT NULL, expires_at BIGINT NOT NULL)`,
+      ];
+    },
+  },
+];
+
+export const migrationsTable =
+  'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)';
+
+/** Applies the migrations `db` has not recorded yet, each in order; the caller holds whatever lock keeps other processes out. */
+export async function applyMigrations(db: SqlExecutor, dialect: Dialect): Promise<number[]> {
+  await db.run(migrationsTable);
+  const applied = new Set((await db.all<{ version: number }>('SELECT version FROM schema_migrations')).map((r) => Number(r.version)));
+  const newest = Math.max(0, ...applied);
+  const latest = migrations.at(-1)!.version;
+  if (newest > latest) throw new Error(`the database's schema is version ${newest}, newer than this SPACE knows (${latest}): upgrade SPACE`);
+  const ran: number[] = [];
+  for (const migration of migrations) {
+    if (applied.has(migration.version)) continue;
+    for (const statement of migration.statements(dialect)) await db.run(statement);
+    await db.run('INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)', [
+      migration.version,
+      migration.description,
+      new Date().toISOString(),
+    ]);
+    ran.push(migration.version);
+  }
+  return ran;
+}

@@ -1,0 +1,129 @@
+import { ErrorCode, SpaceError } from '@space/protocol';
+import pg from 'pg';
+import { applyMigrations } from './migrations.js';
+import type { SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
+
+/** Arbitrary, fixed: the advisory lock every control plane takes to migrate, so two starting at once migrate once. */
+const migrationLockKey = 0x5_9ace;
+
+/** int8 (counts, byte sizes, ms timestamps) as numbers: every value the store keeps fits in 2^53. */
+const int8Oid = 20;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === int8Oid ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+/** SQLSTATE classes and socket errors that mean "the server is not there", not "the statement is wrong". */
+function isConnectionError(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string') return /Connection terminated|timeout exceeded when trying to connect/.test((err as Error)?.message ?? '');
+  // 08xxx: connection exceptions; 57P01-57P03: the server shutting down or starting; E...: socket errors (ECONNREFUSED).
+  return code.startsWith('08') || /^57P0[123]$/.test(code) || /^E[A-Z]+$/.test(code);
+}
+
+/** The settings' name for the database, so every message says what to check. */
+const setting = 'SPACE_DATABASE_URL';
+
+function unavailable(err: unknown): SpaceError {
+  return new SpaceError(ErrorCode.STORE_UNAVAILABLE, `the database (${setting}) is unreachable: ${(err as Error).message}`);
+}
+
+/** `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`, ...); the store's SQL has no `?` anywhere else. */
+function numbered(sql: string): string {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+}
+
+function executor(query: (sql: string, params: SqlValue[]) => Promise<pg.QueryResult>): SqlExecutor {
+  const run = async (sql: string, params: SqlValue[] = []) => {
+    try {
+      return await query(numbered(sql), params);
+    } catch (err) {
+      throw isConnectionError(err) ? unavailable(err) : err;
+    }
+  };
+  return {
+    run: async (sql, params) => (await run(sql, params)).rowCount ?? 0,
+    get: async <T>(sql: string, params?: SqlValue[]) => (await run(sql, params)).rows[0] as T | undefined,
+    all: async <T>(sql: string, params?: SqlValue[]) => (await run(sql, params)).rows as T[],
+  };
+}
+
+/**
+ * PostgreSQL, shared by any number of control planes: a pool of connections; a connection that
+ * drops (the server restarted) is replaced on the next call, and calls made while the server is
+ * away fail with `STORE_UNAVAILABLE` (503) instead of hanging.
+ */
+export class PostgresDatabase implements SqlDatabase {
+  private readonly direct: SqlExecutor;
+
+  private constructor(private readonly pool: pg.Pool) {
+    this.direct = executor((sql, params) => this.pool.query(sql, params));
+  }
+
+  /** Connects, checks the server answers and brings the schema up to date; a clear error naming the setting if it cannot. */
+  static async open(url: string, options: { maxConnections?: number; connectTimeoutMs?: number } = {}): Promise<PostgresDatabase> {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: options.maxConnections ?? 10,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+      idleTimeoutMillis: 30_000,
+      types,
+    });
+    // An idle connection that the server closes emits here; without a listener it would end the process.
+    pool.on('error', () => undefined);
+    const database = new PostgresDatabase(pool);
+    try {
+      await database.transaction(async (tx) => {
+        await tx.get('SELECT pg_advisory_xact_lock(?)', [migrationLockKey]);
+        await applyMigrations(tx, 'postgres');
+      });
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      const cause = err instanceof SpaceError ? err.message : `the database (${setting}) could not be prepared: ${(err as Error).message}`;
+      throw new Error(cause);
+    }
+    return database;
+  }
+
+  run(sql: string, params?: SqlValue[]): Promise<number> {
+    return this.direct.run(sql, params);
+  }
+
+  get<T>(sql: string, params?: SqlValue[]): Promise<T | undefined> {
+    return this.direct.get<T>(sql, params);
+  }
+
+  all<T>(sql: string, params?: SqlValue[]): Promise<T[]> {
+    return this.direct.all<T>(sql, params);
+  }
+
+  async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw unavailable(err);
+    }
+    const tx = executor((sql, params) => client.query(sql, params));
+    let broken: unknown;
+    try {
+      await tx.run('BEGIN');
+      const result = await work(tx);
+      await tx.run('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
+        broken = rollbackErr;
+      });
+      throw err;
+    } finally {
+      // A connection whose rollback failed is in an unknown state: destroy it rather than reuse it.
+      client.release(broken instanceof Error ? broken : undefined);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,20 @@
+/** A value bound to a `?` placeholder. */
+export type SqlValue = string | number | null;
+
+/**
+ * The statements the store runs, in the SQL both engines speak: `?` placeholders (the PostgreSQL
+ * driver numbers them), TEXT/INTEGER/BIGINT columns, `ON CONFLICT` upserts.
+ */
+export interface SqlExecutor {
+  /** Runs a statement; returns how many rows it changed. */
+  run(sql: string, params?: SqlValue[]): Promise<number>;
+  get<T>(sql: string, params?: SqlValue[]): Promise<T | undefined>;
+  all<T>(sql: string, params?: SqlValue[]): Promise<T[]>;
+}
+
+/** A database engine under the store: SQLite in the data directory, or a PostgreSQL server. */
+export interface SqlDatabase extends SqlExecutor {
+  /** Runs `work` in one transaction: committed if it returns, rolled back if it throws. */
+  transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,280 @@
+import {
+  toCheckpoint,
+  toHistory,
+  toKey,
+  toSecret,
+  toSession,
+  toTemplate,
+  type CheckpointDbRow,
+  type HistoryDbRow,
+  type KeyDbRow,
+  type SecretDbRow,
+  type SessionDbRow,
+  type TemplateDbRow,
+} from './db-rows.js';
+import type { SqlDatabase } from './sql-database.js';
+import type {
+  ApiKeyRow,
+  CheckpointRow,
+  SandboxHistoryRow,
+  SecretRow,
+  SessionLeaseRow,
+  SessionPatch,
+  SessionRow,
+  Store,
+  TemplateRow,
+  TenantRow,
+} from './store.js';
+
+const sessionColumns: Record<keyof SessionPatch, string> = {
+  status: 'status',
+  sandboxId: 'sandbox_id',
+  nodeId: 'node_id',
+  sandboxStartedAt: 'sandbox_started_at',
+  resumeNote: 'resume_note',
+};
+
+/** A second row with the same key (SQLite's and PostgreSQL's codes for it). */
+function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
+}
+
+/** The store's queries, written once for both engines (see `SqlDatabase`). */
+export class SqlStore implements Store {
+  constructor(private readonly db: SqlDatabase) {}
+
+  async insertTenant(row: TenantRow): Promise<void> {
+    await this.db.run('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)', [row.id, row.name, row.createdAt]);
+  }
+
+  async getTenant(id: string): Promise<TenantRow | null> {
+    const row = await this.db.get<{ id: string; name: string; created_at: string }>('SELECT id, name, created_at FROM tenants WHERE id = ?', [id]);
+    return row ? { id: row.id, name: row.name, createdAt: row.created_at } : null;
+  }
+
+  async insertApiKey(row: ApiKeyRow): Promise<void> {
+    await this.db.run('INSERT INTO api_keys (id, tenant_id, hash, admin, created_at) VALUES (?, ?, ?, ?, ?)', [
+      row.id,
+      row.tenantId,
+      row.hash,
+      row.admin ? 1 : 0,
+      row.createdAt,
+    ]);
+  }
+
+  async findApiKey(hash: string): Promise<ApiKeyRow | null> {
+    const row = await this.db.get<KeyDbRow>('SELECT * FROM api_keys WHERE hash = ?', [hash]);
+    return row ? toKey(row) : null;
+  }
+
+  async replaceAdminKey(row: ApiKeyRow): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM api_keys WHERE admin = 1 AND hash != ?', [row.hash]);
+      await tx.run('INSERT INTO api_keys (id, tenant_id, hash, admin, created_at) VALUES (?, ?, ?, 1, ?) ON CONFLICT (hash) DO NOTHING', [
+        row.id,
+        row.tenantId,
+        row.hash,
+        row.createdAt,
+      ]);
+    });
+  }
+
+  async insertSession(row: SessionRow): Promise<void> {
+    await this.db.run(
+      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      [
+        row.id,
+        row.tenantId,
+        row.template,
+        row.status,
+        row.createdAt,
+        JSON.stringify(row.env),
+        JSON.stringify(row.resources),
+        JSON.stringify(row.metadata),
+        row.sandboxId,
+        row.nodeId,
+        row.sandboxStartedAt,
+        row.parentCheckpointId,
+        row.checkpointIntervalSec,
+        row.idleTimeoutSec,
+        row.fullCheckpointIntervalSec,
+        row.onResume,
+        JSON.stringify(row.secrets),
+        JSON.stringify(row.egress),
+      ],
+    );
+  }
+
+  async getSession(tenantId: string, id: string): Promise<SessionRow | null> {
+    const row = await this.db.get<SessionDbRow>('SELECT * FROM sessions WHERE id = ? AND tenant_id = ?', [id, tenantId]);
+    return row ? toSession(row) : null;
+  }
+
+  async listSessions(tenantId: string): Promise<SessionRow[]> {
+    return (await this.db.all<SessionDbRow>('SELECT * FROM sessions WHERE tenant_id = ? ORDER BY created_at, id', [tenantId])).map(toSession);
+  }
+
+  async listAllSessions(): Promise<SessionRow[]> {
+    return (await this.db.all<SessionDbRow>('SELECT * FROM sessions ORDER BY created_at, id')).map(toSession);
+  }
+
+  async countSessions(tenantId: string): Promise<number> {
+    return Number((await this.db.get<{ n: number }>('SELECT COUNT(*) AS n FROM sessions WHERE tenant_id = ?', [tenantId]))?.n ?? 0);
+  }
+
+  async updateSession(id: string, patch: SessionPatch): Promise<void> {
+    const keys = Object.keys(patch) as (keyof SessionPatch)[];
+    if (keys.length === 0) return;
+    const sets = keys.map((k) => `${sessionColumns[k]} = ?`).join(', ');
+    await this.db.run(`UPDATE sessions SET ${sets} WHERE id = ?`, [...keys.map((k) => patch[k] ?? null), id]);
+  }
+
+  async deleteSession(id: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM sessions WHERE id = ?', [id]);
+      await tx.run('DELETE FROM sandbox_history WHERE session_id = ?', [id]);
+    });
+  }
+
+  async insertCheckpoint(row: CheckpointRow): Promise<void> {
+    await this.db.run(
+      'INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at, size_bytes, pause_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      [row.id, row.sessionId, row.tenantId, row.kind, row.trigger, row.nodeId, row.createdAt, row.sizeBytes, row.pauseMs],
+    );
+  }
+
+  async getCheckpoint(tenantId: string, id: string): Promise<CheckpointRow | null> {
+    const row = await this.db.get<CheckpointDbRow>('SELECT * FROM checkpoints WHERE id = ? AND tenant_id = ?', [id, tenantId]);
+    return row ? toCheckpoint(row) : null;
+  }
+
+  async checkpointExists(id: string): Promise<boolean> {
+    return (await this.db.get('SELECT 1 FROM checkpoints WHERE id = ?', [id])) !== undefined;
+  }
+
+  async checkpointBytes(tenantId: string): Promise<number> {
+    // Cast: PostgreSQL's SUM of a BIGINT is NUMERIC, which its driver hands over as a string.
+    return Number(
+      (await this.db.get<{ n: number }>('SELECT CAST(COALESCE(SUM(size_bytes), 0) AS BIGINT) AS n FROM checkpoints WHERE tenant_id = ?', [tenantId]))?.n ?? 0,
+    );
+  }
+
+  async listCheckpoints(sessionId: string): Promise<CheckpointRow[]> {
+    return (await this.db.all<CheckpointDbRow>('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY created_at, id', [sessionId])).map(toCheckpoint);
+  }
+
+  async deleteCheckpoint(id: string): Promise<void> {
+    await this.db.run('DELETE FROM checkpoints WHERE id = ?', [id]);
+  }
+
+  async isForkParent(checkpointId: string): Promise<boolean> {
+    return (await this.db.get('SELECT 1 FROM sessions WHERE parent_checkpoint_id = ? LIMIT 1', [checkpointId])) !== undefined;
+  }
+
+  async listChildren(sessionId: string): Promise<SessionRow[]> {
+    const rows = await this.db.all<SessionDbRow>(
+      'SELECT s.* FROM sessions s JOIN checkpoints c ON s.parent_checkpoint_id = c.id WHERE c.session_id = ? ORDER BY s.created_at, s.id',
+      [sessionId],
+    );
+    return rows.map(toSession);
+  }
+
+  async recordSandboxStart(row: SandboxHistoryRow): Promise<void> {
+    await this.db.run(
+      'INSERT INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason, restored_from, note) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING',
+      [row.id, row.sessionId, row.nodeId, row.startedAt, row.restoredFrom, row.note],
+    );
+  }
+
+  async recordSandboxEnd(sandboxId: string, reason: string): Promise<void> {
+    await this.db.run('UPDATE sandbox_history SET ended_at = ?, end_reason = ? WHERE id = ? AND ended_at IS NULL', [
+      new Date().toISOString(),
+      reason,
+      sandboxId,
+    ]);
+  }
+
+  async listSandboxHistory(sessionId: string): Promise<SandboxHistoryRow[]> {
+    return (await this.db.all<HistoryDbRow>('SELECT * FROM sandbox_history WHERE session_id = ? ORDER BY started_at, id', [sessionId])).map(toHistory);
+  }
+
+  async setSessionEgress(id: string, egress: SessionRow['egress']): Promise<void> {
+    await this.db.run('UPDATE sessions SET egress = ? WHERE id = ?', [JSON.stringify(egress), id]);
+  }
+
+  async acquireSessionLease(lease: SessionLeaseRow, now: number): Promise<boolean> {
+    const changed = await this.db.run(
+      'INSERT INTO session_leases (session_id, holder, operation, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET holder = excluded.holder, operation = excluded.operation, expires_at = excluded.expires_at WHERE session_leases.expires_at <= ?',
+      [lease.sessionId, lease.holder, lease.operation, lease.expiresAt, now],
+    );
+    return changed > 0;
+  }
+
+  async renewSessionLease(sessionId: string, holder: string, expiresAt: number): Promise<boolean> {
+    return (await this.db.run('UPDATE session_leases SET expires_at = ? WHERE session_id = ? AND holder = ?', [expiresAt, sessionId, holder])) > 0;
+  }
+
+  async releaseSessionLease(sessionId: string, holder: string): Promise<void> {
+    await this.db.run('DELETE FROM session_leases WHERE session_id = ? AND holder = ?', [sessionId, holder]);
+  }
+
+  async getSessionLease(sessionId: string): Promise<SessionLeaseRow | null> {
+    const row = await this.db.get<{ session_id: string; holder: string; operation: string; expires_at: number }>(
+      'SELECT * FROM session_leases WHERE session_id = ?',
+      [sessionId],
+    );
+    return row ? { sessionId: row.session_id, holder: row.holder, operation: row.operation, expiresAt: Number(row.expires_at) } : null;
+  }
+
+  async putSecret(row: SecretRow): Promise<SecretRow> {
+    await this.db.run(
+      'INSERT INTO secrets (tenant_id, name, value, hosts, placeholder, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, name) DO UPDATE SET value = excluded.value, hosts = excluded.hosts, updated_at = excluded.updated_at',
+      [row.tenantId, row.name, row.value, JSON.stringify(row.hosts), row.placeholder, row.createdAt, row.updatedAt],
+    );
+    return (await this.getSecret(row.tenantId, row.name))!;
+  }
+
+  async getSecret(tenantId: string, name: string): Promise<SecretRow | null> {
+    const row = await this.db.get<SecretDbRow>('SELECT * FROM secrets WHERE tenant_id = ? AND name = ?', [tenantId, name]);
+    return row ? toSecret(row) : null;
+  }
+
+  async listSecrets(tenantId: string): Promise<SecretRow[]> {
+    return (await this.db.all<SecretDbRow>('SELECT * FROM secrets WHERE tenant_id = ? ORDER BY name', [tenantId])).map(toSecret);
+  }
+
+  async deleteSecret(tenantId: string, name: string): Promise<boolean> {
+    return (await this.db.run('DELETE FROM secrets WHERE tenant_id = ? AND name = ?', [tenantId, name])) > 0;
+  }
+
+  async insertTemplateVersion(row: Omit<TemplateRow, 'version'>): Promise<TemplateRow> {
+    // One statement reads the newest version and writes the next; two control planes doing it at
+    // once on PostgreSQL can still compute the same one, and the loser tries again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.db.run(
+          'INSERT INTO templates (id, tenant_id, name, version, from_checkpoint, created_at) SELECT ?, ?, ?, COALESCE(MAX(version), 0) + 1, ?, ? FROM templates WHERE tenant_id = ? AND name = ?',
+          [row.id, row.tenantId, row.name, row.fromCheckpoint, row.createdAt, row.tenantId, row.name],
+        );
+        break;
+      } catch (err) {
+        if (attempt >= 5 || !isUniqueViolation(err)) throw err;
+      }
+    }
+    const inserted = await this.db.get<TemplateDbRow>('SELECT * FROM templates WHERE id = ?', [row.id]);
+    return toTemplate(inserted!);
+  }
+
+  async listTemplates(tenantId: string): Promise<TemplateRow[]> {
+    return (await this.db.all<TemplateDbRow>('SELECT * FROM templates WHERE tenant_id = ? ORDER BY name, version', [tenantId])).map(toTemplate);
+  }
+
+  async deleteTemplate(id: string): Promise<void> {
+    await this.db.run('DELETE FROM templates WHERE id = ?', [id]);
+  }
+
+  close(): Promise<void> {
+    return this.db.close();
+  }
+}
