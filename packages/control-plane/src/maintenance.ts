@@ -57,7 +57,8 @@ export class Maintenance {
   }
 
   start(tickMs: number): void {
-    this.timer = setInterval(() => void this.tick(), tickMs);
+    // A pass that fails as a whole (the database is away) is logged; the next tick tries again.
+    this.timer = setInterval(() => void this.tick().catch((err: Error) => this.deps.log(`maintenance pass failed: ${err.message}`)), tickMs);
     this.timer.unref();
   }
 
