@@ -8,7 +8,7 @@ import { NodeClient } from './node-client.js';
 import { SessionService } from './session-service.js';
 import { CheckpointTaker } from './checkpoint-taker.js';
 import { SessionCheckpointService } from './session-checkpoint-service.js';
-import { Activity } from './activity.js';
+import { Activity, recordActivityIn } from './activity.js';
 import { Maintenance } from './maintenance.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
 import { SessionCalls } from './session-calls.js';
@@ -60,7 +60,8 @@ export class ControlPlane {
     this.log = options.log ?? ((m) => process.stderr.write(`${m}\n`));
     this.auth = new Authenticator(options.store);
     this.limits = new TenantLimits(this.auth, options.store, this.metrics, { ...defaultTenantLimits, ...options.tenantLimits });
-    const activity = new Activity();
+    // Recorded in the store so that no control plane stops a session another one is serving.
+    const activity = new Activity(Date.now, recordActivityIn(options.store));
     const lifecycle = new LifecycleQueue(options.store, this.log, options.lifecycleWaitMs ? { waitMs: options.lifecycleWaitMs } : {});
     this.node = new NodeClient(options.node.id, options.node.url, options.node.token);
     const taker = new CheckpointTaker(options.store, this.node, this.metrics);

@@ -18,6 +18,11 @@ export class InFlight {
     };
   }
 
+  /** The keys with something under way. */
+  keys(): string[] {
+    return [...this.counts.keys()];
+  }
+
   count(key: string): number {
     return this.counts.get(key) ?? 0;
   }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { Activity, recordActivityIn } from './activity.js';
 import { servicesOnFakeNode } from './test-support/services.js';
 
 const counter = (text: string, name: string): number => Number(/^(\S+) (\d+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? NaN);
@@ -70,6 +71,27 @@ test('an idle session gets a full checkpoint and its sandbox is stopped; it show
   const after = await s.sessions.get(s.caller, session.id);
   assert.deepEqual([after.status, after.sandbox, after.sandboxHistory!.at(-1)!.endReason], ['idle', null, 'idle']);
   assert.deepEqual(s.node.calls.slice(-2), [`checkpoint full ${session.id}`, `stop ${session.sandbox!.id}`]);
+});
+
+test('a session in use through another control plane is not idle here, also while a long call stays open there', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 1 });
+  const elsewhere = new Activity(() => s.clock.now, recordActivityIn(s.store));
+  const status = async () => (await s.sessions.get(s.caller, session.id)).status;
+  s.clock.now += 2000;
+  const endCall = elsewhere.begin(session.id);
+  await new Promise((resolve) => setImmediate(resolve));
+  await s.maintenance.tick();
+  assert.equal(await status(), 'running', 'used there just now');
+  // The call stays open for long: that control plane's maintenance records it on every pass.
+  s.clock.now += 2000;
+  await elsewhere.recordOpenCalls();
+  await s.maintenance.tick();
+  assert.equal(await status(), 'running', 'a call is still open there');
+  endCall();
+  s.clock.now += 5000;
+  await s.maintenance.tick();
+  assert.equal(await status(), 'idle');
 });
 
 test('automatic full checkpoints are taken while processes run, and not while none does', async () => {

@@ -75,6 +75,7 @@ export class Maintenance {
   }
 
   private async pass(): Promise<void> {
+    await this.deps.activity.recordOpenCalls();
     // A node agent that restarted under running sandboxes lost their egress settings (memory only).
     const health = await this.deps.node.health().catch(() => null);
     if (health?.egressUnconfigured.length) await this.deps.egress.repairNode(health.egressUnconfigured);
@@ -194,10 +195,18 @@ export class Maintenance {
   }
 
   private idle(row: SessionRow): boolean {
-    if (row.idleTimeoutSec === 0) return false;
-    const since = Date.parse(row.sandboxStartedAt ?? row.createdAt);
-    const idleFor = Math.min(this.deps.activity.idleFor(row.id, since), this.now() - (this.idleRefusals.get(row.id) ?? 0));
-    return idleFor >= row.idleTimeoutSec * 1000;
+    return row.idleTimeoutSec > 0 && this.idleForMs(row) >= row.idleTimeoutSec * 1000;
+  }
+
+  /** Since the session was last used through any control plane, its sandbox started, or an idle stop was last given up. */
+  private idleForMs(row: SessionRow): number {
+    const lastUse = Math.max(
+      this.deps.activity.lastUsedAt(row.id) ?? 0,
+      row.lastActiveAt ? Date.parse(row.lastActiveAt) : 0,
+      Date.parse(row.sandboxStartedAt ?? row.createdAt),
+      this.idleRefusals.get(row.id) ?? 0,
+    );
+    return this.now() - lastUse;
   }
 
   /** Takes an automatic checkpoint and prunes old ones; returns the kind actually taken. */
@@ -227,8 +236,9 @@ export class Maintenance {
       this.deps.log(`session ${row.id} is idle but keeps its sandbox: its processes cannot be saved in a full checkpoint now`);
       return;
     }
-    // A call may have arrived while the checkpoint was taken: then the session is not idle after all.
-    if (this.deps.activity.busy(row.id) || this.deps.activity.idleFor(row.id, 0) < row.idleTimeoutSec * 1000) return;
+    // A call may have arrived (here or through another control plane) while the checkpoint was taken: then the session is not idle after all.
+    const current = await this.deps.store.getSession(row.tenantId, row.id);
+    if (!current || this.deps.activity.busy(row.id) || this.idleForMs(current) < row.idleTimeoutSec * 1000) return;
     await this.deps.node.stopSandbox(row.sandboxId!);
     await this.deps.sessions.markIdle(row, row.sandboxId!);
     this.deps.metrics.inc('idle_stops');

@@ -67,6 +67,7 @@ export class SessionService {
       idleTimeoutSec: request.idleTimeoutSec,
       onResume: request.onResume,
       resumeNote: null,
+      lastActiveAt: null,
       secrets: request.secrets,
       egress: request.egress,
     };

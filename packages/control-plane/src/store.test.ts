@@ -28,6 +28,7 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   fullCheckpointIntervalSec: 600,
   onResume: 'files',
   resumeNote: null,
+  lastActiveAt: null,
   idleTimeoutSec: 900,
   secrets: ['TOKEN'],
   egress: { mode: 'allow-list', domains: ['*.example.com'], cidrs: [] },

@@ -20,6 +20,7 @@ export interface SessionDbRow {
   idle_timeout_sec: number;
   on_resume: string;
   resume_note: string | null;
+  last_active_at: string | null;
   secrets: string;
   egress: string;
 }
@@ -101,6 +102,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     idleTimeoutSec: row.idle_timeout_sec,
     onResume: row.on_resume as SessionRow['onResume'],
     resumeNote: row.resume_note,
+    lastActiveAt: row.last_active_at,
     secrets: JSON.parse(row.secrets) as string[],
     egress: JSON.parse(row.egress) as SessionRow['egress'],
   };

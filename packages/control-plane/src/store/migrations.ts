@@ -63,6 +63,11 @@ export const migrations: Migration[] = [
       ];
     },
   },
+  {
+    version: 2,
+    description: 'sessions.last_active_at: idleness seen by every control plane',
+    statements: (dialect) => [`ALTER TABLE sessions ADD COLUMN last_active_at ${text(dialect)}`],
+  },
 ];
 
 export const migrationsTable =

@@ -32,6 +32,7 @@ const sessionColumns: Record<keyof SessionPatch, string> = {
   nodeId: 'node_id',
   sandboxStartedAt: 'sandbox_started_at',
   resumeNote: 'resume_note',
+  lastActiveAt: 'last_active_at',
 };
 
 /** A second row with the same key (SQLite's and PostgreSQL's codes for it). */

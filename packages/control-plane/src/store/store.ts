@@ -39,6 +39,8 @@ export interface SessionRow {
    * does not lose the account of it.
    */
   resumeNote: string | null;
+  /** When a control plane last served a call of the session (written at most every few seconds): idleness across control planes. */
+  lastActiveAt: string | null;
   /** Names of the tenant's secrets the session may use. */
   secrets: string[];
   egress: EgressPolicy;
@@ -92,7 +94,7 @@ export interface SessionLeaseRow {
   expiresAt: number;
 }
 
-export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote'>>;
+export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt'>>;
 
 /** One version of a tenant's template: a read-only snapshot of a checkpoint, on the node. */
 export interface TemplateRow {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { CreateSessionRequestSchema } from '@space/protocol';
-import { Activity } from '../activity.js';
+import { Activity, recordActivityIn } from '../activity.js';
 import type { Caller } from '../auth.js';
 import { CheckpointTaker } from '../checkpoint-taker.js';
 import { EgressService } from '../egress-service.js';
@@ -28,7 +28,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   const node = new FakeNode();
   const metrics = new Metrics();
   const log: string[] = [];
-  const activity = new Activity(now);
+  const activity = new Activity(now, recordActivityIn(store));
   const lifecycle = new LifecycleQueue(store, (m) => log.push(m), { pollMs: 5 });
   const taker = new CheckpointTaker(store, node.asClient(), metrics);
   const egress = new EgressService(store, node.asClient(), new SecretCipher(randomBytes(32)), (m) => log.push(m));
