@@ -28,6 +28,8 @@ export interface PlatformConfig {
   tenantLimits: TenantLimitOptions;
   /** SPACE_SESSION_DISK_GB: disk of a session that names none, default 10 */
   defaultDiskGb: number;
+  /** SPACE_NODE_LOST_AFTER_SEC: a node without a heartbeat for this long is lost, default 10 */
+  nodeLostAfterSec: number;
 }
 
 function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -71,14 +73,20 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
       maxCheckpointGb: positiveNumber(env, 'SPACE_TENANT_MAX_CHECKPOINT_GB', defaultTenantLimits.maxCheckpointGb),
     },
     defaultDiskGb: positiveNumber(env, 'SPACE_SESSION_DISK_GB', 10),
+    nodeLostAfterSec: positiveNumber(env, 'SPACE_NODE_LOST_AFTER_SEC', 10),
   };
 }
 
 /** The control plane's tunables, the same for `space up` and `space control-plane`. */
 export function controlPlaneTuning(
   config: PlatformConfig,
-): Pick<ControlPlaneOptions, 'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits' | 'defaultDiskGb'> {
+): Pick<
+  ControlPlaneOptions,
+  'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits' | 'defaultDiskGb' | 'nodeLostAfterSec' | 'sharedStore'
+> {
   return {
+    nodeLostAfterSec: config.nodeLostAfterSec,
+    sharedStore: config.databaseUrl !== undefined,
     keepAutomaticCheckpoints: config.keepAutomaticCheckpoints,
     maintenanceTickMs: config.maintenanceTickMs,
     lifecycleWaitMs: config.lifecycleWaitMs,

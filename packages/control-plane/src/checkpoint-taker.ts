@@ -1,26 +1,27 @@
 import { newId, type CheckpointKind } from '@space/protocol';
 import type { Metrics } from './metrics.js';
-import type { NodeClient } from './node-client.js';
+import type { NodeDirectory } from './node-directory.js';
 import type { CheckpointRow, SessionRow, Store } from './store/store.js';
 
 /** Takes one checkpoint of a session on its node and records it: the step both sessions and checkpoints need. */
 export class CheckpointTaker {
   constructor(
     private readonly store: Store,
-    private readonly node: NodeClient,
+    private readonly nodes: NodeDirectory,
     private readonly metrics: Metrics,
   ) {}
 
   async take(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<CheckpointRow> {
     const id = newId('ckp');
-    const taken = await this.node.checkpoint(session.id, id, kind);
+    const node = await this.nodes.forVolume(session);
+    const taken = await node.checkpoint(session.id, id, kind);
     const row: CheckpointRow = {
       id,
       sessionId: session.id,
       tenantId: session.tenantId,
       kind: taken.kind,
       trigger,
-      nodeId: this.node.nodeId,
+      nodeId: node.nodeId,
       createdAt: taken.createdAt,
       sizeBytes: taken.sizeBytes,
       pauseMs: taken.pauseMs,

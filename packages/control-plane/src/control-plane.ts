@@ -5,6 +5,7 @@ import { TemplateCatalog } from './template-catalog.js';
 import { TemplateService } from './template-service.js';
 import { Authenticator } from './auth.js';
 import { NodeClient } from './node-client.js';
+import { NodeDirectory } from './node-directory.js';
 import { SessionService } from './session-service.js';
 import { CheckpointTaker } from './checkpoint-taker.js';
 import { SessionCheckpointService } from './session-checkpoint-service.js';
@@ -23,7 +24,15 @@ export interface ControlPlaneOptions {
   port: number;
   adminKey: string;
   store: Store;
-  node: { id: string; url: string; token: string };
+  /**
+   * The node this control plane runs with (`space up`, or `SPACE_NODE_URL`): registered by the
+   * control plane on its behalf. Without one, only nodes that register themselves serve sessions.
+   */
+  node?: { id: string; url: string; token: string };
+  /** A node without a heartbeat for this long is lost (`SPACE_NODE_LOST_AFTER_SEC`, default 10). */
+  nodeLostAfterSec?: number;
+  /** Other control planes share the store (PostgreSQL): checkpoints unknown to it may be on their way in, even at start. */
+  sharedStore?: boolean;
   /** Encrypts secret values in the store. */
   secrets: SecretCipher;
   /** Automatic checkpoints kept per session (`SPACE_CHECKPOINT_KEEP`, default 5). */
@@ -39,11 +48,19 @@ export interface ControlPlaneOptions {
   log?: (message: string) => void;
 }
 
+/** How often the control plane registers its configured node's heartbeat. */
+const heartbeatEveryMs = 2000;
+/** Checkpoints unknown to a shared store are left alone this long at start (see removeOrphans). */
+const orphanGraceMs = 60_000;
+
 /** The control plane's composition root. It keeps nothing in memory that matters: the store does. */
 export class ControlPlane {
   private readonly sessions: SessionService;
   private readonly calls: SessionCalls;
-  private readonly node: NodeClient;
+  private readonly nodes: NodeDirectory;
+  /** The configured node, reached directly for its heartbeat. */
+  private readonly configuredNode: NodeClient | null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
   private readonly metrics = new Metrics();
   private readonly maintenance: Maintenance;
   private readonly checkpoints: SessionCheckpointService;
@@ -63,14 +80,20 @@ export class ControlPlane {
     // Recorded in the store so that no control plane stops a session another one is serving.
     const activity = new Activity(Date.now, recordActivityIn(options.store));
     const lifecycle = new LifecycleQueue(options.store, this.log, options.lifecycleWaitMs ? { waitMs: options.lifecycleWaitMs } : {});
-    this.node = new NodeClient(options.node.id, options.node.url, options.node.token);
-    const taker = new CheckpointTaker(options.store, this.node, this.metrics);
-    const egress = new EgressService(options.store, this.node, options.secrets, this.log);
+    this.nodes = new NodeDirectory({
+      store: options.store,
+      cipher: options.secrets,
+      lostAfterMs: (options.nodeLostAfterSec ?? 10) * 1000,
+      defaultNodeId: options.node?.id ?? null,
+    });
+    this.configuredNode = options.node ? new NodeClient(options.node.id, options.node.url, options.node.token) : null;
+    const taker = new CheckpointTaker(options.store, this.nodes, this.metrics);
+    const egress = new EgressService(options.store, this.nodes, options.secrets, this.log);
     this.egress = egress;
     const catalog = new TemplateCatalog(options.store);
     this.sessions = new SessionService({
       store: options.store,
-      node: this.node,
+      nodes: this.nodes,
       metrics: this.metrics,
       taker,
       activity,
@@ -81,11 +104,11 @@ export class ControlPlane {
       defaultDiskGb: options.defaultDiskGb ?? 10,
     });
     this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
-    this.checkpoints = new SessionCheckpointService(options.store, this.node, this.sessions, taker, this.metrics, this.limits);
-    this.templates = { catalog, service: new TemplateService(options.store, this.node, this.checkpoints, catalog) };
+    this.checkpoints = new SessionCheckpointService(options.store, this.nodes, this.sessions, taker, this.metrics, this.limits);
+    this.templates = { catalog, service: new TemplateService(options.store, this.nodes, this.checkpoints, catalog) };
     this.maintenance = new Maintenance({
       store: options.store,
-      node: this.node,
+      nodes: this.nodes,
       sessions: this.sessions,
       checkpoints: this.checkpoints,
       activity,
@@ -99,7 +122,14 @@ export class ControlPlane {
 
   async start(): Promise<void> {
     await this.auth.installAdminKey(this.options.adminKey);
-    const orphans = await this.checkpoints.removeOrphans().catch((err: Error) => {
+    if (this.options.node) {
+      await this.options.store.adoptUnplaced(this.options.node.id);
+      await this.heartbeatForConfiguredNode();
+      this.heartbeatTimer = setInterval(() => void this.heartbeatForConfiguredNode(), heartbeatEveryMs);
+      this.heartbeatTimer.unref();
+    }
+    // With other control planes on the store, a checkpoint it does not know yet may be one they are recording.
+    const orphans = await this.checkpoints.removeOrphans(this.options.sharedStore ? orphanGraceMs : 0).catch((err: Error) => {
       this.log(`could not look for orphaned checkpoints: ${err.message}`);
       return 0;
     });
@@ -112,7 +142,7 @@ export class ControlPlane {
       checkpoints: this.checkpoints,
       store: this.options.store,
       metrics: this.metrics,
-      node: this.node,
+      nodes: this.nodes,
       egress: this.egress,
       log: lineLog(this.log),
       limits: this.limits,
@@ -126,13 +156,27 @@ export class ControlPlane {
 
   /** The node agent stopped every sandbox (the platform shuts down): sessions show none until their next call. */
   nodeStopped(): Promise<void> {
-    return this.sessions.nodeStopped();
+    return this.options.node ? this.sessions.nodeStopped(this.options.node.id) : Promise.resolve();
   }
 
   async stop(): Promise<void> {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     await this.maintenance.stop();
     if (this.server) await closeServer(this.server);
     this.server = null;
-    this.node.close();
+    this.nodes.close();
+    this.configuredNode?.close();
+  }
+
+  /** Registers the configured node and keeps it alive in the store from its health; a node that does not answer misses the beat. */
+  private async heartbeatForConfiguredNode(): Promise<void> {
+    const node = this.options.node;
+    if (!node || !this.configuredNode) return;
+    try {
+      const health = await this.configuredNode.health();
+      await this.nodes.heartbeat({ id: node.id, url: node.url, token: node.token, capacity: health.capacity, sandboxes: health.sandboxes });
+    } catch (err) {
+      this.log(`node ${node.id} missed a heartbeat: ${(err as Error).message}`);
+    }
   }
 }

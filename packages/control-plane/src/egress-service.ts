@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, SpaceError, type EgressAuditEntry, type EgressPolicy, type PutSecretRequest, type Secret, type SessionEgressConfig } from '@space/protocol';
 import type { Caller } from './auth.js';
-import type { NodeClient } from './node-client.js';
+import type { NodeDirectory } from './node-directory.js';
 import type { SecretRow, SessionRow, Store } from './store/store.js';
 import type { SecretCipher } from './secret-cipher.js';
 
@@ -13,7 +13,7 @@ import type { SecretCipher } from './secret-cipher.js';
 export class EgressService {
   constructor(
     private readonly store: Store,
-    private readonly node: NodeClient,
+    private readonly nodes: NodeDirectory,
     private readonly cipher: SecretCipher,
     private readonly log: (message: string) => void,
   ) {}
@@ -71,8 +71,8 @@ export class EgressService {
     await this.push({ ...row, egress: policy }, true);
   }
 
-  audit(row: SessionRow, limit: number): Promise<{ entries: EgressAuditEntry[] }> {
-    return this.node.egressAudit(row.id, limit);
+  async audit(row: SessionRow, limit: number): Promise<{ entries: EgressAuditEntry[] }> {
+    return (await this.nodes.forVolume(row)).egressAudit(row.id, limit);
   }
 
   /**
@@ -83,7 +83,7 @@ export class EgressService {
   async push(row: SessionRow, required = false): Promise<void> {
     if (!row.sandboxId) return;
     try {
-      await this.node.configureEgress(row.id, await this.configFor(row));
+      await (await this.nodes.forSandbox(row)).configureEgress(row.id, await this.configFor(row));
     } catch (err) {
       if (required) throw err;
       this.log(`egress settings of ${row.id} not sent to the node: ${(err as Error).message}`);

@@ -3,14 +3,14 @@ import type { SessionCheckpointService } from './session-checkpoint-service.js';
 import type { Activity } from './activity.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { Metrics } from './metrics.js';
-import type { NodeClient } from './node-client.js';
+import type { NodeDirectory } from './node-directory.js';
 import type { SessionService } from './session-service.js';
 import type { EgressService } from './egress-service.js';
 import type { SessionRow, Store } from './store/store.js';
 
 export interface MaintenanceDeps {
   store: Store;
-  node: NodeClient;
+  nodes: NodeDirectory;
   sessions: SessionService;
   checkpoints: SessionCheckpointService;
   activity: Activity;
@@ -77,8 +77,10 @@ export class Maintenance {
   private async pass(): Promise<void> {
     await this.deps.activity.recordOpenCalls();
     // A node agent that restarted under running sandboxes lost their egress settings (memory only).
-    const health = await this.deps.node.health().catch(() => null);
-    if (health?.egressUnconfigured.length) await this.deps.egress.repairNode(health.egressUnconfigured);
+    for (const node of await this.deps.nodes.live()) {
+      const health = await node.health().catch(() => null);
+      if (health?.egressUnconfigured.length) await this.deps.egress.repairNode(health.egressUnconfigured);
+    }
     if (this.now() - this.lastOrphanSweep >= orphanSweepEveryMs) {
       this.lastOrphanSweep = this.now();
       const removed = await this.deps.checkpoints.removeOrphans(orphanGraceMs).catch(() => 0);
@@ -99,25 +101,30 @@ export class Maintenance {
   }
 
   /**
-   * Runs `work` on each session in its turn of the session's queue, with the sandboxes the node runs.
-   * A session busy with its own operation is skipped (the next pass comes soon); an unreachable node
-   * skips the whole pass.
+   * Runs `work` on each session in its turn of the session's queue, with the sandboxes its node runs.
+   * A session busy with its own operation is skipped (the next pass comes soon), and so is one whose
+   * node did not answer (or is lost).
    */
   private async eachSession(work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
-    const running = await this.deps.node
-      .listSandboxes()
-      .then((list) => new Set(list.map((s) => s.sandboxId)))
-      .catch(() => null);
-    if (!running) return;
-    for (const { id, tenantId } of await this.deps.store.listAllSessions()) {
+    const running = new Map<string, Set<string>>();
+    await Promise.all(
+      (await this.deps.nodes.live()).map(async (node) => {
+        const list = await node.listSandboxes().catch(() => null);
+        if (list) running.set(node.nodeId, new Set(list.map((s) => s.sandboxId)));
+      }),
+    );
+    for (const { id, tenantId, nodeId, volumeNodeId } of await this.deps.store.listAllSessions()) {
       if (this.deps.activity.busy(id) || this.deps.lifecycle.busyHere(id)) continue;
+      const onNode = running.get(nodeId ?? volumeNodeId ?? '');
+      if (!onNode) continue;
       try {
         await this.deps.lifecycle.run(
           id,
           'maintenance',
           async () => {
             const row = await this.deps.store.getSession(tenantId, id);
-            if (row) await work(row, running);
+            // Its sandbox may have moved to another node since the list was read: that node's list is the one.
+            if (row) await work(row, running.get(row.nodeId ?? row.volumeNodeId ?? '') ?? onNode);
           },
           { waitMs: 0 },
         );
@@ -142,7 +149,7 @@ export class Maintenance {
     }
     if (!row.sandboxId || running.has(row.sandboxId)) return false;
     // The list was read before this session's turn: ask once more before forgetting the sandbox.
-    const stillThere = await this.deps.node.sandboxInfo(row.sandboxId).then(
+    const stillThere = await (await this.deps.nodes.forSandbox(row)).sandboxInfo(row.sandboxId).then(
       () => true,
       (err: unknown) => {
         if (isSpaceError(err) && err.code === ErrorCode.SANDBOX_NOT_FOUND) return false;
@@ -174,7 +181,7 @@ export class Maintenance {
   /** Whether the volume was written since the newest checkpoint; when it was not, the interval starts again from now. */
   private async changedSinceNewest(row: SessionRow): Promise<boolean> {
     const newest = (await this.deps.store.listCheckpoints(row.id)).at(-1);
-    if (!newest || (await this.deps.node.volumeChanged(row.id, newest.id))) return true;
+    if (!newest || (await (await this.deps.nodes.forVolume(row)).volumeChanged(row.id, newest.id))) return true;
     this.unchangedAt.set(row.id, this.now());
     this.deps.metrics.inc('checkpoints_skipped_unchanged');
     return false;
@@ -225,7 +232,7 @@ export class Maintenance {
   }
 
   private async hasRunningProcess(row: SessionRow): Promise<boolean> {
-    const { processes } = await this.deps.node.processes(row.sandboxId!);
+    const { processes } = await (await this.deps.nodes.forSandbox(row)).processes(row.sandboxId!);
     return processes.some((p) => p.running);
   }
 
@@ -239,7 +246,7 @@ export class Maintenance {
     // A call may have arrived (here or through another control plane) while the checkpoint was taken: then the session is not idle after all.
     const current = await this.deps.store.getSession(row.tenantId, row.id);
     if (!current || this.deps.activity.busy(row.id) || this.idleForMs(current) < row.idleTimeoutSec * 1000) return;
-    await this.deps.node.stopSandbox(row.sandboxId!);
+    await (await this.deps.nodes.forSandbox(row)).stopSandbox(row.sandboxId!);
     await this.deps.sessions.markIdle(row, row.sandboxId!);
     this.deps.metrics.inc('idle_stops');
     this.deps.log(`session ${row.id} idle for ${row.idleTimeoutSec} s: took a ${taken} checkpoint and stopped its sandbox`);

@@ -21,7 +21,7 @@ test('every operation of the API reference is served by the control plane (an un
     checkpoints: s.checkpoints,
     store: s.store,
     metrics: s.metrics,
-    node: s.node.asClient(),
+    nodes: s.nodes,
     egress: s.egress,
     log: lineLog(() => undefined),
     limits: s.limits,

@@ -2,7 +2,7 @@ import { ErrorCode, SpaceError, isSpaceError, type Checkpoint, type CheckpointKi
 import type { CheckpointTaker } from './checkpoint-taker.js';
 import type { Caller } from './auth.js';
 import type { Metrics } from './metrics.js';
-import type { NodeClient } from './node-client.js';
+import type { NodeDirectory } from './node-directory.js';
 import type { SessionService } from './session-service.js';
 import type { CheckpointRow, SessionRow, Store } from './store/store.js';
 import type { TenantLimits } from './tenant-limits.js';
@@ -21,7 +21,7 @@ const fallbackReasons = new Map<string, string>([
 export class SessionCheckpointService {
   constructor(
     private readonly store: Store,
-    private readonly node: NodeClient,
+    private readonly nodes: NodeDirectory,
     private readonly sessions: SessionService,
     private readonly taker: CheckpointTaker,
     private readonly metrics: Metrics,
@@ -64,25 +64,28 @@ export class SessionCheckpointService {
       const automatic = (await this.store.listCheckpoints(sessionId)).filter((c) => c.trigger === 'auto' && c.kind === kind);
       for (const old of automatic.slice(0, Math.max(0, automatic.length - keep))) {
         if (await this.store.isForkParent(old.id)) continue;
-        await this.node.deleteCheckpoint(old.id);
+        await (await this.nodes.client(old.nodeId)).deleteCheckpoint(old.id);
         await this.store.deleteCheckpoint(old.id);
       }
     }
   }
 
   /**
-   * Deletes checkpoints on the node the store does not know: left when a crash fell between the
+   * Deletes checkpoints on the nodes that the store does not know: left when a crash fell between a
    * node's snapshot and the store's record, or written late by a command a crashed node agent had
    * started. Checkpoints younger than `graceMs` are left alone: one may be on its way into the
-   * store. Runs at start (grace 0: nothing of this process is in flight) and from maintenance.
+   * store. Runs at start (grace 0 when this is the only control plane: nothing is in flight) and
+   * from maintenance. A node that does not answer is left for the next sweep.
    */
   async removeOrphans(graceMs = 0): Promise<number> {
-    const { checkpoints } = await this.node.listCheckpoints();
     let removed = 0;
-    for (const { id, createdAt } of checkpoints) {
-      if ((await this.store.checkpointExists(id)) || Date.now() - Date.parse(createdAt) < graceMs) continue;
-      await this.node.deleteCheckpoint(id);
-      removed++;
+    for (const node of await this.nodes.live()) {
+      const listed = await node.listCheckpoints().catch(() => null);
+      for (const { id, createdAt } of listed?.checkpoints ?? []) {
+        if ((await this.store.checkpointExists(id)) || Date.now() - Date.parse(createdAt) < graceMs) continue;
+        await node.deleteCheckpoint(id);
+        removed++;
+      }
     }
     return removed;
   }
@@ -128,8 +131,14 @@ export class SessionCheckpointService {
     await this.sessions.inTurn(caller, sessionId, 'restore', async (session) => {
       // Checked again in the queue: what ran before may have deleted the checkpoint.
       const checkpoint = await this.checkpointInLineage(caller, session, checkpointId);
+      const node = await this.nodes.forVolume(session);
+      if (checkpoint.nodeId !== node.nodeId)
+        throw new SpaceError(
+          ErrorCode.NODE_UNAVAILABLE,
+          `checkpoint ${checkpoint.id} is on node ${checkpoint.nodeId} and session ${session.id} on node ${node.nodeId}: restoring across nodes needs checkpoints in an object store`,
+        );
       if (session.sandboxId) await this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
-      await this.node.restoreVolume(session.id, checkpoint.id);
+      await node.restoreVolume(session.id, checkpoint.id);
       await this.sessions.startSandbox({ ...session, sandboxId: null, status: 'stopped' }, { volumeReady: true });
     });
     return this.sessions.get(caller, sessionId);

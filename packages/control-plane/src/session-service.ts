@@ -3,6 +3,7 @@ import type { Caller } from './auth.js';
 import type { Activity } from './activity.js';
 import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
+import type { NodeDirectory } from './node-directory.js';
 import type { SessionRow, Store } from './store/store.js';
 import type { CheckpointTaker } from './checkpoint-taker.js';
 import type { EgressService } from './egress-service.js';
@@ -17,7 +18,7 @@ export interface SandboxTarget {
 
 export interface SessionServiceDeps {
   store: Store;
-  node: NodeClient;
+  nodes: NodeDirectory;
   metrics: Metrics;
   taker: CheckpointTaker;
   activity: Activity;
@@ -42,13 +43,20 @@ export class SessionService {
    * from that checkpoint first (a fork) instead of from the template, while the checkpoint's
    * session is held so that it cannot be restored or deleted under the copy.
    */
-  async create(caller: Caller, request: CreateSessionRequest, fromCheckpoint: { id: string; sessionId: string } | null = null): Promise<Session> {
+  async create(
+    caller: Caller,
+    request: CreateSessionRequest,
+    fromCheckpoint: { id: string; sessionId: string; nodeId: string } | null = null,
+  ): Promise<Session> {
     // A fork takes its parent's secrets as they are now (one deleted since is simply not injected),
-    // and its volume is the checkpoint's, whatever became of its template.
+    // and its volume is the checkpoint's, whatever became of its template. It goes where the
+    // checkpoint is; a session from a custom template goes where the template is.
+    let onNode = fromCheckpoint?.nodeId ?? null;
     if (!fromCheckpoint) {
       await this.deps.egress.validateSession(caller.tenantId, request.secrets, request.env);
-      await this.deps.templates.forNewSession(caller.tenantId, request.template);
+      onNode = (await this.deps.templates.forNewSession(caller.tenantId, request.template)).nodeId;
     }
+    const node = await this.deps.nodes.place(onNode);
     const row: SessionRow = {
       id: newId('ses'),
       tenantId: caller.tenantId,
@@ -68,6 +76,7 @@ export class SessionService {
       onResume: request.onResume,
       resumeNote: null,
       lastActiveAt: null,
+      volumeNodeId: node.nodeId,
       secrets: request.secrets,
       egress: request.egress,
     };
@@ -76,10 +85,10 @@ export class SessionService {
       try {
         // Counted with the new row in: creations side by side cannot together pass the maximum.
         await this.deps.limits.checkSessions(row.tenantId);
-        if (fromCheckpoint) await this.deps.lifecycle.run(fromCheckpoint.sessionId, 'fork', () => this.deps.node.restoreVolume(row.id, fromCheckpoint.id));
+        if (fromCheckpoint) await this.deps.lifecycle.run(fromCheckpoint.sessionId, 'fork', () => node.restoreVolume(row.id, fromCheckpoint.id));
         await this.startSandbox(row, { volumeReady: true });
       } catch (err) {
-        await this.deps.node.deleteVolume(row.id).catch(() => undefined);
+        await node.deleteVolume(row.id).catch(() => undefined);
         await this.deps.store.deleteSession(row.id);
         throw err;
       }
@@ -120,10 +129,10 @@ export class SessionService {
   /** Deletes the session, its volume and its checkpoints; calls waiting behind it then find no session (404). */
   async delete(caller: Caller, id: string): Promise<void> {
     await this.inTurn(caller, id, 'delete', async (row) => {
-      await this.deps.node.deleteVolume(row.id);
+      await (await this.deps.nodes.forVolume(row)).deleteVolume(row.id);
       // Its checkpoints go too: forks made from them have volumes of their own.
       for (const checkpoint of await this.deps.store.listCheckpoints(row.id)) {
-        await this.deps.node.deleteCheckpoint(checkpoint.id);
+        await (await this.deps.nodes.client(checkpoint.nodeId)).deleteCheckpoint(checkpoint.id);
         await this.deps.store.deleteCheckpoint(checkpoint.id);
       }
       await this.deps.store.deleteSession(row.id);
@@ -136,13 +145,13 @@ export class SessionService {
    * any lifecycle operation). A resume starts on the session's volume as it is, unless the newest
    * checkpoint is a full one: then the sandbox is restored from it, so its processes continue.
    */
-  ensureSandbox(row: SessionRow): Promise<SandboxTarget> {
-    if (row.sandboxId && row.status === 'running') return Promise.resolve({ sandboxId: row.sandboxId, node: this.deps.node });
+  async ensureSandbox(row: SessionRow): Promise<SandboxTarget> {
+    if (row.sandboxId && row.status === 'running') return { sandboxId: row.sandboxId, node: await this.deps.nodes.forSandbox(row) };
     return this.deps.lifecycle.run(row.id, 'resume', async () => {
       // Read again in the queue: an operation before this one may have started a sandbox or deleted the session.
       const current = await this.deps.store.getSession(row.tenantId, row.id);
       if (!current) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted`);
-      if (current.sandboxId && current.status === 'running') return { sandboxId: current.sandboxId, node: this.deps.node };
+      if (current.sandboxId && current.status === 'running') return { sandboxId: current.sandboxId, node: await this.deps.nodes.forSandbox(current) };
       return this.startSandbox(current, { volumeReady: false });
     });
   }
@@ -156,12 +165,13 @@ export class SessionService {
     // A session that had a sandbox before is being resumed; its first start is not a resume.
     const resuming = (await this.deps.store.listSandboxHistory(row.id)).length > 0;
     const started = performance.now();
+    const node = await this.deps.nodes.forVolume(row);
     await this.deps.store.updateSession(row.id, { status: 'starting' });
     try {
-      const resumeNote = resuming && !volumeReady ? await this.prepareResume(row) : null;
+      const resumeNote = resuming && !volumeReady ? await this.prepareResume(row, node) : null;
       // Read again: the policy may have changed since `row` was loaded.
       const current = (await this.deps.store.getSession(row.tenantId, row.id)) ?? row;
-      const info = await this.deps.node.startSandbox({
+      const info = await node.startSandbox({
         sessionId: row.id,
         template: await this.deps.templates.forStart(row.tenantId, row.template),
         env: { ...row.env, ...(await this.deps.egress.placeholders(current)) },
@@ -192,7 +202,7 @@ export class SessionService {
         restoredFrom: info.restoredFrom,
         note: [...notes].join('; ') || null,
       });
-      return { sandboxId: info.sandboxId, node: this.deps.node };
+      return { sandboxId: info.sandboxId, node };
     } catch (err) {
       await this.deps.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
       throw err;
@@ -206,11 +216,11 @@ export class SessionService {
    * memory and files match, what it held since kept first as an fs checkpoint; `files`: the sandbox
    * boots on the newest files and the checkpoint's processes are not restored.
    */
-  private async prepareResume(row: SessionRow): Promise<string | null> {
+  private async prepareResume(row: SessionRow, node: NodeClient): Promise<string | null> {
     const newest = (await this.deps.store.listCheckpoints(row.id)).at(-1);
     if (newest?.kind !== 'full') return null;
-    if (!(await this.deps.node.volumeChanged(row.id, newest.id))) {
-      await this.deps.node.restoreVolume(row.id, newest.id);
+    if (!(await node.volumeChanged(row.id, newest.id))) {
+      await node.restoreVolume(row.id, newest.id);
       return null;
     }
     if (row.onResume === 'files') return `booted on the newest files (onResume: files); the processes of ${newest.id} were not restored`;
@@ -219,7 +229,7 @@ export class SessionService {
     const note = `went back to ${newest.id} to restore its processes; the files written after it are kept in ${kept.id}`;
     // Stored before the volume changes: the history gets it even if this process dies before the sandbox starts.
     await this.deps.store.updateSession(row.id, { resumeNote: note });
-    await this.deps.node.restoreVolume(row.id, newest.id);
+    await node.restoreVolume(row.id, newest.id);
     return note;
   }
 
@@ -247,7 +257,7 @@ export class SessionService {
   async killSandbox(caller: Caller, id: string): Promise<void> {
     await this.inTurn(caller, id, 'kill', async (row) => {
       if (!row.sandboxId) return;
-      await this.deps.node.stopSandbox(row.sandboxId);
+      await (await this.deps.nodes.forSandbox(row)).stopSandbox(row.sandboxId);
       await this.forgetSandbox(row, row.sandboxId, 'killed');
     });
   }
@@ -258,9 +268,10 @@ export class SessionService {
     await this.deps.store.updateSession(row.id, { status: 'idle' });
   }
 
-  /** After the node agent stopped every sandbox (shutdown), sessions show no sandbox until used. */
-  async nodeStopped(): Promise<void> {
+  /** After node `nodeId` stopped every sandbox (shutdown), its sessions show no sandbox until used. */
+  async nodeStopped(nodeId: string): Promise<void> {
     for (const row of await this.deps.store.listAllSessions()) {
+      if ((row.nodeId ?? row.volumeNodeId) !== nodeId) continue;
       if (row.sandboxId) await this.deps.store.recordSandboxEnd(row.sandboxId, 'node stopped');
       if (row.sandboxId || row.status !== 'stopped')
         await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
@@ -285,6 +296,7 @@ function toSession(row: SessionRow): Session {
     secrets: row.secrets,
     egress: row.egress,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,
+    nodeId: row.volumeNodeId,
     parentCheckpointId: row.parentCheckpointId,
   };
 }

@@ -29,6 +29,7 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   onResume: 'files',
   resumeNote: null,
   lastActiveAt: null,
+  volumeNodeId: 'node_x',
   idleTimeoutSec: 900,
   secrets: ['TOKEN'],
   egress: { mode: 'allow-list', domains: ['*.example.com'], cidrs: [] },
@@ -198,14 +199,17 @@ for (const engine of engines.all) {
     await a.insertTenant({ id: 'tn_t', name: 't', createdAt: '' });
     const made = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        (i % 2 ? a : b).insertTemplateVersion({ id: `tpl_${i}`, tenantId: 'tn_t', name: 'py', fromCheckpoint: 'ckp_x', createdAt: '' }),
+        (i % 2 ? a : b).insertTemplateVersion({ id: `tpl_${i}`, tenantId: 'tn_t', name: 'py', fromCheckpoint: 'ckp_x', nodeId: 'node_x', createdAt: '' }),
       ),
     );
     assert.deepEqual(
       made.map((t) => t.version).sort((x, y) => x - y),
       Array.from({ length: 12 }, (_, i) => i + 1),
     );
-    assert.equal((await a.insertTemplateVersion({ id: 'tpl_other', tenantId: 'tn_t', name: 'node', fromCheckpoint: 'ckp_x', createdAt: '' })).version, 1);
+    assert.equal(
+      (await a.insertTemplateVersion({ id: 'tpl_other', tenantId: 'tn_t', name: 'node', fromCheckpoint: 'ckp_x', nodeId: 'node_x', createdAt: '' })).version,
+      1,
+    );
     await a.deleteTemplate('tpl_0');
     assert.equal((await b.listTemplates('tn_t')).length, 12);
   });
@@ -279,7 +283,7 @@ test('sqlite: a file from before versioned migrations is brought up to date and 
   try {
     const row = await store.getSession('tn_old', 'ses_old');
     assert.deepEqual([row?.onResume, row?.egress.mode, row?.checkpointIntervalSec, row?.secrets], ['processes', 'allow-all', 60, []]);
-    await store.insertTemplateVersion({ id: 'tpl_new', tenantId: 'tn_old', name: 't', fromCheckpoint: 'ckp', createdAt: '' });
+    await store.insertTemplateVersion({ id: 'tpl_new', tenantId: 'tn_old', name: 't', fromCheckpoint: 'ckp', nodeId: null, createdAt: '' });
   } finally {
     await store.close();
   }

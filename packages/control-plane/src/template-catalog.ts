@@ -15,12 +15,15 @@ export class TemplateCatalog {
     return [...newest.values()];
   }
 
-  /** What the node starts a new session's volume from: a built-in's name or the newest version's id; UNKNOWN_TEMPLATE otherwise. */
-  async forNewSession(tenantId: string, name: string): Promise<string> {
-    if (builtinTemplateNames.includes(name)) return name;
+  /**
+   * What the node starts a new session's volume from (a built-in's name or the newest version's id)
+   * and the node that must hold the session (a custom template's; any for a built-in); UNKNOWN_TEMPLATE otherwise.
+   */
+  async forNewSession(tenantId: string, name: string): Promise<{ template: string; nodeId: string | null }> {
+    if (builtinTemplateNames.includes(name)) return { template: name, nodeId: null };
     const own = await this.newestVersions(tenantId);
     const found = own.find((t) => t.name === name);
-    if (found) return found.id;
+    if (found) return { template: found.id, nodeId: found.nodeId };
     const available = [...builtinTemplateNames, ...own.map((t) => t.name)];
     throw new SpaceError(ErrorCode.UNKNOWN_TEMPLATE, `unknown template ${JSON.stringify(name)}; available: ${available.join(', ')}`);
   }

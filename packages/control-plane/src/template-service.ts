@@ -1,6 +1,6 @@
 import { ErrorCode, SpaceError, builtinTemplateNames, newId, type CreateTemplateRequest, type Template } from '@space/protocol';
 import type { Caller } from './auth.js';
-import type { NodeClient } from './node-client.js';
+import type { NodeDirectory } from './node-directory.js';
 import type { SessionCheckpointService } from './session-checkpoint-service.js';
 import type { Store } from './store/store.js';
 import type { TemplateCatalog } from './template-catalog.js';
@@ -13,27 +13,29 @@ import type { TemplateCatalog } from './template-catalog.js';
 export class TemplateService {
   constructor(
     private readonly store: Store,
-    private readonly node: NodeClient,
+    private readonly nodes: NodeDirectory,
     private readonly checkpoints: SessionCheckpointService,
     private readonly catalog: TemplateCatalog,
   ) {}
 
   async create(caller: Caller, request: CreateTemplateRequest): Promise<Template> {
-    const checkpointId = request.fromSession
-      ? (await this.checkpoints.create(caller, request.fromSession, 'fs')).id
-      : (await this.checkpoints.checkpoint(caller, request.fromCheckpoint!)).id;
+    const checkpointId = request.fromSession ? (await this.checkpoints.create(caller, request.fromSession, 'fs')).id : request.fromCheckpoint!;
+    const checkpoint = await this.checkpoints.checkpoint(caller, checkpointId);
+    // The template is a snapshot on the checkpoint's node; sessions made from it are placed there.
+    const node = await this.nodes.client(checkpoint.nodeId);
     const id = newId('tpl');
-    await this.node.createTemplate(id, checkpointId);
+    await node.createTemplate(id, checkpointId);
     try {
       await this.store.insertTemplateVersion({
         id,
         tenantId: caller.tenantId,
         name: request.name,
         fromCheckpoint: checkpointId,
+        nodeId: node.nodeId,
         createdAt: new Date().toISOString(),
       });
     } catch (err) {
-      await this.node.deleteTemplate(id).catch(() => undefined);
+      await node.deleteTemplate(id).catch(() => undefined);
       throw err;
     }
     return (await this.catalog.list(caller.tenantId)).find((t) => t.name === request.name)!;
@@ -55,7 +57,7 @@ export class TemplateService {
       );
     }
     for (const version of versions) {
-      await this.node.deleteTemplate(version.id);
+      await (await this.nodes.forVolume({ volumeNodeId: version.nodeId })).deleteTemplate(version.id);
       await this.store.deleteTemplate(version.id);
     }
   }

@@ -1,4 +1,5 @@
 export { NodeAgent } from './node-agent.js';
+export { ClusterHeartbeat } from './cluster-heartbeat.js';
 export { resolveNodeConfig, persistentValue, type NodeConfig } from './node-config.js';
 export { consoleLogger, type Logger } from './logger.js';
 export { builtinRecipes } from './templates/recipes.js';

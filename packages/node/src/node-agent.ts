@@ -1,3 +1,4 @@
+import type { NodeHeartbeat } from '@space/protocol';
 import type { Server } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -61,6 +62,12 @@ export class NodeAgent {
 
   get url(): string {
     return `http://${this.config.host === '0.0.0.0' ? '127.0.0.1' : this.config.host}:${this.port}`;
+  }
+
+  /** This node as the cluster's control planes see it (its heartbeat); `advertiseUrl` when they reach it by another address. */
+  heartbeat(advertiseUrl: string | null = null): NodeHeartbeat {
+    const { nodeId, token, capacity } = this.config;
+    return { id: nodeId, url: advertiseUrl ?? this.url, token, capacity, sandboxes: this.manager?.list().length ?? 0 };
   }
 
   /** Mounts storage, adopts or cleans up what a previous run left, and starts serving. */
@@ -135,6 +142,7 @@ export class NodeAgent {
     const checkpoints = new NodeCheckpointService({ manager: this.manager, volumes, store: checkpointStore, sessionQueue, runtimeDir, log });
     const api = createNodeApi({
       nodeId: config.nodeId,
+      capacity: config.capacity,
       token: config.token,
       manager: this.manager,
       starter: this.starter,

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { newId } from '@space/protocol';
+import { availableParallelism, totalmem } from 'node:os';
+import { type NodeCapacity, NodeIdSchema, newId } from '@space/protocol';
 import type { GvisorOptions } from './runtime/gvisor-driver.js';
 import type { WarmPoolConfig } from './warm-pool.js';
 
@@ -16,6 +17,8 @@ export interface NodeConfig {
   /** Token the control plane presents (`SPACE_NODE_TOKEN`, else generated into `<data>/node/token`). */
   token: string;
   nodeId: string;
+  /** What the node offers to placement (`SPACE_NODE_MEMORY_MB`, `SPACE_NODE_CPUS`; the host's by default). */
+  capacity: NodeCapacity;
   /** Size of the sparse btrfs image created on first start (`SPACE_VOLUME_SIZE_GB`, default 40). */
   volumeSizeGb: number;
   /** The built agent and helpers that every sandbox mounts (packages/agent/dist). */
@@ -65,6 +68,15 @@ function choiceSetting<T extends string>(env: NodeJS.ProcessEnv, name: string, c
   return raw as T;
 }
 
+/** `SPACE_NODE_ID` when set (a cluster's operator names its nodes), checked. */
+function nodeIdSetting(env: NodeJS.ProcessEnv): string | null {
+  const raw = env.SPACE_NODE_ID;
+  if (!raw) return null;
+  const parsed = NodeIdSchema.safeParse(raw);
+  if (!parsed.success) throw new Error(`SPACE_NODE_ID: ${parsed.error.issues[0]?.message}, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
 /** Reads a value kept in a file, creating it with `make()` the first time. */
 export async function persistentValue(file: string, make: () => string): Promise<string> {
   if (existsSync(file)) return (await readFile(file, 'utf8')).trim();
@@ -82,7 +94,11 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
     host: overrides.host ?? env.SPACE_NODE_HOST ?? '127.0.0.1',
     port: overrides.port ?? Number(env.SPACE_NODE_PORT ?? 7071),
     token: overrides.token ?? env.SPACE_NODE_TOKEN ?? (await persistentValue(path.join(nodeDir, 'token'), () => randomBytes(32).toString('hex'))),
-    nodeId: overrides.nodeId ?? (await persistentValue(path.join(nodeDir, 'node-id'), () => newId('node', 10))),
+    nodeId: overrides.nodeId ?? nodeIdSetting(env) ?? (await persistentValue(path.join(nodeDir, 'node-id'), () => newId('node', 10))),
+    capacity: overrides.capacity ?? {
+      memoryMb: integerSetting(env, 'SPACE_NODE_MEMORY_MB', 0) || Math.floor(totalmem() / 2 ** 20),
+      cpus: integerSetting(env, 'SPACE_NODE_CPUS', 0) || availableParallelism(),
+    },
     volumeSizeGb: overrides.volumeSizeGb ?? Number(env.SPACE_VOLUME_SIZE_GB ?? 40),
     sandboxRuntimeBuildDir: overrides.sandboxRuntimeBuildDir,
     runtime: overrides.runtime ?? {

@@ -5,6 +5,7 @@ export * from './exec.js';
 export * from './files.js';
 export * from './sessions.js';
 export * from './tenants.js';
+export * from './nodes.js';
 export * from './templates.js';
 export * from './node-api.js';
 export * from './sandbox-routes.js';

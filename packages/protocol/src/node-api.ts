@@ -1,3 +1,4 @@
+import { NodeCapacitySchema } from './nodes.js';
 import { z } from 'zod';
 import { EnvSchema } from './common.js';
 import { SessionEgressConfigSchema } from './egress.js';
@@ -49,6 +50,8 @@ export const NodeHealthSchema = z
     starts: z.record(z.number().int().nonnegative()).default({}),
     /** Sessions with a running sandbox whose gateway settings this node does not hold (after its restart). */
     egressUnconfigured: z.array(z.string()),
+    /** What the node offers (`SPACE_NODE_MEMORY_MB`, `SPACE_NODE_CPUS`; the host's by default). */
+    capacity: NodeCapacitySchema,
   })
   .strict();
 export type NodeHealth = z.infer<typeof NodeHealthSchema>;

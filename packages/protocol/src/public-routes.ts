@@ -5,6 +5,7 @@ import { sandboxRoutes } from './sandbox-routes.js';
 import { CreateSessionRequestSchema, SessionListSchema, SessionSchema } from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import { CreateTemplateRequestSchema, DeleteTemplateQuerySchema, TemplateListSchema, TemplateSchema } from './templates.js';
+import { NodeHeartbeatSchema, NodeListSchema } from './nodes.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
 /** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
@@ -119,6 +120,14 @@ const adminRoutes: PublicRoute[] = [
     body: CreateKeyRequestSchema,
     status: 201,
     response: CreatedKeySchema,
+  },
+  { method: 'GET', path: '/v1/nodes', summary: 'The nodes of the cluster with their status and sessions (admin key).', response: NodeListSchema },
+  {
+    method: 'POST',
+    path: '/v1/nodes/heartbeat',
+    summary: 'A node agent registers and says it is alive (admin key); sent by node agents every few seconds.',
+    body: NodeHeartbeatSchema,
+    response: ok,
   },
 ];
 

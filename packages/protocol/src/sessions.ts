@@ -108,6 +108,8 @@ export const SessionSchema = z
     idleTimeoutSec: z.number().int(),
     onResume: OnResumeSchema,
     sandbox: SandboxRefSchema.nullable(),
+    /** The node that holds the session's volume (and runs its sandbox). */
+    nodeId: z.string().nullable(),
     /** The checkpoint this session was forked from. */
     parentCheckpointId: z.string().nullable(),
     /** Every sandbox that has served the session (only on GET /v1/sessions/:id). */

@@ -18,6 +18,8 @@ export interface SessionData {
   secrets: string[];
   egress: EgressPolicy;
   sandbox: { id: string; nodeId: string; startedAt: string } | null;
+  /** The node that holds the session's volume (and runs its sandbox). */
+  nodeId: string | null;
   parentCheckpointId: string | null;
   /**
    * `restoredFrom`: the full checkpoint whose memory the sandbox started from (its processes

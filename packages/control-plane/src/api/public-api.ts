@@ -13,10 +13,11 @@ import {
   ForkRequestSchema,
   RestoreRequestSchema,
   newId,
+  NodeHeartbeatSchema,
 } from '@space/protocol';
 import type { SessionCheckpointService } from '../session-checkpoint-service.js';
 import type { Metrics } from '../metrics.js';
-import type { NodeClient } from '../node-client.js';
+import type { NodeDirectory } from '../node-directory.js';
 import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { EgressService } from '../egress-service.js';
 import type { Authenticator } from '../auth.js';
@@ -35,7 +36,7 @@ export interface PublicApiDeps {
   checkpoints: SessionCheckpointService;
   store: Store;
   metrics: Metrics;
-  node: NodeClient;
+  nodes: NodeDirectory;
   egress: EgressService;
   log: ServerLog;
   limits: TenantLimits;
@@ -54,12 +55,18 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     const byStatus: Record<string, number> = {};
     for (const row of await store.listAllSessions()) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
     const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
-    const node = await deps.node.health().catch(() => null);
-    for (const [template, ready] of Object.entries(node?.pool ?? {})) {
-      gauges[`space_pool_ready{template="${template}"}`] = ready;
-      gauges[`space_template_image_ready{template="${template}"}`] = node?.templateImages.includes(template) ? 1 : 0;
+    // Summed over the nodes that answer: pools and starts of the whole cluster.
+    const add = (series: string, value: number) => (gauges[series] = (gauges[series] ?? 0) + value);
+    const nodes = await deps.nodes.list();
+    for (const status of ['ready', 'draining', 'lost']) gauges[`space_nodes{status="${status}"}`] = nodes.filter((n) => n.status === status).length;
+    for (const client of await deps.nodes.live()) {
+      const health = await client.health().catch(() => null);
+      for (const [template, ready] of Object.entries(health?.pool ?? {})) {
+        add(`space_pool_ready{template="${template}"}`, ready);
+        add(`space_template_image_ready{template="${template}"}`, health?.templateImages.includes(template) ? 1 : 0);
+      }
+      for (const [origin, count] of Object.entries(health?.starts ?? {})) add(`space_node_sandbox_starts{origin="${origin}"}`, count);
     }
-    for (const [origin, count] of Object.entries(node?.starts ?? {})) gauges[`space_node_sandbox_starts{origin="${origin}"}`] = count;
     const text = metrics.render({ ...gauges, ...deps.limits.gauges() });
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
     res.end(text);
@@ -77,6 +84,17 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     auth.requireAdmin(await auth.authenticate(req));
     const { tenantId } = await readJson(req, CreateKeyRequestSchema);
     sendJson(res, 201, await auth.createKey(tenantId));
+  });
+
+  router.on('GET', '/v1/nodes', async ({ req, res }) => {
+    auth.requireAdmin(await auth.authenticate(req));
+    sendJson(res, 200, { nodes: await deps.nodes.list() });
+  });
+
+  router.on('POST', '/v1/nodes/heartbeat', async ({ req, res }) => {
+    auth.requireAdmin(await auth.authenticate(req));
+    await deps.nodes.heartbeat(await readJson(req, NodeHeartbeatSchema));
+    sendJson(res, 200, { ok: true });
   });
 
   router.on('POST', '/v1/sessions', async ({ req, res }) => {

@@ -1,4 +1,4 @@
-import type { ApiKeyRow, CheckpointRow, SandboxHistoryRow, SecretRow, SessionRow, TemplateRow } from './store.js';
+import type { ApiKeyRow, CheckpointRow, NodeRow, SandboxHistoryRow, SecretRow, SessionRow, TemplateRow } from './store.js';
 
 // Rows as both engines return them (snake_case, JSON in TEXT columns), and their conversion to the store's rows.
 
@@ -21,6 +21,7 @@ export interface SessionDbRow {
   on_resume: string;
   resume_note: string | null;
   last_active_at: string | null;
+  volume_node_id: string | null;
   secrets: string;
   egress: string;
 }
@@ -103,6 +104,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     onResume: row.on_resume as SessionRow['onResume'],
     resumeNote: row.resume_note,
     lastActiveAt: row.last_active_at,
+    volumeNodeId: row.volume_node_id,
     secrets: JSON.parse(row.secrets) as string[],
     egress: JSON.parse(row.egress) as SessionRow['egress'],
   };
@@ -140,9 +142,42 @@ export interface TemplateDbRow {
   name: string;
   version: number;
   from_checkpoint: string;
+  node_id: string | null;
   created_at: string;
 }
 
 export function toTemplate(row: TemplateDbRow): TemplateRow {
-  return { id: row.id, tenantId: row.tenant_id, name: row.name, version: row.version, fromCheckpoint: row.from_checkpoint, createdAt: row.created_at };
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    name: row.name,
+    version: row.version,
+    fromCheckpoint: row.from_checkpoint,
+    nodeId: row.node_id,
+    createdAt: row.created_at,
+  };
+}
+
+export interface NodeDbRow {
+  id: string;
+  url: string;
+  token: string;
+  status: string;
+  capacity: string;
+  sandboxes: number;
+  registered_at: string;
+  last_heartbeat_at: string;
+}
+
+export function toNode(row: NodeDbRow): NodeRow {
+  return {
+    id: row.id,
+    url: row.url,
+    token: row.token,
+    status: row.status as NodeRow['status'],
+    capacity: JSON.parse(row.capacity) as NodeRow['capacity'],
+    sandboxes: row.sandboxes,
+    registeredAt: row.registered_at,
+    lastHeartbeatAt: row.last_heartbeat_at,
+  };
 }

@@ -68,6 +68,21 @@ export const migrations: Migration[] = [
     description: 'sessions.last_active_at: idleness seen by every control plane',
     statements: (dialect) => [`ALTER TABLE sessions ADD COLUMN last_active_at ${text(dialect)}`],
   },
+  {
+    version: 3,
+    description: 'nodes (registered by heartbeats), the node holding each session volume and template',
+    statements: (dialect) => {
+      const t = text(dialect);
+      return [
+        `CREATE TABLE IF NOT EXISTS nodes (
+          id ${t} PRIMARY KEY, url ${t} NOT NULL, token ${t} NOT NULL, status ${t} NOT NULL DEFAULT 'ready',
+          capacity ${t} NOT NULL, sandboxes INTEGER NOT NULL DEFAULT 0, registered_at ${t} NOT NULL, last_heartbeat_at ${t} NOT NULL)`,
+        `ALTER TABLE sessions ADD COLUMN volume_node_id ${t}`,
+        'CREATE INDEX IF NOT EXISTS sessions_volume_node ON sessions(volume_node_id)',
+        `ALTER TABLE templates ADD COLUMN node_id ${t}`,
+      ];
+    },
+  },
 ];
 
 export const migrationsTable =

@@ -7,6 +7,8 @@ import {
   toTemplate,
   type CheckpointDbRow,
   type HistoryDbRow,
+  type NodeDbRow,
+  toNode,
   type KeyDbRow,
   type SecretDbRow,
   type SessionDbRow,
@@ -18,6 +20,8 @@ import type {
   CheckpointRow,
   SandboxHistoryRow,
   SecretRow,
+  NodeLoad,
+  NodeRow,
   SessionLeaseRow,
   SessionPatch,
   SessionRow,
@@ -33,6 +37,7 @@ const sessionColumns: Record<keyof SessionPatch, string> = {
   sandboxStartedAt: 'sandbox_started_at',
   resumeNote: 'resume_note',
   lastActiveAt: 'last_active_at',
+  volumeNodeId: 'volume_node_id',
 };
 
 /** A second row with the same key (SQLite's and PostgreSQL's codes for it). */
@@ -83,7 +88,7 @@ export class SqlStore implements Store {
 
   async insertSession(row: SessionRow): Promise<void> {
     await this.db.run(
-      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [
         row.id,
         row.tenantId,
@@ -103,6 +108,7 @@ export class SqlStore implements Store {
         row.onResume,
         JSON.stringify(row.secrets),
         JSON.stringify(row.egress),
+        row.volumeNodeId,
       ],
     );
   }
@@ -255,8 +261,8 @@ export class SqlStore implements Store {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.db.run(
-          'INSERT INTO templates (id, tenant_id, name, version, from_checkpoint, created_at) SELECT ?, ?, ?, COALESCE(MAX(version), 0) + 1, ?, ? FROM templates WHERE tenant_id = ? AND name = ?',
-          [row.id, row.tenantId, row.name, row.fromCheckpoint, row.createdAt, row.tenantId, row.name],
+          'INSERT INTO templates (id, tenant_id, name, version, from_checkpoint, node_id, created_at) SELECT ?, ?, ?, COALESCE(MAX(version), 0) + 1, ?, ?, ? FROM templates WHERE tenant_id = ? AND name = ?',
+          [row.id, row.tenantId, row.name, row.fromCheckpoint, row.nodeId, row.createdAt, row.tenantId, row.name],
         );
         break;
       } catch (err) {
@@ -273,6 +279,38 @@ export class SqlStore implements Store {
 
   async deleteTemplate(id: string): Promise<void> {
     await this.db.run('DELETE FROM templates WHERE id = ?', [id]);
+  }
+
+  async recordHeartbeat(row: Omit<NodeRow, 'status' | 'registeredAt'>): Promise<void> {
+    await this.db.run(
+      'INSERT INTO nodes (id, url, token, status, capacity, sandboxes, registered_at, last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET url = excluded.url, token = excluded.token, capacity = excluded.capacity, sandboxes = excluded.sandboxes, last_heartbeat_at = excluded.last_heartbeat_at',
+      [row.id, row.url, row.token, 'ready', JSON.stringify(row.capacity), row.sandboxes, row.lastHeartbeatAt, row.lastHeartbeatAt],
+    );
+  }
+
+  async listNodes(): Promise<NodeRow[]> {
+    return (await this.db.all<NodeDbRow>('SELECT * FROM nodes ORDER BY registered_at, id')).map(toNode);
+  }
+
+  async getNode(id: string): Promise<NodeRow | null> {
+    const row = await this.db.get<NodeDbRow>('SELECT * FROM nodes WHERE id = ?', [id]);
+    return row ? toNode(row) : null;
+  }
+
+  async setNodeStatus(id: string, status: NodeRow['status']): Promise<void> {
+    await this.db.run('UPDATE nodes SET status = ? WHERE id = ?', [status, id]);
+  }
+
+  async adoptUnplaced(nodeId: string): Promise<void> {
+    await this.db.run('UPDATE sessions SET volume_node_id = ? WHERE volume_node_id IS NULL', [nodeId]);
+    await this.db.run('UPDATE templates SET node_id = ? WHERE node_id IS NULL', [nodeId]);
+  }
+
+  async loadByNode(): Promise<Map<string, NodeLoad>> {
+    const rows = await this.db.all<{ node: string | null; sessions: number; active: number }>(
+      "SELECT volume_node_id AS node, COUNT(*) AS sessions, SUM(CASE WHEN status IN ('running', 'starting') THEN 1 ELSE 0 END) AS active FROM sessions GROUP BY volume_node_id",
+    );
+    return new Map(rows.filter((r) => r.node !== null).map((r) => [r.node!, { sessions: Number(r.sessions), active: Number(r.active) }]));
   }
 
   close(): Promise<void> {

@@ -1,4 +1,4 @@
-import type { CheckpointKind, EgressPolicy, OnResume, Resources, SessionStatus } from '@space/protocol';
+import type { CheckpointKind, EgressPolicy, NodeCapacity, OnResume, Resources, SessionStatus } from '@space/protocol';
 
 export interface TenantRow {
   id: string;
@@ -39,6 +39,8 @@ export interface SessionRow {
    * does not lose the account of it.
    */
   resumeNote: string | null;
+  /** The node holding the session's volume (null in stores from before nodes were recorded: the configured node). */
+  volumeNodeId: string | null;
   /** When a control plane last served a call of the session (written at most every few seconds): idleness across control planes. */
   lastActiveAt: string | null;
   /** Names of the tenant's secrets the session may use. */
@@ -94,7 +96,27 @@ export interface SessionLeaseRow {
   expiresAt: number;
 }
 
-export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt'>>;
+export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt' | 'volumeNodeId'>>;
+
+/** A node of the cluster, as its newest heartbeat described it. */
+export interface NodeRow {
+  id: string;
+  url: string;
+  /** The node API token, sealed with the secrets key (like secret values). */
+  token: string;
+  /** `draining` takes no new sessions; whether a node is lost follows from `lastHeartbeatAt`. */
+  status: 'ready' | 'draining';
+  capacity: NodeCapacity;
+  sandboxes: number;
+  registeredAt: string;
+  lastHeartbeatAt: string;
+}
+
+/** Sessions whose volume is on a node, and how many of them run (or start) now. */
+export interface NodeLoad {
+  sessions: number;
+  active: number;
+}
 
 /** One version of a tenant's template: a read-only snapshot of a checkpoint, on the node. */
 export interface TemplateRow {
@@ -103,6 +125,8 @@ export interface TemplateRow {
   name: string;
   version: number;
   fromCheckpoint: string;
+  /** The node holding the snapshot (null in stores from before nodes were recorded: the configured node). */
+  nodeId: string | null;
   createdAt: string;
 }
 
@@ -159,5 +183,14 @@ export interface Store {
   /** The tenant's template versions, by name then version. */
   listTemplates(tenantId: string): Promise<TemplateRow[]>;
   deleteTemplate(id: string): Promise<void>;
+  /** Registers the node on its first heartbeat, updates it on the next (its status is kept). */
+  recordHeartbeat(row: Omit<NodeRow, 'status' | 'registeredAt'>): Promise<void>;
+  listNodes(): Promise<NodeRow[]>;
+  getNode(id: string): Promise<NodeRow | null>;
+  setNodeStatus(id: string, status: NodeRow['status']): Promise<void>;
+  /** Records `nodeId` as the node of sessions and templates from before nodes were recorded (they are on the configured node). */
+  adoptUnplaced(nodeId: string): Promise<void>;
+  /** Per node id: the sessions whose volume is there. */
+  loadByNode(): Promise<Map<string, NodeLoad>>;
   close(): Promise<void>;
 }

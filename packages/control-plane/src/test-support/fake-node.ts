@@ -38,7 +38,16 @@ export class FakeNode {
   }
 
   async health(): Promise<NodeHealth> {
-    return { nodeId: this.nodeId, templates: ['tiny'], sandboxes: this.sandboxes.size, pool: {}, templateImages: [], starts: {}, egressUnconfigured: [] };
+    return {
+      nodeId: this.nodeId,
+      templates: ['tiny'],
+      sandboxes: this.sandboxes.size,
+      pool: {},
+      templateImages: [],
+      starts: {},
+      egressUnconfigured: [],
+      capacity: { memoryMb: 4096, cpus: 2 },
+    };
   }
 
   async listSandboxes(): Promise<SandboxInfo[]> {

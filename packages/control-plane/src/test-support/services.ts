@@ -13,6 +13,7 @@ import { SessionCalls } from '../session-calls.js';
 import { SessionService } from '../session-service.js';
 import { openSqliteStore } from '../store/open-store.js';
 import { FakeNode } from './fake-node.js';
+import { NodeDirectory } from '../node-directory.js';
 import { Authenticator } from '../auth.js';
 import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from '../tenant-limits.js';
 import { TemplateCatalog } from '../template-catalog.js';
@@ -30,14 +31,18 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   const log: string[] = [];
   const activity = new Activity(now, recordActivityIn(store));
   const lifecycle = new LifecycleQueue(store, (m) => log.push(m), { pollMs: 5 });
-  const taker = new CheckpointTaker(store, node.asClient(), metrics);
-  const egress = new EgressService(store, node.asClient(), new SecretCipher(randomBytes(32)), (m) => log.push(m));
+  const cipher = new SecretCipher(randomBytes(32));
+  // Registered like a real node, on the real clock (the test clock jumps ahead, which would make it lost).
+  const nodes = new NodeDirectory({ store, cipher, lostAfterMs: 10_000, defaultNodeId: node.nodeId, connect: () => node.asClient() });
+  await nodes.heartbeat({ id: node.nodeId, url: 'http://fake-node.invalid', token: 'fake-node-token-0', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 0 });
+  const taker = new CheckpointTaker(store, nodes, metrics);
+  const egress = new EgressService(store, nodes, cipher, (m) => log.push(m));
   const auth = new Authenticator(store);
   const limits = new TenantLimits(auth, store, metrics, { ...defaultTenantLimits, ...limitOptions }, now);
   const catalog = new TemplateCatalog(store);
   const sessions = new SessionService({
     store,
-    node: node.asClient(),
+    nodes,
     metrics,
     taker,
     activity,
@@ -48,11 +53,11 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     defaultDiskGb: 10,
   });
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
-  const checkpoints = new SessionCheckpointService(store, node.asClient(), sessions, taker, metrics, limits);
-  const templates = new TemplateService(store, node.asClient(), checkpoints, catalog);
+  const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits);
+  const templates = new TemplateService(store, nodes, checkpoints, catalog);
   const maintenance = new Maintenance({
     store,
-    node: node.asClient(),
+    nodes,
     sessions,
     checkpoints,
     activity,
@@ -67,6 +72,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   return {
     clock,
     store,
+    nodes,
     caller,
     node,
     metrics,

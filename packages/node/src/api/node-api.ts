@@ -9,6 +9,7 @@ import {
   SpaceError,
   StartSandboxRequestSchema,
   TemplateIdSchema,
+  type NodeCapacity,
   type NodeHealth,
 } from '@space/protocol';
 import { Router, type ServerLog, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
@@ -23,6 +24,7 @@ import { registerSandboxProxy } from './sandbox-proxy.js';
 
 export interface NodeApiDeps {
   nodeId: string;
+  capacity: NodeCapacity;
   token: string;
   manager: SandboxManager;
   starter: SandboxStarter;
@@ -55,6 +57,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
       templateImages: deps.pool.imagesReady(),
       starts: deps.starter.startCounts(),
       egressUnconfigured: manager.egressUnconfigured(),
+      capacity: deps.capacity,
     };
     sendJson(ctx.res, 200, health);
   });

@@ -1,0 +1,48 @@
+import { z } from 'zod';
+
+/** A node's id as node agents make them (`node_…`) or as an operator names one. */
+export const NodeIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a node id is 1-64 letters, digits, "_", "." or "-"');
+
+/** What a node offers; placement compares the sessions a node serves with it. */
+export const NodeCapacitySchema = z.object({ memoryMb: z.number().int().positive(), cpus: z.number().positive() }).strict();
+export type NodeCapacity = z.infer<typeof NodeCapacitySchema>;
+
+/**
+ * Node agent -> control plane (admin key), every few seconds: registers the node on the first one,
+ * and says it is alive. `url` and `token` are how control planes reach its node API.
+ */
+export const NodeHeartbeatSchema = z
+  .object({
+    id: NodeIdSchema,
+    url: z
+      .string()
+      .max(2048)
+      .url()
+      .refine((u) => /^https?:\/\//.test(u), 'the node URL must be http:// or https://'),
+    token: z.string().min(16).max(256),
+    capacity: NodeCapacitySchema,
+    sandboxes: z.number().int().nonnegative(),
+  })
+  .strict();
+export type NodeHeartbeat = z.infer<typeof NodeHeartbeatSchema>;
+
+/** `lost`: no heartbeat for `SPACE_NODE_LOST_AFTER_SEC`; `draining`: takes no new sessions. */
+export const NodeStatusSchema = z.enum(['ready', 'draining', 'lost']);
+export type NodeStatus = z.infer<typeof NodeStatusSchema>;
+
+export const NodeViewSchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    status: NodeStatusSchema,
+    /** Sessions whose volume is on the node. */
+    sessions: z.number().int().nonnegative(),
+    /** Sandboxes running there at its last heartbeat. */
+    sandboxes: z.number().int().nonnegative(),
+    capacity: NodeCapacitySchema,
+    registeredAt: z.string(),
+    lastHeartbeatAt: z.string(),
+  })
+  .strict();
+export type NodeView = z.infer<typeof NodeViewSchema>;
+export const NodeListSchema = z.object({ nodes: z.array(NodeViewSchema) }).strict();
