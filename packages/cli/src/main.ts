@@ -11,6 +11,7 @@ import { registerEgressCommands } from './commands/egress.js';
 import { registerLimitsCommand } from './commands/limits.js';
 import { registerTemplateCommands } from './commands/templates.js';
 import { registerMcpCommand } from './commands/mcp.js';
+import { registerClusterCommands } from './commands/cluster.js';
 import { describeError } from './client.js';
 
 const program = new Command();
@@ -18,7 +19,10 @@ program.name('space').description('SPACE: sandboxes for AI agents whose sessions
 
 program.command('up').description('run the node agent and control plane in the foreground').action(up);
 program.command('node').description('run only the node agent (node API on SPACE_NODE_HOST:SPACE_NODE_PORT)').action(nodeOnly);
-program.command('control-plane').description('run only the control plane, using the node at SPACE_NODE_URL').action(controlPlaneOnly);
+program
+  .command('control-plane')
+  .description('run only the control plane, using the node at SPACE_NODE_URL and nodes that register themselves')
+  .action(controlPlaneOnly);
 
 registerSessionCommands(program);
 registerExecCommands(program);
@@ -28,6 +32,7 @@ registerEgressCommands(program);
 registerLimitsCommand(program);
 registerTemplateCommands(program);
 registerMcpCommand(program);
+registerClusterCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`space: ${describeError(err)}\n`);

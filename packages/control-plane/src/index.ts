@@ -6,3 +6,4 @@ export { SessionService } from './session-service.js';
 export { NodeClient } from './node-client.js';
 export { SecretCipher } from './secret-cipher.js';
 export { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from './tenant-limits.js';
+export { startLocalPostgres, type LocalPostgres } from './local-postgres.js';

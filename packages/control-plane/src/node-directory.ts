@@ -97,7 +97,10 @@ export class NodeDirectory {
       return this.clientOf(row);
     }
     const [rows, load] = await Promise.all([this.options.store.listNodes(), this.options.store.loadByNode()]);
-    const ready = rows.filter((r) => this.status(r) === 'ready');
+    let ready = rows.filter((r) => this.status(r) === 'ready');
+    // The configured node stays eligible while no other is: a slow health answer must not stop `space up` from creating sessions.
+    const configured = rows.find((r) => r.id === this.options.defaultNodeId && r.status === 'ready');
+    if (ready.length === 0 && configured) ready = [configured];
     if (ready.length === 0)
       throw new SpaceError(
         ErrorCode.NODE_UNAVAILABLE,

@@ -3,13 +3,13 @@ import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { type PrivatePostgres, startPrivatePostgres } from '@space/control-plane/test-support/private-postgres';
+import { type LocalPostgres, startLocalPostgres } from '@space/control-plane';
 import { Api } from './client.js';
 import { type RunningPlatform, startPlatform, testDataDir } from './platform.js';
 
 // Two control planes on one PostgreSQL and one node agent: `space up` (control plane and node) and a
 // second `space control-plane` using the same node. Either serves any session.
-let postgres: PrivatePostgres;
+let postgres: LocalPostgres;
 let first: RunningPlatform;
 let second: RunningPlatform | null = null;
 let a: Api;
@@ -37,7 +37,7 @@ function within<T>(ms: number, call: Promise<T>, what: string): Promise<T> {
 }
 
 before(async () => {
-  postgres = await startPrivatePostgres();
+  postgres = await startLocalPostgres();
   const databaseUrl = await postgres.url('space');
   const nodePort = await freePort();
   const nodeToken = `pg-test-${process.pid}-${Date.now()}`;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after } from 'node:test';
 import { openPostgresStore, openSqliteStore } from '../store/open-store.js';
 import type { SqlStore } from '../store/sql-store.js';
-import { type PrivatePostgres, startPrivatePostgres } from './private-postgres.js';
+import { type LocalPostgres, startLocalPostgres } from '../local-postgres.js';
 
 export interface StoreEngine {
   name: 'sqlite' | 'postgres';
@@ -19,12 +19,12 @@ export interface StoreEngine {
  * PostgreSQL server started on first use. Every store opened is closed, and the server stopped,
  * after the file's tests.
  */
-export function storeEngines(): { sqlite: StoreEngine; postgres: StoreEngine & { server(): Promise<PrivatePostgres> }; all: StoreEngine[] } {
+export function storeEngines(): { sqlite: StoreEngine; postgres: StoreEngine & { server(): Promise<LocalPostgres> }; all: StoreEngine[] } {
   const dir = mkdtempSync(path.join(tmpdir(), 'space-store-'));
   const opened: SqlStore[] = [];
-  let server: Promise<PrivatePostgres> | null = null;
+  let server: Promise<LocalPostgres> | null = null;
   const postgresServer = () => {
-    server ??= startPrivatePostgres();
+    server ??= startLocalPostgres();
     return server;
   };
   const track = (store: SqlStore) => {

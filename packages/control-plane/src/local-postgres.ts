@@ -1,5 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,8 +8,8 @@ import pg from 'pg';
 
 const run = promisify(execFile);
 
-/** A PostgreSQL server of its own for a test: Debian's binaries, a fresh cluster in a temporary directory, loopback only. */
-export interface PrivatePostgres {
+/** A PostgreSQL server on loopback for tests and `space cluster up`: Debian's binaries, a cluster of its own. */
+export interface LocalPostgres {
   /** A database of its own on the server (created on first use of the name). */
   url(database?: string): Promise<string>;
   /** Stops the server at once (as a crash would) and starts it again on the same port and data. */
@@ -41,13 +41,18 @@ function freePort(): Promise<number> {
 }
 
 /**
- * Starts a private PostgreSQL: `initdb` as the `postgres` user (it refuses root) in a temporary
- * directory, trust authentication on 127.0.0.1 and a socket in that directory, fsync off (a test
- * server). Stopped and removed by `stop()`, or when the process exits.
+ * Starts a local PostgreSQL: `initdb` as the `postgres` user (it refuses root), trust
+ * authentication on 127.0.0.1 only and a socket in its directory. In `dir` it keeps its data across
+ * starts (and fsyncs); without, it lives in a temporary directory, fsync off (a test server), and is
+ * removed by `stop()`. Stopped when the process exits in any case.
  */
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export async function startLocalPostgres(options: { dir?: string; port?: number } = {}): Promise<LocalPostgres> {
   const bin = binDir();
-  const dir = mkdtempSync(path.join(tmpdir(), 'space-pg-'));
+  const temporary = !options.dir;
+  const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), 'space-pg-'));
+  // The server runs as `postgres`: it must be able to enter every directory above its own.
+  mkdirSync(path.dirname(dir), { recursive: true, mode: 0o755 });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const data = path.join(dir, 'data');
   const { uid, gid } = await run('id', ['-u', 'postgres']).then(async ({ stdout }) => ({
     uid: Number(stdout),
@@ -55,7 +60,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   }));
   chownSync(dir, uid, gid);
   const asPostgres = (command: string, args: string[]) => run('runuser', ['-u', 'postgres', '--', path.join(bin, command), ...args], { cwd: dir });
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const ctl = (action: 'start' | 'stop', extra: string[] = []) =>
     asPostgres('pg_ctl', [
       '-D',
@@ -63,17 +68,20 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       '-w',
       '-l',
       path.join(dir, 'server.log'),
-      ...(action === 'start' ? ['-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`] : []),
+      ...(action === 'start' ? ['-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200${temporary ? ' -c fsync=off' : ''}`] : []),
       ...extra,
       action,
     ]);
   const removeAll = () => {
-    spawnSync('runuser', ['-u', 'postgres', '--', path.join(bin, 'pg_ctl'), '-D', data, '-m', 'immediate', '-w', 'stop'], { stdio: 'ignore' });
-    rmSync(dir, { recursive: true, force: true });
+    spawnSync('runuser', ['-u', 'postgres', '--', path.join(bin, 'pg_ctl'), '-D', data, '-m', temporary ? 'immediate' : 'fast', '-w', 'stop'], {
+      stdio: 'ignore',
+    });
+    if (temporary) rmSync(dir, { recursive: true, force: true });
   };
   process.once('exit', removeAll);
   try {
-    await asPostgres('initdb', ['-D', data, '--auth=trust', '--username=postgres', '--no-locale', '--encoding=UTF8']);
+    if (!existsSync(path.join(data, 'PG_VERSION')))
+      await asPostgres('initdb', ['-D', data, '--auth=trust', '--username=postgres', '--no-locale', '--encoding=UTF8']);
     await ctl('start');
   } catch (err) {
     removeAll();
@@ -84,7 +92,9 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     const admin = new pg.Client({ connectionString: urlOf('postgres') });
     await admin.connect();
     try {
-      await admin.query(`CREATE DATABASE "${database.replace(/"/g, '')}"`);
+      const name = database.replace(/"/g, '');
+      const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+      if (exists.rowCount === 0) await admin.query(`CREATE DATABASE "${name}"`);
     } finally {
       await admin.end();
     }

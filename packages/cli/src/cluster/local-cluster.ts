@@ -1,0 +1,187 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type LocalPostgres, startLocalPostgres } from '@space/control-plane';
+
+/** The CLI's entry point, which runs every member of the cluster. */
+const cliMain = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'main.js');
+
+export interface LocalClusterOptions {
+  /** Everything the cluster keeps: `<dataDir>/cluster/` (one directory per node and for the control planes, pid files), PostgreSQL aside (`postgresDir`). */
+  dataDir: string;
+  nodes: number;
+  controlPlanes: number;
+  /** The first control plane's port; the others follow it. */
+  port: number;
+  adminKey: string;
+  /** Settings given to every member (templates, pool size, ...) on top of this process's environment. */
+  env?: Record<string, string>;
+  /** Each member's output line by line, with its name. */
+  output?: (member: string, line: string) => void;
+}
+
+export interface ClusterMember {
+  name: string;
+  process: ChildProcess;
+  pidFile: string;
+}
+
+const readyWithin = 600_000;
+
+/**
+ * A whole cluster on one machine, for trying it and for tests: one PostgreSQL on loopback, M control
+ * planes on consecutive ports sharing it, and N node agents, each with its own data directory and
+ * btrfs image, registering with every control plane. Members run as child processes (`space
+ * control-plane`, `space node`), each with a pid file.
+ */
+export class LocalCluster {
+  readonly root: string;
+  readonly controlPlaneUrls: string[] = [];
+  private readonly members = new Map<string, ClusterMember>();
+  private postgres: LocalPostgres | null = null;
+  private databaseUrl = '';
+
+  constructor(private readonly options: LocalClusterOptions) {
+    this.root = path.join(options.dataDir, 'cluster');
+  }
+
+  /**
+   * PostgreSQL's data, kept across runs like the nodes' data: in the `postgres` user's home, since
+   * the server cannot enter the data directory (root only). One per data directory.
+   */
+  get postgresDir(): string {
+    return path.join('/var/lib/postgresql/space-clusters', createHash('sha256').update(this.root).digest('hex').slice(0, 12));
+  }
+
+  /** The node agents' names (their ids): node-1 … node-N. */
+  get nodeNames(): string[] {
+    return Array.from({ length: this.options.nodes }, (_, i) => `node-${i + 1}`);
+  }
+
+  member(name: string): ClusterMember | undefined {
+    return this.members.get(name);
+  }
+
+  async start(progress: (message: string) => void = () => undefined): Promise<void> {
+    mkdirSync(this.root, { recursive: true, mode: 0o700 });
+    this.postgres = await startLocalPostgres({ dir: this.postgresDir });
+    this.databaseUrl = await this.postgres.url('space');
+    progress(`PostgreSQL on ${this.databaseUrl}`);
+    for (let i = 0; i < this.options.controlPlanes; i++) {
+      const url = await this.startMember(
+        `control-plane-${i + 1}`,
+        'control-plane',
+        this.controlPlaneEnv(this.options.port + i),
+        /control plane on (http:\/\/\S+),/,
+      );
+      this.controlPlaneUrls.push(url);
+      progress(`control plane ${i + 1} on ${url}`);
+    }
+    // The first node makes the gateway CA every node shares; the others start side by side.
+    const [first, ...rest] = this.nodeNames;
+    if (first) await this.startNode(first, progress);
+    await Promise.all(rest.map((name) => this.startNode(name, progress)));
+  }
+
+  /** Starts node `name` (again, after it stopped or was killed) on its own data directory. */
+  async startNode(name: string, progress: (message: string) => void = () => undefined): Promise<void> {
+    await this.startMember(name, 'node', this.nodeEnv(name), /node \S+ registered with the control plane/);
+    progress(`${name} registered (data in ${path.join(this.root, name)})`);
+  }
+
+  /**
+   * Stops every member (nodes first: they stop their sandboxes and unmount) and PostgreSQL. A node
+   * that died (killed, crashed) is started once more first: its sandboxes and mount would outlive it.
+   */
+  async stop(): Promise<void> {
+    const stopAll = async (names: string[]) => Promise.all(names.map((name) => this.stopMember(name)));
+    if (this.controlPlaneUrls.length > 0) {
+      const dead = this.nodeNames.filter((name) => !this.members.has(name) && existsSync(path.join(this.root, name, 'btrfs.img')));
+      await Promise.all(dead.map((name) => this.startNode(name).catch(() => undefined)));
+    }
+    await stopAll(this.nodeNames.filter((n) => this.members.has(n)));
+    await stopAll([...this.members.keys()]);
+    await this.postgres?.stop();
+    this.postgres = null;
+  }
+
+  /** SIGTERM and wait for the member to exit (its pid file goes with it). */
+  async stopMember(name: string): Promise<number | null> {
+    const member = this.members.get(name);
+    if (!member) return null;
+    const { process: child } = member;
+    const code =
+      child.exitCode ??
+      child.signalCode ??
+      (await new Promise<number | string | null>((resolve) => {
+        child.once('exit', (c, signal) => resolve(c ?? signal));
+        child.kill('SIGTERM');
+      }));
+    this.members.delete(name);
+    rmSync(member.pidFile, { force: true });
+    return typeof code === 'number' ? code : null;
+  }
+
+  private controlPlaneEnv(port: number): Record<string, string> {
+    const dir = path.join(this.root, 'control-plane');
+    return {
+      SPACE_DATA_DIR: dir,
+      SPACE_PORT: String(port),
+      SPACE_DATABASE_URL: this.databaseUrl,
+      SPACE_API_KEY: this.options.adminKey,
+      // Every control plane opens node tokens and secret values with the same key.
+      SPACE_SECRETS_KEY_FILE: path.join(dir, 'secrets.key'),
+    };
+  }
+
+  private nodeEnv(name: string): Record<string, string> {
+    return {
+      SPACE_DATA_DIR: path.join(this.root, name),
+      SPACE_NODE_ID: name,
+      SPACE_NODE_PORT: '0',
+      SPACE_CONTROL_PLANE_URL: this.controlPlaneUrls.join(','),
+      SPACE_API_KEY: this.options.adminKey,
+      SPACE_GATEWAY_CA_DIR: path.join(this.root, 'gateway-ca'),
+    };
+  }
+
+  /** Starts `space <command>` as `name`, writes its pid file, and resolves with the first group of `ready` in its output. */
+  private startMember(name: string, command: string, env: Record<string, string>, ready: RegExp): Promise<string> {
+    const child = spawn(process.execPath, [cliMain, command], {
+      env: { ...process.env, ...this.options.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const pidFile = path.join(this.root, `${name}.pid`);
+    writeFileSync(pidFile, `${child.pid}\n`);
+    this.members.set(name, { name, process: child, pidFile });
+    let partial = '';
+    let recent: string[] = [];
+    return new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${name} did not start within ${readyWithin / 1000} s:\n${recent.join('\n')}`)), readyWithin);
+      const take = (data: Buffer) => {
+        const lines = (partial + data.toString()).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) {
+          this.options.output?.(name, line);
+          recent = [...recent.slice(-49), line];
+          const match = ready.exec(line);
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1] ?? name);
+          }
+        }
+      };
+      child.stdout!.on('data', take);
+      child.stderr!.on('data', take);
+      child.once('exit', (code, signal) => {
+        clearTimeout(timer);
+        rmSync(pidFile, { force: true });
+        if (this.members.get(name)?.process === child) this.members.delete(name);
+        this.options.output?.(name, `exited (${signal ?? `code ${code}`})`);
+        reject(new Error(`${name} exited (${signal ?? `code ${code}`}) before it was ready:\n${recent.join('\n')}`));
+      });
+    });
+  }
+}

@@ -1,0 +1,1 @@
+export { LocalCluster, type LocalClusterOptions, type ClusterMember } from './cluster/local-cluster.js';
