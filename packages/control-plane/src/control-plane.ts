@@ -28,7 +28,7 @@ export interface ControlPlaneOptions {
    * The node this control plane runs with (`space up`, or `SPACE_NODE_URL`): registered by the
    * control plane on its behalf. Without one, only nodes that register themselves serve sessions.
    */
-  node?: { id: string; url: string; token: string };
+  node?: { url: string; token: string };
   /** A node without a heartbeat for this long is lost (`SPACE_NODE_LOST_AFTER_SEC`, default 10). */
   nodeLostAfterSec?: number;
   /** Other control planes share the store (PostgreSQL): checkpoints unknown to it may be on their way in, even at start. */
@@ -61,6 +61,7 @@ export class ControlPlane {
   /** The configured node, reached directly for its heartbeat. */
   private readonly configuredNode: NodeClient | null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
+  private configuredNodeId: string | null = null;
   private readonly metrics = new Metrics();
   private readonly maintenance: Maintenance;
   private readonly checkpoints: SessionCheckpointService;
@@ -84,9 +85,8 @@ export class ControlPlane {
       store: options.store,
       cipher: options.secrets,
       lostAfterMs: (options.nodeLostAfterSec ?? 10) * 1000,
-      defaultNodeId: options.node?.id ?? null,
     });
-    this.configuredNode = options.node ? new NodeClient(options.node.id, options.node.url, options.node.token) : null;
+    this.configuredNode = options.node ? new NodeClient('configured', options.node.url, options.node.token) : null;
     const taker = new CheckpointTaker(options.store, this.nodes, this.metrics);
     const egress = new EgressService(options.store, this.nodes, options.secrets, this.log);
     this.egress = egress;
@@ -122,8 +122,14 @@ export class ControlPlane {
 
   async start(): Promise<void> {
     await this.auth.installAdminKey(this.options.adminKey);
-    if (this.options.node) {
-      await this.options.store.adoptUnplaced(this.options.node.id);
+    if (this.configuredNode) {
+      // The node says which it is; sessions and templates from before nodes were recorded are its.
+      const health = await this.configuredNode.health().catch((err: Error) => {
+        throw new Error(`the node at ${this.options.node?.url} does not answer: ${err.message}`);
+      });
+      this.configuredNodeId = health.nodeId;
+      this.nodes.setConfiguredNode(health.nodeId);
+      await this.options.store.adoptUnplaced(health.nodeId);
       await this.heartbeatForConfiguredNode();
       this.heartbeatTimer = setInterval(() => void this.heartbeatForConfiguredNode(), heartbeatEveryMs);
       this.heartbeatTimer.unref();
@@ -156,7 +162,7 @@ export class ControlPlane {
 
   /** The node agent stopped every sandbox (the platform shuts down): sessions show none until their next call. */
   nodeStopped(): Promise<void> {
-    return this.options.node ? this.sessions.nodeStopped(this.options.node.id) : Promise.resolve();
+    return this.configuredNodeId ? this.sessions.nodeStopped(this.configuredNodeId) : Promise.resolve();
   }
 
   async stop(): Promise<void> {
@@ -174,9 +180,9 @@ export class ControlPlane {
     if (!node || !this.configuredNode) return;
     try {
       const health = await this.configuredNode.health();
-      await this.nodes.heartbeat({ id: node.id, url: node.url, token: node.token, capacity: health.capacity, sandboxes: health.sandboxes });
+      await this.nodes.heartbeat({ id: health.nodeId, url: node.url, token: node.token, capacity: health.capacity, sandboxes: health.sandboxes });
     } catch (err) {
-      this.log(`node ${node.id} missed a heartbeat: ${(err as Error).message}`);
+      this.log(`the node at ${node.url} missed a heartbeat: ${(err as Error).message}`);
     }
   }
 }

@@ -16,7 +16,6 @@ async function cluster() {
     store,
     cipher: new SecretCipher(randomBytes(32)),
     lostAfterMs: 10_000,
-    defaultNodeId: null,
     now: () => clock.now,
     connect: (id, url, token) => {
       connected.push(`${id} ${url} ${token}`);

@@ -9,8 +9,6 @@ export interface NodeDirectoryOptions {
   cipher: SecretCipher;
   /** No heartbeat for this long and a node is lost (`SPACE_NODE_LOST_AFTER_SEC`, default 10 s). */
   lostAfterMs: number;
-  /** The node this control plane was configured with (`space up`, `SPACE_NODE_URL`): where rows from before nodes were recorded live. */
-  defaultNodeId: string | null;
   now?: () => number;
   /** Makes the client of a node (tests give a fake node's). */
   connect?: (nodeId: string, url: string, token: string) => NodeClient;
@@ -27,9 +25,16 @@ const clientTtlMs = 2000;
 export class NodeDirectory {
   private readonly clients = new Map<string, { key: string; client: NodeClient; at: number }>();
   private readonly now: () => number;
+  /** The node this control plane was configured with (`space up`, `SPACE_NODE_URL`), once it said its id. */
+  private configuredNodeId: string | null = null;
 
   constructor(private readonly options: NodeDirectoryOptions) {
     this.now = options.now ?? Date.now;
+  }
+
+  /** The configured node: rows from before nodes were recorded live there, and it stays eligible for new sessions while it is alone. */
+  setConfiguredNode(nodeId: string): void {
+    this.configuredNodeId = nodeId;
   }
 
   /** Registers or refreshes a node. */
@@ -73,7 +78,7 @@ export class NodeDirectory {
 
   /** The node holding a session's volume (rows from before nodes were recorded: the configured node). */
   forVolume(row: { volumeNodeId: string | null }): Promise<NodeClient> {
-    const nodeId = row.volumeNodeId ?? this.options.defaultNodeId;
+    const nodeId = row.volumeNodeId ?? this.configuredNodeId;
     if (!nodeId) throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, 'the session has no node and this control plane has no default node');
     return this.client(nodeId);
   }
@@ -99,7 +104,7 @@ export class NodeDirectory {
     const [rows, load] = await Promise.all([this.options.store.listNodes(), this.options.store.loadByNode()]);
     let ready = rows.filter((r) => this.status(r) === 'ready');
     // The configured node stays eligible while no other is: a slow health answer must not stop `space up` from creating sessions.
-    const configured = rows.find((r) => r.id === this.options.defaultNodeId && r.status === 'ready');
+    const configured = rows.find((r) => r.id === this.configuredNodeId && r.status === 'ready');
     if (ready.length === 0 && configured) ready = [configured];
     if (ready.length === 0)
       throw new SpaceError(

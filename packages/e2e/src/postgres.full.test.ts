@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { type LocalPostgres, startLocalPostgres } from '@space/control-plane';
 import { Api } from './client.js';
-import { type RunningPlatform, startPlatform, testDataDir } from './platform.js';
+import { type RunningPlatform, startPlatform } from './platform.js';
 
 // Two control planes on one PostgreSQL and one node agent: `space up` (control plane and node) and a
 // second `space control-plane` using the same node. Either serves any session.
@@ -42,12 +40,11 @@ before(async () => {
   const nodePort = await freePort();
   const nodeToken = `pg-test-${process.pid}-${Date.now()}`;
   first = await startPlatform({ env: { SPACE_DATABASE_URL: databaseUrl, SPACE_NODE_PORT: String(nodePort), SPACE_NODE_TOKEN: nodeToken } });
-  const nodeId = (await readFile(path.join(testDataDir, 'node', 'node-id'), 'utf8')).trim();
   second = await startPlatform({
     command: 'control-plane',
     adminKey: first.adminKey,
     readyPattern: /control plane on (http:\/\/\S+),/,
-    env: { SPACE_DATABASE_URL: databaseUrl, SPACE_NODE_URL: `http://127.0.0.1:${nodePort}`, SPACE_NODE_TOKEN: nodeToken, SPACE_NODE_ID: nodeId },
+    env: { SPACE_DATABASE_URL: databaseUrl, SPACE_NODE_URL: `http://127.0.0.1:${nodePort}`, SPACE_NODE_TOKEN: nodeToken },
   });
   a = new Api(first.url, first.adminKey);
   b = new Api(second.url, second.adminKey);

@@ -20,7 +20,7 @@ export async function controlPlaneOnly(): Promise<void> {
   await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
   const store = await openStore(config);
   const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
-  const node = nodeUrl && nodeToken ? { id: process.env.SPACE_NODE_ID ?? 'node', url: nodeUrl, token: nodeToken } : undefined;
+  const node = nodeUrl && nodeToken ? { url: nodeUrl, token: nodeToken } : undefined;
   const secrets = await SecretCipher.load(config.secretsKeyFile);
   const controlPlane = new ControlPlane({
     host: config.host,

@@ -45,7 +45,7 @@ export async function up(): Promise<void> {
       adminKey,
       store,
       secrets,
-      node: { id: nodeConfig.nodeId, url: node.url, token: nodeConfig.token },
+      node: { url: node.url, token: nodeConfig.token },
       ...controlPlaneTuning(config),
       log: (m) => log.warn(m),
     });

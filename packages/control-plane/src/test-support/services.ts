@@ -33,7 +33,8 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   const lifecycle = new LifecycleQueue(store, (m) => log.push(m), { pollMs: 5 });
   const cipher = new SecretCipher(randomBytes(32));
   // Registered like a real node, on the real clock (the test clock jumps ahead, which would make it lost).
-  const nodes = new NodeDirectory({ store, cipher, lostAfterMs: 10_000, defaultNodeId: node.nodeId, connect: () => node.asClient() });
+  const nodes = new NodeDirectory({ store, cipher, lostAfterMs: 10_000, connect: () => node.asClient() });
+  nodes.setConfiguredNode(node.nodeId);
   await nodes.heartbeat({ id: node.nodeId, url: 'http://fake-node.invalid', token: 'fake-node-token-0', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 0 });
   const taker = new CheckpointTaker(store, nodes, metrics);
   const egress = new EgressService(store, nodes, cipher, (m) => log.push(m));
