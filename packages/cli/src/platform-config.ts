@@ -30,6 +30,8 @@ export interface PlatformConfig {
   defaultDiskGb: number;
   /** SPACE_NODE_LOST_AFTER_SEC: a node without a heartbeat for this long is lost, default 10 */
   nodeLostAfterSec: number;
+  /** SPACE_OBJECT_STORE: where nodes store checkpoints (file:///dir or s3://bucket/prefix); unset: they stay on their node */
+  objectStore: string | undefined;
 }
 
 function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -74,6 +76,7 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
     },
     defaultDiskGb: positiveNumber(env, 'SPACE_SESSION_DISK_GB', 10),
     nodeLostAfterSec: positiveNumber(env, 'SPACE_NODE_LOST_AFTER_SEC', 10),
+    objectStore: env.SPACE_OBJECT_STORE || undefined,
   };
 }
 
@@ -82,9 +85,10 @@ export function controlPlaneTuning(
   config: PlatformConfig,
 ): Pick<
   ControlPlaneOptions,
-  'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits' | 'defaultDiskGb' | 'nodeLostAfterSec' | 'sharedStore'
+  'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits' | 'defaultDiskGb' | 'nodeLostAfterSec' | 'sharedStore' | 'objectStore'
 > {
   return {
+    objectStore: config.objectStore,
     nodeLostAfterSec: config.nodeLostAfterSec,
     sharedStore: config.databaseUrl !== undefined,
     keepAutomaticCheckpoints: config.keepAutomaticCheckpoints,

@@ -1,21 +1,23 @@
 import { newId, type CheckpointKind } from '@space/protocol';
 import type { Metrics } from './metrics.js';
 import type { NodeDirectory } from './node-directory.js';
-import type { CheckpointRow, SessionRow, Store } from './store/store.js';
+import type { CheckpointShipper } from './checkpoint-shipper.js';
+import type { CheckpointRow, NewCheckpointRow, SessionRow, Store } from './store/store.js';
 
-/** Takes one checkpoint of a session on its node and records it: the step both sessions and checkpoints need. */
+/** Takes one checkpoint of a session on its node, records it and has it shipped: the step both sessions and checkpoints need. */
 export class CheckpointTaker {
   constructor(
     private readonly store: Store,
     private readonly nodes: NodeDirectory,
     private readonly metrics: Metrics,
+    private readonly shipper: CheckpointShipper,
   ) {}
 
   async take(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<CheckpointRow> {
     const id = newId('ckp');
     const node = await this.nodes.forVolume(session);
     const taken = await node.checkpoint(session.id, id, kind);
-    const row: CheckpointRow = {
+    const recorded: NewCheckpointRow = {
       id,
       sessionId: session.id,
       tenantId: session.tenantId,
@@ -26,8 +28,10 @@ export class CheckpointTaker {
       sizeBytes: taken.sizeBytes,
       pauseMs: taken.pauseMs,
     };
-    await this.store.insertCheckpoint(row);
+    await this.store.insertCheckpoint(recorded);
     this.metrics.inc('checkpoints', { kind, trigger });
+    const row: CheckpointRow = { ...recorded, shippedAt: null, shippedBaseId: null, shippedObjects: null };
+    this.shipper.shipSoon(row);
     return row;
   }
 }

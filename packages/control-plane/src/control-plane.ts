@@ -8,6 +8,8 @@ import { NodeClient } from './node-client.js';
 import { NodeDirectory } from './node-directory.js';
 import { SessionService } from './session-service.js';
 import { CheckpointTaker } from './checkpoint-taker.js';
+import { CheckpointShipper } from './checkpoint-shipper.js';
+import { SessionMover } from './session-mover.js';
 import { SessionCheckpointService } from './session-checkpoint-service.js';
 import { Activity, recordActivityIn } from './activity.js';
 import { Maintenance } from './maintenance.js';
@@ -31,6 +33,8 @@ export interface ControlPlaneOptions {
   node?: { url: string; token: string };
   /** A node without a heartbeat for this long is lost (`SPACE_NODE_LOST_AFTER_SEC`, default 10). */
   nodeLostAfterSec?: number;
+  /** The nodes' object store (`SPACE_OBJECT_STORE`, for messages): checkpoints are shipped there and sessions of a lost node move. */
+  objectStore?: string;
   /** Other control planes share the store (PostgreSQL): checkpoints unknown to it may be on their way in, even at start. */
   sharedStore?: boolean;
   /** Encrypts secret values in the store. */
@@ -87,7 +91,15 @@ export class ControlPlane {
       lostAfterMs: (options.nodeLostAfterSec ?? 10) * 1000,
     });
     this.configuredNode = options.node ? new NodeClient('configured', options.node.url, options.node.token) : null;
-    const taker = new CheckpointTaker(options.store, this.nodes, this.metrics);
+    const shipper = new CheckpointShipper({
+      store: options.store,
+      nodes: this.nodes,
+      metrics: this.metrics,
+      log: this.log,
+      enabled: Boolean(options.objectStore),
+    });
+    const mover = new SessionMover({ store: options.store, nodes: this.nodes, shipper, metrics: this.metrics, log: this.log });
+    const taker = new CheckpointTaker(options.store, this.nodes, this.metrics, shipper);
     const egress = new EgressService(options.store, this.nodes, options.secrets, this.log);
     this.egress = egress;
     const catalog = new TemplateCatalog(options.store);
@@ -101,14 +113,17 @@ export class ControlPlane {
       lifecycle,
       limits: this.limits,
       templates: catalog,
+      shipper,
+      mover,
       defaultDiskGb: options.defaultDiskGb ?? 10,
     });
     this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
-    this.checkpoints = new SessionCheckpointService(options.store, this.nodes, this.sessions, taker, this.metrics, this.limits);
+    this.checkpoints = new SessionCheckpointService(options.store, this.nodes, this.sessions, taker, this.metrics, this.limits, shipper);
     this.templates = { catalog, service: new TemplateService(options.store, this.nodes, this.checkpoints, catalog) };
     this.maintenance = new Maintenance({
       store: options.store,
       nodes: this.nodes,
+      shipper,
       sessions: this.sessions,
       checkpoints: this.checkpoints,
       activity,

@@ -4,6 +4,7 @@ import type { Activity } from './activity.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { Metrics } from './metrics.js';
 import type { NodeDirectory } from './node-directory.js';
+import type { CheckpointShipper } from './checkpoint-shipper.js';
 import type { SessionService } from './session-service.js';
 import type { EgressService } from './egress-service.js';
 import type { SessionRow, Store } from './store/store.js';
@@ -11,6 +12,7 @@ import type { SessionRow, Store } from './store/store.js';
 export interface MaintenanceDeps {
   store: Store;
   nodes: NodeDirectory;
+  shipper: CheckpointShipper;
   sessions: SessionService;
   checkpoints: SessionCheckpointService;
   activity: Activity;
@@ -85,7 +87,11 @@ export class Maintenance {
       this.lastOrphanSweep = this.now();
       const removed = await this.deps.checkpoints.removeOrphans(orphanGraceMs).catch(() => 0);
       if (removed) this.deps.log(`removed ${removed} checkpoint(s) the store does not know`);
+      const shipped = await this.deps.shipper.retryUnshipped(orphanGraceMs);
+      if (shipped) this.deps.log(`shipped ${shipped} checkpoint(s) an earlier attempt did not`);
+      await this.deps.shipper.collectBases().catch((err: Error) => this.deps.log(`unused ship bases not collected: ${err.message}`));
     }
+    await this.fenceMovedSessions();
     await this.eachSession(async (row, running) => {
       if (await this.reconcile(row, running)) return;
       if (row.status !== 'running' || !row.sandboxId) return;
@@ -93,6 +99,28 @@ export class Maintenance {
       else if ((await this.fullCheckpointDue(row)) && (await this.processesRun(row))) await this.autoCheckpoint(row, 'full');
       else if ((await this.checkpointDue(row)) && (await this.changedSinceNewest(row))) await this.autoCheckpoint(row, 'fs');
     });
+  }
+
+  /**
+   * A node that comes back after it was lost may still run sandboxes of sessions that moved to
+   * another node meanwhile (or were deleted): they are stopped there, so a session never runs
+   * twice. Their files stay on that node.
+   */
+  private async fenceMovedSessions(): Promise<void> {
+    for (const node of await this.deps.nodes.live()) {
+      // Sandboxes first, then sessions: a session is recorded before its sandbox starts, so each listed sandbox's session is in the second list.
+      const sandboxes = await node.listSandboxes().catch(() => []);
+      if (sandboxes.length === 0) continue;
+      const sessions = new Map((await this.deps.store.listAllSessions()).map((s) => [s.id, s]));
+      for (const sandbox of sandboxes) {
+        const row = sessions.get(sandbox.sessionId);
+        if (row && (row.volumeNodeId ?? node.nodeId) === node.nodeId) continue;
+        await node.stopSandbox(sandbox.sandboxId).catch(() => undefined);
+        this.deps.log(
+          `stopped sandbox ${sandbox.sandboxId} on node ${node.nodeId}: session ${sandbox.sessionId} ${row ? `moved to node ${row.volumeNodeId}` : 'no longer exists'}`,
+        );
+      }
+    }
   }
 
   /** Only the reconciliation, for every session: run before the control plane serves its first call. */

@@ -13,6 +13,11 @@ const counterNames = [
   'checkpoints_skipped_unchanged',
   'sessions_reconciled',
   'requests_refused',
+  'checkpoints_shipped',
+  'checkpoint_shipped_bytes',
+  'checkpoint_ship_seconds',
+  'checkpoint_ship_failures',
+  'sessions_moved',
 ] as const;
 export type CounterName = (typeof counterNames)[number];
 
@@ -26,9 +31,9 @@ export class Metrics {
   private resumeCount = 0;
   private resumeSum = 0;
 
-  inc(name: CounterName, labels: Record<string, string> = {}): void {
+  inc(name: CounterName, labels: Record<string, string> = {}, by = 1): void {
     const key = `space_${name}_total${formatLabels(labels)}`;
-    this.counters.set(key, (this.counters.get(key) ?? 0) + 1);
+    this.counters.set(key, (this.counters.get(key) ?? 0) + by);
   }
 
   observeResume(seconds: number): void {

@@ -19,6 +19,10 @@ import {
   type NodeHealth,
   type SandboxInfo,
   type StartSandboxRequest,
+  NodeShippedSchema,
+  type ShipBase,
+  type StoredObject,
+  StoredObjectSchema,
 } from '@space/protocol';
 import { Upstream, forwardRoute, routePath, type HttpSandboxRoute, type RequestContext, type UpgradeContext } from '@space/server-kit';
 import type { WebSocket } from 'ws';
@@ -94,6 +98,29 @@ export class NodeClient {
 
   deleteCheckpoint(checkpointId: string): Promise<unknown> {
     return this.upstream.json('DELETE', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}`, undefined, OkSchema);
+  }
+
+  /** Makes `baseId` a full copy of a checkpoint on the node in the object store. */
+  createBase(baseId: string, fromCheckpointId: string): Promise<StoredObject> {
+    return this.upstream.json('POST', '/node/v1/bases', { baseId, fromCheckpointId }, StoredObjectSchema);
+  }
+
+  deleteBase(baseId: string): Promise<unknown> {
+    return this.upstream.json('DELETE', `/node/v1/bases/${encodeURIComponent(baseId)}`, undefined, OkSchema);
+  }
+
+  /** Stores a checkpoint on the node in the object store as its difference to `base`. */
+  async shipCheckpoint(checkpointId: string, base: ShipBase): Promise<StoredObject[]> {
+    return (await this.upstream.json('POST', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}/ship`, { base }, NodeShippedSchema)).objects;
+  }
+
+  /** Brings a checkpoint from the object store onto the node (its base first). */
+  fetchCheckpoint(checkpointId: string, base: ShipBase, objects: StoredObject[]): Promise<unknown> {
+    return this.upstream.json('POST', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}/fetch`, { base, objects }, OkSchema);
+  }
+
+  deleteObjects(keys: string[]): Promise<unknown> {
+    return this.upstream.json('POST', '/node/v1/objects/delete', { keys }, OkSchema);
   }
 
   /** Makes template version `templateId` from a checkpoint on the node. */

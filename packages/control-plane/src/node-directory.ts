@@ -67,6 +67,16 @@ export class NodeDirectory {
     }));
   }
 
+  /**
+   * Whether the node is lost (no heartbeat for the lost period) or not registered at all. Never the
+   * configured node: this process beats for it from its health, which can lag under load.
+   */
+  async isLost(nodeId: string): Promise<boolean> {
+    if (nodeId === this.configuredNodeId) return false;
+    const row = await this.options.store.getNode(nodeId);
+    return !row || this.status(row) === 'lost';
+  }
+
   /** The client of node `nodeId`; NODE_UNAVAILABLE when no such node registered. */
   async client(nodeId: string): Promise<NodeClient> {
     const cached = this.clients.get(nodeId);

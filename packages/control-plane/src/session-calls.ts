@@ -53,6 +53,16 @@ export class SessionCalls {
     try {
       return await op(target);
     } catch (err) {
+      if (await this.nodeLost(err, target)) {
+        // Its node is gone: the next start moves the session to another node.
+        await this.sessions.forgetSandbox(row, target.sandboxId, 'lost');
+        if (!repeatable)
+          throw new SpaceError(
+            ErrorCode.SANDBOX_DIED,
+            `node ${target.node.nodeId} was lost as this call began; the session resumes on another node on the next call`,
+          );
+        return op(await this.sessions.ensureSandbox({ ...row, sandboxId: null, nodeId: null, status: 'stopped' }));
+      }
       if (!isSpaceError(err) || !lostSandboxCodes.has(err.code)) throw err;
       const stoppedBy = await this.stoppedOnPurpose(row, target);
       // Gone before the call reached it (nothing of the call ran), or under the call (part may have run).
@@ -85,14 +95,20 @@ export class SessionCalls {
     return null;
   }
 
+  /** Whether a call failed because the node of its sandbox is lost (not merely slow to answer once). */
+  private async nodeLost(err: unknown, target: SandboxTarget): Promise<boolean> {
+    return isSpaceError(err) && err.code === ErrorCode.NODE_UNAVAILABLE && (await this.sessions.onLostNode(target.node.nodeId));
+  }
+
   private async confirmAlive(row: SessionRow, target: SandboxTarget): Promise<SandboxTarget> {
     try {
       await target.node.sandboxInfo(target.sandboxId);
       return target;
     } catch (err) {
-      if (!isSpaceError(err) || err.code !== ErrorCode.SANDBOX_NOT_FOUND) throw err;
-      await this.sessions.forgetSandbox(row, target.sandboxId, 'died');
-      return this.sessions.ensureSandbox({ ...row, sandboxId: null, status: 'stopped' });
+      const lost = await this.nodeLost(err, target);
+      if (!lost && (!isSpaceError(err) || err.code !== ErrorCode.SANDBOX_NOT_FOUND)) throw err;
+      await this.sessions.forgetSandbox(row, target.sandboxId, lost ? 'lost' : 'died');
+      return this.sessions.ensureSandbox({ ...row, sandboxId: null, nodeId: null, status: 'stopped' });
     }
   }
 }

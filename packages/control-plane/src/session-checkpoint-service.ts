@@ -1,5 +1,6 @@
 import { ErrorCode, SpaceError, isSpaceError, type Checkpoint, type CheckpointKind, type Session } from '@space/protocol';
 import type { CheckpointTaker } from './checkpoint-taker.js';
+import type { CheckpointShipper } from './checkpoint-shipper.js';
 import type { Caller } from './auth.js';
 import type { Metrics } from './metrics.js';
 import type { NodeDirectory } from './node-directory.js';
@@ -26,6 +27,7 @@ export class SessionCheckpointService {
     private readonly taker: CheckpointTaker,
     private readonly metrics: Metrics,
     private readonly limits: Pick<TenantLimits, 'checkSessions' | 'checkCheckpointStorage'>,
+    private readonly shipper: CheckpointShipper,
   ) {}
 
   /**
@@ -66,6 +68,7 @@ export class SessionCheckpointService {
         if (await this.store.isForkParent(old.id)) continue;
         await (await this.nodes.client(old.nodeId)).deleteCheckpoint(old.id);
         await this.store.deleteCheckpoint(old.id);
+        await this.shipper.dropObjects(old);
       }
     }
   }
@@ -195,5 +198,6 @@ function toCheckpoint(row: CheckpointRow): Checkpoint {
     createdAt: row.createdAt,
     sizeBytes: row.sizeBytes,
     pauseMs: row.pauseMs,
+    shippedAt: row.shippedAt,
   };
 }

@@ -6,6 +6,8 @@ import type { NodeClient } from './node-client.js';
 import type { NodeDirectory } from './node-directory.js';
 import type { SessionRow, Store } from './store/store.js';
 import type { CheckpointTaker } from './checkpoint-taker.js';
+import type { CheckpointShipper } from './checkpoint-shipper.js';
+import type { SessionMover } from './session-mover.js';
 import type { EgressService } from './egress-service.js';
 import type { LifecycleOperation, LifecycleQueue } from './lifecycle-queue.js';
 import type { TenantLimits } from './tenant-limits.js';
@@ -26,6 +28,8 @@ export interface SessionServiceDeps {
   lifecycle: LifecycleQueue;
   limits: Pick<TenantLimits, 'checkSessions'>;
   templates: Pick<TemplateCatalog, 'forNewSession' | 'forStart'>;
+  shipper: CheckpointShipper;
+  mover: SessionMover;
   /** Disk of a session that names none, GB. */
   defaultDiskGb: number;
 }
@@ -129,11 +133,13 @@ export class SessionService {
   /** Deletes the session, its volume and its checkpoints; calls waiting behind it then find no session (404). */
   async delete(caller: Caller, id: string): Promise<void> {
     await this.inTurn(caller, id, 'delete', async (row) => {
-      await (await this.deps.nodes.forVolume(row)).deleteVolume(row.id);
-      // Its checkpoints go too: forks made from them have volumes of their own.
+      // On a lost node nothing can be deleted now; what the node keeps is swept when it is back.
+      if (!(await this.onLostNode(row.volumeNodeId))) await (await this.deps.nodes.forVolume(row)).deleteVolume(row.id);
+      // Its checkpoints go too (their objects in the object store with them): forks made from them have volumes of their own.
       for (const checkpoint of await this.deps.store.listCheckpoints(row.id)) {
-        await (await this.deps.nodes.client(checkpoint.nodeId)).deleteCheckpoint(checkpoint.id);
+        if (!(await this.onLostNode(checkpoint.nodeId))) await (await this.deps.nodes.client(checkpoint.nodeId)).deleteCheckpoint(checkpoint.id);
         await this.deps.store.deleteCheckpoint(checkpoint.id);
+        await this.deps.shipper.dropObjects(checkpoint);
       }
       await this.deps.store.deleteSession(row.id);
       this.deps.activity.forget(row.id);
@@ -152,6 +158,9 @@ export class SessionService {
       const current = await this.deps.store.getSession(row.tenantId, row.id);
       if (!current) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted`);
       if (current.sandboxId && current.status === 'running') return { sandboxId: current.sandboxId, node: await this.deps.nodes.forSandbox(current) };
+      // Its node lost: it goes on elsewhere from its newest shipped checkpoint.
+      const moved = await this.deps.mover.moveIfLost(current);
+      if (moved) return this.startSandbox(moved.row, { volumeReady: true, note: moved.note });
       return this.startSandbox(current, { volumeReady: false });
     });
   }
@@ -161,7 +170,7 @@ export class SessionService {
    * `volumeReady` when that caller has just made the volume (a create, fork or restore), so it is
    * not a resume onto whatever the volume held.
    */
-  async startSandbox(row: SessionRow, { volumeReady }: { volumeReady: boolean }): Promise<SandboxTarget> {
+  async startSandbox(row: SessionRow, { volumeReady, note }: { volumeReady: boolean; note?: string }): Promise<SandboxTarget> {
     // A session that had a sandbox before is being resumed; its first start is not a resume.
     const resuming = (await this.deps.store.listSandboxHistory(row.id)).length > 0;
     const started = performance.now();
@@ -184,7 +193,7 @@ export class SessionService {
         this.deps.metrics.observeResume((performance.now() - started) / 1000);
       }
       // A note a crashed start left (its volume already went back) is told now, once.
-      const notes = new Set([current.resumeNote, resumeNote, info.note].filter((n): n is string => Boolean(n)));
+      const notes = new Set([current.resumeNote, note, resumeNote, info.note].filter((n): n is string => Boolean(n)));
       await this.deps.store.updateSession(row.id, {
         status: 'running',
         sandboxId: info.sandboxId,
@@ -231,6 +240,11 @@ export class SessionService {
     await this.deps.store.updateSession(row.id, { resumeNote: note });
     await node.restoreVolume(row.id, newest.id);
     return note;
+  }
+
+  /** Whether `nodeId` is a lost node (null: the configured node, never treated as lost here). */
+  async onLostNode(nodeId: string | null): Promise<boolean> {
+    return nodeId !== null && (await this.deps.nodes.isLost(nodeId));
   }
 
   /** Disk of a session that names none, GB. */

@@ -6,3 +6,4 @@ export { builtinRecipes } from './templates/recipes.js';
 export { IpLeases } from './network/ip-leases.js';
 export { SandboxNetwork } from './network/sandbox-network.js';
 export { findAptMirror } from './templates/apt-mirror.js';
+export { startLoopbackS3 } from './storage/loopback-s3.js';

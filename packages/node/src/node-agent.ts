@@ -22,6 +22,7 @@ import { SandboxManager } from './sandbox/sandbox-manager.js';
 import { SandboxStarter } from './sandbox/sandbox-starter.js';
 import { SessionVolumes } from './sandbox/session-volumes.js';
 import { CheckpointStore } from './storage/checkpoint-store.js';
+import { CheckpointShipping } from './storage/checkpoint-shipping.js';
 import { BtrfsVolume } from './storage/btrfs-volume.js';
 import { Subvolumes } from './storage/subvolumes.js';
 import { builtinRecipes, type Progress } from './templates/recipes.js';
@@ -125,6 +126,15 @@ export class NodeAgent {
       runtimeDir,
       log,
     });
+    const shipping = new CheckpointShipping({
+      volume: this.volume,
+      checkpoints: checkpointStore,
+      subvolumes: new Subvolumes(),
+      objects: config.objectStore,
+      log,
+    });
+    const partial = await shipping.removePartialReceives();
+    if (partial) log.info(`removed ${partial} checkpoint(s) an interrupted fetch left half received`);
     const incomplete = await checkpointStore.removeIncomplete();
     if (incomplete) log.info(`removed ${incomplete} memory image(s) left incomplete by a crash`);
     // Commands the crashed agent had started (runsc checkpoint) may finish after this start.
@@ -148,6 +158,7 @@ export class NodeAgent {
       starter: this.starter,
       pool: this.pool,
       checkpoints,
+      shipping,
       templates: this.templates,
       gateway: this.gateway,
       log,

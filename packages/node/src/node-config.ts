@@ -6,6 +6,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { type NodeCapacity, NodeIdSchema, newId } from '@space/protocol';
 import type { GvisorOptions } from './runtime/gvisor-driver.js';
 import type { WarmPoolConfig } from './warm-pool.js';
+import { type ObjectStore, objectStoreFromEnv } from './storage/object-store.js';
 
 export interface NodeConfig {
   /** Data directory of this node agent (`SPACE_DATA_DIR`, default /var/lib/space). */
@@ -27,6 +28,8 @@ export interface NodeConfig {
   /** Warm pool settings; `templates: null` pools every template prepared at start. */
   pool: Omit<WarmPoolConfig, 'templates'> & { templates: string[] | null };
   gateway: GatewayConfig;
+  /** Where checkpoints are stored for other nodes (`SPACE_OBJECT_STORE`); null: they stay on this node only. */
+  objectStore: ObjectStore | null;
 }
 
 export interface GatewayConfig {
@@ -117,6 +120,7 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
       refillDelayMs: integerSetting(env, 'SPACE_POOL_REFILL_DELAY_MS', 500),
       templateImages: integerSetting(env, 'SPACE_TEMPLATE_IMAGES', 0) > 0,
     },
+    objectStore: overrides.objectStore !== undefined ? overrides.objectStore : objectStoreFromEnv(env),
     gateway: overrides.gateway ?? {
       caDir: path.resolve(env.SPACE_GATEWAY_CA_DIR ?? path.join(dataDir, 'gateway-ca')),
       testHosts: parseTestHosts(env.SPACE_GATEWAY_TEST_HOSTS),

@@ -33,6 +33,8 @@ export const CheckpointSchema = z
     sizeBytes: z.number().int().nonnegative().nullable(),
     /** How long the sandbox was paused to take it (full checkpoints). */
     pauseMs: z.number().int().nonnegative().nullable(),
+    /** When it was stored in the object store (`SPACE_OBJECT_STORE`), so that any node can restore it; null until then. */
+    shippedAt: z.string().nullable(),
   })
   .strict();
 export type Checkpoint = z.infer<typeof CheckpointSchema>;

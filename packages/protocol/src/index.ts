@@ -6,6 +6,7 @@ export * from './files.js';
 export * from './sessions.js';
 export * from './tenants.js';
 export * from './nodes.js';
+export * from './shipping.js';
 export * from './templates.js';
 export * from './node-api.js';
 export * from './sandbox-routes.js';

@@ -136,6 +136,8 @@ export interface CheckpointData {
   sizeBytes: number | null;
   /** How long the sandbox was paused to take it (full checkpoints), else null. */
   pauseMs: number | null;
+  /** When it was stored in the object store, so that any node can restore it; null until then. */
+  shippedAt: string | null;
 }
 
 export interface ProcessData {

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LocalPostgres, startLocalPostgres } from '@space/control-plane';
+import { startLoopbackS3 } from '@space/node';
 
 /** The CLI's entry point, which runs every member of the cluster. */
 const cliMain = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'main.js');
@@ -42,6 +43,7 @@ export class LocalCluster {
   private readonly members = new Map<string, ClusterMember>();
   private postgres: LocalPostgres | null = null;
   private databaseUrl = '';
+  private s3: Awaited<ReturnType<typeof startLoopbackS3>> | null = null;
 
   constructor(private readonly options: LocalClusterOptions) {
     this.root = path.join(options.dataDir, 'cluster');
@@ -69,6 +71,8 @@ export class LocalCluster {
     this.postgres = await startLocalPostgres({ dir: this.postgresDir });
     this.databaseUrl = await this.postgres.url('space');
     progress(`PostgreSQL on ${this.databaseUrl}`);
+    this.s3 = await startLoopbackS3({ directory: path.join(this.root, 'objects') });
+    progress(`checkpoints shipped to ${this.objectStoreEnv().SPACE_OBJECT_STORE} on ${this.s3.endpoint}`);
     for (let i = 0; i < this.options.controlPlanes; i++) {
       const url = await this.startMember(
         `control-plane-${i + 1}`,
@@ -105,6 +109,8 @@ export class LocalCluster {
     await stopAll([...this.members.keys()]);
     await this.postgres?.stop();
     this.postgres = null;
+    await this.s3?.stop();
+    this.s3 = null;
   }
 
   /** SIGTERM and wait for the member to exit (its pid file goes with it). */
@@ -133,6 +139,7 @@ export class LocalCluster {
       SPACE_API_KEY: this.options.adminKey,
       // Every control plane opens node tokens and secret values with the same key.
       SPACE_SECRETS_KEY_FILE: path.join(dir, 'secrets.key'),
+      ...this.objectStoreEnv(),
     };
   }
 
@@ -144,6 +151,19 @@ export class LocalCluster {
       SPACE_CONTROL_PLANE_URL: this.controlPlaneUrls.join(','),
       SPACE_API_KEY: this.options.adminKey,
       SPACE_GATEWAY_CA_DIR: path.join(this.root, 'gateway-ca'),
+      ...this.objectStoreEnv(),
+    };
+  }
+
+  /** The loopback S3 server (s3rver, for this command and tests only), its objects in `<root>/objects`. */
+  private objectStoreEnv(): Record<string, string> {
+    if (!this.s3) return {};
+    return {
+      SPACE_OBJECT_STORE: `s3://${this.s3.bucket}/cluster`,
+      SPACE_S3_ENDPOINT: this.s3.endpoint,
+      SPACE_S3_FORCE_PATH_STYLE: '1',
+      AWS_ACCESS_KEY_ID: 'S3RVER',
+      AWS_SECRET_ACCESS_KEY: 'S3RVER',
     };
   }
 

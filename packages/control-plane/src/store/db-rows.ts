@@ -1,4 +1,5 @@
-import type { ApiKeyRow, CheckpointRow, NodeRow, SandboxHistoryRow, SecretRow, SessionRow, TemplateRow } from './store.js';
+import type { StoredObject } from '@space/protocol';
+import type { ApiKeyRow, CheckpointRow, NodeRow, SandboxHistoryRow, SecretRow, SessionRow, ShipBaseRow, TemplateRow } from './store.js';
 
 // Rows as both engines return them (snake_case, JSON in TEXT columns), and their conversion to the store's rows.
 
@@ -46,6 +47,9 @@ export interface CheckpointDbRow {
   created_at: string;
   size_bytes: number | null;
   pause_ms: number | null;
+  shipped_at: string | null;
+  shipped_base_id: string | null;
+  shipped_objects: string | null;
 }
 
 export interface KeyDbRow {
@@ -133,6 +137,9 @@ export function toCheckpoint(row: CheckpointDbRow): CheckpointRow {
     createdAt: row.created_at,
     sizeBytes: row.size_bytes,
     pauseMs: row.pause_ms,
+    shippedAt: row.shipped_at,
+    shippedBaseId: row.shipped_base_id,
+    shippedObjects: row.shipped_objects ? (JSON.parse(row.shipped_objects) as StoredObject[]) : null,
   };
 }
 
@@ -180,4 +187,15 @@ export function toNode(row: NodeDbRow): NodeRow {
     registeredAt: row.registered_at,
     lastHeartbeatAt: row.last_heartbeat_at,
   };
+}
+
+export interface ShipBaseDbRow {
+  id: string;
+  session_id: string;
+  object: string;
+  created_at: string;
+}
+
+export function toShipBase(row: ShipBaseDbRow): ShipBaseRow {
+  return { id: row.id, sessionId: row.session_id, object: JSON.parse(row.object) as StoredObject, createdAt: row.created_at };
 }

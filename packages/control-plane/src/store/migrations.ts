@@ -83,6 +83,21 @@ export const migrations: Migration[] = [
       ];
     },
   },
+  {
+    version: 4,
+    description: 'checkpoints shipped to the object store, and the bases they are differences to',
+    statements: (dialect) => {
+      const t = text(dialect);
+      return [
+        `ALTER TABLE checkpoints ADD COLUMN shipped_at ${t}`,
+        `ALTER TABLE checkpoints ADD COLUMN shipped_base_id ${t}`,
+        `ALTER TABLE checkpoints ADD COLUMN shipped_objects ${t}`,
+        `CREATE TABLE IF NOT EXISTS ship_bases (
+          id ${t} PRIMARY KEY, session_id ${t} NOT NULL, object ${t} NOT NULL, created_at ${t} NOT NULL)`,
+        'CREATE INDEX IF NOT EXISTS ship_bases_session ON ship_bases(session_id, created_at)',
+      ];
+    },
+  },
 ];
 
 export const migrationsTable =

@@ -1,3 +1,4 @@
+import type { StoredObject } from '@space/protocol';
 import {
   toCheckpoint,
   toHistory,
@@ -9,6 +10,8 @@ import {
   type HistoryDbRow,
   type NodeDbRow,
   toNode,
+  type ShipBaseDbRow,
+  toShipBase,
   type KeyDbRow,
   type SecretDbRow,
   type SessionDbRow,
@@ -21,10 +24,12 @@ import type {
   SandboxHistoryRow,
   SecretRow,
   NodeLoad,
+  NewCheckpointRow,
   NodeRow,
   SessionLeaseRow,
   SessionPatch,
   SessionRow,
+  ShipBaseRow,
   Store,
   TemplateRow,
   TenantRow,
@@ -144,7 +149,7 @@ export class SqlStore implements Store {
     });
   }
 
-  async insertCheckpoint(row: CheckpointRow): Promise<void> {
+  async insertCheckpoint(row: NewCheckpointRow): Promise<void> {
     await this.db.run(
       'INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at, size_bytes, pause_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [row.id, row.sessionId, row.tenantId, row.kind, row.trigger, row.nodeId, row.createdAt, row.sizeBytes, row.pauseMs],
@@ -299,6 +304,54 @@ export class SqlStore implements Store {
 
   async setNodeStatus(id: string, status: NodeRow['status']): Promise<void> {
     await this.db.run('UPDATE nodes SET status = ? WHERE id = ?', [status, id]);
+  }
+
+  async markShipped(checkpointId: string, shipped: { at: string; baseId: string; objects: StoredObject[] }): Promise<boolean> {
+    const changed = await this.db.run('UPDATE checkpoints SET shipped_at = ?, shipped_base_id = ?, shipped_objects = ? WHERE id = ?', [
+      shipped.at,
+      shipped.baseId,
+      JSON.stringify(shipped.objects),
+      checkpointId,
+    ]);
+    return changed > 0;
+  }
+
+  async listUnshipped(): Promise<CheckpointRow[]> {
+    return (await this.db.all<CheckpointDbRow>('SELECT * FROM checkpoints WHERE shipped_at IS NULL ORDER BY created_at, id')).map(toCheckpoint);
+  }
+
+  async insertShipBase(row: ShipBaseRow): Promise<void> {
+    await this.db.run('INSERT INTO ship_bases (id, session_id, object, created_at) VALUES (?, ?, ?, ?)', [
+      row.id,
+      row.sessionId,
+      JSON.stringify(row.object),
+      row.createdAt,
+    ]);
+  }
+
+  async getShipBase(id: string): Promise<ShipBaseRow | null> {
+    const row = await this.db.get<ShipBaseDbRow>('SELECT * FROM ship_bases WHERE id = ?', [id]);
+    return row ? toShipBase(row) : null;
+  }
+
+  async newestShipBase(sessionId: string): Promise<ShipBaseRow | null> {
+    const row = await this.db.get<ShipBaseDbRow>('SELECT * FROM ship_bases WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT 1', [sessionId]);
+    return row ? toShipBase(row) : null;
+  }
+
+  async unusedShipBases(): Promise<ShipBaseRow[]> {
+    const rows = await this.db.all<ShipBaseDbRow>(
+      `SELECT b.* FROM ship_bases b
+       WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.shipped_base_id = b.id)
+         AND (NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = b.session_id)
+              OR EXISTS (SELECT 1 FROM ship_bases n WHERE n.session_id = b.session_id AND (n.created_at > b.created_at OR (n.created_at = b.created_at AND n.id > b.id))))
+       ORDER BY b.created_at, b.id`,
+    );
+    return rows.map(toShipBase);
+  }
+
+  async deleteShipBase(id: string): Promise<void> {
+    await this.db.run('DELETE FROM ship_bases WHERE id = ?', [id]);
   }
 
   async adoptUnplaced(nodeId: string): Promise<void> {

@@ -1,4 +1,4 @@
-import type { CheckpointKind, EgressPolicy, NodeCapacity, OnResume, Resources, SessionStatus } from '@space/protocol';
+import type { CheckpointKind, EgressPolicy, NodeCapacity, OnResume, Resources, SessionStatus, StoredObject } from '@space/protocol';
 
 export interface TenantRow {
   id: string;
@@ -69,6 +69,21 @@ export interface CheckpointRow {
   createdAt: string;
   sizeBytes: number | null;
   pauseMs: number | null;
+  /** When it was stored in the object store (null: not yet, or no object store), as a difference to `shippedBaseId`. */
+  shippedAt: string | null;
+  shippedBaseId: string | null;
+  shippedObjects: StoredObject[] | null;
+}
+
+/** A checkpoint as first recorded, before it is shipped. */
+export type NewCheckpointRow = Omit<CheckpointRow, 'shippedAt' | 'shippedBaseId' | 'shippedObjects'>;
+
+/** A full copy of one of a session's checkpoints in the object store; the session's later checkpoints are stored as differences to it. */
+export interface ShipBaseRow {
+  id: string;
+  sessionId: string;
+  object: StoredObject;
+  createdAt: string;
 }
 
 /** One sandbox that served a session, for the session's history. */
@@ -151,7 +166,7 @@ export interface Store {
   updateSession(id: string, patch: SessionPatch): Promise<void>;
   /** Deletes the session and its sandbox history, together. */
   deleteSession(id: string): Promise<void>;
-  insertCheckpoint(row: CheckpointRow): Promise<void>;
+  insertCheckpoint(row: NewCheckpointRow): Promise<void>;
   getCheckpoint(tenantId: string, id: string): Promise<CheckpointRow | null>;
   checkpointExists(id: string): Promise<boolean>;
   listCheckpoints(sessionId: string): Promise<CheckpointRow[]>;
@@ -190,6 +205,17 @@ export interface Store {
   setNodeStatus(id: string, status: NodeRow['status']): Promise<void>;
   /** Records `nodeId` as the node of sessions and templates from before nodes were recorded (they are on the configured node). */
   adoptUnplaced(nodeId: string): Promise<void>;
+  /** Records that a checkpoint is in the object store; false when it was deleted meanwhile. */
+  markShipped(checkpointId: string, shipped: { at: string; baseId: string; objects: StoredObject[] }): Promise<boolean>;
+  /** Checkpoints not in the object store yet, oldest first. */
+  listUnshipped(): Promise<CheckpointRow[]>;
+  insertShipBase(row: ShipBaseRow): Promise<void>;
+  getShipBase(id: string): Promise<ShipBaseRow | null>;
+  /** The session's newest base, which its next checkpoints are stored against. */
+  newestShipBase(sessionId: string): Promise<ShipBaseRow | null>;
+  /** Bases no checkpoint is stored against that are not their session's newest (or whose session is gone). */
+  unusedShipBases(): Promise<ShipBaseRow[]>;
+  deleteShipBase(id: string): Promise<void>;
   /** Per node id: the sessions whose volume is there. */
   loadByNode(): Promise<Map<string, NodeLoad>>;
   close(): Promise<void>;

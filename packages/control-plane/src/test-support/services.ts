@@ -13,6 +13,8 @@ import { SessionCalls } from '../session-calls.js';
 import { SessionService } from '../session-service.js';
 import { openSqliteStore } from '../store/open-store.js';
 import { FakeNode } from './fake-node.js';
+import { CheckpointShipper } from '../checkpoint-shipper.js';
+import { SessionMover } from '../session-mover.js';
 import { NodeDirectory } from '../node-directory.js';
 import { Authenticator } from '../auth.js';
 import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from '../tenant-limits.js';
@@ -36,7 +38,10 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   const nodes = new NodeDirectory({ store, cipher, lostAfterMs: 10_000, connect: () => node.asClient() });
   nodes.setConfiguredNode(node.nodeId);
   await nodes.heartbeat({ id: node.nodeId, url: 'http://fake-node.invalid', token: 'fake-node-token-0', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 0 });
-  const taker = new CheckpointTaker(store, nodes, metrics);
+  // No object store: nothing is shipped (the shipping itself is tested on real btrfs and an S3 server).
+  const shipper = new CheckpointShipper({ store, nodes, metrics, log: (m) => log.push(m), enabled: false });
+  const mover = new SessionMover({ store, nodes, shipper, metrics, log: (m) => log.push(m) });
+  const taker = new CheckpointTaker(store, nodes, metrics, shipper);
   const egress = new EgressService(store, nodes, cipher, (m) => log.push(m));
   const auth = new Authenticator(store);
   const limits = new TenantLimits(auth, store, metrics, { ...defaultTenantLimits, ...limitOptions }, now);
@@ -51,14 +56,17 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     lifecycle,
     limits,
     templates: catalog,
+    shipper,
+    mover,
     defaultDiskGb: 10,
   });
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
-  const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits);
+  const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper);
   const templates = new TemplateService(store, nodes, checkpoints, catalog);
   const maintenance = new Maintenance({
     store,
     nodes,
+    shipper,
     sessions,
     checkpoints,
     activity,

@@ -10,6 +10,11 @@ import {
   StartSandboxRequestSchema,
   TemplateIdSchema,
   type NodeCapacity,
+  NodeCreateBaseRequestSchema,
+  NodeDeleteObjectsRequestSchema,
+  NodeFetchRequestSchema,
+  NodeShipRequestSchema,
+  ShipBaseIdSchema,
   type NodeHealth,
 } from '@space/protocol';
 import { Router, type ServerLog, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
@@ -21,6 +26,7 @@ import type { SandboxStarter } from '../sandbox/sandbox-starter.js';
 import type { WarmPool } from '../warm-pool.js';
 import type { TemplateStore } from '../templates/template-store.js';
 import { registerSandboxProxy } from './sandbox-proxy.js';
+import type { CheckpointShipping } from '../storage/checkpoint-shipping.js';
 
 export interface NodeApiDeps {
   nodeId: string;
@@ -30,6 +36,7 @@ export interface NodeApiDeps {
   starter: SandboxStarter;
   pool: WarmPool;
   checkpoints: NodeCheckpointService;
+  shipping: CheckpointShipping;
   templates: TemplateStore;
   gateway: EgressGateway;
   log: ServerLog;
@@ -131,6 +138,40 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     authorize(ctx);
     const { checkpointId } = parseWith(NodeCheckpointIdSchema, { checkpointId: ctx.params.checkpointId }, 'checkpoint id');
     await deps.checkpoints.delete(checkpointId);
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('POST', '/node/v1/bases', async (ctx) => {
+    authorize(ctx);
+    const { baseId, fromCheckpointId } = await readJson(ctx.req, NodeCreateBaseRequestSchema);
+    sendJson(ctx.res, 201, await deps.shipping.createBase(baseId, fromCheckpointId));
+  });
+
+  router.on('DELETE', '/node/v1/bases/:baseId', async (ctx) => {
+    authorize(ctx);
+    await deps.shipping.deleteBase(parseWith(ShipBaseIdSchema, ctx.params.baseId, 'base id'));
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('POST', '/node/v1/checkpoints/:checkpointId/ship', async (ctx) => {
+    authorize(ctx);
+    const { checkpointId } = parseWith(NodeCheckpointIdSchema, { checkpointId: ctx.params.checkpointId }, 'checkpoint id');
+    const { base } = await readJson(ctx.req, NodeShipRequestSchema);
+    sendJson(ctx.res, 200, { objects: await deps.shipping.ship(checkpointId, base) });
+  });
+
+  router.on('POST', '/node/v1/checkpoints/:checkpointId/fetch', async (ctx) => {
+    authorize(ctx);
+    const { checkpointId } = parseWith(NodeCheckpointIdSchema, { checkpointId: ctx.params.checkpointId }, 'checkpoint id');
+    const { base, objects } = await readJson(ctx.req, NodeFetchRequestSchema);
+    await deps.shipping.fetch(checkpointId, base, objects);
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('POST', '/node/v1/objects/delete', async (ctx) => {
+    authorize(ctx);
+    const { keys } = await readJson(ctx.req, NodeDeleteObjectsRequestSchema);
+    await deps.shipping.deleteObjects(keys);
     sendJson(ctx.res, 200, { ok: true });
   });
 

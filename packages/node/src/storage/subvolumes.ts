@@ -60,6 +60,12 @@ export class Subvolumes {
     return existsSync(target);
   }
 
+  /** Whether the subvolume is read-only (snapshots taken read-only; a `btrfs receive` sets it last, when complete). */
+  async isReadOnly(target: string): Promise<boolean> {
+    const { stdout } = await runCommand(['btrfs', 'property', 'get', '-ts', target, 'ro'], { allowFailure: true });
+    return stdout.trim() === 'ro=true';
+  }
+
   async generations(target: string): Promise<Generations> {
     const { stdout } = await runCommand(['btrfs', 'subvolume', 'show', target]);
     const field = (name: string): number => Number(new RegExp(`^\\s*${name}:\\s*(\\d+)`, 'm').exec(stdout)?.[1] ?? NaN);

@@ -1,0 +1,245 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ErrorCode, SpaceError, type ShipBase, type StoredObject } from '@space/protocol';
+import { KeyedQueue } from '@space/server-kit';
+import type { Logger } from '../logger.js';
+import type { BtrfsVolume } from './btrfs-volume.js';
+import type { CheckpointStore } from './checkpoint-store.js';
+import { Digest, type ObjectStore } from './object-store.js';
+import type { Subvolumes } from './subvolumes.js';
+
+export interface CheckpointShippingDeps {
+  volume: BtrfsVolume;
+  checkpoints: CheckpointStore;
+  subvolumes: Subvolumes;
+  /** Null when `SPACE_OBJECT_STORE` is unset: every operation then says so. */
+  objects: ObjectStore | null;
+  log: Logger;
+}
+
+/** Waits for a child process to end; its stderr in the error when it fails. */
+function finished(child: ChildProcess, what: string): Promise<void> {
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => {
+    if (stderr.length < 4000) stderr += d.toString();
+  });
+  return new Promise((resolve, reject) => {
+    child.once('error', (err) => reject(new Error(`${what}: ${err.message}`)));
+    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed (exit ${code}): ${stderr.trim()}`))));
+  });
+}
+
+/**
+ * A child's output, taken at once: Node discards what a child wrote to a stdout nobody reads by the
+ * time it exits, and a short send can exit before its consumer is ready.
+ */
+function produce(child: ChildProcess, what: string): { output: Readable; done: Promise<void> } {
+  const output = new PassThrough();
+  child.stdout!.pipe(output);
+  return { output, done: finished(child, what) };
+}
+
+/**
+ * Checkpoints to and from the object store, so that any node can restore any checkpoint. A
+ * session's checkpoints are stored as `btrfs send` differences to a base (a full send of one of its
+ * checkpoints, kept read-only under `bases/`), their memory images as tar files. A node restoring a
+ * checkpoint receives the base first when it lacks it, then the difference; every byte read is
+ * checked against the size and sha256 recorded when it was stored, and nothing of an object that
+ * does not match is kept.
+ */
+export class CheckpointShipping {
+  /** One receive per base or checkpoint at a time: forks side by side may all need the same ones. */
+  private readonly receiving = new KeyedQueue();
+
+  constructor(private readonly deps: CheckpointShippingDeps) {}
+
+  /** Makes `baseId` a read-only copy of a checkpoint this node holds and stores it whole. */
+  async createBase(baseId: string, fromCheckpointId: string): Promise<StoredObject> {
+    const objects = this.objects();
+    const source = this.deps.checkpoints.path(fromCheckpointId);
+    if (!existsSync(source)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${fromCheckpointId} is not on this node`);
+    await mkdir(this.basesDir(), { recursive: true });
+    if (!(await this.holds(this.basePath(baseId)))) {
+      await this.deps.subvolumes.delete(this.basePath(baseId));
+      await this.deps.subvolumes.snapshot(source, this.basePath(baseId), { readOnly: true });
+    }
+    return this.send(objects, `bases/${baseId}.send`, this.basePath(baseId), null);
+  }
+
+  /** Stores the checkpoint as its difference to `base` (received first when this node lacks it), and its memory image. */
+  async ship(checkpointId: string, base: ShipBase): Promise<StoredObject[]> {
+    const objects = this.objects();
+    const snapshot = this.deps.checkpoints.path(checkpointId);
+    if (!existsSync(snapshot)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
+    await this.ensureBase(objects, base);
+    const stored = [await this.send(objects, `checkpoints/${checkpointId}.send`, snapshot, this.basePath(base.id))];
+    const image = this.deps.checkpoints.imageDir(checkpointId);
+    if (existsSync(image)) {
+      const { output, done } = produce(
+        spawn('tar', ['-C', image, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] }),
+        `tar of ${checkpointId}'s memory image`,
+      );
+      stored.push(await objects.put(`checkpoints/${checkpointId}.memory.tar`, output));
+      await done;
+    }
+    return stored;
+  }
+
+  /** Brings a checkpoint this node lacks from the object store (its base first). Nothing is done for one it holds. */
+  fetch(checkpointId: string, base: ShipBase, stored: StoredObject[]): Promise<void> {
+    return this.receiving.run(checkpointId, () => this.fetchOnce(checkpointId, base, stored));
+  }
+
+  private async fetchOnce(checkpointId: string, base: ShipBase, stored: StoredObject[]): Promise<void> {
+    const objects = this.objects();
+    if (await this.holds(this.deps.checkpoints.path(checkpointId))) return;
+    await this.ensureBase(objects, base);
+    const send = stored.find((o) => o.key.endsWith('.send'));
+    if (!send) throw new SpaceError(ErrorCode.OBJECT_NOT_FOUND, `checkpoint ${checkpointId} has no stored filesystem`);
+    const image = stored.find((o) => o.key.endsWith('.memory.tar'));
+    // The memory image first: the snapshot appearing is what makes the checkpoint count as here.
+    if (image) {
+      const partial = this.deps.checkpoints.partialImageDir(checkpointId);
+      await rm(partial, { recursive: true, force: true });
+      await mkdir(partial, { recursive: true, mode: 0o700 });
+      try {
+        await this.receive(
+          objects,
+          image,
+          () => spawn('tar', ['-C', partial, '-xf', '-'], { stdio: ['pipe', 'ignore', 'pipe'] }),
+          `untar of ${checkpointId}'s memory image`,
+        );
+        await rename(partial, this.deps.checkpoints.imageDir(checkpointId));
+      } catch (err) {
+        await rm(partial, { recursive: true, force: true });
+        throw err;
+      }
+    }
+    try {
+      await this.receiveSubvolume(objects, send, this.deps.checkpoints.path(checkpointId));
+    } catch (err) {
+      await rm(this.deps.checkpoints.imageDir(checkpointId), { recursive: true, force: true });
+      throw err;
+    }
+    this.deps.log.info(`checkpoint ${checkpointId} fetched from ${objects.description}`);
+  }
+
+  /** Deletes a base's local copy (its object goes with `deleteObjects`). */
+  async deleteBase(baseId: string): Promise<void> {
+    await this.deps.subvolumes.delete(this.basePath(baseId));
+  }
+
+  async deleteObjects(keys: string[]): Promise<void> {
+    const objects = this.objects();
+    for (const key of keys) await objects.delete(key);
+  }
+
+  /**
+   * Removes what an interrupted receive left (run at start): a subvolume under `bases/` or
+   * `checkpoints/` that is still writable (receive makes it read-only last; snapshots are taken read-only).
+   */
+  async removePartialReceives(): Promise<number> {
+    let removed = 0;
+    for (const dir of [this.basesDir(), this.deps.volume.dir('checkpoints')]) {
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        const subvolume = path.join(dir, name);
+        if (!/^(bse|ckp)_[a-z0-9]+$/.test(name) || (await this.deps.subvolumes.isReadOnly(subvolume))) continue;
+        await this.deps.subvolumes.delete(subvolume);
+        removed++;
+      }
+    }
+    return removed;
+  }
+
+  private objects(): ObjectStore {
+    if (!this.deps.objects) throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, 'this node has no object store (set SPACE_OBJECT_STORE)');
+    return this.deps.objects;
+  }
+
+  private ensureBase(objects: ObjectStore, base: ShipBase): Promise<void> {
+    return this.receiving.run(base.id, async () => {
+      if (await this.holds(this.basePath(base.id))) return;
+      await this.receiveSubvolume(objects, base.object, this.basePath(base.id));
+    });
+  }
+
+  /** `btrfs send` of a read-only subvolume (as a difference to `parent`) into the object store. */
+  private async send(objects: ObjectStore, key: string, subvolume: string, parent: string | null): Promise<StoredObject> {
+    const child = spawn('btrfs', ['send', '-q', ...(parent ? ['-p', parent] : []), subvolume], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const { output, done } = produce(child, `btrfs send of ${path.basename(subvolume)}`);
+    try {
+      const stored = await objects.put(key, output);
+      await done;
+      return stored;
+    } catch (err) {
+      child.kill();
+      await done.catch(() => undefined);
+      await objects.delete(key).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * `btrfs receive` of a stored subvolume as `target` (the stream names it as it was sent: the same
+   * name), checked; a failure or a mismatch in size or sha256 deletes it. It cannot be received
+   * elsewhere and moved: a read-only subvolume cannot be renamed.
+   */
+  private async receiveSubvolume(objects: ObjectStore, object: StoredObject, target: string): Promise<void> {
+    await mkdir(path.dirname(target), { recursive: true });
+    await this.deps.subvolumes.delete(target);
+    try {
+      await this.receive(
+        objects,
+        object,
+        () => spawn('btrfs', ['receive', '-e', path.dirname(target)], { stdio: ['pipe', 'ignore', 'pipe'] }),
+        `btrfs receive of ${path.basename(target)}`,
+      );
+    } catch (err) {
+      await this.deps.subvolumes.delete(target).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Whether a complete (read-only) copy of the subvolume is here. */
+  private async holds(subvolume: string): Promise<boolean> {
+    return existsSync(subvolume) && (await this.deps.subvolumes.isReadOnly(subvolume));
+  }
+
+  /**
+   * Streams an object into the process `start` spawns (the object is opened first: a missing one
+   * starts nothing) and checks it read back as stored; on any failure the process is ended.
+   */
+  private async receive(objects: ObjectStore, object: StoredObject, start: () => ChildProcess, what: string): Promise<void> {
+    const body: Readable = await objects.get(object.key);
+    const child = start();
+    const done = finished(child, what);
+    const digest = new Digest();
+    try {
+      await Promise.all([pipeline(body, digest, child.stdin!), done]);
+    } catch (err) {
+      body.destroy();
+      child.kill();
+      await done.catch(() => undefined);
+      throw err;
+    }
+    const sha256 = digest.sha256();
+    if (digest.bytes !== object.bytes || sha256 !== object.sha256) {
+      throw new SpaceError(
+        ErrorCode.OBJECT_CORRUPT,
+        `object ${object.key} read back as ${digest.bytes} bytes (sha256 ${sha256.slice(0, 12)}…), not the ${object.bytes} (${object.sha256.slice(0, 12)}…) stored`,
+      );
+    }
+  }
+
+  private basesDir(): string {
+    return this.deps.volume.dir('bases');
+  }
+
+  private basePath(baseId: string): string {
+    return path.join(this.basesDir(), baseId);
+  }
+}

@@ -1,0 +1,187 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { PassThrough, type Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { ErrorCode, SpaceError } from '@space/protocol';
+
+/** What was stored: its size and sha256, recorded by the control plane and checked on every read. */
+export interface StoredObject {
+  key: string;
+  bytes: number;
+  sha256: string;
+}
+
+/**
+ * Where checkpoints go so that any node can restore them: a directory (a shared mount) or an
+ * S3-compatible bucket. Bodies are streamed both ways: memory stays bounded whatever the size.
+ */
+export interface ObjectStore {
+  /** For messages: the store without credentials. */
+  readonly description: string;
+  put(key: string, body: Readable): Promise<StoredObject>;
+  /** The object's bytes; OBJECT_NOT_FOUND when there is none. */
+  get(key: string): Promise<Readable>;
+  /** Deletes the object; one that is not there is no error. */
+  delete(key: string): Promise<void>;
+}
+
+/** A pass-through that counts and hashes what flows through it. */
+export class Digest extends Transform {
+  private readonly hash = createHash('sha256');
+  bytes = 0;
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    this.push(chunk);
+    done();
+  }
+
+  /** The sha256 of everything that passed (call once, at the end). */
+  sha256(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+function notFound(store: string, key: string): SpaceError {
+  return new SpaceError(ErrorCode.OBJECT_NOT_FOUND, `no object ${key} in ${store}`);
+}
+
+/** Objects as files under a directory (`file:///dir`): written under `.partial`, renamed when complete and synced. */
+export class FileObjectStore implements ObjectStore {
+  readonly description: string;
+
+  constructor(private readonly dir: string) {
+    this.description = `file://${dir}`;
+  }
+
+  async put(key: string, body: Readable): Promise<StoredObject> {
+    const file = this.file(key);
+    await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    const partial = `${file}.partial`;
+    const digest = new Digest();
+    try {
+      await pipeline(body, digest, createWriteStream(partial, { mode: 0o600, flush: true }));
+      await rename(partial, file);
+    } catch (err) {
+      await rm(partial, { force: true });
+      throw err;
+    }
+    return { key, bytes: digest.bytes, sha256: digest.sha256() };
+  }
+
+  async get(key: string): Promise<Readable> {
+    const file = this.file(key);
+    if (!(await stat(file).catch(() => null))) throw notFound(this.description, key);
+    return createReadStream(file);
+  }
+
+  async delete(key: string): Promise<void> {
+    await rm(this.file(key), { force: true });
+  }
+
+  private file(key: string): string {
+    const file = path.resolve(this.dir, key);
+    if (!file.startsWith(`${path.resolve(this.dir)}/`)) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `object key ${JSON.stringify(key)} leaves the store`);
+    return file;
+  }
+}
+
+export interface S3Settings {
+  bucket: string;
+  prefix: string;
+  /** `SPACE_S3_ENDPOINT`: for S3-compatible stores (MinIO, Ceph RGW, R2, ...); AWS's by default. */
+  endpoint?: string;
+  /** `SPACE_S3_REGION`, default us-east-1. */
+  region?: string;
+  /** `SPACE_S3_FORCE_PATH_STYLE=1`: bucket in the path, as most S3-compatible stores want. */
+  forcePathStyle?: boolean;
+  /** Credentials: `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` or any source of the AWS SDK's default chain. */
+  credentials?: { accessKeyId: string; secretAccessKey: string };
+}
+
+/** Objects in an S3-compatible bucket (`s3://bucket/prefix`); uploads are multipart and streamed. */
+export class S3ObjectStore implements ObjectStore {
+  readonly description: string;
+  private readonly client: S3Client;
+
+  constructor(private readonly settings: S3Settings) {
+    this.description = `s3://${settings.bucket}/${settings.prefix}`;
+    this.client = new S3Client({
+      region: settings.region ?? 'us-east-1',
+      ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+      forcePathStyle: settings.forcePathStyle ?? false,
+      ...(settings.credentials ? { credentials: settings.credentials } : {}),
+    });
+  }
+
+  async put(key: string, body: Readable): Promise<StoredObject> {
+    const digest = new Digest();
+    const counted = new PassThrough();
+    const piping = pipeline(body, digest, counted);
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.settings.bucket, Key: this.key(key), Body: counted },
+      // 8 MiB parts, two in flight: at most ~16 MiB of a checkpoint in memory.
+      partSize: 8 * 2 ** 20,
+      queueSize: 2,
+    });
+    await Promise.all([upload.done(), piping]);
+    return { key, bytes: digest.bytes, sha256: digest.sha256() };
+  }
+
+  async get(key: string): Promise<Readable> {
+    try {
+      const reply = await this.client.send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
+      return reply.Body as Readable;
+    } catch (err) {
+      if (err instanceof NoSuchKey || (err as { name?: string }).name === 'NoSuchKey') throw notFound(this.description, key);
+      throw err;
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.settings.bucket, Key: this.key(key) }));
+  }
+
+  private key(key: string): string {
+    return this.settings.prefix ? `${this.settings.prefix.replace(/\/$/, '')}/${key}` : key;
+  }
+}
+
+/**
+ * The object store `SPACE_OBJECT_STORE` names: `file:///dir` or `s3://bucket/prefix` (with
+ * `SPACE_S3_ENDPOINT`, `SPACE_S3_REGION`, `SPACE_S3_FORCE_PATH_STYLE`), or null when unset.
+ */
+export function objectStoreFromEnv(env: NodeJS.ProcessEnv): ObjectStore | null {
+  const raw = env.SPACE_OBJECT_STORE;
+  if (!raw) return null;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`SPACE_OBJECT_STORE must be file:///dir or s3://bucket/prefix, got ${JSON.stringify(raw)}`);
+  }
+  if (url.protocol === 'file:') {
+    if (!url.pathname || url.pathname === '/') throw new Error('SPACE_OBJECT_STORE=file:///dir needs a directory');
+    return new FileObjectStore(decodeURIComponent(url.pathname));
+  }
+  if (url.protocol === 's3:') {
+    if (!url.hostname) throw new Error('SPACE_OBJECT_STORE=s3://bucket/prefix needs a bucket');
+    const accessKeyId = env.AWS_ACCESS_KEY_ID;
+    const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+    return new S3ObjectStore({
+      bucket: url.hostname,
+      prefix: decodeURIComponent(url.pathname.replace(/^\//, '')),
+      endpoint: env.SPACE_S3_ENDPOINT || undefined,
+      region: env.SPACE_S3_REGION || undefined,
+      forcePathStyle: env.SPACE_S3_FORCE_PATH_STYLE === '1',
+      ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
+    });
+  }
+  throw new Error(`SPACE_OBJECT_STORE must be file:///dir or s3://bucket/prefix, got ${JSON.stringify(raw)}`);
+}
