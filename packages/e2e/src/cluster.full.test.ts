@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { LocalCluster } from '@space/cli';
 import { Api } from './client.js';
@@ -26,10 +28,10 @@ async function twoFreePorts(): Promise<number> {
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function nodes(api: Api): Promise<Record<string, { status: string; sessions: number }>> {
+async function nodes(api: Api): Promise<Record<string, { status: string; sessions: number; sandboxes: number }>> {
   const reply = await api.call('GET', '/v1/nodes');
   assert.equal(reply.status, 200, JSON.stringify(reply.body));
-  return Object.fromEntries((reply.body.nodes as { id: string; status: string; sessions: number }[]).map((n) => [n.id, n]));
+  return Object.fromEntries((reply.body.nodes as { id: string; status: string; sessions: number; sandboxes: number }[]).map((n) => [n.id, n]));
 }
 
 before(async () => {
@@ -62,7 +64,8 @@ after(async () => {
 
 test('sessions are spread over the nodes and served through either control plane', async () => {
   for (let i = 0; i < 6; i++) {
-    const session = await apis[i % 2]!.createSession({ template: 'tiny' });
+    // No automatic checkpoints: these sessions have none in the object store, so while their node is lost they wait for it.
+    const session = await apis[i % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
     sessions.push(session.id);
     await apis[(i + 1) % 2]!.exec(session.id, ['sh', '-c', `echo ${session.id} > /tmp/who`]);
   }
@@ -90,11 +93,62 @@ test('a node agent SIGKILLed is marked lost; the other nodes carry on and take t
     else assert.equal(reply.body.stdout, `${id}\n`, `${id} on ${node}`);
   }
   for (let i = 0; i < 3; i++) {
-    const session = await apis[i % 2]!.createSession({ template: 'tiny' });
+    const session = await apis[i % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
     sessions.push(session.id);
     assert.notEqual(session.nodeId, victim, 'no new session on a lost node');
   }
   await cluster.startNode(victim);
   while ((await nodes(apis[1]!))[victim]?.status !== 'ready') await pause(200);
   for (const { id } of placed.filter((p) => p.node === victim)) assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/who'])).stdout, `${id}\n`);
+});
+
+test('a node agent SIGKILLed under busy sessions: each goes on on another node from its newest shipped checkpoint; back, the node runs none of them', async () => {
+  const victim = 'node-3';
+  // Sessions on the victim, each with a file in a checkpoint that reached the object store, and one written after it.
+  const mine: string[] = [];
+  while (mine.length < 2) {
+    const session = await apis[mine.length % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    sessions.push(session.id);
+    if (session.nodeId === victim) mine.push(session.id);
+  }
+  for (const id of mine) {
+    await apis[0]!.exec(id, ['sh', '-c', `echo kept-${id} > /tmp/kept`]);
+    const checkpoint = await apis[1]!.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'fs' });
+    assert.equal(checkpoint.status, 201, JSON.stringify(checkpoint.body));
+    while (!(await apis[0]!.call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
+      await pause(100);
+    await apis[0]!.exec(id, ['sh', '-c', 'echo after > /tmp/after']);
+  }
+  // The agent dies; its sandboxes keep running, cut off.
+  const killedAt = Date.now();
+  cluster.member(victim)!.process.kill('SIGKILL');
+  while ((await nodes(apis[0]!))[victim]?.status !== 'lost') await pause(100);
+  const detected = Date.now();
+  for (const [i, id] of mine.entries()) {
+    const started = Date.now();
+    const reply = await apis[i % 2]!.exec(id, ['cat', '/tmp/kept']);
+    assert.equal(reply.stdout, `kept-${id}\n`, 'the files of the newest shipped checkpoint');
+    console.log(`# ${id} answered on its new node ${Date.now() - started} ms after the first call (${detected - killedAt} ms to detect the loss)`);
+    const session = (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body;
+    assert.notEqual(session.nodeId, victim);
+    assert.match(session.sandboxHistory.at(-1).note, new RegExp(`node ${victim} was lost: the session moved to node ${session.nodeId}`));
+    assert.equal(
+      (await apis[1]!.exec(id, ['sh', '-c', 'cat /tmp/after || echo gone'])).stdout,
+      'gone\n',
+      'written after the checkpoint: stays behind on the lost node',
+    );
+  }
+  // Back, the node adopts its old sandboxes, and the control planes stop those of the moved sessions.
+  await cluster.startNode(victim);
+  const back = Date.now();
+  const nodeUrl = (await apis[0]!.call('GET', '/v1/nodes')).body.nodes.find((n: { id: string }) => n.id === victim).url;
+  const node = new Api(nodeUrl, readFileSync(path.join(cluster.root, victim, 'node', 'token'), 'utf8').trim());
+  const stillThere = async () =>
+    ((await node.call('GET', '/node/v1/sandboxes')).body.sandboxes as { sessionId: string }[]).filter((s) => mine.includes(s.sessionId));
+  while ((await stillThere()).length > 0) {
+    assert.ok(Date.now() - back < 30_000, "the moved sessions' old sandboxes still run on the node that came back");
+    await pause(250);
+  }
+  console.log(`# the moved sessions' old sandboxes were stopped ${Date.now() - back} ms after ${victim} came back`);
+  for (const id of mine) assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/kept'])).stdout, `kept-${id}\n`);
 });
