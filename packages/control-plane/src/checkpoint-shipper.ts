@@ -1,4 +1,5 @@
-import { newId, type ShipBase, type StoredObject } from '@space/protocol';
+import { ErrorCode, SpaceError, newId, type ShipBase, type StoredObject } from '@space/protocol';
+import type { NodeClient } from './node-client.js';
 import { KeyedQueue } from '@space/server-kit';
 import type { Metrics } from './metrics.js';
 import type { NodeDirectory } from './node-directory.js';
@@ -90,6 +91,21 @@ export class CheckpointShipper {
     if (!row.shippedAt || !row.shippedBaseId || !row.shippedObjects) return null;
     const base = await this.deps.store.getShipBase(row.shippedBaseId);
     return base ? { base: { id: base.id, object: base.object }, objects: row.shippedObjects } : null;
+  }
+
+  /**
+   * Makes sure `node` holds the checkpoint: fetched from the object store when it is on another
+   * node (a fork or restore placed elsewhere, a lost node); NODE_UNAVAILABLE when it was never shipped.
+   */
+  async bringTo(node: NodeClient, checkpoint: CheckpointRow): Promise<void> {
+    if (checkpoint.nodeId === node.nodeId) return;
+    const form = await this.shippedForm(checkpoint);
+    if (!form)
+      throw new SpaceError(
+        ErrorCode.NODE_UNAVAILABLE,
+        `checkpoint ${checkpoint.id} is on node ${checkpoint.nodeId} only (${this.deps.enabled ? 'not in the object store yet' : 'no object store: SPACE_OBJECT_STORE'}); node ${node.nodeId} cannot use it`,
+      );
+    await node.fetchCheckpoint(checkpoint.id, form.base, form.objects);
   }
 
   /** Deletes a deleted checkpoint's objects (through any node that answers); what fails stays as garbage and is logged. */

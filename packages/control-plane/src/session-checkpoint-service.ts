@@ -135,11 +135,8 @@ export class SessionCheckpointService {
       // Checked again in the queue: what ran before may have deleted the checkpoint.
       const checkpoint = await this.checkpointInLineage(caller, session, checkpointId);
       const node = await this.nodes.forVolume(session);
-      if (checkpoint.nodeId !== node.nodeId)
-        throw new SpaceError(
-          ErrorCode.NODE_UNAVAILABLE,
-          `checkpoint ${checkpoint.id} is on node ${checkpoint.nodeId} and session ${session.id} on node ${node.nodeId}: restoring across nodes needs checkpoints in an object store`,
-        );
+      // A checkpoint taken on another node (in a fork placed there) comes from the object store.
+      await this.shipper.bringTo(node, checkpoint);
       if (session.sandboxId) await this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
       await node.restoreVolume(session.id, checkpoint.id);
       await this.sessions.startSandbox({ ...session, sandboxId: null, status: 'stopped' }, { volumeReady: true });

@@ -4,7 +4,7 @@ import type { Activity } from './activity.js';
 import type { Metrics } from './metrics.js';
 import type { NodeClient } from './node-client.js';
 import type { NodeDirectory } from './node-directory.js';
-import type { SessionRow, Store } from './store/store.js';
+import type { CheckpointRow, SessionRow, Store } from './store/store.js';
 import type { CheckpointTaker } from './checkpoint-taker.js';
 import type { CheckpointShipper } from './checkpoint-shipper.js';
 import type { SessionMover } from './session-mover.js';
@@ -47,15 +47,12 @@ export class SessionService {
    * from that checkpoint first (a fork) instead of from the template, while the checkpoint's
    * session is held so that it cannot be restored or deleted under the copy.
    */
-  async create(
-    caller: Caller,
-    request: CreateSessionRequest,
-    fromCheckpoint: { id: string; sessionId: string; nodeId: string } | null = null,
-  ): Promise<Session> {
+  async create(caller: Caller, request: CreateSessionRequest, fromCheckpoint: CheckpointRow | null = null): Promise<Session> {
     // A fork takes its parent's secrets as they are now (one deleted since is simply not injected),
-    // and its volume is the checkpoint's, whatever became of its template. It goes where the
-    // checkpoint is; a session from a custom template goes where the template is.
-    let onNode = fromCheckpoint?.nodeId ?? null;
+    // and its volume is the checkpoint's, whatever became of its template. It goes to any node when
+    // the checkpoint is in the object store (fetched there first), else where the checkpoint is; a
+    // session from a custom template goes where the template is.
+    let onNode = fromCheckpoint && !fromCheckpoint.shippedAt ? fromCheckpoint.nodeId : null;
     if (!fromCheckpoint) {
       await this.deps.egress.validateSession(caller.tenantId, request.secrets, request.env);
       onNode = (await this.deps.templates.forNewSession(caller.tenantId, request.template)).nodeId;
@@ -89,7 +86,11 @@ export class SessionService {
       try {
         // Counted with the new row in: creations side by side cannot together pass the maximum.
         await this.deps.limits.checkSessions(row.tenantId);
-        if (fromCheckpoint) await this.deps.lifecycle.run(fromCheckpoint.sessionId, 'fork', () => node.restoreVolume(row.id, fromCheckpoint.id));
+        if (fromCheckpoint)
+          await this.deps.lifecycle.run(fromCheckpoint.sessionId, 'fork', async () => {
+            await this.deps.shipper.bringTo(node, fromCheckpoint);
+            await node.restoreVolume(row.id, fromCheckpoint.id);
+          });
         await this.startSandbox(row, { volumeReady: true });
       } catch (err) {
         await node.deleteVolume(row.id).catch(() => undefined);

@@ -106,6 +106,7 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
   const victim = 'node-3';
   // Sessions on the victim, each with a file in a checkpoint that reached the object store, and one written after it.
   const mine: string[] = [];
+  const shippedCheckpoints: string[] = [];
   while (mine.length < 2) {
     const session = await apis[mine.length % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
     sessions.push(session.id);
@@ -115,6 +116,7 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
     await apis[0]!.exec(id, ['sh', '-c', `echo kept-${id} > /tmp/kept`]);
     const checkpoint = await apis[1]!.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'fs' });
     assert.equal(checkpoint.status, 201, JSON.stringify(checkpoint.body));
+    shippedCheckpoints.push(checkpoint.body.id);
     while (!(await apis[0]!.call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
       await pause(100);
     await apis[0]!.exec(id, ['sh', '-c', 'echo after > /tmp/after']);
@@ -137,6 +139,14 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
       'gone\n',
       'written after the checkpoint: stays behind on the lost node',
     );
+  }
+  // A fork of a checkpoint the lost node held is placed on the other nodes, which fetch it from the object store.
+  const forks = await apis[1]!.call('POST', `/v1/checkpoints/${shippedCheckpoints[0]}/fork`, { count: 2 });
+  assert.equal(forks.status, 201, JSON.stringify(forks.body));
+  for (const fork of forks.body.sessions as { id: string; nodeId: string }[]) {
+    sessions.push(fork.id);
+    assert.notEqual(fork.nodeId, victim);
+    assert.equal((await apis[0]!.exec(fork.id, ['cat', '/tmp/kept'])).stdout, `kept-${mine[0]}\n`);
   }
   // Back, the node adopts its old sandboxes, and the control planes stop those of the moved sessions.
   await cluster.startNode(victim);

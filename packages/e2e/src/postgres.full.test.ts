@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
 import { type LocalPostgres, startLocalPostgres } from '@space/control-plane';
+import { Space } from '@space/sdk';
 import { Api } from './client.js';
 import { type RunningPlatform, startPlatform } from './platform.js';
 
@@ -124,8 +125,14 @@ test('PostgreSQL restarted under load: calls fail cleanly (503 STORE_UNAVAILABLE
   assert.equal((await a.call('GET', '/v1/sessions')).status, 200);
 });
 
-test('a control plane SIGKILLed: the other carries on with every session', async () => {
+test('a control plane SIGKILLed: the other carries on with every session, and the SDK given both URLs moves to it', async () => {
+  const space = new Space({ apiUrl: [second!.url, first.url], apiKey: first.adminKey });
+  assert.equal((await space.sessions.handle(sessions[0]!).exec(['echo', 'via the first URL'])).stdout, 'via the first URL\n');
   second!.process.kill('SIGKILL');
   second = null;
-  for (const id of sessions) assert.equal((await a.exec(id, ['true'])).exitCode, 0, id);
+  for (const id of sessions) {
+    assert.equal((await a.exec(id, ['true'])).exitCode, 0, id);
+    assert.equal((await space.sessions.handle(id).exec(['echo', 'carried on'])).stdout, 'carried on\n', id);
+  }
+  assert.equal((await space.sessions.list()).length >= sessions.length, true);
 });

@@ -1,6 +1,10 @@
 export interface SpaceOptions {
-  /** Base URL of the API. Default: `SPACE_API_URL`, else `http://127.0.0.1:7070`. */
-  apiUrl?: string;
+  /**
+   * Base URL of the API, or the URLs of several control planes: a call that cannot connect to one
+   * goes to the next, which is then used until it fails in turn. Default: `SPACE_API_URL`
+   * (comma-separated for several), else `http://127.0.0.1:7070`.
+   */
+  apiUrl?: string | string[];
   /** API key. Default: `SPACE_API_KEY`. */
   apiKey?: string;
   /** Default timeout of each call, ms. Default 120 000 (sandbox starts and resumes take seconds). */
@@ -15,7 +19,7 @@ export interface CallOptions {
 }
 
 export interface ResolvedOptions {
-  apiUrl: string;
+  apiUrls: string[];
   apiKey: string;
   timeoutMs: number;
 }
@@ -25,8 +29,14 @@ export function resolveOptions(options: SpaceOptions, env: Record<string, string
   const apiKey = options.apiKey ?? env.SPACE_API_KEY;
   if (!apiKey) throw new Error('no API key: pass { apiKey } or set SPACE_API_KEY');
   return {
-    apiUrl: (options.apiUrl ?? env.SPACE_API_URL ?? 'http://127.0.0.1:7070').replace(/\/+$/, ''),
+    apiUrls: urlList(options.apiUrl ?? env.SPACE_API_URL ?? 'http://127.0.0.1:7070'),
     apiKey,
     timeoutMs: options.timeoutMs ?? 120_000,
   };
+}
+
+function urlList(value: string | string[]): string[] {
+  const urls = (Array.isArray(value) ? value : value.split(',')).map((u) => u.trim().replace(/\/+$/, '')).filter(Boolean);
+  if (urls.length === 0) throw new Error('no API URL: pass { apiUrl } or set SPACE_API_URL');
+  return urls;
 }

@@ -2,9 +2,28 @@ import { WebSocket } from 'ws';
 import { SpaceApiError, SpaceClientError } from './errors.js';
 import type { CallOptions, ResolvedOptions } from './options.js';
 
-/** HTTP and WebSocket calls to the API with the key, timeouts, cancellation and typed errors. */
+/** Errors of a connection that never reached a control plane: the call can go to another one unchanged. */
+const notConnected = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function causeCode(err: unknown): string | undefined {
+  const cause = (err as { cause?: { code?: string } }).cause;
+  return cause?.code ?? (err as { code?: string }).code;
+}
+
+/**
+ * HTTP and WebSocket calls to the API with the key, timeouts, cancellation and typed errors. With
+ * several control planes, a call that cannot connect to the one in use goes to the next (never a
+ * call that reached one: it may have run), and that one is used from then on.
+ */
 export class Transport {
+  private current = 0;
+
   constructor(readonly options: ResolvedOptions) {}
+
+  /** The URL of the control plane in use. */
+  get apiUrl(): string {
+    return this.options.apiUrls[this.current]!;
+  }
 
   async request(
     method: string,
@@ -20,22 +39,29 @@ export class Transport {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(init.json);
     }
-    let res: Response;
-    try {
-      res = await fetch(this.options.apiUrl + path, {
-        method,
-        headers,
-        body,
-        signal,
-        ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
-      } as RequestInit);
-    } catch (err) {
-      if (timeout.aborted) throw new SpaceClientError('TIMEOUT', `${method} ${path} took longer than ${timeoutMs} ms (pass timeoutMs to wait longer)`);
-      if (init.signal?.aborted) throw new SpaceClientError('ABORTED', `${method} ${path} was aborted`);
-      throw new SpaceClientError(
-        'NETWORK',
-        `cannot reach SPACE at ${this.options.apiUrl}: ${(err as Error).message} (is "space up" running? is SPACE_API_URL right?)`,
-      );
+    let res: Response | null = null;
+    // A streamed body can be sent once only; anything else may go to each control plane in turn.
+    const attempts = body instanceof ReadableStream ? 1 : this.options.apiUrls.length;
+    for (let attempt = 0; res === null; attempt++) {
+      const url = this.apiUrl;
+      try {
+        res = await fetch(url + path, {
+          method,
+          headers,
+          body,
+          signal,
+          ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+        } as RequestInit);
+      } catch (err) {
+        if (timeout.aborted) throw new SpaceClientError('TIMEOUT', `${method} ${path} took longer than ${timeoutMs} ms (pass timeoutMs to wait longer)`);
+        if (init.signal?.aborted) throw new SpaceClientError('ABORTED', `${method} ${path} was aborted`);
+        const failOver = notConnected.has(causeCode(err) ?? '') && attempt + 1 < attempts;
+        if (failOver) {
+          this.current = (this.current + 1) % this.options.apiUrls.length;
+          continue;
+        }
+        throw new SpaceClientError('NETWORK', `cannot reach SPACE at ${url}: ${(err as Error).message} (is "space up" running? is SPACE_API_URL right?)`);
+      }
     }
     if (!res.ok) throw await errorFrom(res);
     return res;
@@ -51,7 +77,12 @@ export class Transport {
    * SpaceApiError becomes the socket's first 'error', before it closes.
    */
   socket(path: string): WebSocket {
-    const ws = new WebSocket(this.options.apiUrl.replace(/^http/, 'ws') + path, { headers: { authorization: `Bearer ${this.options.apiKey}` } });
+    const used = this.current;
+    const ws = new WebSocket(this.apiUrl.replace(/^http/, 'ws') + path, { headers: { authorization: `Bearer ${this.options.apiKey}` } });
+    // A control plane that cannot be reached: the stream's next attempt (re-attach) goes to the next one.
+    ws.once('error', (err) => {
+      if (notConnected.has(causeCode(err) ?? '') && this.current === used) this.current = (used + 1) % this.options.apiUrls.length;
+    });
     ws.on('unexpected-response', (_req, res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.length < 64 && chunks.push(chunk));
