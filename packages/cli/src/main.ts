@@ -12,13 +12,17 @@ import { registerLimitsCommand } from './commands/limits.js';
 import { registerTemplateCommands } from './commands/templates.js';
 import { registerMcpCommand } from './commands/mcp.js';
 import { registerClusterCommands } from './commands/cluster.js';
+import { registerNodeCommands } from './commands/nodes.js';
 import { describeError } from './client.js';
 
 const program = new Command();
 program.name('space').description('SPACE: sandboxes for AI agents whose sessions outlive them').showHelpAfterError().enablePositionalOptions();
 
 program.command('up').description('run the node agent and control plane in the foreground').action(up);
-program.command('node').description('run only the node agent (node API on SPACE_NODE_HOST:SPACE_NODE_PORT)').action(nodeOnly);
+const node = program
+  .command('node')
+  .description('run only the node agent (node API on SPACE_NODE_HOST:SPACE_NODE_PORT); or drain/undrain one')
+  .action(nodeOnly);
 program
   .command('control-plane')
   .description('run only the control plane, using the node at SPACE_NODE_URL and nodes that register themselves')
@@ -33,6 +37,7 @@ registerLimitsCommand(program);
 registerTemplateCommands(program);
 registerMcpCommand(program);
 registerClusterCommands(program);
+registerNodeCommands(program, node);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`space: ${describeError(err)}\n`);

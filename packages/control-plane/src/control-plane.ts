@@ -6,6 +6,7 @@ import { TemplateService } from './template-service.js';
 import { Authenticator } from './auth.js';
 import { NodeClient } from './node-client.js';
 import { NodeDirectory } from './node-directory.js';
+import { NodeDrain } from './node-drain.js';
 import { SessionService } from './session-service.js';
 import { CheckpointTaker } from './checkpoint-taker.js';
 import { CheckpointShipper } from './checkpoint-shipper.js';
@@ -62,6 +63,7 @@ export class ControlPlane {
   private readonly sessions: SessionService;
   private readonly calls: SessionCalls;
   private readonly nodes: NodeDirectory;
+  private readonly drain: NodeDrain;
   /** The configured node, reached directly for its heartbeat. */
   private readonly configuredNode: NodeClient | null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
@@ -98,8 +100,8 @@ export class ControlPlane {
       log: this.log,
       enabled: Boolean(options.objectStore),
     });
-    const mover = new SessionMover({ store: options.store, nodes: this.nodes, shipper, metrics: this.metrics, log: this.log });
     const taker = new CheckpointTaker(options.store, this.nodes, this.metrics, shipper);
+    const mover = new SessionMover({ store: options.store, nodes: this.nodes, shipper, taker, metrics: this.metrics, log: this.log });
     const egress = new EgressService(options.store, this.nodes, options.secrets, this.log);
     this.egress = egress;
     const catalog = new TemplateCatalog(options.store);
@@ -117,6 +119,7 @@ export class ControlPlane {
       mover,
       defaultDiskGb: options.defaultDiskGb ?? 10,
     });
+    this.drain = new NodeDrain({ store: options.store, nodes: this.nodes, lifecycle, mover });
     this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
     this.checkpoints = new SessionCheckpointService(options.store, this.nodes, this.sessions, taker, this.metrics, this.limits, shipper);
     this.templates = { catalog, service: new TemplateService(options.store, this.nodes, this.checkpoints, catalog) };
@@ -164,6 +167,7 @@ export class ControlPlane {
       store: this.options.store,
       metrics: this.metrics,
       nodes: this.nodes,
+      drain: this.drain,
       egress: this.egress,
       log: lineLog(this.log),
       limits: this.limits,

@@ -133,9 +133,10 @@ export class NodeDirectory {
     return rows.filter((r) => this.status(r) !== 'lost').map((r) => this.clientOf(r));
   }
 
-  async setStatus(nodeId: string, status: NodeRow['status']): Promise<void> {
+  async setStatus(nodeId: string, status: NodeRow['status']): Promise<NodeView> {
     if (!(await this.options.store.getNode(nodeId))) throw new SpaceError(ErrorCode.NODE_NOT_FOUND, `no node ${JSON.stringify(nodeId)}`);
     await this.options.store.setNodeStatus(nodeId, status);
+    return (await this.list()).find((n) => n.id === nodeId)!;
   }
 
   close(): void {

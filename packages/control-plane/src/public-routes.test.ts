@@ -22,6 +22,7 @@ test('every operation of the API reference is served by the control plane (an un
     store: s.store,
     metrics: s.metrics,
     nodes: s.nodes,
+    drain: s.drain,
     egress: s.egress,
     log: lineLog(() => undefined),
     limits: s.limits,

@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { LocalCluster } from '@space/cli';
 import { Api } from './client.js';
-import { testDataDir } from './platform.js';
+import { cliMain, testDataDir } from './platform.js';
 
 // `space cluster up` in a test: one PostgreSQL, two control planes and three node agents on this
 // machine, each node with its own data directory, btrfs image and sandboxes.
+const run = promisify(execFile);
 const adminKey = `cluster-test-${process.pid}-${Date.now()}`;
 let cluster: LocalCluster;
 let apis: Api[];
@@ -36,7 +38,9 @@ async function nodes(api: Api): Promise<Record<string, { status: string; session
 
 before(async () => {
   cluster = new LocalCluster({
-    dataDir: testDataDir,
+    // A cluster of its own each run (nodes with only `tiny` start in about a second), removed after.
+    dataDir: `${testDataDir}-cluster`,
+    removeDataOnStop: true,
     nodes: 3,
     controlPlanes: 2,
     port: await twoFreePorts(),
@@ -56,7 +60,8 @@ before(async () => {
 });
 
 after(async () => {
-  for (const id of sessions) await apis?.[0]?.call('DELETE', `/v1/sessions/${id}`);
+  // Whatever a failed test left, the cluster stops: its nodes stop their sandboxes and unmount.
+  for (const id of sessions) await apis?.[0]?.call('DELETE', `/v1/sessions/${id}`).catch(() => undefined);
   await cluster?.stop();
   const mounts = execFileSync('mount', { encoding: 'utf8' });
   assert.ok(!mounts.includes(`${cluster.root}/`), `a node's storage is still mounted:\n${mounts}`);
@@ -161,4 +166,36 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
   }
   console.log(`# the moved sessions' old sandboxes were stopped ${Date.now() - back} ms after ${victim} came back`);
   for (const id of mine) assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/kept'])).stdout, `kept-${id}\n`);
+});
+
+test('space node drain: every session of the node moves to the others with its files; the node takes none until undrained', async () => {
+  const victim = 'node-1';
+  const before = await Promise.all(sessions.map(async (id) => ({ id, node: (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.nodeId as string })));
+  const theirs = before.filter((s) => s.node === victim).map((s) => s.id);
+  assert.ok(theirs.length > 0, 'the node holds sessions to move');
+  const files = new Map<string, string>();
+  for (const id of theirs) {
+    await apis[1]!.exec(id, ['sh', '-c', `echo drained-${id} > /tmp/drain`]);
+    files.set(id, `drained-${id}\n`);
+  }
+  // Not execFileSync: the loopback S3 server runs in this process and must keep answering.
+  const cli = async (...args: string[]) => {
+    const env = { ...process.env, SPACE_API_URL: cluster.controlPlaneUrls.join(','), SPACE_API_KEY: adminKey };
+    return JSON.parse((await run(process.execPath, [cliMain, ...args, '--json'], { env })).stdout);
+  };
+  const started = Date.now();
+  const result = await cli('node', 'drain', victim);
+  console.log(`# drained ${result.moved.length} session(s) off ${victim} in ${Date.now() - started} ms`);
+  assert.deepEqual(result.failed, []);
+  assert.deepEqual(result.moved.map((m: { sessionId: string }) => m.sessionId).sort(), [...theirs].sort());
+  const view = await nodes(apis[0]!);
+  assert.deepEqual([view[victim]?.status, view[victim]?.sessions], ['draining', 0]);
+  for (const id of theirs) {
+    assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/drain'])).stdout, files.get(id), 'every file written before the drain');
+    assert.notEqual((await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.nodeId, victim);
+  }
+  const fresh = await apis[0]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+  sessions.push(fresh.id);
+  assert.notEqual(fresh.nodeId, victim, 'no new session on a draining node');
+  assert.equal((await cli('node', 'undrain', victim)).status, 'ready');
 });

@@ -15,6 +15,8 @@ import type {
   SessionStatus,
   TenantLimitsView,
   Template,
+  NodeView,
+  DrainResult,
 } from '@space/protocol';
 import type {
   CheckpointData,
@@ -27,6 +29,8 @@ import type {
   SessionData,
   TemplateData,
   TenantLimitsData,
+  NodeData,
+  DrainResultData,
 } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
@@ -43,5 +47,7 @@ export const sdkMatchesWire: Record<string, true> = {
   fileEntry: true satisfies Same<FileEntry, FileStat>,
   process: true satisfies Same<ProcessData, ProcessInfo>,
   limits: true satisfies Same<TenantLimitsData, TenantLimitsView>,
+  node: true satisfies Same<NodeData, NodeView>,
+  drain: true satisfies Same<DrainResultData, DrainResult>,
   template: true satisfies Same<TemplateData, Template>,
 };

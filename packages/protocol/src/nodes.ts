@@ -46,3 +46,13 @@ export const NodeViewSchema = z
   .strict();
 export type NodeView = z.infer<typeof NodeViewSchema>;
 export const NodeListSchema = z.object({ nodes: z.array(NodeViewSchema) }).strict();
+
+/** What draining a node did: each of its sessions moved (to which node, and what its history tells) or not (and why). */
+export const DrainResultSchema = z
+  .object({
+    nodeId: z.string(),
+    moved: z.array(z.object({ sessionId: z.string(), to: z.string(), note: z.string() }).strict()),
+    failed: z.array(z.object({ sessionId: z.string(), code: z.string(), message: z.string() }).strict()),
+  })
+  .strict();
+export type DrainResult = z.infer<typeof DrainResultSchema>;

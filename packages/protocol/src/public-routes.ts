@@ -5,7 +5,7 @@ import { sandboxRoutes } from './sandbox-routes.js';
 import { CreateSessionRequestSchema, SessionListSchema, SessionSchema } from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import { CreateTemplateRequestSchema, DeleteTemplateQuerySchema, TemplateListSchema, TemplateSchema } from './templates.js';
-import { NodeHeartbeatSchema, NodeListSchema } from './nodes.js';
+import { DrainResultSchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
 /** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
@@ -122,6 +122,13 @@ const adminRoutes: PublicRoute[] = [
     response: CreatedKeySchema,
   },
   { method: 'GET', path: '/v1/nodes', summary: 'The nodes of the cluster with their status and sessions (admin key).', response: NodeListSchema },
+  {
+    method: 'POST',
+    path: '/v1/nodes/:nodeId/drain',
+    summary: 'Drain a node (admin key): it takes no new sessions, and each of its sessions moves to another node through the object store.',
+    response: DrainResultSchema,
+  },
+  { method: 'POST', path: '/v1/nodes/:nodeId/undrain', summary: 'A drained node takes new sessions again (admin key).', response: NodeViewSchema },
   {
     method: 'POST',
     path: '/v1/nodes/heartbeat',

@@ -17,6 +17,8 @@ export type {
   SecretData,
   EgressAuditEntry,
   TenantLimitsData,
+  NodeData,
+  DrainResultData,
   TemplateData,
   TenantLimitName,
 } from './types.js';

@@ -1,7 +1,7 @@
 import { resolveOptions, type CallOptions, type SpaceOptions } from './options.js';
 import { Session, SessionHandle } from './session.js';
 import { Transport } from './transport.js';
-import type { CreateSessionOptions, SecretData, SessionData, TemplateData, TenantLimitsData } from './types.js';
+import type { CreateSessionOptions, DrainResultData, NodeData, SecretData, SessionData, TemplateData, TenantLimitsData } from './types.js';
 
 /**
  * The SPACE client: `new Space({ apiUrl, apiKey })`, both defaulting to `SPACE_API_URL` and
@@ -44,9 +44,23 @@ export class Space {
   /** The tenant's limits and what it uses of each. */
   readonly limits: (options?: CallOptions) => Promise<TenantLimitsData>;
 
+  /** The cluster's nodes (admin key). `drain` moves every session of a node to the others through the object store. */
+  readonly nodes: {
+    list(options?: CallOptions): Promise<NodeData[]>;
+    drain(nodeId: string, options?: CallOptions): Promise<DrainResultData>;
+    undrain(nodeId: string, options?: CallOptions): Promise<NodeData>;
+  };
+
   constructor(options: SpaceOptions = {}) {
     const t = new Transport(resolveOptions(options, process.env));
     this.limits = (opts = {}) => t.json<TenantLimitsData>('GET', '/v1/limits', opts);
+    this.nodes = {
+      async list(opts = {}) {
+        return (await t.json<{ nodes: NodeData[] }>('GET', '/v1/nodes', opts)).nodes;
+      },
+      drain: (nodeId, opts = {}) => t.json<DrainResultData>('POST', `/v1/nodes/${encodeURIComponent(nodeId)}/drain`, { timeoutMs: 3_600_000, ...opts }),
+      undrain: (nodeId, opts = {}) => t.json<NodeData>('POST', `/v1/nodes/${encodeURIComponent(nodeId)}/undrain`, opts),
+    };
     this.templates = {
       async create(opts) {
         const { name, fromSession, fromCheckpoint, ...call } = opts;

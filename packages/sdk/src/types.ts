@@ -172,3 +172,24 @@ export interface TemplateData {
   /** Sessions of the tenant made from it. */
   sessions: number;
 }
+
+/** A node of the cluster (`GET /v1/nodes`, admin key). */
+export interface NodeData {
+  id: string;
+  url: string;
+  /** `draining`: takes no new sessions; `lost`: no heartbeat for SPACE_NODE_LOST_AFTER_SEC. */
+  status: 'ready' | 'draining' | 'lost';
+  /** Sessions whose volume is on the node. */
+  sessions: number;
+  sandboxes: number;
+  capacity: { memoryMb: number; cpus: number };
+  registeredAt: string;
+  lastHeartbeatAt: string;
+}
+
+/** What draining a node did to each of its sessions. */
+export interface DrainResultData {
+  nodeId: string;
+  moved: { sessionId: string; to: string; note: string }[];
+  failed: { sessionId: string; code: string; message: string }[];
+}

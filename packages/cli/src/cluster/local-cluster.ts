@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LocalPostgres, startLocalPostgres } from '@space/control-plane';
@@ -19,6 +19,8 @@ export interface LocalClusterOptions {
   adminKey: string;
   /** Settings given to every member (templates, pool size, ...) on top of this process's environment. */
   env?: Record<string, string>;
+  /** Remove everything the cluster kept (its data directory and PostgreSQL's) when it stops: for tests. Default false. */
+  removeDataOnStop?: boolean;
   /** Each member's output line by line, with its name. */
   output?: (member: string, line: string) => void;
 }
@@ -111,6 +113,11 @@ export class LocalCluster {
     this.postgres = null;
     await this.s3?.stop();
     this.s3 = null;
+    // Never under a mount: a node that did not stop cleanly keeps its btrfs image mounted.
+    if (this.options.removeDataOnStop && !readFileSync('/proc/mounts', 'utf8').includes(`${this.root}/`)) {
+      rmSync(this.root, { recursive: true, force: true });
+      rmSync(this.postgresDir, { recursive: true, force: true });
+    }
   }
 
   /** SIGTERM and wait for the member to exit (its pid file goes with it). */

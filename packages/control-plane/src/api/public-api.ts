@@ -14,10 +14,12 @@ import {
   RestoreRequestSchema,
   newId,
   NodeHeartbeatSchema,
+  NodeIdSchema,
 } from '@space/protocol';
 import type { SessionCheckpointService } from '../session-checkpoint-service.js';
 import type { Metrics } from '../metrics.js';
 import type { NodeDirectory } from '../node-directory.js';
+import type { NodeDrain } from '../node-drain.js';
 import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { EgressService } from '../egress-service.js';
 import type { Authenticator } from '../auth.js';
@@ -37,6 +39,7 @@ export interface PublicApiDeps {
   store: Store;
   metrics: Metrics;
   nodes: NodeDirectory;
+  drain: NodeDrain;
   egress: EgressService;
   log: ServerLog;
   limits: TenantLimits;
@@ -89,6 +92,16 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   router.on('GET', '/v1/nodes', async ({ req, res }) => {
     auth.requireAdmin(await auth.authenticate(req));
     sendJson(res, 200, { nodes: await deps.nodes.list() });
+  });
+
+  router.on('POST', '/v1/nodes/:nodeId/drain', async ({ req, res, params }) => {
+    auth.requireAdmin(await auth.authenticate(req));
+    sendJson(res, 200, await deps.drain.drain(parseWith(NodeIdSchema, params.nodeId, 'node id')));
+  });
+
+  router.on('POST', '/v1/nodes/:nodeId/undrain', async ({ req, res, params }) => {
+    auth.requireAdmin(await auth.authenticate(req));
+    sendJson(res, 200, await deps.drain.undrain(parseWith(NodeIdSchema, params.nodeId, 'node id')));
   });
 
   router.on('POST', '/v1/nodes/heartbeat', async ({ req, res }) => {

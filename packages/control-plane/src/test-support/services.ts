@@ -16,6 +16,7 @@ import { FakeNode } from './fake-node.js';
 import { CheckpointShipper } from '../checkpoint-shipper.js';
 import { SessionMover } from '../session-mover.js';
 import { NodeDirectory } from '../node-directory.js';
+import { NodeDrain } from '../node-drain.js';
 import { Authenticator } from '../auth.js';
 import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from '../tenant-limits.js';
 import { TemplateCatalog } from '../template-catalog.js';
@@ -40,8 +41,8 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   await nodes.heartbeat({ id: node.nodeId, url: 'http://fake-node.invalid', token: 'fake-node-token-0', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 0 });
   // No object store: nothing is shipped (the shipping itself is tested on real btrfs and an S3 server).
   const shipper = new CheckpointShipper({ store, nodes, metrics, log: (m) => log.push(m), enabled: false });
-  const mover = new SessionMover({ store, nodes, shipper, metrics, log: (m) => log.push(m) });
   const taker = new CheckpointTaker(store, nodes, metrics, shipper);
+  const mover = new SessionMover({ store, nodes, shipper, taker, metrics, log: (m) => log.push(m) });
   const egress = new EgressService(store, nodes, cipher, (m) => log.push(m));
   const auth = new Authenticator(store);
   const limits = new TenantLimits(auth, store, metrics, { ...defaultTenantLimits, ...limitOptions }, now);
@@ -60,6 +61,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     mover,
     defaultDiskGb: 10,
   });
+  const drain = new NodeDrain({ store, nodes, lifecycle, mover });
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
   const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper);
   const templates = new TemplateService(store, nodes, checkpoints, catalog);
@@ -82,6 +84,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     clock,
     store,
     nodes,
+    drain,
     caller,
     node,
     metrics,
