@@ -1,10 +1,10 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { freePort } from '@space/server-kit';
 
 const run = promisify(execFile);
 
@@ -27,17 +27,6 @@ function binDir(): string {
     : [];
   if (!versions[0]) throw new Error('PostgreSQL is not installed (Debian package postgresql-15; ./space setup installs it)');
   return path.join(root, versions[0], 'bin');
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /**

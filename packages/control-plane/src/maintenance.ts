@@ -1,8 +1,9 @@
-import { ErrorCode, isSpaceError, type CheckpointKind } from '@space/protocol';
+import { ErrorCode, isSpaceError, type CheckpointKind, type SandboxInfo } from '@space/protocol';
 import type { SessionCheckpointService } from './session-checkpoint-service.js';
 import type { Activity } from './activity.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { Metrics } from './metrics.js';
+import type { NodeClient } from './node-client.js';
 import type { NodeDirectory } from './node-directory.js';
 import type { CheckpointShipper } from './checkpoint-shipper.js';
 import type { SessionService } from './session-service.js';
@@ -24,6 +25,9 @@ export interface MaintenanceDeps {
   keepAutomatic: number;
   now?: () => number;
 }
+
+/** What each node that answered runs, by node id. */
+type ListedSandboxes = Map<string, { node: NodeClient; sandboxes: SandboxInfo[] }>;
 
 /** Unrecorded checkpoints are swept this often, once older than the grace period. */
 const orphanSweepEveryMs = 60_000;
@@ -91,8 +95,9 @@ export class Maintenance {
       if (shipped) this.deps.log(`shipped ${shipped} checkpoint(s) an earlier attempt did not`);
       await this.deps.shipper.collectBases().catch((err: Error) => this.deps.log(`unused ship bases not collected: ${err.message}`));
     }
-    await this.fenceMovedSessions();
-    await this.eachSession(async (row, running) => {
+    const listed = await this.listSandboxes();
+    await this.fenceMovedSessions(listed);
+    await this.eachSession(listed, async (row, running) => {
       if (await this.reconcile(row, running)) return;
       if (row.status !== 'running' || !row.sandboxId) return;
       if (this.idle(row)) await this.stopIdle(row);
@@ -106,12 +111,11 @@ export class Maintenance {
    * another node meanwhile (or were deleted): they are stopped there, so a session never runs
    * twice. Their files stay on that node.
    */
-  private async fenceMovedSessions(): Promise<void> {
-    for (const node of await this.deps.nodes.live()) {
-      // Sandboxes first, then sessions: a session is recorded before its sandbox starts, so each listed sandbox's session is in the second list.
-      const sandboxes = await node.listSandboxes().catch(() => []);
-      if (sandboxes.length === 0) continue;
-      const sessions = new Map((await this.deps.store.listAllSessions()).map((s) => [s.id, s]));
+  private async fenceMovedSessions(listed: ListedSandboxes): Promise<void> {
+    if ([...listed.values()].every((l) => l.sandboxes.length === 0)) return;
+    // Listed after the sandboxes: a session is recorded before its sandbox starts, so each listed sandbox's session is here.
+    const sessions = new Map((await this.deps.store.listAllSessions()).map((s) => [s.id, s]));
+    for (const { node, sandboxes } of listed.values()) {
       for (const sandbox of sandboxes) {
         const row = sessions.get(sandbox.sessionId);
         if (row && (row.volumeNodeId ?? node.nodeId) === node.nodeId) continue;
@@ -124,8 +128,20 @@ export class Maintenance {
   }
 
   /** Only the reconciliation, for every session: run before the control plane serves its first call. */
-  reconcileAll(): Promise<void> {
-    return this.eachSession(async (row, running) => void (await this.reconcile(row, running)));
+  async reconcileAll(): Promise<void> {
+    await this.eachSession(await this.listSandboxes(), async (row, running) => void (await this.reconcile(row, running)));
+  }
+
+  /** The sandboxes each live node runs, by node id; a node that does not answer is left out. */
+  private async listSandboxes(): Promise<ListedSandboxes> {
+    const listed: ListedSandboxes = new Map();
+    await Promise.all(
+      (await this.deps.nodes.live()).map(async (node) => {
+        const sandboxes = await node.listSandboxes().catch(() => null);
+        if (sandboxes) listed.set(node.nodeId, { node, sandboxes });
+      }),
+    );
+    return listed;
   }
 
   /**
@@ -133,14 +149,8 @@ export class Maintenance {
    * A session busy with its own operation is skipped (the next pass comes soon), and so is one whose
    * node did not answer (or is lost).
    */
-  private async eachSession(work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
-    const running = new Map<string, Set<string>>();
-    await Promise.all(
-      (await this.deps.nodes.live()).map(async (node) => {
-        const list = await node.listSandboxes().catch(() => null);
-        if (list) running.set(node.nodeId, new Set(list.map((s) => s.sandboxId)));
-      }),
-    );
+  private async eachSession(listed: ListedSandboxes, work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
+    const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Set(sandboxes.map((s) => s.sandboxId))]));
     for (const { id, tenantId, nodeId, volumeNodeId } of await this.deps.store.listAllSessions()) {
       if (this.deps.activity.busy(id) || this.deps.lifecycle.busyHere(id)) continue;
       const onNode = running.get(nodeId ?? volumeNodeId ?? '');

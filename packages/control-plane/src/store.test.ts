@@ -85,7 +85,7 @@ for (const engine of engines.all) {
     const reopened = await engine.open('sessions');
     const again = await reopened.getSession('tn_a', 'ses_1');
     assert.deepEqual([again?.status, again?.sandboxId, again?.resumeNote, again?.nodeId], ['stopped', null, 'went back', 'node_x']);
-    await store.recordSandboxStart({
+    const start = (note: string | null) => ({
       id: 'sbx_1',
       sessionId: 'ses_1',
       nodeId: 'n',
@@ -93,18 +93,10 @@ for (const engine of engines.all) {
       endedAt: null,
       endReason: null,
       restoredFrom: null,
-      note: null,
+      note,
     });
-    await store.recordSandboxStart({
-      id: 'sbx_1',
-      sessionId: 'ses_1',
-      nodeId: 'n',
-      startedAt: '2026-01-01T00:00:01.000Z',
-      endedAt: null,
-      endReason: null,
-      restoredFrom: null,
-      note: 'again',
-    });
+    await store.recordSandboxStart(start(null));
+    await store.recordSandboxStart(start('again'));
     await store.recordSandboxEnd('sbx_1', 'died');
     await store.recordSandboxEnd('sbx_1', 'killed');
     const history = await store.listSandboxHistory('ses_1');

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
 import { after, before, test } from 'node:test';
 import { type LocalPostgres, startLocalPostgres } from '@space/control-plane';
 import { Space } from '@space/sdk';
+import { freePort } from '@space/server-kit';
 import { Api } from './client.js';
 import { type RunningPlatform, startPlatform } from './platform.js';
 
@@ -14,15 +14,6 @@ let second: RunningPlatform | null = null;
 let a: Api;
 let b: Api;
 const sessions: string[] = [];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** The call's answer, or a failure if it takes longer than `ms`: a database outage must not hang calls. */
 function within<T>(ms: number, call: Promise<T>, what: string): Promise<T> {

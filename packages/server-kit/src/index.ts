@@ -11,3 +11,4 @@ export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from '
 export { SingleFlight } from './single-flight.js';
 export { KeyedQueue, type QueueWait } from './keyed-queue.js';
 export { writeFreshFile } from './fresh-file.js';
+export { freePort } from './free-port.js';

@@ -12,6 +12,7 @@ import { SessionCheckpointService } from '../session-checkpoint-service.js';
 import { SessionCalls } from '../session-calls.js';
 import { SessionService } from '../session-service.js';
 import { openSqliteStore } from '../store/open-store.js';
+import type { Store } from '../store/store.js';
 import { FakeNode } from './fake-node.js';
 import { CheckpointShipper } from '../checkpoint-shipper.js';
 import { SessionMover } from '../session-mover.js';
@@ -22,11 +23,11 @@ import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from '../t
 import { TemplateCatalog } from '../template-catalog.js';
 import { TemplateService } from '../template-service.js';
 
-/** The control plane's services wired as in ControlPlane, on an in-memory store and a FakeNode, with a settable clock. */
-export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {}) {
+/** The control plane's services wired as in ControlPlane, on an in-memory store (or `given`) and a FakeNode, with a settable clock. */
+export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOptions> = {}, given?: Store) {
   const clock = { now: Date.now() };
   const now = (): number => clock.now;
-  const store = await openSqliteStore(':memory:');
+  const store = given ?? (await openSqliteStore(':memory:'));
   await store.insertTenant({ id: 'tn_test0001', name: 'test', createdAt: new Date().toISOString() });
   const caller: Caller = { tenantId: 'tn_test0001', admin: false };
   const node = new FakeNode();

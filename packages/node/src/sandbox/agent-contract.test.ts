@@ -3,7 +3,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -22,6 +21,7 @@ import {
 } from '@space/protocol';
 import { malformedFrames, sendRawFrame } from '@space/server-kit/testing';
 import type { z } from 'zod';
+import { freePort } from '@space/server-kit';
 
 /**
  * The node-facing contract of the in-sandbox agent, tested from the TypeScript side: the real Go
@@ -30,17 +30,6 @@ import type { z } from 'zod';
  * is covered by the end-to-end suites.
  */
 const agentDist = fileURLToPath(new URL('../../../agent/dist/', import.meta.url));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts the agent binary on loopback, serving `workdir`, with a fresh token file in `dir`. */
 async function startAgent(

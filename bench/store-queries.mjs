@@ -1,0 +1,51 @@
+// Database statements per control-plane operation, counted on the real store code (SQLite engine:
+// the statements are the same on PostgreSQL) with the services wired as in the control plane, on a
+// node stand-in. The numbers docs/scale.md extrapolates from.
+// Usage: node bench/store-queries.mjs
+import { CreateSessionRequestSchema } from '../packages/protocol/dist/index.js';
+import { SqlStore } from '../packages/control-plane/dist/store/sql-store.js';
+import { SqliteDatabase } from '../packages/control-plane/dist/store/sqlite-database.js';
+import { servicesOnFakeNode } from '../packages/control-plane/dist/test-support/services.js';
+
+const db = await SqliteDatabase.open(':memory:');
+let statements = 0;
+const counted = (target) =>
+  new Proxy(target, {
+    get(t, prop) {
+      const value = t[prop];
+      if (prop === 'run' || prop === 'get' || prop === 'all') return (...args) => (statements++, value.apply(t, args));
+      if (prop === 'transaction') return (work) => value.call(t, (tx) => work(counted(tx)));
+      return typeof value === 'function' ? value.bind(t) : value;
+    },
+  });
+const s = await servicesOnFakeNode({}, new SqlStore(counted(db)));
+const caller = s.caller;
+const counts = {};
+async function count(name, fn) {
+  await new Promise((r) => setTimeout(r, 20)); // background writes (activity) of the step before land first
+  const before = statements;
+  await fn();
+  counts[name] = statements - before;
+}
+
+const request = CreateSessionRequestSchema.parse({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+let session;
+await count('create a session', async () => (session = await s.sessions.create(caller, request)));
+await count('exec (a call on a running sandbox)', () => s.calls.withSandbox(caller, session.id, { repeatable: true }, async () => undefined));
+await count('authenticate a request (API key lookup)', () => s.store.findApiKey('0'.repeat(64)));
+await count('GET a session (with history and checkpoints)', () => s.sessions.get(caller, session.id));
+await count('list sessions', () => s.sessions.list(caller));
+await count('fs checkpoint', () => s.checkpoints.create(caller, session.id, 'fs'));
+await count('fork x1', () => s.checkpoints.fork(caller, s.node.checkpoints.values().next().value, 1));
+await count('kill the sandbox', () => s.sessions.killSandbox(caller, session.id));
+await count('resume (exec after the sandbox died)', () => s.calls.withSandbox(caller, session.id, { repeatable: true }, async () => undefined));
+await count('node heartbeat', () =>
+  s.nodes.heartbeat({ id: s.node.nodeId, url: 'http://x.invalid', token: 'fake-node-token-0', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 2 }),
+);
+const sessionsNow = (await s.store.listAllSessions()).length;
+await count(`maintenance pass (${sessionsNow} sessions, nothing due)`, () => s.maintenance.tick());
+await count('delete a session', () => s.sessions.delete(caller, session.id));
+
+console.log('| operation | statements |\n|---|---|');
+for (const [name, n] of Object.entries(counts)) console.log(`| ${name} | ${n} |`);
+console.log(JSON.stringify(counts));
