@@ -51,7 +51,7 @@ export class CheckpointShipper {
   /** Ships it now (after what is under way for its session); nothing for one shipped or deleted meanwhile. */
   ship(row: CheckpointRow): Promise<void> {
     return this.perSession.run(row.sessionId, async () => {
-      const current = (await this.deps.store.listCheckpoints(row.sessionId)).find((c) => c.id === row.id);
+      const current = await this.deps.store.getCheckpoint(row.tenantId, row.id);
       if (!current || current.shippedAt) return;
       const started = this.now();
       const node = await this.deps.nodes.client(current.nodeId);

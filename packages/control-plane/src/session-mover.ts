@@ -19,10 +19,11 @@ export interface SessionMoverDeps {
 const unusableObject = new Set<string>([ErrorCode.OBJECT_NOT_FOUND, ErrorCode.OBJECT_CORRUPT]);
 
 /**
- * A session whose node is lost goes on on another node: its newest shipped checkpoint is fetched
- * there and becomes its volume (a full checkpoint's memory image comes along). A checkpoint whose
- * objects are missing or do not read back whole is skipped for the next older one, and the
- * session's history says so. Runs in the session's lifecycle turn (a resume).
+ * Sessions leaving their node, in their lifecycle turn. One whose node is lost goes on on another
+ * node from its newest shipped checkpoint, fetched there (a full checkpoint's memory image comes
+ * along); a checkpoint whose objects are missing or do not read back whole is skipped for the next
+ * older one. One whose node is drained moves with an fs checkpoint of everything it wrote. Either
+ * way the session's history says from where to where, and from which checkpoint.
  */
 export class SessionMover {
   constructor(private readonly deps: SessionMoverDeps) {}
@@ -64,7 +65,7 @@ export class SessionMover {
     }
     const taken = await this.deps.taker.take(row, 'fs', 'auto');
     await this.deps.shipper.ship(taken);
-    const checkpoint = (await this.deps.store.listCheckpoints(row.id)).find((c) => c.id === taken.id);
+    const checkpoint = await this.deps.store.getCheckpoint(row.tenantId, taken.id);
     if (!checkpoint?.shippedAt)
       throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, `checkpoint ${taken.id} of session ${row.id} did not reach the object store`);
     const moved = await this.relocate({ ...row, sandboxId: null }, to, [checkpoint], `node ${from.nodeId} was drained`, false);

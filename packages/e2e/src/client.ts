@@ -22,7 +22,7 @@ export class Api {
     method: string,
     path: string,
     body?: unknown,
-    init: { raw?: string | Buffer; headers?: Record<string, string> } = {},
+    init: { raw?: string | Buffer; headers?: Record<string, string>; signal?: AbortSignal } = {},
   ): Promise<ApiReply<T>> {
     const headers: Record<string, string> = { ...init.headers };
     if (this.key) headers.authorization = `Bearer ${this.key}`;
@@ -31,7 +31,7 @@ export class Api {
       headers['content-type'] = 'application/json';
       payload = JSON.stringify(body);
     }
-    const res = await fetch(this.url + path, { method, headers, body: payload });
+    const res = await fetch(this.url + path, { method, headers, body: payload, signal: init.signal });
     const text = await res.text();
     let parsed: unknown = text;
     try {

@@ -58,6 +58,8 @@ export interface ChaosReport {
   platformKills: number;
   acknowledged: number;
   failedCalls: number;
+  /** Writes that got no answer within `callTimeoutMs` (a call must never hang: each is a defect to chase), by session and time. */
+  stuckCalls: { sessionId: string; at: string }[];
   checkpoints: number;
   /** Must be 0: a checkpoint holds every record acknowledged before it (on its timeline). */
   missingFromCheckpoints: number;
@@ -71,6 +73,8 @@ export interface ChaosReport {
   accounts: SessionAccount[];
 }
 
+/** A write with no answer by then is counted as stuck and given up on, so one hung call cannot stall the run (undici would wait 300 s). */
+const callTimeoutMs = 60_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -103,10 +107,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     let stopped = false;
     let failedCalls = 0;
+    const stuckCalls: { sessionId: string; at: string }[] = [];
     const acks = new Map<string, Ack[]>(ids.map((id) => [id, []]));
     const writer = async (id: string): Promise<void> => {
       for (let n = 1; !stopped; n++) {
-        const reply = await call('POST', `/v1/sessions/${id}/exec`, { cmd: `echo ${n} >> /workspace/log` }).catch(() => null);
+        const sent = new Date().toISOString();
+        const reply = await new Api(platform.url, adminKey)
+          .call('POST', `/v1/sessions/${id}/exec`, { cmd: `echo ${n} >> /workspace/log` }, { signal: AbortSignal.timeout(callTimeoutMs) })
+          .catch((err: Error) => {
+            if (err.name === 'TimeoutError') stuckCalls.push({ sessionId: id, at: sent });
+            return null;
+          });
         if (reply?.status === 200 && reply.body.exitCode === 0) acks.get(id)!.push({ n, at: Date.now() });
         else {
           failedCalls++;
@@ -162,6 +173,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       platformKills,
       acknowledged: sum((a) => a.acknowledged),
       failedCalls,
+      stuckCalls,
       checkpoints: sum((a) => a.checkpoints),
       missingFromCheckpoints: sum((a) => a.missingFromCheckpoints.length),
       lost: sum((a) => a.lost.length),
