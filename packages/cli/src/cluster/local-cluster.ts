@@ -19,7 +19,7 @@ export interface LocalClusterOptions {
   adminKey: string;
   /** Settings given to every member (templates, pool size, ...) on top of this process's environment. */
   env?: Record<string, string>;
-  /** Remove everything the cluster kept (its data directory and PostgreSQL's) when it stops: for tests. Default false. */
+  /** Remove `dataDir` and PostgreSQL's data when the cluster stops: for tests, on a data directory of their own. Default false. */
   removeDataOnStop?: boolean;
   /** Each member's output line by line, with its name. */
   output?: (member: string, line: string) => void;
@@ -115,7 +115,7 @@ export class LocalCluster {
     this.s3 = null;
     // Never under a mount: a node that did not stop cleanly keeps its btrfs image mounted.
     if (this.options.removeDataOnStop && !readFileSync('/proc/mounts', 'utf8').includes(`${this.root}/`)) {
-      rmSync(this.root, { recursive: true, force: true });
+      rmSync(this.options.dataDir, { recursive: true, force: true });
       rmSync(this.postgresDir, { recursive: true, force: true });
     }
   }
