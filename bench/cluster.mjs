@@ -9,7 +9,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LocalCluster } from '../packages/cli/dist/index.js';
+import { smallCluster } from '../packages/e2e/dist/harness/small-cluster.js';
 import { benchKey, startPlatform, timed } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
@@ -63,23 +63,7 @@ try {
   await single.stop();
 }
 
-const cluster = new LocalCluster({
-  dataDir: `${dataDir}-bench-cluster`,
-  removeDataOnStop: true,
-  nodes: 3,
-  controlPlanes: 2,
-  port: 27500 + (process.pid % 200) * 2,
-  adminKey: benchKey,
-  env: {
-    SPACE_TEMPLATES: 'tiny',
-    SPACE_POOL_SIZE: '0',
-    SPACE_TEMPLATE_IMAGES: '0',
-    SPACE_VOLUME_SIZE_GB: '8',
-    SPACE_HEARTBEAT_MS: '500',
-    SPACE_NODE_LOST_AFTER_SEC: '3',
-    SPACE_QUIET: '1',
-  },
-});
+const cluster = await smallCluster({ dataDir: `${dataDir}-bench-cluster`, adminKey: benchKey });
 const detect = [];
 const move = [];
 const shipWait = [];

@@ -95,9 +95,9 @@ export class Maintenance {
       if (shipped) this.deps.log(`shipped ${shipped} checkpoint(s) an earlier attempt did not`);
       await this.deps.shipper.collectBases().catch((err: Error) => this.deps.log(`unused ship bases not collected: ${err.message}`));
     }
-    const listed = await this.listSandboxes();
-    await this.fenceMovedSessions(listed);
-    await this.eachSession(listed, async (row, running) => {
+    const { listed, sessions } = await this.snapshot();
+    await this.fenceMovedSessions(listed, sessions);
+    await this.eachSession(listed, sessions, async (row, running) => {
       if (await this.reconcile(row, running)) return;
       if (row.status !== 'running' || !row.sandboxId) return;
       if (this.idle(row)) await this.stopIdle(row);
@@ -111,13 +111,11 @@ export class Maintenance {
    * another node meanwhile (or were deleted): they are stopped there, so a session never runs
    * twice. Their files stay on that node.
    */
-  private async fenceMovedSessions(listed: ListedSandboxes): Promise<void> {
-    if ([...listed.values()].every((l) => l.sandboxes.length === 0)) return;
-    // Listed after the sandboxes: a session is recorded before its sandbox starts, so each listed sandbox's session is here.
-    const sessions = new Map((await this.deps.store.listAllSessions()).map((s) => [s.id, s]));
+  private async fenceMovedSessions(listed: ListedSandboxes, sessions: SessionRow[]): Promise<void> {
+    const byId = new Map(sessions.map((s) => [s.id, s]));
     for (const { node, sandboxes } of listed.values()) {
       for (const sandbox of sandboxes) {
-        const row = sessions.get(sandbox.sessionId);
+        const row = byId.get(sandbox.sessionId);
         if (row && (row.volumeNodeId ?? node.nodeId) === node.nodeId) continue;
         await node.stopSandbox(sandbox.sandboxId).catch(() => undefined);
         this.deps.log(
@@ -129,11 +127,16 @@ export class Maintenance {
 
   /** Only the reconciliation, for every session: run before the control plane serves its first call. */
   async reconcileAll(): Promise<void> {
-    await this.eachSession(await this.listSandboxes(), async (row, running) => void (await this.reconcile(row, running)));
+    const { listed, sessions } = await this.snapshot();
+    await this.eachSession(listed, sessions, async (row, running) => void (await this.reconcile(row, running)));
   }
 
-  /** The sandboxes each live node runs, by node id; a node that does not answer is left out. */
-  private async listSandboxes(): Promise<ListedSandboxes> {
+  /**
+   * The sandboxes each live node runs, by node id (a node that does not answer is left out), then
+   * every session: in that order, since a session is recorded before its sandbox starts, each listed
+   * sandbox's session is among them.
+   */
+  private async snapshot(): Promise<{ listed: ListedSandboxes; sessions: SessionRow[] }> {
     const listed: ListedSandboxes = new Map();
     await Promise.all(
       (await this.deps.nodes.live()).map(async (node) => {
@@ -141,7 +144,7 @@ export class Maintenance {
         if (sandboxes) listed.set(node.nodeId, { node, sandboxes });
       }),
     );
-    return listed;
+    return { listed, sessions: await this.deps.store.listAllSessions() };
   }
 
   /**
@@ -149,9 +152,9 @@ export class Maintenance {
    * A session busy with its own operation is skipped (the next pass comes soon), and so is one whose
    * node did not answer (or is lost).
    */
-  private async eachSession(listed: ListedSandboxes, work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
+  private async eachSession(listed: ListedSandboxes, sessions: SessionRow[], work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
     const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Set(sandboxes.map((s) => s.sandboxId))]));
-    for (const { id, tenantId, nodeId, volumeNodeId } of await this.deps.store.listAllSessions()) {
+    for (const { id, tenantId, nodeId, volumeNodeId } of sessions) {
       if (this.deps.activity.busy(id) || this.deps.lifecycle.busyHere(id)) continue;
       const onNode = running.get(nodeId ?? volumeNodeId ?? '');
       if (!onNode) continue;

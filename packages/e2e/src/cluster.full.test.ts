@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { LocalCluster } from '@space/cli';
+import type { LocalCluster } from '@space/cli';
 import { Api } from './client.js';
+import { smallCluster } from './harness/small-cluster.js';
 import { cliMain, testDataDir } from './platform.js';
 
 // `space cluster up` in a test: one PostgreSQL, two control planes and three node agents on this
@@ -17,17 +17,6 @@ let cluster: LocalCluster;
 let apis: Api[];
 const sessions: string[] = [];
 
-/** A port with the next one free too: the control planes listen on consecutive ports. */
-async function twoFreePorts(): Promise<number> {
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const server = createServer()
-        .once('error', () => resolve(false))
-        .listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
-  for (let port = 20_000 + Math.floor(Math.random() * 20_000); ; port += 2) if ((await free(port)) && (await free(port + 1))) return port;
-}
-
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function nodes(api: Api): Promise<Record<string, { status: string; sessions: number; sandboxes: number }>> {
@@ -37,24 +26,8 @@ async function nodes(api: Api): Promise<Record<string, { status: string; session
 }
 
 before(async () => {
-  cluster = new LocalCluster({
-    // A cluster of its own each run (nodes with only `tiny` start in about a second), removed after.
-    dataDir: `${testDataDir}-cluster`,
-    removeDataOnStop: true,
-    nodes: 3,
-    controlPlanes: 2,
-    port: await twoFreePorts(),
-    adminKey,
-    env: {
-      SPACE_TEMPLATES: 'tiny',
-      SPACE_POOL_SIZE: '0',
-      SPACE_TEMPLATE_IMAGES: '0',
-      SPACE_VOLUME_SIZE_GB: '8',
-      SPACE_HEARTBEAT_MS: '500',
-      SPACE_NODE_LOST_AFTER_SEC: '3',
-      SPACE_QUIET: '1',
-    },
-  });
+  // A cluster of its own each run, removed after.
+  cluster = await smallCluster({ dataDir: `${testDataDir}-cluster`, adminKey });
   await cluster.start();
   apis = cluster.controlPlaneUrls.map((url) => new Api(url, adminKey));
 });

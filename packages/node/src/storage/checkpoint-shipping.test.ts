@@ -139,3 +139,17 @@ test('without an object store every operation says which setting is missing', as
   const shipping = new CheckpointShipping({ volume: volumes[0]!, checkpoints, subvolumes, objects: null, log: quiet });
   await assert.rejects(shipping.createBase(id('bse'), id('ckp')), { code: 'OBJECT_STORE_UNAVAILABLE', message: /SPACE_OBJECT_STORE/ });
 });
+
+test('at start, what an interrupted receive left (a writable subvolume) is removed; complete checkpoints and bases stay', async () => {
+  const { volume, checkpoints, shipping } = node(volumes[1]!, new FileObjectStore(path.join(scratch, 'objects-partial')));
+  const source = volume.dir('volumes', id('ses'));
+  await subvolumes.create(source);
+  const whole = id('ckp');
+  await checkpoints.take(source, whole);
+  await mkdir(volume.dir('bases'), { recursive: true });
+  const halfCheckpoint = volume.dir('checkpoints', id('ckp'));
+  const halfBase = volume.dir('bases', id('bse'));
+  for (const half of [halfCheckpoint, halfBase]) await subvolumes.create(half);
+  assert.equal(await shipping.removePartialReceives(), 2);
+  assert.deepEqual([existsSync(halfCheckpoint), existsSync(halfBase), existsSync(checkpoints.path(whole))], [false, false, true]);
+});

@@ -144,10 +144,12 @@ export class CheckpointShipping {
    */
   async removePartialReceives(): Promise<number> {
     let removed = 0;
+    // One listing for all: a node may hold thousands of checkpoints, and this runs at every start.
+    const readOnly = await this.deps.subvolumes.readOnlyUnder(this.deps.volume.dir());
     for (const dir of [this.basesDir(), this.deps.volume.dir('checkpoints')]) {
       for (const name of await readdir(dir).catch(() => [] as string[])) {
         const subvolume = path.join(dir, name);
-        if (!/^(bse|ckp)_[a-z0-9]+$/.test(name) || (await this.deps.subvolumes.isReadOnly(subvolume))) continue;
+        if (!/^(bse|ckp)_[a-z0-9]+$/.test(name) || readOnly.has(subvolume)) continue;
         await this.deps.subvolumes.delete(subvolume);
         removed++;
       }

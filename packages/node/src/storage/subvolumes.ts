@@ -66,6 +66,17 @@ export class Subvolumes {
     return stdout.trim() === 'ro=true';
   }
 
+  /** Every read-only subvolume of the filesystem mounted (its top level) at `root`, as absolute paths: one command for all. */
+  async readOnlyUnder(root: string): Promise<Set<string>> {
+    const { stdout } = await runCommand(['btrfs', 'subvolume', 'list', '-r', root]);
+    return new Set(
+      stdout
+        .split('\n')
+        .flatMap((line) => / path (.+)$/.exec(line)?.[1] ?? [])
+        .map((p) => path.join(root, p)),
+    );
+  }
+
   async generations(target: string): Promise<Generations> {
     const { stdout } = await runCommand(['btrfs', 'subvolume', 'show', target]);
     const field = (name: string): number => Number(new RegExp(`^\\s*${name}:\\s*(\\d+)`, 'm').exec(stdout)?.[1] ?? NaN);
