@@ -8,8 +8,12 @@ import { platformForSuite } from './suite-platform.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** A shell loop counting in a variable (memory only); it also writes the value so tests can read it. */
-const counter = 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done';
+/**
+ * A shell loop counting in a variable (memory only); it also writes the value so tests can read it,
+ * through a rename: a checkpoint can catch `echo $i > /tmp/count` between truncating the file and
+ * writing it, and a read right after the restore then sees an empty file (seen once in CI: "0 after 8").
+ */
+const counter = 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done';
 
 describe('full checkpoints: memory and processes', () => {
   let platform: RunningPlatform;
