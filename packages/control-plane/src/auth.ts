@@ -1,12 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { ErrorCode, SpaceError, newId } from '@space/protocol';
+import { ErrorCode, SpaceError, findSandboxRoute, newId } from '@space/protocol';
 import { bearerToken } from '@space/server-kit';
 import type { Store } from './store/store.js';
 
 export interface Caller {
   tenantId: string;
   admin: boolean;
+  /** Set for a session token: the one session it may act on. */
+  sessionId?: string;
 }
 
 export const adminTenantId = 'tn_admin000';
@@ -15,8 +17,27 @@ export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-export function generateKey(): string {
-  return `sk_${randomBytes(24).toString('base64url')}`;
+export function generateKey(prefix: 'sk' | 'st' = 'sk'): string {
+  return `${prefix}_${randomBytes(24).toString('base64url')}`;
+}
+
+/**
+ * What a session token may call: reading its session and the session's sandbox operations (exec,
+ * processes, files, streams); not deleting, restoring or forking it, minting tokens, nor anything else.
+ */
+function sessionTokenMayCall(sessionId: string, method: string | undefined, url: string | undefined): boolean {
+  const base = `/v1/sessions/${sessionId}`;
+  let path: string;
+  try {
+    path = new URL(url ?? '/', 'http://local').pathname; // as the router sees it: `..` resolved
+  } catch {
+    return false;
+  }
+  if (path === base) return method === 'GET';
+  if (!path.startsWith(`${base}/`)) return false;
+  // WebSocket upgrades arrive as GET, like the table's stream routes.
+  const found = findSandboxRoute(method ?? '', path.slice(base.length));
+  return Boolean(found && !('methodMismatch' in found));
 }
 
 /** API keys: high-entropy random strings stored only as sha256 hashes, each bound to a tenant. */
@@ -29,7 +50,14 @@ export class Authenticator {
   /** Installs the admin key (its tenant is created on first use). */
   async installAdminKey(key: string): Promise<void> {
     if (!(await this.store.getTenant(adminTenantId))) await this.store.insertTenant({ id: adminTenantId, name: 'admin', createdAt: new Date().toISOString() });
-    await this.store.replaceAdminKey({ id: newId('key'), tenantId: adminTenantId, hash: hashKey(key), admin: true, createdAt: new Date().toISOString() });
+    await this.store.replaceAdminKey({
+      id: newId('key'),
+      tenantId: adminTenantId,
+      hash: hashKey(key),
+      admin: true,
+      createdAt: new Date().toISOString(),
+      sessionId: null,
+    });
   }
 
   authenticate(req: IncomingMessage): Promise<Caller> {
@@ -45,7 +73,10 @@ export class Authenticator {
     if (!key) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"');
     const row = await this.store.findApiKey(hashKey(key));
     if (!row) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'invalid API key');
-    return { tenantId: row.tenantId, admin: row.admin };
+    if (!row.sessionId) return { tenantId: row.tenantId, admin: row.admin };
+    if (!sessionTokenMayCall(row.sessionId, req.method, req.url))
+      throw new SpaceError(ErrorCode.FORBIDDEN, `a session token acts only on the sandbox of session ${row.sessionId}`);
+    return { tenantId: row.tenantId, admin: false, sessionId: row.sessionId };
   }
 
   requireAdmin(caller: Caller): void {
@@ -56,7 +87,14 @@ export class Authenticator {
     if (!(await this.store.getTenant(tenantId))) throw new SpaceError(ErrorCode.TENANT_NOT_FOUND, `no tenant ${JSON.stringify(tenantId)}`);
     const key = generateKey();
     const id = newId('key');
-    await this.store.insertApiKey({ id, tenantId, hash: hashKey(key), admin: false, createdAt: new Date().toISOString() });
+    await this.store.insertApiKey({ id, tenantId, hash: hashKey(key), admin: false, createdAt: new Date().toISOString(), sessionId: null });
     return { id, tenantId, key };
+  }
+
+  /** A token for one session of the caller's tenant (the caller has checked that the session is theirs). */
+  async createSessionToken(tenantId: string, sessionId: string): Promise<{ sessionId: string; token: string }> {
+    const token = generateKey('st');
+    await this.store.insertApiKey({ id: newId('key'), tenantId, hash: hashKey(token), admin: false, createdAt: new Date().toISOString(), sessionId });
+    return { sessionId, token };
   }
 }

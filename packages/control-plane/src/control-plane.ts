@@ -12,6 +12,7 @@ import { CheckpointTaker } from './checkpoint-taker.js';
 import { CheckpointShipper } from './checkpoint-shipper.js';
 import { SessionMover } from './session-mover.js';
 import { SessionCheckpointService } from './session-checkpoint-service.js';
+import { SessionPauser } from './session-pauser.js';
 import { Activity, recordActivityIn } from './activity.js';
 import { Maintenance } from './maintenance.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
@@ -71,6 +72,7 @@ export class ControlPlane {
   private readonly metrics = new Metrics();
   private readonly maintenance: Maintenance;
   private readonly checkpoints: SessionCheckpointService;
+  private readonly pauser: SessionPauser;
   private readonly egress: EgressService;
   private readonly auth: Authenticator;
   private readonly limits: TenantLimits;
@@ -122,6 +124,15 @@ export class ControlPlane {
     this.drain = new NodeDrain({ store: options.store, nodes: this.nodes, lifecycle, mover });
     this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
     this.checkpoints = new SessionCheckpointService(options.store, this.nodes, this.sessions, taker, this.metrics, this.limits, shipper);
+    const keepAutomatic = options.keepAutomaticCheckpoints ?? 5;
+    this.pauser = new SessionPauser({
+      store: options.store,
+      nodes: this.nodes,
+      sessions: this.sessions,
+      checkpoints: this.checkpoints,
+      metrics: this.metrics,
+      keepAutomatic,
+    });
     this.templates = { catalog, service: new TemplateService(options.store, this.nodes, this.checkpoints, catalog) };
     this.maintenance = new Maintenance({
       store: options.store,
@@ -129,12 +140,13 @@ export class ControlPlane {
       shipper,
       sessions: this.sessions,
       checkpoints: this.checkpoints,
+      pauser: this.pauser,
       activity,
       lifecycle,
       egress,
       metrics: this.metrics,
       log: this.log,
-      keepAutomatic: options.keepAutomaticCheckpoints ?? 5,
+      keepAutomatic,
     });
   }
 
@@ -164,6 +176,7 @@ export class ControlPlane {
       sessions: this.sessions,
       calls: this.calls,
       checkpoints: this.checkpoints,
+      pauser: this.pauser,
       store: this.options.store,
       metrics: this.metrics,
       nodes: this.nodes,

@@ -7,6 +7,7 @@ import type { NodeClient } from './node-client.js';
 import type { NodeDirectory } from './node-directory.js';
 import type { CheckpointShipper } from './checkpoint-shipper.js';
 import type { SessionService } from './session-service.js';
+import type { SessionPauser } from './session-pauser.js';
 import type { EgressService } from './egress-service.js';
 import type { SessionRow, Store } from './store/store.js';
 
@@ -16,6 +17,7 @@ export interface MaintenanceDeps {
   shipper: CheckpointShipper;
   sessions: SessionService;
   checkpoints: SessionCheckpointService;
+  pauser: SessionPauser;
   activity: Activity;
   lifecycle: LifecycleQueue;
   egress: EgressService;
@@ -44,7 +46,8 @@ const orphanGraceMs = 60_000;
  *   `keepAutomatic` of each kind;
  * - stopping sandboxes idle for `idleTimeoutSec` (no call, no foreground command) after a full
  *   checkpoint, so their processes come back on the next call. When the full checkpoint is refused
- *   (fs taken instead) and processes run, the sandbox keeps running: stopping it would lose them.
+ *   (fs taken instead) and processes run, the sandbox keeps running: stopping it would lose them;
+ * - sessions whose timeout (`expiresAt`) passed are deleted or paused, as their `onTimeout` says.
  */
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
@@ -99,6 +102,10 @@ export class Maintenance {
     await this.fenceMovedSessions(listed, sessions);
     await this.eachSession(listed, sessions, async (row, running) => {
       if (await this.reconcile(row, running)) return;
+      if (row.expiresAt && Date.parse(row.expiresAt) <= this.now()) {
+        this.deps.log(`session ${row.id} reached its timeout: ${await this.deps.pauser.expireLocked(row)}`);
+        return;
+      }
       if (row.status !== 'running' || !row.sandboxId) return;
       if (this.idle(row)) await this.stopIdle(row);
       else if ((await this.fullCheckpointDue(row)) && (await this.processesRun(row))) await this.autoCheckpoint(row, 'full');

@@ -18,6 +18,8 @@ const counterNames = [
   'checkpoint_ship_seconds',
   'checkpoint_ship_failures',
   'sessions_moved',
+  'pauses',
+  'session_timeouts',
 ] as const;
 export type CounterName = (typeof counterNames)[number];
 

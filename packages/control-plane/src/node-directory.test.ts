@@ -45,6 +45,8 @@ async function cluster() {
       idleTimeoutSec: 900,
       onResume: 'processes',
       resumeNote: null,
+      expiresAt: null,
+      onTimeout: 'delete',
       lastActiveAt: null,
       volumeNodeId: nodeId,
       secrets: [],

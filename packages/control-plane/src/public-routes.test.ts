@@ -19,6 +19,7 @@ test('every operation of the API reference is served by the control plane (an un
     sessions: s.sessions,
     calls: s.calls,
     checkpoints: s.checkpoints,
+    pauser: s.pauser,
     store: s.store,
     metrics: s.metrics,
     nodes: s.nodes,

@@ -113,6 +113,8 @@ export class SessionCheckpointService {
       fullCheckpointIntervalSec: parent.fullCheckpointIntervalSec,
       idleTimeoutSec: parent.idleTimeoutSec,
       onResume: parent.onResume,
+      // A fork lives until deleted unless it is given a timeout of its own.
+      onTimeout: parent.onTimeout,
       secrets: parent.secrets,
       egress: parent.egress,
     };
@@ -186,7 +188,7 @@ export class SessionCheckpointService {
   }
 }
 
-function toCheckpoint(row: CheckpointRow): Checkpoint {
+export function toCheckpoint(row: CheckpointRow): Checkpoint {
   return {
     id: row.id,
     sessionId: row.sessionId,

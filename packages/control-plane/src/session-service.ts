@@ -80,6 +80,8 @@ export class SessionService {
       volumeNodeId: node.nodeId,
       secrets: request.secrets,
       egress: request.egress,
+      expiresAt: expiryFrom(Date.now(), request.timeoutSec),
+      onTimeout: request.onTimeout,
     };
     await this.deps.lifecycle.run(row.id, 'create', async () => {
       await this.deps.store.insertSession(row);
@@ -133,18 +135,21 @@ export class SessionService {
 
   /** Deletes the session, its volume and its checkpoints; calls waiting behind it then find no session (404). */
   async delete(caller: Caller, id: string): Promise<void> {
-    await this.inTurn(caller, id, 'delete', async (row) => {
-      // On a lost node nothing can be deleted now; what the node keeps is swept when it is back.
-      if (!(await this.onLostNode(row.volumeNodeId))) await (await this.deps.nodes.forVolume(row)).deleteVolume(row.id);
-      // Its checkpoints go too (their objects in the object store with them): forks made from them have volumes of their own.
-      for (const checkpoint of await this.deps.store.listCheckpoints(row.id)) {
-        if (!(await this.onLostNode(checkpoint.nodeId))) await (await this.deps.nodes.client(checkpoint.nodeId)).deleteCheckpoint(checkpoint.id);
-        await this.deps.store.deleteCheckpoint(checkpoint.id);
-        await this.deps.shipper.dropObjects(checkpoint);
-      }
-      await this.deps.store.deleteSession(row.id);
-      this.deps.activity.forget(row.id);
-    });
+    await this.inTurn(caller, id, 'delete', (row) => this.deleteLocked(row));
+  }
+
+  /** `delete` for a caller that holds the session's lifecycle queue (the maintenance, at a timeout). */
+  async deleteLocked(row: SessionRow): Promise<void> {
+    // On a lost node nothing can be deleted now; what the node keeps is swept when it is back.
+    if (!(await this.onLostNode(row.volumeNodeId))) await (await this.deps.nodes.forVolume(row)).deleteVolume(row.id);
+    // Its checkpoints go too (their objects in the object store with them): forks made from them have volumes of their own.
+    for (const checkpoint of await this.deps.store.listCheckpoints(row.id)) {
+      if (!(await this.onLostNode(checkpoint.nodeId))) await (await this.deps.nodes.client(checkpoint.nodeId)).deleteCheckpoint(checkpoint.id);
+      await this.deps.store.deleteCheckpoint(checkpoint.id);
+      await this.deps.shipper.dropObjects(checkpoint);
+    }
+    await this.deps.store.deleteSession(row.id);
+    this.deps.activity.forget(row.id);
   }
 
   /**
@@ -259,7 +264,7 @@ export class SessionService {
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */
-  async forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle' | 'lost'): Promise<void> {
+  async forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle' | 'paused' | 'lost'): Promise<void> {
     // Lost: the node no longer runs it (found by reconciliation), so it died all the same.
     if (reason === 'died' || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
     await this.deps.store.recordSandboxEnd(sandboxId, reason);
@@ -277,9 +282,9 @@ export class SessionService {
     });
   }
 
-  /** The maintenance stopped an idle session's sandbox: the session shows `idle` until its next call. */
-  async markIdle(row: SessionRow, sandboxId: string): Promise<void> {
-    await this.forgetSandbox(row, sandboxId, 'idle');
+  /** The maintenance stopped an idle session's sandbox, or a pause did: the session shows `idle` until its next call. */
+  async markIdle(row: SessionRow, sandboxId: string, reason: 'idle' | 'paused' = 'idle'): Promise<void> {
+    await this.forgetSandbox(row, sandboxId, reason);
     await this.deps.store.updateSession(row.id, { status: 'idle' });
   }
 
@@ -292,6 +297,11 @@ export class SessionService {
         await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
     }
   }
+}
+
+/** When a timeout of `timeoutSec` from `now` passes; null for none. */
+export function expiryFrom(now: number, timeoutSec: number | undefined): string | null {
+  return timeoutSec ? new Date(now + timeoutSec * 1000).toISOString() : null;
 }
 
 function toSession(row: SessionRow): Session {
@@ -308,6 +318,8 @@ function toSession(row: SessionRow): Session {
     fullCheckpointIntervalSec: row.fullCheckpointIntervalSec,
     idleTimeoutSec: row.idleTimeoutSec,
     onResume: row.onResume,
+    expiresAt: row.expiresAt,
+    onTimeout: row.onTimeout,
     secrets: row.secrets,
     egress: row.egress,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,

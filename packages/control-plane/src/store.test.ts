@@ -28,6 +28,8 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   fullCheckpointIntervalSec: 600,
   onResume: 'files',
   resumeNote: null,
+  expiresAt: '2030-01-01T00:00:00.000Z',
+  onTimeout: 'pause',
   lastActiveAt: null,
   volumeNodeId: 'node_x',
   idleTimeoutSec: 900,

@@ -38,7 +38,9 @@ describe('a full checkpoint that fails', () => {
   }, async () => {
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
     sessions.push(session.id);
-    await api.exec(session.id, 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done', { background: true });
+    await api.exec(session.id, 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done', {
+      background: true,
+    });
     await sleep(300);
 
     const checkpoints = path.join(platform.dataDir, 'btrfs', 'checkpoints');

@@ -41,6 +41,10 @@ export type Checkpoint = z.infer<typeof CheckpointSchema>;
 
 export const CheckpointListSchema = z.object({ checkpoints: z.array(CheckpointSchema) }).strict();
 
+/** A pause: the checkpoint it took (full where the sandbox allowed it, else fs) before stopping the sandbox. */
+export const PauseResultSchema = z.object({ checkpoint: CheckpointSchema }).strict();
+export type PauseResult = z.infer<typeof PauseResultSchema>;
+
 export const ForkRequestSchema = z.object({ count: z.number().int().min(1).max(16).default(1) }).strict();
 export const RestoreRequestSchema = z.object({ checkpointId: z.string().min(1).max(64) }).strict();
 

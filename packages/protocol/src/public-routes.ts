@@ -1,8 +1,15 @@
 import { z } from 'zod';
-import { CheckpointListSchema, CheckpointSchema, CreateCheckpointRequestSchema, ForkRequestSchema, RestoreRequestSchema } from './checkpoints.js';
+import {
+  CheckpointListSchema,
+  CheckpointSchema,
+  CreateCheckpointRequestSchema,
+  ForkRequestSchema,
+  PauseResultSchema,
+  RestoreRequestSchema,
+} from './checkpoints.js';
 import { OkSchema as ok } from './common.js';
 import { sandboxRoutes } from './sandbox-routes.js';
-import { CreateSessionRequestSchema, SessionListSchema, SessionSchema } from './sessions.js';
+import { CreateSessionRequestSchema, SessionListSchema, SessionSchema, SessionTokenSchema, SetTimeoutRequestSchema } from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import { CreateTemplateRequestSchema, DeleteTemplateQuerySchema, TemplateListSchema, TemplateSchema } from './templates.js';
 import { DrainResultSchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
@@ -34,6 +41,27 @@ const sessionRoutes: PublicRoute[] = [
   { method: 'GET', path: '/v1/sessions/:sessionId', summary: 'One session, with its sandbox history and checkpoints.', response: SessionSchema },
   { method: 'DELETE', path: '/v1/sessions/:sessionId', summary: 'Delete a session: its sandbox, volume and checkpoints.', response: ok },
   { method: 'POST', path: '/v1/sessions/:sessionId/sandbox/kill', summary: 'Kill only the sandbox; the next call resumes the session.', response: ok },
+  {
+    method: 'POST',
+    path: '/v1/sessions/:sessionId/pause',
+    summary:
+      'Checkpoint (full where allowed, else fs) and stop the sandbox; the next call resumes the session. 409 SESSION_NOT_RUNNING when it has no sandbox.',
+    response: PauseResultSchema,
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions/:sessionId/timeout',
+    summary: 'Set when the session is deleted or paused, counted from now (0: never).',
+    body: SetTimeoutRequestSchema,
+    response: SessionSchema,
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions/:sessionId/tokens',
+    summary: "A token for this session only: its sandbox operations and reading it (not with another session's token).",
+    status: 201,
+    response: SessionTokenSchema,
+  },
   {
     method: 'POST',
     path: '/v1/sessions/:sessionId/checkpoints',

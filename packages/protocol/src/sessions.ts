@@ -41,6 +41,13 @@ export const MetadataSchema = z.record(z.string().max(128), z.string().max(1024)
 export const OnResumeSchema = z.enum(['processes', 'files']);
 export type OnResume = z.infer<typeof OnResumeSchema>;
 
+/** What happens to a session when its timeout passes: deleted, or paused (checkpointed, sandbox stopped; the next call resumes it). */
+export const OnTimeoutSchema = z.enum(['delete', 'pause']);
+export type OnTimeout = z.infer<typeof OnTimeoutSchema>;
+
+/** Longest session timeout: 30 days. */
+const maxTimeoutSec = 30 * 24 * 3600;
+
 export const CreateSessionRequestSchema = z
   .object({
     template: TemplateNameSchema.default('base'),
@@ -82,6 +89,9 @@ export const CreateSessionRequestSchema = z
       .max(30 * 24 * 3600)
       .default(900),
     onResume: OnResumeSchema.default('processes'),
+    /** Seconds from now after which the session is deleted or paused (`onTimeout`); unset: it lives until deleted. */
+    timeoutSec: z.number().int().min(1).max(maxTimeoutSec).optional(),
+    onTimeout: OnTimeoutSchema.default('delete'),
   })
   .strict();
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
@@ -107,6 +117,9 @@ export const SessionSchema = z
     fullCheckpointIntervalSec: z.number().int(),
     idleTimeoutSec: z.number().int(),
     onResume: OnResumeSchema,
+    /** When the session is deleted or paused (`onTimeout`); null: never. */
+    expiresAt: z.string().nullable(),
+    onTimeout: OnTimeoutSchema,
     sandbox: SandboxRefSchema.nullable(),
     /** The node that holds the session's volume (and runs its sandbox). */
     nodeId: z.string().nullable(),
@@ -137,3 +150,15 @@ export const SessionSchema = z
 export type Session = z.infer<typeof SessionSchema>;
 
 export const SessionListSchema = z.object({ sessions: z.array(SessionSchema) }).strict();
+
+/** A new timeout, counted from now; 0 removes it (the session lives until deleted). */
+export const SetTimeoutRequestSchema = z.object({ timeoutSec: z.number().int().min(0).max(maxTimeoutSec), onTimeout: OnTimeoutSchema.optional() }).strict();
+export type SetTimeoutRequest = z.infer<typeof SetTimeoutRequestSchema>;
+
+/**
+ * A token that acts on one session only: its sandbox operations (exec, processes, files, streams)
+ * and reading the session. Handed to code that should drive a sandbox without the tenant's key
+ * (the E2B data plane's access token); deleted with the session.
+ */
+export const SessionTokenSchema = z.object({ sessionId: z.string(), token: z.string() }).strict();
+export type SessionToken = z.infer<typeof SessionTokenSchema>;

@@ -153,6 +153,27 @@ export class SessionHandle {
     await this.t.json('POST', `${this.base}/sandbox/kill`, opts);
   }
 
+  /**
+   * Saves the sandbox in a checkpoint (full where it can be, so processes continue; else fs) and
+   * stops it; the next call resumes the session. Throws SESSION_NOT_RUNNING when no sandbox runs.
+   */
+  async pause(opts: CallOptions = {}): Promise<CheckpointData> {
+    return (await this.t.json<{ checkpoint: CheckpointData }>('POST', `${this.base}/pause`, opts)).checkpoint;
+  }
+
+  /** Deletes the session (or pauses it, `onTimeout: 'pause'`) `timeoutSec` from now; 0: never. */
+  async setTimeout(timeoutSec: number, opts: CallOptions & { onTimeout?: 'delete' | 'pause' } = {}): Promise<Session> {
+    const { onTimeout, ...call } = opts;
+    return this.withData(
+      await this.t.json<SessionData>('POST', `${this.base}/timeout`, { ...call, json: { timeoutSec, ...(onTimeout ? { onTimeout } : {}) } }),
+    );
+  }
+
+  /** A token that acts on this session's sandbox only (exec, processes, files, streams) and reads the session. */
+  async createToken(opts: CallOptions = {}): Promise<string> {
+    return (await this.t.json<{ token: string }>('POST', `${this.base}/tokens`, opts)).token;
+  }
+
   /** Changes what the sandbox may reach; applies to its next request, no restart. */
   async setEgress(policy: Partial<EgressPolicy>, opts: CallOptions = {}): Promise<Session> {
     return this.withData(await this.t.json<SessionData>('PUT', `${this.base}/egress`, { ...opts, json: policy }));

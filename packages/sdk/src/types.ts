@@ -14,6 +14,9 @@ export interface SessionData {
   idleTimeoutSec: number;
   /** What a resume brings back when the newest checkpoint is full and files changed since (docs/api.md). */
   onResume: 'processes' | 'files';
+  /** When the session is deleted or paused (`onTimeout`); null: it lives until deleted. */
+  expiresAt: string | null;
+  onTimeout: 'delete' | 'pause';
   /** Names of the tenant's secrets the sandbox uses (each env var `NAME` holds its placeholder). */
   secrets: string[];
   egress: EgressPolicy;
@@ -50,6 +53,9 @@ export interface CreateSessionOptions {
   idleTimeoutSec?: number;
   /** `processes` (default): a resume restores the newest full checkpoint; `files`: it boots on the newest files. */
   onResume?: 'processes' | 'files';
+  /** Seconds from now after which the session is deleted, or paused with `onTimeout: 'pause'`; unset: never. */
+  timeoutSec?: number;
+  onTimeout?: 'delete' | 'pause';
   /** Secrets (created with `space.secrets.set`) the sandbox may use through the gateway. */
   secrets?: string[];
   /** What the sandbox may reach (default allow-all). */

@@ -15,8 +15,10 @@ import {
   newId,
   NodeHeartbeatSchema,
   NodeIdSchema,
+  SetTimeoutRequestSchema,
 } from '@space/protocol';
 import type { SessionCheckpointService } from '../session-checkpoint-service.js';
+import type { SessionPauser } from '../session-pauser.js';
 import type { Metrics } from '../metrics.js';
 import type { NodeDirectory } from '../node-directory.js';
 import type { NodeDrain } from '../node-drain.js';
@@ -36,6 +38,7 @@ export interface PublicApiDeps {
   sessions: SessionService;
   calls: SessionCalls;
   checkpoints: SessionCheckpointService;
+  pauser: SessionPauser;
   store: Store;
   metrics: Metrics;
   nodes: NodeDirectory;
@@ -132,6 +135,23 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   router.on('POST', '/v1/sessions/:sessionId/sandbox/kill', async ({ req, res, params }) => {
     await sessions.killSandbox(await auth.authenticate(req), params.sessionId!);
     sendJson(res, 200, { ok: true });
+  });
+
+  router.on('POST', '/v1/sessions/:sessionId/pause', async ({ req, res, params }) => {
+    sendJson(res, 200, { checkpoint: await deps.pauser.pause(await auth.authenticate(req), params.sessionId!) });
+  });
+
+  router.on('POST', '/v1/sessions/:sessionId/timeout', async ({ req, res, params }) => {
+    const caller = await auth.authenticate(req);
+    const { timeoutSec, onTimeout } = await readJson(req, SetTimeoutRequestSchema);
+    await deps.pauser.setTimeout(caller, params.sessionId!, timeoutSec, onTimeout);
+    sendJson(res, 200, await sessions.get(caller, params.sessionId!));
+  });
+
+  router.on('POST', '/v1/sessions/:sessionId/tokens', async ({ req, res, params }) => {
+    const caller = await auth.authenticate(req);
+    const row = await sessions.row(caller, params.sessionId!);
+    sendJson(res, 201, await auth.createSessionToken(row.tenantId, row.id));
   });
 
   router.on('POST', '/v1/sessions/:sessionId/checkpoints', async ({ req, res, params }) => {

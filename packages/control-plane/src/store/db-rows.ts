@@ -25,6 +25,8 @@ export interface SessionDbRow {
   volume_node_id: string | null;
   secrets: string;
   egress: string;
+  expires_at: string | null;
+  on_timeout: string;
 }
 
 export interface SecretDbRow {
@@ -58,6 +60,7 @@ export interface KeyDbRow {
   hash: string;
   admin: number;
   created_at: string;
+  session_id: string | null;
 }
 
 export interface HistoryDbRow {
@@ -72,7 +75,7 @@ export interface HistoryDbRow {
 }
 
 export function toKey(row: KeyDbRow): ApiKeyRow {
-  return { id: row.id, tenantId: row.tenant_id, hash: row.hash, admin: row.admin === 1, createdAt: row.created_at };
+  return { id: row.id, tenantId: row.tenant_id, hash: row.hash, admin: row.admin === 1, createdAt: row.created_at, sessionId: row.session_id };
 }
 
 export function toHistory(row: HistoryDbRow): SandboxHistoryRow {
@@ -111,6 +114,8 @@ export function toSession(row: SessionDbRow): SessionRow {
     volumeNodeId: row.volume_node_id,
     secrets: JSON.parse(row.secrets) as string[],
     egress: JSON.parse(row.egress) as SessionRow['egress'],
+    expiresAt: row.expires_at,
+    onTimeout: row.on_timeout as SessionRow['onTimeout'],
   };
 }
 

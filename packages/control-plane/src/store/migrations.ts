@@ -98,6 +98,19 @@ export const migrations: Migration[] = [
       ];
     },
   },
+  {
+    version: 5,
+    description: 'session timeouts, and keys that act on one session only',
+    statements: (dialect) => {
+      const t = text(dialect);
+      return [
+        `ALTER TABLE sessions ADD COLUMN expires_at ${t}`,
+        `ALTER TABLE sessions ADD COLUMN on_timeout ${t} NOT NULL DEFAULT 'delete'`,
+        `ALTER TABLE api_keys ADD COLUMN session_id ${t}`,
+        'CREATE INDEX IF NOT EXISTS api_keys_session ON api_keys(session_id)',
+      ];
+    },
+  },
 ];
 
 export const migrationsTable =

@@ -43,7 +43,12 @@ const sessionColumns: Record<keyof SessionPatch, string> = {
   resumeNote: 'resume_note',
   lastActiveAt: 'last_active_at',
   volumeNodeId: 'volume_node_id',
+  expiresAt: 'expires_at',
+  onTimeout: 'on_timeout',
 };
+
+/** Tokens kept per session; older ones stop working. */
+const sessionTokensKept = 32;
 
 /** A second row with the same key (SQLite's and PostgreSQL's codes for it). */
 function isUniqueViolation(err: unknown): boolean {
@@ -65,13 +70,22 @@ export class SqlStore implements Store {
   }
 
   async insertApiKey(row: ApiKeyRow): Promise<void> {
-    await this.db.run('INSERT INTO api_keys (id, tenant_id, hash, admin, created_at) VALUES (?, ?, ?, ?, ?)', [
-      row.id,
-      row.tenantId,
-      row.hash,
-      row.admin ? 1 : 0,
-      row.createdAt,
-    ]);
+    await this.db.transaction(async (tx) => {
+      await tx.run('INSERT INTO api_keys (id, tenant_id, hash, admin, created_at, session_id) VALUES (?, ?, ?, ?, ?, ?)', [
+        row.id,
+        row.tenantId,
+        row.hash,
+        row.admin ? 1 : 0,
+        row.createdAt,
+        row.sessionId,
+      ]);
+      // A session keeps its newest tokens only: each connect of an E2B client mints one.
+      if (row.sessionId)
+        await tx.run(
+          'DELETE FROM api_keys WHERE session_id = ? AND id NOT IN (SELECT id FROM api_keys WHERE session_id = ? ORDER BY created_at DESC, id DESC LIMIT ?)',
+          [row.sessionId, row.sessionId, sessionTokensKept],
+        );
+    });
   }
 
   async findApiKey(hash: string): Promise<ApiKeyRow | null> {
@@ -93,7 +107,7 @@ export class SqlStore implements Store {
 
   async insertSession(row: SessionRow): Promise<void> {
     await this.db.run(
-      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [
         row.id,
         row.tenantId,
@@ -114,6 +128,8 @@ export class SqlStore implements Store {
         JSON.stringify(row.secrets),
         JSON.stringify(row.egress),
         row.volumeNodeId,
+        row.expiresAt,
+        row.onTimeout,
       ],
     );
   }
@@ -146,6 +162,7 @@ export class SqlStore implements Store {
     await this.db.transaction(async (tx) => {
       await tx.run('DELETE FROM sessions WHERE id = ?', [id]);
       await tx.run('DELETE FROM sandbox_history WHERE session_id = ?', [id]);
+      await tx.run('DELETE FROM api_keys WHERE session_id = ?', [id]);
     });
   }
 

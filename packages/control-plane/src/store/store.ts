@@ -1,4 +1,4 @@
-import type { CheckpointKind, EgressPolicy, NodeCapacity, OnResume, Resources, SessionStatus, StoredObject } from '@space/protocol';
+import type { CheckpointKind, EgressPolicy, NodeCapacity, OnResume, OnTimeout, Resources, SessionStatus, StoredObject } from '@space/protocol';
 
 export interface TenantRow {
   id: string;
@@ -13,6 +13,8 @@ export interface ApiKeyRow {
   hash: string;
   admin: boolean;
   createdAt: string;
+  /** A session token's session: the key acts on that session only (deleted with it). */
+  sessionId: string | null;
 }
 
 export interface SessionRow {
@@ -46,6 +48,9 @@ export interface SessionRow {
   /** Names of the tenant's secrets the session may use. */
   secrets: string[];
   egress: EgressPolicy;
+  /** When the maintenance deletes or pauses the session (`onTimeout`); null: never. */
+  expiresAt: string | null;
+  onTimeout: OnTimeout;
 }
 
 export interface SecretRow {
@@ -111,7 +116,9 @@ export interface SessionLeaseRow {
   expiresAt: number;
 }
 
-export type SessionPatch = Partial<Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt' | 'volumeNodeId'>>;
+export type SessionPatch = Partial<
+  Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt' | 'volumeNodeId' | 'expiresAt' | 'onTimeout'>
+>;
 
 /** A node of the cluster, as its newest heartbeat described it. */
 export interface NodeRow {
@@ -165,6 +172,7 @@ export interface Store {
   countSessions(tenantId: string): Promise<number>;
   updateSession(id: string, patch: SessionPatch): Promise<void>;
   /** Deletes the session and its sandbox history, together. */
+  /** Deletes the session, its sandbox history and its session tokens. */
   deleteSession(id: string): Promise<void>;
   insertCheckpoint(row: NewCheckpointRow): Promise<void>;
   getCheckpoint(tenantId: string, id: string): Promise<CheckpointRow | null>;

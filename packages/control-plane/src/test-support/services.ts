@@ -11,6 +11,7 @@ import { SecretCipher } from '../secret-cipher.js';
 import { SessionCheckpointService } from '../session-checkpoint-service.js';
 import { SessionCalls } from '../session-calls.js';
 import { SessionService } from '../session-service.js';
+import { SessionPauser } from '../session-pauser.js';
 import { openSqliteStore } from '../store/open-store.js';
 import type { Store } from '../store/store.js';
 import { FakeNode } from './fake-node.js';
@@ -66,12 +67,14 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
   const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper);
   const templates = new TemplateService(store, nodes, checkpoints, catalog);
+  const pauser = new SessionPauser({ store, nodes, sessions, checkpoints, metrics, keepAutomatic: 5, now });
   const maintenance = new Maintenance({
     store,
     nodes,
     shipper,
     sessions,
     checkpoints,
+    pauser,
     activity,
     lifecycle,
     egress,
@@ -100,6 +103,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     sessions,
     calls,
     checkpoints,
+    pauser,
     maintenance,
     create,
   };
