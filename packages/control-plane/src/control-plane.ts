@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { closeServer, lineLog, listen } from '@space/server-kit';
+import { createE2bApi, e2bPrefix } from '@space/e2b';
 import { type PublicApiDeps, createPublicApi } from './api/public-api.js';
 import { TemplateCatalog } from './template-catalog.js';
 import { TemplateService } from './template-service.js';
@@ -58,6 +59,12 @@ export interface ControlPlaneOptions {
 const heartbeatEveryMs = 2000;
 /** Checkpoints unknown to a shared store are left alone this long at start (see removeOrphans). */
 const orphanGraceMs = 60_000;
+
+/** How this process reaches its own listening address. */
+function loopbackHost(host: string): string {
+  if (host === '0.0.0.0' || host === '' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}
 
 /** The control plane's composition root. It keeps nothing in memory that matters: the store does. */
 export class ControlPlane {
@@ -186,6 +193,8 @@ export class ControlPlane {
       limits: this.limits,
       templates: this.templates,
     });
+    // E2B clients' API, translated onto this one over loopback with the callers' own keys.
+    api.mount(e2bPrefix, createE2bApi({ apiUrl: () => `http://${loopbackHost(this.options.host)}:${this.port}` }));
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;

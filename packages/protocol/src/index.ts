@@ -16,3 +16,4 @@ export * from './checkpoints.js';
 export * from './public-routes.js';
 export * from './egress.js';
 export * from './sandbox-layout.js';
+export * from './e2b.js';

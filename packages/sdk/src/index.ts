@@ -1,5 +1,5 @@
 export { Space } from './space.js';
-export { Session, SessionHandle, SessionFiles } from './session.js';
+export { Session, SessionHandle, SessionFiles, type StreamOptions } from './session.js';
 export { ExecStream } from './exec-stream.js';
 export { FileWatch, type FileChange } from './file-watch.js';
 export { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';

@@ -1,8 +1,8 @@
 import { Readable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { FileWatch } from './file-watch.js';
-import { ExecStream } from './exec-stream.js';
-import { isSpaceApiError } from './errors.js';
+import { ExecStream, type Reattach } from './exec-stream.js';
+import { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 import type { CallOptions } from './options.js';
 import type { Transport } from './transport.js';
 import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecOptions, ExecResult, FileEntry, ProcessData, SessionData } from './types.js';
@@ -78,6 +78,14 @@ export class SessionFiles {
 }
 
 /**
+ * `reattach: false`: a stream that ends when its connection drops (the sandbox was paused or
+ * killed) instead of re-attaching, which would resume the session. For relays that hand the drop on.
+ */
+export interface StreamOptions {
+  reattach?: boolean;
+}
+
+/**
  * A session by id, for calls that need nothing but the id (`space.sessions.handle(id)` makes one
  * without a round trip). Every call goes to the API; `refresh()` fetches the session's data.
  */
@@ -104,22 +112,50 @@ export class SessionHandle {
   }
 
   /** Runs a command and streams its output: `for await (const event of session.execStream(cmd))`. */
-  execStream(cmd: string | string[], opts: ExecOptions = {}): ExecStream {
+  execStream(cmd: string | string[], opts: ExecOptions & StreamOptions = {}): ExecStream {
     const { stdin: _unused, ...start } = execBody(cmd, opts);
-    return new ExecStream(this.t.socket(`${this.base}/exec/stream`), { type: 'start', ...start }, this.reattach);
+    return new ExecStream(this.t.socket(`${this.base}/exec/stream`), { type: 'start', ...start }, this.reattachUnless(opts));
   }
 
   /** Re-attaches to a process by pid: its recent output is replayed first. */
-  attach(pid: number): ExecStream {
-    return new ExecStream(this.reattach(pid, 0), null, this.reattach);
+  attach(pid: number, opts: StreamOptions = {}): ExecStream {
+    return new ExecStream(this.reattach(pid, 0), null, this.reattachUnless(opts));
+  }
+
+  private reattachUnless(opts: StreamOptions): Reattach | null {
+    return opts.reattach === false ? null : this.reattach;
   }
 
   /** A stream's way back to its process after a dropped connection. */
   private readonly reattach = (pid: number, after: number): WebSocket => this.t.socket(`${this.base}/processes/${pid}/attach?after=${after}`);
 
   /** An interactive terminal; write keystrokes, read `stdout` events, `resize` it. */
-  pty(opts: { cmd?: string | string[]; cols?: number; rows?: number; env?: Record<string, string>; cwd?: string } = {}): ExecStream {
-    return new ExecStream(this.t.socket(`${this.base}/pty`), { type: 'start', cols: 80, rows: 24, ...opts }, this.reattach);
+  pty(opts: { cmd?: string | string[]; cols?: number; rows?: number; env?: Record<string, string>; cwd?: string } & StreamOptions = {}): ExecStream {
+    const { reattach: _reattach, ...start } = opts;
+    return new ExecStream(this.t.socket(`${this.base}/pty`), { type: 'start', cols: 80, rows: 24, ...start }, this.reattachUnless(opts));
+  }
+
+  /**
+   * Sends stdin, its end, or a terminal size to a running process without holding a stream to it:
+   * a short re-attach that replays nothing. PROCESS_NOT_FOUND when no such process runs.
+   */
+  async sendToProcess(pid: number, input: { stdin?: Uint8Array | string; eof?: boolean; resize?: { cols: number; rows: number } }): Promise<void> {
+    const ws = this.t.socket(`${this.base}/processes/${pid}/attach?after=${Number.MAX_SAFE_INTEGER}`);
+    let refusal: Error | null = null;
+    ws.on('message', (raw) => {
+      const m = JSON.parse(raw.toString()) as { type?: string; code?: string; message?: string };
+      if (m.type === 'error') refusal = new SpaceApiError(m.code ?? 'INTERNAL', 0, m.message ?? 'the process refused the input');
+    });
+    ws.once('open', () => {
+      if (input.stdin !== undefined) ws.send(JSON.stringify({ type: 'stdin', data: Buffer.from(input.stdin).toString('base64') }));
+      if (input.resize) ws.send(JSON.stringify({ type: 'resize', ...input.resize }));
+      if (input.eof) ws.send(JSON.stringify({ type: 'stdin-eof' }));
+      ws.close(1000);
+    });
+    await new Promise<void>((resolve, reject) => {
+      ws.on('error', (err) => (refusal ??= isSpaceApiError(err) ? err : new SpaceClientError('NETWORK', err.message)));
+      ws.once('close', () => (refusal ? reject(refusal) : resolve()));
+    });
   }
 
   async processes(opts: CallOptions = {}): Promise<ProcessData[]> {

@@ -42,6 +42,11 @@ interface HttpRoute {
   handler: Handler;
 }
 
+interface MountedHandler {
+  prefix: string;
+  handler: (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
+}
+
 interface SocketRoute {
   pattern: string;
   guard: UpgradeGuard;
@@ -62,12 +67,22 @@ function newRequestId(service: string): string {
 export class Router {
   private readonly routes: HttpRoute[] = [];
   private readonly socketRoutes: SocketRoute[] = [];
+  private readonly mounted: MountedHandler[] = [];
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: Limits.maxStreamMessageBytes * 2 });
 
   constructor(private readonly options: RouterOptions) {}
 
   on(method: string, pattern: string, handler: Handler): this {
     this.routes.push({ method, pattern, handler });
+    return this;
+  }
+
+  /**
+   * Hands every request under `prefix` to `handler`, which answers it whole (its own error shapes):
+   * an API of another shape served by the same server. Admission runs first, as for routes.
+   */
+  mount(prefix: string, handler: MountedHandler['handler']): this {
+    this.mounted.push({ prefix, handler });
     return this;
   }
 
@@ -84,6 +99,8 @@ export class Router {
       // The client may have gone while admission awaited: then 'close' has fired already.
       if (release) res.closed ? release() : res.once('close', release);
       const url = parseRequestUrl(req);
+      const mount = this.mounted.find((m) => url.pathname === m.prefix || url.pathname.startsWith(`${m.prefix}/`));
+      if (mount) return await mount.handler(req, res);
       let pathMatched = false;
       for (const route of this.routes) {
         const params = matchPath(route.pattern, url.pathname);

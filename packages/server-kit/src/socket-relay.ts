@@ -38,13 +38,34 @@ export function closeWithError(ws: WebSocket, code: string, message: string): vo
   ws.close(1011, code.slice(0, 100));
 }
 
+/** How long messages a client sent before it closed may take to reach the layer below. */
+const flushAfterCloseMs = 10_000;
+
+/**
+ * Closes `upstream` once what the client sent has gone down: a client may send stdin (or a signal)
+ * and close at once, before the layer below even answered; those messages still arrive, in order.
+ */
+function closeAfterFlush(upstream: WebSocket, pending: string[]): void {
+  upstream.on('error', () => undefined);
+  const giveUp = setTimeout(() => upstream.terminate(), flushAfterCloseMs);
+  giveUp.unref();
+  upstream.once('close', () => clearTimeout(giveUp));
+  if (upstream.readyState === upstream.OPEN) return void upstream.close(1000);
+  if (upstream.readyState !== upstream.CONNECTING) return void upstream.terminate();
+  upstream.once('open', () => {
+    for (const text of pending.splice(0)) upstream.send(text);
+    upstream.close(1000);
+  });
+}
+
 export function relaySockets(client: WebSocket, upstream: WebSocket, options: RelayOptions): void {
+  const pending: string[] = [...(options.early ?? [])];
   // The client may have gone (or broken the protocol) while the layer below was being found.
   if (client.readyState === client.CLOSING || client.readyState === client.CLOSED) {
+    if (pending.length > 0) return closeAfterFlush(upstream, pending);
     upstream.on('error', () => undefined);
     return void upstream.terminate();
   }
-  const pending: string[] = [...(options.early ?? [])];
   let windowStart = Date.now();
   let count = 0;
   const maxRate = options.maxUpstreamRate ?? 5000;
@@ -98,6 +119,7 @@ export function relaySockets(client: WebSocket, upstream: WebSocket, options: Re
   upstream.on('close', (code, reason) => {
     if (client.readyState === client.OPEN) client.close(code === 1005 || code === 1006 ? 1000 : code, reason);
   });
-  client.on('close', () => upstream.terminate());
+  // A client that said goodbye gets what it sent delivered first; one that broke off does not.
+  client.on('close', (code) => (code === 1000 || code === 1005 ? closeAfterFlush(upstream, pending) : upstream.terminate()));
   client.on('error', () => upstream.terminate());
 }

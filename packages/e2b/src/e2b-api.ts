@@ -1,0 +1,65 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { Limits } from '@space/protocol';
+import { Space } from '@space/sdk';
+import { serveControlApi } from './control-api.js';
+import { E2bError, sendE2bError, toE2bError } from './errors.js';
+import { filesystemService } from './envd/filesystem-service.js';
+import { serveEnvdHttp } from './envd/files-http.js';
+import { processService } from './envd/process-service.js';
+import type { SpaceFor } from './envd/sandbox-access.js';
+import { Filesystem } from './gen/filesystem_pb.js';
+import { Process } from './gen/process_pb.js';
+
+/** Where the API is mounted: `E2B_API_URL=http://HOST:PORT/e2b`, `E2B_SANDBOX_URL=http://HOST:PORT/e2b/sandbox`. */
+export const e2bPrefix = '/e2b';
+const sandboxPrefix = `${e2bPrefix}/sandbox`;
+
+export interface E2bApiOptions {
+  /** SPACE's own API, which every E2B call is translated onto (the control plane's URL, loopback). */
+  apiUrl: () => string;
+}
+
+/**
+ * E2B's API, served under `/e2b` by the control plane: the control API (sandboxes, timeouts,
+ * pause, connect, fork, snapshots) and envd's data plane (Connect-RPC process and filesystem
+ * services, `/files`, `/health`) under `/e2b/sandbox`. Nothing is kept here: each call is
+ * translated onto SPACE's public API with the caller's credentials (the API key from
+ * `X-API-Key`, or the sandbox's access token, a session token), so every limit and every tenant
+ * boundary of SPACE's API holds for E2B clients too.
+ */
+export function createE2bApi(options: E2bApiOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  const spaceFor: SpaceFor = (key) => new Space({ apiUrl: options.apiUrl(), apiKey: key });
+  const envdRpc = connectNodeAdapter({
+    requestPathPrefix: sandboxPrefix,
+    readMaxBytes: Limits.maxStreamMessageBytes * 2,
+    writeMaxBytes: Limits.maxStreamMessageBytes * 4,
+    routes: (router) => {
+      router.service(Process, processService(spaceFor));
+      router.service(Filesystem, filesystemService(spaceFor));
+    },
+    // What envd does not serve: Connect's "unimplemented" (HTTP 404), for procedures and paths alike.
+    fallback: (req, res) => {
+      const body = JSON.stringify({ code: 'unimplemented', message: `${req.url?.slice(0, 200)} is not served by SPACE's envd API` });
+      res.writeHead(404, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    },
+  });
+
+  return async (req, res) => {
+    try {
+      const url = new URL(req.url ?? '/', 'http://local');
+      if (url.pathname.startsWith(`${sandboxPrefix}/`)) {
+        if (await serveEnvdHttp(spaceFor, req, res, url, url.pathname.slice(sandboxPrefix.length))) return;
+        envdRpc(req, res);
+        return;
+      }
+      const key = req.headers['x-api-key'];
+      if (typeof key !== 'string' || key.length === 0 || key.length > 512)
+        throw new E2bError(401, 'missing API key: send "X-API-Key: <key>" (a SPACE API key; E2B_API_KEY in E2B clients)');
+      await serveControlApi(spaceFor(key), req, res, url, url.pathname.slice(e2bPrefix.length));
+    } catch (err) {
+      sendE2bError(res, toE2bError(err));
+    }
+  };
+}

@@ -1,0 +1,224 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { CommandExitError, Sandbox, SandboxNotFoundError } from 'e2b';
+import { Api } from './client.js';
+import type { RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The unmodified `e2b` npm package (pinned) against SPACE's `/e2b`, configured only by its two URLs and a key. */
+describe('E2B compatibility: the e2b SDK unchanged', () => {
+  let platform: RunningPlatform;
+  let admin: Api;
+  const sessions: string[] = [];
+  let opts: { apiKey: string; apiUrl: string; sandboxUrl: string };
+  let otherTenant: { apiKey: string; apiUrl: string; sandboxUrl: string };
+
+  let tenant: Api;
+  // Registered before the platform's own clean-up, so it runs first: the sessions are the tenant's, not the admin's.
+  after(async () => {
+    for (const id of sessions.splice(0)) await tenant?.call('DELETE', `/v1/sessions/${id}`);
+  });
+  platformForSuite(sessions, (p, a) => ((platform = p), (admin = a)));
+
+  const tenantKey = async (name: string): Promise<string> => {
+    const { id: tenantId } = (await admin.call('POST', '/v1/tenants', { name })).body;
+    return (await admin.call('POST', '/v1/keys', { tenantId })).body.key as string;
+  };
+  const setUp = async () => {
+    if (opts) return;
+    const urls = { apiUrl: `${platform.url}/e2b`, sandboxUrl: `${platform.url}/e2b/sandbox` };
+    opts = { apiKey: await tenantKey('e2b'), ...urls };
+    tenant = new Api(platform.url, opts.apiKey);
+    otherTenant = { apiKey: await tenantKey('e2b-other'), ...urls };
+  };
+  const create = async (extra: Record<string, unknown> = {}): Promise<Sandbox> => {
+    const sandbox = await Sandbox.create('base', { ...opts, ...extra });
+    sessions.push(sandbox.sandboxId);
+    return sandbox;
+  };
+
+  test('commands: foreground, streamed callbacks, a failing one raises, background + list + kill, stdin; a sandbox killed under the SDK continues', {
+    timeout: 180_000,
+  }, async () => {
+    await setUp();
+    const sandbox = await create({ metadata: { suite: 'e2b' } });
+    assert.match(sandbox.sandboxId, /^ses_/, 'an E2B sandbox id is a SPACE session id');
+
+    const hello = await sandbox.commands.run('echo hello; echo oops >&2');
+    assert.deepEqual([hello.exitCode, hello.stdout, hello.stderr], [0, 'hello\n', 'oops\n']);
+
+    const seen: string[] = [];
+    await sandbox.commands.run('for i in 1 2 3; do echo line$i; sleep 0.05; done', { onStdout: (d) => void seen.push(d) });
+    assert.equal(seen.join(''), 'line1\nline2\nline3\n');
+
+    await assert.rejects(sandbox.commands.run('echo bad >&2; exit 3'), (err: unknown) => {
+      assert.ok(err instanceof CommandExitError);
+      assert.deepEqual([err.exitCode, err.stderr], [3, 'bad\n']);
+      return true;
+    });
+
+    const background = await sandbox.commands.run('sleep 300', { background: true });
+    assert.ok(
+      (await sandbox.commands.list()).some((p) => p.pid === background.pid),
+      'listed while it runs',
+    );
+    assert.equal(await sandbox.commands.kill(background.pid), true);
+    await sleep(300);
+    assert.ok(!(await sandbox.commands.list()).some((p) => p.pid === background.pid), 'gone after kill');
+
+    const reader = await sandbox.commands.run('read line; echo "got $line"', { background: true, stdin: true });
+    await sandbox.commands.sendStdin(reader.pid, 'typed\n');
+    const read = await reader.wait();
+    assert.equal(read.stdout, 'got typed\n');
+
+    // The sandbox dies under the SDK: the session resumes on the next call, same id, files kept.
+    await sandbox.files.write('/tmp/kept.txt', 'still here');
+    assert.equal((await tenant.call('POST', `/v1/sessions/${sandbox.sandboxId}/sandbox/kill`)).status, 200);
+    assert.equal((await sandbox.commands.run('cat /tmp/kept.txt')).stdout, 'still here');
+  });
+
+  test('files: write, read, list, exists, makeDir, rename, remove, watchDir', { timeout: 120_000 }, async () => {
+    await setUp();
+    const sandbox = await create();
+    const info = await sandbox.files.write('/tmp/e2b/a.txt', 'alpha');
+    assert.deepEqual([info.name, info.path], ['a.txt', '/tmp/e2b/a.txt']);
+    assert.equal(await sandbox.files.read('/tmp/e2b/a.txt'), 'alpha');
+    assert.deepEqual(Buffer.from(await sandbox.files.read('/tmp/e2b/a.txt', { format: 'bytes' })).toString(), 'alpha');
+    assert.equal(await sandbox.files.makeDir('/tmp/e2b/sub/deeper'), true);
+    assert.equal(await sandbox.files.makeDir('/tmp/e2b/sub/deeper'), false, 'false when it exists');
+    const names = (await sandbox.files.list('/tmp/e2b')).map((e) => `${e.name}:${e.type}`).sort();
+    assert.deepEqual(names, ['a.txt:file', 'sub:dir']);
+    assert.deepEqual((await sandbox.files.list('/tmp/e2b', { depth: 2 })).map((e) => e.path).sort(), ['/tmp/e2b/a.txt', '/tmp/e2b/sub', '/tmp/e2b/sub/deeper']);
+    const renamed = await sandbox.files.rename('/tmp/e2b/a.txt', '/tmp/e2b/b.txt');
+    assert.equal(renamed.path, '/tmp/e2b/b.txt');
+    assert.equal(await sandbox.files.exists('/tmp/e2b/a.txt'), false);
+    assert.equal(await sandbox.files.exists('/tmp/e2b/b.txt'), true);
+    await sandbox.files.remove('/tmp/e2b/sub');
+    assert.equal(await sandbox.files.exists('/tmp/e2b/sub'), false);
+    await assert.rejects(sandbox.files.read('/tmp/e2b/none.txt'), /FILE_NOT_FOUND|not found/i);
+
+    const events: string[] = [];
+    const watcher = await sandbox.files.watchDir('/tmp/e2b', (e) => void events.push(`${e.type}:${e.name}`));
+    await sandbox.files.write('/tmp/e2b/new.txt', 'x');
+    for (let i = 0; i < 50 && !events.some((e) => e.endsWith(':new.txt')); i++) await sleep(100);
+    await watcher.stop();
+    assert.ok(
+      events.some((e) => e.endsWith(':new.txt')),
+      `a change under the watched directory: ${events.join(' ')}`,
+    );
+  });
+
+  test('pty: create, input, resize, kill', { timeout: 120_000 }, async () => {
+    await setUp();
+    const sandbox = await create();
+    let output = '';
+    const terminal = await sandbox.pty.create({ cols: 80, rows: 24, onData: (d) => void (output += Buffer.from(d).toString()) });
+    await sandbox.pty.resize(terminal.pid, { cols: 100, rows: 30 });
+    await sandbox.pty.sendInput(terminal.pid, new TextEncoder().encode('stty size; echo pty-$((6*7))\n'));
+    for (let i = 0; i < 50 && !output.includes('pty-42'); i++) await sleep(100);
+    assert.match(output, /30 100/, 'the resize reached the terminal');
+    assert.match(output, /pty-42/);
+    assert.equal(await sandbox.pty.kill(terminal.pid), true);
+  });
+
+  test('list with a metadata filter, connect, setTimeout, pause then connect (a background process continues), fork, snapshot, kill; tenants stay apart', {
+    timeout: 240_000,
+  }, async () => {
+    await setUp();
+    const sandbox = await create({ metadata: { role: 'listed' }, timeoutMs: 600_000 });
+    const listed = await Sandbox.list({ ...opts, query: { metadata: { role: 'listed' } } }).nextItems();
+    assert.deepEqual(
+      listed.map((s) => [s.sandboxId, s.state, s.metadata.role]),
+      [[sandbox.sandboxId, 'running', 'listed']],
+    );
+    assert.deepEqual(await Sandbox.list({ ...otherTenant }).nextItems(), [], 'another tenant sees none of them');
+    await assert.rejects(Sandbox.connect(sandbox.sandboxId, otherTenant), SandboxNotFoundError);
+
+    await sandbox.setTimeout(120_000);
+    const info = await sandbox.getInfo();
+    assert.ok(Math.abs(info.endAt.getTime() - (Date.now() + 120_000)) < 10_000, `endAt ${info.endAt.toISOString()}`);
+
+    // Its handle let go (as a client that moved on would): a process with a stream attached cannot be saved in memory.
+    const counter = await sandbox.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done', {
+      background: true,
+    });
+    await counter.disconnect();
+    await sleep(500);
+    assert.equal(await sandbox.pause(), true);
+    assert.equal((await Sandbox.getInfo(sandbox.sandboxId, opts)).state, 'paused');
+    assert.equal((await tenant.call('GET', `/v1/sessions/${sandbox.sandboxId}`)).body.status, 'idle', 'no sandbox while paused');
+    assert.equal(await sandbox.pause(), false, 'false when it is paused already');
+    const resumed = await Sandbox.connect(sandbox.sandboxId, opts);
+    const first = Number((await resumed.commands.run('cat /tmp/count')).stdout);
+    await sleep(600);
+    const later = Number((await resumed.commands.run('cat /tmp/count')).stdout);
+    assert.ok(first > 0 && later > first, `the counter continues after the pause (${first} -> ${later})`);
+
+    const [fork] = (await Sandbox.fork(sandbox.sandboxId, { ...opts, count: 1 } as never)) as unknown as Sandbox[];
+    assert.ok(fork, 'one fork');
+    sessions.push(fork.sandboxId);
+    assert.notEqual(fork.sandboxId, sandbox.sandboxId);
+    assert.equal((await fork.commands.run('test -s /tmp/count && echo forked')).stdout, 'forked\n');
+
+    const snapshot = await sandbox.createSnapshot();
+    const fromSnapshot = await Sandbox.create(snapshot.snapshotId, opts);
+    sessions.push(fromSnapshot.sandboxId);
+    assert.equal((await fromSnapshot.commands.run('test -s /tmp/count && echo from-snapshot')).stdout, 'from-snapshot\n');
+    await Sandbox.kill(fromSnapshot.sandboxId, opts);
+    assert.equal(await Sandbox.deleteSnapshot(snapshot.snapshotId, opts), true);
+
+    assert.equal(await Sandbox.kill(sandbox.sandboxId, opts), true);
+    assert.equal(await Sandbox.kill(sandbox.sandboxId, opts), false, 'false once it is gone');
+    assert.equal((await tenant.call('GET', `/v1/sessions/${sandbox.sandboxId}`)).status, 404);
+  });
+
+  test('a sandbox whose timeout passes is killed (or paused with autoPause)', { timeout: 120_000 }, async () => {
+    await setUp();
+    const killed = await create({ timeoutMs: 2000 });
+    const paused = await create({ timeoutMs: 2000, lifecycle: { onTimeout: 'pause' } });
+    for (let i = 0; i < 60; i++) {
+      const gone = (await tenant.call('GET', `/v1/sessions/${killed.sandboxId}`)).status === 404;
+      const idle = (await tenant.call('GET', `/v1/sessions/${paused.sandboxId}`)).body.status === 'idle';
+      if (gone && idle) break;
+      await sleep(500);
+    }
+    assert.equal((await tenant.call('GET', `/v1/sessions/${killed.sandboxId}`)).status, 404, 'killed at its timeout');
+    assert.equal((await Sandbox.getInfo(paused.sandboxId, opts)).state, 'paused', 'paused at its timeout');
+    assert.equal((await (await Sandbox.connect(paused.sandboxId, opts)).commands.run('echo back')).stdout, 'back\n');
+  });
+
+  test('raw HTTP: E2B error bodies and statuses for bad keys, unknown ids, bad bodies; unknown procedures are unimplemented', { timeout: 60_000 }, async () => {
+    await setUp();
+    const call = async (method: string, path: string, init: { key?: string; body?: string; headers?: Record<string, string> } = {}) => {
+      const res = await fetch(`${platform.url}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...(init.key ? { 'x-api-key': init.key } : {}), ...init.headers },
+        body: init.body,
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    };
+    assert.deepEqual((await call('GET', '/e2b/v2/sandboxes')).body.code, 401);
+    assert.deepEqual((await call('GET', '/e2b/v2/sandboxes', { key: 'sk_wrong' })).status, 401);
+    const missing = await call('GET', '/e2b/sandboxes/ses_doesnotexist1', { key: opts.apiKey });
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.code, 404);
+    assert.match(missing.body.message, /SESSION_NOT_FOUND/);
+    assert.equal((await call('POST', '/e2b/v2/sandboxes', { key: opts.apiKey, body: '{not json' })).status, 400);
+    const bad = await call('POST', '/e2b/v2/sandboxes', { key: opts.apiKey, body: JSON.stringify({ templateID: 'base', timeout: -1 }) });
+    assert.deepEqual([bad.status, bad.body.code], [400, 400]);
+    assert.equal((await call('POST', '/e2b/v2/sandboxes', { key: opts.apiKey, body: JSON.stringify({ templateID: 'no-such-template' }) })).status, 400);
+    assert.equal((await call('GET', '/e2b/no/such/route', { key: opts.apiKey })).status, 404);
+    const rpc = await call('POST', '/e2b/sandbox/process.Process/Nope', { body: '{}', headers: { 'e2b-sandbox-id': 'ses_x', 'x-access-token': 'st_x' } });
+    assert.deepEqual([rpc.status, rpc.body.code], [404, 'unimplemented']);
+    const noToken = await call('POST', '/e2b/sandbox/process.Process/List', { body: '{}', headers: { 'e2b-sandbox-id': 'ses_x' } });
+    assert.deepEqual([noToken.status, noToken.body.code], [401, 'unauthenticated']);
+    const wrongToken = await call('POST', '/e2b/sandbox/process.Process/List', {
+      body: '{}',
+      headers: { 'e2b-sandbox-id': 'ses_x', 'x-access-token': 'st_x' },
+    });
+    assert.equal(wrongToken.body.code, 'unauthenticated');
+  });
+});
