@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { closeServer, lineLog, listen } from '@space/server-kit';
 import { createE2bApi, e2bPrefix } from '@space/e2b';
+import { createMcpHttpApi, mcpPath } from '@space/mcp';
 import { type PublicApiDeps, createPublicApi } from './api/public-api.js';
 import { TemplateCatalog } from './template-catalog.js';
 import { TemplateService } from './template-service.js';
@@ -193,8 +194,10 @@ export class ControlPlane {
       limits: this.limits,
       templates: this.templates,
     });
-    // E2B clients' API, translated onto this one over loopback with the callers' own keys.
-    api.mount(e2bPrefix, createE2bApi({ apiUrl: () => `http://${loopbackHost(this.options.host)}:${this.port}` }));
+    // E2B's API and MCP, translated onto this one over loopback with the callers' own keys.
+    const selfUrl = () => `http://${loopbackHost(this.options.host)}:${this.port}`;
+    api.mount(e2bPrefix, createE2bApi({ apiUrl: selfUrl }));
+    api.mount(mcpPath, createMcpHttpApi({ apiUrl: selfUrl, checkKey: (req) => this.auth.authenticate(req) }));
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;

@@ -2,14 +2,15 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Api } from './client.js';
 import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
 type ToolResult = { isError?: boolean; content: { type: string; text: string }[] };
 
-/** `space mcp` driven by the MCP SDK's own client over stdio, as an MCP client would. */
-describe('MCP server (stdio)', () => {
+/** `space mcp` (stdio) and the control plane's `/mcp` (Streamable HTTP), driven by the MCP SDK's own client. */
+describe('MCP server', () => {
   let platform: RunningPlatform;
   let admin: Api;
   const sessions: string[] = [];
@@ -79,5 +80,48 @@ describe('MCP server (stdio)', () => {
     } finally {
       await client.close();
     }
+  });
+
+  test('Streamable HTTP at /mcp: the same tools with the caller key; a bad key is refused at the door; tenants stay apart', { timeout: 120_000 }, async () => {
+    const keyOf = async (name: string): Promise<string> => {
+      const { id: tenantId } = (await admin.call('POST', '/v1/tenants', { name })).body;
+      return (await admin.call('POST', '/v1/keys', { tenantId })).body.key as string;
+    };
+    const connect = async (key: string): Promise<Client> => {
+      const client = new Client({ name: 'space-test-http', version: '0.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${platform.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${key}` } } }));
+      return client;
+    };
+    const [mine, theirs] = await Promise.all([connect(await keyOf('mcp-http')), connect(await keyOf('mcp-http-other'))]);
+    const call = async (client: Client, name: string, args: Record<string, unknown> = {}): Promise<ToolResult> =>
+      (await client.callTool({ name, arguments: args })) as ToolResult;
+    const text = (result: ToolResult): string => result.content.map((c) => c.text).join('');
+    try {
+      assert.equal((await mine.listTools()).tools.length, 12);
+      const created = JSON.parse(text(await call(mine, 'create_session', { template: 'tiny' })));
+      const ran = JSON.parse(text(await call(mine, 'run_command', { sessionId: created.id, command: 'echo over-http > f; cat f' })));
+      assert.deepEqual([ran.exitCode, ran.stdout], [0, 'over-http\n']);
+      assert.equal(text(await call(mine, 'read_file', { sessionId: created.id, path: 'f' })), 'over-http\n');
+      assert.deepEqual(JSON.parse(text(await call(theirs, 'list_sessions'))), [], 'another tenant sees none of them');
+      const foreign = await call(theirs, 'run_command', { sessionId: created.id, command: 'true' });
+      assert.deepEqual([foreign.isError, text(foreign).split(':')[0]], [true, 'SESSION_NOT_FOUND']);
+      assert.match(text(await call(mine, 'delete_session', { sessionId: created.id })), /deleted/);
+    } finally {
+      await mine.close();
+      await theirs.close();
+    }
+    const raw = (init: RequestInit) => fetch(`${platform.url}/mcp`, init);
+    const initialize = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'raw', version: '0' } },
+    });
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const badKey = await raw({ method: 'POST', headers: { ...headers, authorization: 'Bearer sk_not_a_key' }, body: initialize });
+    assert.equal(badKey.status, 401);
+    assert.match((await badKey.json()).error.message, /UNAUTHORIZED/);
+    assert.equal((await raw({ method: 'POST', headers, body: initialize })).status, 401, 'no key');
+    assert.equal((await raw({ method: 'GET', headers })).status, 405);
   });
 });

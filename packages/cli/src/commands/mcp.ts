@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { cliClient } from '../client.js';
-import { registerSpaceTools } from '../mcp/tools.js';
+import { registerSpaceTools } from '@space/mcp';
 
 /** mcp: an MCP server on stdin/stdout that drives SPACE sessions with the caller's API key. */
 export function registerMcpCommand(program: Command): void {
