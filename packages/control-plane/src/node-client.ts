@@ -8,6 +8,8 @@ import {
   NodeHealthSchema,
   SandboxInfoSchema,
   SandboxInfoListSchema,
+  SandboxMetricsSchema,
+  type SandboxMetrics,
   ProcessListSchema,
   type ProcessList,
   type CheckpointKind,
@@ -59,6 +61,11 @@ export class NodeClient {
 
   sandboxInfo(sandboxId: string): Promise<SandboxInfo> {
     return this.upstream.json('GET', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}`, undefined, SandboxInfoSchema);
+  }
+
+  /** What the sandbox uses now (CPU over a short window, memory, disk). */
+  sandboxMetrics(sandboxId: string): Promise<SandboxMetrics> {
+    return this.upstream.json('GET', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}/metrics`, undefined, SandboxMetricsSchema);
   }
 
   stopSandbox(sandboxId: string): Promise<unknown> {

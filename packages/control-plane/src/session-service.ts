@@ -1,4 +1,4 @@
-import { ErrorCode, SpaceError, newId, type CreateSessionRequest, type Resources, type Session } from '@space/protocol';
+import { ErrorCode, SpaceError, newId, type CreateSessionRequest, type Resources, type SandboxMetrics, type Session } from '@space/protocol';
 import type { Caller } from './auth.js';
 import type { Activity } from './activity.js';
 import type { Metrics } from './metrics.js';
@@ -271,6 +271,13 @@ export class SessionService {
     const current = await this.deps.store.getSession(row.tenantId, row.id);
     if (current?.sandboxId === sandboxId)
       await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+  }
+
+  /** What the session's sandbox uses now; a session without one is not resumed for it (SESSION_NOT_RUNNING). */
+  async metrics(caller: Caller, id: string): Promise<SandboxMetrics> {
+    const row = await this.row(caller, id);
+    if (!row.sandboxId || row.status !== 'running') throw new SpaceError(ErrorCode.SESSION_NOT_RUNNING, `session ${id} has no sandbox running`);
+    return (await this.deps.nodes.forSandbox(row)).sandboxMetrics(row.sandboxId);
   }
 
   /** Stops the session's sandbox only; the session and its files stay. */

@@ -252,6 +252,32 @@ const routes: { method: string; path: string; handler: Handler }[] = [
     handler: async ({ space, params }) => (await space.templates.delete(params.id!), noContent),
   },
   {
+    method: 'GET',
+    path: '/sandboxes/:id/metrics',
+    handler: async ({ space, params }) => {
+      // One sample, taken now; a paused sandbox has none (and is not resumed to give one).
+      const m = await space.sessions
+        .handle(params.id!)
+        .metrics()
+        .catch((err) => {
+          if (isSpaceApiError(err, 'SESSION_NOT_RUNNING')) return null;
+          throw err;
+        });
+      if (!m) return { status: 200, body: [] };
+      const metric = {
+        timestamp: m.sampledAt,
+        timestampUnix: Math.floor(Date.parse(m.sampledAt) / 1000),
+        cpuCount: m.cpuCount,
+        cpuUsedPct: m.cpuUsedPct,
+        memUsed: m.memoryBytes,
+        memTotal: m.memoryLimitBytes ?? 0,
+        diskUsed: m.diskBytes ?? 0,
+        diskTotal: m.diskLimitBytes ?? 0,
+      };
+      return { status: 200, body: [metric] };
+    },
+  },
+  {
     method: 'PUT',
     path: '/sandboxes/:id/network',
     handler: async ({ space, params, req }) => {

@@ -110,6 +110,28 @@ describe('E2B compatibility: the e2b SDK unchanged', () => {
     );
   });
 
+  test('metrics: CPU, memory and disk of the sandbox as its cgroup and volume count them; none while paused', { timeout: 120_000 }, async () => {
+    await setUp();
+    const sandbox = await create();
+    await sandbox.files.write('/tmp/ballast', new Uint8Array(8 * 1024 * 1024).fill(7).buffer);
+    const spin = await sandbox.commands.run('while :; do :; done', { background: true });
+    await sleep(300);
+    const [busy] = await sandbox.getMetrics();
+    await sandbox.commands.kill(spin.pid);
+    assert.ok(busy, 'one sample');
+    assert.ok(busy.cpuUsedPct > 20, `a spinning process shows: ${busy.cpuUsedPct}% of ${busy.cpuCount} CPU`);
+    assert.equal(busy.cpuCount, 1, 'the default quota, 1 CPU');
+    assert.ok(busy.memUsed > 1024 * 1024 && busy.memUsed <= busy.memTotal, `memory ${busy.memUsed} of ${busy.memTotal}`);
+    assert.ok(busy.memTotal >= 1024 * 1024 * 1024, 'the 1 GiB default limit (and what gVisor adds)');
+    assert.ok(busy.diskUsed >= 8 * 1024 * 1024 && busy.diskUsed < busy.diskTotal, `disk ${busy.diskUsed} of ${busy.diskTotal}`);
+    const own = (await tenant.call('GET', `/v1/sessions/${sandbox.sandboxId}/metrics`)).body;
+    assert.equal(own.cpuCount, 1, JSON.stringify(own));
+    await sandbox.pause();
+    assert.deepEqual(await sandbox.getMetrics(), [], 'no sample of a paused sandbox');
+    assert.equal((await tenant.call('GET', `/v1/sessions/${sandbox.sandboxId}/metrics`)).body.error.code, 'SESSION_NOT_RUNNING');
+    assert.equal((await tenant.call('GET', `/v1/sessions/${sandbox.sandboxId}`)).body.status, 'idle', 'not resumed to give one');
+  });
+
   test('pty: create, input, resize, kill', { timeout: 120_000 }, async () => {
     await setUp();
     const sandbox = await create();

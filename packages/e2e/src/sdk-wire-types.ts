@@ -17,6 +17,7 @@ import type {
   Template,
   NodeView,
   DrainResult,
+  SandboxMetrics,
 } from '@space/protocol';
 import type {
   CheckpointData,
@@ -31,6 +32,7 @@ import type {
   TenantLimitsData,
   NodeData,
   DrainResultData,
+  SandboxMetricsData,
 } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
@@ -50,4 +52,5 @@ export const sdkMatchesWire: Record<string, true> = {
   node: true satisfies Same<NodeData, NodeView>,
   drain: true satisfies Same<DrainResultData, DrainResult>,
   template: true satisfies Same<TemplateData, Template>,
+  metrics: true satisfies Same<SandboxMetricsData, SandboxMetrics>,
 };

@@ -1,3 +1,4 @@
+import { SandboxMetricsReader } from './sandbox/sandbox-metrics.js';
 import type { NodeHeartbeat } from '@space/protocol';
 import type { Server } from 'node:http';
 import path from 'node:path';
@@ -155,6 +156,7 @@ export class NodeAgent {
       capacity: config.capacity,
       token: config.token,
       manager: this.manager,
+      metrics: new SandboxMetricsReader(this.manager, driver, volumes),
       starter: this.starter,
       pool: this.pool,
       checkpoints,

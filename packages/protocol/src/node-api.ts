@@ -34,6 +34,26 @@ export const SandboxInfoSchema = z
   .strict();
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;
 
+/**
+ * What a running sandbox uses, as the host sees it (its cgroup: the gVisor Sentry's memory is
+ * counted, as it is the sandbox's), and its volume's disk (btrfs quota group).
+ */
+export const SandboxMetricsSchema = z
+  .object({
+    sampledAt: z.string(),
+    /** The sandbox's CPU quota, in CPUs. */
+    cpuCount: z.number().nonnegative(),
+    /** CPU used over a short window (0.2 s) before `sampledAt`, as a percentage of `cpuCount`. */
+    cpuUsedPct: z.number().nonnegative(),
+    memoryBytes: z.number().int().nonnegative(),
+    memoryLimitBytes: z.number().int().nonnegative().nullable(),
+    /** Bytes the session's volume references (template files included); null where quotas are off. */
+    diskBytes: z.number().int().nonnegative().nullable(),
+    diskLimitBytes: z.number().int().nonnegative().nullable(),
+  })
+  .strict();
+export type SandboxMetrics = z.infer<typeof SandboxMetricsSchema>;
+
 /** Node agent -> control plane: the sandboxes serving sessions on the node. */
 export const SandboxInfoListSchema = z.object({ sandboxes: z.array(SandboxInfoSchema).max(100_000) }).strict();
 

@@ -12,6 +12,7 @@ import { sandboxRoutes } from './sandbox-routes.js';
 import { CreateSessionRequestSchema, SessionListSchema, SessionSchema, SessionTokenSchema, SetTimeoutRequestSchema } from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import { CreateTemplateRequestSchema, DeleteTemplateQuerySchema, TemplateListSchema, TemplateSchema } from './templates.js';
+import { SandboxMetricsSchema } from './node-api.js';
 import { DrainResultSchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
@@ -41,6 +42,13 @@ const sessionRoutes: PublicRoute[] = [
   { method: 'GET', path: '/v1/sessions/:sessionId', summary: 'One session, with its sandbox history and checkpoints.', response: SessionSchema },
   { method: 'DELETE', path: '/v1/sessions/:sessionId', summary: 'Delete a session: its sandbox, volume and checkpoints.', response: ok },
   { method: 'POST', path: '/v1/sessions/:sessionId/sandbox/kill', summary: 'Kill only the sandbox; the next call resumes the session.', response: ok },
+  {
+    method: 'GET',
+    path: '/v1/sessions/:sessionId/metrics',
+    summary:
+      "What the session's sandbox uses now: CPU over 0.2 s, memory (its cgroup), disk (its volume). 409 SESSION_NOT_RUNNING without a sandbox (not resumed for it).",
+    response: SandboxMetricsSchema,
+  },
   {
     method: 'POST',
     path: '/v1/sessions/:sessionId/pause',

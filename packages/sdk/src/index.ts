@@ -6,6 +6,7 @@ export { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 export type { SpaceOptions, CallOptions } from './options.js';
 export type {
   SessionData,
+  SandboxMetricsData,
   CreateSessionOptions,
   ExecOptions,
   ExecResult,

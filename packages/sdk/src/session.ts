@@ -5,7 +5,17 @@ import { ExecStream, type Reattach } from './exec-stream.js';
 import { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 import type { CallOptions } from './options.js';
 import type { Transport } from './transport.js';
-import type { CheckpointData, EgressAuditEntry, EgressPolicy, ExecOptions, ExecResult, FileEntry, ProcessData, SessionData } from './types.js';
+import type {
+  CheckpointData,
+  EgressAuditEntry,
+  EgressPolicy,
+  ExecOptions,
+  ExecResult,
+  FileEntry,
+  ProcessData,
+  SandboxMetricsData,
+  SessionData,
+} from './types.js';
 
 const q = (path: string): string => `?path=${encodeURIComponent(path)}`;
 
@@ -203,6 +213,11 @@ export class SessionHandle {
     return this.withData(
       await this.t.json<SessionData>('POST', `${this.base}/timeout`, { ...call, json: { timeoutSec, ...(onTimeout ? { onTimeout } : {}) } }),
     );
+  }
+
+  /** What the sandbox uses now; SESSION_NOT_RUNNING when no sandbox runs (it is not resumed for this). */
+  async metrics(opts: CallOptions = {}): Promise<SandboxMetricsData> {
+    return this.t.json<SandboxMetricsData>('GET', `${this.base}/metrics`, opts);
   }
 
   /** A token that acts on this session's sandbox only (exec, processes, files, streams) and reads the session. */

@@ -131,6 +131,18 @@ export interface FileEntry {
   target?: string;
 }
 
+/** What a running sandbox uses (`session.metrics()`): CPU over a short window, memory of its cgroup, its volume's disk. */
+export interface SandboxMetricsData {
+  sampledAt: string;
+  cpuCount: number;
+  /** Percent of `cpuCount` used over the 0.2 s before `sampledAt`. */
+  cpuUsedPct: number;
+  memoryBytes: number;
+  memoryLimitBytes: number | null;
+  diskBytes: number | null;
+  diskLimitBytes: number | null;
+}
+
 export interface CheckpointData {
   id: string;
   sessionId: string;

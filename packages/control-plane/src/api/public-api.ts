@@ -137,6 +137,10 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     sendJson(res, 200, { ok: true });
   });
 
+  router.on('GET', '/v1/sessions/:sessionId/metrics', async ({ req, res, params }) => {
+    sendJson(res, 200, await sessions.metrics(await auth.authenticate(req), params.sessionId!));
+  });
+
   router.on('POST', '/v1/sessions/:sessionId/pause', async ({ req, res, params }) => {
     sendJson(res, 200, { checkpoint: await deps.pauser.pause(await auth.authenticate(req), params.sessionId!) });
   });

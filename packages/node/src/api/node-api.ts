@@ -26,6 +26,7 @@ import type { SandboxStarter } from '../sandbox/sandbox-starter.js';
 import type { WarmPool } from '../warm-pool.js';
 import type { TemplateStore } from '../templates/template-store.js';
 import { registerSandboxProxy } from './sandbox-proxy.js';
+import type { SandboxMetricsReader } from '../sandbox/sandbox-metrics.js';
 import type { CheckpointShipping } from '../storage/checkpoint-shipping.js';
 
 export interface NodeApiDeps {
@@ -33,6 +34,7 @@ export interface NodeApiDeps {
   capacity: NodeCapacity;
   token: string;
   manager: SandboxManager;
+  metrics: SandboxMetricsReader;
   starter: SandboxStarter;
   pool: WarmPool;
   checkpoints: NodeCheckpointService;
@@ -83,6 +85,11 @@ export function createNodeApi(deps: NodeApiDeps): Router {
   router.on('GET', '/node/v1/sandboxes/:sandboxId', async (ctx) => {
     authorize(ctx);
     sendJson(ctx.res, 200, await manager.info(ctx.params.sandboxId!));
+  });
+
+  router.on('GET', '/node/v1/sandboxes/:sandboxId/metrics', async (ctx) => {
+    authorize(ctx);
+    sendJson(ctx.res, 200, await deps.metrics.read(ctx.params.sandboxId!));
   });
 
   router.on('DELETE', '/node/v1/sandboxes/:sandboxId', async (ctx) => {

@@ -25,6 +25,15 @@ export interface SandboxStats {
   pid: number | null;
 }
 
+/** A sandbox's cgroup counters: CPU time so far, memory now, and its limits. */
+export interface SandboxUsage {
+  cpuNanos: number;
+  /** The CPU quota in CPUs; null when unlimited. */
+  cpuCount: number | null;
+  memoryBytes: number;
+  memoryLimitBytes: number | null;
+}
+
 /**
  * The runtime behind the node agent. gVisor implements it here; a Firecracker driver (VM with
  * kernel, rootfs image, vsock daemon channel, snapshot files) can implement the same methods.
@@ -53,6 +62,8 @@ export interface RuntimeDriver {
   /** Stops the sandbox and removes the runtime's record of it. Idempotent. */
   destroy(sandboxId: string): Promise<void>;
   stats(sandboxId: string): Promise<SandboxStats>;
+  /** The sandbox's cgroup counters; null when it has none (it is gone). */
+  usage(sandboxId: string): Promise<SandboxUsage | null>;
   /** Ids of every sandbox the runtime knows about on this node (for reconciliation). */
   list(): Promise<string[]>;
 }

@@ -4,7 +4,8 @@ import type { Readable } from 'node:stream';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
-import type { RuntimeDriver, SandboxSpec, SandboxStats } from './driver.js';
+import type { RuntimeDriver, SandboxSpec, SandboxStats, SandboxUsage } from './driver.js';
+import { readCgroupUsage } from './cgroup-usage.js';
 import { buildOciSpec } from './oci-spec.js';
 
 /** How runsc runs sandboxes and writes memory images (`SPACE_RUNSC_PLATFORM`, `SPACE_CHECKPOINT_COMPRESSION`). */
@@ -144,6 +145,10 @@ export class GvisorDriver implements RuntimeDriver {
   async stats(sandboxId: string): Promise<SandboxStats> {
     const state = await this.state(sandboxId);
     return { running: state?.status === 'running' || state?.status === 'paused', pid: state?.pid ?? null };
+  }
+
+  usage(sandboxId: string): Promise<SandboxUsage | null> {
+    return readCgroupUsage(sandboxId);
   }
 
   private async status(sandboxId: string): Promise<string | null> {

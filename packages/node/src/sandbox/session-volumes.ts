@@ -63,6 +63,11 @@ export class SessionVolumes {
     return this.subvolumes.exists(this.path(sessionId));
   }
 
+  /** What the session's volume holds and may hold (its disk quota); null where quotas are off. */
+  diskUsage(sessionId: string): Promise<{ bytes: number; limitBytes: number | null } | null> {
+    return this.subvolumes.usage(this.path(sessionId));
+  }
+
   /** Refuses (UNKNOWN_TEMPLATE) a template this node cannot make the session's volume from, when it has none yet. */
   checkTemplate(sessionId: string, template: string): void {
     if (!this.exists(sessionId)) this.templates.check(template);

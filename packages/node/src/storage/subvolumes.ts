@@ -51,6 +51,20 @@ export class Subvolumes {
     await runCommand(['btrfs', 'qgroup', 'limit', bytes === null ? 'none' : String(Math.round(bytes)), target]);
   }
 
+  /**
+   * The data the subvolume references and its limit, from its own quota group (`btrfs qgroup show
+   * -f`); null where quotas are not enabled.
+   */
+  async usage(target: string): Promise<{ bytes: number; limitBytes: number | null } | null> {
+    const { code, stdout } = await runCommand(['btrfs', 'qgroup', 'show', '-rf', '--raw', target], { allowFailure: true });
+    if (code !== 0) return null;
+    // qgroupid rfer excl max_rfer, the own group's row after the header lines
+    const row = stdout.split('\n').find((line) => /^0\/\d+\s/.test(line.trim()));
+    if (!row) return null;
+    const [, rfer, , maxRfer] = row.trim().split(/\s+/);
+    return { bytes: Number(rfer), limitBytes: maxRfer === 'none' || maxRfer === undefined ? null : Number(maxRfer) };
+  }
+
   /** Renames a subvolume within the filesystem (an atomic rename of its directory entry). */
   async rename(from: string, to: string): Promise<void> {
     await renameDir(from, to);

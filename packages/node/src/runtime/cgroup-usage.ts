@@ -1,0 +1,49 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { SandboxUsage } from './driver.js';
+
+/** A cgroup file's contents, or null when it does not exist (no such cgroup, or another cgroup version). */
+async function read(file: string): Promise<string | null> {
+  return readFile(file, 'utf8').then(
+    (text) => text.trim(),
+    () => null,
+  );
+}
+
+/** A byte or count value; cgroup v1 writes a huge number and v2 "max" for "no limit". */
+function limitOf(text: string | null): number | null {
+  if (text === null || text === 'max') return null;
+  const value = Number(text);
+  return Number.isFinite(value) && value < 2 ** 62 ? value : null;
+}
+
+/**
+ * The counters of the cgroup `space/<sandboxId>` that gVisor puts a sandbox in (its `cgroupsPath`),
+ * from cgroup v2 (unified) or v1 (per controller). Null when neither has it.
+ */
+export async function readCgroupUsage(sandboxId: string, root = '/sys/fs/cgroup'): Promise<SandboxUsage | null> {
+  const v2 = path.join(root, 'space', sandboxId);
+  const cpuStat = await read(path.join(v2, 'cpu.stat'));
+  if (cpuStat !== null) {
+    const usec = Number(/^usage_usec (\d+)$/m.exec(cpuStat)?.[1] ?? 0);
+    const [quota, period] = ((await read(path.join(v2, 'cpu.max'))) ?? 'max').split(' ');
+    return {
+      cpuNanos: usec * 1000,
+      cpuCount: quota === 'max' || !period ? null : Number(quota) / Number(period),
+      memoryBytes: Number((await read(path.join(v2, 'memory.current'))) ?? 0),
+      memoryLimitBytes: limitOf(await read(path.join(v2, 'memory.max'))),
+    };
+  }
+  const cpuacct = await read(path.join(root, 'cpuacct', 'space', sandboxId, 'cpuacct.usage'));
+  if (cpuacct === null) return null;
+  const cpu = path.join(root, 'cpu', 'space', sandboxId);
+  const quota = Number(await read(path.join(cpu, 'cpu.cfs_quota_us')));
+  const period = Number(await read(path.join(cpu, 'cpu.cfs_period_us')));
+  const memory = path.join(root, 'memory', 'space', sandboxId);
+  return {
+    cpuNanos: Number(cpuacct),
+    cpuCount: quota > 0 && period > 0 ? quota / period : null,
+    memoryBytes: Number((await read(path.join(memory, 'memory.usage_in_bytes'))) ?? 0),
+    memoryLimitBytes: limitOf(await read(path.join(memory, 'memory.limit_in_bytes'))),
+  };
+}
