@@ -196,7 +196,7 @@ export class ControlPlane {
     });
     // E2B's API and MCP, translated onto this one over loopback with the callers' own keys.
     const selfUrl = () => `http://${loopbackHost(this.options.host)}:${this.port}`;
-    api.mount(e2bPrefix, createE2bApi({ apiUrl: selfUrl }));
+    api.mount(e2bPrefix, createE2bApi({ apiUrl: selfUrl, log: this.log }));
     api.mount(mcpPath, createMcpHttpApi({ apiUrl: selfUrl, checkKey: (req) => this.auth.authenticate(req) }));
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;

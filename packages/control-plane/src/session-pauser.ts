@@ -61,8 +61,9 @@ export class SessionPauser {
       await this.deps.sessions.deleteLocked(row);
       return 'deleted';
     }
-    await this.deps.store.updateSession(row.id, { expiresAt: null });
+    // Cleared once paused: a pause that failed (its node away) is tried again on the next pass.
     if (row.sandboxId) await this.pauseLocked(row);
+    await this.deps.store.updateSession(row.id, { expiresAt: null });
     return 'paused';
   }
 

@@ -8,15 +8,18 @@ import { egressFromE2b } from './control-api.js';
 import { E2bError, toConnectError, toE2bError } from './errors.js';
 import { withKeepalives } from './envd/keepalive.js';
 import { StartResponseSchema } from './gen/process_pb.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createE2bApi } from './e2b-api.js';
 
 test("E2B's network settings become an egress policy; deny lists other than everything are refused", () => {
   assert.deepEqual(egressFromE2b({}), { mode: 'allow-all', domains: [], cidrs: [] });
   assert.deepEqual(egressFromE2b({ allow_internet_access: false }), { mode: 'deny-all', domains: [], cidrs: [] });
   assert.deepEqual(egressFromE2b({ denyOut: ['0.0.0.0/0'] }), { mode: 'deny-all', domains: [], cidrs: [] });
-  assert.deepEqual(egressFromE2b({ allowOut: ['1.2.3.4', '10.0.0.0/8', 'api.example.com', '*.pypi.org'], denyOut: ['0.0.0.0/0'] }), {
+  assert.deepEqual(egressFromE2b({ allowOut: ['1.2.3.4', '10.0.0.0/8', 'api.example.com', '*.pypi.org', 'add.cafe'], denyOut: ['0.0.0.0/0'] }), {
     mode: 'allow-list',
     cidrs: ['1.2.3.4/32', '10.0.0.0/8'],
-    domains: ['api.example.com', '*.pypi.org'],
+    domains: ['api.example.com', '*.pypi.org', 'add.cafe'],
   });
   assert.throws(
     () => egressFromE2b({ denyOut: ['10.0.0.0/8'] }),
@@ -68,4 +71,34 @@ test('a quiet stream gets keepalives; the source ends the stream, and so does th
   const started = Date.now();
   for await (const _ of withKeepalives(never, 1000, () => 'k', leaving.signal)) assert.fail('nothing comes');
   assert.ok(Date.now() - started < 500);
+});
+
+test('envd requests the adapter cannot decode are 400 invalid_argument (binary and JSON alike); unknown procedures unimplemented', async () => {
+  const logged: string[] = [];
+  const handler = createE2bApi({ apiUrl: () => 'http://127.0.0.1:9', log: (m) => logged.push(m) });
+  const server = createServer((req, res) => void handler(req, res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/e2b/sandbox`;
+  const post = async (path: string, contentType: string, body: string | Uint8Array<ArrayBuffer>) => {
+    const res = await fetch(url + path, {
+      method: 'POST',
+      headers: { 'content-type': contentType, 'e2b-sandbox-id': 'ses_x', 'x-access-token': 'st_x' },
+      body,
+    });
+    return { status: res.status, body: await res.json() };
+  };
+  try {
+    const binary = await post('/process.Process/List', 'application/proto', new Uint8Array([0x08]));
+    assert.deepEqual([binary.status, binary.body.code], [400, 'invalid_argument']);
+    assert.match(binary.body.message, /not a valid message/);
+    const json = await post('/filesystem.Filesystem/Stat', 'application/json', '{"path": 5');
+    assert.deepEqual([json.status, json.body.code], [400, 'invalid_argument']);
+    const unknown = await post('/process.Process/Nope', 'application/json', '{}');
+    assert.deepEqual([unknown.status, unknown.body.code], [404, 'unimplemented']);
+    const unsupported = await post('/filesystem.Filesystem/CreateWatcher', 'application/json', '{"path": "/tmp"}');
+    assert.deepEqual([unsupported.status, unsupported.body.code], [404, 'unimplemented']);
+    assert.deepEqual(logged, []);
+  } finally {
+    server.close();
+  }
 });

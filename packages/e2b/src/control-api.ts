@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
 import type { z } from 'zod';
 import {
   E2bConnectSchema,
@@ -47,7 +48,7 @@ export function egressFromE2b(network: z.output<typeof E2bNetworkSchema>): Parti
   const denyAll = deny.some((d) => d === '0.0.0.0/0' || d === '::/0');
   if (deny.length > 0 && !denyAll) throw new E2bError(400, 'denyOut: SPACE denies all traffic ("0.0.0.0/0") or nothing; allow what is needed with allowOut');
   if (allow.length > 0) {
-    const isCidr = (entry: string) => /^[0-9.:a-fA-F]+(\/\d{1,3})?$/.test(entry) && /[.:]/.test(entry);
+    const isCidr = (entry: string) => isIP(entry.split('/')[0]!) !== 0;
     const cidrs = allow.filter(isCidr).map((c) => (c.includes('/') ? c : `${c}/${c.includes(':') ? 128 : 32}`));
     return { mode: 'allow-list', cidrs, domains: allow.filter((entry) => !isCidr(entry)) };
   }

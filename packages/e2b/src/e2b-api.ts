@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
 import { Limits } from '@space/protocol';
 import { Space } from '@space/sdk';
 import { serveControlApi } from './control-api.js';
 import { E2bError, sendE2bError, toE2bError } from './errors.js';
 import { filesystemService } from './envd/filesystem-service.js';
 import { serveEnvdHttp } from './envd/files-http.js';
+import { connectHandler } from './envd/connect-handler.js';
 import { processService } from './envd/process-service.js';
 import type { SpaceFor } from './envd/sandbox-access.js';
 import { Filesystem } from './gen/filesystem_pb.js';
@@ -18,6 +18,7 @@ const sandboxPrefix = `${e2bPrefix}/sandbox`;
 export interface E2bApiOptions {
   /** SPACE's own API, which every E2B call is translated onto (the control plane's URL, loopback). */
   apiUrl: () => string;
+  log: (message: string) => void;
 }
 
 /**
@@ -30,8 +31,9 @@ export interface E2bApiOptions {
  */
 export function createE2bApi(options: E2bApiOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
   const spaceFor: SpaceFor = (key) => new Space({ apiUrl: options.apiUrl(), apiKey: key });
-  const envdRpc = connectNodeAdapter({
-    requestPathPrefix: sandboxPrefix,
+  const envdRpc = connectHandler({
+    prefix: sandboxPrefix,
+    log: options.log,
     readMaxBytes: Limits.maxStreamMessageBytes * 2,
     writeMaxBytes: Limits.maxStreamMessageBytes * 4,
     routes: (router) => {

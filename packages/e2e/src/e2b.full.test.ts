@@ -85,6 +85,14 @@ describe('E2B compatibility: the e2b SDK unchanged', () => {
     const info = await sandbox.files.write('/tmp/e2b/a.txt', 'alpha');
     assert.deepEqual([info.name, info.path], ['a.txt', '/tmp/e2b/a.txt']);
     assert.equal(await sandbox.files.read('/tmp/e2b/a.txt'), 'alpha');
+    // Streamed (application/octet-stream), plain and gzipped.
+    const big = Buffer.alloc(3 * 1024 * 1024, 'z');
+    await sandbox.files.write('/tmp/e2b/streamed.bin', new Blob([big]).stream());
+    await sandbox.files.write('/tmp/e2b/gzipped.bin', new Blob([big]), { gzip: true });
+    for (const name of ['streamed.bin', 'gzipped.bin'])
+      assert.ok(Buffer.from(await sandbox.files.read(`/tmp/e2b/${name}`, { format: 'bytes' })).equals(big), name);
+    await sandbox.files.remove('/tmp/e2b/streamed.bin');
+    await sandbox.files.remove('/tmp/e2b/gzipped.bin');
     assert.deepEqual(Buffer.from(await sandbox.files.read('/tmp/e2b/a.txt', { format: 'bytes' })).toString(), 'alpha');
     assert.equal(await sandbox.files.makeDir('/tmp/e2b/sub/deeper'), true);
     assert.equal(await sandbox.files.makeDir('/tmp/e2b/sub/deeper'), false, 'false when it exists');

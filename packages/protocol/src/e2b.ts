@@ -71,5 +71,8 @@ export const E2bSnapshotListQuerySchema = z.object({
   nextToken: z.string().max(256).optional(),
 });
 
-/** The envd version SPACE's data plane answers as: the E2B SDK picks its protocol features by it (multipart uploads, stdin control). */
-export const e2bEnvdVersion = '0.5.6';
+/**
+ * The envd version SPACE's data plane answers as: the E2B SDK picks its protocol features by it
+ * (stdin control, streamed `application/octet-stream` uploads with optional gzip; not file metadata).
+ */
+export const e2bEnvdVersion = '0.5.7';

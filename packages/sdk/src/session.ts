@@ -153,7 +153,12 @@ export class SessionHandle {
     const ws = this.t.socket(`${this.base}/processes/${pid}/attach?after=${Number.MAX_SAFE_INTEGER}`);
     let refusal: Error | null = null;
     ws.on('message', (raw) => {
-      const m = JSON.parse(raw.toString()) as { type?: string; code?: string; message?: string };
+      let m: { type?: string; code?: string; message?: string };
+      try {
+        m = JSON.parse(raw.toString());
+      } catch {
+        return void (refusal = new SpaceClientError('PROTOCOL', 'the server sent a message that is not JSON'));
+      }
       if (m.type === 'error') refusal = new SpaceApiError(m.code ?? 'INTERNAL', 0, m.message ?? 'the process refused the input');
     });
     ws.once('open', () => {

@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
+import { createGunzip } from 'node:zlib';
 import { z } from 'zod';
 import { SandboxPathSchema } from '@space/protocol';
 import { parseQuery, readBody } from '@space/server-kit';
 import { E2bError, toE2bError } from '../errors.js';
 import { type SpaceFor, sandboxSession } from './sandbox-access.js';
 
-/** A multipart upload is read whole before it is written: this bounds it (larger files: one `application/octet-stream` upload each). */
-const maxMultipartBytes = 256 * 1024 * 1024;
+/** A multipart upload is read whole before it is written: this bounds it. Larger files go as one streamed `application/octet-stream` upload each (the SDK does so for streams). */
+const maxMultipartBytes = 64 * 1024 * 1024;
 
 const FilesQuerySchema = z.object({ path: SandboxPathSchema.optional(), username: z.string().max(64).optional() }).strict();
 
@@ -42,7 +43,9 @@ export async function serveEnvdHttp(spaceFor: SpaceFor, req: IncomingMessage, re
     }
     if ((req.headers['content-type'] ?? '').startsWith('application/octet-stream')) {
       if (!query.path) throw new E2bError(400, 'path is required');
-      const entry = await sandbox.files.upload(query.path, req);
+      const encoding = req.headers['content-encoding'];
+      if (encoding && encoding !== 'gzip' && encoding !== 'identity') throw new E2bError(415, `content-encoding ${encoding} is not supported (gzip is)`);
+      const entry = await sandbox.files.upload(query.path, encoding === 'gzip' ? req.pipe(createGunzip()) : req);
       sendJson(res, 200, [{ name: entry.name, type: 'file', path: entry.path }]);
       return true;
     }

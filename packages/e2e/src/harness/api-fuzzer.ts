@@ -3,6 +3,7 @@ import { malformedFrames, sendRawFrame, sendRawRequest } from '@space/server-kit
 import { WebSocket } from 'ws';
 import { Random } from './random.js';
 import { sample } from './schema-sampler.js';
+import { e2bCall } from './e2b-fuzz.js';
 import type { z } from 'zod';
 
 /** What the fuzzer aims at: a platform, a tenant's key, and things of that tenant to name in paths. */
@@ -15,6 +16,8 @@ export interface FuzzTarget {
   secretName: string;
   /** A background process of the session. */
   pid: number;
+  /** A session token of the session: the E2B data plane's access token. */
+  accessToken: string;
 }
 
 export interface FuzzOptions {
@@ -26,7 +29,7 @@ export interface FuzzOptions {
   timeoutMs?: number;
 }
 
-type Kind = 'api' | 'raw-http' | 'websocket';
+type Kind = 'api' | 'e2b' | 'raw-http' | 'websocket';
 
 export interface FuzzFinding {
   kind: Kind;
@@ -67,7 +70,8 @@ function realIdChance(route: PublicRoute): number {
 /**
  * Sends `requests` hostile requests to a platform: API calls shaped after the protocol's zod
  * schemas and mutated (wrong types, out-of-range values, missing and unknown keys, nasty strings,
- * wrong methods, bad keys, huge or broken bodies), raw HTTP garbage, and WebSocket streams opened
+ * wrong methods, bad keys, huge or broken bodies), the same against the E2B API (`e2b-fuzz.ts`),
+ * raw HTTP garbage, and WebSocket streams opened
  * with malformed frames or mutated messages. Reports every answer ≥ 500 and every hang. Seeded:
  * the same seed sends the same requests.
  */
@@ -78,7 +82,7 @@ export async function fuzzApi(target: FuzzTarget, options: FuzzOptions): Promise
     seed: options.seed,
     requests: 0,
     durationMs: 0,
-    byKind: { api: 0, 'raw-http': 0, websocket: 0 },
+    byKind: { api: 0, e2b: 0, 'raw-http': 0, websocket: 0 },
     byStatus: {},
     serverErrors: [],
     hung: [],
@@ -89,8 +93,14 @@ export async function fuzzApi(target: FuzzTarget, options: FuzzOptions): Promise
     while (next < options.requests) {
       next++;
       const roll = rng.next();
-      const kind: Kind = roll < 0.75 ? 'api' : roll < 0.87 ? 'raw-http' : 'websocket';
-      const attempt = kind === 'api' ? apiCall(target, rng) : kind === 'raw-http' ? rawHttp(target, rng) : stream(target, rng);
+      const kind: Kind = roll < 0.63 ? 'api' : roll < 0.75 ? 'e2b' : roll < 0.87 ? 'raw-http' : 'websocket';
+      const attempts: Record<Kind, () => Attempt> = {
+        api: () => apiCall(target, rng),
+        e2b: () => e2bCall(target, rng),
+        'raw-http': () => rawHttp(target, rng),
+        websocket: () => stream(target, rng),
+      };
+      const attempt = attempts[kind]();
       const finding = await withTimeout(attempt.run(), timeoutMs);
       report.requests++;
       report.byKind[kind]++;
@@ -107,7 +117,7 @@ export async function fuzzApi(target: FuzzTarget, options: FuzzOptions): Promise
   return report;
 }
 
-interface Attempt {
+export interface Attempt {
   description: string;
   run(): Promise<{ status: number; reply: string }>;
 }

@@ -13,7 +13,7 @@ async function body(api: Api, method: string, path: string, payload?: unknown): 
 
 /**
  * A tenant of its own on the platform with what the fuzzer names: a session (tiny) running a
- * background process, an fs checkpoint of it, a secret.
+ * background process, an fs checkpoint of it, a secret, a session token of it.
  */
 export async function prepareFuzzTarget(url: string, adminKey: string): Promise<FuzzTarget> {
   const admin = new Api(url, adminKey);
@@ -24,7 +24,8 @@ export async function prepareFuzzTarget(url: string, adminKey: string): Promise<
   const { pid } = await tenant.exec(session.id, 'sleep 3600', { background: true });
   const checkpoint = await body(tenant, 'POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' });
   await body(tenant, 'PUT', '/v1/secrets/FUZZ_TOKEN', { value: 'v', hosts: ['example.com'] });
-  return { url, key, adminKey, sessionId: session.id, checkpointId: checkpoint.id, secretName: 'FUZZ_TOKEN', pid };
+  const { token: accessToken } = await body(tenant, 'POST', `/v1/sessions/${session.id}/tokens`);
+  return { url, key, adminKey, sessionId: session.id, checkpointId: checkpoint.id, secretName: 'FUZZ_TOKEN', pid, accessToken };
 }
 
 /** Deletes every session of the fuzzer's tenant (the ones it made by valid creates and forks too). */
