@@ -17,8 +17,9 @@ export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-export function generateKey(prefix: 'sk' | 'st' = 'sk'): string {
-  return `${prefix}_${randomBytes(24).toString('base64url')}`;
+/** A new key: `sk_` (API key) or `st_` (session token) and 192 random bits, or E2B's shape, `e2b_` and 160 bits in hex. */
+export function generateKey(kind: 'sk' | 'st' | 'e2b' = 'sk'): string {
+  return kind === 'e2b' ? `e2b_${randomBytes(20).toString('hex')}` : `${kind}_${randomBytes(24).toString('base64url')}`;
 }
 
 /**
@@ -83,9 +84,9 @@ export class Authenticator {
     if (!caller.admin) throw new SpaceError(ErrorCode.FORBIDDEN, 'this operation needs the admin key');
   }
 
-  async createKey(tenantId: string): Promise<{ id: string; tenantId: string; key: string }> {
+  async createKey(tenantId: string, format: 'space' | 'e2b' = 'space'): Promise<{ id: string; tenantId: string; key: string }> {
     if (!(await this.store.getTenant(tenantId))) throw new SpaceError(ErrorCode.TENANT_NOT_FOUND, `no tenant ${JSON.stringify(tenantId)}`);
-    const key = generateKey();
+    const key = generateKey(format === 'e2b' ? 'e2b' : 'sk');
     const id = newId('key');
     await this.store.insertApiKey({ id, tenantId, hash: hashKey(key), admin: false, createdAt: new Date().toISOString(), sessionId: null });
     return { id, tenantId, key };

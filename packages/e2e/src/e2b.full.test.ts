@@ -22,14 +22,16 @@ describe('E2B compatibility: the e2b SDK unchanged', () => {
   });
   platformForSuite(sessions, (p, a) => ((platform = p), (admin = a)));
 
-  const tenantKey = async (name: string): Promise<string> => {
+  const tenantKey = async (name: string, format?: 'e2b'): Promise<string> => {
     const { id: tenantId } = (await admin.call('POST', '/v1/tenants', { name })).body;
-    return (await admin.call('POST', '/v1/keys', { tenantId })).body.key as string;
+    return (await admin.call('POST', '/v1/keys', { tenantId, format })).body.key as string;
   };
   const setUp = async () => {
     if (opts) return;
     const urls = { apiUrl: `${platform.url}/e2b`, sandboxUrl: `${platform.url}/e2b/sandbox` };
-    opts = { apiKey: await tenantKey('e2b'), ...urls };
+    // A key shaped like E2B's, as code that checks the shape needs.
+    opts = { apiKey: await tenantKey('e2b', 'e2b'), ...urls };
+    assert.match(opts.apiKey, /^e2b_[0-9a-f]{40}$/);
     tenant = new Api(platform.url, opts.apiKey);
     otherTenant = { apiKey: await tenantKey('e2b-other'), ...urls };
   };

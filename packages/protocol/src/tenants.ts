@@ -4,7 +4,13 @@ export const CreateTenantRequestSchema = z.object({ name: z.string().min(1).max(
 export const TenantSchema = z.object({ id: z.string(), name: z.string(), createdAt: z.string() }).strict();
 export type Tenant = z.infer<typeof TenantSchema>;
 
-export const CreateKeyRequestSchema = z.object({ tenantId: z.string().min(1).max(64) }).strict();
+export const CreateKeyRequestSchema = z
+  .object({
+    tenantId: z.string().min(1).max(64),
+    /** `e2b`: a key shaped like E2B's (`e2b_` and 40 hex digits), for code or tools that check that shape; `space` (default): `sk_…`. */
+    format: z.enum(['space', 'e2b']).default('space'),
+  })
+  .strict();
 /** The key itself is shown once, in this response; only its hash is stored. */
 export const CreatedKeySchema = z.object({ id: z.string(), tenantId: z.string(), key: z.string() }).strict();
 

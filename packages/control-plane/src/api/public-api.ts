@@ -88,8 +88,8 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   router.on('POST', '/v1/keys', async ({ req, res }) => {
     auth.requireAdmin(await auth.authenticate(req));
-    const { tenantId } = await readJson(req, CreateKeyRequestSchema);
-    sendJson(res, 201, await auth.createKey(tenantId));
+    const { tenantId, format } = await readJson(req, CreateKeyRequestSchema);
+    sendJson(res, 201, await auth.createKey(tenantId, format));
   });
 
   router.on('GET', '/v1/nodes', async ({ req, res }) => {
