@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { closeServer, lineLog, listen } from '@space/server-kit';
-import { createE2bApi, e2bPrefix } from '@space/e2b';
+import { type E2bApi, createE2bApi, e2bPrefix } from '@space/e2b';
 import { createMcpHttpApi, mcpPath } from '@space/mcp';
 import { type PublicApiDeps, createPublicApi } from './api/public-api.js';
 import { TemplateCatalog } from './template-catalog.js';
@@ -86,6 +86,7 @@ export class ControlPlane {
   private readonly limits: TenantLimits;
   private readonly templates: PublicApiDeps['templates'];
   private server: Server | null = null;
+  private e2b: E2bApi | null = null;
   port = 0;
 
   private readonly log: (message: string) => void;
@@ -196,7 +197,8 @@ export class ControlPlane {
     });
     // E2B's API and MCP, translated onto this one over loopback with the callers' own keys.
     const selfUrl = () => `http://${loopbackHost(this.options.host)}:${this.port}`;
-    api.mount(e2bPrefix, createE2bApi({ apiUrl: selfUrl, log: this.log }));
+    this.e2b = createE2bApi({ apiUrl: selfUrl, log: this.log });
+    api.mount(e2bPrefix, this.e2b.handle);
     api.mount(mcpPath, createMcpHttpApi({ apiUrl: selfUrl, checkKey: (req) => this.auth.authenticate(req) }));
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
@@ -212,6 +214,7 @@ export class ControlPlane {
   async stop(): Promise<void> {
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     await this.maintenance.stop();
+    this.e2b?.close();
     if (this.server) await closeServer(this.server);
     this.server = null;
     this.nodes.close();

@@ -8,6 +8,7 @@ import { serveEnvdHttp } from './envd/files-http.js';
 import { connectHandler } from './envd/connect-handler.js';
 import { processService } from './envd/process-service.js';
 import type { SpaceFor } from './envd/sandbox-access.js';
+import { PollingWatchers } from './envd/polling-watchers.js';
 import { Filesystem } from './gen/filesystem_pb.js';
 import { Process } from './gen/process_pb.js';
 
@@ -24,13 +25,21 @@ export interface E2bApiOptions {
 /**
  * E2B's API, served under `/e2b` by the control plane: the control API (sandboxes, timeouts,
  * pause, connect, fork, snapshots) and envd's data plane (Connect-RPC process and filesystem
- * services, `/files`, `/health`) under `/e2b/sandbox`. Nothing is kept here: each call is
+ * services, `/files`, `/health`) under `/e2b/sandbox`. Nothing is kept here (but envd's polling
+ * watchers, which live between polls by nature; see PollingWatchers): each call is
  * translated onto SPACE's public API with the caller's credentials (the API key from
  * `X-API-Key`, or the sandbox's access token, a session token), so every limit and every tenant
  * boundary of SPACE's API holds for E2B clients too.
  */
-export function createE2bApi(options: E2bApiOptions): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+export interface E2bApi {
+  handle(req: IncomingMessage, res: ServerResponse): Promise<void>;
+  /** Ends what it holds between calls: envd's polling watchers. */
+  close(): void;
+}
+
+export function createE2bApi(options: E2bApiOptions): E2bApi {
   const spaceFor: SpaceFor = (key) => new Space({ apiUrl: options.apiUrl(), apiKey: key });
+  const watchers = new PollingWatchers();
   const envdRpc = connectHandler({
     prefix: sandboxPrefix,
     log: options.log,
@@ -38,7 +47,7 @@ export function createE2bApi(options: E2bApiOptions): (req: IncomingMessage, res
     writeMaxBytes: Limits.maxStreamMessageBytes * 4,
     routes: (router) => {
       router.service(Process, processService(spaceFor));
-      router.service(Filesystem, filesystemService(spaceFor));
+      router.service(Filesystem, filesystemService(spaceFor, watchers));
     },
     // What envd does not serve: Connect's "unimplemented" (HTTP 404), for procedures and paths alike.
     fallback: (req, res) => {
@@ -48,7 +57,7 @@ export function createE2bApi(options: E2bApiOptions): (req: IncomingMessage, res
     },
   });
 
-  return async (req, res) => {
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
       const url = new URL(req.url ?? '/', 'http://local');
       if (url.pathname.startsWith(`${sandboxPrefix}/`)) {
@@ -64,4 +73,5 @@ export function createE2bApi(options: E2bApiOptions): (req: IncomingMessage, res
       sendE2bError(res, toE2bError(err));
     }
   };
+  return { handle, close: () => watchers.close() };
 }

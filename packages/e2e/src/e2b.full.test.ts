@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { Code, ConnectError, createClient } from '@connectrpc/connect';
+import { createConnectTransport } from '@connectrpc/connect-node';
+import { Filesystem, Process } from '@space/e2b';
 import { CommandExitError, Sandbox, SandboxNotFoundError } from 'e2b';
 import { Api } from './client.js';
 import type { RunningPlatform } from './platform.js';
@@ -140,6 +143,53 @@ describe('E2B compatibility: the e2b SDK unchanged', () => {
     assert.deepEqual(await sandbox.getMetrics(), [], 'no sample of a paused sandbox');
     assert.equal((await tenant.call('GET', `/v1/sessions/${sandbox.sandboxId}/metrics`)).body.error.code, 'SESSION_NOT_RUNNING');
     assert.equal((await tenant.call('GET', `/v1/sessions/${sandbox.sandboxId}`)).body.status, 'idle', 'not resumed to give one');
+  });
+
+  test("envd over binary protobuf, and the polling watchers E2B's Python SDK uses: only the token that made one polls it", { timeout: 120_000 }, async () => {
+    await setUp();
+    const sandbox = await create();
+    const other = await create();
+    const client = <S extends typeof Filesystem | typeof Process>(service: S, id: string, token: string) =>
+      createClient(
+        service,
+        createConnectTransport({
+          baseUrl: opts.sandboxUrl,
+          httpVersion: '1.1',
+          useBinaryFormat: true,
+          interceptors: [
+            (next) => (req) => {
+              req.header.set('e2b-sandbox-id', id);
+              req.header.set('x-access-token', token);
+              return next(req);
+            },
+          ],
+        }),
+      );
+    const token = (sandbox as unknown as { envdAccessToken: string }).envdAccessToken;
+    const files = client(Filesystem, sandbox.sandboxId, token);
+    await sandbox.files.write('/tmp/binary.txt', 'four');
+    assert.equal((await files.stat({ path: '/tmp/binary.txt' })).entry?.size, 4n);
+    assert.ok(Array.isArray((await client(Process, sandbox.sandboxId, token).list({})).processes));
+
+    const { watcherId } = await files.createWatcher({ path: '/tmp', recursive: false });
+    await sandbox.files.write('/tmp/polled.txt', 'x');
+    let names: string[] = [];
+    for (let i = 0; i < 50 && !names.includes('polled.txt'); i++) {
+      names = names.concat((await files.getWatcherEvents({ watcherId })).events.map((e) => e.name));
+      await sleep(100);
+    }
+    assert.ok(names.includes('polled.txt'), `polled: ${names.join(' ')}`);
+    const otherToken = (other as unknown as { envdAccessToken: string }).envdAccessToken;
+    await assert.rejects(client(Filesystem, other.sandboxId, otherToken).getWatcherEvents({ watcherId }), (err: unknown) => {
+      assert.equal((err as ConnectError).code, Code.NotFound, "another sandbox's token does not reach it");
+      return true;
+    });
+    await files.removeWatcher({ watcherId });
+    await assert.rejects(files.getWatcherEvents({ watcherId }), (err: unknown) => err instanceof ConnectError && err.code === Code.NotFound);
+    await assert.rejects(client(Filesystem, sandbox.sandboxId, 'st_wrong').stat({ path: '/tmp' }), (err: unknown) => {
+      assert.equal((err as ConnectError).code, Code.Unauthenticated);
+      return true;
+    });
   });
 
   test('pty: create, input, resize, kill', { timeout: 120_000 }, async () => {

@@ -1,12 +1,13 @@
-import path from 'node:path';
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import { timestampFromDate } from '@bufbuild/protobuf/wkt';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { Limits } from '@space/protocol';
 import { type FileEntry, isSpaceApiError, type SessionHandle } from '@space/sdk';
 import { toConnectError } from '../errors.js';
-import { type EntryInfoSchema, EventType, FileType, type Filesystem, type WatchDirResponseSchema } from '../gen/filesystem_pb.js';
+import { type EntryInfoSchema, FileType, type Filesystem, type WatchDirResponseSchema } from '../gen/filesystem_pb.js';
 import { keepaliveMs, withKeepalives } from './keepalive.js';
+import { filesystemEvent } from './filesystem-events.js';
+import type { PollingWatchers } from './polling-watchers.js';
 import { type SpaceFor, sandboxSession } from './sandbox-access.js';
 
 const fileTypes = { file: FileType.FILE, directory: FileType.DIRECTORY, symlink: FileType.SYMLINK, other: FileType.UNSPECIFIED } as const;
@@ -51,8 +52,8 @@ async function listDeep(sandbox: SessionHandle, dir: string, depth: number): Pro
   return found;
 }
 
-/** envd's `filesystem.Filesystem` over SPACE's file operations, on the session the request names. */
-export function filesystemService(spaceFor: SpaceFor): ServiceImpl<typeof Filesystem> {
+/** envd's `filesystem.Filesystem` over SPACE's file operations, on the session the request names (polling watchers held by `watchers`). */
+export function filesystemService(spaceFor: SpaceFor, watchers: PollingWatchers): ServiceImpl<typeof Filesystem> {
   const guarded = async <T>(ctx: HandlerContext, work: (sandbox: SessionHandle) => Promise<T>): Promise<T> => {
     try {
       return await work(sandboxSession((name) => ctx.requestHeader.get(name), spaceFor));
@@ -60,9 +61,8 @@ export function filesystemService(spaceFor: SpaceFor): ServiceImpl<typeof Filesy
       throw toConnectError(err);
     }
   };
-  const unsupported = () => {
-    throw new ConnectError("polling watchers are not supported by SPACE yet: use WatchDir (the SDK's watchDir)", Code.Unimplemented);
-  };
+  const token = (ctx: HandlerContext): string => ctx.requestHeader.get('x-access-token') ?? '';
+  const sessionId = (ctx: HandlerContext): string => ctx.requestHeader.get('e2b-sandbox-id') ?? '';
   return {
     stat: (req, ctx) => guarded(ctx, async (sandbox) => ({ entry: entryInfo(await sandbox.files.stat(req.path)) })),
 
@@ -105,21 +105,8 @@ export function filesystemService(spaceFor: SpaceFor): ServiceImpl<typeof Filesy
             yield { event: { case: 'keepalive', value: {} } };
             continue;
           }
-          const name = path.isAbsolute(change.path) ? path.relative(req.path, change.path) : change.path;
-          if (!req.recursive && name.includes('/')) continue;
-          // A "rename" is a creation, a deletion or a move: whether the entry is there now tells which.
-          const type =
-            change.event === 'change'
-              ? EventType.WRITE
-              : (await guarded(ctx, (sandbox) =>
-                    sandbox.files.stat(path.posix.join(req.path, name)).then(
-                      () => true,
-                      () => false,
-                    ),
-                  ))
-                ? EventType.CREATE
-                : EventType.REMOVE;
-          yield { event: { case: 'filesystem', value: { name, type } } };
+          const event = await guarded(ctx, (sandbox) => filesystemEvent(sandbox, req.path, change, req.recursive));
+          if (event) yield { event: { case: 'filesystem', value: event } };
         }
       } catch (err) {
         throw toConnectError(err);
@@ -128,8 +115,14 @@ export function filesystemService(spaceFor: SpaceFor): ServiceImpl<typeof Filesy
       }
     },
 
-    createWatcher: unsupported,
-    getWatcherEvents: unsupported,
-    removeWatcher: unsupported,
+    createWatcher: (req, ctx) => guarded(ctx, async (sandbox) => ({ watcherId: await watchers.create(sandbox, token(ctx), req.path, req.recursive) })),
+
+    getWatcherEvents: (req, ctx) => guarded(ctx, async () => ({ events: watchers.take(req.watcherId, sessionId(ctx), token(ctx)) })),
+
+    removeWatcher: (req, ctx) =>
+      guarded(ctx, async () => {
+        watchers.remove(req.watcherId, sessionId(ctx), token(ctx));
+        return {};
+      }),
   };
 }
