@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { Api } from './client.js';
+import { Api, collectSocket } from './client.js';
 import { hostResources, sandboxHostPid } from './host-state.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
 
@@ -53,6 +53,26 @@ describe('sandbox deaths, restarts and large files', () => {
     // Streams resume too.
     const list = await api.call('GET', `/v1/sessions/${session.id}/files/list?path=/workspace`);
     assert.ok(list.body.entries.some((e: { name: string }) => e.name === 'f'));
+    await api.call('DELETE', `/v1/sessions/${session.id}`);
+  });
+
+  test('SIGKILL of the sandbox during a call and a stream: both end within seconds (SANDBOX_DIED), neither waits for an answer nobody sends', {
+    timeout: 120_000,
+  }, async () => {
+    const session = await api.createSession({ template: 'tiny' });
+    const started = Date.now();
+    const call = api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: 'sleep 60', timeoutMs: 90_000 });
+    const streamed = collectSocket(api.socket(`/v1/sessions/${session.id}/exec/stream`), (ws) =>
+      ws.send(JSON.stringify({ type: 'start', cmd: 'sleep 60', timeoutMs: 90_000 })),
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    process.kill(sandboxHostPid(platform.dataDir, session.sandbox.id), 'SIGKILL');
+    const reply = await call;
+    assert.deepEqual([reply.status, reply.body.error?.code], [503, 'SANDBOX_DIED'], JSON.stringify(reply.body));
+    const messages = await streamed;
+    assert.ok(!messages.some((m) => m.type === 'exit'), `the stream ended without an exit: ${JSON.stringify(messages)}`);
+    assert.ok(Date.now() - started < 15_000, `ended after ${Date.now() - started} ms`);
+    assert.equal((await api.exec(session.id, 'echo again')).stdout, 'again\n', 'the next call resumes the session');
     await api.call('DELETE', `/v1/sessions/${session.id}`);
   });
 

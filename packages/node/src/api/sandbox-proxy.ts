@@ -29,10 +29,15 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
       };
       router.socket(pattern, guard, (client, ctx) => {
         try {
-          const { daemon } = manager.get(ctx.params.sandboxId!);
-          const upstream = daemon.socket(routePath(route, ctx.params) + ctx.url.search);
+          const live = manager.get(ctx.params.sandboxId!);
+          const upstream = live.daemon.socket(routePath(route, ctx.params) + ctx.url.search);
           const schema = route.path === '/files/watch' ? WatchEventSchema : ServerStreamMessageSchema;
           relaySockets(client, upstream, { label: 'daemon', validateUpstream: (m) => schema.safeParse(m).success });
+          // A sandbox killed under the stream never closes it: the stream is ended, and the client re-attaches or resumes.
+          upstream.once(
+            'close',
+            manager.onDeath(live, () => upstream.terminate()),
+          );
         } catch (err) {
           const e = toSpaceError(err);
           closeWithError(client, e.code, e.message);
@@ -44,12 +49,16 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
       authorize(ctx);
       const sandboxId = ctx.params.sandboxId!;
       const input = await readRouteInput(route, ctx);
-      const { daemon } = await manager.getAlive(sandboxId);
+      const live = await manager.getAlive(sandboxId);
+      // A sandbox killed during the call never answers: its daemon's connections are cut, and the call fails as SANDBOX_DIED.
+      const stopWatching = manager.onDeath(live, () => live.daemon.close());
       try {
-        await forwardRoute(route, ctx, input, daemon, routePath(route, ctx.params));
+        await forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params));
       } catch (err) {
         if (isSpaceError(err) && err.code === ErrorCode.SANDBOX_UNAVAILABLE) throw await manager.checkAlive(sandboxId, err);
         throw err;
+      } finally {
+        stopWatching();
       }
     });
   }

@@ -27,6 +27,9 @@ export interface SandboxManagerDeps {
   log: Logger;
 }
 
+/** How often a sandbox with a call or stream in flight is checked for death. */
+const deathCheckMs = 1000;
+
 /** A sandbox paused with its memory saved, waiting for its checkpoint's snapshot before it runs on. */
 export interface SavedSandbox {
   live: LiveSandbox;
@@ -85,6 +88,24 @@ export class SandboxManager {
       .all()
       .filter((s) => !isUnclaimed(s.record) && (s.pid === null || processAlive(s.pid)))
       .map((s) => this.describe(s.record));
+  }
+
+  /**
+   * Calls `onDeath` once if the sandbox process dies before the returned function is called. A
+   * sandbox killed from outside (out of memory, a crash) takes its network stack with it, so a call
+   * or stream to its daemon in flight would wait for an answer nobody sends (no reset comes); the
+   * caller cuts it instead. Checked every second, one read of /proc per check.
+   */
+  onDeath(live: LiveSandbox, onDeath: () => void): () => void {
+    if (live.pid === null) return () => undefined;
+    const pid = live.pid;
+    const timer = setInterval(() => {
+      if (processAlive(pid)) return;
+      clearInterval(timer);
+      onDeath();
+    }, deathCheckMs);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   /**
