@@ -17,25 +17,40 @@ export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
 
-/** A new key: `sk_` (API key) or `st_` (session token) and 192 random bits, or E2B's shape, `e2b_` and 160 bits in hex. */
-export function generateKey(kind: 'sk' | 'st' | 'e2b' = 'sk'): string {
+/** A new key: `sk_` (API key), `st_` (session token) or `pt_` (preview token) and 192 random bits, or E2B's shape, `e2b_` and 160 bits in hex. */
+export function generateKey(kind: 'sk' | 'st' | 'pt' | 'e2b' = 'sk'): string {
   return kind === 'e2b' ? `e2b_${randomBytes(20).toString('hex')}` : `${kind}_${randomBytes(24).toString('base64url')}`;
 }
 
-/**
- * What a session token may call: reading its session and the session's sandbox operations (exec,
- * processes, files, streams); not deleting, restoring or forking it, minting tokens, nor anything else.
- */
-function sessionTokenMayCall(sessionId: string, method: string | undefined, url: string | undefined): boolean {
-  const base = `/v1/sessions/${sessionId}`;
-  let path: string;
+/** The path as the router sees it (`..` resolved), or null for one that does not parse. */
+function pathOf(url: string | undefined): string | null {
   try {
-    path = new URL(url ?? '/', 'http://local').pathname; // as the router sees it: `..` resolved
+    return new URL(url ?? '/', 'http://local').pathname;
   } catch {
-    return false;
+    return null;
   }
+}
+
+/** A preview token's scope: one port of its session. */
+export function portScope(port: number): string {
+  return `port:${port}`;
+}
+
+/**
+ * What a session token may call: reading its session, the session's sandbox operations (exec,
+ * processes, files, streams) and its ports (preview URLs); not deleting, restoring or forking it,
+ * minting tokens, nor anything else. A preview token (scope `port:N`): that port's URLs only.
+ */
+function sessionKeyMayCall(sessionId: string, scope: string | null, method: string | undefined, url: string | undefined): boolean {
+  const base = `/v1/sessions/${sessionId}`;
+  const path = pathOf(url);
+  if (path === null) return false;
+  const port = /^port:(\d+)$/.exec(scope ?? '')?.[1];
+  const underPort = (p: string) => path === `${base}/ports/${p}` || path.startsWith(`${base}/ports/${p}/`);
+  if (port !== undefined) return underPort(port);
   if (path === base) return method === 'GET';
   if (!path.startsWith(`${base}/`)) return false;
+  if (/^\/ports\/\d+(\/|$)/.test(path.slice(base.length))) return true;
   // WebSocket upgrades arrive as GET, like the table's stream routes.
   const found = findSandboxRoute(method ?? '', path.slice(base.length));
   return Boolean(found && !('methodMismatch' in found));
@@ -58,6 +73,8 @@ export class Authenticator {
       admin: true,
       createdAt: new Date().toISOString(),
       sessionId: null,
+      scope: null,
+      expiresAt: null,
     });
   }
 
@@ -69,14 +86,25 @@ export class Authenticator {
     return caller;
   }
 
-  private async lookUp(req: IncomingMessage): Promise<Caller> {
+  private lookUp(req: IncomingMessage): Promise<Caller> {
     const key = bearerToken(req);
-    if (!key) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"');
+    if (!key) return Promise.reject(new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"'));
+    return this.authenticateKey(key, req);
+  }
+
+  /** The caller a key (from wherever the request carried it) stands for, for this request. */
+  async authenticateKey(key: string, req: IncomingMessage): Promise<Caller> {
     const row = await this.store.findApiKey(hashKey(key));
     if (!row) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'invalid API key');
+    if (row.expiresAt && Date.parse(row.expiresAt) <= Date.now()) throw new SpaceError(ErrorCode.UNAUTHORIZED, `the token expired at ${row.expiresAt}`);
     if (!row.sessionId) return { tenantId: row.tenantId, admin: row.admin };
-    if (!sessionTokenMayCall(row.sessionId, req.method, req.url))
-      throw new SpaceError(ErrorCode.FORBIDDEN, `a session token acts only on the sandbox of session ${row.sessionId}`);
+    if (!sessionKeyMayCall(row.sessionId, row.scope, req.method, req.url))
+      throw new SpaceError(
+        ErrorCode.FORBIDDEN,
+        row.scope
+          ? `a preview token reaches only its port (${row.scope}) of session ${row.sessionId}`
+          : `a session token acts only on the sandbox of session ${row.sessionId}`,
+      );
     return { tenantId: row.tenantId, admin: false, sessionId: row.sessionId };
   }
 
@@ -88,14 +116,49 @@ export class Authenticator {
     if (!(await this.store.getTenant(tenantId))) throw new SpaceError(ErrorCode.TENANT_NOT_FOUND, `no tenant ${JSON.stringify(tenantId)}`);
     const key = generateKey(format === 'e2b' ? 'e2b' : 'sk');
     const id = newId('key');
-    await this.store.insertApiKey({ id, tenantId, hash: hashKey(key), admin: false, createdAt: new Date().toISOString(), sessionId: null });
+    await this.store.insertApiKey({
+      id,
+      tenantId,
+      hash: hashKey(key),
+      admin: false,
+      createdAt: new Date().toISOString(),
+      sessionId: null,
+      scope: null,
+      expiresAt: null,
+    });
     return { id, tenantId, key };
   }
 
   /** A token for one session of the caller's tenant (the caller has checked that the session is theirs). */
   async createSessionToken(tenantId: string, sessionId: string): Promise<{ sessionId: string; token: string }> {
     const token = generateKey('st');
-    await this.store.insertApiKey({ id: newId('key'), tenantId, hash: hashKey(token), admin: false, createdAt: new Date().toISOString(), sessionId });
+    await this.store.insertApiKey({
+      id: newId('key'),
+      tenantId,
+      hash: hashKey(token),
+      admin: false,
+      createdAt: new Date().toISOString(),
+      sessionId,
+      scope: null,
+      expiresAt: null,
+    });
     return { sessionId, token };
+  }
+
+  /** A preview token: one port of one session of the caller's tenant, for `ttlSec`. */
+  async createPreviewToken(tenantId: string, sessionId: string, port: number, ttlSec: number): Promise<{ token: string; expiresAt: string }> {
+    const token = generateKey('pt');
+    const expiresAt = new Date(Date.now() + ttlSec * 1000).toISOString();
+    await this.store.insertApiKey({
+      id: newId('key'),
+      tenantId,
+      hash: hashKey(token),
+      admin: false,
+      createdAt: new Date().toISOString(),
+      sessionId,
+      scope: portScope(port),
+      expiresAt,
+    });
+    return { token, expiresAt };
   }
 }

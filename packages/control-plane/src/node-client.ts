@@ -10,6 +10,8 @@ import {
   SandboxInfoListSchema,
   SandboxMetricsSchema,
   type SandboxMetrics,
+  ListeningPortsSchema,
+  type ListeningPort,
   ProcessListSchema,
   type ProcessList,
   type CheckpointKind,
@@ -26,7 +28,7 @@ import {
   type StoredObject,
   StoredObjectSchema,
 } from '@space/protocol';
-import { Upstream, forwardRoute, routePath, type HttpSandboxRoute, type RequestContext, type UpgradeContext } from '@space/server-kit';
+import { Upstream, forwardRoute, routePath, type HttpSandboxRoute, type ProxyTarget, type RequestContext, type UpgradeContext } from '@space/server-kit';
 import type { WebSocket } from 'ws';
 
 /** The control plane's side of the node API: every operation the control plane asks of a node. */
@@ -35,10 +37,28 @@ export class NodeClient {
 
   constructor(
     readonly nodeId: string,
-    url: string,
-    token: string,
+    private readonly url: string,
+    private readonly token: string,
   ) {
     this.upstream = new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`);
+  }
+
+  /** Where a preview request for `port` of the sandbox goes on this node (path and query after the port), with the node's token. */
+  portTarget(sandboxId: string, port: number, pathAndQuery: string, headers: Record<string, string>): ProxyTarget {
+    const { hostname, port: nodePort } = new URL(this.url);
+    return {
+      host: hostname.replace(/^\[|\]$/g, ''),
+      port: Number(nodePort || 80),
+      path: `${this.sandboxPath(sandboxId, `/ports/${port}`)}${pathAndQuery}`,
+      headers: { ...headers, authorization: `Bearer ${this.token}` },
+      // The client's cookies come in `headers`, SPACE's token taken out.
+      drop: ['cookie'],
+    };
+  }
+
+  /** The ports something listens on in the sandbox. */
+  async listeningPorts(sandboxId: string): Promise<ListeningPort[]> {
+    return (await this.upstream.json('GET', this.sandboxPath(sandboxId, '/ports'), undefined, ListeningPortsSchema)).ports;
   }
 
   health(): Promise<NodeHealth> {

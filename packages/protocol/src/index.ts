@@ -17,3 +17,4 @@ export * from './public-routes.js';
 export * from './egress.js';
 export * from './sandbox-layout.js';
 export * from './e2b.js';
+export * from './ports.js';

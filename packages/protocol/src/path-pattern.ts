@@ -1,8 +1,13 @@
-/** Matches `/processes/42/signal` against `/processes/:pid/signal`; returns the params or null. */
+/**
+ * Matches `/processes/42/signal` against `/processes/:pid/signal`; returns the params or null. A
+ * pattern ending in `/*` also matches any rest of the path (param `*`, without its leading `/`;
+ * empty for the bare prefix with or without its trailing `/`).
+ */
 export function matchPath(pattern: string, path: string): Record<string, string> | null {
-  const want = pattern.split('/');
+  const rest = pattern.endsWith('/*');
+  const want = (rest ? pattern.slice(0, -2) : pattern).split('/');
   const got = path.split('/');
-  if (want.length !== got.length) return null;
+  if (rest ? got.length < want.length : want.length !== got.length) return null;
   const params: Record<string, string> = {};
   for (let i = 0; i < want.length; i++) {
     const w = want[i]!;
@@ -14,5 +19,6 @@ export function matchPath(pattern: string, path: string): Record<string, string>
       return null;
     }
   }
+  if (rest) params['*'] = got.slice(want.length).join('/');
   return params;
 }

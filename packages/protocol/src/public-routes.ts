@@ -13,6 +13,7 @@ import { CreateSessionRequestSchema, SessionListSchema, SessionSchema, SessionTo
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import { CreateTemplateRequestSchema, DeleteTemplateQuerySchema, TemplateListSchema, TemplateSchema } from './templates.js';
 import { SandboxMetricsSchema } from './node-api.js';
+import { CreatePreviewTokenRequestSchema, ListeningPortsSchema, PreviewTokenSchema } from './ports.js';
 import { DrainResultSchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
@@ -42,6 +43,32 @@ const sessionRoutes: PublicRoute[] = [
   { method: 'GET', path: '/v1/sessions/:sessionId', summary: 'One session, with its sandbox history and checkpoints.', response: SessionSchema },
   { method: 'DELETE', path: '/v1/sessions/:sessionId', summary: 'Delete a session: its sandbox, volume and checkpoints.', response: ok },
   { method: 'POST', path: '/v1/sessions/:sessionId/sandbox/kill', summary: 'Kill only the sandbox; the next call resumes the session.', response: ok },
+  {
+    method: 'GET',
+    path: '/v1/sessions/:sessionId/ports',
+    summary: "The TCP ports something listens on in the sandbox (the agent's own left out); resumes the session.",
+    response: ListeningPortsSchema,
+  },
+  {
+    method: 'GET',
+    path: '/v1/sessions/:sessionId/ports/:port/*',
+    summary:
+      'Preview URL: any method (and WebSocket upgrades) under it reaches the port in the sandbox, which is resumed first if it has none; an API key or a preview token (`?space_token=`, then a cookie). 502 PORT_NOT_LISTENING after 3 s without a listener.',
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions/:sessionId/preview-tokens/:port',
+    summary: 'A preview token for one port: its URL works without a key until `expiresAt`.',
+    body: CreatePreviewTokenRequestSchema,
+    status: 201,
+    response: PreviewTokenSchema,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/sessions/:sessionId/preview-tokens/:port',
+    summary: 'Revoke every preview token of the port.',
+    response: z.object({ revoked: z.number().int() }).strict(),
+  },
   {
     method: 'GET',
     path: '/v1/sessions/:sessionId/metrics',

@@ -41,6 +41,10 @@ test('route matching: params are restricted, methods distinguished', () => {
   assert.deepEqual(matchPath('/processes/:pid/signal', '/processes/42/signal'), { pid: '42' });
   assert.equal(matchPath('/processes/:pid/signal', '/processes/../signal'), null);
   assert.equal(matchPath('/processes/:pid/signal', '/processes/4/2/signal'), null);
+  assert.deepEqual(matchPath('/s/:id/ports/:port/*', '/s/ses_a/ports/80/a/b.css'), { id: 'ses_a', port: '80', '*': 'a/b.css' });
+  assert.deepEqual(matchPath('/s/:id/ports/:port/*', '/s/ses_a/ports/80/'), { id: 'ses_a', port: '80', '*': '' });
+  assert.deepEqual(matchPath('/s/:id/ports/:port/*', '/s/ses_a/ports/80'), { id: 'ses_a', port: '80', '*': '' });
+  assert.equal(matchPath('/s/:id/ports/:port/*', '/s/ses_a/ports'), null);
   const found = findSandboxRoute('GET', '/files/list');
   assert.ok(found && 'route' in found && found.route.kind === 'json');
   assert.deepEqual(findSandboxRoute('PATCH', '/files'), { methodMismatch: true });

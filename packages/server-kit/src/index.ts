@@ -1,6 +1,15 @@
 export { sendJson, sendError, toSpaceError } from './respond.js';
 export { readBody, readJson, parseQuery, parseWith, describeIssues } from './body.js';
-export { Router, type RouterOptions, type RequestContext, type UpgradeContext, type Handler, type SocketHandler, type UpgradeGuard } from './router.js';
+export {
+  Router,
+  type ProxyRoute,
+  type RouterOptions,
+  type RequestContext,
+  type UpgradeContext,
+  type Handler,
+  type SocketHandler,
+  type UpgradeGuard,
+} from './router.js';
 export { bearerToken, secretsEqual } from './auth.js';
 export { listen, closeServer, type ConnectionBounds } from './listen.js';
 export { lineLog, type ServerLog } from './server-log.js';
@@ -12,3 +21,4 @@ export { SingleFlight } from './single-flight.js';
 export { KeyedQueue, type QueueWait } from './keyed-queue.js';
 export { writeFreshFile } from './fresh-file.js';
 export { freePort } from './free-port.js';
+export { proxyRequest, proxyUpgrade, waitForListener, type ProxyTarget } from './http-proxy.js';

@@ -47,6 +47,12 @@ interface MountedHandler {
   handler: (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
 }
 
+/** A path whose requests of any method, and upgrades, are passed on to another server whole. */
+export interface ProxyRoute {
+  request: (ctx: RequestContext) => Promise<void>;
+  upgrade: (ctx: UpgradeContext, socket: Duplex, head: Buffer) => Promise<void>;
+}
+
 interface SocketRoute {
   pattern: string;
   guard: UpgradeGuard;
@@ -68,6 +74,7 @@ export class Router {
   private readonly routes: HttpRoute[] = [];
   private readonly socketRoutes: SocketRoute[] = [];
   private readonly mounted: MountedHandler[] = [];
+  private readonly proxies: { pattern: string; route: ProxyRoute }[] = [];
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: Limits.maxStreamMessageBytes * 2 });
 
   constructor(private readonly options: RouterOptions) {}
@@ -86,6 +93,12 @@ export class Router {
     return this;
   }
 
+  /** Requests of any method under `pattern` (which may end in `/*`), and its upgrades, go to `route`: a reverse proxy. */
+  proxy(pattern: string, route: ProxyRoute): this {
+    this.proxies.push({ pattern, route });
+    return this;
+  }
+
   socket(pattern: string, guard: UpgradeGuard, handler: SocketHandler): this {
     this.socketRoutes.push({ pattern, guard, handler });
     return this;
@@ -101,6 +114,10 @@ export class Router {
       const url = parseRequestUrl(req);
       const mount = this.mounted.find((m) => url.pathname === m.prefix || url.pathname.startsWith(`${m.prefix}/`));
       if (mount) return await mount.handler(req, res);
+      for (const { pattern, route } of this.proxies) {
+        const params = matchPath(pattern, url.pathname);
+        if (params) return await route.request({ req, res, url, params });
+      }
       let pathMatched = false;
       for (const route of this.routes) {
         const params = matchPath(route.pattern, url.pathname);
@@ -124,6 +141,10 @@ export class Router {
       const release = await this.options.admit?.(req, 'stream');
       if (release) socket.destroyed ? release() : socket.once('close', release);
       const url = parseRequestUrl(req);
+      for (const { pattern, route } of this.proxies) {
+        const params = matchPath(pattern, url.pathname);
+        if (params) return await route.upgrade({ req, url, params }, socket, head);
+      }
       for (const route of this.socketRoutes) {
         const params = matchPath(route.pattern, url.pathname);
         if (!params) continue;

@@ -32,6 +32,7 @@ import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
+import { registerPortRoutes } from './port-routes.js';
 
 export interface PublicApiDeps {
   auth: Authenticator;
@@ -231,5 +232,6 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   });
 
   registerSandboxRoutes(router, auth, sessions, deps.calls);
+  registerPortRoutes(router, auth, sessions, deps.calls, store);
   return router;
 }

@@ -61,6 +61,8 @@ export interface KeyDbRow {
   admin: number;
   created_at: string;
   session_id: string | null;
+  scope: string | null;
+  expires_at: string | null;
 }
 
 export interface HistoryDbRow {
@@ -75,7 +77,16 @@ export interface HistoryDbRow {
 }
 
 export function toKey(row: KeyDbRow): ApiKeyRow {
-  return { id: row.id, tenantId: row.tenant_id, hash: row.hash, admin: row.admin === 1, createdAt: row.created_at, sessionId: row.session_id };
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    hash: row.hash,
+    admin: row.admin === 1,
+    createdAt: row.created_at,
+    sessionId: row.session_id,
+    scope: row.scope,
+    expiresAt: row.expires_at,
+  };
 }
 
 export function toHistory(row: HistoryDbRow): SandboxHistoryRow {

@@ -111,6 +111,14 @@ export const migrations: Migration[] = [
       ];
     },
   },
+  {
+    version: 6,
+    description: 'preview tokens: keys for one port of one session, until they expire',
+    statements: (dialect) => {
+      const t = text(dialect);
+      return [`ALTER TABLE api_keys ADD COLUMN scope ${t}`, `ALTER TABLE api_keys ADD COLUMN expires_at ${t}`];
+    },
+  },
 ];
 
 export const migrationsTable =

@@ -71,13 +71,15 @@ export class SqlStore implements Store {
 
   async insertApiKey(row: ApiKeyRow): Promise<void> {
     await this.db.transaction(async (tx) => {
-      await tx.run('INSERT INTO api_keys (id, tenant_id, hash, admin, created_at, session_id) VALUES (?, ?, ?, ?, ?, ?)', [
+      await tx.run('INSERT INTO api_keys (id, tenant_id, hash, admin, created_at, session_id, scope, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
         row.id,
         row.tenantId,
         row.hash,
         row.admin ? 1 : 0,
         row.createdAt,
         row.sessionId,
+        row.scope,
+        row.expiresAt,
       ]);
       // A session keeps its newest tokens only: each connect of an E2B client mints one.
       if (row.sessionId)
@@ -91,6 +93,10 @@ export class SqlStore implements Store {
   async findApiKey(hash: string): Promise<ApiKeyRow | null> {
     const row = await this.db.get<KeyDbRow>('SELECT * FROM api_keys WHERE hash = ?', [hash]);
     return row ? toKey(row) : null;
+  }
+
+  async deleteScopedKeys(sessionId: string, scope: string): Promise<number> {
+    return this.db.run('DELETE FROM api_keys WHERE session_id = ? AND scope = ?', [sessionId, scope]);
   }
 
   async replaceAdminKey(row: ApiKeyRow): Promise<void> {

@@ -15,6 +15,10 @@ export interface ApiKeyRow {
   createdAt: string;
   /** A session token's session: the key acts on that session only (deleted with it). */
   sessionId: string | null;
+  /** Narrower still: `port:N`, a preview token for that port of the session. */
+  scope: string | null;
+  /** After this the key no longer works (preview tokens); null: never. */
+  expiresAt: string | null;
 }
 
 export interface SessionRow {
@@ -164,6 +168,8 @@ export interface Store {
   findApiKey(hash: string): Promise<ApiKeyRow | null>;
   /** Makes `row` the only admin key (the configured one replaces any earlier one). */
   replaceAdminKey(row: ApiKeyRow): Promise<void>;
+  /** Deletes a session's keys of one scope (revokes a port's preview tokens). */
+  deleteScopedKeys(sessionId: string, scope: string): Promise<number>;
   insertSession(row: SessionRow): Promise<void>;
   getSession(tenantId: string, id: string): Promise<SessionRow | null>;
   listSessions(tenantId: string): Promise<SessionRow[]>;

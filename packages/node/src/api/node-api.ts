@@ -26,6 +26,7 @@ import type { SandboxStarter } from '../sandbox/sandbox-starter.js';
 import type { WarmPool } from '../warm-pool.js';
 import type { TemplateStore } from '../templates/template-store.js';
 import { registerSandboxProxy } from './sandbox-proxy.js';
+import { registerPortProxy } from './port-proxy.js';
 import type { SandboxMetricsReader } from '../sandbox/sandbox-metrics.js';
 import type { CheckpointShipping } from '../storage/checkpoint-shipping.js';
 
@@ -196,6 +197,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
   });
 
   registerSandboxProxy(router, manager, authorize);
+  registerPortProxy(router, manager, authorize);
   return router;
 }
 

@@ -1,4 +1,13 @@
-import { DaemonQuiesceReplySchema, ErrorCode, ExecResultSchema, OkSchema, SandboxLayout, SpaceError, type SandboxIdentity } from '@space/protocol';
+import {
+  DaemonQuiesceReplySchema,
+  ErrorCode,
+  ExecResultSchema,
+  OkSchema,
+  SandboxLayout,
+  SpaceError,
+  type ExecResult,
+  type SandboxIdentity,
+} from '@space/protocol';
 import { Upstream } from '@space/server-kit';
 import type { RuntimeDriver } from '../runtime/driver.js';
 
@@ -81,8 +90,8 @@ export class DaemonLink {
     await daemon.json('POST', '/sync', {}, OkSchema, { timeoutMs: 35_000 });
   }
 
-  /** Runs `cmd` through the daemon and waits for it (warming process spawning). */
-  async run(daemon: Upstream, cmd: string[]): Promise<void> {
-    await daemon.json('POST', '/exec', { cmd, timeoutMs: 30_000 }, ExecResultSchema, { timeoutMs: 35_000 });
+  /** Runs `cmd` through the daemon and waits for it (warming process spawning, reading /proc). */
+  run(daemon: Upstream, cmd: string[]): Promise<ExecResult> {
+    return daemon.json('POST', '/exec', { cmd, timeoutMs: 30_000 }, ExecResultSchema, { timeoutMs: 35_000 });
   }
 }

@@ -1,4 +1,4 @@
-import { ErrorCode, SpaceError, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { ErrorCode, SpaceError, type ExecResult, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import type { KeyedQueue } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
@@ -122,6 +122,11 @@ export class SandboxManager {
       ErrorCode.SANDBOX_DIED,
       'the sandbox died during this call (out of memory, pid limit, or killed); the session resumes on the next call',
     );
+  }
+
+  /** Runs a short command of the node's own in the sandbox (reading /proc), through its daemon. */
+  run(live: LiveSandbox, cmd: string[]): Promise<ExecResult> {
+    return this.deps.link.run(live.daemon, cmd);
   }
 
   /** Flushes the running sandbox's writes to its volume (gVisor keeps file data in the Sentry until synced). */

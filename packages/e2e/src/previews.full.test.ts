@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import { WebSocket } from 'ws';
+import { Api } from './client.js';
+import type { RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A small server for the sandbox (Node.js in `base`): echoes each request as JSON, streams Server-
+ * Sent Events at /sse, and echoes WebSocket text frames (short ones: enough for a test).
+ */
+const server = String.raw`
+const http = require('http'), crypto = require('crypto');
+const s = http.createServer((req, res) => {
+  if (req.url.startsWith('/sse')) {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    let i = 0;
+    const t = setInterval(() => { res.write('data: ' + ++i + '\n\n'); if (i === 3) { clearInterval(t); res.end(); } }, 100);
+    return;
+  }
+  const body = [];
+  req.on('data', (c) => body.push(c));
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'application/json', 'x-app': 'yes' });
+    res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body: Buffer.concat(body).toString() }));
+  });
+});
+s.on('upgrade', (req, sock) => {
+  const accept = crypto.createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  sock.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ' + accept + '\r\n\r\n');
+  sock.on('data', (d) => {
+    const len = d[1] & 127, mask = d.slice(2, 6);
+    const payload = Buffer.from(d.slice(6, 6 + len).map((b, i) => b ^ mask[i % 4]));
+    sock.write(Buffer.concat([Buffer.from([0x81, payload.length]), payload]));
+  });
+});
+s.listen(Number(process.argv[2] || 8000));
+`;
+
+describe('preview URLs: ports of a sandbox reached from outside', () => {
+  let platform: RunningPlatform;
+  let admin: Api;
+  let tenant: Api;
+  let key: string;
+  const sessions: string[] = [];
+  after(async () => {
+    for (const id of sessions.splice(0)) await tenant?.call('DELETE', `/v1/sessions/${id}`);
+  });
+  platformForSuite(sessions, (p, a) => ((platform = p), (admin = a)));
+
+  const setUp = async (): Promise<string> => {
+    const { id: tenantId } = (await admin.call('POST', '/v1/tenants', { name: 'previews' })).body;
+    key = (await admin.call('POST', '/v1/keys', { tenantId })).body.key;
+    tenant = new Api(platform.url, key);
+    const session = await tenant.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    sessions.push(session.id);
+    const upload = await fetch(`${platform.url}/v1/sessions/${session.id}/files?path=/workspace/server.js`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${key}` },
+      body: server,
+    });
+    assert.equal(upload.status, 200);
+    await tenant.exec(session.id, ['node', '/workspace/server.js', '8000'], { background: true });
+    return session.id;
+  };
+
+  test('HTTP both ways, Server-Sent Events and WebSocket through the path form; the API key never reaches the sandbox', { timeout: 120_000 }, async () => {
+    const id = await setUp();
+    const base = `${platform.url}/v1/sessions/${id}/ports/8000`;
+    const echoed = await fetch(`${base}/hello/there?x=1`, { headers: { authorization: `Bearer ${key}`, 'x-custom': 'kept' } });
+    assert.equal(echoed.status, 200, 'the first request waits for the server to listen');
+    assert.equal(echoed.headers.get('x-app'), 'yes');
+    const seen = (await echoed.json()) as { method: string; url: string; headers: Record<string, string> };
+    assert.deepEqual([seen.method, seen.url, seen.headers['x-custom']], ['GET', '/hello/there?x=1', 'kept']);
+    assert.equal(seen.headers.authorization, undefined, 'the API key stays out of the sandbox');
+    assert.equal(seen.headers['x-forwarded-prefix'], `/v1/sessions/${id}/ports/8000`);
+    assert.ok(seen.headers['x-forwarded-for'] && seen.headers['x-forwarded-host'], JSON.stringify(seen.headers));
+
+    const big = 'y'.repeat(3 * 1024 * 1024);
+    const posted = (await (await fetch(`${base}/upload`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: big })).json()) as {
+      body: string;
+    };
+    assert.equal(posted.body.length, big.length, 'a 3 MB body passes whole');
+
+    const events = await (await fetch(`${base}/sse`, { headers: { authorization: `Bearer ${key}` } })).text();
+    assert.equal(events, 'data: 1\n\ndata: 2\n\ndata: 3\n\n');
+
+    const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/socket`, { headers: { authorization: `Bearer ${key}` } });
+    const echo = await new Promise<string>((resolve, reject) => {
+      ws.once('open', () => ws.send('ping through the proxy'));
+      ws.once('message', (data) => resolve(data.toString()));
+      ws.once('error', reject);
+    });
+    ws.terminate();
+    assert.equal(echo, 'ping through the proxy');
+
+    const ports = (await tenant.call('GET', `/v1/sessions/${id}/ports`)).body.ports as { port: number }[];
+    assert.deepEqual(
+      ports.map((p) => p.port),
+      [8000],
+    );
+    const nothing = await fetch(`${platform.url}/v1/sessions/${id}/ports/9000/`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(nothing.status, 502);
+    assert.equal(((await nothing.json()) as { error: { code: string } }).error.code, 'PORT_NOT_LISTENING');
+    assert.equal(
+      (await fetch(`${platform.url}/v1/sessions/${id}/ports/49983/`, { headers: { authorization: `Bearer ${key}` } })).status,
+      400,
+      "the agent's port",
+    );
+  });
+
+  test('preview tokens: a URL that works without a key (a cookie carries it on), for one port, until it expires or is revoked; other tenants get nothing', {
+    timeout: 120_000,
+  }, async () => {
+    const id = sessions[0] ?? (await setUp());
+    const created = (await tenant.call('POST', `/v1/sessions/${id}/preview-tokens/8000`, { ttlSec: 4 })).body;
+    const opened = await fetch(created.url, { headers: { authorization: 'Basic YXBwOnNlY3JldA==' } });
+    assert.equal(opened.status, 200);
+    const seen = (await opened.json()) as { url: string; headers: Record<string, string> };
+    assert.equal(seen.url, '/', 'the token is not passed on');
+    assert.equal(seen.headers.authorization, 'Basic YXBwOnNlY3JldA==', "the client's own Authorization reaches the app");
+    const cookie = opened.headers.get('set-cookie')!.split(';')[0]!;
+    assert.match(cookie, /^space_token=pt_/);
+    const page = await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/style.css`, { headers: { cookie: `${cookie}; theme=dark` } });
+    assert.equal(page.status, 200, "the cookie carries the token to the page's other requests");
+    assert.equal(((await page.json()) as { headers: Record<string, string> }).headers.cookie, 'theme=dark', "SPACE's cookie is not passed on, the app's are");
+    const token = created.token as string;
+    assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/9000/?space_token=${token}`)).status, 403, 'another port');
+    assert.equal(
+      (await fetch(`${platform.url}/v1/sessions/${id}/exec`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: '{"cmd":"id"}' })).status,
+      403,
+      'not an API key',
+    );
+    await sleep(4500);
+    assert.equal((await fetch(created.url)).status, 401, 'expired');
+
+    const revoked = (await tenant.call('POST', `/v1/sessions/${id}/preview-tokens/8000`, { ttlSec: 600 })).body;
+    assert.equal((await fetch(revoked.url)).status, 200);
+    assert.equal((await tenant.call('DELETE', `/v1/sessions/${id}/preview-tokens/8000`)).body.revoked, 2, 'the expired one and this one');
+    assert.equal((await fetch(revoked.url)).status, 401, 'revoked');
+
+    const { id: otherTenant } = (await admin.call('POST', '/v1/tenants', { name: 'previews-other' })).body;
+    const otherKey = (await admin.call('POST', '/v1/keys', { tenantId: otherTenant })).body.key;
+    assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`, { headers: { authorization: `Bearer ${otherKey}` } })).status, 404);
+    assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`)).status, 401, 'no key at all');
+  });
+});

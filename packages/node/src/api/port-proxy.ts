@@ -1,0 +1,89 @@
+import { ErrorCode, ListeningPortsSchema, PreviewPortSchema, SandboxLayout, SpaceError, type ListeningPort } from '@space/protocol';
+import {
+  type Router,
+  type RequestContext,
+  parseWith,
+  proxyRequest,
+  proxyUpgrade,
+  sendJson,
+  waitForListener,
+  type ProxyTarget,
+  type UpgradeContext,
+} from '@space/server-kit';
+import type { SandboxManager } from '../sandbox/sandbox-manager.js';
+import type { LiveSandbox } from '../sandbox/live-sandboxes.js';
+
+/** How long a request to a port waits for something to listen there (a server still starting). */
+const listenWaitMs = 3000;
+
+/** The client's own Authorization header, carried past SPACE's (which the control plane used) to the sandbox's server. */
+export const forwardedAuthorizationHeader = 'x-space-forwarded-authorization';
+
+/**
+ * Ports of the node's sandboxes, reached from outside (preview URLs):
+ * `/node/v1/sandboxes/:sandboxId/ports/:port/<path>`, any method, upgrades (WebSocket) included,
+ * proxied to the sandbox's address on its link, both ways streamed. Nothing listening there
+ * within a few seconds: 502 PORT_NOT_LISTENING. And the ports something listens on.
+ */
+export function registerPortProxy(router: Router, manager: SandboxManager, authorize: (ctx: { req: RequestContext['req'] }) => void): void {
+  const target = async (ctx: UpgradeContext): Promise<{ live: LiveSandbox; to: ProxyTarget }> => {
+    authorize(ctx);
+    const port = parseWith(PreviewPortSchema, ctx.params.port, 'port');
+    const live = await manager.getAlive(ctx.params.sandboxId!);
+    const host = live.record.sandboxIp;
+    if (!(await waitForListener(host, port, listenWaitMs)))
+      throw new SpaceError(ErrorCode.PORT_NOT_LISTENING, `nothing listens on port ${port} of the sandbox (waited ${listenWaitMs / 1000} s)`);
+    const forwarded = ctx.req.headers[forwardedAuthorizationHeader];
+    return {
+      live,
+      to: {
+        host,
+        port,
+        path: `/${ctx.params['*']}${ctx.url.search}`,
+        drop: ['authorization', forwardedAuthorizationHeader],
+        headers: typeof forwarded === 'string' ? { authorization: forwarded } : {},
+      },
+    };
+  };
+  router.proxy('/node/v1/sandboxes/:sandboxId/ports/:port/*', {
+    request: async (ctx) => {
+      const { to } = await target(ctx);
+      await proxyRequest(ctx.req, ctx.res, to);
+    },
+    upgrade: async (ctx, socket, head) => {
+      const { live, to } = await target(ctx);
+      await proxyUpgrade(ctx.req, socket, head, to);
+      // A sandbox killed under the connection never closes it.
+      socket.once(
+        'close',
+        manager.onDeath(live, () => socket.destroy()),
+      );
+    },
+  });
+
+  router.on('GET', '/node/v1/sandboxes/:sandboxId/ports', async (ctx) => {
+    authorize(ctx);
+    const live = await manager.getAlive(ctx.params.sandboxId!);
+    const { stdout } = await manager.run(live, ['cat', '/proc/net/tcp', '/proc/net/tcp6']);
+    sendJson(ctx.res, 200, ListeningPortsSchema.parse({ ports: listeningPorts(stdout) }));
+  });
+}
+
+/** Listening sockets from /proc/net/tcp{,6} (state 0A), the agent's own port left out, each port once. */
+export function listeningPorts(procNetTcp: string): ListeningPort[] {
+  const found = new Map<number, ListeningPort>();
+  for (const line of procNetTcp.split('\n')) {
+    const fields = line.trim().split(/\s+/);
+    if (fields[3] !== '0A' || !fields[1]?.includes(':')) continue;
+    const [hexAddress, hexPort] = fields[1].split(':') as [string, string];
+    const port = Number.parseInt(hexPort, 16);
+    if (port === SandboxLayout.daemonPort || found.has(port)) continue;
+    found.set(port, { port, address: hexAddress.length === 8 ? ipv4(hexAddress) : hexAddress === '0'.repeat(32) ? '::' : 'ipv6' });
+  }
+  return [...found.values()].sort((a, b) => a.port - b.port);
+}
+
+/** `0100007F` (little-endian hex, as /proc writes it) is 127.0.0.1. */
+function ipv4(hex: string): string {
+  return [6, 4, 2, 0].map((i) => Number.parseInt(hex.slice(i, i + 2), 16)).join('.');
+}
