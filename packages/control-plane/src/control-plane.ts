@@ -15,6 +15,7 @@ import { CheckpointShipper } from './checkpoint-shipper.js';
 import { SessionMover } from './session-mover.js';
 import { SessionCheckpointService } from './session-checkpoint-service.js';
 import { SessionPauser } from './session-pauser.js';
+import { SessionServices } from './session-services.js';
 import { Activity, recordActivityIn } from './activity.js';
 import { Maintenance } from './maintenance.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
@@ -186,6 +187,7 @@ export class ControlPlane {
       calls: this.calls,
       checkpoints: this.checkpoints,
       pauser: this.pauser,
+      services: new SessionServices(this.sessions, this.options.store, this.nodes),
       store: this.options.store,
       metrics: this.metrics,
       nodes: this.nodes,

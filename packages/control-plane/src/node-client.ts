@@ -12,6 +12,8 @@ import {
   type SandboxMetrics,
   ListeningPortsSchema,
   type ListeningPort,
+  type Service,
+  ServiceStoppedSchema,
   ProcessListSchema,
   type ProcessList,
   type CheckpointKind,
@@ -54,6 +56,16 @@ export class NodeClient {
       // The client's cookies come in `headers`, SPACE's token taken out.
       drop: ['cookie'],
     };
+  }
+
+  /** Starts a service in the running sandbox now. */
+  async startService(sandboxId: string, service: Service): Promise<void> {
+    await this.upstream.json('POST', this.sandboxPath(sandboxId, '/services'), service, OkSchema);
+  }
+
+  /** Stops a service running in the sandbox; whether one ran. */
+  async stopService(sandboxId: string, name: string): Promise<boolean> {
+    return (await this.upstream.json('DELETE', this.sandboxPath(sandboxId, `/services/${name}`), undefined, ServiceStoppedSchema)).stopped;
   }
 
   /** The ports something listens on in the sandbox. */

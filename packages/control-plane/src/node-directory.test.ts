@@ -47,6 +47,7 @@ async function cluster() {
       resumeNote: null,
       expiresAt: null,
       onTimeout: 'delete',
+      services: [],
       lastActiveAt: null,
       volumeNodeId: nodeId,
       secrets: [],

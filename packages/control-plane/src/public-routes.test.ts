@@ -8,6 +8,7 @@ import { publicRoutes } from '@space/protocol';
 import { lineLog, listen, closeServer } from '@space/server-kit';
 import { createPublicApi } from './api/public-api.js';
 import { servicesOnFakeNode } from './test-support/services.js';
+import { SessionServices } from './session-services.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -20,6 +21,7 @@ test('every operation of the API reference is served by the control plane (an un
     calls: s.calls,
     checkpoints: s.checkpoints,
     pauser: s.pauser,
+    services: new SessionServices(s.sessions, s.store, s.nodes),
     store: s.store,
     metrics: s.metrics,
     nodes: s.nodes,

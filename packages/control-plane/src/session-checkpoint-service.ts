@@ -115,6 +115,7 @@ export class SessionCheckpointService {
       onResume: parent.onResume,
       // A fork lives until deleted unless it is given a timeout of its own.
       onTimeout: parent.onTimeout,
+      services: parent.services,
       secrets: parent.secrets,
       egress: parent.egress,
     };

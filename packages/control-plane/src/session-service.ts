@@ -82,6 +82,7 @@ export class SessionService {
       egress: request.egress,
       expiresAt: expiryFrom(Date.now(), request.timeoutSec),
       onTimeout: request.onTimeout,
+      services: request.services,
     };
     await this.deps.lifecycle.run(row.id, 'create', async () => {
       await this.deps.store.insertSession(row);
@@ -192,6 +193,7 @@ export class SessionService {
         env: { ...row.env, ...(await this.deps.egress.placeholders(current)) },
         resources: this.withDisk(row.resources),
         egress: await this.deps.egress.configFor(current),
+        services: current.services,
       });
       this.deps.metrics.inc('sandbox_starts');
       if (resuming) {
@@ -327,6 +329,7 @@ function toSession(row: SessionRow): Session {
     onResume: row.onResume,
     expiresAt: row.expiresAt,
     onTimeout: row.onTimeout,
+    services: row.services,
     secrets: row.secrets,
     egress: row.egress,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,

@@ -30,6 +30,7 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   resumeNote: null,
   expiresAt: '2030-01-01T00:00:00.000Z',
   onTimeout: 'pause',
+  services: [{ name: 'web', cmd: ['python3', '-m', 'http.server'], port: 8000 }],
   lastActiveAt: null,
   volumeNodeId: 'node_x',
   idleTimeoutSec: 900,

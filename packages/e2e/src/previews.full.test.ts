@@ -146,4 +146,61 @@ describe('preview URLs: ports of a sandbox reached from outside', () => {
     assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`, { headers: { authorization: `Bearer ${otherKey}` } })).status, 404);
     assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`)).status, 401, 'no key at all');
   });
+
+  test('services: started with every new sandbox and restarted when they exit, so a request wakes a killed or paused session and is answered', {
+    timeout: 180_000,
+  }, async () => {
+    if (!tenant) await setUp();
+    const session = await tenant.createSession({
+      template: 'base',
+      checkpointIntervalSec: 0,
+      fullCheckpointIntervalSec: 0,
+      idleTimeoutSec: 0,
+      services: [{ name: 'web', cmd: ['node', '-e', server], port: 8000 }],
+    });
+    sessions.push(session.id);
+    assert.deepEqual(
+      session.services.map((s: { name: string }) => s.name),
+      ['web'],
+    );
+    const get = (path: string) => fetch(`${platform.url}/v1/sessions/${session.id}/ports/${path}`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal((await get('8000/first')).status, 200, 'the service runs in the first sandbox');
+
+    // Killed: the request resumes the session (a fresh boot: a listening socket keeps full checkpoints away), the service starts, the request is answered.
+    await tenant.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    const woke = Date.now();
+    const afterKill = await get('8000/after-kill');
+    assert.equal(afterKill.status, 200);
+    process.stderr.write(`preview: killed session answered ${Date.now() - woke} ms after the request\n`);
+    assert.equal(((await afterKill.json()) as { url: string }).url, '/after-kill');
+
+    // Its process ends: the supervisor starts it again.
+    await tenant.exec(session.id, ['sh', '-c', 'kill $(pidof node)']);
+    let again = 0;
+    for (let i = 0; i < 40 && again !== 200; i++) {
+      await sleep(250);
+      again = (await get('8000/again')).status;
+    }
+    assert.equal(again, 200, 'restarted after it exited');
+    const processes = (await tenant.call('GET', `/v1/sessions/${session.id}/processes`)).body.processes as { cmd: string[]; running: boolean }[];
+    assert.ok(
+      processes.some((p) => p.running && p.cmd[3] === 'space-service:web'),
+      'listed with its name',
+    );
+
+    // Paused: woken by the request.
+    assert.equal((await tenant.call('POST', `/v1/sessions/${session.id}/pause`)).status, 200);
+    assert.equal((await tenant.call('GET', `/v1/sessions/${session.id}`)).body.status, 'idle');
+    assert.equal((await get('8000/after-pause')).status, 200);
+
+    // Declared later: started at once; removed: stopped.
+    const put = await tenant.call('PUT', `/v1/sessions/${session.id}/services/second`, { cmd: 'python3 -m http.server 8001', port: 8001 });
+    assert.deepEqual(put.body.services.map((s: { name: string }) => s.name).sort(), ['second', 'web']);
+    assert.equal((await get('8001/')).status, 200);
+    assert.equal((await tenant.call('DELETE', `/v1/sessions/${session.id}/services/second`)).status, 200);
+    const gone = await get('8001/');
+    assert.equal(gone.status, 502, 'stopped with its removal');
+    assert.equal((await tenant.call('PUT', `/v1/sessions/${session.id}/services/Bad_Name`, { cmd: 'true' })).status, 400);
+    assert.equal((await tenant.call('PUT', `/v1/sessions/${session.id}/services/x`, { cmd: 'true', port: 49983 })).status, 400);
+  });
 });

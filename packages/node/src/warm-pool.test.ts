@@ -35,6 +35,7 @@ const request = (template: string, resources: Partial<Resources> = {}): StartSan
   env: {},
   resources: ResourcesSchema.parse(resources),
   egress: { policy: { mode: 'allow-all', domains: [], cidrs: [] }, secrets: [] },
+  services: [],
 });
 
 async function until(check: () => boolean, ms = 2000): Promise<void> {

@@ -2,7 +2,7 @@ import { NodeCapacitySchema } from './nodes.js';
 import { z } from 'zod';
 import { EnvSchema } from './common.js';
 import { SessionEgressConfigSchema } from './egress.js';
-import { ResourcesSchema, TemplateNameSchema } from './sessions.js';
+import { ResourcesSchema, ServiceSchema, TemplateNameSchema } from './sessions.js';
 import { TemplateIdSchema } from './templates.js';
 
 /** Control plane -> node agent: start a sandbox serving a session's volume (created from the template if new). */
@@ -14,9 +14,14 @@ export const StartSandboxRequestSchema = z
     env: EnvSchema,
     resources: ResourcesSchema,
     egress: SessionEgressConfigSchema,
+    /** Started in the sandbox unless it restored the session's processes from memory. */
+    services: z.array(ServiceSchema).max(16).default([]),
   })
   .strict();
 export type StartSandboxRequest = z.infer<typeof StartSandboxRequestSchema>;
+
+/** Node agent -> control plane: whether a service was running (and is stopped now). */
+export const ServiceStoppedSchema = z.object({ stopped: z.boolean() }).strict();
 
 export const SandboxInfoSchema = z
   .object({

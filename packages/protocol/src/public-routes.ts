@@ -9,7 +9,7 @@ import {
 } from './checkpoints.js';
 import { OkSchema as ok } from './common.js';
 import { sandboxRoutes } from './sandbox-routes.js';
-import { CreateSessionRequestSchema, SessionListSchema, SessionSchema, SessionTokenSchema, SetTimeoutRequestSchema } from './sessions.js';
+import { CreateSessionRequestSchema, ServiceSpecSchema, SessionListSchema, SessionSchema, SessionTokenSchema, SetTimeoutRequestSchema } from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import { CreateTemplateRequestSchema, DeleteTemplateQuerySchema, TemplateListSchema, TemplateSchema } from './templates.js';
 import { SandboxMetricsSchema } from './node-api.js';
@@ -43,6 +43,20 @@ const sessionRoutes: PublicRoute[] = [
   { method: 'GET', path: '/v1/sessions/:sessionId', summary: 'One session, with its sandbox history and checkpoints.', response: SessionSchema },
   { method: 'DELETE', path: '/v1/sessions/:sessionId', summary: 'Delete a session: its sandbox, volume and checkpoints.', response: ok },
   { method: 'POST', path: '/v1/sessions/:sessionId/sandbox/kill', summary: 'Kill only the sandbox; the next call resumes the session.', response: ok },
+  {
+    method: 'PUT',
+    path: '/v1/sessions/:sessionId/services/:name',
+    summary:
+      'Declare (or replace) a service: started in every new sandbox that did not restore the processes, restarted when it exits; started now in a running sandbox.',
+    body: ServiceSpecSchema,
+    response: SessionSchema,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/sessions/:sessionId/services/:name',
+    summary: 'Remove a service; it is stopped in a running sandbox.',
+    response: SessionSchema,
+  },
   {
     method: 'GET',
     path: '/v1/sessions/:sessionId/ports',

@@ -1,5 +1,7 @@
 import { z } from 'zod';
-import { EnvSchema } from './common.js';
+import { EnvSchema, SandboxPathSchema } from './common.js';
+import { CommandSchema } from './exec.js';
+import { PreviewPortSchema } from './ports.js';
 import { EgressPolicySchema, SecretNameSchema } from './egress.js';
 
 export const TemplateNameSchema = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'template names are lowercase letters, digits and dashes');
@@ -40,6 +42,23 @@ export const MetadataSchema = z.record(z.string().max(128), z.string().max(1024)
  */
 export const OnResumeSchema = z.enum(['processes', 'files']);
 export type OnResume = z.infer<typeof OnResumeSchema>;
+
+/**
+ * A service of a session: a command started in every new sandbox of the session that did not
+ * restore its processes from memory, restarted with a growing pause (1 s doubling to 30 s) when it
+ * exits. `port`: where it serves; a preview request to that port waits up to 30 s for it to listen.
+ */
+export const ServiceNameSchema = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'service names are lowercase letters, digits and dashes');
+export const ServiceSpecSchema = z
+  .object({
+    cmd: CommandSchema,
+    port: PreviewPortSchema.optional(),
+    cwd: SandboxPathSchema.optional(),
+    env: EnvSchema.optional(),
+  })
+  .strict();
+export const ServiceSchema = ServiceSpecSchema.extend({ name: ServiceNameSchema }).strict();
+export type Service = z.infer<typeof ServiceSchema>;
 
 /** What happens to a session when its timeout passes: deleted, or paused (checkpointed, sandbox stopped; the next call resumes it). */
 export const OnTimeoutSchema = z.enum(['delete', 'pause']);
@@ -92,6 +111,11 @@ export const CreateSessionRequestSchema = z
     /** Seconds from now after which the session is deleted or paused (`onTimeout`); unset: it lives until deleted. */
     timeoutSec: z.number().int().min(1).max(maxTimeoutSec).optional(),
     onTimeout: OnTimeoutSchema.default('delete'),
+    services: z
+      .array(ServiceSchema)
+      .max(16)
+      .default([])
+      .refine((list) => new Set(list.map((s) => s.name)).size === list.length, 'service names must not repeat'),
   })
   .strict();
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
@@ -120,6 +144,7 @@ export const SessionSchema = z
     /** When the session is deleted or paused (`onTimeout`); null: never. */
     expiresAt: z.string().nullable(),
     onTimeout: OnTimeoutSchema,
+    services: z.array(ServiceSchema),
     sandbox: SandboxRefSchema.nullable(),
     /** The node that holds the session's volume (and runs its sandbox). */
     nodeId: z.string().nullable(),

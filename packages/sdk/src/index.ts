@@ -7,6 +7,7 @@ export type { SpaceOptions, CallOptions } from './options.js';
 export type {
   SessionData,
   SandboxMetricsData,
+  ServiceData,
   CreateSessionOptions,
   ExecOptions,
   ExecResult,

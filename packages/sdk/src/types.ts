@@ -17,6 +17,8 @@ export interface SessionData {
   /** When the session is deleted or paused (`onTimeout`); null: it lives until deleted. */
   expiresAt: string | null;
   onTimeout: 'delete' | 'pause';
+  /** Commands started in every new sandbox that did not restore the session's processes, restarted when they exit. */
+  services: ServiceData[];
   /** Names of the tenant's secrets the sandbox uses (each env var `NAME` holds its placeholder). */
   secrets: string[];
   egress: EgressPolicy;
@@ -56,6 +58,8 @@ export interface CreateSessionOptions {
   /** Seconds from now after which the session is deleted, or paused with `onTimeout: 'pause'`; unset: never. */
   timeoutSec?: number;
   onTimeout?: 'delete' | 'pause';
+  /** Servers the session runs: each is started in every new sandbox that did not restore its processes, and restarted when it exits. */
+  services?: ServiceData[];
   /** Secrets (created with `space.secrets.set`) the sandbox may use through the gateway. */
   secrets?: string[];
   /** What the sandbox may reach (default allow-all). */
@@ -129,6 +133,15 @@ export interface FileEntry {
   mode: number;
   mtime: string;
   target?: string;
+}
+
+/** A session's service: `port` is where it serves (a preview request waits up to 30 s for it to listen). */
+export interface ServiceData {
+  name: string;
+  cmd: string | string[];
+  port?: number;
+  cwd?: string;
+  env?: Record<string, string>;
 }
 
 /** What a running sandbox uses (`session.metrics()`): CPU over a short window, memory of its cgroup, its volume's disk. */

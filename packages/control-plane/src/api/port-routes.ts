@@ -10,6 +10,9 @@ import type { Store } from '../store/store.js';
 const tokenName = 'space_token';
 /** The client's own Authorization header, passed to the sandbox's server when SPACE's token came another way (the node's name for it). */
 const forwardedAuthorization = 'x-space-forwarded-authorization';
+/** How long the node waits for the port to listen: a declared service's port gets time to start (the node's name for it). */
+const listenWait = 'x-space-listen-wait-ms';
+const serviceStartWaitMs = 30_000;
 
 function cookies(req: IncomingMessage): Map<string, string> {
   return new Map(
@@ -63,11 +66,16 @@ export function registerPortRoutes(router: Router, auth: Authenticator, sessions
     return `/${params['*']}${search ? `?${search}` : ''}`;
   };
   const portOf = (params: Record<string, string>) => parseWith(PreviewPortSchema, params.port, 'port');
+  /** A port one of the session's services serves on may take a while to listen (the service starts with a resumed sandbox). */
+  const waitLongerForServices = async (caller: Caller, sessionId: string, port: number, headers: Record<string, string>): Promise<void> => {
+    if ((await sessions.row(caller, sessionId)).services.some((s) => s.port === port)) headers[listenWait] = String(serviceStartWaitMs);
+  };
 
   router.proxy('/v1/sessions/:sessionId/ports/:port/*', {
     request: async ({ req, res, url, params }) => {
       const { caller, headers, setCookie } = await access(req, url, params.sessionId!, params.port!);
       const port = portOf(params);
+      await waitLongerForServices(caller, params.sessionId!, port, headers);
       if (setCookie) res.setHeader('set-cookie', setCookie);
       await calls.withSandbox(caller, params.sessionId!, { repeatable: false }, (target) =>
         proxyRequest(req, res, target.node.portTarget(target.sandboxId, port, rest(url, params), headers)),
@@ -76,6 +84,7 @@ export function registerPortRoutes(router: Router, auth: Authenticator, sessions
     upgrade: async ({ req, url, params }: UpgradeContext, socket, head) => {
       const { caller, headers } = await access(req, url, params.sessionId!, params.port!);
       const port = portOf(params);
+      await waitLongerForServices(caller, params.sessionId!, port, headers);
       await calls.withSandbox(caller, params.sessionId!, { repeatable: false }, (target) =>
         proxyUpgrade(req, socket, head, target.node.portTarget(target.sandboxId, port, rest(url, params), headers)),
       );

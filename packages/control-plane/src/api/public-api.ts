@@ -16,9 +16,12 @@ import {
   NodeHeartbeatSchema,
   NodeIdSchema,
   SetTimeoutRequestSchema,
+  ServiceNameSchema,
+  ServiceSpecSchema,
 } from '@space/protocol';
 import type { SessionCheckpointService } from '../session-checkpoint-service.js';
 import type { SessionPauser } from '../session-pauser.js';
+import type { SessionServices } from '../session-services.js';
 import type { Metrics } from '../metrics.js';
 import type { NodeDirectory } from '../node-directory.js';
 import type { NodeDrain } from '../node-drain.js';
@@ -40,6 +43,7 @@ export interface PublicApiDeps {
   calls: SessionCalls;
   checkpoints: SessionCheckpointService;
   pauser: SessionPauser;
+  services: SessionServices;
   store: Store;
   metrics: Metrics;
   nodes: NodeDirectory;
@@ -140,6 +144,17 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   router.on('GET', '/v1/sessions/:sessionId/metrics', async ({ req, res, params }) => {
     sendJson(res, 200, await sessions.metrics(await auth.authenticate(req), params.sessionId!));
+  });
+
+  router.on('PUT', '/v1/sessions/:sessionId/services/:name', async ({ req, res, params }) => {
+    const caller = await auth.authenticate(req);
+    const name = parseWith(ServiceNameSchema, params.name, 'service name');
+    sendJson(res, 200, await deps.services.put(caller, params.sessionId!, { name, ...(await readJson(req, ServiceSpecSchema)) }));
+  });
+
+  router.on('DELETE', '/v1/sessions/:sessionId/services/:name', async ({ req, res, params }) => {
+    const caller = await auth.authenticate(req);
+    sendJson(res, 200, await deps.services.remove(caller, params.sessionId!, parseWith(ServiceNameSchema, params.name, 'service name')));
   });
 
   router.on('POST', '/v1/sessions/:sessionId/pause', async ({ req, res, params }) => {

@@ -27,6 +27,7 @@ export interface SessionDbRow {
   egress: string;
   expires_at: string | null;
   on_timeout: string;
+  services: string;
 }
 
 export interface SecretDbRow {
@@ -127,6 +128,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     egress: JSON.parse(row.egress) as SessionRow['egress'],
     expiresAt: row.expires_at,
     onTimeout: row.on_timeout as SessionRow['onTimeout'],
+    services: JSON.parse(row.services) as SessionRow['services'],
   };
 }
 

@@ -119,6 +119,11 @@ export const migrations: Migration[] = [
       return [`ALTER TABLE api_keys ADD COLUMN scope ${t}`, `ALTER TABLE api_keys ADD COLUMN expires_at ${t}`];
     },
   },
+  {
+    version: 7,
+    description: "sessions' services",
+    statements: (dialect) => [`ALTER TABLE sessions ADD COLUMN services ${text(dialect)} NOT NULL DEFAULT '[]'`],
+  },
 ];
 
 export const migrationsTable =

@@ -45,6 +45,7 @@ const sessionColumns: Record<keyof SessionPatch, string> = {
   volumeNodeId: 'volume_node_id',
   expiresAt: 'expires_at',
   onTimeout: 'on_timeout',
+  services: 'services',
 };
 
 /** Tokens kept per session; older ones stop working. */
@@ -113,7 +114,7 @@ export class SqlStore implements Store {
 
   async insertSession(row: SessionRow): Promise<void> {
     await this.db.run(
-      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout, services) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [
         row.id,
         row.tenantId,
@@ -136,6 +137,7 @@ export class SqlStore implements Store {
         row.volumeNodeId,
         row.expiresAt,
         row.onTimeout,
+        JSON.stringify(row.services),
       ],
     );
   }
@@ -161,7 +163,8 @@ export class SqlStore implements Store {
     const keys = Object.keys(patch) as (keyof SessionPatch)[];
     if (keys.length === 0) return;
     const sets = keys.map((k) => `${sessionColumns[k]} = ?`).join(', ');
-    await this.db.run(`UPDATE sessions SET ${sets} WHERE id = ?`, [...keys.map((k) => patch[k] ?? null), id]);
+    const value = (k: keyof SessionPatch) => (k === 'services' ? JSON.stringify(patch.services) : (patch[k] ?? null));
+    await this.db.run(`UPDATE sessions SET ${sets} WHERE id = ?`, [...keys.map(value), id]);
   }
 
   async deleteSession(id: string): Promise<void> {

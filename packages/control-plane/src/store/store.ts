@@ -1,4 +1,4 @@
-import type { CheckpointKind, EgressPolicy, NodeCapacity, OnResume, OnTimeout, Resources, SessionStatus, StoredObject } from '@space/protocol';
+import type { CheckpointKind, EgressPolicy, NodeCapacity, OnResume, OnTimeout, Resources, Service, SessionStatus, StoredObject } from '@space/protocol';
 
 export interface TenantRow {
   id: string;
@@ -55,6 +55,8 @@ export interface SessionRow {
   /** When the maintenance deletes or pauses the session (`onTimeout`); null: never. */
   expiresAt: string | null;
   onTimeout: OnTimeout;
+  /** Started in every new sandbox that did not restore the session's processes. */
+  services: Service[];
 }
 
 export interface SecretRow {
@@ -121,7 +123,10 @@ export interface SessionLeaseRow {
 }
 
 export type SessionPatch = Partial<
-  Pick<SessionRow, 'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt' | 'volumeNodeId' | 'expiresAt' | 'onTimeout'>
+  Pick<
+    SessionRow,
+    'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt' | 'volumeNodeId' | 'expiresAt' | 'onTimeout' | 'services'
+  >
 >;
 
 /** A node of the cluster, as its newest heartbeat described it. */

@@ -16,6 +16,8 @@ import {
   NodeShipRequestSchema,
   ShipBaseIdSchema,
   type NodeHealth,
+  ServiceNameSchema,
+  ServiceSchema,
 } from '@space/protocol';
 import { Router, type ServerLog, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
@@ -91,6 +93,20 @@ export function createNodeApi(deps: NodeApiDeps): Router {
   router.on('GET', '/node/v1/sandboxes/:sandboxId/metrics', async (ctx) => {
     authorize(ctx);
     sendJson(ctx.res, 200, await deps.metrics.read(ctx.params.sandboxId!));
+  });
+
+  router.on('POST', '/node/v1/sandboxes/:sandboxId/services', async (ctx) => {
+    authorize(ctx);
+    const service = await readJson(ctx.req, ServiceSchema);
+    await manager.getAlive(ctx.params.sandboxId!);
+    const failed = await manager.startServices(ctx.params.sandboxId!, [service]);
+    if (failed.length > 0) throw new SpaceError(ErrorCode.EXEC_FAILED, `service ${failed[0]}`);
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('DELETE', '/node/v1/sandboxes/:sandboxId/services/:name', async (ctx) => {
+    authorize(ctx);
+    sendJson(ctx.res, 200, { stopped: await manager.stopService(ctx.params.sandboxId!, parseWith(ServiceNameSchema, ctx.params.name, 'service name')) });
   });
 
   router.on('DELETE', '/node/v1/sandboxes/:sandboxId', async (ctx) => {

@@ -13,8 +13,10 @@ import {
 import type { SandboxManager } from '../sandbox/sandbox-manager.js';
 import type { LiveSandbox } from '../sandbox/live-sandboxes.js';
 
-/** How long a request to a port waits for something to listen there (a server still starting). */
+/** How long a request to a port waits for something to listen there (a server still starting); a declared service's port, as long as the control plane says, up to the longest. */
 const listenWaitMs = 3000;
+const longestListenWaitMs = 30_000;
+const listenWaitHeader = 'x-space-listen-wait-ms';
 
 /** The client's own Authorization header, carried past SPACE's (which the control plane used) to the sandbox's server. */
 export const forwardedAuthorizationHeader = 'x-space-forwarded-authorization';
@@ -31,8 +33,10 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
     const port = parseWith(PreviewPortSchema, ctx.params.port, 'port');
     const live = await manager.getAlive(ctx.params.sandboxId!);
     const host = live.record.sandboxIp;
-    if (!(await waitForListener(host, port, listenWaitMs)))
-      throw new SpaceError(ErrorCode.PORT_NOT_LISTENING, `nothing listens on port ${port} of the sandbox (waited ${listenWaitMs / 1000} s)`);
+    const asked = Number(ctx.req.headers[listenWaitHeader]);
+    const waitMs = Number.isFinite(asked) && asked > 0 ? Math.min(asked, longestListenWaitMs) : listenWaitMs;
+    if (!(await waitForListener(host, port, waitMs)))
+      throw new SpaceError(ErrorCode.PORT_NOT_LISTENING, `nothing listens on port ${port} of the sandbox (waited ${waitMs / 1000} s)`);
     const forwarded = ctx.req.headers[forwardedAuthorizationHeader];
     return {
       live,
@@ -40,7 +44,7 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
         host,
         port,
         path: `/${ctx.params['*']}${ctx.url.search}`,
-        drop: ['authorization', forwardedAuthorizationHeader],
+        drop: ['authorization', forwardedAuthorizationHeader, listenWaitHeader],
         headers: typeof forwarded === 'string' ? { authorization: forwarded } : {},
       },
     };

@@ -1,4 +1,5 @@
 import {
+  BackgroundStartedSchema,
   DaemonQuiesceReplySchema,
   ErrorCode,
   ExecResultSchema,
@@ -88,6 +89,11 @@ export class DaemonLink {
   /** Makes the sandbox kernel write its cached file data to the volume (before an fs checkpoint). */
   async sync(daemon: Upstream): Promise<void> {
     await daemon.json('POST', '/sync', {}, OkSchema, { timeoutMs: 35_000 });
+  }
+
+  /** Starts a background process through the daemon; its pid. */
+  async startBackground(daemon: Upstream, request: { cmd: string[]; env?: Record<string, string>; cwd?: string }): Promise<number> {
+    return (await daemon.json('POST', '/exec', { ...request, background: true }, BackgroundStartedSchema, { timeoutMs: 35_000 })).pid;
   }
 
   /** Runs `cmd` through the daemon and waits for it (warming process spawning, reading /proc). */

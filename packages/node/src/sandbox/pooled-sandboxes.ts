@@ -47,6 +47,7 @@ export class PooledSandboxes {
         env: {},
         resources,
         egress: { policy: { mode: 'deny-all', domains: [], cidrs: [] }, secrets: [] },
+        services: [],
       };
       const { sandboxId } = await deps.manager.boot(unclaimed, { cpuShares: poolCpuShares });
       await deps.link.run(deps.live.get(sandboxId).daemon, ['true']);

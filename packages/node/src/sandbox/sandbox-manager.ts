@@ -1,4 +1,5 @@
-import { ErrorCode, SpaceError, type ExecResult, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
+import { ErrorCode, SpaceError, type ExecResult, type SandboxInfo, type Service, type StartSandboxRequest } from '@space/protocol';
+import { startServices, stopService } from './session-services.js';
 import type { KeyedQueue } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
@@ -122,6 +123,16 @@ export class SandboxManager {
       ErrorCode.SANDBOX_DIED,
       'the sandbox died during this call (out of memory, pid limit, or killed); the session resumes on the next call',
     );
+  }
+
+  /** Starts the session's services in its sandbox (one that did not restore the session's processes); what failed to start. */
+  startServices(sandboxId: string, services: Service[]): Promise<string[]> {
+    return startServices(this.deps.link, this.deps.live.get(sandboxId), services, this.deps.log);
+  }
+
+  /** Stops a service running in the sandbox (its supervisor and what it runs); false when none runs. */
+  async stopService(sandboxId: string, name: string): Promise<boolean> {
+    return stopService(await this.getAlive(sandboxId), name);
   }
 
   /** Runs a short command of the node's own in the sandbox (reading /proc), through its daemon. */

@@ -48,7 +48,7 @@ export class SandboxStarter {
       sessionQueue.run(request.sessionId, async () => {
         // Looked up again in the queue: a start before this one may have finished meanwhile.
         const started = manager.forSession(request.sessionId);
-        return started ? manager.describe(started.record) : this.startNew(request);
+        return started ? manager.describe(started.record) : this.withServices(request, await this.startNew(request));
       }),
     );
   }
@@ -60,6 +60,15 @@ export class SandboxStarter {
   /** Resolves once every start under way has ended (before the node stops its sandboxes). */
   async settle(): Promise<void> {
     await Promise.all(this.starting.all().map((p) => p.catch(() => undefined)));
+  }
+
+  /** A sandbox whose processes are not the session's own (not restored from its memory) gets the session's services. */
+  private async withServices(request: StartSandboxRequest, info: SandboxInfo): Promise<SandboxInfo> {
+    if (info.restoredFrom || request.services.length === 0) return info;
+    const failed = await this.deps.manager.startServices(info.sandboxId, request.services);
+    if (failed.length === 0) return info;
+    const note = `services that did not start: ${failed.join('; ')}`;
+    return { ...info, note: info.note ? `${info.note}; ${note}` : note };
   }
 
   private async startNew(request: StartSandboxRequest): Promise<SandboxInfo> {

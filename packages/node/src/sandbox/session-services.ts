@@ -1,0 +1,45 @@
+import { ProcessListSchema, OkSchema, type Service } from '@space/protocol';
+import type { Logger } from '../logger.js';
+import type { LiveSandbox } from './live-sandboxes.js';
+import type { DaemonLink } from './daemon-link.js';
+
+/**
+ * The supervisor a service runs under, inside the sandbox: a shell loop that starts it again when
+ * it exits, after a pause doubling from 1 s to 30 s (back to 1 s after a run of a minute or more),
+ * saying so on stderr. Its `$0` names the service, so the process list shows which it is.
+ */
+const supervisor =
+  'd=1; while :; do s=$(date +%s); "$@"; code=$?; [ $(( $(date +%s) - s )) -ge 60 ] && d=1; ' +
+  'echo "space: service $0 exited with $code; starting it again in ${d}s" >&2; sleep $d; d=$(( d * 2 > 30 ? 30 : d * 2 )); done';
+
+export function serviceCommand(service: Service): string[] {
+  const argv = typeof service.cmd === 'string' ? ['/bin/sh', '-c', service.cmd] : service.cmd;
+  return ['/bin/sh', '-c', supervisor, `space-service:${service.name}`, ...argv];
+}
+
+/**
+ * Starts the session's services in a sandbox that did not restore its processes (a fresh boot, a
+ * pooled sandbox, a template's image), each as a background process. One that cannot be started
+ * (its `cwd` is missing) is reported, and the others start all the same.
+ */
+export async function startServices(link: DaemonLink, live: LiveSandbox, services: Service[], log: Logger): Promise<string[]> {
+  const failed: string[] = [];
+  for (const service of services) {
+    try {
+      await link.startBackground(live.daemon, { cmd: serviceCommand(service), env: service.env, cwd: service.cwd });
+    } catch (err) {
+      log.warn(`service ${service.name} of ${live.record.sessionId} did not start: ${(err as Error).message}`);
+      failed.push(`${service.name}: ${(err as Error).message.slice(0, 200)}`);
+    }
+  }
+  return failed;
+}
+
+/** Stops a service's supervisor and what it runs (one process group); false when it does not run. */
+export async function stopService(live: LiveSandbox, name: string): Promise<boolean> {
+  const { processes } = await live.daemon.json('GET', '/processes', undefined, ProcessListSchema);
+  const found = processes.find((p) => p.running && Array.isArray(p.cmd) && p.cmd[3] === `space-service:${name}`);
+  if (!found) return false;
+  await live.daemon.json('POST', `/processes/${found.pid}/signal`, { signal: 'SIGTERM' }, OkSchema);
+  return true;
+}
