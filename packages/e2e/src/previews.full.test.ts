@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { execFileSync } from 'node:child_process';
 import { WebSocket } from 'ws';
 import { Api } from './client.js';
-import type { RunningPlatform } from './platform.js';
+import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -140,6 +141,22 @@ describe('preview URLs: ports of a sandbox reached from outside', () => {
     assert.equal((await fetch(revoked.url)).status, 200);
     assert.equal((await tenant.call('DELETE', `/v1/sessions/${id}/preview-tokens/8000`)).body.revoked, 2, 'the expired one and this one');
     assert.equal((await fetch(revoked.url)).status, 401, 'revoked');
+
+    // The same from the CLI, with --json.
+    const cli = (...args: string[]) =>
+      JSON.parse(
+        execFileSync(process.execPath, [cliMain, ...args, '--json'], {
+          env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: key },
+          encoding: 'utf8',
+        }),
+      );
+    const fromCli = cli('preview', id, '8000', '--ttl', '60');
+    assert.equal((await fetch(fromCli.url)).status, 200);
+    assert.deepEqual(
+      cli('ports', id).ports.map((p: { port: number }) => p.port),
+      [8000],
+    );
+    assert.equal(cli('preview', id, '8000', '--revoke').revoked, 1);
 
     const { id: otherTenant } = (await admin.call('POST', '/v1/tenants', { name: 'previews-other' })).body;
     const otherKey = (await admin.call('POST', '/v1/keys', { tenantId: otherTenant })).body.key;

@@ -18,6 +18,9 @@ import type {
   NodeView,
   DrainResult,
   SandboxMetrics,
+  ListeningPort,
+  PreviewToken,
+  Service,
 } from '@space/protocol';
 import type {
   CheckpointData,
@@ -33,6 +36,9 @@ import type {
   NodeData,
   DrainResultData,
   SandboxMetricsData,
+  ListeningPortData,
+  PreviewData,
+  ServiceData,
 } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
@@ -53,4 +59,7 @@ export const sdkMatchesWire: Record<string, true> = {
   drain: true satisfies Same<DrainResultData, DrainResult>,
   template: true satisfies Same<TemplateData, Template>,
   metrics: true satisfies Same<SandboxMetricsData, SandboxMetrics>,
+  port: true satisfies Same<ListeningPortData, ListeningPort>,
+  preview: true satisfies Same<PreviewData, PreviewToken>,
+  service: true satisfies Same<ServiceData, Service>,
 };

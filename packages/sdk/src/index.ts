@@ -8,6 +8,8 @@ export type {
   SessionData,
   SandboxMetricsData,
   ServiceData,
+  ListeningPortData,
+  PreviewData,
   CreateSessionOptions,
   ExecOptions,
   ExecResult,

@@ -14,6 +14,9 @@ import type {
   FileEntry,
   ProcessData,
   SandboxMetricsData,
+  ServiceData,
+  ListeningPortData,
+  PreviewData,
   SessionData,
 } from './types.js';
 
@@ -223,6 +226,34 @@ export class SessionHandle {
   /** What the sandbox uses now; SESSION_NOT_RUNNING when no sandbox runs (it is not resumed for this). */
   async metrics(opts: CallOptions = {}): Promise<SandboxMetricsData> {
     return this.t.json<SandboxMetricsData>('GET', `${this.base}/metrics`, opts);
+  }
+
+  /** The TCP ports something listens on in the sandbox (resumes the session). */
+  async ports(opts: CallOptions = {}): Promise<ListeningPortData[]> {
+    return (await this.t.json<{ ports: ListeningPortData[] }>('GET', `${this.base}/ports`, opts)).ports;
+  }
+
+  /**
+   * A preview URL for a port: it works without a key until `expiresAt` (default 1 hour), opening
+   * it sets a cookie for the port's path. `revokePreviews(port)` ends every one of the port.
+   */
+  async preview(port: number, opts: CallOptions & { ttlSec?: number } = {}): Promise<PreviewData> {
+    const { ttlSec, ...call } = opts;
+    return this.t.json<PreviewData>('POST', `${this.base}/preview-tokens/${port}`, { ...call, json: ttlSec === undefined ? {} : { ttlSec } });
+  }
+
+  async revokePreviews(port: number, opts: CallOptions = {}): Promise<number> {
+    return (await this.t.json<{ revoked: number }>('DELETE', `${this.base}/preview-tokens/${port}`, opts)).revoked;
+  }
+
+  /** Declares (or replaces) a service: started in every new sandbox that did not restore the processes, and now in a running one. */
+  async setService(service: ServiceData, opts: CallOptions = {}): Promise<Session> {
+    const { name, ...spec } = service;
+    return this.withData(await this.t.json<SessionData>('PUT', `${this.base}/services/${encodeURIComponent(name)}`, { ...opts, json: spec }));
+  }
+
+  async removeService(name: string, opts: CallOptions = {}): Promise<Session> {
+    return this.withData(await this.t.json<SessionData>('DELETE', `${this.base}/services/${encodeURIComponent(name)}`, opts));
   }
 
   /** A token that acts on this session's sandbox only (exec, processes, files, streams) and reads the session. */

@@ -135,6 +135,19 @@ export interface FileEntry {
   target?: string;
 }
 
+/** A port something listens on in a sandbox. */
+export interface ListeningPortData {
+  port: number;
+  address: string;
+}
+
+/** A preview URL of a port, with its token. */
+export interface PreviewData {
+  token: string;
+  url: string;
+  expiresAt: string;
+}
+
 /** A session's service: `port` is where it serves (a preview request waits up to 30 s for it to listen). */
 export interface ServiceData {
   name: string;

@@ -17,7 +17,7 @@ function parseEnv(pairs: string[]): Record<string, string> {
   return env;
 }
 
-/** create, ls, get, rm, kill-sandbox. */
+/** create, ls, get, rm, kill-sandbox, pause, ports, preview. */
 export function registerSessionCommands(program: Command): void {
   egressOptions(program.command('create'))
     .description('create a session (and its sandbox); prints the session id')
@@ -101,5 +101,39 @@ export function registerSessionCommands(program: Command): void {
     .action(async (id: string, opts: { json?: boolean }) => {
       await cliClient(process.env).sessions.handle(id).killSandbox();
       output(Boolean(opts.json), { killed: id }, () => `killed the sandbox of ${id}; the session resumes on its next call`);
+    });
+
+  program
+    .command('pause <session>')
+    .description('checkpoint the sandbox (full where it can be, else fs) and stop it; the next call resumes the session')
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const checkpoint = await cliClient(process.env).sessions.handle(id).pause();
+      output(Boolean(opts.json), checkpoint, () => `paused ${id} (${checkpoint.kind} checkpoint ${checkpoint.id}); the next call resumes it`);
+    });
+
+  program
+    .command('ports <session>')
+    .description("the TCP ports something listens on in the session's sandbox")
+    .option('--json', 'print JSON')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const ports = await cliClient(process.env).sessions.handle(id).ports();
+      output(Boolean(opts.json), { ports }, () => ports.map((p) => `${p.port}  ${p.address}`).join('\n') || 'nothing listens');
+    });
+
+  program
+    .command('preview <session> <port>')
+    .description('a URL for a port of the session that works in a browser without a key (until it expires); --revoke ends every one of the port')
+    .option('--ttl <seconds>', 'how long the URL works', '3600')
+    .option('--revoke', "revoke the port's preview URLs instead")
+    .option('--json', 'print JSON')
+    .action(async (id: string, port: string, opts: { ttl: string; revoke?: boolean; json?: boolean }) => {
+      const session = cliClient(process.env).sessions.handle(id);
+      if (opts.revoke) {
+        const revoked = await session.revokePreviews(Number(port));
+        return output(Boolean(opts.json), { revoked }, () => `revoked ${revoked} preview URL(s) of port ${port}`);
+      }
+      const preview = await session.preview(Number(port), { ttlSec: Number(opts.ttl) });
+      output(Boolean(opts.json), preview, () => `${preview.url}\n(works until ${preview.expiresAt})`);
     });
 }

@@ -10,7 +10,7 @@ import type { DaemonLink } from './daemon-link.js';
  */
 const supervisor =
   'd=1; while :; do s=$(date +%s); "$@"; code=$?; [ $(( $(date +%s) - s )) -ge 60 ] && d=1; ' +
-  'echo "space: service $0 exited with $code; starting it again in ${d}s" >&2; sleep $d; d=$(( d * 2 > 30 ? 30 : d * 2 )); done';
+  'echo "space: service $0 exited with $code; starting it again in $d seconds" >&2; sleep $d; d=$(( d * 2 > 30 ? 30 : d * 2 )); done';
 
 export function serviceCommand(service: Service): string[] {
   const argv = typeof service.cmd === 'string' ? ['/bin/sh', '-c', service.cmd] : service.cmd;
