@@ -114,7 +114,28 @@ export class Authenticator {
 
   async createKey(tenantId: string, format: 'space' | 'e2b' = 'space'): Promise<{ id: string; tenantId: string; key: string }> {
     if (!(await this.store.getTenant(tenantId))) throw new SpaceError(ErrorCode.TENANT_NOT_FOUND, `no tenant ${JSON.stringify(tenantId)}`);
-    const key = generateKey(format === 'e2b' ? 'e2b' : 'sk');
+    const { id, key } = await this.mint(format === 'e2b' ? 'e2b' : 'sk', tenantId, {});
+    return { id, tenantId, key };
+  }
+
+  /** A token for one session of the caller's tenant (the caller has checked that the session is theirs). */
+  async createSessionToken(tenantId: string, sessionId: string): Promise<{ sessionId: string; token: string }> {
+    return { sessionId, token: (await this.mint('st', tenantId, { sessionId })).key };
+  }
+
+  /** A preview token: one port of one session of the caller's tenant, for `ttlSec`. */
+  async createPreviewToken(tenantId: string, sessionId: string, port: number, ttlSec: number): Promise<{ token: string; expiresAt: string }> {
+    const expiresAt = new Date(Date.now() + ttlSec * 1000).toISOString();
+    return { token: (await this.mint('pt', tenantId, { sessionId, scope: portScope(port), expiresAt })).key, expiresAt };
+  }
+
+  /** A new key of the tenant, stored as its hash with what it is bound to. */
+  private async mint(
+    kind: 'sk' | 'st' | 'pt' | 'e2b',
+    tenantId: string,
+    bound: { sessionId?: string; scope?: string; expiresAt?: string },
+  ): Promise<{ id: string; key: string }> {
+    const key = generateKey(kind);
     const id = newId('key');
     await this.store.insertApiKey({
       id,
@@ -122,43 +143,10 @@ export class Authenticator {
       hash: hashKey(key),
       admin: false,
       createdAt: new Date().toISOString(),
-      sessionId: null,
-      scope: null,
-      expiresAt: null,
+      sessionId: bound.sessionId ?? null,
+      scope: bound.scope ?? null,
+      expiresAt: bound.expiresAt ?? null,
     });
-    return { id, tenantId, key };
-  }
-
-  /** A token for one session of the caller's tenant (the caller has checked that the session is theirs). */
-  async createSessionToken(tenantId: string, sessionId: string): Promise<{ sessionId: string; token: string }> {
-    const token = generateKey('st');
-    await this.store.insertApiKey({
-      id: newId('key'),
-      tenantId,
-      hash: hashKey(token),
-      admin: false,
-      createdAt: new Date().toISOString(),
-      sessionId,
-      scope: null,
-      expiresAt: null,
-    });
-    return { sessionId, token };
-  }
-
-  /** A preview token: one port of one session of the caller's tenant, for `ttlSec`. */
-  async createPreviewToken(tenantId: string, sessionId: string, port: number, ttlSec: number): Promise<{ token: string; expiresAt: string }> {
-    const token = generateKey('pt');
-    const expiresAt = new Date(Date.now() + ttlSec * 1000).toISOString();
-    await this.store.insertApiKey({
-      id: newId('key'),
-      tenantId,
-      hash: hashKey(token),
-      admin: false,
-      createdAt: new Date().toISOString(),
-      sessionId,
-      scope: portScope(port),
-      expiresAt,
-    });
-    return { token, expiresAt };
+    return { id, key };
   }
 }

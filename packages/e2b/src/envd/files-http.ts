@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { z } from 'zod';
 import { SandboxPathSchema } from '@space/protocol';
-import { parseQuery, readBody } from '@space/server-kit';
+import { parseQuery, readBody, sendJson } from '@space/server-kit';
 import { E2bError, toE2bError } from '../errors.js';
 import { type SpaceFor, sandboxSession } from './sandbox-access.js';
 
@@ -11,12 +11,6 @@ import { type SpaceFor, sandboxSession } from './sandbox-access.js';
 const maxMultipartBytes = 64 * 1024 * 1024;
 
 const FilesQuerySchema = z.object({ path: SandboxPathSchema.optional(), username: z.string().max(64).optional() }).strict();
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-  res.end(text);
-}
 
 /**
  * envd's HTTP routes under `/e2b/sandbox`: `GET /files` (download), `POST /files` (multipart
