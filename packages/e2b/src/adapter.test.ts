@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { fromBinary, fromJson, toBinary, toJson, create } from '@bufbuild/protobuf';
 import { ErrorCode, SpaceError } from '@space/protocol';
-import { SpaceApiError } from '@space/sdk';
+import { SpaceApiError, SpaceClientError } from '@space/sdk';
 import { egressFromE2b } from './control-api.js';
 import { E2bError, toConnectError, toE2bError } from './errors.js';
 import { withKeepalives } from './envd/keepalive.js';
@@ -32,6 +32,8 @@ test('errors keep their status and name our code, on the HTTP API and as Connect
   assert.deepEqual([toE2bError(notFound).status, toE2bError(notFound).message], [404, 'SESSION_NOT_FOUND: no session "x"']);
   assert.equal(toE2bError(new SpaceError(ErrorCode.TOO_MANY_REQUESTS, 'slow down')).status, 429);
   assert.equal(toE2bError(new Error('boom')).status, 500);
+  assert.equal(toE2bError(new SpaceClientError('NETWORK', 'refused')).status, 503);
+  assert.equal(toE2bError(new SpaceClientError('TIMEOUT', 'slow')).status, 504);
   assert.equal(toConnectError(notFound).code, Code.NotFound);
   assert.equal(toConnectError(new SpaceApiError(ErrorCode.FILE_EXISTS, 409, 'exists')).code, Code.AlreadyExists);
   assert.equal(toConnectError(new SpaceApiError(ErrorCode.UNAUTHORIZED, 401, 'bad key')).code, Code.Unauthenticated);

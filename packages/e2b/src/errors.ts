@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Code, ConnectError } from '@connectrpc/connect';
 import { ErrorCode, errorStatus, isSpaceError } from '@space/protocol';
-import { isSpaceApiError } from '@space/sdk';
+import { SpaceClientError, isSpaceApiError } from '@space/sdk';
 
 /** An error as E2B's API answers it: the HTTP status, and `{code, message}` with the same code. */
 export class E2bError extends Error {
@@ -18,6 +18,8 @@ export function toE2bError(err: unknown): E2bError {
   if (err instanceof E2bError) return err;
   if (isSpaceApiError(err)) return new E2bError(err.status || errorStatus[err.code as ErrorCode] || 500, `${err.code}: ${err.message}`);
   if (isSpaceError(err)) return new E2bError(err.status, `${err.code}: ${err.message}`);
+  // SPACE's own API did not answer (the adapter's loopback call): unavailable, or too slow.
+  if (err instanceof SpaceClientError) return new E2bError(err.code === 'TIMEOUT' ? 504 : 503, `${err.code}: ${err.message}`);
   return new E2bError(500, `INTERNAL: ${(err as Error)?.message ?? 'unexpected error'}`);
 }
 

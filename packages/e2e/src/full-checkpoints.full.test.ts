@@ -101,6 +101,26 @@ describe('full checkpoints: memory and processes', () => {
     assert.notEqual(second.id, third.id);
   });
 
+  test('a full checkpoint waits for calls in flight instead of cutting them; one that outlasts the wait is refused (fs instead) and the call still ends well', {
+    timeout: 120_000,
+  }, async () => {
+    const session = await created();
+    const short = api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: 'sleep 2; echo done' });
+    await sleep(300);
+    const waited = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+    assert.equal(waited.status, 201, JSON.stringify(waited.body));
+    assert.equal(waited.body.kind, 'full');
+    assert.deepEqual([(await short).status, (await short).body.stdout], [200, 'done\n']);
+
+    const long = api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: 'sleep 8; echo done' });
+    await sleep(300);
+    const refused = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+    assert.equal(refused.body.error?.code, 'FULL_CHECKPOINT_REFUSED', JSON.stringify(refused.body));
+    assert.match(refused.body.error.message, /did not end within 5 s/);
+    assert.ok(refused.body.error.details.fallbackCheckpointId, 'the files were saved in an fs checkpoint');
+    assert.deepEqual([(await long).status, (await long).body.stdout], [200, 'done\n']);
+  });
+
   test('files and memory of a full checkpoint match: the sandbox is paused while both are saved', { timeout: 120_000 }, async () => {
     const session = await created();
     // Appends (and syncs, so the host holds it at once) a line every 10 ms, its count kept in the

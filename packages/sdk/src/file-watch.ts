@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import { SpaceApiError, SpaceClientError } from './errors.js';
+import { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 import { EventQueue } from './event-queue.js';
 
 /** A change under a watched path: `rename` (created, deleted or moved) or `change` (written). */
@@ -36,7 +36,8 @@ export class FileWatch implements AsyncIterable<FileChange> {
       else if (m.type === 'change' && m.event && typeof m.path === 'string') this.changes.push({ event: m.event, path: m.path });
       else if (m.type === 'error') fail(new SpaceApiError(m.code ?? 'INTERNAL', 0, m.message ?? 'watch error'));
     });
-    ws.on('error', (err) => fail(new SpaceClientError('NETWORK', err.message)));
+    // A refused handshake arrives as the API's error (FORBIDDEN, VALIDATION_FAILED...): kept as it is.
+    ws.on('error', (err) => fail(isSpaceApiError(err) ? err : new SpaceClientError('NETWORK', err.message)));
     ws.on('close', () => {
       onFail(new SpaceClientError('NETWORK', 'the watch closed before it was ready'));
       this.changes.finish(null);

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, test } from 'node:test';
 import { WebSocket, WebSocketServer } from 'ws';
+import { Readable } from 'node:stream';
 import { z } from 'zod';
 import { relaySockets } from './socket-relay.js';
 import { Upstream } from './upstream.js';
@@ -194,6 +195,28 @@ describe('Upstream connection resets', () => {
       events.push('json returned');
       assert.equal(reply.exitCode, 0);
       assert.deepEqual(events, ['peer half-closed', 'reset by the server', 'json returned']);
+    });
+  });
+
+  test('a request on a kept-alive connection the peer dropped (reset, nothing read) is sent again on a new one; a streamed body is not', async () => {
+    // Like the agent closing a connection without saying so: the next request on it is reset unread.
+    let connections = 0;
+    const dropAfterFirst = (socket: import('node:net').Socket): void => {
+      const index = connections++;
+      let requests = 0;
+      socket.prependListener('data', () => {
+        if (index === 0 && ++requests === 2) socket.resetAndDestroy();
+      });
+    };
+    await withPeer(dropAfterFirst, async (upstream) => {
+      assert.equal((await upstream.json('POST', '/', { n: 1 }, exitCodeSchema)).exitCode, 0);
+      assert.equal((await upstream.json('POST', '/', { n: 2 }, exitCodeSchema)).exitCode, 0, 'sent again on a new connection');
+      assert.equal(connections, 2);
+    });
+    connections = 0;
+    await withPeer(dropAfterFirst, async (upstream) => {
+      await upstream.json('POST', '/', { n: 1 }, exitCodeSchema);
+      await assert.rejects(upstream.send('PUT', '/', Readable.from([Buffer.from('once only')])), /unreachable/);
     });
   });
 });

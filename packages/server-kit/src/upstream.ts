@@ -22,6 +22,13 @@ function closedByPeer(socket: Socket, waitMs: number): Promise<void> {
   });
 }
 
+/** A request lost on a reused connection the peer had closed: safe to send again. */
+class StaleConnection extends Error {
+  constructor(override readonly cause: SpaceError) {
+    super(cause.message);
+  }
+}
+
 /**
  * A service one layer down (node agent or daemon) reached over HTTP with a bearer token. Replies
  * are bounded in size and validated against the schema the caller expects: the layer below is not
@@ -55,13 +62,34 @@ export class Upstream {
     }
   }
 
-  /** Sends a request and returns the raw response (status not checked). */
-  send(
+  /**
+   * Sends a request and returns the raw response (status not checked). A request whose reused
+   * keep-alive connection the peer had closed (reset before any answer) is sent once more on a new
+   * one, when its body can be sent again: the peer never read it (Node's documented pattern).
+   */
+  async send(
     method: string,
     pathAndQuery: string,
     body?: Buffer | Readable,
     extraHeaders: Record<string, string> = {},
     timeoutMs?: number,
+  ): Promise<IncomingMessage> {
+    try {
+      return await this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs, true);
+    } catch (err) {
+      if (!(err instanceof StaleConnection)) throw err;
+      if (body !== undefined && !Buffer.isBuffer(body)) throw err.cause;
+      return this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs, false);
+    }
+  }
+
+  private sendOnce(
+    method: string,
+    pathAndQuery: string,
+    body: Buffer | Readable | undefined,
+    extraHeaders: Record<string, string>,
+    timeoutMs: number | undefined,
+    mayReuse: boolean,
   ): Promise<IncomingMessage> {
     const url = new URL(pathAndQuery, this.baseUrl);
     return new Promise((resolve, reject) => {
@@ -70,7 +98,7 @@ export class Upstream {
         headers['content-type'] = 'application/json';
         headers['content-length'] = body.length;
       }
-      const req = request(url, { method, headers, agent: this.agent }, resolve);
+      const req = request(url, { method, headers, agent: mayReuse ? this.agent : false }, resolve);
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
         const timer = setTimeout(
@@ -81,7 +109,12 @@ export class Upstream {
         socket.once('close', () => clearTimeout(timer));
       });
       if (timeoutMs) req.setTimeout(timeoutMs, () => req.destroy(new SpaceError(this.unreachable, `${this.label} did not answer within ${timeoutMs} ms`)));
-      req.on('error', (err) => reject(err instanceof SpaceError ? err : new SpaceError(this.unreachable, `${this.label} unreachable: ${err.message}`)));
+      req.on('error', (err: Error & { code?: string }) => {
+        const failure = err instanceof SpaceError ? err : new SpaceError(this.unreachable, `${this.label} unreachable: ${err.message}`);
+        // The peer closed the idle connection as it was reused: nothing was read there.
+        if (req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) reject(new StaleConnection(failure));
+        else reject(failure);
+      });
       if (Buffer.isBuffer(body) || body === undefined) req.end(body);
       else {
         body.on('error', (err) => req.destroy(err));

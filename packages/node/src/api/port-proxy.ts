@@ -68,7 +68,7 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
   router.on('GET', '/node/v1/sandboxes/:sandboxId/ports', async (ctx) => {
     authorize(ctx);
     const live = await manager.getAlive(ctx.params.sandboxId!);
-    const { stdout } = await manager.run(live, ['cat', '/proc/net/tcp', '/proc/net/tcp6']);
+    const { stdout } = await manager.call(live, () => manager.run(live, ['cat', '/proc/net/tcp', '/proc/net/tcp6']));
     sendJson(ctx.res, 200, ListeningPortsSchema.parse({ ports: listeningPorts(stdout) }));
   });
 }

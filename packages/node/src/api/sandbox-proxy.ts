@@ -50,15 +50,12 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
       const sandboxId = ctx.params.sandboxId!;
       const input = await readRouteInput(route, ctx);
       const live = await manager.getAlive(sandboxId);
-      // A sandbox killed during the call never answers: its daemon's connections are cut, and the call fails as SANDBOX_DIED.
-      const stopWatching = manager.onDeath(live, () => live.daemon.close());
       try {
-        await forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params));
+        // A sandbox killed during the call never answers: its daemon's connections are cut, and the call fails as SANDBOX_DIED.
+        await manager.call(live, () => forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params)));
       } catch (err) {
         if (isSpaceError(err) && err.code === ErrorCode.SANDBOX_UNAVAILABLE) throw await manager.checkAlive(sandboxId, err);
         throw err;
-      } finally {
-        stopWatching();
       }
     });
   }

@@ -11,6 +11,8 @@ export interface LiveSandbox {
   pid: number | null;
   /** A daemon call the sandbox is busy with (a full checkpoint's pause, a claim's rebind); calls wait for it. */
   pendingCall: Promise<unknown> | null;
+  /** Calls forwarded to its daemon and not answered yet: a full checkpoint waits for them (its quiesce would cut them). */
+  callsInFlight: number;
 }
 
 /** Pooled sandboxes serve a placeholder "session" with this prefix until claimed. */

@@ -32,7 +32,7 @@ export async function reconcileSandboxes(deps: ReconcileDeps): Promise<{ adopted
     const stats = await deps.driver.stats(record.sandboxId);
     // Pooled sandboxes of the previous run are not adopted: the new pool boots its own.
     if (!isUnclaimed(record) && stats.running && (await daemonAnswers(daemon, 2000)) === true) {
-      deps.live.add({ record, daemon, pid: stats.pid, pendingCall: null });
+      deps.live.add({ record, daemon, pid: stats.pid, pendingCall: null, callsInFlight: 0 });
       await deps.network.refreshRules(record.sandboxId);
       adopted++;
     } else {

@@ -95,7 +95,7 @@ export class SandboxBooter {
       await deps.link.waitReady(sandboxId, daemon);
       phases.mark('agent');
       deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ${memory ? `restored from ${memory.label}` : 'ready'} in ${phases.summary()}`);
-      return { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid, pendingCall: null };
+      return { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid, pendingCall: null, callsInFlight: 0 };
     } catch (err) {
       const console = await consoleTail(workDir, 1000);
       await this.teardown(record);

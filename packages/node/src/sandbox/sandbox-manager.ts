@@ -30,6 +30,8 @@ export interface SandboxManagerDeps {
 
 /** How often a sandbox with a call or stream in flight is checked for death. */
 const deathCheckMs = 1000;
+/** How long a full checkpoint waits for the calls in flight to end before it is refused. */
+const callDrainMs = 5000;
 
 /** A sandbox paused with its memory saved, waiting for its checkpoint's snapshot before it runs on. */
 export interface SavedSandbox {
@@ -92,6 +94,21 @@ export class SandboxManager {
   }
 
   /**
+   * Runs `work`, a call to the sandbox's daemon: counted in flight (a full checkpoint waits for it
+   * rather than cut it), and cut if the sandbox process dies meanwhile (see onDeath).
+   */
+  async call<T>(live: LiveSandbox, work: () => Promise<T>): Promise<T> {
+    live.callsInFlight++;
+    const stopWatching = this.onDeath(live, () => live.daemon.close());
+    try {
+      return await work();
+    } finally {
+      stopWatching();
+      live.callsInFlight--;
+    }
+  }
+
+  /**
    * Calls `onDeath` once if the sandbox process dies before the returned function is called. A
    * sandbox killed from outside (out of memory, a crash) takes its network stack with it, so a call
    * or stream to its daemon in flight would wait for an answer nobody sends (no reset comes); the
@@ -116,7 +133,12 @@ export class SandboxManager {
   async checkAlive(sandboxId: string, cause: SpaceError): Promise<SpaceError> {
     const live = this.deps.live.find(sandboxId);
     if (!live) return new SpaceError(ErrorCode.SANDBOX_DIED, `sandbox ${sandboxId} is gone`);
-    if ((await this.deps.driver.stats(sandboxId)).running) return cause;
+    if ((await this.deps.driver.stats(sandboxId)).running) {
+      this.deps.log.warn(
+        `sandbox ${sandboxId} runs but its daemon failed a call: ${cause.message} (${live.callsInFlight} call(s) in flight${live.pendingCall ? ', a checkpoint pending' : ''})`,
+      );
+      return cause;
+    }
     this.deps.log.warn(`sandbox ${sandboxId} of ${live.record.sessionId} died during a call; cleaning up`);
     await this.stop(sandboxId);
     return new SpaceError(
@@ -207,6 +229,8 @@ export class SandboxManager {
     };
     const phases = new PhaseTimer();
     try {
+      // New calls wait now; those already sent are let finish: the agent's quiesce would cut them.
+      await this.callsEnded(live);
       await this.deps.link.quiesce(live.daemon);
       phases.mark('quiesce');
       await this.pauseAndSave(live, imageDir, phases);
@@ -216,6 +240,20 @@ export class SandboxManager {
       throw err;
     }
     return { live, imageDir, phases, release: done };
+  }
+
+  /** Waits for the calls in flight to the sandbox to end; refuses the full checkpoint when they take longer than `callDrainMs`. */
+  private async callsEnded(live: LiveSandbox): Promise<void> {
+    const deadline = Date.now() + callDrainMs;
+    do {
+      // A timer, not a microtask: a call that passed getAlive just now has counted itself by then.
+      await new Promise((r) => setTimeout(r, 10));
+      if (live.callsInFlight === 0) return;
+    } while (Date.now() < deadline);
+    throw new SpaceError(
+      ErrorCode.FULL_CHECKPOINT_REFUSED,
+      `${live.callsInFlight} call(s) to the sandbox did not end within ${callDrainMs / 1000} s; a full checkpoint would cut them`,
+    );
   }
 
   /**
