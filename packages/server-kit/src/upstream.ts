@@ -50,13 +50,18 @@ export class Upstream {
     private readonly connectTimeoutMs = 3000,
   ) {}
 
+  /** Times this side cut its connections (close, reset): a request lost to that is not sent again. */
+  private cuts = 0;
+
   /** Closes every connection; later calls open new ones. */
   close(): void {
+    this.cuts++;
     this.agent.destroy();
   }
 
   /** Aborts every connection with a TCP reset, so the peer keeps no endpoint of them (not even TIME_WAIT). */
   reset(): void {
+    this.cuts++;
     for (const pool of [this.agent.sockets, this.agent.freeSockets]) {
       for (const sockets of Object.values(pool)) for (const socket of sockets ?? []) (socket as Socket).resetAndDestroy();
     }
@@ -74,12 +79,16 @@ export class Upstream {
     extraHeaders: Record<string, string> = {},
     timeoutMs?: number,
   ): Promise<IncomingMessage> {
+    const cutsBefore = this.cuts;
     try {
-      return await this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs, true);
+      return await this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs);
     } catch (err) {
       if (!(err instanceof StaleConnection)) throw err;
-      if (body !== undefined && !Buffer.isBuffer(body)) throw err.cause;
-      return this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs, false);
+      // Cut by this side (the sandbox stopped, a checkpoint's quiesce), or a body already sent: not again.
+      if (this.cuts !== cutsBefore || (body !== undefined && !Buffer.isBuffer(body))) throw err.cause;
+      return this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs).catch((again: unknown) => {
+        throw again instanceof StaleConnection ? again.cause : again;
+      });
     }
   }
 
@@ -89,7 +98,6 @@ export class Upstream {
     body: Buffer | Readable | undefined,
     extraHeaders: Record<string, string>,
     timeoutMs: number | undefined,
-    mayReuse: boolean,
   ): Promise<IncomingMessage> {
     const url = new URL(pathAndQuery, this.baseUrl);
     return new Promise((resolve, reject) => {
@@ -98,7 +106,7 @@ export class Upstream {
         headers['content-type'] = 'application/json';
         headers['content-length'] = body.length;
       }
-      const req = request(url, { method, headers, agent: mayReuse ? this.agent : false }, resolve);
+      const req = request(url, { method, headers, agent: this.agent }, resolve);
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
         const timer = setTimeout(
