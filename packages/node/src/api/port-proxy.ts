@@ -12,6 +12,7 @@ import {
 } from '@space/server-kit';
 import type { SandboxManager } from '../sandbox/sandbox-manager.js';
 import type { LiveSandbox } from '../sandbox/live-sandboxes.js';
+import { callDaemon, onSandboxDeath } from '../sandbox/daemon-calls.js';
 
 /** How long a request to a port waits for something to listen there (a server still starting); a declared service's port, as long as the control plane says, up to the longest. */
 const listenWaitMs = 3000;
@@ -60,7 +61,7 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
       // A sandbox killed under the connection never closes it.
       socket.once(
         'close',
-        manager.onDeath(live, () => socket.destroy()),
+        onSandboxDeath(live, () => socket.destroy()),
       );
     },
   });
@@ -68,7 +69,7 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
   router.on('GET', '/node/v1/sandboxes/:sandboxId/ports', async (ctx) => {
     authorize(ctx);
     const live = await manager.getAlive(ctx.params.sandboxId!);
-    const { stdout } = await manager.call(live, () => manager.run(live, ['cat', '/proc/net/tcp', '/proc/net/tcp6']));
+    const { stdout } = await callDaemon(live, () => manager.run(live, ['cat', '/proc/net/tcp', '/proc/net/tcp6']));
     sendJson(ctx.res, 200, ListeningPortsSchema.parse({ ports: listeningPorts(stdout) }));
   });
 }

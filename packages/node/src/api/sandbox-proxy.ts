@@ -12,6 +12,7 @@ import {
   type UpgradeContext,
 } from '@space/server-kit';
 import type { SandboxManager } from '../sandbox/sandbox-manager.js';
+import { callDaemon, onSandboxDeath } from '../sandbox/daemon-calls.js';
 
 /**
  * Registers `/node/v1/sandboxes/:sandboxId/<op>` for every sandbox operation: requests are
@@ -36,7 +37,7 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
           // A sandbox killed under the stream never closes it: the stream is ended, and the client re-attaches or resumes.
           upstream.once(
             'close',
-            manager.onDeath(live, () => upstream.terminate()),
+            onSandboxDeath(live, () => upstream.terminate()),
           );
         } catch (err) {
           const e = toSpaceError(err);
@@ -52,7 +53,7 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
       const live = await manager.getAlive(sandboxId);
       try {
         // A sandbox killed during the call never answers: its daemon's connections are cut, and the call fails as SANDBOX_DIED.
-        await manager.call(live, () => forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params)));
+        await callDaemon(live, () => forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params)));
       } catch (err) {
         if (isSpaceError(err) && err.code === ErrorCode.SANDBOX_UNAVAILABLE) throw await manager.checkAlive(sandboxId, err);
         throw err;

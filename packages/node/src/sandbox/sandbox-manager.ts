@@ -8,6 +8,7 @@ import type { SandboxRecord, SandboxRecords } from '../sandbox-record.js';
 import type { MemoryImageMeta } from '../storage/checkpoint-store.js';
 import type { DaemonLink } from './daemon-link.js';
 import { isUnclaimed, processAlive, type LiveSandbox, type LiveSandboxes } from './live-sandboxes.js';
+import { callsEnded } from './daemon-calls.js';
 import { PhaseTimer } from './phase-timer.js';
 import { consoleTail, type BootOptions, type SandboxBooter } from './sandbox-booter.js';
 import type { SessionVolumes } from './session-volumes.js';
@@ -27,11 +28,6 @@ export interface SandboxManagerDeps {
   runtimeDir: string;
   log: Logger;
 }
-
-/** How often a sandbox with a call or stream in flight is checked for death. */
-const deathCheckMs = 1000;
-/** How long a full checkpoint waits for the calls in flight to end before it is refused. */
-const callDrainMs = 5000;
 
 /** A sandbox paused with its memory saved, waiting for its checkpoint's snapshot before it runs on. */
 export interface SavedSandbox {
@@ -91,39 +87,6 @@ export class SandboxManager {
       .all()
       .filter((s) => !isUnclaimed(s.record) && (s.pid === null || processAlive(s.pid)))
       .map((s) => this.describe(s.record));
-  }
-
-  /**
-   * Runs `work`, a call to the sandbox's daemon: counted in flight (a full checkpoint waits for it
-   * rather than cut it), and cut if the sandbox process dies meanwhile (see onDeath).
-   */
-  async call<T>(live: LiveSandbox, work: () => Promise<T>): Promise<T> {
-    live.callsInFlight++;
-    const stopWatching = this.onDeath(live, () => live.daemon.close());
-    try {
-      return await work();
-    } finally {
-      stopWatching();
-      live.callsInFlight--;
-    }
-  }
-
-  /**
-   * Calls `onDeath` once if the sandbox process dies before the returned function is called. A
-   * sandbox killed from outside (out of memory, a crash) takes its network stack with it, so a call
-   * or stream to its daemon in flight would wait for an answer nobody sends (no reset comes); the
-   * caller cuts it instead. Checked every second, one read of /proc per check.
-   */
-  onDeath(live: LiveSandbox, onDeath: () => void): () => void {
-    if (live.pid === null) return () => undefined;
-    const pid = live.pid;
-    const timer = setInterval(() => {
-      if (processAlive(pid)) return;
-      clearInterval(timer);
-      onDeath();
-    }, deathCheckMs);
-    timer.unref();
-    return () => clearInterval(timer);
   }
 
   /**
@@ -230,7 +193,7 @@ export class SandboxManager {
     const phases = new PhaseTimer();
     try {
       // New calls wait now; those already sent are let finish: the agent's quiesce would cut them.
-      await this.callsEnded(live);
+      await callsEnded(live);
       await this.deps.link.quiesce(live.daemon);
       phases.mark('quiesce');
       await this.pauseAndSave(live, imageDir, phases);
@@ -240,20 +203,6 @@ export class SandboxManager {
       throw err;
     }
     return { live, imageDir, phases, release: done };
-  }
-
-  /** Waits for the calls in flight to the sandbox to end; refuses the full checkpoint when they take longer than `callDrainMs`. */
-  private async callsEnded(live: LiveSandbox): Promise<void> {
-    const deadline = Date.now() + callDrainMs;
-    do {
-      // A timer, not a microtask: a call that passed getAlive just now has counted itself by then.
-      await new Promise((r) => setTimeout(r, 10));
-      if (live.callsInFlight === 0) return;
-    } while (Date.now() < deadline);
-    throw new SpaceError(
-      ErrorCode.FULL_CHECKPOINT_REFUSED,
-      `${live.callsInFlight} call(s) to the sandbox did not end within ${callDrainMs / 1000} s; a full checkpoint would cut them`,
-    );
   }
 
   /**
