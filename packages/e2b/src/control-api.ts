@@ -70,20 +70,19 @@ function page<T>(items: T[], limit: number, nextToken: string | undefined): { it
   return { items: items.slice(start, start + limit), headers: next };
 }
 
-/** Resumes the session when no sandbox serves it (any sandbox call does), and says whether it had to. */
-async function ensureRunning(session: SessionHandle): Promise<boolean> {
-  const before = e2bState((await session.refresh()).data);
-  await session.processes();
-  return before === 'paused';
+/** Resumes the session when no sandbox serves it (any sandbox call does); the session as read before, and whether it had to. */
+async function ensureRunning(handle: SessionHandle): Promise<{ session: Session; resumed: boolean }> {
+  const session = await handle.refresh();
+  await handle.processes();
+  return { session, resumed: e2bState(session.data) === 'paused' };
 }
 
 async function connect(space: Space, id: string, timeout: number | undefined, autoPause?: boolean): Promise<Reply> {
   const handle = space.sessions.handle(id);
-  const resumed = await ensureRunning(handle);
+  const { session: before, resumed } = await ensureRunning(handle);
+  // The reply names the sandbox by id and template, which a resume does not change: read again only when the timeout changes it.
   const session =
-    timeout === undefined
-      ? await handle.refresh()
-      : await handle.setTimeout(timeout, autoPause === undefined ? {} : { onTimeout: autoPause ? 'pause' : 'delete' });
+    timeout === undefined ? before : await handle.setTimeout(timeout, autoPause === undefined ? {} : { onTimeout: autoPause ? 'pause' : 'delete' });
   return { status: resumed ? 201 : 200, body: createdSandbox(session.data, await handle.createToken()) };
 }
 

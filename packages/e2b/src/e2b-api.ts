@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Limits } from '@space/protocol';
 import { Space } from '@space/sdk';
+import { sendJson } from '@space/server-kit';
 import { serveControlApi } from './control-api.js';
 import { E2bError, sendE2bError, toE2bError } from './errors.js';
 import { filesystemService } from './envd/filesystem-service.js';
@@ -50,11 +51,7 @@ export function createE2bApi(options: E2bApiOptions): E2bApi {
       router.service(Filesystem, filesystemService(spaceFor, watchers));
     },
     // What envd does not serve: Connect's "unimplemented" (HTTP 404), for procedures and paths alike.
-    fallback: (req, res) => {
-      const body = JSON.stringify({ code: 'unimplemented', message: `${req.url?.slice(0, 200)} is not served by SPACE's envd API` });
-      res.writeHead(404, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-    },
+    fallback: (req, res) => sendJson(res, 404, { code: 'unimplemented', message: `${req.url?.slice(0, 200)} is not served by SPACE's envd API` }),
   });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

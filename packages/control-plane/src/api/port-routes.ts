@@ -42,9 +42,10 @@ interface PreviewAccess {
 export function registerPortRoutes(router: Router, auth: Authenticator, sessions: SessionService, calls: SessionCalls, store: Store): void {
   const access = async (req: IncomingMessage, url: URL, sessionId: string, port: string): Promise<PreviewAccess> => {
     const fromQuery = url.searchParams.get(tokenName);
-    const token = fromQuery ?? cookies(req).get(tokenName) ?? null;
+    const jar = cookies(req);
+    const token = fromQuery ?? jar.get(tokenName) ?? null;
     const basePath = `/v1/sessions/${sessionId}/ports/${port}/`;
-    const others = [...cookies(req)].filter(([name]) => name !== tokenName).map(([name, value]) => `${name}=${value}`);
+    const others = [...jar].filter(([name]) => name !== tokenName).map(([name, value]) => `${name}=${value}`);
     const headers: Record<string, string> = {
       'x-forwarded-host': String(req.headers.host ?? ''),
       'x-forwarded-proto': String(req.headers['x-forwarded-proto'] ?? 'http'),

@@ -8,7 +8,8 @@ import { type EntryInfoSchema, FileType, type Filesystem, type WatchDirResponseS
 import { keepaliveMs, withKeepalives } from './keepalive.js';
 import { filesystemEvent } from './filesystem-events.js';
 import type { PollingWatchers } from './polling-watchers.js';
-import { type SpaceFor, sandboxSession } from './sandbox-access.js';
+import type { SpaceFor } from './sandbox-access.js';
+import { asConnectErrors, rpcCaller, rpcSandbox } from './rpc-sandbox.js';
 
 const fileTypes = { file: FileType.FILE, directory: FileType.DIRECTORY, symlink: FileType.SYMLINK, other: FileType.UNSPECIFIED } as const;
 
@@ -54,15 +55,7 @@ async function listDeep(sandbox: SessionHandle, dir: string, depth: number): Pro
 
 /** envd's `filesystem.Filesystem` over SPACE's file operations, on the session the request names (polling watchers held by `watchers`). */
 export function filesystemService(spaceFor: SpaceFor, watchers: PollingWatchers): ServiceImpl<typeof Filesystem> {
-  const guarded = async <T>(ctx: HandlerContext, work: (sandbox: SessionHandle) => Promise<T>): Promise<T> => {
-    try {
-      return await work(sandboxSession((name) => ctx.requestHeader.get(name), spaceFor));
-    } catch (err) {
-      throw toConnectError(err);
-    }
-  };
-  const token = (ctx: HandlerContext): string => ctx.requestHeader.get('x-access-token') ?? '';
-  const sessionId = (ctx: HandlerContext): string => ctx.requestHeader.get('e2b-sandbox-id') ?? '';
+  const guarded = <T>(ctx: HandlerContext, work: (sandbox: SessionHandle) => Promise<T>): Promise<T> => asConnectErrors(() => work(rpcSandbox(ctx, spaceFor)));
   return {
     stat: (req, ctx) => guarded(ctx, async (sandbox) => ({ entry: entryInfo(await sandbox.files.stat(req.path)) })),
 
@@ -115,13 +108,14 @@ export function filesystemService(spaceFor: SpaceFor, watchers: PollingWatchers)
       }
     },
 
-    createWatcher: (req, ctx) => guarded(ctx, async (sandbox) => ({ watcherId: await watchers.create(sandbox, token(ctx), req.path, req.recursive) })),
+    createWatcher: (req, ctx) =>
+      guarded(ctx, async (sandbox) => ({ watcherId: await watchers.create(sandbox, rpcCaller(ctx).token, req.path, req.recursive) })),
 
-    getWatcherEvents: (req, ctx) => guarded(ctx, async () => ({ events: watchers.take(req.watcherId, sessionId(ctx), token(ctx)) })),
+    getWatcherEvents: (req, ctx) => guarded(ctx, async () => ({ events: watchers.take(req.watcherId, rpcCaller(ctx).sessionId, rpcCaller(ctx).token) })),
 
     removeWatcher: (req, ctx) =>
       guarded(ctx, async () => {
-        watchers.remove(req.watcherId, sessionId(ctx), token(ctx));
+        watchers.remove(req.watcherId, rpcCaller(ctx).sessionId, rpcCaller(ctx).token);
         return {};
       }),
   };

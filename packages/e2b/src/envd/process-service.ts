@@ -1,11 +1,12 @@
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from '@connectrpc/connect';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { Limits } from '@space/protocol';
-import type { ExecStream, ProcessData, SessionHandle } from '@space/sdk';
+import type { ExecStream, ProcessData } from '@space/sdk';
 import { toConnectError } from '../errors.js';
 import { type ProcessEventSchema, type ProcessSelector, type Process, Signal } from '../gen/process_pb.js';
 import { keepaliveMs, withKeepalives } from './keepalive.js';
-import { type SpaceFor, sandboxSession } from './sandbox-access.js';
+import type { SpaceFor } from './sandbox-access.js';
+import { asConnectErrors, rpcSandbox } from './rpc-sandbox.js';
 
 /** What Start and Connect stream: one process event per message. */
 type ProcessEventMessage = { event: MessageInitShape<typeof ProcessEventSchema> };
@@ -59,28 +60,14 @@ async function* processEvents(stream: ExecStream, ctx: HandlerContext, opts: { p
 
 /** envd's `process.Process` over SPACE's processes: each call acts on the session the request names. */
 export function processService(spaceFor: SpaceFor): ServiceImpl<typeof Process> {
-  const session = (ctx: HandlerContext): SessionHandle => {
-    try {
-      return sandboxSession((name) => ctx.requestHeader.get(name), spaceFor);
-    } catch (err) {
-      throw toConnectError(err);
-    }
-  };
-  const guarded = async <T>(work: () => Promise<T>): Promise<T> => {
-    try {
-      return await work();
-    } catch (err) {
-      throw toConnectError(err);
-    }
-  };
   return {
     async list(_req, ctx) {
-      const processes = await guarded(() => session(ctx).processes());
+      const processes = await asConnectErrors(() => rpcSandbox(ctx, spaceFor).processes());
       return { processes: processes.filter((p) => p.running).map((p) => ({ pid: p.pid, config: processConfig(p) })) };
     },
 
     async *start(req, ctx) {
-      const sandbox = session(ctx);
+      const sandbox = rpcSandbox(ctx, spaceFor);
       const config = req.process;
       if (!config?.cmd) throw new ConnectError('process.cmd is required', Code.InvalidArgument);
       const argv = [config.cmd, ...config.args];
@@ -99,21 +86,21 @@ export function processService(spaceFor: SpaceFor): ServiceImpl<typeof Process> 
     },
 
     async *connect(req, ctx) {
-      const sandbox = session(ctx);
+      const sandbox = rpcSandbox(ctx, spaceFor);
       const pid = pidOf(req.process);
-      const found = (await guarded(() => sandbox.processes())).find((p) => p.pid === pid && p.running);
+      const found = (await asConnectErrors(() => sandbox.processes())).find((p) => p.pid === pid && p.running);
       if (!found) throw new ConnectError(`PROCESS_NOT_FOUND: no running process ${pid}`, Code.NotFound);
       yield* processEvents(sandbox.attach(pid, { reattach: false }), ctx, { pid, pty: found.pty });
     },
 
     async update(req, ctx) {
       const size = req.pty?.size;
-      if (size) await guarded(() => session(ctx).sendToProcess(pidOf(req.process), { resize: { cols: size.cols, rows: size.rows } }));
+      if (size) await asConnectErrors(() => rpcSandbox(ctx, spaceFor).sendToProcess(pidOf(req.process), { resize: { cols: size.cols, rows: size.rows } }));
       return {};
     },
 
     async streamInput(requests, ctx) {
-      const sandbox = session(ctx);
+      const sandbox = rpcSandbox(ctx, spaceFor);
       let pid: number | null = null;
       for await (const request of requests) {
         if (request.event.case === 'start') pid = pidOf(request.event.value.process);
@@ -121,7 +108,7 @@ export function processService(spaceFor: SpaceFor): ServiceImpl<typeof Process> 
           if (pid === null) throw new ConnectError('the first message names the process (start)', Code.InvalidArgument);
           const input = request.event.value.input?.input;
           const target = pid;
-          if (input?.value) await guarded(() => sandbox.sendToProcess(target, { stdin: input.value }));
+          if (input?.value) await asConnectErrors(() => sandbox.sendToProcess(target, { stdin: input.value }));
         }
       }
       return {};
@@ -129,19 +116,19 @@ export function processService(spaceFor: SpaceFor): ServiceImpl<typeof Process> 
 
     async sendInput(req, ctx) {
       const input = req.input?.input;
-      if (input?.value) await guarded(() => session(ctx).sendToProcess(pidOf(req.process), { stdin: input.value }));
+      if (input?.value) await asConnectErrors(() => rpcSandbox(ctx, spaceFor).sendToProcess(pidOf(req.process), { stdin: input.value }));
       return {};
     },
 
     async sendSignal(req, ctx) {
       const name = signalNames.get(req.signal);
       if (!name) throw new ConnectError('signal is SIGKILL or SIGTERM', Code.InvalidArgument);
-      await guarded(() => session(ctx).signal(pidOf(req.process), name));
+      await asConnectErrors(() => rpcSandbox(ctx, spaceFor).signal(pidOf(req.process), name));
       return {};
     },
 
     async closeStdin(req, ctx) {
-      await guarded(() => session(ctx).sendToProcess(pidOf(req.process), { eof: true }));
+      await asConnectErrors(() => rpcSandbox(ctx, spaceFor).sendToProcess(pidOf(req.process), { eof: true }));
       return {};
     },
   };
