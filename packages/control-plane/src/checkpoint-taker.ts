@@ -16,7 +16,13 @@ export class CheckpointTaker {
   async take(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<CheckpointRow> {
     const id = newId('ckp');
     const node = await this.nodes.forVolume(session);
-    const taken = await node.checkpoint(session.id, id, kind);
+    const writable = session.volumes.filter((v) => !v.readOnly);
+    const taken = await node.checkpoint(
+      session.id,
+      id,
+      kind,
+      writable.map((v) => v.volumeId),
+    );
     const recorded: NewCheckpointRow = {
       id,
       sessionId: session.id,
@@ -27,6 +33,7 @@ export class CheckpointTaker {
       createdAt: taken.createdAt,
       sizeBytes: taken.sizeBytes,
       pauseMs: taken.pauseMs,
+      volumes: session.volumes.map((v) => ({ ...v, copied: !v.readOnly })),
     };
     await this.store.insertCheckpoint(recorded);
     this.metrics.inc('checkpoints', { kind, trigger });

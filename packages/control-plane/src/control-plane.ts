@@ -16,6 +16,7 @@ import { SessionMover } from './session-mover.js';
 import { SessionCheckpointService } from './session-checkpoint-service.js';
 import { SessionPauser } from './session-pauser.js';
 import { SessionServices } from './session-services.js';
+import { VolumeService } from './volume-service.js';
 import { Activity, recordActivityIn } from './activity.js';
 import { Maintenance } from './maintenance.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
@@ -72,6 +73,7 @@ function loopbackHost(host: string): string {
 export class ControlPlane {
   private readonly sessions: SessionService;
   private readonly calls: SessionCalls;
+  private readonly volumes: VolumeService;
   private readonly nodes: NodeDirectory;
   private readonly drain: NodeDrain;
   /** The configured node, reached directly for its heartbeat. */
@@ -117,6 +119,7 @@ export class ControlPlane {
     const egress = new EgressService(options.store, this.nodes, options.secrets, this.log);
     this.egress = egress;
     const catalog = new TemplateCatalog(options.store);
+    this.volumes = new VolumeService(options.store, this.nodes);
     this.sessions = new SessionService({
       store: options.store,
       nodes: this.nodes,
@@ -129,11 +132,12 @@ export class ControlPlane {
       templates: catalog,
       shipper,
       mover,
+      volumes: this.volumes,
       defaultDiskGb: options.defaultDiskGb ?? 10,
     });
     this.drain = new NodeDrain({ store: options.store, nodes: this.nodes, lifecycle, mover });
     this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
-    this.checkpoints = new SessionCheckpointService(options.store, this.nodes, this.sessions, taker, this.metrics, this.limits, shipper);
+    this.checkpoints = new SessionCheckpointService(options.store, this.nodes, this.sessions, taker, this.metrics, this.limits, shipper, this.volumes);
     const keepAutomatic = options.keepAutomaticCheckpoints ?? 5;
     this.pauser = new SessionPauser({
       store: options.store,
@@ -196,6 +200,7 @@ export class ControlPlane {
       log: lineLog(this.log),
       limits: this.limits,
       templates: this.templates,
+      volumes: this.volumes,
     });
     // E2B's API and MCP, translated onto this one over loopback with the callers' own keys.
     const selfUrl = () => `http://${loopbackHost(this.options.host)}:${this.port}`;

@@ -1,5 +1,7 @@
 import type { z } from 'zod';
 import {
+  type NodeCreateVolumeRequest,
+  NodeVolumeUsageSchema,
   EgressAuditListSchema,
   ErrorCode,
   OkSchema,
@@ -108,8 +110,35 @@ export class NodeClient {
     return this.upstream.json('DELETE', `/node/v1/volumes/${encodeURIComponent(sessionId)}`, undefined, OkSchema);
   }
 
-  checkpoint(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
-    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/checkpoints`, { checkpointId, kind }, NodeCheckpointSchema);
+  /** `volumes`: the session's read-write volumes, copied with the checkpoint. */
+  checkpoint(sessionId: string, checkpointId: string, kind: CheckpointKind, volumes: string[] = []): Promise<NodeCheckpoint> {
+    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/checkpoints`, { checkpointId, kind, volumes }, NodeCheckpointSchema);
+  }
+
+  createNamedVolume(request: NodeCreateVolumeRequest): Promise<unknown> {
+    return this.upstream.json('POST', '/node/v1/named-volumes', request, OkSchema);
+  }
+
+  deleteNamedVolume(volumeId: string): Promise<unknown> {
+    return this.upstream.json('DELETE', `/node/v1/named-volumes/${encodeURIComponent(volumeId)}`, undefined, OkSchema);
+  }
+
+  async namedVolumeUsage(volumeId: string): Promise<z.infer<typeof NodeVolumeUsageSchema>['usage']> {
+    return (await this.upstream.json('GET', `/node/v1/named-volumes/${encodeURIComponent(volumeId)}/usage`, undefined, NodeVolumeUsageSchema)).usage;
+  }
+
+  /** `flushSession`: the session mounting it read-write, whose sandbox's writes are synced first. */
+  snapshotNamedVolume(volumeId: string, snapshotId: string, flushSession?: string): Promise<unknown> {
+    return this.upstream.json('POST', `/node/v1/named-volumes/${encodeURIComponent(volumeId)}/snapshots`, { snapshotId, flushSession }, OkSchema);
+  }
+
+  /** Puts a checkpoint's copy of `sourceVolumeId` in place of the volume's files. */
+  restoreNamedVolume(volumeId: string, checkpointId: string, sourceVolumeId: string): Promise<unknown> {
+    return this.upstream.json('POST', `/node/v1/named-volumes/${encodeURIComponent(volumeId)}/restore`, { checkpointId, sourceVolumeId }, OkSchema);
+  }
+
+  deleteVolumeSnapshot(snapshotId: string): Promise<unknown> {
+    return this.upstream.json('DELETE', `/node/v1/volume-snapshots/${encodeURIComponent(snapshotId)}`, undefined, OkSchema);
   }
 
   /**

@@ -48,6 +48,7 @@ async function cluster() {
       expiresAt: null,
       onTimeout: 'delete',
       services: [],
+      volumes: [],
       lastActiveAt: null,
       volumeNodeId: nodeId,
       secrets: [],

@@ -23,6 +23,7 @@ test('every operation of the API reference is served by the control plane (an un
     pauser: s.pauser,
     services: new SessionServices(s.sessions, s.store, s.nodes),
     store: s.store,
+    volumes: s.volumes,
     metrics: s.metrics,
     nodes: s.nodes,
     drain: s.drain,

@@ -1,5 +1,6 @@
 import { ErrorCode, SpaceError, isSpaceError, type Checkpoint, type CheckpointKind, type Session } from '@space/protocol';
 import type { CheckpointTaker } from './checkpoint-taker.js';
+import type { VolumeService } from './volume-service.js';
 import type { CheckpointShipper } from './checkpoint-shipper.js';
 import type { Caller } from './auth.js';
 import type { Metrics } from './metrics.js';
@@ -28,6 +29,7 @@ export class SessionCheckpointService {
     private readonly metrics: Metrics,
     private readonly limits: Pick<TenantLimits, 'checkSessions' | 'checkCheckpointStorage'>,
     private readonly shipper: CheckpointShipper,
+    private readonly volumes: Pick<VolumeService, 'planRestore' | 'restore'>,
   ) {}
 
   /**
@@ -118,6 +120,8 @@ export class SessionCheckpointService {
       services: parent.services,
       secrets: parent.secrets,
       egress: parent.egress,
+      // The fork's volumes come from the checkpoint (copies of the read-write ones).
+      volumes: [],
     };
     // Started side by side; all or nothing: if one fork fails, the others are deleted again.
     const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, checkpoint)));
@@ -132,16 +136,19 @@ export class SessionCheckpointService {
    * Resets a session to a checkpoint of its lineage: its own, an ancestor's it was forked from, or
    * one taken in a session forked from it ("keep the winner").
    */
-  async restore(caller: Caller, sessionId: string, checkpointId: string): Promise<Session> {
+  async restore(caller: Caller, sessionId: string, checkpointId: string, restoreVolumes = false): Promise<Session> {
     await this.checkpointInLineage(caller, await this.sessions.row(caller, sessionId), checkpointId);
     await this.sessions.inTurn(caller, sessionId, 'restore', async (session) => {
       // Checked again in the queue: what ran before may have deleted the checkpoint.
       const checkpoint = await this.checkpointInLineage(caller, session, checkpointId);
       const node = await this.nodes.forVolume(session);
+      // Refused before anything changes when a volume cannot be put back.
+      const volumePlan = restoreVolumes ? await this.volumes.planRestore(session, checkpoint) : null;
       // A checkpoint taken on another node (in a fork placed there) comes from the object store.
       await this.shipper.bringTo(node, checkpoint);
       if (session.sandboxId) await this.sessions.forgetSandbox(session, session.sandboxId, 'restored');
       await node.restoreVolume(session.id, checkpoint.id);
+      if (volumePlan) await this.volumes.restore(volumePlan, node);
       await this.sessions.startSandbox({ ...session, sandboxId: null, status: 'stopped' }, { volumeReady: true });
     });
     return this.sessions.get(caller, sessionId);
@@ -199,5 +206,6 @@ export function toCheckpoint(row: CheckpointRow): Checkpoint {
     sizeBytes: row.sizeBytes,
     pauseMs: row.pauseMs,
     shippedAt: row.shippedAt,
+    volumes: row.volumes.map(({ volumeId: _id, ...volume }) => volume),
   };
 }

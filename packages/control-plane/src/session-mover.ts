@@ -32,6 +32,7 @@ export class SessionMover {
   async moveIfLost(row: SessionRow): Promise<{ row: SessionRow; note: string } | null> {
     const from = row.volumeNodeId;
     if (!from || !(await this.deps.nodes.isLost(from))) return null;
+    refuseWithVolumes(row, `node ${from}, which holds it, is lost`);
     if (!this.deps.shipper.enabled)
       throw new SpaceError(
         ErrorCode.NODE_UNAVAILABLE,
@@ -53,6 +54,7 @@ export class SessionMover {
    * object store. Runs in the session's lifecycle turn.
    */
   async moveOff(row: SessionRow): Promise<{ row: SessionRow; note: string }> {
+    refuseWithVolumes(row, 'its node is being drained');
     if (!this.deps.shipper.enabled)
       throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, 'draining a node moves its sessions through the object store: set SPACE_OBJECT_STORE');
     const from = await this.deps.nodes.forVolume(row);
@@ -105,4 +107,13 @@ export class SessionMover {
     }
     throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `${why} and no shipped checkpoint of session ${row.id} could be read: ${skipped.join('; ')}`);
   }
+}
+
+/** A session that mounts volumes stays with them: they are on its node only (not in the object store). */
+function refuseWithVolumes(row: SessionRow, why: string): void {
+  if (row.volumes.length > 0)
+    throw new SpaceError(
+      ErrorCode.VOLUME_UNAVAILABLE,
+      `session ${row.id} cannot move (${why}): it mounts volumes (${row.volumes.map((v) => v.name).join(', ')}), which live on its node and do not move`,
+    );
 }

@@ -12,6 +12,7 @@ import type { EgressService } from './egress-service.js';
 import type { LifecycleOperation, LifecycleQueue } from './lifecycle-queue.js';
 import type { TenantLimits } from './tenant-limits.js';
 import type { TemplateCatalog } from './template-catalog.js';
+import type { VolumeService } from './volume-service.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -30,6 +31,7 @@ export interface SessionServiceDeps {
   templates: Pick<TemplateCatalog, 'forNewSession' | 'forStart'>;
   shipper: CheckpointShipper;
   mover: SessionMover;
+  volumes: Pick<VolumeService, 'resolve' | 'claim' | 'copyForFork' | 'deleteOwned'>;
   /** Disk of a session that names none, GB. */
   defaultDiskGb: number;
 }
@@ -51,11 +53,14 @@ export class SessionService {
     // A fork takes its parent's secrets as they are now (one deleted since is simply not injected),
     // and its volume is the checkpoint's, whatever became of its template. It goes to any node when
     // the checkpoint is in the object store (fetched there first), else where the checkpoint is; a
-    // session from a custom template goes where the template is.
-    let onNode = fromCheckpoint && !fromCheckpoint.shippedAt ? fromCheckpoint.nodeId : null;
+    // session from a custom template goes where the template is, one with volumes where they are.
+    // A fork of a checkpoint with volumes goes where the checkpoint's copies of them are.
+    let onNode = fromCheckpoint && (!fromCheckpoint.shippedAt || fromCheckpoint.volumes.length > 0) ? fromCheckpoint.nodeId : null;
+    let volumes: SessionRow['volumes'] = [];
     if (!fromCheckpoint) {
       await this.deps.egress.validateSession(caller.tenantId, request.secrets, request.env);
-      onNode = (await this.deps.templates.forNewSession(caller.tenantId, request.template)).nodeId;
+      const templateNode = (await this.deps.templates.forNewSession(caller.tenantId, request.template)).nodeId;
+      ({ volumes, nodeId: onNode } = await this.deps.volumes.resolve(caller.tenantId, request.volumes, templateNode));
     }
     const node = await this.deps.nodes.place(onNode);
     const row: SessionRow = {
@@ -83,6 +88,7 @@ export class SessionService {
       expiresAt: expiryFrom(Date.now(), request.timeoutSec),
       onTimeout: request.onTimeout,
       services: request.services,
+      volumes,
     };
     await this.deps.lifecycle.run(row.id, 'create', async () => {
       await this.deps.store.insertSession(row);
@@ -93,11 +99,15 @@ export class SessionService {
           await this.deps.lifecycle.run(fromCheckpoint.sessionId, 'fork', async () => {
             await this.deps.shipper.bringTo(node, fromCheckpoint);
             await node.restoreVolume(row.id, fromCheckpoint.id);
+            row.volumes = await this.deps.volumes.copyForFork(row, fromCheckpoint, node);
+            if (row.volumes.length > 0) await this.deps.store.updateSession(row.id, { volumes: row.volumes });
           });
+        await this.deps.volumes.claim(row.id, row.volumes);
         await this.startSandbox(row, { volumeReady: true });
       } catch (err) {
         await node.deleteVolume(row.id).catch(() => undefined);
         await this.deps.store.deleteSession(row.id);
+        await this.deps.volumes.deleteOwned(row.id).catch(() => undefined);
         throw err;
       }
     });
@@ -150,6 +160,8 @@ export class SessionService {
       await this.deps.shipper.dropObjects(checkpoint);
     }
     await this.deps.store.deleteSession(row.id);
+    // A fork's copies of volumes go with it (its mounts went with the session's row).
+    await this.deps.volumes.deleteOwned(row.id);
     this.deps.activity.forget(row.id);
   }
 
@@ -194,6 +206,7 @@ export class SessionService {
         resources: this.withDisk(row.resources),
         egress: await this.deps.egress.configFor(current),
         services: current.services,
+        mounts: current.volumes.map((v) => ({ volumeId: v.volumeId, path: v.path, readOnly: v.readOnly })),
       });
       this.deps.metrics.inc('sandbox_starts');
       if (resuming) {
@@ -330,6 +343,7 @@ function toSession(row: SessionRow): Session {
     expiresAt: row.expiresAt,
     onTimeout: row.onTimeout,
     services: row.services,
+    volumes: row.volumes.map(({ name, path, readOnly }) => ({ name, path, readOnly })),
     secrets: row.secrets,
     egress: row.egress,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,

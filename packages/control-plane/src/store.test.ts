@@ -31,6 +31,7 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   expiresAt: '2030-01-01T00:00:00.000Z',
   onTimeout: 'pause',
   services: [{ name: 'web', cmd: ['python3', '-m', 'http.server'], port: 8000 }],
+  volumes: [],
   lastActiveAt: null,
   volumeNodeId: 'node_x',
   idleTimeoutSec: 900,
@@ -48,6 +49,7 @@ const checkpoint = (id: string, sessionId: string, tenantId: string, sizeBytes: 
   createdAt: new Date().toISOString(),
   sizeBytes,
   pauseMs: sizeBytes === null ? null : 120,
+  volumes: [],
 });
 
 for (const engine of engines.all) {

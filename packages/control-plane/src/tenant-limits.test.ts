@@ -70,6 +70,7 @@ test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoi
     createdAt: new Date().toISOString(),
     sizeBytes: 1024 ** 3,
     pauseMs: 1,
+    volumes: [],
   });
   const refusal = await s.checkpoints.create(s.caller, session.id, 'full').then(
     () => assert.fail('taken past the limit'),

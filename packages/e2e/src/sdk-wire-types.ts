@@ -21,6 +21,8 @@ import type {
   ListeningPort,
   PreviewToken,
   Service,
+  Volume,
+  VolumeSnapshot,
 } from '@space/protocol';
 import type {
   CheckpointData,
@@ -39,6 +41,8 @@ import type {
   ListeningPortData,
   PreviewData,
   ServiceData,
+  VolumeData,
+  VolumeSnapshotData,
 } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
@@ -62,4 +66,6 @@ export const sdkMatchesWire: Record<string, true> = {
   port: true satisfies Same<ListeningPortData, ListeningPort>,
   preview: true satisfies Same<PreviewData, PreviewToken>,
   service: true satisfies Same<ServiceData, Service>,
+  volume: true satisfies Same<VolumeData, Volume>,
+  volumeSnapshot: true satisfies Same<VolumeSnapshotData, VolumeSnapshot>,
 };

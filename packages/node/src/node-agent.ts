@@ -23,6 +23,7 @@ import { SandboxManager } from './sandbox/sandbox-manager.js';
 import { SandboxStarter } from './sandbox/sandbox-starter.js';
 import { SessionVolumes } from './sandbox/session-volumes.js';
 import { CheckpointStore } from './storage/checkpoint-store.js';
+import { NamedVolumes } from './storage/named-volumes.js';
 import { CheckpointShipping } from './storage/checkpoint-shipping.js';
 import { BtrfsVolume } from './storage/btrfs-volume.js';
 import { Subvolumes } from './storage/subvolumes.js';
@@ -111,7 +112,9 @@ export class NodeAgent {
     const live = new LiveSandboxes(config.nodeId);
     const link = new DaemonLink(driver);
     const volumes = new SessionVolumes(this.volume, new Subvolumes(), this.templates, ca.certificatePem, log);
-    const booter = new SandboxBooter({ owner: config.dataDir, driver, network, records, link, runtimeDir, log });
+    const namedVolumes = new NamedVolumes(this.volume, new Subvolumes(), checkpointStore, log);
+    await namedVolumes.removeLeftovers();
+    const booter = new SandboxBooter({ owner: config.dataDir, driver, network, records, link, runtimeDir, namedVolumes, log });
     const { adopted, removed } = await reconcileSandboxes({ records, driver, network, link, booter, volumes, live, log });
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
     this.manager = new SandboxManager({
@@ -149,8 +152,8 @@ export class NodeAgent {
     await images.clear();
     this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, pooled, config.pool.templateImages ? images : null, log);
     this.pool.start();
-    this.starter = new SandboxStarter({ manager: this.manager, pooled, volumes, pool: this.pool, sessionQueue, egress: this.gateway, log });
-    const checkpoints = new NodeCheckpointService({ manager: this.manager, volumes, store: checkpointStore, sessionQueue, runtimeDir, log });
+    this.starter = new SandboxStarter({ manager: this.manager, pooled, volumes, namedVolumes, pool: this.pool, sessionQueue, egress: this.gateway, log });
+    const checkpoints = new NodeCheckpointService({ manager: this.manager, volumes, store: checkpointStore, namedVolumes, sessionQueue, runtimeDir, log });
     const api = createNodeApi({
       nodeId: config.nodeId,
       capacity: config.capacity,
@@ -160,6 +163,7 @@ export class NodeAgent {
       starter: this.starter,
       pool: this.pool,
       checkpoints,
+      namedVolumes,
       shipping,
       templates: this.templates,
       gateway: this.gateway,

@@ -6,6 +6,7 @@ import { PhaseTimer } from './sandbox/phase-timer.js';
 import type { SandboxManager } from './sandbox/sandbox-manager.js';
 import type { PendingStart, SessionVolumes } from './sandbox/session-volumes.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
+import type { NamedVolumes } from './storage/named-volumes.js';
 
 /** How long this process remembers when it took a checkpoint (the snapshot's own times can be its source's). */
 const rememberTakenMs = 10 * 60_000;
@@ -14,6 +15,7 @@ export interface NodeCheckpointServiceDeps {
   manager: SandboxManager;
   volumes: SessionVolumes;
   store: CheckpointStore;
+  namedVolumes: Pick<NamedVolumes, 'path'>;
   /** The node's per-session queue, shared with the manager: a checkpoint, a restore and a start of one session never overlap. */
   sessionQueue: KeyedQueue;
   /** The daemon build running now: a memory image taken with another cannot be restored. */
@@ -33,8 +35,11 @@ export class NodeCheckpointService {
    * Flushes the running sandbox's writes (gVisor caches file data in the Sentry until synced),
    * then snapshots the volume: the checkpoint never holds a torn file the sandbox already wrote.
    * A full checkpoint also saves memory and processes; anything half-written is removed if it fails.
+   * `volumes`: the session's read-write volumes, copied with the snapshot (for a full checkpoint in
+   * the same pause, so they match its memory too).
    */
-  async take(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
+  async take(sessionId: string, checkpointId: string, kind: CheckpointKind, volumes: string[] = []): Promise<NodeCheckpoint> {
+    const volumePaths = new Map(volumes.map((volumeId) => [volumeId, this.deps.namedVolumes.path(volumeId)]));
     this.inFlight.add(checkpointId);
     try {
       return await this.deps.sessionQueue.run(sessionId, async () => {
@@ -44,12 +49,18 @@ export class NodeCheckpointService {
         await this.deps.manager.flushWrites(sessionId);
         phases.mark('sync');
         if (kind === 'fs') {
-          await this.deps.store.take(this.deps.volumes.path(sessionId), checkpointId);
+          try {
+            await this.deps.store.take(this.deps.volumes.path(sessionId), checkpointId);
+            await this.deps.store.copyVolumes(checkpointId, volumePaths);
+          } catch (err) {
+            await this.deps.store.delete(checkpointId);
+            throw err;
+          }
           phases.mark('snapshot');
           this.deps.log.info(`fs checkpoint ${checkpointId} of ${sessionId} in ${phases.summary()}`);
           return { checkpointId, kind, createdAt, sizeBytes: null, pauseMs: null };
         }
-        return await this.takeFull(sessionId, checkpointId, createdAt);
+        return await this.takeFull(sessionId, checkpointId, createdAt, volumePaths);
       });
     } finally {
       this.inFlight.delete(checkpointId);
@@ -61,11 +72,15 @@ export class NodeCheckpointService {
    * Save memory (the sandbox is paused, not stopped), snapshot the volume while nothing runs so files
    * and memory match, let the sandbox run on, publish the image.
    */
-  private async takeFull(sessionId: string, checkpointId: string, createdAt: string): Promise<NodeCheckpoint> {
+  private async takeFull(sessionId: string, checkpointId: string, createdAt: string, volumePaths: Map<string, string>): Promise<NodeCheckpoint> {
     const { manager, store } = this.deps;
     try {
       const saved = await manager.saveMemory(sessionId, store.partialImageDir(checkpointId));
-      const snapshotError = await store.take(this.deps.volumes.path(sessionId), checkpointId).then(
+      const snapshot = async (): Promise<void> => {
+        await store.take(this.deps.volumes.path(sessionId), checkpointId);
+        await store.copyVolumes(checkpointId, volumePaths);
+      };
+      const snapshotError = await snapshot().then(
         () => null,
         (err: unknown) => err,
       );

@@ -36,6 +36,7 @@ const request = (template: string, resources: Partial<Resources> = {}): StartSan
   resources: ResourcesSchema.parse(resources),
   egress: { policy: { mode: 'allow-all', domains: [], cidrs: [] }, secrets: [] },
   services: [],
+  mounts: [],
 });
 
 async function until(check: () => boolean, ms = 2000): Promise<void> {

@@ -17,6 +17,10 @@ export const CreateCheckpointRequestSchema = z
   })
   .strict();
 
+/** A volume as a checkpoint recorded it: mounted where, and whether the checkpoint holds a copy of its files (read-write ones do). */
+export const CheckpointVolumeSchema = z.object({ name: z.string(), path: z.string(), readOnly: z.boolean(), copied: z.boolean() }).strict();
+export type CheckpointVolume = z.infer<typeof CheckpointVolumeSchema>;
+
 export const CheckpointSchema = z
   .object({
     id: z.string(),
@@ -35,6 +39,8 @@ export const CheckpointSchema = z
     pauseMs: z.number().int().nonnegative().nullable(),
     /** When it was stored in the object store (`SPACE_OBJECT_STORE`), so that any node can restore it; null until then. */
     shippedAt: z.string().nullable(),
+    /** The session's volumes when it was taken; a fork gets its own copy of the read-write ones, a restore with `restoreVolumes` puts them back. */
+    volumes: z.array(CheckpointVolumeSchema),
   })
   .strict();
 export type Checkpoint = z.infer<typeof CheckpointSchema>;
@@ -46,12 +52,28 @@ export const PauseResultSchema = z.object({ checkpoint: CheckpointSchema }).stri
 export type PauseResult = z.infer<typeof PauseResultSchema>;
 
 export const ForkRequestSchema = z.object({ count: z.number().int().min(1).max(16).default(1) }).strict();
-export const RestoreRequestSchema = z.object({ checkpointId: z.string().min(1).max(64) }).strict();
+export const RestoreRequestSchema = z
+  .object({
+    checkpointId: z.string().min(1).max(64),
+    /** Also put the session's read-write volumes back to the checkpoint's copies of them (matched by mount path); by default volumes keep their files. */
+    restoreVolumes: z.boolean().default(false),
+  })
+  .strict();
 
 /** Control plane -> node agent. */
 export const CheckpointIdSchema = z.string().regex(/^ckp_[a-z0-9]{6,40}$/);
 export const NodeCheckpointIdSchema = z.object({ checkpointId: CheckpointIdSchema }).strict();
-export const NodeCheckpointRequestSchema = z.object({ checkpointId: CheckpointIdSchema, kind: CheckpointKindSchema.default('fs') }).strict();
+export const NodeCheckpointRequestSchema = z
+  .object({
+    checkpointId: CheckpointIdSchema,
+    kind: CheckpointKindSchema.default('fs'),
+    /** The session's read-write volumes: copied with the checkpoint (in the same pause for a full one). */
+    volumes: z
+      .array(z.string().regex(/^vol_[a-z0-9]{12}$/))
+      .max(16)
+      .default([]),
+  })
+  .strict();
 export const NodeCheckpointSchema = z
   .object({
     checkpointId: z.string(),

@@ -53,6 +53,11 @@ export const ErrorCode = {
   OBJECT_CORRUPT: 'OBJECT_CORRUPT',
   OBJECT_STORE_UNAVAILABLE: 'OBJECT_STORE_UNAVAILABLE',
   TEMPLATE_BUILD_FAILED: 'TEMPLATE_BUILD_FAILED',
+  VOLUME_NOT_FOUND: 'VOLUME_NOT_FOUND',
+  VOLUME_EXISTS: 'VOLUME_EXISTS',
+  VOLUME_BUSY: 'VOLUME_BUSY',
+  VOLUME_IN_USE: 'VOLUME_IN_USE',
+  VOLUME_UNAVAILABLE: 'VOLUME_UNAVAILABLE',
   INTERNAL: 'INTERNAL',
 } as const;
 
@@ -109,6 +114,14 @@ export const errorStatus: Record<ErrorCode, number> = {
   OBJECT_CORRUPT: 502,
   OBJECT_STORE_UNAVAILABLE: 503,
   TEMPLATE_BUILD_FAILED: 500,
+  VOLUME_NOT_FOUND: 404,
+  VOLUME_EXISTS: 409,
+  /** Mounted read-write by another session (one writer at a time). */
+  VOLUME_BUSY: 409,
+  /** Mounted by sessions: not deleted. */
+  VOLUME_IN_USE: 409,
+  /** Its node cannot serve it now (lost), or volumes asked together live on different nodes. */
+  VOLUME_UNAVAILABLE: 409,
   INTERNAL: 500,
 };
 

@@ -18,3 +18,4 @@ export * from './egress.js';
 export * from './sandbox-layout.js';
 export * from './e2b.js';
 export * from './ports.js';
+export * from './volumes.js';

@@ -4,6 +4,7 @@ import { EnvSchema } from './common.js';
 import { SessionEgressConfigSchema } from './egress.js';
 import { ResourcesSchema, ServiceSchema, TemplateNameSchema } from './sessions.js';
 import { TemplateIdSchema } from './templates.js';
+import { NodeVolumeMountSchema } from './volumes.js';
 
 /** Control plane -> node agent: start a sandbox serving a session's volume (created from the template if new). */
 export const StartSandboxRequestSchema = z
@@ -16,6 +17,8 @@ export const StartSandboxRequestSchema = z
     egress: SessionEgressConfigSchema,
     /** Started in the sandbox unless it restored the session's processes from memory. */
     services: z.array(ServiceSchema).max(16).default([]),
+    /** The tenant's volumes bound into the sandbox (a new session that mounts any boots: pooled sandboxes cannot gain mounts). */
+    mounts: z.array(NodeVolumeMountSchema).max(16).default([]),
   })
   .strict();
 export type StartSandboxRequest = z.infer<typeof StartSandboxRequestSchema>;

@@ -13,6 +13,7 @@ import { CreateSessionRequestSchema, ServiceSpecSchema, SessionListSchema, Sessi
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import { CreateTemplateRequestSchema, DeleteTemplateQuerySchema, TemplateListSchema, TemplateSchema } from './templates.js';
 import { SandboxMetricsSchema } from './node-api.js';
+import { CreateVolumeRequestSchema, VolumeListSchema, VolumeSchema, VolumeSnapshotListSchema, VolumeSnapshotSchema } from './volumes.js';
 import { CreatePreviewTokenRequestSchema, ListeningPortsSchema, PreviewTokenSchema } from './ports.js';
 import { DrainResultSchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
@@ -131,10 +132,39 @@ const sessionRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/sessions/:sessionId/restore',
-    summary: 'Reset the session to a checkpoint of its lineage.',
+    summary:
+      "Reset the session to a checkpoint of its lineage; its volumes keep their files unless `restoreVolumes` (then the read-write ones go back to the checkpoint's copies).",
     body: RestoreRequestSchema,
     response: SessionSchema,
   },
+];
+
+const volumeRoutes: PublicRoute[] = [
+  {
+    method: 'POST',
+    path: '/v1/volumes',
+    summary: 'Create a volume (empty, or a copy of one of its snapshots), held to `sizeGb`; sessions mount it with `volumes` at create. It outlives them.',
+    body: CreateVolumeRequestSchema,
+    status: 201,
+    response: VolumeSchema,
+  },
+  { method: 'GET', path: '/v1/volumes', summary: "The tenant's volumes and the sessions mounting each.", response: VolumeListSchema },
+  { method: 'GET', path: '/v1/volumes/:name', summary: 'One volume, with the bytes it holds now.', response: VolumeSchema },
+  {
+    method: 'DELETE',
+    path: '/v1/volumes/:name',
+    summary: 'Delete a volume and its snapshots; 409 VOLUME_IN_USE while sessions mount it.',
+    response: ok,
+  },
+  {
+    method: 'POST',
+    path: '/v1/volumes/:name/snapshots',
+    summary: "A read-only snapshot of the volume (a running writer's writes flushed first); new volumes can start from it.",
+    status: 201,
+    response: VolumeSnapshotSchema,
+  },
+  { method: 'GET', path: '/v1/volumes/:name/snapshots', summary: "The volume's snapshots, oldest first.", response: VolumeSnapshotListSchema },
+  { method: 'DELETE', path: '/v1/volumes/:name/snapshots/:snapshotId', summary: 'Delete a snapshot of the volume.', response: ok },
 ];
 
 const templateRoutes: PublicRoute[] = [
@@ -237,4 +267,11 @@ const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
   }
 });
 
-export const publicRoutes: readonly PublicRoute[] = [...sessionRoutes, ...templateRoutes, ...egressRoutes, ...sandboxOperations, ...adminRoutes];
+export const publicRoutes: readonly PublicRoute[] = [
+  ...sessionRoutes,
+  ...volumeRoutes,
+  ...templateRoutes,
+  ...egressRoutes,
+  ...sandboxOperations,
+  ...adminRoutes,
+];

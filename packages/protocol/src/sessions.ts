@@ -3,6 +3,7 @@ import { EnvSchema, SandboxPathSchema } from './common.js';
 import { CommandSchema } from './exec.js';
 import { PreviewPortSchema } from './ports.js';
 import { EgressPolicySchema, SecretNameSchema } from './egress.js';
+import { VolumeMountListSchema, VolumeMountSchema } from './volumes.js';
 
 export const TemplateNameSchema = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'template names are lowercase letters, digits and dashes');
 
@@ -116,6 +117,8 @@ export const CreateSessionRequestSchema = z
       .max(16)
       .default([])
       .refine((list) => new Set(list.map((s) => s.name)).size === list.length, 'service names must not repeat'),
+    /** The tenant's volumes to mount (POST /v1/volumes first); the session runs on their node. */
+    volumes: VolumeMountListSchema,
   })
   .strict();
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
@@ -145,6 +148,7 @@ export const SessionSchema = z
     expiresAt: z.string().nullable(),
     onTimeout: OnTimeoutSchema,
     services: z.array(ServiceSchema),
+    volumes: z.array(VolumeMountSchema.required()),
     sandbox: SandboxRefSchema.nullable(),
     /** The node that holds the session's volume (and runs its sandbox). */
     nodeId: z.string().nullable(),

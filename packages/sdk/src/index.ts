@@ -25,4 +25,7 @@ export type {
   DrainResultData,
   TemplateData,
   TenantLimitName,
+  VolumeData,
+  VolumeMountData,
+  VolumeSnapshotData,
 } from './types.js';

@@ -197,9 +197,13 @@ export class SessionHandle {
     return (await this.t.json<{ checkpoints: CheckpointData[] }>('GET', `${this.base}/checkpoints`, opts)).checkpoints;
   }
 
-  /** Resets the session to a checkpoint of its lineage (its own, or one taken in a fork). */
-  async restore(checkpointId: string, opts: CallOptions = {}): Promise<Session> {
-    return this.withData(await this.t.json<SessionData>('POST', `${this.base}/restore`, { ...opts, json: { checkpointId } }));
+  /**
+   * Resets the session to a checkpoint of its lineage (its own, or one taken in a fork). Its volumes
+   * keep their files unless `restoreVolumes`: then the read-write ones go back to the checkpoint's copies.
+   */
+  async restore(checkpointId: string, opts: { restoreVolumes?: boolean } & CallOptions = {}): Promise<Session> {
+    const { restoreVolumes, ...call } = opts;
+    return this.withData(await this.t.json<SessionData>('POST', `${this.base}/restore`, { ...call, json: { checkpointId, restoreVolumes } }));
   }
 
   /** Kills only the sandbox; the session resumes on its next call. */

@@ -1,7 +1,17 @@
 import { resolveOptions, type CallOptions, type SpaceOptions } from './options.js';
 import { Session, SessionHandle } from './session.js';
 import { Transport } from './transport.js';
-import type { CreateSessionOptions, DrainResultData, NodeData, SecretData, SessionData, TemplateData, TenantLimitsData } from './types.js';
+import type {
+  CreateSessionOptions,
+  DrainResultData,
+  NodeData,
+  SecretData,
+  SessionData,
+  TemplateData,
+  TenantLimitsData,
+  VolumeData,
+  VolumeSnapshotData,
+} from './types.js';
 
 /**
  * The SPACE client: `new Space({ apiUrl, apiKey })`, both defaulting to `SPACE_API_URL` and
@@ -41,6 +51,22 @@ export class Space {
     delete(name: string, options?: { force?: boolean } & CallOptions): Promise<void>;
   };
 
+  /**
+   * Volumes: directories with a size of their own that outlive sessions. Sessions mount them at
+   * create (`volumes: [{ name, path, readOnly }]`); one session at a time read-write, any number
+   * read-only. Snapshots are read-only copies new volumes can start from (`fromSnapshot`).
+   */
+  readonly volumes: {
+    create(volume: { name: string; sizeGb?: number; fromSnapshot?: string } & CallOptions): Promise<VolumeData>;
+    list(options?: CallOptions): Promise<VolumeData[]>;
+    get(name: string, options?: CallOptions): Promise<VolumeData>;
+    /** Refused (VOLUME_IN_USE) while sessions mount it; its snapshots go with it. */
+    delete(name: string, options?: CallOptions): Promise<void>;
+    snapshot(name: string, options?: CallOptions): Promise<VolumeSnapshotData>;
+    snapshots(name: string, options?: CallOptions): Promise<VolumeSnapshotData[]>;
+    deleteSnapshot(name: string, snapshotId: string, options?: CallOptions): Promise<void>;
+  };
+
   /** The tenant's limits and what it uses of each. */
   readonly limits: (options?: CallOptions) => Promise<TenantLimitsData>;
 
@@ -72,6 +98,27 @@ export class Space {
       async delete(name, opts = {}) {
         const { force, ...call } = opts;
         await t.json('DELETE', `/v1/templates/${encodeURIComponent(name)}${force ? '?force=1' : ''}`, call);
+      },
+    };
+    const volumePath = (name: string) => `/v1/volumes/${encodeURIComponent(name)}`;
+    this.volumes = {
+      create(opts) {
+        const { name, sizeGb, fromSnapshot, signal, timeoutMs } = opts;
+        return t.json<VolumeData>('POST', '/v1/volumes', { signal, timeoutMs, json: { name, sizeGb, fromSnapshot } });
+      },
+      async list(opts = {}) {
+        return (await t.json<{ volumes: VolumeData[] }>('GET', '/v1/volumes', opts)).volumes;
+      },
+      get: (name, opts = {}) => t.json<VolumeData>('GET', volumePath(name), opts),
+      async delete(name, opts = {}) {
+        await t.json('DELETE', volumePath(name), opts);
+      },
+      snapshot: (name, opts = {}) => t.json<VolumeSnapshotData>('POST', `${volumePath(name)}/snapshots`, opts),
+      async snapshots(name, opts = {}) {
+        return (await t.json<{ snapshots: VolumeSnapshotData[] }>('GET', `${volumePath(name)}/snapshots`, opts)).snapshots;
+      },
+      async deleteSnapshot(name, snapshotId, opts = {}) {
+        await t.json('DELETE', `${volumePath(name)}/snapshots/${encodeURIComponent(snapshotId)}`, opts);
       },
     };
     this.sessions = {

@@ -19,6 +19,8 @@ export interface SessionData {
   onTimeout: 'delete' | 'pause';
   /** Commands started in every new sandbox that did not restore the session's processes, restarted when they exit. */
   services: ServiceData[];
+  /** The tenant's volumes the session mounts. */
+  volumes: VolumeMountData[];
   /** Names of the tenant's secrets the sandbox uses (each env var `NAME` holds its placeholder). */
   secrets: string[];
   egress: EgressPolicy;
@@ -60,6 +62,8 @@ export interface CreateSessionOptions {
   onTimeout?: 'delete' | 'pause';
   /** Servers the session runs: each is started in every new sandbox that did not restore its processes, and restarted when it exits. */
   services?: ServiceData[];
+  /** Volumes (made with `space.volumes.create`) to mount; read-write by default, which one session at a time may. The session runs on their node. */
+  volumes?: { name: string; path: string; readOnly?: boolean }[];
   /** Secrets (created with `space.secrets.set`) the sandbox may use through the gateway. */
   secrets?: string[];
   /** What the sandbox may reach (default allow-all). */
@@ -182,6 +186,36 @@ export interface CheckpointData {
   pauseMs: number | null;
   /** When it was stored in the object store, so that any node can restore it; null until then. */
   shippedAt: string | null;
+  /** The session's volumes when it was taken; `copied`: the checkpoint holds a copy of its files (read-write ones). */
+  volumes: (VolumeMountData & { copied: boolean })[];
+}
+
+/** A volume a session mounts. */
+export interface VolumeMountData {
+  name: string;
+  path: string;
+  readOnly: boolean;
+}
+
+/** A tenant's volume: a directory with a size of its own that outlives sessions, mounted by them. */
+export interface VolumeData {
+  name: string;
+  sizeGb: number;
+  createdAt: string;
+  /** The node holding it; sessions mounting it run there. */
+  nodeId: string;
+  /** Bytes it holds (only from `space.volumes.get`). */
+  usedBytes?: number | null;
+  fromSnapshot: string | null;
+  /** A fork's copy of a read-write volume belongs to the fork and goes with it. */
+  ownerSessionId: string | null;
+  mounts: { sessionId: string; path: string; readOnly: boolean }[];
+}
+
+export interface VolumeSnapshotData {
+  id: string;
+  volume: string;
+  createdAt: string;
 }
 
 export interface ProcessData {

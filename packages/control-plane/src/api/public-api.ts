@@ -36,6 +36,8 @@ import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
 import { registerPortRoutes } from './port-routes.js';
+import { registerVolumeRoutes } from './volume-routes.js';
+import type { VolumeService } from '../volume-service.js';
 
 export interface PublicApiDeps {
   auth: Authenticator;
@@ -52,6 +54,7 @@ export interface PublicApiDeps {
   log: ServerLog;
   limits: TenantLimits;
   templates: { catalog: TemplateCatalog; service: TemplateService };
+  volumes: VolumeService;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
@@ -193,8 +196,8 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   router.on('POST', '/v1/sessions/:sessionId/restore', async ({ req, res, params }) => {
     const caller = await auth.authenticate(req);
-    const { checkpointId } = await readJson(req, RestoreRequestSchema);
-    sendJson(res, 200, await checkpoints.restore(caller, params.sessionId!, checkpointId));
+    const { checkpointId, restoreVolumes } = await readJson(req, RestoreRequestSchema);
+    sendJson(res, 200, await checkpoints.restore(caller, params.sessionId!, checkpointId, restoreVolumes));
   });
 
   router.on('POST', '/v1/templates', async ({ req, res }) => {
@@ -248,5 +251,6 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   registerSandboxRoutes(router, auth, sessions, deps.calls);
   registerPortRoutes(router, auth, sessions, deps.calls, store);
+  registerVolumeRoutes(router, auth, deps.volumes);
   return router;
 }

@@ -1,5 +1,17 @@
 import type { StoredObject } from '@space/protocol';
-import type { ApiKeyRow, CheckpointRow, NodeRow, SandboxHistoryRow, SecretRow, SessionRow, ShipBaseRow, TemplateRow } from './store.js';
+import type {
+  ApiKeyRow,
+  CheckpointRow,
+  NodeRow,
+  SandboxHistoryRow,
+  SecretRow,
+  SessionRow,
+  ShipBaseRow,
+  TemplateRow,
+  VolumeMountRow,
+  VolumeRow,
+  VolumeSnapshotRow,
+} from './store.js';
 
 // Rows as both engines return them (snake_case, JSON in TEXT columns), and their conversion to the store's rows.
 
@@ -28,6 +40,7 @@ export interface SessionDbRow {
   expires_at: string | null;
   on_timeout: string;
   services: string;
+  volumes: string;
 }
 
 export interface SecretDbRow {
@@ -53,6 +66,7 @@ export interface CheckpointDbRow {
   shipped_at: string | null;
   shipped_base_id: string | null;
   shipped_objects: string | null;
+  volumes: string;
 }
 
 export interface KeyDbRow {
@@ -129,6 +143,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     expiresAt: row.expires_at,
     onTimeout: row.on_timeout as SessionRow['onTimeout'],
     services: JSON.parse(row.services) as SessionRow['services'],
+    volumes: JSON.parse(row.volumes) as SessionRow['volumes'],
   };
 }
 
@@ -158,6 +173,7 @@ export function toCheckpoint(row: CheckpointDbRow): CheckpointRow {
     shippedAt: row.shipped_at,
     shippedBaseId: row.shipped_base_id,
     shippedObjects: row.shipped_objects ? (JSON.parse(row.shipped_objects) as StoredObject[]) : null,
+    volumes: JSON.parse(row.volumes) as CheckpointRow['volumes'],
   };
 }
 
@@ -216,4 +232,51 @@ export interface ShipBaseDbRow {
 
 export function toShipBase(row: ShipBaseDbRow): ShipBaseRow {
   return { id: row.id, sessionId: row.session_id, object: JSON.parse(row.object) as StoredObject, createdAt: row.created_at };
+}
+
+export interface VolumeDbRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  node_id: string;
+  size_gb: number;
+  created_at: string;
+  from_snapshot: string | null;
+  owner_session_id: string | null;
+}
+
+export function toVolume(row: VolumeDbRow): VolumeRow {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    name: row.name,
+    nodeId: row.node_id,
+    sizeGb: Number(row.size_gb),
+    createdAt: row.created_at,
+    fromSnapshot: row.from_snapshot,
+    ownerSessionId: row.owner_session_id,
+  };
+}
+
+export interface VolumeSnapshotDbRow {
+  id: string;
+  tenant_id: string;
+  volume_id: string;
+  node_id: string;
+  created_at: string;
+}
+
+export function toVolumeSnapshot(row: VolumeSnapshotDbRow): VolumeSnapshotRow {
+  return { id: row.id, tenantId: row.tenant_id, volumeId: row.volume_id, nodeId: row.node_id, createdAt: row.created_at };
+}
+
+export interface VolumeMountDbRow {
+  session_id: string;
+  volume_id: string;
+  path: string;
+  read_only: number;
+}
+
+export function toVolumeMount(row: VolumeMountDbRow): VolumeMountRow {
+  return { sessionId: row.session_id, volumeId: row.volume_id, path: row.path, readOnly: Number(row.read_only) === 1 };
 }

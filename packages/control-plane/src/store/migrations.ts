@@ -124,6 +124,32 @@ export const migrations: Migration[] = [
     description: "sessions' services",
     statements: (dialect) => [`ALTER TABLE sessions ADD COLUMN services ${text(dialect)} NOT NULL DEFAULT '[]'`],
   },
+  {
+    version: 8,
+    description: "tenants' volumes, their snapshots, which sessions mount them (one writer each), and the volumes in checkpoints",
+    statements: (dialect) => {
+      const t = text(dialect);
+      const real = dialect === 'postgres' ? 'DOUBLE PRECISION' : 'REAL';
+      return [
+        `CREATE TABLE IF NOT EXISTS volumes (
+          id ${t} PRIMARY KEY, tenant_id ${t} NOT NULL REFERENCES tenants(id), name ${t} NOT NULL, node_id ${t} NOT NULL,
+          size_gb ${real} NOT NULL, created_at ${t} NOT NULL, from_snapshot ${t}, owner_session_id ${t},
+          UNIQUE (tenant_id, name))`,
+        'CREATE INDEX IF NOT EXISTS volumes_owner ON volumes(owner_session_id)',
+        `CREATE TABLE IF NOT EXISTS volume_snapshots (
+          id ${t} PRIMARY KEY, tenant_id ${t} NOT NULL, volume_id ${t} NOT NULL, node_id ${t} NOT NULL, created_at ${t} NOT NULL)`,
+        'CREATE INDEX IF NOT EXISTS volume_snapshots_volume ON volume_snapshots(volume_id, created_at)',
+        `CREATE TABLE IF NOT EXISTS volume_mounts (
+          session_id ${t} NOT NULL, volume_id ${t} NOT NULL, path ${t} NOT NULL, read_only INTEGER NOT NULL,
+          PRIMARY KEY (session_id, volume_id))`,
+        // One session at a time mounts a volume read-write: a second claim fails on this index, whichever control plane makes it.
+        'CREATE UNIQUE INDEX IF NOT EXISTS volume_mounts_one_writer ON volume_mounts(volume_id) WHERE read_only = 0',
+        'CREATE INDEX IF NOT EXISTS volume_mounts_volume ON volume_mounts(volume_id)',
+        `ALTER TABLE sessions ADD COLUMN volumes ${t} NOT NULL DEFAULT '[]'`,
+        `ALTER TABLE checkpoints ADD COLUMN volumes ${t} NOT NULL DEFAULT '[]'`,
+      ];
+    },
+  },
 ];
 
 export const migrationsTable =

@@ -16,6 +16,12 @@ import {
   type SecretDbRow,
   type SessionDbRow,
   type TemplateDbRow,
+  toVolume,
+  toVolumeMount,
+  toVolumeSnapshot,
+  type VolumeDbRow,
+  type VolumeMountDbRow,
+  type VolumeSnapshotDbRow,
 } from './db-rows.js';
 import type { SqlDatabase } from './sql-database.js';
 import type {
@@ -33,6 +39,9 @@ import type {
   Store,
   TemplateRow,
   TenantRow,
+  VolumeMountRow,
+  VolumeRow,
+  VolumeSnapshotRow,
 } from './store.js';
 
 const sessionColumns: Record<keyof SessionPatch, string> = {
@@ -46,6 +55,7 @@ const sessionColumns: Record<keyof SessionPatch, string> = {
   expiresAt: 'expires_at',
   onTimeout: 'on_timeout',
   services: 'services',
+  volumes: 'volumes',
 };
 
 /** Tokens kept per session; older ones stop working. */
@@ -114,7 +124,7 @@ export class SqlStore implements Store {
 
   async insertSession(row: SessionRow): Promise<void> {
     await this.db.run(
-      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout, services) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout, services, volumes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [
         row.id,
         row.tenantId,
@@ -138,6 +148,7 @@ export class SqlStore implements Store {
         row.expiresAt,
         row.onTimeout,
         JSON.stringify(row.services),
+        JSON.stringify(row.volumes),
       ],
     );
   }
@@ -163,7 +174,7 @@ export class SqlStore implements Store {
     const keys = Object.keys(patch) as (keyof SessionPatch)[];
     if (keys.length === 0) return;
     const sets = keys.map((k) => `${sessionColumns[k]} = ?`).join(', ');
-    const value = (k: keyof SessionPatch) => (k === 'services' ? JSON.stringify(patch.services) : (patch[k] ?? null));
+    const value = (k: keyof SessionPatch) => (k === 'services' || k === 'volumes' ? JSON.stringify(patch[k]) : (patch[k] ?? null));
     await this.db.run(`UPDATE sessions SET ${sets} WHERE id = ?`, [...keys.map(value), id]);
   }
 
@@ -172,13 +183,14 @@ export class SqlStore implements Store {
       await tx.run('DELETE FROM sessions WHERE id = ?', [id]);
       await tx.run('DELETE FROM sandbox_history WHERE session_id = ?', [id]);
       await tx.run('DELETE FROM api_keys WHERE session_id = ?', [id]);
+      await tx.run('DELETE FROM volume_mounts WHERE session_id = ?', [id]);
     });
   }
 
   async insertCheckpoint(row: NewCheckpointRow): Promise<void> {
     await this.db.run(
-      'INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at, size_bytes, pause_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      [row.id, row.sessionId, row.tenantId, row.kind, row.trigger, row.nodeId, row.createdAt, row.sizeBytes, row.pauseMs],
+      'INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at, size_bytes, pause_ms, volumes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      [row.id, row.sessionId, row.tenantId, row.kind, row.trigger, row.nodeId, row.createdAt, row.sizeBytes, row.pauseMs, JSON.stringify(row.volumes)],
     );
   }
 
@@ -383,6 +395,89 @@ export class SqlStore implements Store {
   async adoptUnplaced(nodeId: string): Promise<void> {
     await this.db.run('UPDATE sessions SET volume_node_id = ? WHERE volume_node_id IS NULL', [nodeId]);
     await this.db.run('UPDATE templates SET node_id = ? WHERE node_id IS NULL', [nodeId]);
+  }
+
+  async insertVolume(row: VolumeRow): Promise<boolean> {
+    try {
+      await this.db.run(
+        'INSERT INTO volumes (id, tenant_id, name, node_id, size_gb, created_at, from_snapshot, owner_session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+        [row.id, row.tenantId, row.name, row.nodeId, row.sizeGb, row.createdAt, row.fromSnapshot, row.ownerSessionId],
+      );
+      return true;
+    } catch (err) {
+      if (isUniqueViolation(err)) return false;
+      throw err;
+    }
+  }
+
+  async getVolume(tenantId: string, name: string): Promise<VolumeRow | null> {
+    const row = await this.db.get<VolumeDbRow>('SELECT * FROM volumes WHERE tenant_id = ? AND name = ?', [tenantId, name]);
+    return row ? toVolume(row) : null;
+  }
+
+  async listVolumes(tenantId: string): Promise<VolumeRow[]> {
+    return (await this.db.all<VolumeDbRow>('SELECT * FROM volumes WHERE tenant_id = ? ORDER BY name', [tenantId])).map(toVolume);
+  }
+
+  async listOwnedVolumes(sessionId: string): Promise<VolumeRow[]> {
+    return (await this.db.all<VolumeDbRow>('SELECT * FROM volumes WHERE owner_session_id = ? ORDER BY name', [sessionId])).map(toVolume);
+  }
+
+  async deleteVolume(id: string): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('DELETE FROM volume_snapshots WHERE volume_id = ?', [id]);
+      await tx.run('DELETE FROM volumes WHERE id = ?', [id]);
+    });
+  }
+
+  async insertVolumeSnapshot(row: VolumeSnapshotRow): Promise<void> {
+    await this.db.run('INSERT INTO volume_snapshots (id, tenant_id, volume_id, node_id, created_at) VALUES (?, ?, ?, ?, ?)', [
+      row.id,
+      row.tenantId,
+      row.volumeId,
+      row.nodeId,
+      row.createdAt,
+    ]);
+  }
+
+  async getVolumeSnapshot(tenantId: string, id: string): Promise<VolumeSnapshotRow | null> {
+    const row = await this.db.get<VolumeSnapshotDbRow>('SELECT * FROM volume_snapshots WHERE tenant_id = ? AND id = ?', [tenantId, id]);
+    return row ? toVolumeSnapshot(row) : null;
+  }
+
+  async listVolumeSnapshots(volumeId: string): Promise<VolumeSnapshotRow[]> {
+    return (await this.db.all<VolumeSnapshotDbRow>('SELECT * FROM volume_snapshots WHERE volume_id = ? ORDER BY created_at, id', [volumeId])).map(
+      toVolumeSnapshot,
+    );
+  }
+
+  async deleteVolumeSnapshot(id: string): Promise<void> {
+    await this.db.run('DELETE FROM volume_snapshots WHERE id = ?', [id]);
+  }
+
+  async claimVolumeMounts(mounts: VolumeMountRow[]): Promise<string | null> {
+    let busy: string | null = null;
+    try {
+      await this.db.transaction(async (tx) => {
+        for (const mount of mounts) {
+          busy = mount.volumeId;
+          await tx.run('INSERT INTO volume_mounts (session_id, volume_id, path, read_only) VALUES (?, ?, ?, ?)', [
+            mount.sessionId,
+            mount.volumeId,
+            mount.path,
+            mount.readOnly ? 1 : 0,
+          ]);
+        }
+      });
+      return null;
+    } catch (err) {
+      if (isUniqueViolation(err)) return busy;
+      throw err;
+    }
+  }
+
+  async listVolumeMounts(volumeId: string): Promise<VolumeMountRow[]> {
+    return (await this.db.all<VolumeMountDbRow>('SELECT * FROM volume_mounts WHERE volume_id = ? ORDER BY session_id', [volumeId])).map(toVolumeMount);
   }
 
   async loadByNode(): Promise<Map<string, NodeLoad>> {

@@ -1,4 +1,15 @@
-import type { CheckpointKind, EgressPolicy, NodeCapacity, OnResume, OnTimeout, Resources, Service, SessionStatus, StoredObject } from '@space/protocol';
+import type {
+  CheckpointKind,
+  CheckpointVolume,
+  EgressPolicy,
+  NodeCapacity,
+  OnResume,
+  OnTimeout,
+  Resources,
+  Service,
+  SessionStatus,
+  StoredObject,
+} from '@space/protocol';
 
 export interface TenantRow {
   id: string;
@@ -57,6 +68,44 @@ export interface SessionRow {
   onTimeout: OnTimeout;
   /** Started in every new sandbox that did not restore the session's processes. */
   services: Service[];
+  /** The tenant's volumes the session mounts (claimed in `volume_mounts` too). */
+  volumes: SessionVolumeRow[];
+}
+
+/** A volume a session mounts: which, where, how. */
+export interface SessionVolumeRow {
+  volumeId: string;
+  name: string;
+  path: string;
+  readOnly: boolean;
+}
+
+/** A tenant's volume: a btrfs subvolume on one node, held to `sizeGb`. */
+export interface VolumeRow {
+  id: string;
+  tenantId: string;
+  name: string;
+  nodeId: string;
+  sizeGb: number;
+  createdAt: string;
+  fromSnapshot: string | null;
+  /** A fork's copy of a volume: deleted with that session. */
+  ownerSessionId: string | null;
+}
+
+export interface VolumeSnapshotRow {
+  id: string;
+  tenantId: string;
+  volumeId: string;
+  nodeId: string;
+  createdAt: string;
+}
+
+export interface VolumeMountRow {
+  sessionId: string;
+  volumeId: string;
+  path: string;
+  readOnly: boolean;
 }
 
 export interface SecretRow {
@@ -84,6 +133,8 @@ export interface CheckpointRow {
   shippedAt: string | null;
   shippedBaseId: string | null;
   shippedObjects: StoredObject[] | null;
+  /** The session's volumes when it was taken; `copied` ones have a copy next to the checkpoint on its node. */
+  volumes: (CheckpointVolume & { volumeId: string })[];
 }
 
 /** A checkpoint as first recorded, before it is shipped. */
@@ -125,7 +176,7 @@ export interface SessionLeaseRow {
 export type SessionPatch = Partial<
   Pick<
     SessionRow,
-    'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt' | 'volumeNodeId' | 'expiresAt' | 'onTimeout' | 'services'
+    'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt' | 'volumeNodeId' | 'expiresAt' | 'onTimeout' | 'services' | 'volumes'
   >
 >;
 
@@ -182,8 +233,7 @@ export interface Store {
   /** How many sessions the tenant has. */
   countSessions(tenantId: string): Promise<number>;
   updateSession(id: string, patch: SessionPatch): Promise<void>;
-  /** Deletes the session and its sandbox history, together. */
-  /** Deletes the session, its sandbox history and its session tokens. */
+  /** Deletes the session, its sandbox history, its session tokens and its volume mounts. */
   deleteSession(id: string): Promise<void>;
   insertCheckpoint(row: NewCheckpointRow): Promise<void>;
   getCheckpoint(tenantId: string, id: string): Promise<CheckpointRow | null>;
@@ -235,6 +285,22 @@ export interface Store {
   /** Bases no checkpoint is stored against that are not their session's newest (or whose session is gone). */
   unusedShipBases(): Promise<ShipBaseRow[]>;
   deleteShipBase(id: string): Promise<void>;
+  /** Adds the volume; false when the tenant has one of that name already. */
+  insertVolume(row: VolumeRow): Promise<boolean>;
+  getVolume(tenantId: string, name: string): Promise<VolumeRow | null>;
+  listVolumes(tenantId: string): Promise<VolumeRow[]>;
+  /** Volumes that belong to a session (a fork's copies). */
+  listOwnedVolumes(sessionId: string): Promise<VolumeRow[]>;
+  /** Deletes the volume and the records of its snapshots. */
+  deleteVolume(id: string): Promise<void>;
+  insertVolumeSnapshot(row: VolumeSnapshotRow): Promise<void>;
+  getVolumeSnapshot(tenantId: string, id: string): Promise<VolumeSnapshotRow | null>;
+  listVolumeSnapshots(volumeId: string): Promise<VolumeSnapshotRow[]>;
+  deleteVolumeSnapshot(id: string): Promise<void>;
+  /** Records the session's mounts, all or none: null when done, else the id of a volume another session mounts read-write already. */
+  claimVolumeMounts(mounts: VolumeMountRow[]): Promise<string | null>;
+  /** The sessions mounting a volume. */
+  listVolumeMounts(volumeId: string): Promise<VolumeMountRow[]>;
   /** Per node id: the sessions whose volume is there. */
   loadByNode(): Promise<Map<string, NodeLoad>>;
   close(): Promise<void>;

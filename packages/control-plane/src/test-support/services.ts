@@ -21,6 +21,7 @@ import { NodeDirectory } from '../node-directory.js';
 import { NodeDrain } from '../node-drain.js';
 import { Authenticator } from '../auth.js';
 import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from '../tenant-limits.js';
+import { VolumeService } from '../volume-service.js';
 import { TemplateCatalog } from '../template-catalog.js';
 import { TemplateService } from '../template-service.js';
 
@@ -49,6 +50,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   const auth = new Authenticator(store);
   const limits = new TenantLimits(auth, store, metrics, { ...defaultTenantLimits, ...limitOptions }, now);
   const catalog = new TemplateCatalog(store);
+  const volumes = new VolumeService(store, nodes);
   const sessions = new SessionService({
     store,
     nodes,
@@ -61,11 +63,12 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     templates: catalog,
     shipper,
     mover,
+    volumes,
     defaultDiskGb: 10,
   });
   const drain = new NodeDrain({ store, nodes, lifecycle, mover });
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
-  const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper);
+  const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper, volumes);
   const templates = new TemplateService(store, nodes, checkpoints, catalog);
   const pauser = new SessionPauser({ store, nodes, sessions, checkpoints, metrics, keepAutomatic: 5, now });
   const maintenance = new Maintenance({
@@ -100,6 +103,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     limits,
     catalog,
     templates,
+    volumes,
     sessions,
     calls,
     checkpoints,

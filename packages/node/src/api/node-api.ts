@@ -18,6 +18,11 @@ import {
   type NodeHealth,
   ServiceNameSchema,
   ServiceSchema,
+  NodeCreateVolumeRequestSchema,
+  NodeVolumeRestoreRequestSchema,
+  NodeVolumeSnapshotRequestSchema,
+  VolumeIdSchema,
+  VolumeSnapshotIdSchema,
 } from '@space/protocol';
 import { Router, type ServerLog, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
@@ -31,6 +36,7 @@ import { registerSandboxProxy } from './sandbox-proxy.js';
 import { registerPortProxy } from './port-proxy.js';
 import type { SandboxMetricsReader } from '../sandbox/sandbox-metrics.js';
 import type { CheckpointShipping } from '../storage/checkpoint-shipping.js';
+import type { NamedVolumes } from '../storage/named-volumes.js';
 
 export interface NodeApiDeps {
   nodeId: string;
@@ -41,6 +47,7 @@ export interface NodeApiDeps {
   starter: SandboxStarter;
   pool: WarmPool;
   checkpoints: NodeCheckpointService;
+  namedVolumes: NamedVolumes;
   shipping: CheckpointShipping;
   templates: TemplateStore;
   gateway: EgressGateway;
@@ -123,8 +130,8 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('POST', '/node/v1/volumes/:sessionId/checkpoints', async (ctx) => {
     authorize(ctx);
-    const { checkpointId, kind } = await readJson(ctx.req, NodeCheckpointRequestSchema);
-    sendJson(ctx.res, 201, await deps.checkpoints.take(sessionIdParam(ctx.params), checkpointId, kind));
+    const { checkpointId, kind, volumes } = await readJson(ctx.req, NodeCheckpointRequestSchema);
+    sendJson(ctx.res, 201, await deps.checkpoints.take(sessionIdParam(ctx.params), checkpointId, kind, volumes));
   });
 
   router.on('GET', '/node/v1/volumes/:sessionId/changed', async (ctx) => {
@@ -137,6 +144,47 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     authorize(ctx);
     const { checkpointId } = await readJson(ctx.req, NodeCheckpointIdSchema);
     await deps.checkpoints.restore(sessionIdParam(ctx.params), checkpointId);
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('POST', '/node/v1/named-volumes', async (ctx) => {
+    authorize(ctx);
+    await deps.namedVolumes.create(await readJson(ctx.req, NodeCreateVolumeRequestSchema));
+    sendJson(ctx.res, 201, { ok: true });
+  });
+
+  router.on('DELETE', '/node/v1/named-volumes/:volumeId', async (ctx) => {
+    authorize(ctx);
+    await deps.namedVolumes.delete(parseWith(VolumeIdSchema, ctx.params.volumeId, 'volume id'));
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('GET', '/node/v1/named-volumes/:volumeId/usage', async (ctx) => {
+    authorize(ctx);
+    sendJson(ctx.res, 200, { usage: await deps.namedVolumes.usage(parseWith(VolumeIdSchema, ctx.params.volumeId, 'volume id')) });
+  });
+
+  router.on('POST', '/node/v1/named-volumes/:volumeId/snapshots', async (ctx) => {
+    authorize(ctx);
+    const volumeId = parseWith(VolumeIdSchema, ctx.params.volumeId, 'volume id');
+    const { snapshotId, flushSession } = await readJson(ctx.req, NodeVolumeSnapshotRequestSchema);
+    // The writer's sandbox caches file data: synced first, so the snapshot holds what it wrote.
+    if (flushSession) await manager.flushWrites(flushSession);
+    await deps.namedVolumes.snapshot(volumeId, snapshotId);
+    sendJson(ctx.res, 201, { ok: true });
+  });
+
+  router.on('POST', '/node/v1/named-volumes/:volumeId/restore', async (ctx) => {
+    authorize(ctx);
+    const volumeId = parseWith(VolumeIdSchema, ctx.params.volumeId, 'volume id');
+    const { checkpointId, sourceVolumeId } = await readJson(ctx.req, NodeVolumeRestoreRequestSchema);
+    await deps.namedVolumes.restore(volumeId, checkpointId, sourceVolumeId);
+    sendJson(ctx.res, 200, { ok: true });
+  });
+
+  router.on('DELETE', '/node/v1/volume-snapshots/:snapshotId', async (ctx) => {
+    authorize(ctx);
+    await deps.namedVolumes.deleteSnapshot(parseWith(VolumeSnapshotIdSchema, ctx.params.snapshotId, 'volume snapshot id'));
     sendJson(ctx.res, 200, { ok: true });
   });
 

@@ -14,6 +14,8 @@ export interface SandboxSpec {
   resources: Resources;
   /** Host directory mounted read-only at `/.space`: the daemon and the runtime it runs on. */
   runtimeDir: string;
+  /** Host directories (tenants' volumes) bound into the sandbox. */
+  mounts: { source: string; destination: string; readOnly: boolean }[];
   netnsPath: string;
   /** Relative CPU weight against other sandboxes (cgroup cpu.shares; default 1024). */
   cpuShares?: number;

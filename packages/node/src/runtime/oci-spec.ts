@@ -26,6 +26,7 @@ export function buildOciSpec(spec: SandboxSpec): Record<string, unknown> {
       // own /tmp keeps it on disk, so it survives resumes and is part of checkpoints.
       { destination: '/tmp', type: 'bind', source: `${spec.rootfs}/tmp`, options: ['rbind', 'rw'] },
       { destination: '/.space', type: 'bind', source: spec.runtimeDir, options: ['rbind', 'ro'] },
+      ...spec.mounts.map((m) => ({ destination: m.destination, type: 'bind', source: m.source, options: ['rbind', m.readOnly ? 'ro' : 'rw'] })),
     ],
     linux: {
       cgroupsPath: `/space/${spec.sandboxId}`,

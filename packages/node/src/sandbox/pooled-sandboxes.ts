@@ -48,6 +48,7 @@ export class PooledSandboxes {
         resources,
         egress: { policy: { mode: 'deny-all', domains: [], cidrs: [] }, secrets: [] },
         services: [],
+        mounts: [],
       };
       const { sandboxId } = await deps.manager.boot(unclaimed, { cpuShares: poolCpuShares });
       await deps.link.run(deps.live.get(sandboxId).daemon, ['true']);

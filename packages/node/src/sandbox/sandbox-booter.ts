@@ -6,6 +6,7 @@ import { trustEnv } from '../gateway/sandbox-trust.js';
 import type { Logger } from '../logger.js';
 import type { SandboxNetwork } from '../network/sandbox-network.js';
 import type { RuntimeDriver, SandboxSpec } from '../runtime/driver.js';
+import type { NamedVolumes } from '../storage/named-volumes.js';
 import { inSandbox } from '../runtime/sandbox-runtime-dir.js';
 import { writeInsideVolume } from '../runtime/volume-paths.js';
 import type { SandboxRecord, SandboxRecords } from '../sandbox-record.js';
@@ -23,6 +24,8 @@ export interface SandboxBooterDeps {
   link: DaemonLink;
   /** The read-only directory mounted at /.space: the agent and its helpers. */
   runtimeDir: string;
+  /** Where the tenants' volumes a sandbox mounts are. */
+  namedVolumes: Pick<NamedVolumes, 'path'>;
   log: Logger;
 }
 
@@ -145,6 +148,7 @@ export class SandboxBooter {
       },
       resources: request.resources,
       runtimeDir: this.deps.runtimeDir,
+      mounts: request.mounts.map((m) => ({ source: this.deps.namedVolumes.path(m.volumeId), destination: m.path, readOnly: m.readOnly })),
       netnsPath,
       cpuShares,
     };

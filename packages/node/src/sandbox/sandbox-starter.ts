@@ -8,6 +8,7 @@ import { PhaseTimer } from './phase-timer.js';
 import type { PooledSandboxes } from './pooled-sandboxes.js';
 import type { SandboxManager } from './sandbox-manager.js';
 import type { SessionVolumes } from './session-volumes.js';
+import type { NamedVolumes } from '../storage/named-volumes.js';
 
 /** Where a session's sandbox came from, counted for /metrics: how often the pool and the images serve. */
 export type StartOrigin = 'pool' | 'template-image' | 'checkpoint' | 'boot';
@@ -16,6 +17,7 @@ export interface SandboxStarterDeps {
   manager: SandboxManager;
   pooled: PooledSandboxes;
   volumes: SessionVolumes;
+  namedVolumes: Pick<NamedVolumes, 'check'>;
   /** The warm pool, or null when pooling is off. */
   pool: WarmPool | null;
   sessionQueue: KeyedQueue;
@@ -41,6 +43,7 @@ export class SandboxStarter {
     const { manager, sessionQueue } = this.deps;
     // Refused before anything is set up for the session (its template matters only for a new volume).
     this.deps.volumes.checkTemplate(request.sessionId, request.template);
+    for (const mount of request.mounts) this.deps.namedVolumes.check(mount.volumeId);
     this.deps.egress.configure(request.sessionId, request.egress);
     const existing = manager.forSession(request.sessionId);
     if (existing) return Promise.resolve(manager.describe(existing.record));
@@ -74,14 +77,16 @@ export class SandboxStarter {
   private async startNew(request: StartSandboxRequest): Promise<SandboxInfo> {
     const { manager, volumes } = this.deps;
     const phases = new PhaseTimer();
+    // Pooled sandboxes and template images run already: they cannot gain the session's mounts.
+    const prestarted = request.mounts.length === 0;
     if (!volumes.exists(request.sessionId)) {
-      const pooled = await this.fromPool(request);
+      const pooled = prestarted ? await this.fromPool(request) : null;
       if (pooled) {
         // The pooled sandbox's volume was made before its session was known: sized now.
         await volumes.limitDisk(request.sessionId, request.resources.diskGb);
         return this.counted('pool', pooled);
       }
-      const image = this.deps.pool?.image(request);
+      const image = prestarted ? this.deps.pool?.image(request) : undefined;
       const restored = image ? await this.fromTemplateImage(request, image, phases) : null;
       if (restored) return this.counted('template-image', restored);
       await volumes.create(request.template, request.sessionId);

@@ -74,12 +74,20 @@ export class CheckpointStore {
   async materialize(checkpointId: string, volumePath: string): Promise<void> {
     const source = this.path(checkpointId);
     if (!this.subvolumes.exists(source)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
-    // The new volume is complete before the old one goes: a failure leaves the session as it was.
-    const staging = `${volumePath}.restoring`;
-    await this.subvolumes.delete(staging);
-    await this.subvolumes.snapshot(source, staging, { readOnly: false });
-    await this.subvolumes.delete(volumePath);
-    await this.subvolumes.rename(staging, volumePath);
+    await this.subvolumes.replace(source, volumePath);
+  }
+
+  /** Where the checkpoint keeps its copy of one of the session's volumes (see `copyVolumes`). */
+  volumeCopyPath(checkpointId: string, volumeId: string): string {
+    return path.join(`${this.path(checkpointId)}.volumes`, volumeId);
+  }
+
+  /** Read-only snapshots of the session's read-write volumes, taken with the checkpoint (`volumePaths`: volume id -> its path). */
+  async copyVolumes(checkpointId: string, volumePaths: Map<string, string>): Promise<void> {
+    for (const [volumeId, volumePath] of volumePaths) {
+      if (!this.subvolumes.exists(volumePath)) throw new SpaceError(ErrorCode.VOLUME_NOT_FOUND, `volume ${volumeId} is not on this node`);
+      await this.subvolumes.snapshot(volumePath, this.volumeCopyPath(checkpointId, volumeId), { readOnly: true });
+    }
   }
 
   /**
@@ -111,11 +119,18 @@ export class CheckpointStore {
   async delete(checkpointId: string): Promise<void> {
     await rm(this.partialImageDir(checkpointId), { recursive: true, force: true });
     await rm(this.imageDir(checkpointId), { recursive: true, force: true });
+    await this.deleteVolumeCopies(`${this.path(checkpointId)}.volumes`);
     await this.subvolumes.delete(this.path(checkpointId));
   }
 
+  /** The copies of volumes in `dir` are read-only subvolumes: each deleted as one, then the directory. */
+  private async deleteVolumeCopies(dir: string): Promise<void> {
+    for (const volumeId of await readdir(dir).catch(() => [] as string[])) await this.subvolumes.delete(path.join(dir, volumeId));
+    await rm(dir, { recursive: true, force: true });
+  }
+
   /**
-   * Removes what a crash mid-checkpoint left: partial images, and images whose snapshot is missing,
+   * Removes what a crash mid-checkpoint left: partial images, and images and volume copies whose snapshot is missing,
    * once older than `minAgeMs` (a command a crashed node agent started may still be writing one).
    */
   async removeIncomplete(minAgeMs = 0): Promise<number> {
@@ -123,10 +138,12 @@ export class CheckpointStore {
     for (const name of await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])) {
       const full = this.volume.dir('checkpoints', name);
       const orphanImage = name.endsWith('.memory') && !existsSync(full.slice(0, -'.memory'.length));
-      if (!name.endsWith('.partial') && !orphanImage) continue;
+      const orphanCopies = name.endsWith('.volumes') && !existsSync(full.slice(0, -'.volumes'.length));
+      if (!name.endsWith('.partial') && !orphanImage && !orphanCopies) continue;
       const age = Date.now() - ((await stat(full).catch(() => null))?.mtimeMs ?? Date.now());
       if (age >= minAgeMs) {
-        await rm(full, { recursive: true, force: true });
+        if (orphanCopies) await this.deleteVolumeCopies(full);
+        else await rm(full, { recursive: true, force: true });
         removed++;
       }
     }

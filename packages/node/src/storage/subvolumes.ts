@@ -28,6 +28,19 @@ export class Subvolumes {
   }
 
   /**
+   * Makes `target` (new or existing) a writable snapshot of `source`. The copy is complete before the
+   * old `target` goes: a failure leaves it as it was; a crash in between leaves `<target>.restoring`,
+   * which the owner of `target` finishes or removes at start.
+   */
+  async replace(source: string, target: string): Promise<void> {
+    const staging = `${target}.restoring`;
+    await this.delete(staging);
+    await this.snapshot(source, staging, { readOnly: false });
+    await this.delete(target);
+    await this.rename(staging, target);
+  }
+
+  /**
    * Deletes a subvolume (read-only ones too) if it exists. One with subvolumes nested in it (only a
    * crash or an old race leaves such a thing) cannot be deleted as it is: its children go first.
    */
