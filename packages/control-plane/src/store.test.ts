@@ -211,6 +211,45 @@ for (const engine of engines.all) {
     assert.equal((await b.listTemplates('tn_t')).length, 12);
   });
 
+  test(named('volumes: names unique per tenant, one read-write mount at a time across control planes, snapshots go with their volume'), async () => {
+    const [a, b] = [await engine.open('volumes'), await engine.open('volumes')];
+    await a.insertTenant({ id: 'tn_v', name: 'v', createdAt: '' });
+    const volume = { id: 'vol_1', tenantId: 'tn_v', name: 'data', nodeId: 'node_x', sizeGb: 0.25, createdAt: '', fromSnapshot: null, ownerSessionId: null };
+    assert.equal(await a.insertVolume(volume), true);
+    assert.equal(await b.insertVolume({ ...volume, id: 'vol_2' }), false, 'the name is taken');
+    assert.deepEqual(await b.getVolume('tn_v', 'data'), volume);
+    assert.equal(await b.getVolume('tn_other', 'data'), null);
+    // Eight sessions race for the one read-write mount through two stores: exactly one gets it, readers always do.
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).claimVolumeMounts([{ sessionId: `ses_w${i}`, volumeId: 'vol_1', path: '/data', readOnly: false }])),
+    );
+    assert.equal(claims.filter((busy) => busy === null).length, 1);
+    assert.ok(claims.every((busy) => busy === null || busy === 'vol_1'));
+    assert.equal(await a.claimVolumeMounts([{ sessionId: 'ses_r', volumeId: 'vol_1', path: '/ro', readOnly: true }]), null);
+    assert.equal((await b.listVolumeMounts('vol_1')).length, 2);
+    // A refused claim records none of its mounts.
+    await a.insertVolume({ ...volume, id: 'vol_3', name: 'other' });
+    const partial = [
+      { sessionId: 'ses_x', volumeId: 'vol_3', path: '/other', readOnly: false },
+      { sessionId: 'ses_x', volumeId: 'vol_1', path: '/data', readOnly: false },
+    ];
+    assert.equal(await a.claimVolumeMounts(partial), 'vol_1');
+    assert.deepEqual(await a.listVolumeMounts('vol_3'), []);
+    // Deleting the writer's session frees the volume for the next writer.
+    const writer = (await a.listVolumeMounts('vol_1')).find((m) => !m.readOnly)!.sessionId;
+    await a.deleteSession(writer);
+    assert.equal(await b.claimVolumeMounts([{ sessionId: 'ses_next', volumeId: 'vol_1', path: '/data', readOnly: false }]), null);
+    await a.insertVolumeSnapshot({ id: 'vsn_1', tenantId: 'tn_v', volumeId: 'vol_1', nodeId: 'node_x', createdAt: '' });
+    assert.equal((await b.getVolumeSnapshot('tn_v', 'vsn_1'))?.volumeId, 'vol_1');
+    assert.equal(await b.getVolumeSnapshot('tn_other', 'vsn_1'), null);
+    await a.deleteVolume('vol_1');
+    assert.deepEqual(await b.listVolumeSnapshots('vol_1'), []);
+    assert.deepEqual(
+      (await b.listVolumes('tn_v')).map((v) => v.name),
+      ['other'],
+    );
+  });
+
   test(named('the schema is migrated once, also when two control planes open a new database at once'), async () => {
     // PostgreSQL: at once, serialized by an advisory lock. SQLite: its write lock serializes processes,
     // but two connections in one thread would wait on each other, so they open one after the other.

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
 import { Api } from './client.js';
-import type { RunningPlatform } from './platform.js';
+import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
 /** Sessions that do nothing on their own: no automatic checkpoints, never stopped for idleness. */
@@ -140,6 +142,48 @@ describe('volumes', () => {
     for (const name of ['data', 'copy']) assert.equal((await a.call('DELETE', `/v1/volumes/${name}`)).status, 200);
     assert.deepEqual((await a.call('GET', '/v1/volumes')).body.volumes, []);
     assert.deepEqual(namedVolumes(), onDiskBefore);
+  });
+
+  test('the CLI: volume create, ls, snapshot, rm; create --volume; restore --volumes', { timeout: 120_000 }, async () => {
+    const a = await newTenant('volume-cli');
+    const space = async (...args: string[]) =>
+      JSON.parse(
+        (
+          await promisify(execFile)(process.execPath, [cliMain, ...args, '--json'], {
+            env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: a.key! },
+          })
+        ).stdout,
+      );
+    assert.equal((await space('volume', 'create', 'cache', '--size', '0.5')).sizeGb, 0.5);
+    const session = await space(
+      'create',
+      '-t',
+      'tiny',
+      '--volume',
+      'cache:/cache',
+      '--checkpoint-interval',
+      '0',
+      '--full-checkpoint-interval',
+      '0',
+      '--idle-timeout',
+      '0',
+    );
+    made.push({ api: a, id: session.id });
+    assert.deepEqual(session.volumes, [{ name: 'cache', path: '/cache', readOnly: false }]);
+    await sh(a, session.id, 'echo one > /cache/x');
+    const checkpoint = await space('checkpoint', session.id);
+    await sh(a, session.id, 'echo two > /cache/x');
+    await space('restore', session.id, checkpoint.id, '--volumes');
+    assert.equal((await sh(a, session.id, 'cat /cache/x')).stdout, 'one\n');
+    const [listed] = await space('volume', 'ls');
+    assert.deepEqual([listed.name, listed.mounts[0].sessionId], ['cache', session.id]);
+    const snapshot = await space('volume', 'snapshot', 'cache');
+    assert.deepEqual(
+      (await space('volume', 'snapshots', 'cache')).map((s: { id: string }) => s.id),
+      [snapshot.id],
+    );
+    await space('rm', session.id);
+    assert.deepEqual(await space('volume', 'rm', 'cache'), { deleted: 'cache' });
   });
 
   test('checkpoints copy read-write volumes: forks get their own copies, restores put them back when asked', { timeout: 300_000 }, async () => {

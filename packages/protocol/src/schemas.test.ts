@@ -1,6 +1,18 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CommandSchema, CreateSessionRequestSchema, ExecRequestSchema, SandboxPathSchema, errorFromBody, findSandboxRoute, matchPath, newId } from './index.js';
+import {
+  CommandSchema,
+  CreateSessionRequestSchema,
+  ExecRequestSchema,
+  SandboxPathSchema,
+  VolumeMountListSchema,
+  VolumeMountPathSchema,
+  VolumeNameSchema,
+  errorFromBody,
+  findSandboxRoute,
+  matchPath,
+  newId,
+} from './index.js';
 
 test('sandbox paths: ".." segments, NUL bytes and empty paths are refused', () => {
   for (const bad of ['../etc/passwd', '/tmp/../../etc', 'a/..', '', 'a\0b']) assert.equal(SandboxPathSchema.safeParse(bad).success, false, bad);
@@ -62,4 +74,41 @@ test('commands spawn cannot run are refused at the boundary: an empty program, N
     assert.equal(ExecRequestSchema.safeParse({ cmd }).success, false, JSON.stringify(cmd));
   }
   for (const cmd of [['true'], 'true', ['echo', '']]) assert.equal(ExecRequestSchema.safeParse({ cmd }).success, true, JSON.stringify(cmd));
+});
+
+test('volume names and mount paths cannot point anywhere but where they say', () => {
+  for (const name of ['data', 'a-1', 'x'.repeat(63)]) assert.ok(VolumeNameSchema.safeParse(name).success, name);
+  for (const name of ['', '../x', 'a/b', 'Data', '-a', '1a', 'x'.repeat(64), 'a b']) assert.ok(!VolumeNameSchema.safeParse(name).success, name);
+  for (const path of ['/data', '/mnt/data', '/home/user/.cache', '/workspace/v1.2']) assert.ok(VolumeMountPathSchema.safeParse(path).success, path);
+  const refused = [
+    '/',
+    'data',
+    '/data/',
+    '/a//b',
+    '/a/../b',
+    '/a/./b',
+    '/proc',
+    '/proc/x',
+    '/dev/shm',
+    '/tmp',
+    '/.space',
+    '/run',
+    '/run/space/x',
+    '/sys',
+    '/a b',
+    '/a\0b',
+  ];
+  for (const path of refused) assert.ok(!VolumeMountPathSchema.safeParse(path).success, path);
+  const mounts = (...paths: string[]) => VolumeMountListSchema.safeParse(paths.map((path, i) => ({ name: `v${i}`, path }))).success;
+  assert.ok(mounts('/a', '/b', '/ab'));
+  assert.ok(!mounts('/a', '/a'), 'the same path twice');
+  assert.ok(!mounts('/a', '/a/b'), 'one inside another');
+  assert.ok(
+    !VolumeMountListSchema.safeParse([
+      { name: 'v', path: '/a' },
+      { name: 'v', path: '/b', readOnly: true },
+    ]).success,
+    'one volume twice',
+  );
+  assert.deepEqual(CreateSessionRequestSchema.parse({ volumes: [{ name: 'v', path: '/a' }] }).volumes, [{ name: 'v', path: '/a', readOnly: false }]);
 });

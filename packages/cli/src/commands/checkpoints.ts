@@ -51,9 +51,12 @@ export function registerCheckpointCommands(program: Command): void {
   program
     .command('restore <session> <checkpoint>')
     .description("reset a session to a checkpoint of its lineage (its own or a fork's)")
+    .option('--volumes', "also put its read-write volumes back to the checkpoint's copies (by default volumes keep their files)")
     .option('--json', 'print JSON')
-    .action(async (id: string, checkpointId: string, opts: { json?: boolean }) => {
-      const session = await cliClient(process.env).sessions.handle(id).restore(checkpointId);
+    .action(async (id: string, checkpointId: string, opts: { volumes?: boolean; json?: boolean }) => {
+      const session = await cliClient(process.env)
+        .sessions.handle(id)
+        .restore(checkpointId, { restoreVolumes: Boolean(opts.volumes) });
       output(Boolean(opts.json), session.data, () => `${id} restored to ${checkpointId}`);
     });
 }

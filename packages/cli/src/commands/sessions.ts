@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import type { SessionData } from '@space/sdk';
+import { parseVolumeFlag } from './volumes.js';
 import { cliClient, output } from '../client.js';
 import { egressOptions, policyFromFlags, type EgressFlags } from './egress.js';
 
@@ -28,6 +29,7 @@ export function registerSessionCommands(program: Command): void {
     .option('--full-checkpoint-interval <sec>', 'seconds between automatic full (memory) checkpoints (0: off)', (v) => Number(v))
     .option('--idle-timeout <sec>', 'seconds without calls before the sandbox is checkpointed and stopped (0: never)', (v) => Number(v))
     .option('--disk <gb>', 'disk the session may fill, GB (default: the platform\'s, see "space limits")', (v) => Number(v))
+    .option('-v, --volume <spec...>', 'volumes to mount as NAME:PATH or NAME:PATH:ro ("space volume create" first)', [])
     .option('--json', 'print the session as JSON')
     .action(
       async (
@@ -39,6 +41,7 @@ export function registerSessionCommands(program: Command): void {
           fullCheckpointInterval?: number;
           idleTimeout?: number;
           disk?: number;
+          volume: string[];
           json?: boolean;
         },
       ) => {
@@ -52,6 +55,7 @@ export function registerSessionCommands(program: Command): void {
           ...(opts.disk === undefined ? {} : { resources: { diskGb: opts.disk } }),
           secrets: opts.secret,
           egress: policyFromFlags(opts),
+          volumes: opts.volume.map(parseVolumeFlag),
         });
         output(Boolean(opts.json), session.data, () => session.id);
       },

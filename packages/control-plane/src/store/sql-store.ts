@@ -456,23 +456,24 @@ export class SqlStore implements Store {
   }
 
   async claimVolumeMounts(mounts: VolumeMountRow[]): Promise<string | null> {
-    let busy: string | null = null;
+    if (mounts.length === 0) return null;
     try {
-      await this.db.transaction(async (tx) => {
-        for (const mount of mounts) {
-          busy = mount.volumeId;
-          await tx.run('INSERT INTO volume_mounts (session_id, volume_id, path, read_only) VALUES (?, ?, ?, ?)', [
-            mount.sessionId,
-            mount.volumeId,
-            mount.path,
-            mount.readOnly ? 1 : 0,
-          ]);
-        }
-      });
+      // One statement, so all or none on both engines without a transaction.
+      await this.db.run(
+        `INSERT INTO volume_mounts (session_id, volume_id, path, read_only) VALUES ${mounts.map(() => '(?, ?, ?, ?)').join(', ')}`,
+        mounts.flatMap((m) => [m.sessionId, m.volumeId, m.path, m.readOnly ? 1 : 0]),
+      );
       return null;
     } catch (err) {
-      if (isUniqueViolation(err)) return busy;
-      throw err;
+      if (!isUniqueViolation(err)) throw err;
+      // Which volume: the first read-write one that another session now holds.
+      for (const mount of mounts.filter((m) => !m.readOnly)) {
+        const writer = await this.db.get<{ session_id: string }>('SELECT session_id FROM volume_mounts WHERE volume_id = ? AND read_only = 0', [
+          mount.volumeId,
+        ]);
+        if (writer && writer.session_id !== mount.sessionId) return mount.volumeId;
+      }
+      return mounts[0]!.volumeId;
     }
   }
 
