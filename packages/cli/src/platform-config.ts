@@ -32,6 +32,18 @@ export interface PlatformConfig {
   nodeLostAfterSec: number;
   /** SPACE_OBJECT_STORE: where nodes store checkpoints (file:///dir or s3://bucket/prefix); unset: they stay on their node */
   objectStore: string | undefined;
+  /** SPACE_PREVIEW_DOMAIN: a wildcard domain (*.domain) pointing at the control planes, for preview URLs on hosts of their own */
+  previewDomain: string | undefined;
+  /** SPACE_PREVIEW_MAX_CONNECTIONS: preview connections open at once per session in one control plane, default 64 */
+  previewMaxConnections: number;
+}
+
+function previewDomain(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.SPACE_PREVIEW_DOMAIN?.trim().toLowerCase().replace(/^\*\./, '');
+  if (!raw) return undefined;
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(raw))
+    throw new Error(`SPACE_PREVIEW_DOMAIN must be a domain name such as preview.example.com, got ${JSON.stringify(env.SPACE_PREVIEW_DOMAIN)}`);
+  return raw;
 }
 
 function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
@@ -77,6 +89,8 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
     defaultDiskGb: positiveNumber(env, 'SPACE_SESSION_DISK_GB', 10),
     nodeLostAfterSec: positiveNumber(env, 'SPACE_NODE_LOST_AFTER_SEC', 10),
     objectStore: env.SPACE_OBJECT_STORE || undefined,
+    previewDomain: previewDomain(env),
+    previewMaxConnections: positiveInt(env, 'SPACE_PREVIEW_MAX_CONNECTIONS', 64),
   };
 }
 
@@ -85,9 +99,18 @@ export function controlPlaneTuning(
   config: PlatformConfig,
 ): Pick<
   ControlPlaneOptions,
-  'keepAutomaticCheckpoints' | 'maintenanceTickMs' | 'lifecycleWaitMs' | 'tenantLimits' | 'defaultDiskGb' | 'nodeLostAfterSec' | 'sharedStore' | 'objectStore'
+  | 'keepAutomaticCheckpoints'
+  | 'maintenanceTickMs'
+  | 'lifecycleWaitMs'
+  | 'tenantLimits'
+  | 'defaultDiskGb'
+  | 'nodeLostAfterSec'
+  | 'sharedStore'
+  | 'objectStore'
+  | 'preview'
 > {
   return {
+    preview: { domain: config.previewDomain ?? null, maxConnectionsPerSession: config.previewMaxConnections },
     objectStore: config.objectStore,
     nodeLostAfterSec: config.nodeLostAfterSec,
     sharedStore: config.databaseUrl !== undefined,

@@ -3,6 +3,7 @@ import { closeServer, lineLog, listen } from '@space/server-kit';
 import { type E2bApi, createE2bApi, e2bPrefix } from '@space/e2b';
 import { createMcpHttpApi, mcpPath } from '@space/mcp';
 import { type PublicApiDeps, createPublicApi } from './api/public-api.js';
+import type { PreviewOptions } from './api/port-routes.js';
 import { TemplateCatalog } from './template-catalog.js';
 import { TemplateService } from './template-service.js';
 import { Authenticator } from './auth.js';
@@ -55,6 +56,8 @@ export interface ControlPlaneOptions {
   tenantLimits?: Partial<TenantLimitOptions>;
   /** Disk of a session that names none, GB (`SPACE_SESSION_DISK_GB`, default 10). */
   defaultDiskGb?: number;
+  /** Preview URLs: the wildcard domain of the host form (`SPACE_PREVIEW_DOMAIN`), connections per session (`SPACE_PREVIEW_MAX_CONNECTIONS`, default 64). */
+  preview?: Partial<PreviewOptions>;
   log?: (message: string) => void;
 }
 
@@ -201,6 +204,7 @@ export class ControlPlane {
       limits: this.limits,
       templates: this.templates,
       volumes: this.volumes,
+      preview: { domain: this.options.preview?.domain ?? null, maxConnectionsPerSession: this.options.preview?.maxConnectionsPerSession ?? 64 },
     });
     // E2B's API and MCP, translated onto this one over loopback with the callers' own keys.
     const selfUrl = () => `http://${loopbackHost(this.options.host)}:${this.port}`;

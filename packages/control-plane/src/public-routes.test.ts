@@ -24,6 +24,7 @@ test('every operation of the API reference is served by the control plane (an un
     services: new SessionServices(s.sessions, s.store, s.nodes),
     store: s.store,
     volumes: s.volumes,
+    preview: { domain: null, maxConnectionsPerSession: 64 },
     metrics: s.metrics,
     nodes: s.nodes,
     drain: s.drain,

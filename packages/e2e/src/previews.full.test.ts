@@ -1,12 +1,35 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { execFileSync } from 'node:child_process';
+import http from 'node:http';
 import { WebSocket } from 'ws';
 import { Api } from './client.js';
 import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The wildcard domain the suite's platform serves preview hosts under, and its bound on connections per session. */
+const previewDomain = 'preview.test';
+const maxConnections = 4;
+
+/** A request to the platform as if `host` resolved to it (no DNS here): the Host header names the preview host. */
+function viaHost(platformUrl: string, host: string, path: string, init: { method?: string; headers?: Record<string, string> } = {}): http.ClientRequest {
+  const { port } = new URL(platformUrl);
+  return http.request({ host: '127.0.0.1', port, path, method: init.method ?? 'GET', headers: { ...init.headers, host: `${host}:${port}` }, agent: false });
+}
+
+function answer(req: http.ClientRequest, body?: string): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    req.once('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.once('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+    });
+    req.once('error', reject);
+    req.end(body);
+  });
+}
 
 /**
  * A small server for the sandbox (Node.js in `base`): echoes each request as JSON, streams Server-
@@ -49,7 +72,9 @@ describe('preview URLs: ports of a sandbox reached from outside', () => {
   after(async () => {
     for (const id of sessions.splice(0)) await tenant?.call('DELETE', `/v1/sessions/${id}`);
   });
-  platformForSuite(sessions, (p, a) => ((platform = p), (admin = a)));
+  platformForSuite(sessions, (p, a) => ((platform = p), (admin = a)), {
+    env: { SPACE_PREVIEW_DOMAIN: previewDomain, SPACE_PREVIEW_MAX_CONNECTIONS: String(maxConnections) },
+  });
 
   const setUp = async (): Promise<string> => {
     const { id: tenantId } = (await admin.call('POST', '/v1/tenants', { name: 'previews' })).body;
@@ -162,6 +187,66 @@ describe('preview URLs: ports of a sandbox reached from outside', () => {
     const otherKey = (await admin.call('POST', '/v1/keys', { tenantId: otherTenant })).body.key;
     assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`, { headers: { authorization: `Bearer ${otherKey}` } })).status, 404);
     assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`)).status, 401, 'no key at all');
+  });
+
+  test('the host form <port>-<session>.<domain>: HTTP, WebSocket, tokens scoped to their port; a slow client holds a bounded number of connections', {
+    timeout: 120_000,
+  }, async () => {
+    const id = sessions[0] ?? (await setUp());
+    const host = `8000-${id.slice(4)}.${previewDomain}`;
+    const keyed = { authorization: `Bearer ${key}` };
+    const echoed = await answer(viaHost(platform.url, host, '/v1/sessions?x=1', { headers: keyed }));
+    assert.equal(echoed.status, 200, echoed.body);
+    const seen = JSON.parse(echoed.body) as { url: string; headers: Record<string, string> };
+    assert.equal(seen.url, '/v1/sessions?x=1', "every path of the host is the app's, /v1 included");
+    assert.equal(seen.headers['x-forwarded-prefix'], undefined, 'served at the root');
+    assert.equal(seen.headers['x-forwarded-host'], `${host}:${new URL(platform.url).port}`);
+    assert.equal(seen.headers.authorization, undefined);
+    const withPrefix = await answer(viaHost(platform.url, `8000-${id}.${previewDomain}`, '/', { headers: keyed }));
+    assert.equal(withPrefix.status, 200, 'the whole session id (as E2B names a sandbox) works too');
+
+    const ws = new WebSocket(`${platform.url.replace(/^http/, 'ws')}/socket`, { headers: { ...keyed, host: `${host}:${new URL(platform.url).port}` } });
+    const echo = await new Promise<string>((resolve, reject) => {
+      ws.once('open', () => ws.send('ping through the host form'));
+      ws.once('message', (data) => resolve(data.toString()));
+      ws.once('error', reject);
+    });
+    ws.terminate();
+    assert.equal(echo, 'ping through the host form');
+
+    // A preview token: its host URL works without a key and leaves a cookie for that host; another port's host refuses it.
+    const created = (await tenant.call('POST', `/v1/sessions/${id}/preview-tokens/8000`, { ttlSec: 60 })).body;
+    const hostUrl = new URL(created.hostUrl);
+    assert.equal(hostUrl.host, `${host}:${new URL(platform.url).port}`);
+    const opened = await answer(viaHost(platform.url, host, hostUrl.pathname + hostUrl.search));
+    assert.equal(opened.status, 200, opened.body);
+    const cookie = String(opened.headers['set-cookie']).split(';')[0]!;
+    assert.match(String(opened.headers['set-cookie']), /Path=\/;/);
+    assert.equal((await answer(viaHost(platform.url, host, '/app.js', { headers: { cookie } }))).status, 200, 'the cookie carries it on');
+    assert.equal((await answer(viaHost(platform.url, `9000-${id.slice(4)}.${previewDomain}`, '/', { headers: { cookie } }))).status, 403);
+    assert.equal((await answer(viaHost(platform.url, host, '/'))).status, 401, 'no key, no token');
+    const { id: otherTenant } = (await admin.call('POST', '/v1/tenants', { name: 'previews-host-other' })).body;
+    const otherKey = (await admin.call('POST', '/v1/keys', { tenantId: otherTenant })).body.key;
+    assert.equal((await answer(viaHost(platform.url, host, '/', { headers: { authorization: `Bearer ${otherKey}` } }))).status, 404);
+    assert.equal((await answer(viaHost(platform.url, `8000-nosuchsession.${previewDomain}`, '/', { headers: keyed }))).status, 404);
+    assert.equal((await answer(viaHost(platform.url, `x-${id.slice(4)}.${previewDomain}`, '/healthz'))).status, 200, 'not a preview host: the API');
+
+    // Slow clients: requests whose bodies never end hold the session's connections up to the bound, then are refused; freed, it serves again.
+    const slow = Array.from({ length: maxConnections }, () => {
+      const req = viaHost(platform.url, host, '/slow', { method: 'POST', headers: { ...keyed, 'content-length': '1000000' } });
+      req.on('error', () => undefined);
+      req.write('a trickle');
+      return req;
+    });
+    await sleep(1500);
+    const refused = await answer(viaHost(platform.url, host, '/', { headers: keyed }));
+    assert.equal(refused.status, 429, refused.body);
+    assert.equal(JSON.parse(refused.body).error.code, 'TOO_MANY_REQUESTS');
+    assert.match(JSON.parse(refused.body).error.message, /SPACE_PREVIEW_MAX_CONNECTIONS/);
+    assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`, { headers: keyed })).status, 429, 'both forms count');
+    for (const req of slow) req.destroy();
+    await sleep(500);
+    assert.equal((await answer(viaHost(platform.url, host, '/', { headers: keyed }))).status, 200);
   });
 
   test('services: started with every new sandbox and restarted when they exit, so a request wakes a killed or paused session and is answered', {

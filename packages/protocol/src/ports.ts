@@ -32,7 +32,26 @@ export const PreviewTokenSchema = z
     token: z.string(),
     /** The port's URL with the token: opening it sets a cookie, so the page's own links work. */
     url: z.string(),
+    /** The same on the port's own host, `<port>-<session id without ses_>.<SPACE_PREVIEW_DOMAIN>`; null when that setting is unset. */
+    hostUrl: z.string().nullable(),
     expiresAt: z.string(),
   })
   .strict();
 export type PreviewToken = z.infer<typeof PreviewTokenSchema>;
+
+/**
+ * The host of a port's preview URL under a wildcard domain: `<port>-<session id without ses_>.<domain>`
+ * (no underscore: it is not allowed in host names). `ses_` may be kept: E2B's SDK puts its sandbox id there whole.
+ */
+export function previewHost(port: number, sessionId: string, domain: string): string {
+  return `${port}-${sessionId.replace(/^ses_/, '')}.${domain}`;
+}
+
+/** The port and session a preview host names, or null when `host` (lowercase, maybe with `:port`) is not one under `domain`. */
+export function parsePreviewHost(host: string, domain: string): { port: string; sessionId: string } | null {
+  const suffix = `.${domain.toLowerCase()}`;
+  const name = host.replace(/:\d+$/, '');
+  if (!name.endsWith(suffix)) return null;
+  const match = /^(\d{1,5})-(?:ses_)?([a-z0-9]{6,40})$/.exec(name.slice(0, -suffix.length));
+  return match ? { port: match[1]!, sessionId: `ses_${match[2]}` } : null;
+}

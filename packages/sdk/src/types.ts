@@ -148,7 +148,10 @@ export interface ListeningPortData {
 /** A preview URL of a port, with its token. */
 export interface PreviewData {
   token: string;
+  /** The path form: `/v1/sessions/<id>/ports/<port>/?space_token=…`. */
   url: string;
+  /** The port's own host (`<port>-<id>.<SPACE_PREVIEW_DOMAIN>`), when the platform has a preview domain. */
+  hostUrl: string | null;
   expiresAt: string;
 }
 

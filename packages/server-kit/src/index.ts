@@ -3,6 +3,7 @@ export { readBody, readJson, parseQuery, parseWith, describeIssues } from './bod
 export {
   Router,
   type ProxyRoute,
+  type HostMatcher,
   type RouterOptions,
   type RequestContext,
   type UpgradeContext,

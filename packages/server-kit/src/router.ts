@@ -47,6 +47,9 @@ interface MountedHandler {
   handler: (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
 }
 
+/** Params of a request from its Host header (lowercased, port included), or null when the host is not one of the route's. */
+export type HostMatcher = (host: string) => Record<string, string> | null;
+
 /** A path whose requests of any method, and upgrades, are passed on to another server whole. */
 export interface ProxyRoute {
   request: (ctx: RequestContext) => Promise<void>;
@@ -75,6 +78,7 @@ export class Router {
   private readonly socketRoutes: SocketRoute[] = [];
   private readonly mounted: MountedHandler[] = [];
   private readonly proxies: { pattern: string; route: ProxyRoute }[] = [];
+  private readonly hostProxies: { match: HostMatcher; route: ProxyRoute }[] = [];
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: Limits.maxStreamMessageBytes * 2 });
 
   constructor(private readonly options: RouterOptions) {}
@@ -99,6 +103,15 @@ export class Router {
     return this;
   }
 
+  /**
+   * Every request and upgrade whose Host header `match` accepts goes to `route`, whatever its path
+   * (a host of its own, e.g. a preview URL's): `match` gives the route's params, `*` the path after `/`.
+   */
+  proxyHost(match: HostMatcher, route: ProxyRoute): this {
+    this.hostProxies.push({ match, route });
+    return this;
+  }
+
   socket(pattern: string, guard: UpgradeGuard, handler: SocketHandler): this {
     this.socketRoutes.push({ pattern, guard, handler });
     return this;
@@ -112,6 +125,8 @@ export class Router {
       // The client may have gone while admission awaited: then 'close' has fired already.
       if (release) res.closed ? release() : res.once('close', release);
       const url = parseRequestUrl(req);
+      const byHost = this.byHost(req, url);
+      if (byHost) return await byHost.route.request({ req, res, url, params: byHost.params });
       const mount = this.mounted.find((m) => url.pathname === m.prefix || url.pathname.startsWith(`${m.prefix}/`));
       if (mount) return await mount.handler(req, res);
       for (const { pattern, route } of this.proxies) {
@@ -141,6 +156,8 @@ export class Router {
       const release = await this.options.admit?.(req, 'stream');
       if (release) socket.destroyed ? release() : socket.once('close', release);
       const url = parseRequestUrl(req);
+      const byHost = this.byHost(req, url);
+      if (byHost) return await byHost.route.upgrade({ req, url, params: byHost.params }, socket, head);
       for (const { pattern, route } of this.proxies) {
         const params = matchPath(pattern, url.pathname);
         if (params) return await route.upgrade({ req, url, params }, socket, head);
@@ -163,6 +180,16 @@ export class Router {
       rejectUpgrade(socket, this.logged(err, req, requestId), requestId);
     }
   };
+
+  private byHost(req: IncomingMessage, url: URL): { route: ProxyRoute; params: Record<string, string> } | null {
+    const host = req.headers.host;
+    if (!host || this.hostProxies.length === 0) return null;
+    for (const { match, route } of this.hostProxies) {
+      const params = match(host.toLowerCase());
+      if (params) return { route, params: { ...params, '*': url.pathname.slice(1) } };
+    }
+    return null;
+  }
 
   /** The error as the client will see it; a 500 (our own bug, never the client's) is logged with its cause. */
   private logged(err: unknown, req: IncomingMessage, requestId: string): SpaceError {

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { CreatePreviewTokenRequestSchema, PreviewPortSchema } from '@space/protocol';
-import { type Router, parseWith, proxyRequest, proxyUpgrade, readJson, sendJson, type UpgradeContext } from '@space/server-kit';
+import { CreatePreviewTokenRequestSchema, ErrorCode, PreviewPortSchema, SpaceError, parsePreviewHost, previewHost } from '@space/protocol';
+import { type ProxyRoute, type Router, parseWith, proxyRequest, proxyUpgrade, readJson, sendJson, type UpgradeContext } from '@space/server-kit';
 import { type Authenticator, type Caller, portScope } from '../auth.js';
 import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
@@ -31,31 +31,48 @@ interface PreviewAccess {
   setCookie: string | null;
 }
 
+export interface PreviewOptions {
+  /** `SPACE_PREVIEW_DOMAIN`: a wildcard domain pointing at the control planes; ports are also served at `<port>-<session>.<domain>`. */
+  domain: string | null;
+  /** `SPACE_PREVIEW_MAX_CONNECTIONS`: preview requests and WebSockets open at once per session in one control plane. */
+  maxConnectionsPerSession: number;
+}
+
 /**
- * Preview URLs: `/v1/sessions/:id/ports/:port/<path>`, any method and WebSocket upgrades, passed
- * to the port in the session's sandbox (resumed first if it has none: wake on request), with
- * `X-Forwarded-*` headers; the body is not rewritten, so an app served here should use relative
- * links (its base path is in `X-Forwarded-Prefix`). Access: an API key (`Authorization: Bearer`),
- * or a preview token (`?space_token=`, then a cookie for that path). Also the tokens and the list
- * of listening ports.
+ * Preview URLs, in two forms: the path form `/v1/sessions/:id/ports/:port/<path>`, and with a
+ * preview domain the host form `<port>-<id>.<domain>/<path>`. Any method and WebSocket upgrades
+ * are passed to the port in the session's sandbox (resumed first if it has none: wake on request),
+ * with `X-Forwarded-*` headers; the body is not rewritten, so an app served under the path form
+ * should use relative links (its base path is in `X-Forwarded-Prefix`). Access: an API key
+ * (`Authorization: Bearer`), or a preview token (`?space_token=`, then a cookie for that base
+ * path). A session holds a bounded number of preview connections at once (slow clients cannot pile
+ * up). Also the tokens and the list of listening ports.
  */
-export function registerPortRoutes(router: Router, auth: Authenticator, sessions: SessionService, calls: SessionCalls, store: Store): void {
-  const access = async (req: IncomingMessage, url: URL, sessionId: string, port: string): Promise<PreviewAccess> => {
+export function registerPortRoutes(
+  router: Router,
+  auth: Authenticator,
+  sessions: SessionService,
+  calls: SessionCalls,
+  store: Store,
+  options: PreviewOptions,
+): void {
+  /** `pathForm`: the request's path in the path form, which keys and tokens are checked against in either form. */
+  const access = async (req: IncomingMessage, url: URL, basePath: string, pathForm: string): Promise<PreviewAccess> => {
+    const checked = pathForm === url.pathname ? req : withPath(req, pathForm);
     const fromQuery = url.searchParams.get(tokenName);
     const jar = cookies(req);
     const token = fromQuery ?? jar.get(tokenName) ?? null;
-    const basePath = `/v1/sessions/${sessionId}/ports/${port}/`;
     const others = [...jar].filter(([name]) => name !== tokenName).map(([name, value]) => `${name}=${value}`);
     const headers: Record<string, string> = {
       'x-forwarded-host': String(req.headers.host ?? ''),
       'x-forwarded-proto': String(req.headers['x-forwarded-proto'] ?? 'http'),
       'x-forwarded-for': [req.headers['x-forwarded-for'], req.socket.remoteAddress].filter(Boolean).join(', '),
-      'x-forwarded-prefix': basePath.slice(0, -1),
+      ...(basePath === '/' ? {} : { 'x-forwarded-prefix': basePath.slice(0, -1) }),
       ...(others.length > 0 ? { cookie: others.join('; ') } : {}),
     };
-    if (token === null) return { caller: await auth.authenticate(req), headers, setCookie: null };
+    if (token === null) return { caller: await auth.authenticate(checked), headers, setCookie: null };
     if (req.headers.authorization) headers[forwardedAuthorization] = req.headers.authorization;
-    const caller = await auth.authenticateKey(token, req);
+    const caller = await auth.authenticateKey(token, checked);
     const setCookie = fromQuery ? `${tokenName}=${fromQuery}; Path=${basePath}; HttpOnly; SameSite=Lax` : null;
     return { caller, headers, setCookie };
   };
@@ -71,28 +88,44 @@ export function registerPortRoutes(router: Router, auth: Authenticator, sessions
   const waitLongerForServices = async (caller: Caller, sessionId: string, port: number, headers: Record<string, string>): Promise<void> => {
     if ((await sessions.row(caller, sessionId)).services.some((s) => s.port === port)) headers[listenWait] = String(serviceStartWaitMs);
   };
+  const open = new ConnectionCounts(options.maxConnectionsPerSession);
 
-  router.proxy('/v1/sessions/:sessionId/ports/:port/*', {
+  const pathFormBase = (params: Record<string, string>) => `/v1/sessions/${params.sessionId}/ports/${params.port}/`;
+  /** The proxy of both forms; `basePath` is where the port's root is in the form's URLs. */
+  const previewRoute = (basePathOf: (params: Record<string, string>) => string): ProxyRoute => ({
     request: async ({ req, res, url, params }) => {
-      const { caller, headers, setCookie } = await access(req, url, params.sessionId!, params.port!);
+      const sessionId = params.sessionId!;
+      const { caller, headers, setCookie } = await access(req, url, basePathOf(params), pathFormBase(params) + params['*']);
       const port = portOf(params);
-      await waitLongerForServices(caller, params.sessionId!, port, headers);
+      await waitLongerForServices(caller, sessionId, port, headers);
+      const release = open.take(sessionId);
+      res.once('close', release);
       if (setCookie) res.setHeader('set-cookie', setCookie);
-      await calls.withSandbox(caller, params.sessionId!, { repeatable: false }, (target) =>
+      await calls.withSandbox(caller, sessionId, { repeatable: false }, (target) =>
         proxyRequest(req, res, target.node.portTarget(target.sandboxId, port, rest(url, params), headers)),
       );
     },
     upgrade: async ({ req, url, params }: UpgradeContext, socket, head) => {
-      const { caller, headers } = await access(req, url, params.sessionId!, params.port!);
+      const sessionId = params.sessionId!;
+      const { caller, headers } = await access(req, url, basePathOf(params), pathFormBase(params) + params['*']);
       const port = portOf(params);
-      await waitLongerForServices(caller, params.sessionId!, port, headers);
-      await calls.withSandbox(caller, params.sessionId!, { repeatable: false }, (target) =>
+      await waitLongerForServices(caller, sessionId, port, headers);
+      socket.once('close', open.take(sessionId));
+      await calls.withSandbox(caller, sessionId, { repeatable: false }, (target) =>
         proxyUpgrade(req, socket, head, target.node.portTarget(target.sandboxId, port, rest(url, params), headers)),
       );
       // An open connection is a call in progress: the session is not idle while it lasts.
-      socket.once('close', calls.trackStream(params.sessionId!));
+      socket.once('close', calls.trackStream(sessionId));
     },
   });
+
+  router.proxy('/v1/sessions/:sessionId/ports/:port/*', previewRoute(pathFormBase));
+  const { domain } = options;
+  if (domain)
+    router.proxyHost(
+      (host) => parsePreviewHost(host, domain),
+      previewRoute(() => '/'),
+    );
 
   router.on('GET', '/v1/sessions/:sessionId/ports', async ({ req, res, params }) => {
     const caller = await auth.authenticate(req);
@@ -108,12 +141,46 @@ export function registerPortRoutes(router: Router, auth: Authenticator, sessions
     const session = await sessions.row(caller, params.sessionId!);
     const { ttlSec } = await readJson(req, CreatePreviewTokenRequestSchema);
     const { token, expiresAt } = await auth.createPreviewToken(session.tenantId, session.id, port, ttlSec);
-    const origin = `${String(req.headers['x-forwarded-proto'] ?? 'http')}://${req.headers.host ?? url.host}`;
-    sendJson(res, 201, { token, expiresAt, url: `${origin}/v1/sessions/${session.id}/ports/${port}/?${tokenName}=${token}` });
+    const scheme = String(req.headers['x-forwarded-proto'] ?? 'http');
+    const host = req.headers.host ?? url.host;
+    // The host form keeps the port the control plane was reached on (none behind a load balancer on 80/443).
+    const hostUrl = domain ? `${scheme}://${previewHost(port, session.id, domain)}${/:\d+$/.exec(host)?.[0] ?? ''}/?${tokenName}=${token}` : null;
+    sendJson(res, 201, { token, expiresAt, url: `${scheme}://${host}/v1/sessions/${session.id}/ports/${port}/?${tokenName}=${token}`, hostUrl });
   });
 
   router.on('DELETE', '/v1/sessions/:sessionId/preview-tokens/:port', async ({ req, res, params }) => {
     const session = await sessions.row(await auth.authenticate(req), params.sessionId!);
     sendJson(res, 200, { revoked: await store.deleteScopedKeys(session.id, portScope(portOf(params))) });
   });
+}
+
+/** The request as the key check sees it: at `path` (a host-form request checked as its path form). */
+function withPath(req: IncomingMessage, path: string): IncomingMessage {
+  return Object.assign(Object.create(req) as IncomingMessage, { url: path });
+}
+
+/** Preview connections open per session, each released once when it closes; past the bound a new one is refused (429). */
+class ConnectionCounts {
+  private readonly open = new Map<string, number>();
+
+  constructor(private readonly max: number) {}
+
+  take(sessionId: string): () => void {
+    const count = this.open.get(sessionId) ?? 0;
+    if (count >= this.max)
+      throw new SpaceError(
+        ErrorCode.TOO_MANY_REQUESTS,
+        `session ${sessionId} has ${count} preview connections open, the most one control plane holds per session (SPACE_PREVIEW_MAX_CONNECTIONS)`,
+        { limit: 'previewConnections', retryAfterSec: 1 },
+      );
+    this.open.set(sessionId, count + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.open.get(sessionId) ?? 1) - 1;
+      if (left > 0) this.open.set(sessionId, left);
+      else this.open.delete(sessionId);
+    };
+  }
 }

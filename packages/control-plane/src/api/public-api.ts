@@ -35,7 +35,7 @@ import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
-import { registerPortRoutes } from './port-routes.js';
+import { type PreviewOptions, registerPortRoutes } from './port-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
 import type { VolumeService } from '../volume-service.js';
 
@@ -55,6 +55,7 @@ export interface PublicApiDeps {
   limits: TenantLimits;
   templates: { catalog: TemplateCatalog; service: TemplateService };
   volumes: VolumeService;
+  preview: PreviewOptions;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
@@ -250,7 +251,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   });
 
   registerSandboxRoutes(router, auth, sessions, deps.calls);
-  registerPortRoutes(router, auth, sessions, deps.calls, store);
+  registerPortRoutes(router, auth, sessions, deps.calls, store, deps.preview);
   registerVolumeRoutes(router, auth, deps.volumes);
   return router;
 }
