@@ -4,7 +4,19 @@ import { KeyedQueue } from '@space/server-kit';
 import type { Store } from './store/store.js';
 
 /** What changes a session's sandbox or volume; at most one runs per session at a time. */
-export type LifecycleOperation = 'create' | 'delete' | 'restore' | 'checkpoint' | 'kill' | 'fork' | 'resume' | 'maintenance' | 'move' | 'pause' | 'services';
+export type LifecycleOperation =
+  | 'create'
+  | 'delete'
+  | 'restore'
+  | 'checkpoint'
+  | 'kill'
+  | 'fork'
+  | 'resume'
+  | 'maintenance'
+  | 'move'
+  | 'pause'
+  | 'services'
+  | 'ports';
 
 export interface LifecycleQueueOptions {
   /** How long a call waits for the operations queued before it; then it gets SESSION_BUSY (`SPACE_LIFECYCLE_WAIT_MS`). */

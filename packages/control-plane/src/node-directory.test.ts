@@ -49,6 +49,7 @@ async function cluster() {
       onTimeout: 'delete',
       services: [],
       volumes: [],
+      publicPorts: [],
       lastActiveAt: null,
       volumeNodeId: nodeId,
       secrets: [],

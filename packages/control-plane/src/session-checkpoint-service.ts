@@ -122,6 +122,7 @@ export class SessionCheckpointService {
       egress: parent.egress,
       // The fork's volumes come from the checkpoint (copies of the read-write ones).
       volumes: [],
+      publicPorts: parent.publicPorts,
     };
     // Started side by side; all or nothing: if one fork fails, the others are deleted again.
     const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, checkpoint)));

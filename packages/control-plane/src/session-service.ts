@@ -89,6 +89,7 @@ export class SessionService {
       onTimeout: request.onTimeout,
       services: request.services,
       volumes,
+      publicPorts: request.publicPorts,
     };
     await this.deps.lifecycle.run(row.id, 'create', async () => {
       await this.deps.store.insertSession(row);
@@ -344,6 +345,7 @@ function toSession(row: SessionRow): Session {
     onTimeout: row.onTimeout,
     services: row.services,
     volumes: row.volumes.map(({ name, path, readOnly }) => ({ name, path, readOnly })),
+    publicPorts: row.publicPorts,
     secrets: row.secrets,
     egress: row.egress,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,

@@ -32,6 +32,7 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   onTimeout: 'pause',
   services: [{ name: 'web', cmd: ['python3', '-m', 'http.server'], port: 8000 }],
   volumes: [],
+  publicPorts: [8000],
   lastActiveAt: null,
   volumeNodeId: 'node_x',
   idleTimeoutSec: 900,

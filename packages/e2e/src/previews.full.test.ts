@@ -189,11 +189,12 @@ describe('preview URLs: ports of a sandbox reached from outside', () => {
     assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`)).status, 401, 'no key at all');
   });
 
-  test('the host form <port>-<session>.<domain>: HTTP, WebSocket, tokens scoped to their port; a slow client holds a bounded number of connections', {
+  test('the host form <port>-<session>.<domain>: HTTP, WebSocket, tokens scoped to their port; a slow client holds a bounded number of connections; public ports', {
     timeout: 120_000,
   }, async () => {
     const id = sessions[0] ?? (await setUp());
     const host = `8000-${id.slice(4)}.${previewDomain}`;
+    const b = (k: string) => new Api(platform.url, k);
     const keyed = { authorization: `Bearer ${key}` };
     const echoed = await answer(viaHost(platform.url, host, '/v1/sessions?x=1', { headers: keyed }));
     assert.equal(echoed.status, 200, echoed.body);
@@ -247,6 +248,23 @@ describe('preview URLs: ports of a sandbox reached from outside', () => {
     for (const req of slow) req.destroy();
     await sleep(500);
     assert.equal((await answer(viaHost(platform.url, host, '/', { headers: keyed }))).status, 200);
+
+    // A public port: anyone reaches it, in both forms; the app's own Authorization passes through; private again, it is closed.
+    const made = await tenant.call('PUT', `/v1/sessions/${id}/public-ports/8000`);
+    assert.deepEqual(made.body.publicPorts, [8000]);
+    assert.equal((await answer(viaHost(platform.url, host, '/'))).status, 200);
+    const appAuth = await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`, { headers: { authorization: 'Basic YXBwOnNlY3JldA==' } });
+    assert.equal(((await appAuth.json()) as { headers: Record<string, string> }).headers.authorization, 'Basic YXBwOnNlY3JldA==');
+    assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/9000/`)).status, 401, 'only that port');
+    assert.equal((await b(otherKey).call('PUT', `/v1/sessions/${id}/public-ports/9000`)).status, 404, "another tenant cannot open a session's port");
+    const cliPrivate = JSON.parse(
+      execFileSync(process.execPath, [cliMain, 'preview', id, '8000', '--private', '--json'], {
+        env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: key },
+        encoding: 'utf8',
+      }),
+    );
+    assert.deepEqual(cliPrivate.publicPorts, []);
+    assert.equal((await answer(viaHost(platform.url, host, '/'))).status, 401);
   });
 
   test('services: started with every new sandbox and restarted when they exit, so a request wakes a killed or paused session and is answered', {

@@ -71,6 +71,18 @@ const sessionRoutes: PublicRoute[] = [
       'Preview URL: any method (and WebSocket upgrades) under it reaches the port in the sandbox, which is resumed first if it has none; an API key or a preview token (`?space_token=`, then a cookie). 502 PORT_NOT_LISTENING after 3 s without a listener.',
   },
   {
+    method: 'PUT',
+    path: '/v1/sessions/:sessionId/public-ports/:port',
+    summary: "Make a port public: its preview URLs work for anyone, without a key or token (an Authorization header that is not SPACE's reaches the app).",
+    response: SessionSchema,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/sessions/:sessionId/public-ports/:port',
+    summary: 'Make a port private again: its preview URLs need a key or a preview token.',
+    response: SessionSchema,
+  },
+  {
     method: 'POST',
     path: '/v1/sessions/:sessionId/preview-tokens/:port',
     summary: 'A preview token for one port: its URL works without a key until `expiresAt`.',

@@ -119,6 +119,12 @@ export const CreateSessionRequestSchema = z
       .refine((list) => new Set(list.map((s) => s.name)).size === list.length, 'service names must not repeat'),
     /** The tenant's volumes to mount (POST /v1/volumes first); the session runs on their node. */
     volumes: VolumeMountListSchema,
+    /** Ports anyone may reach through preview URLs, without a key or token (PUT/DELETE /v1/sessions/:id/public-ports/:port later). */
+    publicPorts: z
+      .array(PreviewPortSchema)
+      .max(16)
+      .default([])
+      .refine((ports) => new Set(ports).size === ports.length, 'public ports must not repeat'),
   })
   .strict();
 export type CreateSessionRequest = z.infer<typeof CreateSessionRequestSchema>;
@@ -149,6 +155,7 @@ export const SessionSchema = z
     onTimeout: OnTimeoutSchema,
     services: z.array(ServiceSchema),
     volumes: z.array(VolumeMountSchema.required()),
+    publicPorts: z.array(z.number().int()),
     sandbox: SandboxRefSchema.nullable(),
     /** The node that holds the session's volume (and runs its sandbox). */
     nodeId: z.string().nullable(),

@@ -250,6 +250,11 @@ export class SessionHandle {
     return (await this.t.json<{ revoked: number }>('DELETE', `${this.base}/preview-tokens/${port}`, opts)).revoked;
   }
 
+  /** Makes a port public (its preview URLs work for anyone, without a key or token), or private again. */
+  async setPortPublic(port: number, isPublic: boolean, opts: CallOptions = {}): Promise<Session> {
+    return this.withData(await this.t.json<SessionData>(isPublic ? 'PUT' : 'DELETE', `${this.base}/public-ports/${port}`, opts));
+  }
+
   /** Declares (or replaces) a service: started in every new sandbox that did not restore the processes, and now in a running one. */
   async setService(service: ServiceData, opts: CallOptions = {}): Promise<Session> {
     const { name, ...spec } = service;

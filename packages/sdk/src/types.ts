@@ -21,6 +21,8 @@ export interface SessionData {
   services: ServiceData[];
   /** The tenant's volumes the session mounts. */
   volumes: VolumeMountData[];
+  /** Ports whose preview URLs anyone may open, without a key or token. */
+  publicPorts: number[];
   /** Names of the tenant's secrets the sandbox uses (each env var `NAME` holds its placeholder). */
   secrets: string[];
   egress: EgressPolicy;
@@ -64,6 +66,8 @@ export interface CreateSessionOptions {
   services?: ServiceData[];
   /** Volumes (made with `space.volumes.create`) to mount; read-write by default, which one session at a time may. The session runs on their node. */
   volumes?: { name: string; path: string; readOnly?: boolean }[];
+  /** Ports anyone may reach through preview URLs, without a key or token. */
+  publicPorts?: number[];
   /** Secrets (created with `space.secrets.set`) the sandbox may use through the gateway. */
   secrets?: string[];
   /** What the sandbox may reach (default allow-all). */

@@ -127,17 +127,29 @@ export function registerSessionCommands(program: Command): void {
 
   program
     .command('preview <session> <port>')
-    .description('a URL for a port of the session that works in a browser without a key (until it expires); --revoke ends every one of the port')
+    .description(
+      'a URL for a port of the session that works in a browser without a key (until it expires); --revoke ends every one of the port; --public opens the port to anyone',
+    )
     .option('--ttl <seconds>', 'how long the URL works', '3600')
     .option('--revoke', "revoke the port's preview URLs instead")
+    .option('--public', 'make the port public: its URLs work for anyone, without a token')
+    .option('--private', 'make a public port private again')
     .option('--json', 'print JSON')
-    .action(async (id: string, port: string, opts: { ttl: string; revoke?: boolean; json?: boolean }) => {
+    .action(async (id: string, port: string, opts: { ttl: string; revoke?: boolean; public?: boolean; private?: boolean; json?: boolean }) => {
       const session = cliClient(process.env).sessions.handle(id);
       if (opts.revoke) {
         const revoked = await session.revokePreviews(Number(port));
         return output(Boolean(opts.json), { revoked }, () => `revoked ${revoked} preview URL(s) of port ${port}`);
       }
+      if (opts.public || opts.private) {
+        const changed = await session.setPortPublic(Number(port), Boolean(opts.public));
+        return output(
+          Boolean(opts.json),
+          { publicPorts: changed.data.publicPorts },
+          () => `public ports of ${id}: ${changed.data.publicPorts.join(', ') || 'none'}`,
+        );
+      }
       const preview = await session.preview(Number(port), { ttlSec: Number(opts.ttl) });
-      output(Boolean(opts.json), preview, () => `${preview.url}\n(works until ${preview.expiresAt})`);
+      output(Boolean(opts.json), preview, () => `${preview.hostUrl ?? preview.url}\n(works until ${preview.expiresAt})`);
     });
 }

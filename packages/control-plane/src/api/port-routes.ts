@@ -13,6 +13,8 @@ const forwardedAuthorization = 'x-space-forwarded-authorization';
 /** How long the node waits for the port to listen: a declared service's port gets time to start (the node's name for it). */
 const listenWait = 'x-space-listen-wait-ms';
 const serviceStartWaitMs = 30_000;
+/** Most public ports of a session (as at create). */
+const maxPublicPorts = 16;
 
 function cookies(req: IncomingMessage): Map<string, string> {
   return new Map(
@@ -56,8 +58,12 @@ export function registerPortRoutes(
   store: Store,
   options: PreviewOptions,
 ): void {
-  /** `pathForm`: the request's path in the path form, which keys and tokens are checked against in either form. */
-  const access = async (req: IncomingMessage, url: URL, basePath: string, pathForm: string): Promise<PreviewAccess> => {
+  /**
+   * Who the request acts as. `pathForm`: its path in the path form, which keys and tokens are
+   * checked against in either form. A public port needs neither: then an Authorization header that
+   * is not one of SPACE's keys is the app's and passes through.
+   */
+  const access = async (req: IncomingMessage, url: URL, params: Record<string, string>, basePath: string, pathForm: string): Promise<PreviewAccess> => {
     const checked = pathForm === url.pathname ? req : withPath(req, pathForm);
     const fromQuery = url.searchParams.get(tokenName);
     const jar = cookies(req);
@@ -70,7 +76,14 @@ export function registerPortRoutes(
       ...(basePath === '/' ? {} : { 'x-forwarded-prefix': basePath.slice(0, -1) }),
       ...(others.length > 0 ? { cookie: others.join('; ') } : {}),
     };
-    if (token === null) return { caller: await auth.authenticate(checked), headers, setCookie: null };
+    if (token === null) {
+      const publicCaller = await publicAccess(params);
+      if (!publicCaller) return { caller: await auth.authenticate(checked), headers, setCookie: null };
+      if (!req.headers.authorization) return { caller: publicCaller, headers, setCookie: null };
+      const keyed = await auth.authenticate(checked).catch(() => null);
+      if (!keyed) headers[forwardedAuthorization] = req.headers.authorization;
+      return { caller: keyed ?? publicCaller, headers, setCookie: null };
+    }
     if (req.headers.authorization) headers[forwardedAuthorization] = req.headers.authorization;
     const caller = await auth.authenticateKey(token, checked);
     const setCookie = fromQuery ? `${tokenName}=${fromQuery}; Path=${basePath}; HttpOnly; SameSite=Lax` : null;
@@ -84,6 +97,12 @@ export function registerPortRoutes(
     return `/${params['*']}${search ? `?${search}` : ''}`;
   };
   const portOf = (params: Record<string, string>) => parseWith(PreviewPortSchema, params.port, 'port');
+  /** The session's own tenant, when the port is public (anyone may reach it); else null. */
+  const publicAccess = async (params: Record<string, string>): Promise<Caller | null> => {
+    const session = await store.findSession(params.sessionId!);
+    const port = Number(params.port);
+    return session?.publicPorts.includes(port) ? { tenantId: session.tenantId, admin: false, sessionId: session.id } : null;
+  };
   /** A port one of the session's services serves on may take a while to listen (the service starts with a resumed sandbox). */
   const waitLongerForServices = async (caller: Caller, sessionId: string, port: number, headers: Record<string, string>): Promise<void> => {
     if ((await sessions.row(caller, sessionId)).services.some((s) => s.port === port)) headers[listenWait] = String(serviceStartWaitMs);
@@ -95,7 +114,7 @@ export function registerPortRoutes(
   const previewRoute = (basePathOf: (params: Record<string, string>) => string): ProxyRoute => ({
     request: async ({ req, res, url, params }) => {
       const sessionId = params.sessionId!;
-      const { caller, headers, setCookie } = await access(req, url, basePathOf(params), pathFormBase(params) + params['*']);
+      const { caller, headers, setCookie } = await access(req, url, params, basePathOf(params), pathFormBase(params) + params['*']);
       const port = portOf(params);
       await waitLongerForServices(caller, sessionId, port, headers);
       const release = open.take(sessionId);
@@ -107,7 +126,7 @@ export function registerPortRoutes(
     },
     upgrade: async ({ req, url, params }: UpgradeContext, socket, head) => {
       const sessionId = params.sessionId!;
-      const { caller, headers } = await access(req, url, basePathOf(params), pathFormBase(params) + params['*']);
+      const { caller, headers } = await access(req, url, params, basePathOf(params), pathFormBase(params) + params['*']);
       const port = portOf(params);
       await waitLongerForServices(caller, sessionId, port, headers);
       socket.once('close', open.take(sessionId));
@@ -147,6 +166,22 @@ export function registerPortRoutes(
     const hostUrl = domain ? `${scheme}://${previewHost(port, session.id, domain)}${/:\d+$/.exec(host)?.[0] ?? ''}/?${tokenName}=${token}` : null;
     sendJson(res, 201, { token, expiresAt, url: `${scheme}://${host}/v1/sessions/${session.id}/ports/${port}/?${tokenName}=${token}`, hostUrl });
   });
+
+  // A public port: its preview URLs need no key or token (only the owner's key changes that).
+  for (const [method, makePublic] of [
+    ['PUT', true],
+    ['DELETE', false],
+  ] as const)
+    router.on(method, '/v1/sessions/:sessionId/public-ports/:port', async ({ req, res, params }) => {
+      const caller = await auth.authenticate(req);
+      const port = portOf(params);
+      await sessions.inTurn(caller, params.sessionId!, 'ports', async (row) => {
+        const others = row.publicPorts.filter((p) => p !== port);
+        if (makePublic && others.length >= maxPublicPorts) throw new SpaceError(ErrorCode.QUOTA_EXCEEDED, `a session may have ${maxPublicPorts} public ports`);
+        await store.updateSession(row.id, { publicPorts: makePublic ? [...others, port].sort((a, b) => a - b) : others });
+      });
+      sendJson(res, 200, await sessions.get(caller, params.sessionId!));
+    });
 
   router.on('DELETE', '/v1/sessions/:sessionId/preview-tokens/:port', async ({ req, res, params }) => {
     const session = await sessions.row(await auth.authenticate(req), params.sessionId!);

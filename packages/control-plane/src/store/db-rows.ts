@@ -41,6 +41,7 @@ export interface SessionDbRow {
   on_timeout: string;
   services: string;
   volumes: string;
+  public_ports: string;
 }
 
 export interface SecretDbRow {
@@ -144,6 +145,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     onTimeout: row.on_timeout as SessionRow['onTimeout'],
     services: JSON.parse(row.services) as SessionRow['services'],
     volumes: JSON.parse(row.volumes) as SessionRow['volumes'],
+    publicPorts: JSON.parse(row.public_ports) as number[],
   };
 }
 

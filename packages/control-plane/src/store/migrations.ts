@@ -150,6 +150,11 @@ export const migrations: Migration[] = [
       ];
     },
   },
+  {
+    version: 9,
+    description: "sessions' public ports (preview URLs without a key)",
+    statements: (dialect) => [`ALTER TABLE sessions ADD COLUMN public_ports ${text(dialect)} NOT NULL DEFAULT '[]'`],
+  },
 ];
 
 export const migrationsTable =

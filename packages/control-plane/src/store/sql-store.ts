@@ -23,7 +23,7 @@ import {
   type VolumeMountDbRow,
   type VolumeSnapshotDbRow,
 } from './db-rows.js';
-import type { SqlDatabase } from './sql-database.js';
+import type { SqlDatabase, SqlValue } from './sql-database.js';
 import type {
   ApiKeyRow,
   CheckpointRow,
@@ -56,7 +56,11 @@ const sessionColumns: Record<keyof SessionPatch, string> = {
   onTimeout: 'on_timeout',
   services: 'services',
   volumes: 'volumes',
+  publicPorts: 'public_ports',
 };
+
+/** Session fields kept as JSON text. */
+const jsonColumns = new Set<keyof SessionPatch>(['services', 'volumes', 'publicPorts']);
 
 /** Tokens kept per session; older ones stop working. */
 const sessionTokensKept = 32;
@@ -124,7 +128,7 @@ export class SqlStore implements Store {
 
   async insertSession(row: SessionRow): Promise<void> {
     await this.db.run(
-      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout, services, volumes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout, services, volumes, public_ports) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [
         row.id,
         row.tenantId,
@@ -149,12 +153,18 @@ export class SqlStore implements Store {
         row.onTimeout,
         JSON.stringify(row.services),
         JSON.stringify(row.volumes),
+        JSON.stringify(row.publicPorts),
       ],
     );
   }
 
   async getSession(tenantId: string, id: string): Promise<SessionRow | null> {
     const row = await this.db.get<SessionDbRow>('SELECT * FROM sessions WHERE id = ? AND tenant_id = ?', [id, tenantId]);
+    return row ? toSession(row) : null;
+  }
+
+  async findSession(id: string): Promise<SessionRow | null> {
+    const row = await this.db.get<SessionDbRow>('SELECT * FROM sessions WHERE id = ?', [id]);
     return row ? toSession(row) : null;
   }
 
@@ -174,7 +184,7 @@ export class SqlStore implements Store {
     const keys = Object.keys(patch) as (keyof SessionPatch)[];
     if (keys.length === 0) return;
     const sets = keys.map((k) => `${sessionColumns[k]} = ?`).join(', ');
-    const value = (k: keyof SessionPatch) => (k === 'services' || k === 'volumes' ? JSON.stringify(patch[k]) : (patch[k] ?? null));
+    const value = (k: keyof SessionPatch) => (jsonColumns.has(k) ? JSON.stringify(patch[k]) : ((patch[k] as SqlValue | undefined) ?? null));
     await this.db.run(`UPDATE sessions SET ${sets} WHERE id = ?`, [...keys.map(value), id]);
   }
 

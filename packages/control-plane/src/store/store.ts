@@ -70,6 +70,8 @@ export interface SessionRow {
   services: Service[];
   /** The tenant's volumes the session mounts (claimed in `volume_mounts` too). */
   volumes: SessionVolumeRow[];
+  /** Ports whose preview URLs need no key or token. */
+  publicPorts: number[];
 }
 
 /** A volume a session mounts: which, where, how. */
@@ -176,7 +178,18 @@ export interface SessionLeaseRow {
 export type SessionPatch = Partial<
   Pick<
     SessionRow,
-    'status' | 'sandboxId' | 'nodeId' | 'sandboxStartedAt' | 'resumeNote' | 'lastActiveAt' | 'volumeNodeId' | 'expiresAt' | 'onTimeout' | 'services' | 'volumes'
+    | 'status'
+    | 'sandboxId'
+    | 'nodeId'
+    | 'sandboxStartedAt'
+    | 'resumeNote'
+    | 'lastActiveAt'
+    | 'volumeNodeId'
+    | 'expiresAt'
+    | 'onTimeout'
+    | 'services'
+    | 'volumes'
+    | 'publicPorts'
   >
 >;
 
@@ -228,6 +241,8 @@ export interface Store {
   deleteScopedKeys(sessionId: string, scope: string): Promise<number>;
   insertSession(row: SessionRow): Promise<void>;
   getSession(tenantId: string, id: string): Promise<SessionRow | null>;
+  /** A session whatever its tenant: only for requests that carry no key (a public port's preview URL). */
+  findSession(id: string): Promise<SessionRow | null>;
   listSessions(tenantId: string): Promise<SessionRow[]>;
   listAllSessions(): Promise<SessionRow[]>;
   /** How many sessions the tenant has. */
