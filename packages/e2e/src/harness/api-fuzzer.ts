@@ -14,6 +14,9 @@ export interface FuzzTarget {
   sessionId: string;
   checkpointId: string;
   secretName: string;
+  /** A volume of the tenant, and a snapshot of it. */
+  volumeName: string;
+  volumeSnapshotId: string;
   /** A background process of the session. */
   pid: number;
   /** A session token of the session: the E2B data plane's access token. */
@@ -138,7 +141,9 @@ function fillPath(route: PublicRoute, target: FuzzTarget, rng: Random): string {
   const values: Record<string, () => string> = {
     sessionId: () => target.sessionId,
     checkpointId: () => target.checkpointId,
-    name: () => target.secretName,
+    // `:name` is a secret's, a template's, a service's or a volume's: the volume routes get the volume.
+    name: () => (route.path.startsWith('/v1/volumes') ? target.volumeName : target.secretName),
+    snapshotId: () => target.volumeSnapshotId,
     pid: () => String(rng.chance(0.5) ? target.pid : rng.int(-1, 70000)),
   };
   return route.path.replace(/:([a-zA-Z]+)/g, (_, name: string) =>

@@ -25,13 +25,28 @@ export async function prepareFuzzTarget(url: string, adminKey: string): Promise<
   const checkpoint = await body(tenant, 'POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' });
   await body(tenant, 'PUT', '/v1/secrets/FUZZ_TOKEN', { value: 'v', hosts: ['example.com'] });
   const { token: accessToken } = await body(tenant, 'POST', `/v1/sessions/${session.id}/tokens`);
-  return { url, key, adminKey, sessionId: session.id, checkpointId: checkpoint.id, secretName: 'FUZZ_TOKEN', pid, accessToken };
+  await body(tenant, 'POST', '/v1/volumes', { name: 'fuzz-data', sizeGb: 0.1 });
+  const { id: volumeSnapshotId } = await body(tenant, 'POST', '/v1/volumes/fuzz-data/snapshots');
+  return {
+    url,
+    key,
+    adminKey,
+    sessionId: session.id,
+    checkpointId: checkpoint.id,
+    secretName: 'FUZZ_TOKEN',
+    volumeName: 'fuzz-data',
+    volumeSnapshotId,
+    pid,
+    accessToken,
+  };
 }
 
-/** Deletes every session of the fuzzer's tenant (the ones it made by valid creates and forks too). */
+/** Deletes every session of the fuzzer's tenant (the ones it made by valid creates and forks too), then its volumes; returns how many sessions. */
 export async function deleteFuzzSessions(target: FuzzTarget): Promise<number> {
   const tenant = new Api(target.url, target.key);
   const { sessions } = await body(tenant, 'GET', '/v1/sessions');
   for (const s of sessions as { id: string }[]) await body(tenant, 'DELETE', `/v1/sessions/${s.id}`);
+  const { volumes } = await body(tenant, 'GET', '/v1/volumes');
+  for (const v of volumes as { name: string }[]) await body(tenant, 'DELETE', `/v1/volumes/${v.name}`);
   return sessions.length;
 }
