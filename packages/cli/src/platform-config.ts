@@ -36,6 +36,8 @@ export interface PlatformConfig {
   previewDomain: string | undefined;
   /** SPACE_PREVIEW_MAX_CONNECTIONS: preview connections open at once per session in one control plane, default 64 */
   previewMaxConnections: number;
+  /** SPACE_TEMPLATE_MAX_CONTEXT_MB: the most a Dockerfile build's context may hold, default 64 */
+  templateMaxContextMb: number;
 }
 
 function previewDomain(env: NodeJS.ProcessEnv): string | undefined {
@@ -91,6 +93,7 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
     objectStore: env.SPACE_OBJECT_STORE || undefined,
     previewDomain: previewDomain(env),
     previewMaxConnections: positiveInt(env, 'SPACE_PREVIEW_MAX_CONNECTIONS', 64),
+    templateMaxContextMb: positiveNumber(env, 'SPACE_TEMPLATE_MAX_CONTEXT_MB', 64),
   };
 }
 
@@ -108,8 +111,10 @@ export function controlPlaneTuning(
   | 'sharedStore'
   | 'objectStore'
   | 'preview'
+  | 'templateMaxContextMb'
 > {
   return {
+    templateMaxContextMb: config.templateMaxContextMb,
     preview: { domain: config.previewDomain ?? null, maxConnectionsPerSession: config.previewMaxConnections },
     objectStore: config.objectStore,
     nodeLostAfterSec: config.nodeLostAfterSec,

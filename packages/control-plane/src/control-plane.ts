@@ -6,6 +6,7 @@ import { type PublicApiDeps, createPublicApi } from './api/public-api.js';
 import type { PreviewOptions } from './api/port-routes.js';
 import { TemplateCatalog } from './template-catalog.js';
 import { TemplateService } from './template-service.js';
+import { TemplateBuilds } from './template-builds.js';
 import { Authenticator } from './auth.js';
 import { NodeClient } from './node-client.js';
 import { NodeDirectory } from './node-directory.js';
@@ -56,6 +57,8 @@ export interface ControlPlaneOptions {
   tenantLimits?: Partial<TenantLimitOptions>;
   /** Disk of a session that names none, GB (`SPACE_SESSION_DISK_GB`, default 10). */
   defaultDiskGb?: number;
+  /** The most a Dockerfile build's context may hold, MB (`SPACE_TEMPLATE_MAX_CONTEXT_MB`, default 64). */
+  templateMaxContextMb?: number;
   /** Preview URLs: the wildcard domain of the host form (`SPACE_PREVIEW_DOMAIN`), connections per session (`SPACE_PREVIEW_MAX_CONNECTIONS`, default 64). */
   preview?: Partial<PreviewOptions>;
   log?: (message: string) => void;
@@ -150,7 +153,22 @@ export class ControlPlane {
       metrics: this.metrics,
       keepAutomatic,
     });
-    this.templates = { catalog, service: new TemplateService(options.store, this.nodes, this.checkpoints, catalog) };
+    const templateService = new TemplateService(options.store, this.nodes, this.checkpoints, catalog);
+    const maxContextBytes = (options.templateMaxContextMb ?? 64) * 1024 * 1024;
+    const builds = new TemplateBuilds(
+      {
+        store: options.store,
+        sessions: this.sessions,
+        checkpoints: this.checkpoints,
+        templates: templateService,
+        catalog,
+        auth: this.auth,
+        apiUrl: () => `http://${loopbackHost(this.options.host)}:${this.port}`,
+        log: this.log,
+      },
+      { maxContextBytes, cacheEntries: 64 },
+    );
+    this.templates = { catalog, service: templateService, builds, maxContextBytes };
     this.maintenance = new Maintenance({
       store: options.store,
       nodes: this.nodes,

@@ -113,7 +113,7 @@ test('sessions and templates from before nodes were recorded belong to the confi
   const c = await cluster();
   await c.sessionOn('node_a');
   await c.store.updateSession('ses_0', { volumeNodeId: null });
-  await c.store.insertTemplateVersion({ id: 'tpl_old', tenantId: 'tn_a', name: 'old', fromCheckpoint: 'ckp_x', nodeId: null, createdAt: '' });
+  await c.store.insertTemplateVersion({ id: 'tpl_old', tenantId: 'tn_a', name: 'old', fromCheckpoint: 'ckp_x', nodeId: null, createdAt: '', config: null });
   await c.store.adoptUnplaced('node_local');
   assert.equal((await c.store.getSession('tn_a', 'ses_0'))?.volumeNodeId, 'node_local');
   assert.equal((await c.store.listTemplates('tn_a'))[0]?.nodeId, 'node_local');

@@ -31,7 +31,7 @@ test('every operation of the API reference is served by the control plane (an un
     egress: s.egress,
     log: lineLog(() => undefined),
     limits: s.limits,
-    templates: { catalog: s.catalog, service: s.templates },
+    templates: { catalog: s.catalog, service: s.templates, builds: s.builds, maxContextBytes: 1024 * 1024 },
   });
   const { server, port } = await listen(router, '127.0.0.1', 0);
   try {

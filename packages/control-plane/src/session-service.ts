@@ -13,6 +13,7 @@ import type { LifecycleOperation, LifecycleQueue } from './lifecycle-queue.js';
 import type { TenantLimits } from './tenant-limits.js';
 import type { TemplateCatalog } from './template-catalog.js';
 import type { VolumeService } from './volume-service.js';
+import { applyTemplateConfig } from './template-config.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -57,10 +58,13 @@ export class SessionService {
     // A fork of a checkpoint with volumes goes where the checkpoint's copies of them are.
     let onNode = fromCheckpoint && (!fromCheckpoint.shippedAt || fromCheckpoint.volumes.length > 0) ? fromCheckpoint.nodeId : null;
     let volumes: SessionRow['volumes'] = [];
+    let { env, services } = request;
     if (!fromCheckpoint) {
       await this.deps.egress.validateSession(caller.tenantId, request.secrets, request.env);
-      const templateNode = (await this.deps.templates.forNewSession(caller.tenantId, request.template)).nodeId;
-      ({ volumes, nodeId: onNode } = await this.deps.volumes.resolve(caller.tenantId, request.volumes, templateNode));
+      const template = await this.deps.templates.forNewSession(caller.tenantId, request.template);
+      ({ volumes, nodeId: onNode } = await this.deps.volumes.resolve(caller.tenantId, request.volumes, template.nodeId));
+      // A template named by its id (a build's own session) starts bare: no CMD runs while it builds.
+      if (!request.template.startsWith('tpl_')) ({ env, services } = applyTemplateConfig(template.config, env, services));
     }
     const node = await this.deps.nodes.place(onNode);
     const row: SessionRow = {
@@ -69,7 +73,7 @@ export class SessionService {
       template: request.template,
       status: 'starting',
       createdAt: new Date().toISOString(),
-      env: request.env,
+      env,
       resources: this.withDisk(request.resources),
       metadata: request.metadata,
       sandboxId: null,
@@ -87,7 +91,7 @@ export class SessionService {
       egress: request.egress,
       expiresAt: expiryFrom(Date.now(), request.timeoutSec),
       onTimeout: request.onTimeout,
-      services: request.services,
+      services,
       volumes,
       publicPorts: request.publicPorts,
     };

@@ -197,7 +197,15 @@ for (const engine of engines.all) {
     await a.insertTenant({ id: 'tn_t', name: 't', createdAt: '' });
     const made = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        (i % 2 ? a : b).insertTemplateVersion({ id: `tpl_${i}`, tenantId: 'tn_t', name: 'py', fromCheckpoint: 'ckp_x', nodeId: 'node_x', createdAt: '' }),
+        (i % 2 ? a : b).insertTemplateVersion({
+          id: `tpl_${i}`,
+          tenantId: 'tn_t',
+          name: 'py',
+          fromCheckpoint: 'ckp_x',
+          nodeId: 'node_x',
+          createdAt: '',
+          config: null,
+        }),
       ),
     );
     assert.deepEqual(
@@ -205,7 +213,17 @@ for (const engine of engines.all) {
       Array.from({ length: 12 }, (_, i) => i + 1),
     );
     assert.equal(
-      (await a.insertTemplateVersion({ id: 'tpl_other', tenantId: 'tn_t', name: 'node', fromCheckpoint: 'ckp_x', nodeId: 'node_x', createdAt: '' })).version,
+      (
+        await a.insertTemplateVersion({
+          id: 'tpl_other',
+          tenantId: 'tn_t',
+          name: 'node',
+          fromCheckpoint: 'ckp_x',
+          nodeId: 'node_x',
+          createdAt: '',
+          config: null,
+        })
+      ).version,
       1,
     );
     await a.deleteTemplate('tpl_0');
@@ -320,7 +338,7 @@ test('sqlite: a file from before versioned migrations is brought up to date and 
   try {
     const row = await store.getSession('tn_old', 'ses_old');
     assert.deepEqual([row?.onResume, row?.egress.mode, row?.checkpointIntervalSec, row?.secrets], ['processes', 'allow-all', 60, []]);
-    await store.insertTemplateVersion({ id: 'tpl_new', tenantId: 'tn_old', name: 't', fromCheckpoint: 'ckp', nodeId: null, createdAt: '' });
+    await store.insertTemplateVersion({ id: 'tpl_new', tenantId: 'tn_old', name: 't', fromCheckpoint: 'ckp', nodeId: null, createdAt: '', config: null });
   } finally {
     await store.close();
   }

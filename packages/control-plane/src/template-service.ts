@@ -1,8 +1,8 @@
-import { ErrorCode, SpaceError, builtinTemplateNames, newId, type CreateTemplateRequest, type Template } from '@space/protocol';
+import { ErrorCode, SpaceError, builtinTemplateNames, newId, type CreateTemplateRequest, type Template, type TemplateConfig } from '@space/protocol';
 import type { Caller } from './auth.js';
 import type { NodeDirectory } from './node-directory.js';
 import type { SessionCheckpointService } from './session-checkpoint-service.js';
-import type { Store } from './store/store.js';
+import type { Store, TemplateRow } from './store/store.js';
 import type { TemplateCatalog } from './template-catalog.js';
 
 /**
@@ -18,27 +18,43 @@ export class TemplateService {
     private readonly catalog: TemplateCatalog,
   ) {}
 
-  async create(caller: Caller, request: CreateTemplateRequest): Promise<Template> {
+  /** A template from a session (an fs checkpoint of it first) or a checkpoint; Dockerfiles go to TemplateBuilds. */
+  async create(caller: Caller, request: Omit<CreateTemplateRequest, 'dockerfile'>): Promise<Template> {
     const checkpointId = request.fromSession ? (await this.checkpoints.create(caller, request.fromSession, 'fs')).id : request.fromCheckpoint!;
+    await this.createVersion(caller, request.name, checkpointId, null);
+    return (await this.catalog.list(caller.tenantId)).find((t) => t.name === request.name)!;
+  }
+
+  /**
+   * The next version of template `name` (a name starting with `_` is hidden: a build's cached
+   * step) as a snapshot of one of the tenant's checkpoints, with what its sessions start with.
+   */
+  async createVersion(caller: Caller, name: string, checkpointId: string, config: TemplateConfig | null): Promise<TemplateRow> {
     const checkpoint = await this.checkpoints.checkpoint(caller, checkpointId);
     // The template is a snapshot on the checkpoint's node; sessions made from it are placed there.
     const node = await this.nodes.client(checkpoint.nodeId);
     const id = newId('tpl');
     await node.createTemplate(id, checkpointId);
     try {
-      await this.store.insertTemplateVersion({
+      return await this.store.insertTemplateVersion({
         id,
         tenantId: caller.tenantId,
-        name: request.name,
+        name,
         fromCheckpoint: checkpointId,
         nodeId: node.nodeId,
         createdAt: new Date().toISOString(),
+        config,
       });
     } catch (err) {
       await node.deleteTemplate(id).catch(() => undefined);
       throw err;
     }
-    return (await this.catalog.list(caller.tenantId)).find((t) => t.name === request.name)!;
+  }
+
+  /** Deletes one version (a build's cached step that is evicted); sessions made from it keep their files. */
+  async deleteVersion(version: TemplateRow): Promise<void> {
+    await (await this.nodes.forVolume({ volumeNodeId: version.nodeId })).deleteTemplate(version.id);
+    await this.store.deleteTemplate(version.id);
   }
 
   /** Deletes every version of the tenant's template; refused while sessions made from it exist unless `force` (their volumes are their own). */
@@ -56,9 +72,6 @@ export class TemplateService {
         },
       );
     }
-    for (const version of versions) {
-      await (await this.nodes.forVolume({ volumeNodeId: version.nodeId })).deleteTemplate(version.id);
-      await this.store.deleteTemplate(version.id);
-    }
+    for (const version of versions) await this.deleteVersion(version);
   }
 }

@@ -23,6 +23,7 @@ import type {
   Service,
   Volume,
   VolumeSnapshot,
+  TemplateBuild,
 } from '@space/protocol';
 import type {
   CheckpointData,
@@ -43,6 +44,7 @@ import type {
   ServiceData,
   VolumeData,
   VolumeSnapshotData,
+  TemplateBuildData,
 } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
@@ -68,4 +70,5 @@ export const sdkMatchesWire: Record<string, true> = {
   service: true satisfies Same<ServiceData, Service>,
   volume: true satisfies Same<VolumeData, Volume>,
   volumeSnapshot: true satisfies Same<VolumeSnapshotData, VolumeSnapshot>,
+  templateBuild: true satisfies Same<TemplateBuildData, TemplateBuild>,
 };

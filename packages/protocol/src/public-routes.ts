@@ -11,7 +11,14 @@ import { OkSchema as ok } from './common.js';
 import { sandboxRoutes } from './sandbox-routes.js';
 import { CreateSessionRequestSchema, ServiceSpecSchema, SessionListSchema, SessionSchema, SessionTokenSchema, SetTimeoutRequestSchema } from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
-import { CreateTemplateRequestSchema, DeleteTemplateQuerySchema, TemplateListSchema, TemplateSchema } from './templates.js';
+import {
+  BuildLogQuerySchema,
+  CreateTemplateRequestSchema,
+  DeleteTemplateQuerySchema,
+  TemplateBuildSchema,
+  TemplateListSchema,
+  TemplateSchema,
+} from './templates.js';
 import { SandboxMetricsSchema } from './node-api.js';
 import { CreateVolumeRequestSchema, VolumeListSchema, VolumeSchema, VolumeSnapshotListSchema, VolumeSnapshotSchema } from './volumes.js';
 import { CreatePreviewTokenRequestSchema, ListeningPortsSchema, PreviewTokenSchema } from './ports.js';
@@ -183,10 +190,25 @@ const templateRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/templates',
-    summary: "Make a template of the tenant's from a checkpoint or a session (an fs checkpoint is taken first); a name made again gets a new version.",
+    summary:
+      "Make a template of the tenant's from a checkpoint or a session (an fs checkpoint is taken first): 201 with the template; or build one from a Dockerfile: 202 with the build, which runs in the background (follow its log). A name made again gets a new version.",
     body: CreateTemplateRequestSchema,
     status: 201,
-    response: TemplateSchema,
+    response: z.union([TemplateSchema, TemplateBuildSchema]),
+  },
+  {
+    method: 'GET',
+    path: '/v1/templates/:name/builds/:buildId',
+    summary: 'A Dockerfile build: running, succeeded (the version it made) or failed (the step and why).',
+    response: TemplateBuildSchema,
+  },
+  {
+    method: 'GET',
+    path: '/v1/templates/:name/builds/:buildId/logs',
+    summary:
+      "The build's log as text: each step with its line, its output, cached steps marked; with ?follow=1 streamed until the build ends, whose result is the last line.",
+    transport: 'binary',
+    query: BuildLogQuerySchema,
   },
   { method: 'GET', path: '/v1/templates', summary: "The built-in templates and the newest version of each of the tenant's own.", response: TemplateListSchema },
   {

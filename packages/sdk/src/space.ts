@@ -8,6 +8,8 @@ import type {
   SecretData,
   SessionData,
   TemplateData,
+  TemplateBuildData,
+  TemplateBuildOptions,
   TenantLimitsData,
   VolumeData,
   VolumeSnapshotData,
@@ -46,6 +48,11 @@ export class Space {
    */
   readonly templates: {
     create(template: { name: string; fromSession?: string; fromCheckpoint?: string } & CallOptions): Promise<TemplateData>;
+    /** Starts a Dockerfile build (it runs in the background); `buildLog` follows it, `build` reads its status. */
+    build(options: TemplateBuildOptions & CallOptions): Promise<TemplateBuildData>;
+    getBuild(name: string, buildId: string, options?: CallOptions): Promise<TemplateBuildData>;
+    /** The build's log as it grows (`follow`, the default: until the build ends), chunk by chunk. */
+    buildLog(name: string, buildId: string, options?: { follow?: boolean; signal?: AbortSignal }): AsyncIterable<string>;
     list(options?: CallOptions): Promise<TemplateData[]>;
     /** Refused (TEMPLATE_IN_USE) while sessions made from it exist, unless `force`: they keep their files. */
     delete(name: string, options?: { force?: boolean } & CallOptions): Promise<void>;
@@ -87,10 +94,24 @@ export class Space {
       drain: (nodeId, opts = {}) => t.json<DrainResultData>('POST', `/v1/nodes/${encodeURIComponent(nodeId)}/drain`, { timeoutMs: 3_600_000, ...opts }),
       undrain: (nodeId, opts = {}) => t.json<NodeData>('POST', `/v1/nodes/${encodeURIComponent(nodeId)}/undrain`, opts),
     };
+    const buildPath = (name: string, id: string) => `/v1/templates/${encodeURIComponent(name)}/builds/${encodeURIComponent(id)}`;
     this.templates = {
       async create(opts) {
         const { name, fromSession, fromCheckpoint, ...call } = opts;
         return t.json<TemplateData>('POST', '/v1/templates', { ...call, json: { name, fromSession, fromCheckpoint } });
+      },
+      build(opts) {
+        const { signal, timeoutMs, files, ...build } = opts;
+        const encoded = Object.fromEntries(Object.entries(files ?? {}).map(([p, data]) => [p, Buffer.from(data).toString('base64')]));
+        return t.json<TemplateBuildData>('POST', '/v1/templates', { signal, timeoutMs, json: { ...build, files: encoded } });
+      },
+      getBuild: (name, id, opts = {}) => t.json<TemplateBuildData>('GET', buildPath(name, id), opts),
+      async *buildLog(name, id, opts = {}) {
+        const follow = opts.follow ?? true;
+        // A build may run for an hour or more: the log's request is not cut by a call timeout.
+        const res = await t.request('GET', `${buildPath(name, id)}/logs${follow ? '?follow=1' : ''}`, { signal: opts.signal, timeoutMs: 24 * 3600_000 });
+        const decoder = new TextDecoder();
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) yield decoder.decode(chunk, { stream: true });
       },
       async list(opts = {}) {
         return (await t.json<{ templates: TemplateData[] }>('GET', '/v1/templates', opts)).templates;

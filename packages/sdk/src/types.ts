@@ -256,6 +256,47 @@ export interface TemplateData {
   createdAt: string | null;
   /** Sessions of the tenant made from it. */
   sessions: number;
+  /** Built from a Dockerfile: what its sessions start with (its CMD runs as the service `cmd`). */
+  config: TemplateConfigData | null;
+}
+
+export interface TemplateConfigData {
+  env: Record<string, string>;
+  workdir: string;
+  user: string;
+  cmd: string | string[] | null;
+  labels: Record<string, string>;
+  expose: number[];
+}
+
+/** A Dockerfile build of a template. */
+export interface TemplateBuildData {
+  id: string;
+  name: string;
+  status: 'running' | 'succeeded' | 'failed';
+  createdAt: string;
+  endedAt: string | null;
+  /** Why it failed: the step's Dockerfile line and the cause. */
+  error: string | null;
+  /** The template version it made. */
+  version: number | null;
+  steps: number;
+  cachedSteps: number;
+}
+
+/** What `space.templates.build` sends: the Dockerfile and its build context. */
+export interface TemplateBuildOptions {
+  name: string;
+  dockerfile: string;
+  /** The build context: path (relative) -> content. */
+  files?: Record<string, string | Uint8Array>;
+  /** Context paths whose files are executable. */
+  executables?: string[];
+  buildArgs?: Record<string, string>;
+  /** The tenant's secrets RUN steps may use (as placeholders the gateway replaces); never in the template. */
+  secrets?: string[];
+  resources?: { memoryMb?: number; cpus?: number; pids?: number; diskGb?: number };
+  timeoutSec?: number;
 }
 
 /** A node of the cluster (`GET /v1/nodes`, admin key). */

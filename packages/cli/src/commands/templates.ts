@@ -1,6 +1,41 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import type { TemplateData } from '@space/sdk';
 import { cliClient, output } from '../client.js';
+
+/** The build context: every file under `dir` (`.git` left out), by relative path, and which are executable. */
+function readContext(dir: string, maxBytes: number): { files: Record<string, Buffer>; executables: string[] } {
+  const files: Record<string, Buffer> = {};
+  const executables: string[] = [];
+  let total = 0;
+  const walk = (relative: string): void => {
+    for (const entry of readdirSync(path.join(dir, relative), { withFileTypes: true })) {
+      const name = relative ? `${relative}/${entry.name}` : entry.name;
+      if (entry.isDirectory()) {
+        if (entry.name !== '.git') walk(name);
+      } else if (entry.isFile()) {
+        const full = path.join(dir, name);
+        total += statSync(full).size;
+        if (total > maxBytes) throw new Error(`the build context ${dir} holds more than ${maxBytes / 1024 / 1024} MB; build from a smaller directory`);
+        files[name] = readFileSync(full);
+        if (statSync(full).mode & 0o111) executables.push(name);
+      }
+    }
+  };
+  walk('');
+  return { files, executables };
+}
+
+function pairs(list: string[], flag: string): Record<string, string> {
+  return Object.fromEntries(
+    list.map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new Error(`${flag} takes NAME=VALUE, not ${JSON.stringify(pair)}`);
+      return [pair.slice(0, at), pair.slice(at + 1)];
+    }),
+  );
+}
 
 function line(t: TemplateData): string {
   const origin = t.builtIn ? 'built-in' : `v${t.version} from ${t.fromCheckpoint} at ${t.createdAt}`;
@@ -21,6 +56,42 @@ export function registerTemplateCommands(program: Command): void {
       const made = await cliClient(process.env).templates.create({ name, fromSession: opts.fromSession, fromCheckpoint: opts.fromCheckpoint });
       output(Boolean(opts.json), made, () => `template ${made.name} v${made.version} made from ${made.fromCheckpoint}`);
     });
+  template
+    .command('build <name> [context]')
+    .description('build a template from a Dockerfile in a SPACE sandbox; follows the build log (steps that did not change come from the cache)')
+    .option('-f, --file <dockerfile>', 'the Dockerfile (default: Dockerfile in the context directory)')
+    .option('--build-arg <NAME=VALUE...>', "values of the Dockerfile's ARGs", [])
+    .option('-s, --secret <name...>', 'secrets RUN steps may use through the gateway (never in the template)', [])
+    .option('--timeout <seconds>', 'cancel the build after this long', (v) => Number(v))
+    .option('--no-follow', 'start the build and print its id without waiting')
+    .option('--json', 'print the build as JSON (the log goes to stderr)')
+    .action(
+      async (
+        name: string,
+        contextDir: string | undefined,
+        opts: { file?: string; buildArg: string[]; secret: string[]; timeout?: number; follow: boolean; json?: boolean },
+      ) => {
+        const dir = contextDir ?? '.';
+        const dockerfile = readFileSync(opts.file ?? path.join(dir, 'Dockerfile'), 'utf8');
+        const { files, executables } = contextDir ? readContext(dir, 64 * 1024 * 1024) : { files: {}, executables: [] };
+        const space = cliClient(process.env);
+        const build = await space.templates.build({
+          name,
+          dockerfile,
+          files,
+          executables,
+          buildArgs: pairs(opts.buildArg, '--build-arg'),
+          secrets: opts.secret,
+          timeoutSec: opts.timeout,
+          timeoutMs: 120_000,
+        });
+        if (!opts.follow) return output(Boolean(opts.json), build, () => build.id);
+        for await (const chunk of space.templates.buildLog(name, build.id)) (opts.json ? process.stderr : process.stdout).write(chunk);
+        const done = await space.templates.getBuild(name, build.id);
+        if (done.status !== 'succeeded') process.exitCode = 1;
+        if (opts.json) output(true, done, () => '');
+      },
+    );
   template
     .command('ls')
     .description('list the templates new sessions can start from')

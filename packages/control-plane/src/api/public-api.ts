@@ -6,10 +6,7 @@ import {
   CreateCheckpointRequestSchema,
   CreateKeyRequestSchema,
   CreateSessionRequestSchema,
-  CreateTemplateRequestSchema,
   CreateTenantRequestSchema,
-  DeleteTemplateQuerySchema,
-  TemplateNameSchema,
   ForkRequestSchema,
   RestoreRequestSchema,
   newId,
@@ -29,14 +26,13 @@ import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } fro
 import type { EgressService } from '../egress-service.js';
 import type { Authenticator } from '../auth.js';
 import type { TenantLimits } from '../tenant-limits.js';
-import type { TemplateCatalog } from '../template-catalog.js';
-import type { TemplateService } from '../template-service.js';
 import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
 import { type PreviewOptions, registerPortRoutes } from './port-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
+import { type TemplateRouteDeps, registerTemplateRoutes } from './template-routes.js';
 import type { VolumeService } from '../volume-service.js';
 
 export interface PublicApiDeps {
@@ -53,7 +49,7 @@ export interface PublicApiDeps {
   egress: EgressService;
   log: ServerLog;
   limits: TenantLimits;
-  templates: { catalog: TemplateCatalog; service: TemplateService };
+  templates: TemplateRouteDeps;
   volumes: VolumeService;
   preview: PreviewOptions;
 }
@@ -201,22 +197,6 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     sendJson(res, 200, await checkpoints.restore(caller, params.sessionId!, checkpointId, restoreVolumes));
   });
 
-  router.on('POST', '/v1/templates', async ({ req, res }) => {
-    const caller = await auth.authenticate(req);
-    sendJson(res, 201, await deps.templates.service.create(caller, await readJson(req, CreateTemplateRequestSchema)));
-  });
-
-  router.on('GET', '/v1/templates', async ({ req, res }) => {
-    sendJson(res, 200, { templates: await deps.templates.catalog.list((await auth.authenticate(req)).tenantId) });
-  });
-
-  router.on('DELETE', '/v1/templates/:name', async ({ req, res, params, url }) => {
-    const caller = await auth.authenticate(req);
-    const { force } = parseQuery(url, DeleteTemplateQuerySchema);
-    await deps.templates.service.delete(caller, parseWith(TemplateNameSchema, params.name, 'template name'), force === '1' || force === 'true');
-    sendJson(res, 200, { ok: true });
-  });
-
   router.on('GET', '/v1/limits', async ({ req, res }) => {
     sendJson(res, 200, { ...(await deps.limits.view((await auth.authenticate(req)).tenantId)), defaultDiskGb: sessions.defaultDiskGb });
   });
@@ -253,5 +233,6 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   registerSandboxRoutes(router, auth, sessions, deps.calls);
   registerPortRoutes(router, auth, sessions, deps.calls, store, deps.preview);
   registerVolumeRoutes(router, auth, deps.volumes);
+  registerTemplateRoutes(router, auth, deps.templates);
   return router;
 }

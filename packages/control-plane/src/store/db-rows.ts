@@ -8,6 +8,7 @@ import type {
   SessionRow,
   ShipBaseRow,
   TemplateRow,
+  TemplateBuildRow,
   VolumeMountRow,
   VolumeRow,
   VolumeSnapshotRow,
@@ -187,6 +188,7 @@ export interface TemplateDbRow {
   from_checkpoint: string;
   node_id: string | null;
   created_at: string;
+  config: string | null;
 }
 
 export function toTemplate(row: TemplateDbRow): TemplateRow {
@@ -198,6 +200,37 @@ export function toTemplate(row: TemplateDbRow): TemplateRow {
     fromCheckpoint: row.from_checkpoint,
     nodeId: row.node_id,
     createdAt: row.created_at,
+    config: row.config ? (JSON.parse(row.config) as TemplateRow['config']) : null,
+  };
+}
+
+export interface TemplateBuildDbRow {
+  id: string;
+  tenant_id: string;
+  name: string;
+  status: string;
+  created_at: string;
+  ended_at: string | null;
+  error: string | null;
+  version: number | null;
+  steps: number;
+  cached_steps: number;
+  log: string;
+}
+
+export function toBuild(row: TemplateBuildDbRow): TemplateBuildRow {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    name: row.name,
+    status: row.status as TemplateBuildRow['status'],
+    createdAt: row.created_at,
+    endedAt: row.ended_at,
+    error: row.error,
+    version: row.version === null ? null : Number(row.version),
+    steps: Number(row.steps),
+    cachedSteps: Number(row.cached_steps),
+    log: row.log,
   };
 }
 

@@ -155,6 +155,23 @@ export const migrations: Migration[] = [
     description: "sessions' public ports (preview URLs without a key)",
     statements: (dialect) => [`ALTER TABLE sessions ADD COLUMN public_ports ${text(dialect)} NOT NULL DEFAULT '[]'`],
   },
+  {
+    version: 10,
+    description: "templates built from Dockerfiles: their config, the builds and their logs, the tenants' step caches",
+    statements: (dialect) => {
+      const t = text(dialect);
+      return [
+        `ALTER TABLE templates ADD COLUMN config ${t}`,
+        `CREATE TABLE IF NOT EXISTS template_builds (
+          id ${t} PRIMARY KEY, tenant_id ${t} NOT NULL, name ${t} NOT NULL, status ${t} NOT NULL, created_at ${t} NOT NULL,
+          ended_at ${t}, error ${t}, version INTEGER, steps INTEGER NOT NULL DEFAULT 0, cached_steps INTEGER NOT NULL DEFAULT 0,
+          log ${t} NOT NULL DEFAULT '')`,
+        `CREATE TABLE IF NOT EXISTS template_build_cache (
+          tenant_id ${t} NOT NULL, cache_key ${t} NOT NULL, template_id ${t} NOT NULL, created_at ${t} NOT NULL,
+          PRIMARY KEY (tenant_id, cache_key))`,
+      ];
+    },
+  },
 ];
 
 export const migrationsTable =

@@ -16,6 +16,8 @@ import {
   type SecretDbRow,
   type SessionDbRow,
   type TemplateDbRow,
+  toBuild,
+  type TemplateBuildDbRow,
   toVolume,
   toVolumeMount,
   toVolumeSnapshot,
@@ -38,6 +40,9 @@ import type {
   ShipBaseRow,
   Store,
   TemplateRow,
+  TemplateBuildPatch,
+  TemplateBuildRow,
+  BuildCacheRow,
   TenantRow,
   VolumeMountRow,
   VolumeRow,
@@ -314,8 +319,18 @@ export class SqlStore implements Store {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.db.run(
-          'INSERT INTO templates (id, tenant_id, name, version, from_checkpoint, node_id, created_at) SELECT ?, ?, ?, COALESCE(MAX(version), 0) + 1, ?, ?, ? FROM templates WHERE tenant_id = ? AND name = ?',
-          [row.id, row.tenantId, row.name, row.fromCheckpoint, row.nodeId, row.createdAt, row.tenantId, row.name],
+          'INSERT INTO templates (id, tenant_id, name, version, from_checkpoint, node_id, created_at, config) SELECT ?, ?, ?, COALESCE(MAX(version), 0) + 1, ?, ?, ?, ? FROM templates WHERE tenant_id = ? AND name = ?',
+          [
+            row.id,
+            row.tenantId,
+            row.name,
+            row.fromCheckpoint,
+            row.nodeId,
+            row.createdAt,
+            row.config ? JSON.stringify(row.config) : null,
+            row.tenantId,
+            row.name,
+          ],
         );
         break;
       } catch (err) {
@@ -332,6 +347,60 @@ export class SqlStore implements Store {
 
   async deleteTemplate(id: string): Promise<void> {
     await this.db.run('DELETE FROM templates WHERE id = ?', [id]);
+  }
+
+  async insertBuild(row: TemplateBuildRow): Promise<void> {
+    await this.db.run(
+      'INSERT INTO template_builds (id, tenant_id, name, status, created_at, ended_at, error, version, steps, cached_steps, log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      [row.id, row.tenantId, row.name, row.status, row.createdAt, row.endedAt, row.error, row.version, row.steps, row.cachedSteps, row.log],
+    );
+  }
+
+  async updateBuild(id: string, patch: TemplateBuildPatch): Promise<void> {
+    const columns: Record<keyof TemplateBuildPatch, string> = {
+      status: 'status',
+      endedAt: 'ended_at',
+      error: 'error',
+      version: 'version',
+      steps: 'steps',
+      cachedSteps: 'cached_steps',
+      log: 'log',
+    };
+    const keys = Object.keys(patch) as (keyof TemplateBuildPatch)[];
+    if (keys.length === 0) return;
+    await this.db.run(`UPDATE template_builds SET ${keys.map((k) => `${columns[k]} = ?`).join(', ')} WHERE id = ?`, [...keys.map((k) => patch[k] ?? null), id]);
+  }
+
+  async getBuild(tenantId: string, id: string): Promise<TemplateBuildRow | null> {
+    const row = await this.db.get<TemplateBuildDbRow>('SELECT * FROM template_builds WHERE tenant_id = ? AND id = ?', [tenantId, id]);
+    return row ? toBuild(row) : null;
+  }
+
+  async getBuildCache(tenantId: string, key: string): Promise<BuildCacheRow | null> {
+    const row = await this.db.get<{ template_id: string; created_at: string }>('SELECT * FROM template_build_cache WHERE tenant_id = ? AND cache_key = ?', [
+      tenantId,
+      key,
+    ]);
+    return row ? { tenantId, key, templateId: row.template_id, createdAt: row.created_at } : null;
+  }
+
+  async putBuildCache(row: BuildCacheRow): Promise<void> {
+    await this.db.run(
+      'INSERT INTO template_build_cache (tenant_id, cache_key, template_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id, cache_key) DO UPDATE SET template_id = excluded.template_id, created_at = excluded.created_at',
+      [row.tenantId, row.key, row.templateId, row.createdAt],
+    );
+  }
+
+  async listBuildCache(tenantId: string): Promise<BuildCacheRow[]> {
+    const rows = await this.db.all<{ cache_key: string; template_id: string; created_at: string }>(
+      'SELECT * FROM template_build_cache WHERE tenant_id = ? ORDER BY created_at, cache_key',
+      [tenantId],
+    );
+    return rows.map((r) => ({ tenantId, key: r.cache_key, templateId: r.template_id, createdAt: r.created_at }));
+  }
+
+  async deleteBuildCache(tenantId: string, key: string): Promise<void> {
+    await this.db.run('DELETE FROM template_build_cache WHERE tenant_id = ? AND cache_key = ?', [tenantId, key]);
   }
 
   async recordHeartbeat(row: Omit<NodeRow, 'status' | 'registeredAt'>): Promise<void> {

@@ -1,6 +1,8 @@
 import type {
   CheckpointKind,
   CheckpointVolume,
+  TemplateBuild,
+  TemplateConfig,
   EgressPolicy,
   NodeCapacity,
   OnResume,
@@ -223,6 +225,24 @@ export interface TemplateRow {
   /** The node holding the snapshot (null in stores from before nodes were recorded: the configured node). */
   nodeId: string | null;
   createdAt: string;
+  /** Built from a Dockerfile: what its sessions start with. */
+  config: TemplateConfig | null;
+}
+
+/** A Dockerfile build and its log (the newest part, bounded). */
+export interface TemplateBuildRow extends TemplateBuild {
+  tenantId: string;
+  log: string;
+}
+
+export type TemplateBuildPatch = Partial<Pick<TemplateBuildRow, 'status' | 'endedAt' | 'error' | 'version' | 'steps' | 'cachedSteps' | 'log'>>;
+
+/** A step a tenant's builds made before: the hidden template holding the files after it. */
+export interface BuildCacheRow {
+  tenantId: string;
+  key: string;
+  templateId: string;
+  createdAt: string;
 }
 
 /**
@@ -282,6 +302,15 @@ export interface Store {
   /** The tenant's template versions, by name then version. */
   listTemplates(tenantId: string): Promise<TemplateRow[]>;
   deleteTemplate(id: string): Promise<void>;
+  insertBuild(row: TemplateBuildRow): Promise<void>;
+  updateBuild(id: string, patch: TemplateBuildPatch): Promise<void>;
+  getBuild(tenantId: string, id: string): Promise<TemplateBuildRow | null>;
+  getBuildCache(tenantId: string, key: string): Promise<BuildCacheRow | null>;
+  /** Records a cached step (a key made again points at the newer template). */
+  putBuildCache(row: BuildCacheRow): Promise<void>;
+  /** The tenant's cached steps, oldest first. */
+  listBuildCache(tenantId: string): Promise<BuildCacheRow[]>;
+  deleteBuildCache(tenantId: string, key: string): Promise<void>;
   /** Registers the node on its first heartbeat, updates it on the next (its status is kept). */
   recordHeartbeat(row: Omit<NodeRow, 'status' | 'registeredAt'>): Promise<void>;
   listNodes(): Promise<NodeRow[]>;

@@ -22,6 +22,7 @@ import { NodeDrain } from '../node-drain.js';
 import { Authenticator } from '../auth.js';
 import { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from '../tenant-limits.js';
 import { VolumeService } from '../volume-service.js';
+import { TemplateBuilds } from '../template-builds.js';
 import { TemplateCatalog } from '../template-catalog.js';
 import { TemplateService } from '../template-service.js';
 
@@ -70,6 +71,11 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
   const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper, volumes);
   const templates = new TemplateService(store, nodes, checkpoints, catalog);
+  // Builds run sandboxes through the public API: tested end to end, not on the fake node.
+  const builds = new TemplateBuilds(
+    { store, sessions, checkpoints, templates, catalog, auth, apiUrl: () => 'http://fake-api.invalid', log: (m) => log.push(m) },
+    { maxContextBytes: 1024 * 1024, cacheEntries: 4 },
+  );
   const pauser = new SessionPauser({ store, nodes, sessions, checkpoints, metrics, keepAutomatic: 5, now });
   const maintenance = new Maintenance({
     store,
@@ -103,6 +109,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     limits,
     catalog,
     templates,
+    builds,
     volumes,
     sessions,
     calls,
