@@ -1,5 +1,8 @@
 import type { z } from 'zod';
+import type { Readable } from 'node:stream';
 import {
+  NodeImageImportedSchema,
+  type TemplateConfig,
   type NodeCreateVolumeRequest,
   NodeVolumeUsageSchema,
   EgressAuditListSchema,
@@ -194,6 +197,22 @@ export class NodeClient {
   /** Makes template version `templateId` from a checkpoint on the node. */
   createTemplate(templateId: string, checkpointId: string): Promise<unknown> {
     return this.upstream.json('POST', '/node/v1/templates', { templateId, checkpointId }, OkSchema);
+  }
+
+  /** Makes template version `templateId` from an image archive streamed to the node; the image's config comes back. */
+  async importImage(templateId: string, archive: Readable, length: string | undefined): Promise<TemplateConfig> {
+    const headers: Record<string, string> = { 'content-type': 'application/x-tar', ...(length ? { 'content-length': length } : {}) };
+    const reply = await this.upstream.send('POST', `/node/v1/templates/${encodeURIComponent(templateId)}/image`, archive, headers);
+    return (await this.upstream.readJsonReply(reply, NodeImageImportedSchema, 1024 * 1024)).config;
+  }
+
+  /** Makes template version `templateId` from an image in a registry (`docker://…`), where the node can reach one. */
+  async pullImage(templateId: string, image: string): Promise<TemplateConfig> {
+    return (
+      await this.upstream.json('POST', `/node/v1/templates/${encodeURIComponent(templateId)}/pull`, { image }, NodeImageImportedSchema, {
+        timeoutMs: 3_600_000,
+      })
+    ).config;
   }
 
   deleteTemplate(templateId: string): Promise<unknown> {

@@ -49,6 +49,7 @@ export class TemplateCatalog {
       name,
       version: 0,
       builtIn: true,
+      source: 'built-in',
       fromCheckpoint: null,
       createdAt: null,
       sessions: sessions.get(name) ?? 0,
@@ -58,7 +59,9 @@ export class TemplateCatalog {
       name: t.name,
       version: t.version,
       builtIn: false,
-      fromCheckpoint: t.fromCheckpoint,
+      // An image's version has no checkpoint; a Dockerfile's has a config.
+      source: t.fromCheckpoint === '' ? 'image' : t.config ? 'dockerfile' : 'checkpoint',
+      fromCheckpoint: t.fromCheckpoint || null,
       createdAt: t.createdAt,
       sessions: sessions.get(t.name) ?? 0,
       config: t.config,

@@ -1,4 +1,5 @@
 import { ErrorCode, SpaceError, builtinTemplateNames, newId, type CreateTemplateRequest, type Template, type TemplateConfig } from '@space/protocol';
+import type { Readable } from 'node:stream';
 import type { Caller } from './auth.js';
 import type { NodeDirectory } from './node-directory.js';
 import type { SessionCheckpointService } from './session-checkpoint-service.js';
@@ -49,6 +50,32 @@ export class TemplateService {
       await node.deleteTemplate(id).catch(() => undefined);
       throw err;
     }
+  }
+
+  /**
+   * The next version of template `name` from an image: an archive streamed to a node (placed by
+   * load), or pulled from a registry there. Its config (env, workdir, user, ENTRYPOINT and CMD,
+   * labels, exposed ports) is the template's, as a Dockerfile's would be.
+   */
+  async importImage(caller: Caller, name: string, source: { archive: Readable; length: string | undefined } | { image: string }): Promise<Template> {
+    const node = await this.nodes.place();
+    const id = newId('tpl');
+    const config = 'image' in source ? await node.pullImage(id, source.image) : await node.importImage(id, source.archive, source.length);
+    try {
+      await this.store.insertTemplateVersion({
+        id,
+        tenantId: caller.tenantId,
+        name,
+        fromCheckpoint: '',
+        nodeId: node.nodeId,
+        createdAt: new Date().toISOString(),
+        config,
+      });
+    } catch (err) {
+      await node.deleteTemplate(id).catch(() => undefined);
+      throw err;
+    }
+    return (await this.catalog.list(caller.tenantId)).find((t) => t.name === name)!;
   }
 
   /** Deletes one version (a build's cached step that is evicted); sessions made from it keep their files. */

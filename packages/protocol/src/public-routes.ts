@@ -197,6 +197,15 @@ const templateRoutes: PublicRoute[] = [
     response: z.union([TemplateSchema, TemplateBuildSchema]),
   },
   {
+    method: 'POST',
+    path: '/v1/templates/:name/image',
+    summary:
+      'Import an image as the next version of a template: the body is a `docker save` archive or an OCI layout tar (streamed); or JSON {image: "docker://…"} pulls it where the node reaches a registry. Its env, workdir, user, entrypoint and cmd become the template\'s config.',
+    transport: 'binary',
+    status: 201,
+    response: TemplateSchema,
+  },
+  {
     method: 'GET',
     path: '/v1/templates/:name/builds/:buildId',
     summary: 'A Dockerfile build: running, succeeded (the version it made) or failed (the step and why).',

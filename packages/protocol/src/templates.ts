@@ -109,7 +109,9 @@ export const TemplateSchema = z
     /** Built-ins: 0. A tenant's template: 1 for the first version, one more for each later one. */
     version: z.number().int().nonnegative(),
     builtIn: z.boolean(),
-    /** The checkpoint it was made from (null for built-ins). */
+    /** Where it comes from: a checkpoint (or session), a Dockerfile, an image; built-ins are the platform's. */
+    source: z.enum(['built-in', 'checkpoint', 'dockerfile', 'image']),
+    /** The checkpoint it was made from (null for built-ins and images). */
     fromCheckpoint: z.string().nullable(),
     createdAt: z.string().nullable(),
     /** Sessions of the tenant created from it (any version). */
@@ -123,6 +125,14 @@ export type Template = z.infer<typeof TemplateSchema>;
 export const TemplateListSchema = z.object({ templates: z.array(TemplateSchema) }).strict();
 
 export const DeleteTemplateQuerySchema = z.object({ force: z.enum(['0', '1', 'true', 'false']).optional() }).strict();
+
+/** `POST /v1/templates/:name/image` with a JSON body: pull from a registry the node can reach (else the body is the image archive). */
+export const ImportImageRequestSchema = z.object({ image: z.string().regex(/^docker:\/\/[^\s]{1,500}$/, 'images are pulled as docker://REFERENCE') }).strict();
+
+/** Control plane -> node agent: pull an image from a registry (`docker://…`) into template version `templateId`. */
+export const NodePullImageRequestSchema = ImportImageRequestSchema;
+/** Node agent -> control plane: the imported image's config. */
+export const NodeImageImportedSchema = z.object({ config: TemplateConfigSchema }).strict();
 
 /** Control plane -> node agent: make template `templateId` from a checkpoint on the node. */
 export const NodeCreateTemplateRequestSchema = z.object({ templateId: TemplateIdSchema, checkpointId: CheckpointIdSchema }).strict();

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { resolveOptions, type CallOptions, type SpaceOptions } from './options.js';
 import { Session, SessionHandle } from './session.js';
 import { Transport } from './transport.js';
@@ -51,6 +52,8 @@ export class Space {
     /** Starts a Dockerfile build (it runs in the background); `buildLog` follows it, `build` reads its status. */
     build(options: TemplateBuildOptions & CallOptions): Promise<TemplateBuildData>;
     getBuild(name: string, buildId: string, options?: CallOptions): Promise<TemplateBuildData>;
+    /** Imports an image: a `docker save` archive or an OCI layout tar (streamed), or `{image: "docker://…"}` pulled where the node reaches a registry. */
+    import(name: string, source: { archive: Readable | Uint8Array } | { image: string }, options?: CallOptions): Promise<TemplateData>;
     /** The build's log as it grows (`follow`, the default: until the build ends), chunk by chunk. */
     buildLog(name: string, buildId: string, options?: { follow?: boolean; signal?: AbortSignal }): AsyncIterable<string>;
     list(options?: CallOptions): Promise<TemplateData[]>;
@@ -106,6 +109,16 @@ export class Space {
         return t.json<TemplateBuildData>('POST', '/v1/templates', { signal, timeoutMs, json: { ...build, files: encoded } });
       },
       getBuild: (name, id, opts = {}) => t.json<TemplateBuildData>('GET', buildPath(name, id), opts),
+      async import(name, source, opts = {}) {
+        const path = `/v1/templates/${encodeURIComponent(name)}/image`;
+        if ('image' in source) return t.json<TemplateData>('POST', path, { timeoutMs: 3_600_000, ...opts, json: source });
+        const body =
+          source.archive instanceof Readable
+            ? (Readable.toWeb(source.archive) as unknown as ReadableStream<Uint8Array>)
+            : new Blob([new Uint8Array(source.archive)]);
+        const res = await t.request('POST', path, { timeoutMs: 3_600_000, ...opts, body, headers: { 'content-type': 'application/x-tar' } });
+        return (await res.json()) as TemplateData;
+      },
       async *buildLog(name, id, opts = {}) {
         const follow = opts.follow ?? true;
         // A build may run for an hour or more: the log's request is not cut by a call timeout.

@@ -252,6 +252,7 @@ export interface TemplateData {
   /** 0 for built-ins; the tenant's own count up from 1 each time the name is made again. */
   version: number;
   builtIn: boolean;
+  source: 'built-in' | 'checkpoint' | 'dockerfile' | 'image';
   fromCheckpoint: string | null;
   createdAt: string | null;
   /** Sessions of the tenant made from it. */

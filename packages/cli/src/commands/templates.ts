@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { TemplateData } from '@space/sdk';
@@ -38,7 +38,7 @@ function pairs(list: string[], flag: string): Record<string, string> {
 }
 
 function line(t: TemplateData): string {
-  const origin = t.builtIn ? 'built-in' : `v${t.version} from ${t.fromCheckpoint} at ${t.createdAt}`;
+  const origin = t.builtIn ? 'built-in' : `v${t.version} from ${t.source === 'checkpoint' ? t.fromCheckpoint : `a ${t.source}`} at ${t.createdAt}`;
   return `${t.name.padEnd(24)} ${origin.padEnd(60)} ${t.sessions} session(s)`;
 }
 
@@ -92,6 +92,21 @@ export function registerTemplateCommands(program: Command): void {
         if (opts.json) output(true, done, () => '');
       },
     );
+  template
+    .command('import <name> [image]')
+    .description('make a template from an image: a `docker save` archive or an OCI layout tar, or --from docker://REF where a registry is reachable')
+    .option('--from <reference>', 'pull from a registry (docker://…) instead of an archive')
+    .option('--json', 'print the template as JSON')
+    .action(async (name: string, image: string | undefined, opts: { from?: string; json?: boolean }) => {
+      if (!image === !opts.from) throw new Error('give an image archive or --from docker://REFERENCE');
+      if (!opts.json) process.stderr.write(`importing ${image ?? opts.from}…\n`);
+      const made = await cliClient(process.env).templates.import(name, image ? { archive: createReadStream(image) } : { image: opts.from! });
+      output(
+        Boolean(opts.json),
+        made,
+        () => `template ${made.name} v${made.version} imported${made.config?.cmd ? ` (its command: ${JSON.stringify(made.config.cmd)})` : ''}`,
+      );
+    });
   template
     .command('ls')
     .description('list the templates new sessions can start from')

@@ -1,4 +1,15 @@
-import { BuildIdSchema, BuildLogQuerySchema, CreateTemplateRequestSchema, DeleteTemplateQuerySchema, Limits, TemplateNameSchema } from '@space/protocol';
+import {
+  BuildIdSchema,
+  BuildLogQuerySchema,
+  CreateTemplateRequestSchema,
+  DeleteTemplateQuerySchema,
+  ErrorCode,
+  ImportImageRequestSchema,
+  Limits,
+  SpaceError,
+  TemplateNameSchema,
+  builtinTemplateNames,
+} from '@space/protocol';
 import { type Router, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
 import type { TemplateBuilds } from '../template-builds.js';
@@ -34,6 +45,16 @@ export function registerTemplateRoutes(router: Router, auth: Authenticator, deps
     const { force } = parseQuery(url, DeleteTemplateQuerySchema);
     await deps.service.delete(caller, nameOf(params), force === '1' || force === 'true');
     sendJson(res, 200, { ok: true });
+  });
+
+  // The body is the image archive (`docker save` or an OCI layout tar), streamed to a node; JSON `{image: "docker://…"}` pulls instead.
+  router.on('POST', '/v1/templates/:name/image', async ({ req, res, params }) => {
+    const caller = await auth.authenticate(req);
+    const name = nameOf(params);
+    if (builtinTemplateNames.includes(name)) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `${name} is a built-in template`);
+    const json = String(req.headers['content-type'] ?? '').startsWith('application/json');
+    const source = json ? await readJson(req, ImportImageRequestSchema) : { archive: req, length: req.headers['content-length'] };
+    sendJson(res, 201, await deps.service.importImage(caller, name, source));
   });
 
   router.on('GET', '/v1/templates/:name/builds/:buildId', async ({ req, res, params }) => {

@@ -23,7 +23,14 @@ import {
   NodeVolumeSnapshotRequestSchema,
   VolumeIdSchema,
   VolumeSnapshotIdSchema,
+  NodePullImageRequestSchema,
+  Limits,
 } from '@space/protocol';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { Router, type ServerLog, bearerToken, parseQuery, parseWith, readJson, secretsEqual, sendJson } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
 import type { NodeCheckpointService } from '../node-checkpoint-service.js';
@@ -254,6 +261,28 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     sendJson(ctx.res, 201, { ok: true });
   });
 
+  // An image archive, streamed to a file on the node's volume (bounded), then imported.
+  router.on('POST', '/node/v1/templates/:templateId/image', async (ctx) => {
+    authorize(ctx);
+    const templateId = parseWith(TemplateIdSchema, ctx.params.templateId, 'template id');
+    const archive = deps.templates.importArchivePath(templateId);
+    try {
+      await receiveFile(ctx.req, archive, Limits.maxUploadBytes);
+      const config = await deps.templates.importCustom(templateId, { archive }, () => undefined);
+      sendJson(ctx.res, 201, { config });
+    } finally {
+      await rm(archive, { force: true });
+    }
+  });
+
+  router.on('POST', '/node/v1/templates/:templateId/pull', async (ctx) => {
+    authorize(ctx);
+    const templateId = parseWith(TemplateIdSchema, ctx.params.templateId, 'template id');
+    const { image } = await readJson(ctx.req, NodePullImageRequestSchema);
+    const config = await deps.templates.importCustom(templateId, { registry: image }, () => undefined);
+    sendJson(ctx.res, 201, { config });
+  });
+
   router.on('DELETE', '/node/v1/templates/:templateId', async (ctx) => {
     authorize(ctx);
     await deps.templates.deleteCustom(parseWith(TemplateIdSchema, ctx.params.templateId, 'template id'));
@@ -270,4 +299,17 @@ function sessionIdParam(params: Record<string, string>): string {
   const id = params.sessionId ?? '';
   if (!/^ses_[a-z0-9]{6,40}$/.test(id)) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `malformed session id ${JSON.stringify(id)}`);
   return id;
+}
+
+/** Streams a request body into `file` (made 0600), refusing one larger than `maxBytes`. */
+async function receiveFile(req: IncomingMessage, file: string, maxBytes: number): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  let received = 0;
+  const bound = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      received += chunk.length;
+      done(received > maxBytes ? new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, `the image is larger than ${maxBytes} bytes`) : null, chunk);
+    },
+  });
+  await pipeline(req, bound, createWriteStream(file, { mode: 0o600 }));
 }

@@ -1,6 +1,4 @@
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { readInsideVolume, writeInsideVolume } from '../runtime/volume-paths.js';
 import { gatewayAddress } from './dns-responder.js';
 
 /** Inside every sandbox: the gateway CA alone, and the system bundle that includes it. */
@@ -18,26 +16,18 @@ export const trustEnv: Record<string, string> = {
 };
 
 /**
- * Makes a new volume (a fresh snapshot of a template, so nothing in it is a session's yet) trust the
- * gateway CA and resolve names through the gateway. Never called on a volume a session has used:
- * its files are the session's and could be links pointing anywhere on the host.
+ * Makes a new volume (a fresh snapshot of a template) trust the gateway CA and resolve names
+ * through the gateway. A tenant's template holds what a session or an image put there: links that
+ * could point anywhere on the host are never followed.
  */
 export async function installGatewayTrust(rootfs: string, caPem: string): Promise<void> {
-  const inRoot = (p: string): string => path.join(rootfs, p);
-  await mkdir(path.dirname(inRoot(sandboxCaFile)), { recursive: true });
-  await writeFile(inRoot(sandboxCaFile), caPem, { mode: 0o644 });
-  await mkdir(inRoot('usr/local/share/ca-certificates'), { recursive: true });
-  await writeFile(inRoot('usr/local/share/ca-certificates/space-gateway.crt'), caPem, { mode: 0o644 });
-  const bundle = inRoot(sandboxCaBundle);
-  await mkdir(path.dirname(bundle), { recursive: true });
-  const system = existsSync(bundle) ? await readFile(bundle, 'utf8') : '';
-  if (!system.includes(caPem.trim())) await writeFile(bundle, `${system}${system && !system.endsWith('\n') ? '\n' : ''}${caPem}`, { mode: 0o644 });
-  if (existsSync(inRoot('etc'))) {
-    await rm(inRoot('etc/resolv.conf'), { force: true });
-    await writeFile(
-      inRoot('etc/resolv.conf'),
-      `# Every name resolves to the SPACE egress gateway, which resolves it under the session's policy.\nnameserver ${gatewayAddress}\n`,
-      { mode: 0o644 },
-    );
-  }
+  // A custom template's files were a session's or an image's: every path is written through
+  // writeInsideVolume and read through readInsideVolume, which never follow a link out of the root.
+  await writeInsideVolume(rootfs, sandboxCaFile, caPem, 0o644);
+  await writeInsideVolume(rootfs, 'usr/local/share/ca-certificates/space-gateway.crt', caPem, 0o644);
+  const system = (await readInsideVolume(rootfs, sandboxCaBundle)) ?? '';
+  if (!system.includes(caPem.trim()))
+    await writeInsideVolume(rootfs, sandboxCaBundle, `${system}${system && !system.endsWith('\n') ? '\n' : ''}${caPem}`, 0o644);
+  const resolv = `# Every name resolves to the SPACE egress gateway, which resolves it under the session's policy.\nnameserver ${gatewayAddress}\n`;
+  await writeInsideVolume(rootfs, 'etc/resolv.conf', resolv, 0o644);
 }

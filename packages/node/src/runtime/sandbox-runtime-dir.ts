@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { readInsideVolume, writeInsideVolume } from './volume-paths.js';
 
 /** Where things sit inside the sandbox once the runtime directory is mounted at /.space. */
 export const inSandbox = {
@@ -48,8 +49,8 @@ export async function prepareRuntimeDir(parent: string, buildDir: string, runtim
  */
 export async function installCompatPreload(rootfs: string): Promise<void> {
   if (!existsSync(path.join(rootfs, 'lib64/ld-linux-x86-64.so.2')) || !existsSync(path.join(rootfs, 'etc'))) return;
-  const file = path.join(rootfs, 'etc/ld.so.preload');
-  const current = existsSync(file) ? await readFile(file, 'utf8') : '';
+  // The volume's files may be a session's or an image's: links are not followed out of it.
+  const current = (await readInsideVolume(rootfs, 'etc/ld.so.preload')) ?? '';
   if (current.split(/\s+/).includes(inSandbox.compat)) return;
-  await writeFile(file, `${current}${current && !current.endsWith('\n') ? '\n' : ''}${inSandbox.compat}\n`, { mode: 0o644 });
+  await writeInsideVolume(rootfs, 'etc/ld.so.preload', `${current}${current && !current.endsWith('\n') ? '\n' : ''}${inSandbox.compat}\n`, 0o644);
 }

@@ -3,7 +3,8 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { writeInsideVolume } from './volume-paths.js';
+import { installGatewayTrust } from '../gateway/sandbox-trust.js';
+import { readInsideVolume, writeInsideVolume } from './volume-paths.js';
 
 test('a write into a volume never follows links the session left, at any level', async () => {
   const base = mkdtempSync(path.join(tmpdir(), 'space-volume-'));
@@ -32,6 +33,28 @@ test('a write into a volume never follows links the session left, at any level',
     assert.deepEqual(readdirSync(outside), ['victim'], 'nothing was written outside the volumes');
     assert.equal(readFileSync(path.join(outside, 'victim'), 'utf8'), 'keep');
     assert.ok(!existsSync(path.join(outside, 'daemon-token')));
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test("a new volume from a tenant's template trusts the gateway without reading or writing through the links its files hold", async () => {
+  const base = mkdtempSync(path.join(tmpdir(), 'space-volume-'));
+  try {
+    const host = path.join(base, 'host');
+    mkdirSync(path.join(host, 'certs'), { recursive: true });
+    writeFileSync(path.join(host, 'certs/ca-certificates.crt'), 'HOST SECRET\n');
+    writeFileSync(path.join(host, 'resolv.conf'), 'host resolver\n');
+    const rootfs = path.join(base, 'rootfs');
+    mkdirSync(path.join(rootfs, 'etc/ssl'), { recursive: true });
+    symlinkSync(path.join(host, 'certs'), path.join(rootfs, 'etc/ssl/certs'));
+    symlinkSync(path.join(host, 'resolv.conf'), path.join(rootfs, 'etc/resolv.conf'));
+    assert.equal(await readInsideVolume(rootfs, 'etc/ssl/certs/ca-certificates.crt'), null, 'a linked directory on the way is not read through');
+    await installGatewayTrust(rootfs, 'GATEWAY CA\n');
+    assert.equal(readFileSync(path.join(rootfs, 'etc/ssl/certs/ca-certificates.crt'), 'utf8'), 'GATEWAY CA\n', 'the host file was not copied in');
+    assert.ok(lstatSync(path.join(rootfs, 'etc/ssl/certs')).isDirectory() && lstatSync(path.join(rootfs, 'etc/resolv.conf')).isFile());
+    assert.equal(readFileSync(path.join(host, 'certs/ca-certificates.crt'), 'utf8'), 'HOST SECRET\n', 'nor overwritten');
+    assert.equal(readFileSync(path.join(host, 'resolv.conf'), 'utf8'), 'host resolver\n');
   } finally {
     rmSync(base, { recursive: true, force: true });
   }

@@ -1,4 +1,4 @@
-import { lstat, mkdir, rm } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFreshFile } from '@space/server-kit';
 
@@ -20,4 +20,19 @@ export async function writeInsideVolume(rootfs: string, relative: string, data: 
   const file = path.join(dir, parts.at(-1)!);
   await writeFreshFile(file, data, mode);
   return file;
+}
+
+/**
+ * Reads a regular file inside a volume from the host, or null when it is missing or any part of its
+ * path is a link or not what it should be (a link a session or an image left could name a host file).
+ */
+export async function readInsideVolume(rootfs: string, relative: string): Promise<string | null> {
+  let at = rootfs;
+  const parts = relative.split('/').filter(Boolean);
+  for (const [i, part] of parts.entries()) {
+    at = path.join(at, part);
+    const stat = await lstat(at).catch(() => null);
+    if (!stat || (i < parts.length - 1 ? !stat.isDirectory() : !stat.isFile())) return null;
+  }
+  return readFile(at, 'utf8');
 }

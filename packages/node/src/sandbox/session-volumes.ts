@@ -7,6 +7,7 @@ import { installGatewayTrust } from '../gateway/sandbox-trust.js';
 import { readJsonFile } from '../json-file.js';
 import type { Logger } from '../logger.js';
 import { installCompatPreload } from '../runtime/sandbox-runtime-dir.js';
+import { writeInsideVolume } from '../runtime/volume-paths.js';
 import type { BtrfsVolume } from '../storage/btrfs-volume.js';
 import { MemoryImageMetaSchema } from '../storage/checkpoint-store.js';
 import type { Subvolumes } from '../storage/subvolumes.js';
@@ -77,7 +78,8 @@ export class SessionVolumes {
   async create(template: string, sessionId: string): Promise<void> {
     const rootfs = this.path(sessionId);
     await this.subvolumes.snapshot(await this.templates.ensure(template, (m) => this.log.info(m)), rootfs, { readOnly: false });
-    if (existsSync(path.join(rootfs, 'etc'))) await writeFile(path.join(rootfs, 'etc/machine-id'), `${newMachineId()}\n`, { mode: 0o444 });
+    // A tenant's template holds a session's or an image's files: no link in it is followed.
+    if (existsSync(path.join(rootfs, 'etc'))) await writeInsideVolume(rootfs, 'etc/machine-id', `${newMachineId()}\n`, 0o444);
     await installGatewayTrust(rootfs, this.gatewayCaPem);
     await installCompatPreload(rootfs);
   }

@@ -87,6 +87,11 @@ export class Subvolumes {
     return existsSync(target);
   }
 
+  /** Makes the subvolume read-only (as a snapshot taken with -r is). */
+  async setReadOnly(target: string): Promise<void> {
+    await runCommand(['btrfs', 'property', 'set', '-ts', target, 'ro', 'true']);
+  }
+
   /** Whether the subvolume is read-only (snapshots taken read-only; a `btrfs receive` sets it last, when complete). */
   async isReadOnly(target: string): Promise<boolean> {
     const { stdout } = await runCommand(['btrfs', 'property', 'get', '-ts', target, 'ro'], { allowFailure: true });

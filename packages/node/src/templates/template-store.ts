@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { ErrorCode, SpaceError, TemplateIdSchema } from '@space/protocol';
+import { ErrorCode, SpaceError, TemplateIdSchema, type TemplateConfig } from '@space/protocol';
+import { type ImageSource, unpackImage } from './image-import.js';
 import type { BtrfsVolume } from '../storage/btrfs-volume.js';
 import type { Subvolumes } from '../storage/subvolumes.js';
 import { recipeHash, type Progress, type TemplateRecipe } from './recipes.js';
@@ -62,6 +63,34 @@ export class TemplateStore {
   async createCustom(templateId: string, source: string): Promise<void> {
     if (this.subvolumes.exists(this.customPath(templateId))) return;
     await this.subvolumes.snapshot(source, this.customPath(templateId), { readOnly: true });
+  }
+
+  /**
+   * Makes template version `templateId` from an image (see `unpackImage`): unpacked into a scratch
+   * subvolume that becomes the template, read-only, only when complete. Returns the image's config.
+   */
+  async importCustom(templateId: string, source: ImageSource, progress: (line: string) => void): Promise<TemplateConfig> {
+    const target = this.customPath(templateId);
+    if (this.subvolumes.exists(target)) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `template version ${templateId} exists already`);
+    const scratch = `${target}.importing`;
+    const work = this.volume.dir('imports', templateId);
+    await this.subvolumes.delete(scratch);
+    await this.subvolumes.create(scratch);
+    try {
+      await mkdir(work, { recursive: true, mode: 0o700 });
+      const config = await unpackImage(source, scratch, work, progress);
+      await this.subvolumes.setReadOnly(scratch);
+      await this.subvolumes.rename(scratch, target);
+      return config;
+    } finally {
+      await this.subvolumes.delete(scratch).catch(() => undefined);
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** Where an uploaded image archive for `templateId` is kept until it is imported. */
+  importArchivePath(templateId: string): string {
+    return this.volume.dir('imports', `${TemplateIdSchema.parse(templateId)}.tar`);
   }
 
   /** Deletes a tenant's template version; sessions made from it keep their volumes (snapshots of their own). */
