@@ -31,7 +31,7 @@ CMD ["sh", "-c", "echo \\"$(id -un) $(pwd) $GREETING\\" > /tmp/cmd-ran; exec pyt
 `;
 
 /** Dockerfile builds on real sandboxes: steps, the cache, the config a session starts with, failures. */
-describe('templates built from Dockerfiles', () => {
+describe('templates built from Dockerfiles and imported from images', () => {
   let platform: RunningPlatform;
   let admin: Api;
   const made: { api: Api; id: string }[] = [];
@@ -187,5 +187,117 @@ describe('templates built from Dockerfiles', () => {
     assert.equal(cancelled.build.status, 'failed');
     assert.match(cancelled.build.error, /line 2 \(RUN sleep 120\): .*(out of time|timed out|killed)/i);
     assert.equal((await api.call('GET', '/v1/sessions')).body.sessions.length, sessionsBefore);
+  });
+
+  test('an image made here (OCI layout and docker save archive) imports with its config; device nodes are dropped, setuid bits kept inside; a Dockerfile builds FROM it', {
+    timeout: 180_000,
+  }, async () => {
+    const { api, key } = await newTenant('importer');
+    const dir = mkdtempSync(path.join(tmpdir(), 'space-image-'));
+    try {
+      // A busybox image built with umoci, as a registry-less machine would.
+      const layout = path.join(dir, 'layout');
+      const bundle = path.join(dir, 'bundle');
+      await run('umoci', ['init', '--layout', layout]);
+      await run('umoci', ['new', '--image', `${layout}:v1`]);
+      await run('umoci', ['unpack', '--image', `${layout}:v1`, bundle]);
+      const root = path.join(bundle, 'rootfs');
+      for (const d of ['bin', 'app', 'dev']) mkdirSync(path.join(root, d), { recursive: true });
+      await run('cp', ['/bin/busybox', path.join(root, 'bin/busybox')]);
+      for (const applet of ['sh', 'cat', 'echo', 'id', 'sleep', 'stat', 'ls', 'pwd']) await run('ln', ['-s', 'busybox', path.join(root, 'bin', applet)]);
+      await run('cp', ['/bin/busybox', path.join(root, 'bin/suid-tool')]);
+      await run('chmod', ['4755', path.join(root, 'bin/suid-tool')]);
+      await run('mknod', [path.join(root, 'dev/evil'), 'c', '1', '3']);
+      writeFileSync(path.join(root, 'app/hello'), 'hello from the image\n');
+      await run('umoci', ['repack', '--image', `${layout}:v1`, bundle]);
+      await run('umoci', [
+        'config',
+        '--image',
+        `${layout}:v1`,
+        '--config.env',
+        'GREETING=from-image',
+        '--config.env',
+        'PATH=/bin',
+        '--config.workingdir',
+        '/app',
+        '--config.entrypoint',
+        'sh',
+        '--config.entrypoint',
+        '-c',
+        '--config.cmd',
+        'echo "$(id -u) $(pwd) $GREETING" > /tmp/image-cmd; exec sleep 3600',
+        '--config.label',
+        'team=agents',
+        '--config.exposedports',
+        '8080/tcp',
+      ]);
+      const ociTar = path.join(dir, 'oci.tar');
+      await run('tar', ['-cf', ociTar, '-C', layout, '.']);
+      const dockerTar = path.join(dir, 'docker.tar');
+      await run('skopeo', ['copy', '--quiet', `oci:${layout}:v1`, `docker-archive:${dockerTar}:space/test:v1`]);
+
+      const upload = (name: string, file: string) =>
+        fetch(`${platform.url}/v1/templates/${name}/image`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/x-tar' },
+          body: readFileSync(file),
+        });
+      const started = performance.now();
+      const imported = await upload('busy', ociTar);
+      const importMs = performance.now() - started;
+      const template = (await imported.json()) as any;
+      assert.equal(imported.status, 201, JSON.stringify(template));
+      assert.deepEqual([template.name, template.version, template.source, template.fromCheckpoint], ['busy', 1, 'image', null]);
+      assert.deepEqual(template.config, {
+        env: { GREETING: 'from-image', PATH: '/bin' },
+        workdir: '/app',
+        user: 'root',
+        cmd: ['sh', '-c', 'echo "$(id -u) $(pwd) $GREETING" > /tmp/image-cmd; exec sleep 3600'],
+        labels: { team: 'agents' },
+        expose: [8080],
+      });
+      process.stderr.write(`image import (OCI layout tar, busybox): ${importMs.toFixed(0)} ms\n`);
+      const customDir = `${platform.dataDir}/btrfs/templates/custom`;
+      assert.equal((await run('find', [customDir, '-name', 'evil'])).stdout, '', 'device nodes are not kept');
+
+      const session = await api.createSession({ template: 'busy', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+      made.push({ api, id: session.id });
+      const sh = async (id: string, script: string) => (await api.exec(id, ['/bin/sh', '-c', script])).stdout;
+      assert.equal(await sh(session.id, 'cat /app/hello; stat -c %a /bin/suid-tool'), 'hello from the image\n4755\n');
+      let ran = '';
+      for (let i = 0; i < 50 && !ran; i++, await sleep(200)) ran = await sh(session.id, 'cat /tmp/image-cmd 2>/dev/null || true');
+      assert.equal(ran, '0 /app from-image\n', "the image's entrypoint and cmd run in its workdir with its env");
+
+      const fromDocker = await upload('busy-docker', dockerTar);
+      assert.equal(fromDocker.status, 201, await fromDocker.clone().text());
+      const dockerSession = await api.createSession({ template: 'busy-docker', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+      made.push({ api, id: dockerSession.id });
+      assert.equal(await sh(dockerSession.id, 'cat /app/hello'), 'hello from the image\n');
+
+      // A Dockerfile builds on it, and keeps its config unless it changes it.
+      const built = await api.call('POST', '/v1/templates', { name: 'busy-plus', dockerfile: 'FROM busy\nRUN echo layered > /app/layer\nENV EXTRA=1' });
+      const result = await finished(api, 'busy-plus', built.body.id);
+      assert.equal(result.build.status, 'succeeded', result.log);
+      const plus = (await api.call('GET', '/v1/templates')).body.templates.find((t: { name: string }) => t.name === 'busy-plus');
+      assert.deepEqual(
+        [plus.source, plus.config.env, plus.config.cmd],
+        ['dockerfile', { GREETING: 'from-image', PATH: '/bin', EXTRA: '1' }, template.config.cmd],
+      );
+
+      // Not an image; another tenant cannot use it; the CLI imports too.
+      const garbage = path.join(dir, 'garbage.tar');
+      writeFileSync(garbage, 'not a tar at all');
+      const refused = await upload('junk', garbage);
+      assert.equal(refused.status, 400);
+      assert.match(((await refused.json()) as any).error.message, /not a tar archive/);
+      const stranger = (await newTenant('import-stranger')).api;
+      assert.equal((await stranger.call('POST', '/v1/sessions', { template: 'busy' })).body.error.code, 'UNKNOWN_TEMPLATE');
+      const cli = await run(process.execPath, [cliMain, 'template', 'import', 'busy', ociTar, '--json'], {
+        env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: key },
+      });
+      assert.equal(JSON.parse(cli.stdout).version, 2);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
