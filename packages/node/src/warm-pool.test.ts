@@ -137,3 +137,26 @@ test('with no memory budget the pool keeps its fixed size whatever the demand', 
   await until(() => warm.sizes().tiny === 2);
   await warm.stop();
 });
+
+test("a tenant's template gets a pool from its first demand while the pool sizes itself, and loses it when demand is gone or it is deleted", async () => {
+  const sandboxes = new FakeSandboxes();
+  const warm = pool(sandboxes, 1, { maxMemoryMb: 600, demandWindowMs: 300 });
+  warm.start();
+  await until(() => warm.sizes().tiny === 1);
+  assert.equal(warm.take(request('tpl_custom000001')), null, 'nothing ready at the first demand');
+  await until(() => warm.sizes().tpl_custom000001 === 1);
+  const taken = warm.take(request('tpl_custom000001'));
+  assert.equal(taken, sandboxes.booted.at(-1));
+  // No demand for a window: trimmed to none, and no pool any more; the configured one keeps its size.
+  await until(() => !('tpl_custom000001' in warm.sizes()), 3000);
+  assert.equal(warm.sizes().tiny, 1);
+  warm.take(request('tpl_other0000001'));
+  await until(() => warm.sizes().tpl_other0000001 === 1);
+  await warm.forget('tpl_other0000001');
+  assert.ok(!('tpl_other0000001' in warm.sizes()));
+  assert.ok(sandboxes.discarded.includes(sandboxes.booted.at(-1)!), 'its ready sandbox was discarded');
+  const fixed = pool(new FakeSandboxes(), 1);
+  assert.equal(fixed.take(request('tpl_custom000001')), null, 'a pool of fixed size keeps to its templates');
+  assert.ok(!('tpl_custom000001' in fixed.sizes()));
+  await warm.stop();
+});

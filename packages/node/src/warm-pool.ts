@@ -15,7 +15,11 @@ export interface WarmPoolConfig {
   sandboxMemoryMb: number;
   /** How far back demand counts (default 60 s): the pool keeps as many ready as were asked for in that time. */
   demandWindowMs?: number;
-  /** Templates with a pool (`SPACE_POOL_TEMPLATES`, default every template prepared at start). */
+  /**
+   * Templates with a pool (`SPACE_POOL_TEMPLATES`, default every template prepared at start). A
+   * tenant's template version (`tpl_…`) gets one too, from its first demand, while the pool sizes
+   * itself (`maxMemoryMb` > 0): as many as its recent demand, none once that is gone.
+   */
   templates: string[];
   /** Pause between two refill boots, so refilling leaves CPU to running sandboxes (`SPACE_POOL_REFILL_DELAY_MS`, default 500). */
   refillDelayMs: number;
@@ -50,6 +54,7 @@ const defaultDemandWindowMs = 60_000;
  */
 export class WarmPool {
   private readonly ready = new Map<string, string[]>();
+  private readonly configured: Set<string>;
   private readonly demand: PoolDemand;
   private readonly demandWindowMs: number;
   private trimTimer: NodeJS.Timeout | null = null;
@@ -65,6 +70,7 @@ export class WarmPool {
     private readonly log: Logger,
   ) {
     for (const template of config.templates) this.ready.set(template, []);
+    this.configured = new Set(config.templates);
     this.demandWindowMs = config.demandWindowMs ?? defaultDemandWindowMs;
     this.demand = new PoolDemand(this.demandWindowMs);
   }
@@ -76,8 +82,9 @@ export class WarmPool {
 
   /** A ready sandbox for the session to claim (taken out of the pool), or null when none fits (other resources, empty pool). */
   take(request: StartSandboxRequest): string | null {
-    const ready = this.ready.get(request.template);
-    if (!ready || !sameResources(request.resources, poolResources)) return null;
+    if (!sameResources(request.resources, poolResources)) return null;
+    const ready = this.ready.get(request.template) ?? this.adopt(request.template);
+    if (!ready) return null;
     this.demand.record(request.template);
     this.trimLater();
     const sandboxId = ready.shift() ?? null;
@@ -85,14 +92,33 @@ export class WarmPool {
     return sandboxId;
   }
 
-  /** How many ready sandboxes the template should have now: its recent demand, at least `size`, within the memory budget. */
+  /**
+   * How many ready sandboxes the template should have now: its recent demand within the memory
+   * budget, at least `size` for a configured template (none for a tenant's one nobody asks for).
+   */
   target(template: string): number {
     const { size, maxMemoryMb, sandboxMemoryMb } = this.config;
     if (size === 0) return 0;
     if (maxMemoryMb <= 0) return size;
     const others = [...this.ready].reduce((n, [t, ids]) => (t === template ? n : n + ids.length), 0);
     const room = Math.floor(maxMemoryMb / Math.max(1, sandboxMemoryMb)) - others;
-    return Math.max(size, Math.min(this.demand.recent(template), room));
+    return Math.max(this.configured.has(template) ? size : 0, Math.min(this.demand.recent(template), room));
+  }
+
+  /** A tenant's template version asked for: pooled from now on while the pool sizes itself (null otherwise). */
+  private adopt(template: string): string[] | null {
+    if (!template.startsWith('tpl_') || this.config.size === 0 || this.config.maxMemoryMb <= 0 || this.stopped) return null;
+    const ready: string[] = [];
+    this.ready.set(template, ready);
+    return ready;
+  }
+
+  /** A tenant's template version was deleted: its ready sandboxes go, and it has no pool any more. */
+  async forget(template: string): Promise<void> {
+    const ids = this.ready.get(template);
+    if (!ids || this.configured.has(template)) return;
+    this.ready.delete(template);
+    for (const id of ids.splice(0)) await this.sandboxes.discard(id).catch(() => undefined);
   }
 
   /**
@@ -180,7 +206,9 @@ export class WarmPool {
     for (const [template, ids] of this.ready) {
       const extra = ids.length - this.target(template);
       for (const id of extra > 0 ? ids.splice(0, extra) : []) await this.sandboxes.discard(id).catch(() => undefined);
-      above ||= ids.length > this.config.size;
+      above ||= ids.length > (this.configured.has(template) ? this.config.size : 0);
+      // A tenant's template nobody asked for lately has no pool until it is asked for again.
+      if (!this.configured.has(template) && ids.length === 0 && this.target(template) === 0) this.ready.delete(template);
     }
     if (above) this.trimLater();
   }

@@ -285,7 +285,9 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   router.on('DELETE', '/node/v1/templates/:templateId', async (ctx) => {
     authorize(ctx);
-    await deps.templates.deleteCustom(parseWith(TemplateIdSchema, ctx.params.templateId, 'template id'));
+    const templateId = parseWith(TemplateIdSchema, ctx.params.templateId, 'template id');
+    await deps.pool.forget(templateId);
+    await deps.templates.deleteCustom(templateId);
     sendJson(ctx.res, 200, { ok: true });
   });
 
