@@ -37,7 +37,7 @@ export interface TemplateBuildsDeps {
 }
 
 /** What the Dockerfile's instructions have set so far. */
-export interface BuildState {
+interface BuildState {
   env: Record<string, string>;
   args: Record<string, string>;
   workdir: string;

@@ -1,6 +1,7 @@
 import { ErrorCode, SpaceError, builtinTemplateNames, newId, type CreateTemplateRequest, type Template, type TemplateConfig } from '@space/protocol';
 import type { Readable } from 'node:stream';
 import type { Caller } from './auth.js';
+import type { NodeClient } from './node-client.js';
 import type { NodeDirectory } from './node-directory.js';
 import type { SessionCheckpointService } from './session-checkpoint-service.js';
 import type { Store, TemplateRow } from './store/store.js';
@@ -36,20 +37,7 @@ export class TemplateService {
     const node = await this.nodes.client(checkpoint.nodeId);
     const id = newId('tpl');
     await node.createTemplate(id, checkpointId);
-    try {
-      return await this.store.insertTemplateVersion({
-        id,
-        tenantId: caller.tenantId,
-        name,
-        fromCheckpoint: checkpointId,
-        nodeId: node.nodeId,
-        createdAt: new Date().toISOString(),
-        config,
-      });
-    } catch (err) {
-      await node.deleteTemplate(id).catch(() => undefined);
-      throw err;
-    }
+    return this.record(caller, node, { id, name, fromCheckpoint: checkpointId, config });
   }
 
   /**
@@ -61,21 +49,18 @@ export class TemplateService {
     const node = await this.nodes.place();
     const id = newId('tpl');
     const config = 'image' in source ? await node.pullImage(id, source.image) : await node.importImage(id, source.archive, source.length);
+    await this.record(caller, node, { id, name, fromCheckpoint: '', config });
+    return (await this.catalog.list(caller.tenantId)).find((t) => t.name === name)!;
+  }
+
+  /** Records a version the node has just made; if that fails, the node's copy goes too. An image's version has no checkpoint (''). */
+  private async record(caller: Caller, node: NodeClient, version: Pick<TemplateRow, 'id' | 'name' | 'fromCheckpoint' | 'config'>): Promise<TemplateRow> {
     try {
-      await this.store.insertTemplateVersion({
-        id,
-        tenantId: caller.tenantId,
-        name,
-        fromCheckpoint: '',
-        nodeId: node.nodeId,
-        createdAt: new Date().toISOString(),
-        config,
-      });
+      return await this.store.insertTemplateVersion({ ...version, tenantId: caller.tenantId, nodeId: node.nodeId, createdAt: new Date().toISOString() });
     } catch (err) {
-      await node.deleteTemplate(id).catch(() => undefined);
+      await node.deleteTemplate(version.id).catch(() => undefined);
       throw err;
     }
-    return (await this.catalog.list(caller.tenantId)).find((t) => t.name === name)!;
   }
 
   /** Deletes one version (a build's cached step that is evicted); sessions made from it keep their files. */
