@@ -180,7 +180,8 @@ export class NodeAgent {
     if (this.server) await closeServer(this.server);
     this.server = null;
     if (this.sweeper) clearInterval(this.sweeper);
-    await this.pool?.stop();
+    // Whatever happens to the pool, the sandboxes below are still stopped and the storage unmounted.
+    await this.pool?.stop().catch((err: Error) => this.log.warn(`stopping the warm pool: ${err.message}`));
     this.pool = null;
     await this.starter?.settle();
     this.starter = null;

@@ -160,3 +160,28 @@ test("a tenant's template gets a pool from its first demand while the pool sizes
   assert.ok(!('tpl_custom000001' in fixed.sizes()));
   await warm.stop();
 });
+
+test('a template forgotten while a sandbox of it boots: that sandbox is discarded, and the pool still stops cleanly', async () => {
+  const sandboxes = new FakeSandboxes();
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const boot = sandboxes.bootUnclaimed.bind(sandboxes);
+  sandboxes.bootUnclaimed = async (template, resources) => {
+    if (template.startsWith('tpl_')) await gate;
+    return boot(template, resources);
+  };
+  const warm = pool(sandboxes, 1, { maxMemoryMb: 600, demandWindowMs: 300 });
+  warm.start();
+  await until(() => warm.sizes().tiny === 1);
+  warm.take(request('tpl_gone00000001'));
+  await pause(20);
+  await warm.forget('tpl_gone00000001');
+  release();
+  await until(() => sandboxes.discarded.some((id) => id.startsWith('sbx_tpl_gone')));
+  await warm.stop();
+  assert.deepEqual(
+    sandboxes.booted.filter((id) => !sandboxes.discarded.includes(id)),
+    [],
+    'every sandbox it booted is discarded',
+  );
+});

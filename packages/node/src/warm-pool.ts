@@ -156,7 +156,7 @@ export class WarmPool {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.trimTimer) clearTimeout(this.trimTimer);
-    await this.refilling;
+    await this.refilling?.catch(() => undefined);
     for (const ids of this.ready.values()) {
       for (const id of ids.splice(0)) await this.sandboxes.discard(id).catch(() => undefined);
     }
@@ -176,17 +176,20 @@ export class WarmPool {
       if (!template || this.stopped) return;
       try {
         const sandboxId = await this.sandboxes.bootUnclaimed(template, poolResources);
-        if (this.stopped) {
+        // Stopped, or the template forgotten (deleted) while it booted: not kept.
+        const ready = this.ready.get(template);
+        if (this.stopped || !ready) {
           await this.sandboxes.discard(sandboxId);
-          return;
+          if (this.stopped) return;
+          continue;
         }
-        this.ready.get(template)!.push(sandboxId);
+        ready.push(sandboxId);
       } catch (err) {
         this.log.warn(`warm pool: booting a ${template} sandbox failed, retrying later: ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, 5000));
       }
       // Demand is outrunning the pool: the next boot goes at once.
-      if (this.ready.get(template)!.length * 2 >= this.target(template)) await new Promise((r) => setTimeout(r, this.config.refillDelayMs));
+      if ((this.ready.get(template)?.length ?? 0) * 2 >= this.target(template)) await new Promise((r) => setTimeout(r, this.config.refillDelayMs));
     }
   }
 

@@ -25,7 +25,11 @@ export async function up(): Promise<void> {
     stopping = true;
     log.info(`${signal}: stopping sandboxes and unmounting storage`);
     await controlPlane?.stop().catch((err) => log.error(String(err)));
-    await node.stop().catch((err) => log.error(`node stop: ${String(err)}`));
+    // A stop that left something behind is not a clean one: the exit code says so.
+    await node.stop().catch((err) => {
+      log.error(`node stop: ${String(err)}`);
+      exitCode = 1;
+    });
     await controlPlane?.nodeStopped().catch((err) => log.error(`store update: ${String(err)}`));
     await store?.close().catch((err) => log.error(`store close: ${String(err)}`));
     log.info(exitCode === 0 ? 'stopped cleanly' : 'stopped');
