@@ -56,6 +56,17 @@ function sessionKeyMayCall(sessionId: string, scope: string | null, method: stri
   return Boolean(found && !('methodMismatch' in found));
 }
 
+/**
+ * The key a browser's WebSocket carries as a subprotocol (`space-key.<key>`, next to `space`, which
+ * the server picks and echoes): browsers cannot set headers on a WebSocket. Upgrades only.
+ */
+function webSocketKey(req: IncomingMessage): string | null {
+  if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return null;
+  const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',');
+  const entry = offered.map((p) => p.trim()).find((p) => p.startsWith('space-key.'));
+  return entry ? entry.slice('space-key.'.length) || null : null;
+}
+
 /** API keys: high-entropy random strings stored only as sha256 hashes, each bound to a tenant. */
 export class Authenticator {
   /** The caller of each request seen, so the admission hook, the upgrade guard and the route look the key up once. */
@@ -87,7 +98,7 @@ export class Authenticator {
   }
 
   private lookUp(req: IncomingMessage): Promise<Caller> {
-    const key = bearerToken(req);
+    const key = bearerToken(req) ?? webSocketKey(req);
     if (!key) return Promise.reject(new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"'));
     return this.authenticateKey(key, req);
   }

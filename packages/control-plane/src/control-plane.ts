@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import { closeServer, lineLog, listen } from '@space/server-kit';
 import { type E2bApi, createE2bApi, e2bPrefix } from '@space/e2b';
 import { createMcpHttpApi, mcpPath } from '@space/mcp';
+import { consolePath, createConsoleHandler } from '@space/console';
 import { type PublicApiDeps, createPublicApi } from './api/public-api.js';
 import type { PreviewOptions } from './api/port-routes.js';
 import { TemplateCatalog } from './template-catalog.js';
@@ -229,6 +230,8 @@ export class ControlPlane {
     this.e2b = createE2bApi({ apiUrl: selfUrl, log: this.log });
     api.mount(e2bPrefix, this.e2b.handle);
     api.mount(mcpPath, createMcpHttpApi({ apiUrl: selfUrl, checkKey: (req) => this.auth.authenticate(req) }));
+    // The web console: static files; it calls this API from the browser with the user's key.
+    api.mount(consolePath, createConsoleHandler());
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;

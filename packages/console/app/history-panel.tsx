@@ -1,0 +1,125 @@
+import { useState } from 'preact/hooks';
+import { json } from './api.js';
+
+export interface SessionDetail {
+  id: string;
+  status: string;
+  template: string;
+  parentCheckpointId: string | null;
+  sandboxHistory?: { id: string; startedAt: string; endedAt: string | null; endReason: string | null; restoredFrom: string | null; note: string | null }[];
+  checkpoints?: { id: string; kind: string; createdAt: string }[];
+}
+
+/** The session's sandboxes (start, end, why) and checkpoints, with checkpoint, fork and restore. */
+export function HistoryPanel({ session, onChange }: { session: SessionDetail; onChange: () => void }) {
+  const [error, setError] = useState<string | null>(null);
+  const [forks, setForks] = useState<string[]>([]);
+  const act = async (work: () => Promise<void>) => {
+    setError(null);
+    try {
+      await work();
+    } catch (e) {
+      setError((e as Error).message);
+    }
+    onChange();
+  };
+  const base = `/v1/sessions/${session.id}`;
+  return (
+    <section aria-label="History">
+      <h2>Sandboxes</h2>
+      <table>
+        <thead>
+          <tr>
+            <th>Sandbox</th>
+            <th>Started</th>
+            <th>Ended</th>
+            <th>Why</th>
+            <th>Restored from</th>
+            <th>Note</th>
+          </tr>
+        </thead>
+        <tbody>
+          {(session.sandboxHistory ?? []).map((h) => (
+            <tr key={h.id} data-sandbox={h.id}>
+              <td>{h.id}</td>
+              <td>{new Date(h.startedAt).toLocaleTimeString()}</td>
+              <td>{h.endedAt ? new Date(h.endedAt).toLocaleTimeString() : 'running'}</td>
+              <td>{h.endReason ?? ''}</td>
+              <td>{h.restoredFrom ?? ''}</td>
+              <td>{h.note ?? ''}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <h2>Checkpoints</h2>
+      <form class="inline" onSubmit={(e) => e.preventDefault()}>
+        <button type="button" onClick={() => act(async () => void (await json('POST', `${base}/checkpoints`, { kind: 'fs' })))}>
+          Checkpoint files
+        </button>
+        <button type="button" onClick={() => act(async () => void (await json('POST', `${base}/checkpoints`, { kind: 'full' })))}>
+          Checkpoint with memory
+        </button>
+        <button type="button" onClick={() => act(async () => void (await json('POST', `${base}/sandbox/kill`)))}>
+          Kill the sandbox
+        </button>
+      </form>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      <table>
+        <thead>
+          <tr>
+            <th>Checkpoint</th>
+            <th>Kind</th>
+            <th>Taken</th>
+            <th>
+              <span class="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {(session.checkpoints ?? []).map((c) => (
+            <tr key={c.id} data-checkpoint={c.id}>
+              <td>{c.id}</td>
+              <td>{c.kind}</td>
+              <td>{new Date(c.createdAt).toLocaleTimeString()}</td>
+              <td>
+                <button
+                  type="button"
+                  aria-label={`Fork 2 from ${c.id}`}
+                  onClick={() =>
+                    act(async () => {
+                      const made = await json<{ sessions: { id: string }[] }>('POST', `/v1/checkpoints/${c.id}/fork`, { count: 2 });
+                      setForks((f) => [...f, ...made.sessions.map((s) => s.id)]);
+                    })
+                  }
+                >
+                  Fork 2
+                </button>{' '}
+                <button
+                  type="button"
+                  aria-label={`Restore ${c.id}`}
+                  onClick={() => act(async () => void (await json('POST', `${base}/restore`, { checkpointId: c.id })))}
+                >
+                  Restore
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {forks.length > 0 && (
+        <p>
+          Forks:{' '}
+          {forks.map((id) => (
+            <a key={id} href={`#/sessions/${id}`} data-fork={id}>
+              {id}{' '}
+            </a>
+          ))}
+        </p>
+      )}
+    </section>
+  );
+}

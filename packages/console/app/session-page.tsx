@@ -1,0 +1,105 @@
+import { useEffect, useState } from 'preact/hooks';
+import { json } from './api.js';
+import { FilesPanel } from './files-panel.js';
+import { type SessionDetail, HistoryPanel } from './history-panel.js';
+import { SessionTerminal } from './terminal.js';
+
+const tabs = ['Terminal', 'Files', 'Processes', 'History'] as const;
+type Tab = (typeof tabs)[number];
+
+interface ProcessRow {
+  pid: number;
+  cmd: string | string[];
+  running: boolean;
+  exitCode: number | null;
+}
+
+function ProcessesPanel({ sessionId }: { sessionId: string }) {
+  const [processes, setProcesses] = useState<ProcessRow[]>([]);
+  const load = () => json<{ processes: ProcessRow[] }>('GET', `/v1/sessions/${sessionId}/processes`).then((r) => setProcesses(r.processes));
+  useEffect(() => void load(), [sessionId]);
+  const signal = async (pid: number) => {
+    await json('POST', `/v1/sessions/${sessionId}/processes/${pid}/signal`, { signal: 'SIGTERM' });
+    await load();
+  };
+  return (
+    <section aria-label="Processes">
+      <button type="button" onClick={load}>
+        Refresh
+      </button>
+      <table>
+        <thead>
+          <tr>
+            <th>PID</th>
+            <th>Command</th>
+            <th>State</th>
+            <th>
+              <span class="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {processes.map((p) => (
+            <tr key={p.pid}>
+              <td>{p.pid}</td>
+              <td>{Array.isArray(p.cmd) ? p.cmd.join(' ') : p.cmd}</td>
+              <td>{p.running ? 'running' : `exited ${p.exitCode}`}</td>
+              <td>
+                {p.running && (
+                  <button type="button" aria-label={`Stop process ${p.pid}`} onClick={() => signal(p.pid)}>
+                    Stop
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+/** One session: its terminal, files, processes, and the history of its sandboxes and checkpoints. */
+export function SessionPage({ id }: { id: string }) {
+  const [session, setSession] = useState<SessionDetail | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [tab, setTab] = useState<Tab>('Terminal');
+  const load = () =>
+    json<SessionDetail>('GET', `/v1/sessions/${id}`)
+      .then((s) => (setSession(s), setError(null)))
+      .catch((e: Error) => setError(e.message));
+  useEffect(() => {
+    void load();
+    const timer = setInterval(load, 3000);
+    return () => clearInterval(timer);
+  }, [id]);
+  if (error && !session)
+    return (
+      <p class="error" role="alert">
+        {error}
+      </p>
+    );
+  if (!session) return <p>Loading…</p>;
+  return (
+    <section aria-labelledby="session-title">
+      <h1 id="session-title">
+        {session.id} <small class={`status-${session.status}`}>{session.status}</small>
+      </h1>
+      <p>
+        Template {session.template}
+        {session.parentCheckpointId && <> · forked from {session.parentCheckpointId}</>}
+      </p>
+      <div class="tabs" role="tablist">
+        {tabs.map((t) => (
+          <button key={t} type="button" role="tab" aria-selected={tab === t} onClick={() => setTab(t)}>
+            {t}
+          </button>
+        ))}
+      </div>
+      {tab === 'Terminal' && <SessionTerminal sessionId={id} />}
+      {tab === 'Files' && <FilesPanel sessionId={id} />}
+      {tab === 'Processes' && <ProcessesPanel sessionId={id} />}
+      {tab === 'History' && <HistoryPanel session={session} onChange={load} />}
+    </section>
+  );
+}

@@ -1,0 +1,120 @@
+import { useEffect, useState } from 'preact/hooks';
+import { json } from './api.js';
+
+interface SessionRow {
+  id: string;
+  status: string;
+  template: string;
+  nodeId: string | null;
+  createdAt: string;
+  parentCheckpointId: string | null;
+}
+
+function age(iso: string): string {
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
+}
+
+/** The tenant's sessions: filter, create, delete; refreshed every few seconds. */
+export function SessionsPage() {
+  const [sessions, setSessions] = useState<SessionRow[] | null>(null);
+  const [templates, setTemplates] = useState<string[]>(['base', 'tiny']);
+  const [template, setTemplate] = useState('base');
+  const [filter, setFilter] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const load = () =>
+    json<{ sessions: SessionRow[] }>('GET', '/v1/sessions')
+      .then((r) => setSessions(r.sessions))
+      .catch((e: Error) => setError(e.message));
+  useEffect(() => {
+    void load();
+    void json<{ templates: { name: string }[] }>('GET', '/v1/templates').then((r) => setTemplates(r.templates.map((t) => t.name)));
+    const timer = setInterval(load, 3000);
+    return () => clearInterval(timer);
+  }, []);
+  const create = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      const made = await json<SessionRow>('POST', '/v1/sessions', { template });
+      location.hash = `#/sessions/${made.id}`;
+    } catch (e) {
+      setError((e as Error).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const remove = async (id: string) => {
+    if (!confirm(`Delete session ${id} with its files and checkpoints?`)) return;
+    await json('DELETE', `/v1/sessions/${id}`).catch((e: Error) => setError(e.message));
+    await load();
+  };
+  const shown = (sessions ?? []).filter((s) => !filter || `${s.id} ${s.status} ${s.template}`.includes(filter));
+  return (
+    <section aria-labelledby="sessions-title">
+      <h1 id="sessions-title">Sessions</h1>
+      <form class="inline" onSubmit={create}>
+        <label for="template">Template</label>
+        <select id="template" value={template} onChange={(e) => setTemplate((e.target as HTMLSelectElement).value)}>
+          {templates.map((t) => (
+            <option key={t} value={t}>
+              {t}
+            </option>
+          ))}
+        </select>
+        <button type="submit" disabled={busy}>
+          {busy ? 'Creating…' : 'Create session'}
+        </button>
+        <label for="filter">Filter</label>
+        <input id="filter" value={filter} onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />
+      </form>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {sessions === null ? (
+        <p>Loading…</p>
+      ) : shown.length === 0 ? (
+        <p>No sessions.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th>Session</th>
+              <th>Status</th>
+              <th>Template</th>
+              <th>Node</th>
+              <th>Age</th>
+              <th>Forked from</th>
+              <th>
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {shown.map((s) => (
+              <tr key={s.id} data-session={s.id}>
+                <td>
+                  <a href={`#/sessions/${s.id}`}>{s.id}</a>
+                </td>
+                <td class={`status-${s.status}`}>{s.status}</td>
+                <td>{s.template}</td>
+                <td>{s.nodeId ?? '-'}</td>
+                <td>{age(s.createdAt)}</td>
+                <td>{s.parentCheckpointId ?? '-'}</td>
+                <td>
+                  <button type="button" aria-label={`Delete ${s.id}`} onClick={() => remove(s.id)}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,35 @@
+import { useState } from 'preact/hooks';
+import { json, signIn, signOut } from './api.js';
+
+/** Signing in: the key is checked with a call before it is kept for this tab. */
+export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    signIn(key.trim());
+    try {
+      await json('GET', '/v1/sessions');
+      onSignedIn();
+    } catch (err) {
+      signOut();
+      setError((err as Error).message);
+    }
+  };
+  return (
+    <main>
+      <h1>SPACE console</h1>
+      <form onSubmit={submit} class="inline">
+        <label for="api-key">API key</label>
+        <input id="api-key" type="password" autocomplete="off" value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} />
+        <button type="submit">Sign in</button>
+      </form>
+      <p>The key stays in this tab only; every call goes through the public API with it.</p>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+    </main>
+  );
+}

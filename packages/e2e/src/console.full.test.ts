@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { type Browser, type Page, chromium } from 'playwright-core';
+import { Api } from './client.js';
+import { type RunningPlatform, repoRoot } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
+
+/** Where the test leaves its screenshots (README and docs/console.md show some). */
+const artifacts = path.join(repoRoot, 'test-artifacts/console');
+
+/** The web console in Debian's chromium, driven by playwright-core: every step through the real UI and API. */
+describe('web console', () => {
+  let platform: RunningPlatform;
+  let admin: Api;
+  let browser: Browser;
+  const made: { api: Api; id: string }[] = [];
+
+  before(async () => {
+    mkdirSync(artifacts, { recursive: true });
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  });
+  after(async () => {
+    for (const { api, id } of made) await api.call('DELETE', `/v1/sessions/${id}`);
+    await browser?.close();
+  });
+  platformForSuite([], (p, a) => ((platform = p), (admin = a)));
+
+  async function newTenant(name: string): Promise<{ api: Api; key: string }> {
+    const { id } = (await admin.call('POST', '/v1/tenants', { name })).body;
+    const { key } = (await admin.call('POST', '/v1/keys', { tenantId: id })).body;
+    return { api: new Api(platform.url, key), key };
+  }
+
+  async function signedIn(key: string): Promise<Page> {
+    const page = await (await browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 860 } })).newPage();
+    page.on('dialog', (dialog) => void dialog.accept());
+    await page.goto(`${platform.url}/console`);
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor();
+    return page;
+  }
+
+  test('sign in, create a session, type into its terminal, upload and download a file, checkpoint and fork; another tenant sees none of it', {
+    timeout: 180_000,
+  }, async () => {
+    const { api, key } = await newTenant('console-user');
+    const page = await signedIn(key);
+    await page.getByLabel('Template').selectOption('tiny');
+    await page.getByRole('button', { name: 'Create session' }).click();
+    await page.waitForURL(/#\/sessions\/ses_[a-z0-9]+$/, { timeout: 60_000 });
+    const sessionId = /ses_[a-z0-9]+$/.exec(page.url())![0];
+    made.push({ api, id: sessionId });
+
+    // The terminal: a shell over the PTY stream; what is typed runs, what it prints shows.
+    await page.locator('[data-terminal-state="connected"]').waitFor({ timeout: 30_000 });
+    await page.locator('.terminal-box').click();
+    await page.keyboard.type('echo hi-from-the-$((6*7))-console > /tmp/proof; cat /tmp/proof\n');
+    await page.locator('.xterm-rows', { hasText: 'hi-from-the-42-console' }).waitFor({ timeout: 20_000 });
+    assert.equal((await api.exec(sessionId, 'cat /tmp/proof')).stdout, 'hi-from-the-42-console\n', 'the command really ran in the sandbox');
+    await page.screenshot({ path: path.join(artifacts, 'session-terminal.png') });
+
+    // Files: upload through the file input, see it listed, download it again.
+    await page.getByRole('tab', { name: 'Files' }).click();
+    await page.locator('#upload').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('written in the browser\n') });
+    await page.locator('[data-file="notes.txt"]').waitFor();
+    assert.equal((await api.exec(sessionId, 'cat /workspace/notes.txt')).stdout, 'written in the browser\n');
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download notes.txt' }).click()]);
+    assert.equal(readFileSync((await download.path())!, 'utf8'), 'written in the browser\n');
+    await page.screenshot({ path: path.join(artifacts, 'session-files.png') });
+
+    // History: a checkpoint, then two forks of it.
+    await page.getByRole('tab', { name: 'History' }).click();
+    await page.getByRole('button', { name: 'Checkpoint files' }).click();
+    const checkpointRow = page.locator('[data-checkpoint]').first();
+    await checkpointRow.waitFor({ timeout: 30_000 });
+    const checkpointId = (await checkpointRow.getAttribute('data-checkpoint'))!;
+    await page.getByRole('button', { name: `Fork 2 from ${checkpointId}` }).click();
+    await page.locator('[data-fork]').nth(1).waitFor({ timeout: 60_000 });
+    const forks = await page.locator('[data-fork]').evaluateAll((links) => links.map((l) => l.getAttribute('data-fork')!));
+    for (const id of forks) made.push({ api, id });
+    assert.equal(forks.length, 2);
+    for (const id of forks) assert.equal((await api.call('GET', `/v1/sessions/${id}`)).body.parentCheckpointId, checkpointId);
+    await page.screenshot({ path: path.join(artifacts, 'session-history.png') });
+
+    // The sessions list shows all three; its keyboard order reaches each link.
+    await page.goto(`${platform.url}/console#/sessions`);
+    for (const id of [sessionId, ...forks]) await page.locator(`[data-session="${id}"]`).waitFor();
+    await page.screenshot({ path: path.join(artifacts, 'sessions.png') });
+
+    // Another tenant: none of it; a wrong key: refused at sign-in.
+    const stranger = await signedIn((await newTenant('console-stranger')).key);
+    await stranger.getByText('No sessions.').waitFor();
+    const wrong = await (await browser.newContext()).newPage();
+    await wrong.goto(`${platform.url}/console`);
+    await wrong.getByLabel('API key').fill('sk_not_a_key');
+    await wrong.getByRole('button', { name: 'Sign in' }).click();
+    await wrong.getByRole('alert').waitFor();
+    assert.match((await wrong.getByRole('alert').textContent()) ?? '', /invalid API key/);
+  });
+
+  test('the console is served as static files with headers that keep it to itself', async () => {
+    const page = await fetch(`${platform.url}/console`);
+    assert.equal(page.status, 200);
+    assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'self'/);
+    assert.equal(page.headers.get('x-frame-options'), 'DENY');
+    assert.match(await page.text(), /<script type="module" src="\/console\/app.js">/);
+    assert.equal((await fetch(`${platform.url}/console/app.js`)).status, 200);
+    assert.equal((await fetch(`${platform.url}/console/../v1/sessions`)).status, 401, 'a path out of the console is the API (and needs a key)');
+    assert.equal((await fetch(`${platform.url}/console/nothing.js`)).status, 404);
+    assert.equal((await fetch(`${platform.url}/console`, { method: 'POST' })).status, 405);
+  });
+});
