@@ -1,10 +1,12 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
+import { useTenantEvents } from './events.js';
+import { LineagePanel } from './lineage-panel.js';
 import { FilesPanel } from './files-panel.js';
 import { type SessionDetail, HistoryPanel } from './history-panel.js';
 import { SessionTerminal } from './terminal.js';
 
-const tabs = ['Terminal', 'Files', 'Processes', 'History'] as const;
+const tabs = ['Terminal', 'Files', 'Processes', 'History', 'Lineage'] as const;
 type Tab = (typeof tabs)[number];
 
 interface ProcessRow {
@@ -70,9 +72,14 @@ export function SessionPage({ id }: { id: string }) {
       .catch((e: Error) => setError(e.message));
   useEffect(() => {
     void load();
-    const timer = setInterval(load, 3000);
+    const timer = setInterval(load, 30_000);
     return () => clearInterval(timer);
   }, [id]);
+  const [changes, setChanges] = useState(0);
+  useTenantEvents((event) => {
+    if (event.sessionId === id) void load();
+    setChanges((n) => n + 1);
+  });
   if (error && !session)
     return (
       <p class="error" role="alert">
@@ -100,6 +107,7 @@ export function SessionPage({ id }: { id: string }) {
       {tab === 'Files' && <FilesPanel sessionId={id} />}
       {tab === 'Processes' && <ProcessesPanel sessionId={id} />}
       {tab === 'History' && <HistoryPanel session={session} onChange={load} />}
+      {tab === 'Lineage' && <LineagePanel session={session} changes={changes} />}
     </section>
   );
 }

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
+import { useTenantEvents } from './events.js';
 
 interface SessionRow {
   id: string;
@@ -15,7 +16,7 @@ function age(iso: string): string {
   return s < 120 ? `${s} s` : s < 7200 ? `${Math.round(s / 60)} min` : `${Math.round(s / 3600)} h`;
 }
 
-/** The tenant's sessions: filter, create, delete; refreshed every few seconds. */
+/** The tenant's sessions: filter, create, delete; refreshed as the tenant's events come. */
 export function SessionsPage() {
   const [sessions, setSessions] = useState<SessionRow[] | null>(null);
   const [templates, setTemplates] = useState<string[]>(['base', 'tiny']);
@@ -30,9 +31,11 @@ export function SessionsPage() {
   useEffect(() => {
     void load();
     void json<{ templates: { name: string }[] }>('GET', '/v1/templates').then((r) => setTemplates(r.templates.map((t) => t.name)));
-    const timer = setInterval(load, 3000);
+    // Events say when something changed; a slow poll is only the fallback.
+    const timer = setInterval(load, 30_000);
     return () => clearInterval(timer);
   }, []);
+  useTenantEvents(() => void load());
   const create = async (event: Event) => {
     event.preventDefault();
     setBusy(true);

@@ -20,6 +20,7 @@ import { SessionCheckpointService } from './session-checkpoint-service.js';
 import { SessionPauser } from './session-pauser.js';
 import { SessionServices } from './session-services.js';
 import { VolumeService } from './volume-service.js';
+import { TenantEvents } from './tenant-events.js';
 import { Activity, recordActivityIn } from './activity.js';
 import { Maintenance } from './maintenance.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
@@ -81,6 +82,7 @@ export class ControlPlane {
   private readonly sessions: SessionService;
   private readonly calls: SessionCalls;
   private readonly volumes: VolumeService;
+  private readonly events: TenantEvents;
   private readonly nodes: NodeDirectory;
   private readonly drain: NodeDrain;
   /** The configured node, reached directly for its heartbeat. */
@@ -127,6 +129,7 @@ export class ControlPlane {
     this.egress = egress;
     const catalog = new TemplateCatalog(options.store);
     this.volumes = new VolumeService(options.store, this.nodes);
+    this.events = new TenantEvents(options.store);
     this.sessions = new SessionService({
       store: options.store,
       nodes: this.nodes,
@@ -224,6 +227,7 @@ export class ControlPlane {
       templates: this.templates,
       volumes: this.volumes,
       preview: { domain: this.options.preview?.domain ?? null, maxConnectionsPerSession: this.options.preview?.maxConnectionsPerSession ?? 64 },
+      events: this.events,
     });
     // E2B's API and MCP, translated onto this one over loopback with the callers' own keys.
     const selfUrl = () => `http://${loopbackHost(this.options.host)}:${this.port}`;
@@ -247,6 +251,7 @@ export class ControlPlane {
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     await this.maintenance.stop();
     this.e2b?.close();
+    this.events.stop();
     if (this.server) await closeServer(this.server);
     this.server = null;
     this.nodes.close();

@@ -9,6 +9,7 @@ import { lineLog, listen, closeServer } from '@space/server-kit';
 import { createPublicApi } from './api/public-api.js';
 import { servicesOnFakeNode } from './test-support/services.js';
 import { SessionServices } from './session-services.js';
+import { TenantEvents } from './tenant-events.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -25,6 +26,7 @@ test('every operation of the API reference is served by the control plane (an un
     store: s.store,
     volumes: s.volumes,
     preview: { domain: null, maxConnectionsPerSession: 64 },
+    events: new TenantEvents(s.store),
     metrics: s.metrics,
     nodes: s.nodes,
     drain: s.drain,

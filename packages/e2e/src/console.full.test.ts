@@ -85,6 +85,19 @@ describe('web console', () => {
     for (const id of forks) assert.equal((await api.call('GET', `/v1/sessions/${id}`)).body.parentCheckpointId, checkpointId);
     await page.screenshot({ path: path.join(artifacts, 'session-history.png') });
 
+    // The lineage graph: the session and its two forks, drawn from the checkpoint.
+    await page.getByRole('tab', { name: 'Lineage' }).click();
+    await page.locator(`[data-lineage-session="${forks[1]}"]`).waitFor({ timeout: 20_000 });
+    assert.equal(await page.locator('[data-lineage-session]').count(), 3);
+    await page.screenshot({ path: path.join(artifacts, 'session-lineage.png') });
+
+    // Kill the sandbox: the history records its death (events, no reload), then the resume a call makes.
+    await page.getByRole('tab', { name: 'History' }).click();
+    await page.getByRole('button', { name: 'Kill the sandbox' }).click();
+    await page.locator('[data-sandbox]', { hasText: 'killed' }).waitFor({ timeout: 20_000 });
+    await api.exec(sessionId, 'true');
+    await page.locator('[data-sandbox]').nth(1).waitFor({ timeout: 20_000 });
+
     // The sessions list shows all three; its keyboard order reaches each link.
     await page.goto(`${platform.url}/console#/sessions`);
     for (const id of [sessionId, ...forks]) await page.locator(`[data-session="${id}"]`).waitFor();
@@ -99,6 +112,49 @@ describe('web console', () => {
     await wrong.getByRole('button', { name: 'Sign in' }).click();
     await wrong.getByRole('alert').waitFor();
     assert.match((await wrong.getByRole('alert').textContent()) ?? '', /invalid API key/);
+  });
+
+  test("the event stream tells a tenant of its sessions and checkpoints as they change, and nothing of another tenant's", { timeout: 120_000 }, async () => {
+    const { api, key } = await newTenant('events-watcher');
+    const other = await newTenant('events-other');
+    const abort = new AbortController();
+    const events: { type: string; sessionId: string }[] = [];
+    const res = await fetch(`${platform.url}/v1/events`, { headers: { authorization: `Bearer ${key}` }, signal: abort.signal });
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type') ?? '', /text\/event-stream/);
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      let buffer = '';
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+          const data = /^data: (.*)$/m.exec(buffer.slice(0, end))?.[1];
+          buffer = buffer.slice(end + 2);
+          if (data) events.push(JSON.parse(data));
+        }
+      }
+    })().catch(() => undefined);
+    const until = async (check: () => boolean) => {
+      for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 100));
+      assert.ok(check(), JSON.stringify(events));
+    };
+    await new Promise((r) => setTimeout(r, 1200));
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    const strangers = await other.api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    await until(() => events.some((e) => e.type === 'session.created' && e.sessionId === session.id));
+    const checkpoint = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' })).body;
+    await until(() => events.some((e: any) => e.type === 'checkpoint.created' && e.checkpointId === checkpoint.id));
+    await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    await until(() => events.some((e: any) => e.type === 'session.status' && e.sessionId === session.id && e.status === 'stopped'));
+    await api.call('DELETE', `/v1/sessions/${session.id}`);
+    await until(() => events.some((e) => e.type === 'session.deleted' && e.sessionId === session.id));
+    assert.ok(
+      events.every((e) => e.sessionId !== strangers.id),
+      "another tenant's session is not told",
+    );
+    await other.api.call('DELETE', `/v1/sessions/${strangers.id}`);
+    abort.abort();
+    await reading;
   });
 
   test('the console is served as static files with headers that keep it to itself', async () => {

@@ -9,7 +9,15 @@ import {
 } from './checkpoints.js';
 import { OkSchema as ok } from './common.js';
 import { sandboxRoutes } from './sandbox-routes.js';
-import { CreateSessionRequestSchema, ServiceSpecSchema, SessionListSchema, SessionSchema, SessionTokenSchema, SetTimeoutRequestSchema } from './sessions.js';
+import {
+  CreateSessionRequestSchema,
+  ServiceSpecSchema,
+  SessionListSchema,
+  SessionSchema,
+  SessionTokenSchema,
+  SetTimeoutRequestSchema,
+  TenantEventSchema,
+} from './sessions.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, EgressPolicySchema, PutSecretRequestSchema, SecretListSchema, SecretSchema } from './egress.js';
 import {
   BuildLogQuerySchema,
@@ -48,6 +56,14 @@ const sessionRoutes: PublicRoute[] = [
     response: SessionSchema,
   },
   { method: 'GET', path: '/v1/sessions', summary: "List the tenant's sessions.", response: SessionListSchema },
+  {
+    method: 'GET',
+    path: '/v1/events',
+    summary:
+      "The tenant's events as server-sent events (`event:` the type, `data:` JSON): sessions created (forks with their checkpoint), changing status or sandbox, deleted; checkpoints taken and deleted. Seen from the store: what any control plane did, within a second.",
+    transport: 'binary',
+    response: TenantEventSchema,
+  },
   { method: 'GET', path: '/v1/sessions/:sessionId', summary: 'One session, with its sandbox history and checkpoints.', response: SessionSchema },
   { method: 'DELETE', path: '/v1/sessions/:sessionId', summary: 'Delete a session: its sandbox, volume and checkpoints.', response: ok },
   { method: 'POST', path: '/v1/sessions/:sessionId/sandbox/kill', summary: 'Kill only the sandbox; the next call resumes the session.', response: ok },

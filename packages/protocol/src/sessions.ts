@@ -187,6 +187,28 @@ export type Session = z.infer<typeof SessionSchema>;
 
 export const SessionListSchema = z.object({ sessions: z.array(SessionSchema) }).strict();
 
+/**
+ * What `GET /v1/events` streams to a tenant (server-sent events, `event:` the type, `data:` this
+ * JSON): its sessions appearing, changing status or sandbox, and going; its checkpoints taken and
+ * deleted. A session made from a checkpoint (a fork) says so in `parentCheckpointId`.
+ */
+export const TenantEventSchema = z.discriminatedUnion('type', [
+  z
+    .object({
+      type: z.literal('session.created'),
+      sessionId: z.string(),
+      status: SessionStatusSchema,
+      template: z.string(),
+      parentCheckpointId: z.string().nullable(),
+    })
+    .strict(),
+  z.object({ type: z.literal('session.status'), sessionId: z.string(), status: SessionStatusSchema, sandboxId: z.string().nullable() }).strict(),
+  z.object({ type: z.literal('session.deleted'), sessionId: z.string() }).strict(),
+  z.object({ type: z.literal('checkpoint.created'), sessionId: z.string(), checkpointId: z.string(), kind: z.string() }).strict(),
+  z.object({ type: z.literal('checkpoint.deleted'), sessionId: z.string(), checkpointId: z.string() }).strict(),
+]);
+export type TenantEvent = z.infer<typeof TenantEventSchema>;
+
 /** A new timeout, counted from now; 0 removes it (the session lives until deleted). */
 export const SetTimeoutRequestSchema = z.object({ timeoutSec: z.number().int().min(0).max(maxTimeoutSec), onTimeout: OnTimeoutSchema.optional() }).strict();
 export type SetTimeoutRequest = z.infer<typeof SetTimeoutRequestSchema>;

@@ -32,6 +32,8 @@ import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
 import { type PreviewOptions, registerPortRoutes } from './port-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
+import { registerEventRoutes } from './event-routes.js';
+import type { TenantEvents } from '../tenant-events.js';
 import { type TemplateRouteDeps, registerTemplateRoutes } from './template-routes.js';
 import type { VolumeService } from '../volume-service.js';
 
@@ -52,6 +54,7 @@ export interface PublicApiDeps {
   templates: TemplateRouteDeps;
   volumes: VolumeService;
   preview: PreviewOptions;
+  events: TenantEvents;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
@@ -234,5 +237,6 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   registerPortRoutes(router, auth, sessions, deps.calls, store, deps.preview);
   registerVolumeRoutes(router, auth, deps.volumes);
   registerTemplateRoutes(router, auth, deps.templates);
+  registerEventRoutes(router, auth, deps.events);
   return router;
 }

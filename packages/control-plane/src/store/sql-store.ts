@@ -229,6 +229,10 @@ export class SqlStore implements Store {
     return (await this.db.all<CheckpointDbRow>('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY created_at, id', [sessionId])).map(toCheckpoint);
   }
 
+  async listTenantCheckpoints(tenantId: string): Promise<CheckpointRow[]> {
+    return (await this.db.all<CheckpointDbRow>('SELECT * FROM checkpoints WHERE tenant_id = ? ORDER BY created_at, id', [tenantId])).map(toCheckpoint);
+  }
+
   async deleteCheckpoint(id: string): Promise<void> {
     await this.db.run('DELETE FROM checkpoints WHERE id = ?', [id]);
   }

@@ -274,6 +274,8 @@ export interface Store {
   getCheckpoint(tenantId: string, id: string): Promise<CheckpointRow | null>;
   checkpointExists(id: string): Promise<boolean>;
   listCheckpoints(sessionId: string): Promise<CheckpointRow[]>;
+  /** Every checkpoint of the tenant's sessions (one query, for the event stream). */
+  listTenantCheckpoints(tenantId: string): Promise<CheckpointRow[]>;
   deleteCheckpoint(id: string): Promise<void>;
   /** The bytes the tenant's checkpoints hold outside the sessions' volumes (their memory images). */
   checkpointBytes(tenantId: string): Promise<number>;

@@ -1,0 +1,55 @@
+import { useEffect, useRef } from 'preact/hooks';
+import { apiKey } from './api.js';
+
+export interface TenantEvent {
+  type: 'session.created' | 'session.status' | 'session.deleted' | 'checkpoint.created' | 'checkpoint.deleted';
+  sessionId: string;
+  status?: string;
+  checkpointId?: string;
+  parentCheckpointId?: string | null;
+}
+
+/**
+ * The tenant's event stream (`GET /v1/events`), read with fetch so the key goes in a header (an
+ * EventSource cannot send one); reconnects after a drop. Returns the stop.
+ */
+function subscribe(onEvent: (event: TenantEvent) => void): () => void {
+  const abort = new AbortController();
+  const run = async (): Promise<void> => {
+    while (!abort.signal.aborted) {
+      try {
+        const res = await fetch('/v1/events', { headers: { authorization: `Bearer ${apiKey() ?? ''}` }, signal: abort.signal });
+        if (!res.ok || !res.body) throw new Error(`events: ${res.status}`);
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = '';
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buffer += value;
+          for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+            const data = buffer
+              .slice(0, end)
+              .split('\n')
+              .filter((line) => line.startsWith('data: '))
+              .map((line) => line.slice(6))
+              .join('\n');
+            buffer = buffer.slice(end + 2);
+            if (data) onEvent(JSON.parse(data) as TenantEvent);
+          }
+        }
+      } catch {
+        // Dropped or refused: tried again shortly.
+      }
+      if (!abort.signal.aborted) await new Promise((r) => setTimeout(r, 2000));
+    }
+  };
+  void run();
+  return () => abort.abort();
+}
+
+/** Calls `onEvent` (the newest one given) with each of the tenant's events while the component is shown. */
+export function useTenantEvents(onEvent: (event: TenantEvent) => void): void {
+  const handler = useRef(onEvent);
+  handler.current = onEvent;
+  useEffect(() => subscribe((event) => handler.current(event)), []);
+}
