@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, type Page, chromium } from 'playwright-core';
+import { Space } from '@space/sdk';
 import { Api } from './client.js';
 import { type RunningPlatform, repoRoot } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
@@ -134,6 +135,12 @@ describe('web console', () => {
         }
       }
     })().catch(() => undefined);
+    // The same through the SDK.
+    const viaSdk: string[] = [];
+    const sdkReading = (async () => {
+      for await (const event of new Space({ apiUrl: platform.url, apiKey: key }).events({ signal: abort.signal }))
+        viaSdk.push(`${event.type} ${event.sessionId}`);
+    })();
     const until = async (check: () => boolean) => {
       for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 100));
       assert.ok(check(), JSON.stringify(events));
@@ -153,8 +160,10 @@ describe('web console', () => {
       "another tenant's session is not told",
     );
     await other.api.call('DELETE', `/v1/sessions/${strangers.id}`);
+    assert.ok(viaSdk.includes(`session.created ${session.id}`) && viaSdk.includes(`session.deleted ${session.id}`), viaSdk.join('\n'));
     abort.abort();
     await reading;
+    await sdkReading;
   });
 
   test('the console is served as static files with headers that keep it to itself', async () => {

@@ -24,6 +24,7 @@ import type {
   Volume,
   VolumeSnapshot,
   TemplateBuild,
+  TenantEvent,
 } from '@space/protocol';
 import type {
   CheckpointData,
@@ -45,6 +46,7 @@ import type {
   VolumeData,
   VolumeSnapshotData,
   TemplateBuildData,
+  TenantEventData,
 } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
@@ -71,4 +73,5 @@ export const sdkMatchesWire: Record<string, true> = {
   volume: true satisfies Same<VolumeData, Volume>,
   volumeSnapshot: true satisfies Same<VolumeSnapshotData, VolumeSnapshot>,
   templateBuild: true satisfies Same<TemplateBuildData, TemplateBuild>,
+  tenantEvent: true satisfies Same<TenantEventData, TenantEvent>,
 };

@@ -28,6 +28,7 @@ export type {
   TemplateBuildData,
   TemplateBuildOptions,
   TenantLimitName,
+  TenantEventData,
   VolumeData,
   VolumeMountData,
   VolumeSnapshotData,

@@ -11,6 +11,7 @@ import type {
   TemplateData,
   TemplateBuildData,
   TemplateBuildOptions,
+  TenantEventData,
   TenantLimitsData,
   VolumeData,
   VolumeSnapshotData,
@@ -77,6 +78,12 @@ export class Space {
     deleteSnapshot(name: string, snapshotId: string, options?: CallOptions): Promise<void>;
   };
 
+  /**
+   * The tenant's events as they happen, from any control plane (within about a second):
+   * `for await (const event of space.events({ signal }))`; ends when `signal` aborts.
+   */
+  readonly events: (options?: { signal?: AbortSignal }) => AsyncIterable<TenantEventData>;
+
   /** The tenant's limits and what it uses of each. */
   readonly limits: (options?: CallOptions) => Promise<TenantLimitsData>;
 
@@ -90,6 +97,23 @@ export class Space {
   constructor(options: SpaceOptions = {}) {
     const t = new Transport(resolveOptions(options, process.env));
     this.limits = (opts = {}) => t.json<TenantLimitsData>('GET', '/v1/limits', opts);
+    this.events = async function* (opts = {}) {
+      const res = await t.request('GET', '/v1/events', { signal: opts.signal, timeoutMs: 2 ** 31 - 1 });
+      const decoder = new TextDecoder();
+      let buffer = '';
+      try {
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+          buffer += decoder.decode(chunk, { stream: true });
+          for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+            const data = /^data: (.*)$/m.exec(buffer.slice(0, end))?.[1];
+            buffer = buffer.slice(end + 2);
+            if (data) yield JSON.parse(data) as TenantEventData;
+          }
+        }
+      } catch (err) {
+        if (!opts.signal?.aborted) throw err;
+      }
+    };
     this.nodes = {
       async list(opts = {}) {
         return (await t.json<{ nodes: NodeData[] }>('GET', '/v1/nodes', opts)).nodes;
@@ -122,7 +146,7 @@ export class Space {
       async *buildLog(name, id, opts = {}) {
         const follow = opts.follow ?? true;
         // A build may run for an hour or more: the log's request is not cut by a call timeout.
-        const res = await t.request('GET', `${buildPath(name, id)}/logs${follow ? '?follow=1' : ''}`, { signal: opts.signal, timeoutMs: 24 * 3600_000 });
+        const res = await t.request('GET', `${buildPath(name, id)}/logs${follow ? '?follow=1' : ''}`, { signal: opts.signal, timeoutMs: 2 ** 31 - 1 });
         const decoder = new TextDecoder();
         for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) yield decoder.decode(chunk, { stream: true });
       },

@@ -197,6 +197,14 @@ export interface CheckpointData {
   volumes: (VolumeMountData & { copied: boolean })[];
 }
 
+/** One of the tenant's events (`space.events()`): sessions created, changing status, deleted; checkpoints taken and deleted. */
+export type TenantEventData =
+  | { type: 'session.created'; sessionId: string; status: SessionData['status']; template: string; parentCheckpointId: string | null }
+  | { type: 'session.status'; sessionId: string; status: SessionData['status']; sandboxId: string | null }
+  | { type: 'session.deleted'; sessionId: string }
+  | { type: 'checkpoint.created'; sessionId: string; checkpointId: string; kind: string }
+  | { type: 'checkpoint.deleted'; sessionId: string; checkpointId: string };
+
 /** A volume a session mounts. */
 export interface VolumeMountData {
   name: string;
