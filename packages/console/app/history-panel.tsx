@@ -6,6 +6,7 @@ export interface SessionDetail {
   status: string;
   template: string;
   parentCheckpointId: string | null;
+  egress: { mode: 'allow-all' | 'deny-all' | 'allow-list'; domains: string[]; cidrs: string[] };
   sandboxHistory?: { id: string; startedAt: string; endedAt: string | null; endReason: string | null; restoredFrom: string | null; note: string | null }[];
   checkpoints?: { id: string; kind: string; createdAt: string }[];
 }

@@ -6,8 +6,11 @@ import { apiKey, signOut } from './api.js';
 import { SessionPage } from './session-page.js';
 import { SessionsPage } from './sessions-page.js';
 import { SignIn } from './sign-in.js';
+import { MetricsPage } from './metrics-page.js';
+import { SecretsPage } from './secrets-page.js';
+import { TemplatesPage } from './templates-page.js';
 
-/** The page the hash names: `#/sessions` (default) or `#/sessions/<id>`. */
+/** The page the hash names: `#/sessions` (default), `#/sessions/<id>`, `#/templates`, `#/secrets`, `#/metrics`. */
 function useRoute(): string {
   const [route, setRoute] = useState(location.hash.slice(1) || '/sessions');
   useEffect(() => {
@@ -16,6 +19,14 @@ function useRoute(): string {
     return () => removeEventListener('hashchange', changed);
   }, []);
   return route;
+}
+
+function page(route: string, session: string | undefined) {
+  if (session) return <SessionPage id={session} />;
+  if (route === '/templates') return <TemplatesPage />;
+  if (route === '/secrets') return <SecretsPage />;
+  if (route === '/metrics') return <MetricsPage />;
+  return <SessionsPage />;
 }
 
 function App() {
@@ -28,6 +39,9 @@ function App() {
       <header>
         <strong>SPACE</strong>
         <a href="#/sessions">Sessions</a>
+        <a href="#/templates">Templates</a>
+        <a href="#/secrets">Secrets</a>
+        <a href="#/metrics">Metrics</a>
         <span class="spacer" />
         <button
           type="button"
@@ -39,7 +53,7 @@ function App() {
           Sign out
         </button>
       </header>
-      <main>{session ? <SessionPage id={session} /> : <SessionsPage />}</main>
+      <main>{page(route, session)}</main>
     </>
   );
 }

@@ -2,11 +2,12 @@ import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
 import { useTenantEvents } from './events.js';
 import { LineagePanel } from './lineage-panel.js';
+import { EgressPanel } from './egress-panel.js';
 import { FilesPanel } from './files-panel.js';
 import { type SessionDetail, HistoryPanel } from './history-panel.js';
 import { SessionTerminal } from './terminal.js';
 
-const tabs = ['Terminal', 'Files', 'Processes', 'History', 'Lineage'] as const;
+const tabs = ['Terminal', 'Files', 'Processes', 'History', 'Lineage', 'Egress'] as const;
 type Tab = (typeof tabs)[number];
 
 interface ProcessRow {
@@ -108,6 +109,7 @@ export function SessionPage({ id }: { id: string }) {
       {tab === 'Processes' && <ProcessesPanel sessionId={id} />}
       {tab === 'History' && <HistoryPanel session={session} onChange={load} />}
       {tab === 'Lineage' && <LineagePanel session={session} changes={changes} />}
+      {tab === 'Egress' && <EgressPanel sessionId={id} policy={session.egress} />}
     </section>
   );
 }

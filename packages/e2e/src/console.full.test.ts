@@ -115,6 +115,45 @@ describe('web console', () => {
     assert.match((await wrong.getByRole('alert').textContent()) ?? '', /invalid API key/);
   });
 
+  test("secrets (values write-only), a session's egress policy, templates with their pools, and metrics charts", { timeout: 120_000 }, async () => {
+    const { api, key } = await newTenant('console-settings');
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    made.push({ api, id: session.id });
+    const page = await signedIn(key);
+
+    await page.getByRole('link', { name: 'Secrets' }).click();
+    await page.getByLabel('Name').fill('GITHUB_TOKEN');
+    await page.getByLabel('Value').fill('ghp_never_shown');
+    await page.getByLabel('Hosts').fill('api.github.com');
+    await page.getByRole('button', { name: 'Set' }).click();
+    await page.locator('[data-secret="GITHUB_TOKEN"]').waitFor();
+    assert.doesNotMatch((await page.content()) ?? '', /ghp_never_shown/, 'the value is write-only');
+    assert.deepEqual((await api.call('GET', '/v1/secrets')).body.secrets[0].hosts, ['api.github.com']);
+    await page.screenshot({ path: path.join(artifacts, 'secrets.png') });
+
+    await page.goto(`${platform.url}/console#/sessions/${session.id}`);
+    await page.getByRole('tab', { name: 'Egress' }).click();
+    await page.getByLabel('Outbound traffic').selectOption('allow-list');
+    await page.getByLabel(/^Domains/).fill('api.github.com\n*.pypi.org');
+    await page.getByRole('button', { name: 'Save policy' }).click();
+    await page.getByRole('status').waitFor();
+    assert.deepEqual((await api.call('GET', `/v1/sessions/${session.id}`)).body.egress, {
+      mode: 'allow-list',
+      domains: ['api.github.com', '*.pypi.org'],
+      cidrs: [],
+    });
+    await page.screenshot({ path: path.join(artifacts, 'session-egress.png') });
+
+    await page.getByRole('link', { name: 'Templates' }).click();
+    await page.locator('[data-template="tiny"]').waitFor();
+    assert.match((await page.locator('[data-template="tiny"]').textContent()) ?? '', /built-in/);
+    await page.screenshot({ path: path.join(artifacts, 'templates.png') });
+
+    await page.getByRole('link', { name: 'Metrics' }).click();
+    await page.getByRole('img', { name: 'Sandbox starts' }).waitFor();
+    await page.screenshot({ path: path.join(artifacts, 'metrics.png') });
+  });
+
   test("the event stream tells a tenant of its sessions and checkpoints as they change, and nothing of another tenant's", { timeout: 120_000 }, async () => {
     const { api, key } = await newTenant('events-watcher');
     const other = await newTenant('events-other');
