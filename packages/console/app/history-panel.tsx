@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { json } from './api.js';
+import { Timeline } from './timeline.js';
 
 export interface SessionDetail {
   id: string;
@@ -27,6 +28,7 @@ export function HistoryPanel({ session, onChange }: { session: SessionDetail; on
   const base = `/v1/sessions/${session.id}`;
   return (
     <section aria-label="History">
+      <Timeline session={session} />
       <h2>Sandboxes</h2>
       <table>
         <thead>

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { parseMetrics } from './metrics-text.js';
+import { parseMetrics, sumLabels } from './metrics-text.js';
 
 /** What the page charts: a counter's increase per sample, or a gauge's value. */
 const charts: { title: string; series: string; counter: boolean }[] = [
@@ -35,10 +35,17 @@ function Chart({ title, points }: { title: string; points: number[] }) {
   );
 }
 
-/** Charts of the platform's `/metrics`, sampled every 5 s while the page is open (up to an hour). */
+/**
+ * Charts of the platform's `/metrics` over the last hour: the control plane's minute samples
+ * (`GET /v1/metrics/history`), then a sample every 5 s while the page is open.
+ */
 export function MetricsPage() {
   const [samples, setSamples] = useState<Map<string, number>[]>([]);
   useEffect(() => {
+    void fetch('/v1/metrics/history')
+      .then((res) => res.json() as Promise<{ samples: { values: Record<string, number> }[] }>)
+      .then(({ samples: history }) => setSamples((live) => [...history.map((s) => sumLabels(s.values)), ...live].slice(-keep - 1)))
+      .catch(() => undefined);
     const sample = async () => {
       const values = parseMetrics(await (await fetch('/metrics')).text());
       setSamples((s) => [...s, values].slice(-keep - 1));
@@ -50,7 +57,7 @@ export function MetricsPage() {
   return (
     <section aria-labelledby="metrics-title">
       <h1 id="metrics-title">Metrics</h1>
-      <p>Sampled from /metrics every 5 s since this page opened; counters as their increase per sample.</p>
+      <p>The last hour of /metrics (a sample a minute), then every 5 s while this page is open; counters as their increase per sample.</p>
       <div style="display:flex;flex-wrap:wrap;gap:1rem">
         {charts.map(({ title, series, counter }) => {
           const values = samples.map((s) => s.get(series) ?? 0);

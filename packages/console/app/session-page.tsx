@@ -19,6 +19,7 @@ interface ProcessRow {
 
 function ProcessesPanel({ sessionId }: { sessionId: string }) {
   const [processes, setProcesses] = useState<ProcessRow[]>([]);
+  const [attached, setAttached] = useState<number | null>(null);
   const load = () => json<{ processes: ProcessRow[] }>('GET', `/v1/sessions/${sessionId}/processes`).then((r) => setProcesses(r.processes));
   useEffect(() => void load(), [sessionId]);
   const signal = async (pid: number) => {
@@ -48,6 +49,9 @@ function ProcessesPanel({ sessionId }: { sessionId: string }) {
               <td>{Array.isArray(p.cmd) ? p.cmd.join(' ') : p.cmd}</td>
               <td>{p.running ? 'running' : `exited ${p.exitCode}`}</td>
               <td>
+                <button type="button" aria-label={`Attach to process ${p.pid}`} onClick={() => setAttached(p.pid)}>
+                  Attach
+                </button>{' '}
                 {p.running && (
                   <button type="button" aria-label={`Stop process ${p.pid}`} onClick={() => signal(p.pid)}>
                     Stop
@@ -58,6 +62,12 @@ function ProcessesPanel({ sessionId }: { sessionId: string }) {
           ))}
         </tbody>
       </table>
+      {attached !== null && (
+        <div data-attached={attached}>
+          <h3>Process {attached}</h3>
+          <SessionTerminal sessionId={sessionId} attach={attached} />
+        </div>
+      )}
     </section>
   );
 }

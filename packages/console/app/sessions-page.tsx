@@ -9,6 +9,7 @@ interface SessionRow {
   nodeId: string | null;
   createdAt: string;
   parentCheckpointId: string | null;
+  lastCheckpointAt: string | null;
 }
 
 function age(iso: string): string {
@@ -91,6 +92,7 @@ export function SessionsPage() {
               <th>Template</th>
               <th>Node</th>
               <th>Age</th>
+              <th>Last checkpoint</th>
               <th>Forked from</th>
               <th>
                 <span class="visually-hidden">Actions</span>
@@ -107,6 +109,7 @@ export function SessionsPage() {
                 <td>{s.template}</td>
                 <td>{s.nodeId ?? '-'}</td>
                 <td>{age(s.createdAt)}</td>
+                <td>{s.lastCheckpointAt ? `${age(s.lastCheckpointAt)} ago` : '-'}</td>
                 <td>{s.parentCheckpointId ?? '-'}</td>
                 <td>
                   <button type="button" aria-label={`Delete ${s.id}`} onClick={() => remove(s.id)}>

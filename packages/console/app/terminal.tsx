@@ -8,10 +8,11 @@ const toBase64 = (text: string) => btoa(String.fromCharCode(...encoder.encode(te
 const fromBase64 = (data: string) => Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
 
 /**
- * A live terminal in the session's sandbox: the PTY stream over a WebSocket, resized with its box.
- * A dropped connection re-attaches to the same shell, replaying only what was missed (offsets).
+ * A live terminal in the session's sandbox: the PTY stream over a WebSocket, resized with its box;
+ * or, given `attach`, a running process's output (replayed from what it kept) and its stdin.
+ * A dropped connection re-attaches to the same process, replaying only what was missed (offsets).
  */
-export function SessionTerminal({ sessionId }: { sessionId: string }) {
+export function SessionTerminal({ sessionId, attach }: { sessionId: string; attach?: number }) {
   const box = useRef<HTMLDivElement>(null);
   const [state, setState] = useState('connecting');
   useEffect(() => {
@@ -21,7 +22,7 @@ export function SessionTerminal({ sessionId }: { sessionId: string }) {
     term.open(box.current!);
     fit.fit();
     let ws: WebSocket | null = null;
-    let pid: number | null = null;
+    let pid: number | null = attach ?? null;
     let seen = 0;
     let closed = false;
     const connect = () => {
@@ -65,7 +66,7 @@ export function SessionTerminal({ sessionId }: { sessionId: string }) {
       ws?.close();
       term.dispose();
     };
-  }, [sessionId]);
+  }, [sessionId, attach]);
   return (
     <section aria-label="Terminal">
       <p>

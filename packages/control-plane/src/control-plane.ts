@@ -21,6 +21,7 @@ import { SessionPauser } from './session-pauser.js';
 import { SessionServices } from './session-services.js';
 import { VolumeService } from './volume-service.js';
 import { TenantEvents } from './tenant-events.js';
+import { MetricsHistory, MetricsReport } from './metrics-report.js';
 import { Activity, recordActivityIn } from './activity.js';
 import { Maintenance } from './maintenance.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
@@ -83,6 +84,8 @@ export class ControlPlane {
   private readonly calls: SessionCalls;
   private readonly volumes: VolumeService;
   private readonly events: TenantEvents;
+  private readonly metricsReport: MetricsReport;
+  private readonly metricsHistory: MetricsHistory;
   private readonly nodes: NodeDirectory;
   private readonly drain: NodeDrain;
   /** The configured node, reached directly for its heartbeat. */
@@ -130,6 +133,8 @@ export class ControlPlane {
     const catalog = new TemplateCatalog(options.store);
     this.volumes = new VolumeService(options.store, this.nodes);
     this.events = new TenantEvents(options.store);
+    this.metricsReport = new MetricsReport({ store: options.store, nodes: this.nodes, metrics: this.metrics, limits: this.limits });
+    this.metricsHistory = new MetricsHistory(this.metricsReport);
     this.sessions = new SessionService({
       store: options.store,
       nodes: this.nodes,
@@ -218,7 +223,6 @@ export class ControlPlane {
       pauser: this.pauser,
       services: new SessionServices(this.sessions, this.options.store, this.nodes),
       store: this.options.store,
-      metrics: this.metrics,
       nodes: this.nodes,
       drain: this.drain,
       egress: this.egress,
@@ -228,6 +232,8 @@ export class ControlPlane {
       volumes: this.volumes,
       preview: { domain: this.options.preview?.domain ?? null, maxConnectionsPerSession: this.options.preview?.maxConnectionsPerSession ?? 64 },
       events: this.events,
+      metricsReport: this.metricsReport,
+      metricsHistory: this.metricsHistory,
     });
     // E2B's API and MCP, translated onto this one over loopback with the callers' own keys.
     const selfUrl = () => `http://${loopbackHost(this.options.host)}:${this.port}`;
@@ -240,6 +246,7 @@ export class ControlPlane {
     this.server = server;
     this.port = port;
     this.maintenance.start(this.options.maintenanceTickMs ?? 5000);
+    this.metricsHistory.start();
   }
 
   /** The node agent stopped every sandbox (the platform shuts down): sessions show none until their next call. */
@@ -252,6 +259,7 @@ export class ControlPlane {
     await this.maintenance.stop();
     this.e2b?.close();
     this.events.stop();
+    this.metricsHistory.stop();
     if (this.server) await closeServer(this.server);
     this.server = null;
     this.nodes.close();

@@ -10,12 +10,14 @@ import { createPublicApi } from './api/public-api.js';
 import { servicesOnFakeNode } from './test-support/services.js';
 import { SessionServices } from './session-services.js';
 import { TenantEvents } from './tenant-events.js';
+import { MetricsHistory, MetricsReport } from './metrics-report.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 test('every operation of the API reference is served by the control plane (an unauthenticated call gets 401, not 404/405)', async () => {
   // Every route authenticates before anything reaches the node.
   const s = await servicesOnFakeNode();
+  const metricsReport = new MetricsReport({ store: s.store, nodes: s.nodes, metrics: s.metrics, limits: s.limits });
   const router = createPublicApi({
     auth: s.auth,
     sessions: s.sessions,
@@ -27,7 +29,8 @@ test('every operation of the API reference is served by the control plane (an un
     volumes: s.volumes,
     preview: { domain: null, maxConnectionsPerSession: 64 },
     events: new TenantEvents(s.store),
-    metrics: s.metrics,
+    metricsReport,
+    metricsHistory: new MetricsHistory(metricsReport),
     nodes: s.nodes,
     drain: s.drain,
     egress: s.egress,

@@ -138,15 +138,18 @@ export class SessionService {
   /** The session with its sandbox history and checkpoints. */
   async get(caller: Caller, id: string): Promise<Session> {
     const row = await this.row(caller, id);
+    const checkpoints = await this.deps.store.listCheckpoints(id);
     return {
-      ...toSession(row),
+      ...toSession(row, checkpoints.at(-1)?.createdAt ?? null),
       sandboxHistory: (await this.deps.store.listSandboxHistory(id)).map(({ sessionId: _session, ...entry }) => entry),
-      checkpoints: (await this.deps.store.listCheckpoints(id)).map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
+      checkpoints: checkpoints.map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
     };
   }
 
   async list(caller: Caller): Promise<Session[]> {
-    return (await this.deps.store.listSessions(caller.tenantId)).map(toSession);
+    // The newest checkpoint of each, from one query of the tenant's checkpoints (oldest first).
+    const newest = new Map((await this.deps.store.listTenantCheckpoints(caller.tenantId)).map((c) => [c.sessionId, c.createdAt]));
+    return (await this.deps.store.listSessions(caller.tenantId)).map((row) => toSession(row, newest.get(row.id) ?? null));
   }
 
   /** Deletes the session, its volume and its checkpoints; calls waiting behind it then find no session (404). */
@@ -331,7 +334,7 @@ export function expiryFrom(now: number, timeoutSec: number | undefined): string 
   return timeoutSec ? new Date(now + timeoutSec * 1000).toISOString() : null;
 }
 
-function toSession(row: SessionRow): Session {
+function toSession(row: SessionRow, lastCheckpointAt: string | null): Session {
   return {
     id: row.id,
     tenantId: row.tenantId,
@@ -355,5 +358,6 @@ function toSession(row: SessionRow): Session {
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,
     nodeId: row.volumeNodeId,
     parentCheckpointId: row.parentCheckpointId,
+    lastCheckpointAt,
   };
 }

@@ -98,6 +98,13 @@ describe('web console', () => {
     await page.locator('[data-sandbox]', { hasText: 'killed' }).waitFor({ timeout: 20_000 });
     await api.exec(sessionId, 'true');
     await page.locator('[data-sandbox]').nth(1).waitFor({ timeout: 20_000 });
+    await page.locator(`[data-timeline-sandbox]`).nth(1).waitFor();
+    await page.screenshot({ path: path.join(artifacts, 'session-timeline.png') });
+
+    // Restore from the console: the sandbox is replaced, the history says why.
+    await page.getByRole('button', { name: `Restore ${checkpointId}` }).click();
+    await page.locator('[data-sandbox]', { hasText: 'restored' }).waitFor({ timeout: 30_000 });
+    assert.equal((await api.exec(sessionId, 'cat /tmp/proof')).stdout, 'hi-from-the-42-console\n', "the checkpoint's files");
 
     // The sessions list shows all three; its keyboard order reaches each link.
     await page.goto(`${platform.url}/console#/sessions`);
@@ -113,6 +120,34 @@ describe('web console', () => {
     await wrong.getByRole('button', { name: 'Sign in' }).click();
     await wrong.getByRole('alert').waitFor();
     assert.match((await wrong.getByRole('alert').textContent()) ?? '', /invalid API key/);
+  });
+
+  test('what a session holds is shown as text, never as markup: file names, process commands; a process can be attached to', { timeout: 120_000 }, async () => {
+    const { api, key } = await newTenant('console-escaping');
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    made.push({ api, id: session.id });
+    const hostile = '<img src=x onerror=window.pwned=1>.txt';
+    await api.call('PUT', `/v1/sessions/${session.id}/files?path=${encodeURIComponent(`/workspace/${hostile}`)}`, undefined, {
+      raw: '<script>window.pwned=2</script>\u001b[31mred\n',
+    });
+    await api.exec(session.id, ['sh', '-c', 'while true; do echo "tick <b>bold</b>"; sleep 1; done # <i>x</i>'], { background: true });
+    const page = await signedIn(key);
+    await page.goto(`${platform.url}/console#/sessions/${session.id}`);
+    await page.getByRole('tab', { name: 'Files' }).click();
+    await page.locator(`[data-file="${hostile}"]`).waitFor();
+    await page.getByRole('button', { name: hostile, exact: true }).click();
+    await page.locator('pre.view', { hasText: '<script>window.pwned=2</script>' }).waitFor();
+    assert.equal(await page.locator('section[aria-label="Files"] img, section[aria-label="Files"] script').count(), 0, 'rendered as text');
+    await page.getByRole('tab', { name: 'Processes' }).click();
+    await page.getByRole('cell', { name: /<i>x<\/i>/ }).waitFor();
+    assert.equal(await page.locator('section[aria-label="Processes"] i').count(), 0);
+    await page
+      .getByRole('button', { name: /^Attach to process/ })
+      .first()
+      .click();
+    await page.locator('[data-attached] .xterm-rows', { hasText: 'tick <b>bold</b>' }).waitFor({ timeout: 20_000 });
+    assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined, 'no script ran');
+    await page.screenshot({ path: path.join(artifacts, 'session-processes.png') });
   });
 
   test("secrets (values write-only), a session's egress policy, templates with their pools, and metrics charts", { timeout: 120_000 }, async () => {
@@ -205,7 +240,9 @@ describe('web console', () => {
     await sdkReading;
   });
 
-  test('the console is served as static files with headers that keep it to itself', async () => {
+  test('the console is served as static files with headers that keep it to itself; the metrics history is there for its charts', async () => {
+    const history = (await (await fetch(`${platform.url}/v1/metrics/history`)).json()) as { samples: { at: string; values: Record<string, number> }[] };
+    assert.ok(history.samples.length >= 1 && 'space_sandbox_starts_total' in history.samples[0]!.values, JSON.stringify(history).slice(0, 300));
     const page = await fetch(`${platform.url}/console`);
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-security-policy') ?? '', /default-src 'self'/);

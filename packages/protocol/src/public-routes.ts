@@ -28,6 +28,7 @@ import {
   TemplateSchema,
 } from './templates.js';
 import { SandboxMetricsSchema } from './node-api.js';
+
 import { CreateVolumeRequestSchema, VolumeListSchema, VolumeSchema, VolumeSnapshotListSchema, VolumeSnapshotSchema } from './volumes.js';
 import { CreatePreviewTokenRequestSchema, ListeningPortsSchema, PreviewTokenSchema } from './ports.js';
 import { DrainResultSchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';

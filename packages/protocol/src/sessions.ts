@@ -161,6 +161,8 @@ export const SessionSchema = z
     nodeId: z.string().nullable(),
     /** The checkpoint this session was forked from. */
     parentCheckpointId: z.string().nullable(),
+    /** When its newest checkpoint was taken; null: none. */
+    lastCheckpointAt: z.string().nullable(),
     /** Every sandbox that has served the session (only on GET /v1/sessions/:id). */
     sandboxHistory: z
       .array(

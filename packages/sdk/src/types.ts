@@ -30,6 +30,8 @@ export interface SessionData {
   /** The node that holds the session's volume (and runs its sandbox). */
   nodeId: string | null;
   parentCheckpointId: string | null;
+  /** When its newest checkpoint was taken; null: none. */
+  lastCheckpointAt: string | null;
   /**
    * `restoredFrom`: the full checkpoint whose memory the sandbox started from (its processes
    * continued). `note`: how the start went where it was not a plain boot: which checkpoint holds the

@@ -19,7 +19,6 @@ import {
 import type { SessionCheckpointService } from '../session-checkpoint-service.js';
 import type { SessionPauser } from '../session-pauser.js';
 import type { SessionServices } from '../session-services.js';
-import type { Metrics } from '../metrics.js';
 import type { NodeDirectory } from '../node-directory.js';
 import type { NodeDrain } from '../node-drain.js';
 import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
@@ -34,6 +33,7 @@ import { type PreviewOptions, registerPortRoutes } from './port-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
 import { registerEventRoutes } from './event-routes.js';
 import type { TenantEvents } from '../tenant-events.js';
+import type { MetricsHistory, MetricsReport } from '../metrics-report.js';
 import { type TemplateRouteDeps, registerTemplateRoutes } from './template-routes.js';
 import type { VolumeService } from '../volume-service.js';
 
@@ -45,7 +45,6 @@ export interface PublicApiDeps {
   pauser: SessionPauser;
   services: SessionServices;
   store: Store;
-  metrics: Metrics;
   nodes: NodeDirectory;
   drain: NodeDrain;
   egress: EgressService;
@@ -55,36 +54,26 @@ export interface PublicApiDeps {
   volumes: VolumeService;
   preview: PreviewOptions;
   events: TenantEvents;
+  metricsReport: MetricsReport;
+  metricsHistory: MetricsHistory;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
 export function createPublicApi(deps: PublicApiDeps): Router {
-  const { auth, sessions, checkpoints, store, metrics } = deps;
+  const { auth, sessions, checkpoints, store } = deps;
   const router = new Router({ log: deps.log, service: 'cp', admit: deps.limits.admit });
 
   router.on('GET', '/healthz', async ({ res }) => sendJson(res, 200, { ok: true }));
 
   // Aggregate numbers only, no ids: readable without a key, like /healthz, for Prometheus.
   router.on('GET', '/metrics', async ({ res }) => {
-    const byStatus: Record<string, number> = {};
-    for (const row of await store.listAllSessions()) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
-    const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
-    // Summed over the nodes that answer: pools and starts of the whole cluster.
-    const add = (series: string, value: number) => (gauges[series] = (gauges[series] ?? 0) + value);
-    const nodes = await deps.nodes.list();
-    for (const status of ['ready', 'draining', 'lost']) gauges[`space_nodes{status="${status}"}`] = nodes.filter((n) => n.status === status).length;
-    for (const client of await deps.nodes.live()) {
-      const health = await client.health().catch(() => null);
-      for (const [template, ready] of Object.entries(health?.pool ?? {})) {
-        add(`space_pool_ready{template="${template}"}`, ready);
-        add(`space_template_image_ready{template="${template}"}`, health?.templateImages.includes(template) ? 1 : 0);
-      }
-      for (const [origin, count] of Object.entries(health?.starts ?? {})) add(`space_node_sandbox_starts{origin="${origin}"}`, count);
-    }
-    const text = metrics.render({ ...gauges, ...deps.limits.gauges() });
+    const text = await deps.metricsReport.text();
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
     res.end(text);
   });
+
+  // The same, a sample a minute for the last hour of this control plane (the console's charts).
+  router.on('GET', '/v1/metrics/history', async ({ res }) => sendJson(res, 200, { samples: deps.metricsHistory.samples() }));
 
   router.on('POST', '/v1/tenants', async ({ req, res }) => {
     auth.requireAdmin(await auth.authenticate(req));
