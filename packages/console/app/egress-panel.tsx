@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
+import { TableHead } from './ui.js';
 
 interface Policy {
   mode: 'allow-all' | 'deny-all' | 'allow-list';
@@ -69,15 +70,7 @@ export function EgressPanel({ sessionId, policy }: { sessionId: string; policy: 
         </button>
       </h2>
       <table>
-        <thead>
-          <tr>
-            <th>Time</th>
-            <th>Request</th>
-            <th>Status</th>
-            <th>Decision</th>
-            <th>Secrets injected</th>
-          </tr>
-        </thead>
+        <TableHead columns={['Time', 'Request', 'Status', 'Decision', 'Secrets injected']} />
         <tbody>
           {audit.map((a, i) => (
             <tr key={`${a.time}-${i}`}>

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, json, q } from './api.js';
+import { ErrorAlert, TableHead } from './ui.js';
 
 interface Entry {
   path: string;
@@ -61,22 +62,9 @@ export function FilesPanel({ sessionId }: { sessionId: string }) {
         <label for="upload">Upload</label>
         <input id="upload" type="file" multiple onChange={(e) => upload((e.target as HTMLInputElement).files)} />
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorAlert error={error} />
       <table>
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th>Type</th>
-            <th>Size</th>
-            <th>
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['Name', 'Type', 'Size']} actions />
         <tbody>
           {entries.map((entry) => (
             <tr key={entry.path} data-file={entry.name}>

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { json } from './api.js';
 import { Timeline } from './timeline.js';
+import { ErrorAlert, TableHead } from './ui.js';
 
 export interface SessionDetail {
   id: string;
@@ -31,16 +32,7 @@ export function HistoryPanel({ session, onChange }: { session: SessionDetail; on
       <Timeline session={session} />
       <h2>Sandboxes</h2>
       <table>
-        <thead>
-          <tr>
-            <th>Sandbox</th>
-            <th>Started</th>
-            <th>Ended</th>
-            <th>Why</th>
-            <th>Restored from</th>
-            <th>Note</th>
-          </tr>
-        </thead>
+        <TableHead columns={['Sandbox', 'Started', 'Ended', 'Why', 'Restored from', 'Note']} />
         <tbody>
           {(session.sandboxHistory ?? []).map((h) => (
             <tr key={h.id} data-sandbox={h.id}>
@@ -66,22 +58,9 @@ export function HistoryPanel({ session, onChange }: { session: SessionDetail; on
           Kill the sandbox
         </button>
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorAlert error={error} />
       <table>
-        <thead>
-          <tr>
-            <th>Checkpoint</th>
-            <th>Kind</th>
-            <th>Taken</th>
-            <th>
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['Checkpoint', 'Kind', 'Taken']} actions />
         <tbody>
           {(session.checkpoints ?? []).map((c) => (
             <tr key={c.id} data-checkpoint={c.id}>

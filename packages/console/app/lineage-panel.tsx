@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
 import type { SessionDetail } from './history-panel.js';
+import { ErrorAlert } from './ui.js';
 
 /** Sessions read to draw a family: enough for what an agent forks; more are left out with a note. */
 const maxSessions = 100;
@@ -65,11 +66,7 @@ export function LineagePanel({ session, changes }: { session: SessionDetail; cha
   const width = Math.max(600, ...nodes.map((n) => dotX(n, (n.session.checkpoints ?? []).length) + 20));
   return (
     <section aria-label="Lineage">
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorAlert error={error} />
       {truncated && <p>Only the newest {maxSessions} sessions are drawn.</p>}
       <svg width={width} height={Math.max(1, nodes.length) * rowHeight + 10} role="img" aria-label={`Lineage of ${session.id}`}>
         {nodes.flatMap((n) =>

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
+import { ErrorAlert, TableHead } from './ui.js';
 
 interface Secret {
   name: string;
@@ -49,23 +50,9 @@ export function SecretsPage() {
         <input id="secret-hosts" placeholder="api.example.com" value={hosts} onInput={(e) => setHosts((e.target as HTMLInputElement).value)} />
         <button type="submit">Set</button>
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorAlert error={error} />
       <table>
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th>Hosts</th>
-            <th>Placeholder</th>
-            <th>Updated</th>
-            <th>
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['Name', 'Hosts', 'Placeholder', 'Updated']} actions />
         <tbody>
           {secrets.map((s) => (
             <tr key={s.name} data-secret={s.name}>

@@ -6,6 +6,7 @@ import { EgressPanel } from './egress-panel.js';
 import { FilesPanel } from './files-panel.js';
 import { type SessionDetail, HistoryPanel } from './history-panel.js';
 import { SessionTerminal } from './terminal.js';
+import { ErrorAlert, TableHead } from './ui.js';
 
 const tabs = ['Terminal', 'Files', 'Processes', 'History', 'Lineage', 'Egress'] as const;
 type Tab = (typeof tabs)[number];
@@ -32,16 +33,7 @@ function ProcessesPanel({ sessionId }: { sessionId: string }) {
         Refresh
       </button>
       <table>
-        <thead>
-          <tr>
-            <th>PID</th>
-            <th>Command</th>
-            <th>State</th>
-            <th>
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['PID', 'Command', 'State']} actions />
         <tbody>
           {processes.map((p) => (
             <tr key={p.pid}>
@@ -91,12 +83,7 @@ export function SessionPage({ id }: { id: string }) {
     if (event.sessionId === id) void load();
     setChanges((n) => n + 1);
   });
-  if (error && !session)
-    return (
-      <p class="error" role="alert">
-        {error}
-      </p>
-    );
+  if (error && !session) return <ErrorAlert error={error} />;
   if (!session) return <p>Loading…</p>;
   return (
     <section aria-labelledby="session-title">

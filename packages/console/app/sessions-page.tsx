@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
 import { useTenantEvents } from './events.js';
+import { ErrorAlert, TableHead } from './ui.js';
 
 interface SessionRow {
   id: string;
@@ -74,31 +75,14 @@ export function SessionsPage() {
         <label for="filter">Filter</label>
         <input id="filter" value={filter} onInput={(e) => setFilter((e.target as HTMLInputElement).value)} />
       </form>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorAlert error={error} />
       {sessions === null ? (
         <p>Loading…</p>
       ) : shown.length === 0 ? (
         <p>No sessions.</p>
       ) : (
         <table>
-          <thead>
-            <tr>
-              <th>Session</th>
-              <th>Status</th>
-              <th>Template</th>
-              <th>Node</th>
-              <th>Age</th>
-              <th>Last checkpoint</th>
-              <th>Forked from</th>
-              <th>
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
+          <TableHead columns={['Session', 'Status', 'Template', 'Node', 'Age', 'Last checkpoint', 'Forked from']} actions />
           <tbody>
             {shown.map((s) => (
               <tr key={s.id} data-session={s.id}>

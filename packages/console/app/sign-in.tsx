@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { json, signIn, signOut } from './api.js';
+import { ErrorAlert } from './ui.js';
 
 /** Signing in: the key is checked with a call before it is kept for this tab. */
 export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
@@ -25,11 +26,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
         <button type="submit">Sign in</button>
       </form>
       <p>The key stays in this tab only; every call goes through the public API with it.</p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorAlert error={error} />
     </main>
   );
 }

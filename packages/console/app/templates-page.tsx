@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
 import { parseMetrics } from './metrics-text.js';
+import { ErrorAlert, TableHead } from './ui.js';
 
 interface Template {
   name: string;
@@ -38,25 +39,9 @@ export function TemplatesPage() {
     <section aria-labelledby="templates-title">
       <h1 id="templates-title">Templates</h1>
       <p>Make one from a session, a Dockerfile or an image with the CLI (`space template create | build | import`) or the API.</p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorAlert error={error} />
       <table>
-        <thead>
-          <tr>
-            <th>Name</th>
-            <th>Version</th>
-            <th>Source</th>
-            <th>Sessions</th>
-            <th>Command</th>
-            <th>Made</th>
-            <th>
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['Name', 'Version', 'Source', 'Sessions', 'Command', 'Made']} actions />
         <tbody>
           {templates.map((t) => (
             <tr key={t.name} data-template={t.name}>
@@ -79,12 +64,7 @@ export function TemplatesPage() {
       </table>
       <h2>Warm pools</h2>
       <table>
-        <thead>
-          <tr>
-            <th>Template</th>
-            <th>Ready sandboxes</th>
-          </tr>
-        </thead>
+        <TableHead columns={['Template', 'Ready sandboxes']} />
         <tbody>
           {pools.map(([template, ready]) => (
             <tr key={template}>
