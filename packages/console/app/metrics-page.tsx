@@ -6,6 +6,8 @@ const charts: { title: string; series: string; counter: boolean }[] = [
   { title: 'Sandbox starts', series: 'space_sandbox_starts_total', counter: true },
   { title: 'Resumes', series: 'space_resumes_total', counter: true },
   { title: 'Checkpoints', series: 'space_checkpoints_total', counter: true },
+  { title: 'Checkpoint pauses (s)', series: 'space_checkpoint_pause_seconds_total', counter: true },
+  { title: 'Gateway requests', series: 'space_gateway_requests', counter: true },
   { title: 'Sandbox deaths', series: 'space_sandbox_deaths_total', counter: true },
   { title: 'Sessions running', series: 'space_sessions{status="running"}', counter: false },
   { title: 'Warm pool, ready', series: 'space_pool_ready', counter: false },

@@ -37,6 +37,8 @@ export class CheckpointTaker {
     };
     await this.store.insertCheckpoint(recorded);
     this.metrics.inc('checkpoints', { kind, trigger });
+    // A full checkpoint's pause: how long the sandbox stood still for it, summed.
+    if (taken.pauseMs !== null) this.metrics.inc('checkpoint_pause_seconds', {}, taken.pauseMs / 1000);
     const row: CheckpointRow = { ...recorded, shippedAt: null, shippedBaseId: null, shippedObjects: null };
     this.shipper.shipSoon(row);
     return row;

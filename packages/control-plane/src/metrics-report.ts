@@ -25,6 +25,7 @@ export class MetricsReport {
         add(`space_template_image_ready{template="${template}"}`, health?.templateImages.includes(template) ? 1 : 0);
       }
       for (const [origin, count] of Object.entries(health?.starts ?? {})) add(`space_node_sandbox_starts{origin="${origin}"}`, count);
+      for (const [decision, count] of Object.entries(health?.gatewayRequests ?? {})) add(`space_gateway_requests{decision="${decision}"}`, count);
     }
     return this.deps.metrics.render({ ...gauges, ...this.deps.limits.gauges() });
   }

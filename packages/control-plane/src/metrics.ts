@@ -8,6 +8,7 @@ const counterNames = [
   'resumes',
   'checkpoints',
   'checkpoint_failures',
+  'checkpoint_pause_seconds',
   'full_checkpoint_fallbacks',
   'idle_stops',
   'checkpoints_skipped_unchanged',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { Api } from './client.js';
+import { Api, metricValue } from './client.js';
 import { sandboxHostPid } from './host-state.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
 import { TestUpstream } from './test-upstream.js';
@@ -278,6 +278,10 @@ describe('credential gateway and egress policy', () => {
     assert.deepEqual(decisions('api.test.space'), ['denied', 'allowed']);
     assert.deepEqual(decisions('other.test.space'), ['denied', 'allowed']);
     assert.deepEqual(decisions('198.51.100.7'), ['denied']);
+    // The platform's /metrics counts what the gateways answered, by decision.
+    const metrics = await (await fetch(`${platform.url}/metrics`)).text();
+    assert.ok(metricValue(metrics, 'space_gateway_requests{decision="denied"}') >= 3, metrics);
+    assert.ok(metricValue(metrics, 'space_gateway_requests{decision="allowed"}') >= 2);
   });
 
   test('the gateway is the only way out: no host loopback, no platform, no other sandbox', { timeout: 120_000 }, async () => {

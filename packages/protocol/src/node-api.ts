@@ -80,6 +80,8 @@ export const NodeHealthSchema = z
     egressUnconfigured: z.array(z.string()),
     /** What the node offers (`SPACE_NODE_MEMORY_MB`, `SPACE_NODE_CPUS`; the host's by default). */
     capacity: NodeCapacitySchema,
+    /** Requests its egress gateway answered since it started, by decision (allowed, denied, failed). */
+    gatewayRequests: z.record(z.number().int().nonnegative()).default({}),
   })
   .strict();
 export type NodeHealth = z.infer<typeof NodeHealthSchema>;

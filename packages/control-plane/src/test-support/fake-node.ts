@@ -47,6 +47,7 @@ export class FakeNode {
       starts: {},
       egressUnconfigured: [],
       capacity: { memoryMb: 4096, cpus: 2 },
+      gatewayRequests: {},
     };
   }
 

@@ -84,6 +84,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
       starts: deps.starter.startCounts(),
       egressUnconfigured: manager.egressUnconfigured(),
       capacity: deps.capacity,
+      gatewayRequests: deps.gateway.requestCounts(),
     };
     sendJson(ctx.res, 200, health);
   });

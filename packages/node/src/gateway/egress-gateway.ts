@@ -92,6 +92,8 @@ export class EgressGateway {
   private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
   private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
   private servers: Server[] = [];
+  /** Requests answered since start, by decision: for the node's health and the platform's /metrics. */
+  private readonly counts: Record<EgressAuditEntry['decision'], number> = { allowed: 0, denied: 0, failed: 0 };
   httpPort = 0;
   httpsPort = 0;
 
@@ -100,6 +102,11 @@ export class EgressGateway {
   /** Sets (or replaces) a session's policy and secrets; takes effect on the next request. */
   configure(sessionId: string, config: SessionEgressConfig): void {
     this.configs.set(sessionId, config);
+  }
+
+  /** Requests answered since the gateway started, by decision. */
+  requestCounts(): Record<EgressAuditEntry['decision'], number> {
+    return { ...this.counts };
   }
 
   /** A deleted session: its settings and its audit log go. */
@@ -206,6 +213,7 @@ export class EgressGateway {
       entry.decision = decision;
       entry.durationMs = Math.round((performance.now() - started) * 10) / 10;
       if (reason) entry.reason = reason.slice(0, 512);
+      this.counts[decision]++;
       this.deps.audit.append(source.sessionId, entry).catch((err: Error) => this.deps.log.warn(`egress audit of ${source.sessionId}: ${err.message}`));
     };
     const deny = (status: number, reason: string, message: string, code?: string): null => {
