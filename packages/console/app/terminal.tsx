@@ -25,10 +25,13 @@ export function SessionTerminal({ sessionId, attach }: { sessionId: string; atta
     let pid: number | null = attach ?? null;
     let seen = 0;
     let closed = false;
+    // A dropped stream is tried again, a little later each time (up to 10 s), sooner once it is back.
+    let retryMs = 1000;
     const connect = () => {
       ws = pid === null ? socket(`/v1/sessions/${sessionId}/pty`) : socket(`/v1/sessions/${sessionId}/processes/${pid}/attach?after=${seen}`);
       ws.onopen = () => {
         setState('connected');
+        retryMs = 1000;
         if (pid === null) ws!.send(JSON.stringify({ type: 'start', cols: term.cols, rows: term.rows }));
       };
       ws.onmessage = (event) => {
@@ -49,7 +52,8 @@ export function SessionTerminal({ sessionId, attach }: { sessionId: string; atta
       ws.onclose = () => {
         if (closed) return;
         setState('reconnecting');
-        setTimeout(connect, 1000);
+        setTimeout(connect, retryMs);
+        retryMs = Math.min(10_000, retryMs * 2);
       };
     };
     connect();

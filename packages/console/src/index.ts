@@ -41,8 +41,7 @@ export function createConsoleHandler(
       'x-content-type-options': 'nosniff',
       'x-frame-options': 'DENY',
       'referrer-policy': 'no-referrer',
-      'content-security-policy':
-        "default-src 'self'; connect-src 'self' ws: wss:; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
+      'content-security-policy': "default-src 'self'; connect-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
     };
     if ((req.method !== 'GET' && req.method !== 'HEAD') || !body) {
       const missing = assets.size === 0 ? 'the console is not built (npm run build)' : `no console file ${JSON.stringify(name)}`;
