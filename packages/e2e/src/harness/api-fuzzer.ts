@@ -198,6 +198,11 @@ function apiCall(target: FuzzTarget, rng: Random): Attempt {
         ...(hasBody ? { body: typeof body === 'string' ? body : new Uint8Array(body!) } : {}),
       }).catch(() => null);
       if (!res) return { status: 0, reply: '' };
+      // A stream that goes on (the event stream, a followed build log) has answered once its headers came.
+      if (res.ok && /^text\/(event-stream|plain)/.test(res.headers.get('content-type') ?? '')) {
+        await res.body?.cancel().catch(() => undefined);
+        return { status: res.status, reply: '' };
+      }
       return { status: res.status, reply: (await res.text().catch(() => '')).slice(0, 500) };
     },
   };
