@@ -188,6 +188,7 @@ export class ControlPlane {
       activity,
       lifecycle,
       egress,
+      builds,
       metrics: this.metrics,
       log: this.log,
       keepAutomatic,

@@ -114,3 +114,29 @@ test('automatic full checkpoints are taken while processes run, and not while no
   await s.maintenance.tick();
   assert.deepEqual(await kinds(), ['full', 'full']);
 });
+
+test('a template build whose control plane stopped (no heartbeat for a minute) is failed by the maintenance, and its session deleted', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  const heartbeatAt = new Date(s.clock.now).toISOString();
+  const build = {
+    tenantId: s.caller.tenantId,
+    name: 'py',
+    status: 'running' as const,
+    createdAt: heartbeatAt,
+    endedAt: null,
+    error: null,
+    version: null,
+    steps: 1,
+    cachedSteps: 0,
+    log: '',
+  };
+  await s.store.insertBuild({ ...build, id: 'bld_stale0000001', sessionId: session.id, heartbeatAt });
+  await s.store.insertBuild({ ...build, id: 'bld_alive0000001', sessionId: null, heartbeatAt: new Date(s.clock.now + 60_000).toISOString() });
+  s.clock.now += 70_000;
+  await s.maintenance.tick();
+  const stale = await s.store.getBuild(s.caller.tenantId, 'bld_stale0000001');
+  assert.deepEqual([stale?.status, /control plane running the build stopped/.test(stale?.error ?? '')], ['failed', true]);
+  assert.equal((await s.store.getBuild(s.caller.tenantId, 'bld_alive0000001'))?.status, 'running', 'a build with a recent heartbeat runs on');
+  assert.equal(await s.store.getSession(s.caller.tenantId, session.id), null, "the dead build's session is deleted");
+});

@@ -3,6 +3,7 @@ import type { SessionCheckpointService } from './session-checkpoint-service.js';
 import type { Activity } from './activity.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { Metrics } from './metrics.js';
+import type { TemplateBuilds } from './template-builds.js';
 import type { NodeClient } from './node-client.js';
 import type { NodeDirectory } from './node-directory.js';
 import type { CheckpointShipper } from './checkpoint-shipper.js';
@@ -21,6 +22,8 @@ export interface MaintenanceDeps {
   activity: Activity;
   lifecycle: LifecycleQueue;
   egress: EgressService;
+  /** Dockerfile builds: those whose control plane died are failed here. */
+  builds: Pick<TemplateBuilds, 'failStale'>;
   metrics: Metrics;
   log: (message: string) => void;
   /** Automatic checkpoints kept per session; older ones are deleted (manual ones never are). */
@@ -97,6 +100,8 @@ export class Maintenance {
       const shipped = await this.deps.shipper.retryUnshipped(orphanGraceMs);
       if (shipped) this.deps.log(`shipped ${shipped} checkpoint(s) an earlier attempt did not`);
       await this.deps.shipper.collectBases().catch((err: Error) => this.deps.log(`unused ship bases not collected: ${err.message}`));
+      const failed = await this.deps.builds.failStale(this.now()).catch(() => 0);
+      if (failed) this.deps.log(`failed ${failed} template build(s) whose control plane stopped`);
     }
     const { listed, sessions } = await this.snapshot();
     await this.fenceMovedSessions(listed, sessions);

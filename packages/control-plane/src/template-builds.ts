@@ -16,6 +16,9 @@ import type { TemplateService } from './template-service.js';
 /** The hidden template name of a build's cached steps (user names start with a letter). */
 const cacheTemplateName = '_build-cache';
 const defaultTimeoutSec = 1800;
+/** How often a running build says it is alive, and how long without that it is taken for dead. */
+const heartbeatMs = 10_000;
+const staleMs = 60_000;
 
 export interface TemplateBuildsOptions {
   /** `SPACE_TEMPLATE_MAX_CONTEXT_MB`: the most a build context may hold, bytes. */
@@ -79,10 +82,12 @@ export class TemplateBuilds {
       steps: 0,
       cachedSteps: 0,
       log: '',
+      sessionId: null,
+      heartbeatAt: new Date().toISOString(),
     };
     await this.deps.store.insertBuild(row);
     void this.run(caller, row, steps, context, request).catch((err: Error) => this.deps.log(`build ${row.id}: ${err.stack ?? err.message}`));
-    return view(row);
+    return buildView(row);
   }
 
   async get(caller: Caller, name: string, id: string): Promise<TemplateBuildRow> {
@@ -100,7 +105,7 @@ export class TemplateBuilds {
         write(row.log.slice(sent));
         sent = row.log.length;
       }
-      if (!follow || row.status !== 'running' || stopped()) return view(row);
+      if (!follow || row.status !== 'running' || stopped()) return buildView(row);
       await new Promise((resolve) => setTimeout(resolve, 300));
       row = await this.get(caller, name, id);
     }
@@ -112,6 +117,12 @@ export class TemplateBuilds {
     let sessionId: string | null = null;
     let current: DockerfileStep | null = null;
     let outcome: TemplateBuildPatch = { status: 'failed' };
+    // Alive while it runs: the maintenance of any control plane fails a build whose heartbeat stopped.
+    const heartbeat = setInterval(
+      () => void this.deps.store.updateBuild(row.id, { heartbeatAt: new Date().toISOString() }).catch(() => undefined),
+      heartbeatMs,
+    );
+    heartbeat.unref();
     try {
       const from = steps.find((s) => s.kind === 'FROM') as Extract<DockerfileStep, { kind: 'FROM' }>;
       const state: BuildState = { env: {}, args: { ...request.buildArgs }, workdir: '/', user: 'root', entrypoint: null, cmd: null, labels: {}, expose: [] };
@@ -152,6 +163,7 @@ export class TemplateBuilds {
             continue;
           }
           sessionId = await this.openSession(caller, startFrom, request);
+          await this.deps.store.updateBuild(row.id, { sessionId });
           const { token } = await this.deps.auth.createSessionToken(caller.tenantId, sessionId);
           runner = new BuildStepRunner(new Space({ apiUrl: this.deps.apiUrl(), apiKey: token }).sessions.handle(sessionId), context, log);
         }
@@ -177,11 +189,30 @@ export class TemplateBuilds {
       outcome = { status: 'failed', error: `${where}${(err as Error).message}` };
       log.line(`build failed at ${outcome.error}`);
     }
+    clearInterval(heartbeat);
     // Its session goes first, then the log's end, then the status: whoever sees the build ended sees all of it done.
     if (sessionId)
       await this.deps.sessions.delete(caller, sessionId).catch((err: Error) => this.deps.log(`build ${row.id}: could not delete its session: ${err.message}`));
     await log.close();
     await this.deps.store.updateBuild(row.id, { ...outcome, endedAt: new Date().toISOString(), steps: row.steps, cachedSteps: row.cachedSteps });
+  }
+
+  /**
+   * Fails the builds whose control plane died (no heartbeat for `staleMs`) and deletes their
+   * sessions; the maintenance of any control plane runs it. Returns how many.
+   */
+  async failStale(now = Date.now()): Promise<number> {
+    const stale = await this.deps.store.listStaleBuilds(new Date(now - staleMs).toISOString());
+    for (const build of stale) {
+      const caller = { tenantId: build.tenantId, admin: false };
+      if (build.sessionId) await this.deps.sessions.delete(caller, build.sessionId).catch(() => undefined);
+      await this.deps.store.updateBuild(build.id, {
+        status: 'failed',
+        endedAt: new Date(now).toISOString(),
+        error: `the control plane running the build stopped (no heartbeat for ${staleMs / 1000} s): build again`,
+      });
+    }
+    return stale.length;
   }
 
   /** The build's session: on the base or the last cached step, no automatic checkpoints, the tenant's named secrets. */
@@ -288,7 +319,8 @@ function configOf(state: BuildState): TemplateConfig {
   return { env: state.env, workdir: state.workdir, user: state.user, cmd, labels: state.labels, expose: state.expose };
 }
 
-function view(row: TemplateBuildRow): TemplateBuild {
-  const { tenantId: _tenant, log: _log, ...build } = row;
+/** A build as the API shows it. */
+export function buildView(row: TemplateBuildRow): TemplateBuild {
+  const { tenantId: _tenant, log: _log, sessionId: _session, heartbeatAt: _heartbeat, ...build } = row;
   return build;
 }

@@ -12,7 +12,7 @@ import {
 } from '@space/protocol';
 import { type Router, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
-import type { TemplateBuilds } from '../template-builds.js';
+import { type TemplateBuilds, buildView } from '../template-builds.js';
 import type { TemplateCatalog } from '../template-catalog.js';
 import type { TemplateService } from '../template-service.js';
 
@@ -59,8 +59,7 @@ export function registerTemplateRoutes(router: Router, auth: Authenticator, deps
 
   router.on('GET', '/v1/templates/:name/builds/:buildId', async ({ req, res, params }) => {
     const caller = await auth.authenticate(req);
-    const { tenantId: _tenant, log: _log, ...build } = await deps.builds.get(caller, nameOf(params), parseWith(BuildIdSchema, params.buildId, 'build id'));
-    sendJson(res, 200, build);
+    sendJson(res, 200, buildView(await deps.builds.get(caller, nameOf(params), parseWith(BuildIdSchema, params.buildId, 'build id'))));
   });
 
   router.on('GET', '/v1/templates/:name/builds/:buildId/logs', async ({ req, res, params, url }) => {

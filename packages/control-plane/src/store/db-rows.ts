@@ -216,6 +216,8 @@ export interface TemplateBuildDbRow {
   steps: number;
   cached_steps: number;
   log: string;
+  session_id: string | null;
+  heartbeat_at: string | null;
 }
 
 export function toBuild(row: TemplateBuildDbRow): TemplateBuildRow {
@@ -231,6 +233,8 @@ export function toBuild(row: TemplateBuildDbRow): TemplateBuildRow {
     steps: Number(row.steps),
     cachedSteps: Number(row.cached_steps),
     log: row.log,
+    sessionId: row.session_id,
+    heartbeatAt: row.heartbeat_at,
   };
 }
 

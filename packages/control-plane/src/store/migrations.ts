@@ -172,6 +172,14 @@ export const migrations: Migration[] = [
       ];
     },
   },
+  {
+    version: 11,
+    description: "builds' sessions and heartbeats: a build whose control plane died is failed and its session deleted",
+    statements: (dialect) => [
+      `ALTER TABLE template_builds ADD COLUMN session_id ${text(dialect)}`,
+      `ALTER TABLE template_builds ADD COLUMN heartbeat_at ${text(dialect)}`,
+    ],
+  },
 ];
 
 export const migrationsTable =

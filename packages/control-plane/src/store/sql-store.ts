@@ -355,8 +355,22 @@ export class SqlStore implements Store {
 
   async insertBuild(row: TemplateBuildRow): Promise<void> {
     await this.db.run(
-      'INSERT INTO template_builds (id, tenant_id, name, status, created_at, ended_at, error, version, steps, cached_steps, log) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      [row.id, row.tenantId, row.name, row.status, row.createdAt, row.endedAt, row.error, row.version, row.steps, row.cachedSteps, row.log],
+      'INSERT INTO template_builds (id, tenant_id, name, status, created_at, ended_at, error, version, steps, cached_steps, log, session_id, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      [
+        row.id,
+        row.tenantId,
+        row.name,
+        row.status,
+        row.createdAt,
+        row.endedAt,
+        row.error,
+        row.version,
+        row.steps,
+        row.cachedSteps,
+        row.log,
+        row.sessionId,
+        row.heartbeatAt,
+      ],
     );
   }
 
@@ -369,6 +383,8 @@ export class SqlStore implements Store {
       steps: 'steps',
       cachedSteps: 'cached_steps',
       log: 'log',
+      sessionId: 'session_id',
+      heartbeatAt: 'heartbeat_at',
     };
     const keys = Object.keys(patch) as (keyof TemplateBuildPatch)[];
     if (keys.length === 0) return;
@@ -378,6 +394,15 @@ export class SqlStore implements Store {
   async getBuild(tenantId: string, id: string): Promise<TemplateBuildRow | null> {
     const row = await this.db.get<TemplateBuildDbRow>('SELECT * FROM template_builds WHERE tenant_id = ? AND id = ?', [tenantId, id]);
     return row ? toBuild(row) : null;
+  }
+
+  async listStaleBuilds(before: string): Promise<TemplateBuildRow[]> {
+    return (
+      await this.db.all<TemplateBuildDbRow>(
+        "SELECT * FROM template_builds WHERE status = 'running' AND COALESCE(heartbeat_at, created_at) < ? ORDER BY created_at",
+        [before],
+      )
+    ).map(toBuild);
   }
 
   async getBuildCache(tenantId: string, key: string): Promise<BuildCacheRow | null> {

@@ -233,9 +233,15 @@ export interface TemplateRow {
 export interface TemplateBuildRow extends TemplateBuild {
   tenantId: string;
   log: string;
+  /** The session the build runs its steps in (deleted at its end). */
+  sessionId: string | null;
+  /** Written every few seconds while the build runs: a build without one for a while lost its control plane. */
+  heartbeatAt: string | null;
 }
 
-export type TemplateBuildPatch = Partial<Pick<TemplateBuildRow, 'status' | 'endedAt' | 'error' | 'version' | 'steps' | 'cachedSteps' | 'log'>>;
+export type TemplateBuildPatch = Partial<
+  Pick<TemplateBuildRow, 'status' | 'endedAt' | 'error' | 'version' | 'steps' | 'cachedSteps' | 'log' | 'sessionId' | 'heartbeatAt'>
+>;
 
 /** A step a tenant's builds made before: the hidden template holding the files after it. */
 export interface BuildCacheRow {
@@ -307,6 +313,8 @@ export interface Store {
   insertBuild(row: TemplateBuildRow): Promise<void>;
   updateBuild(id: string, patch: TemplateBuildPatch): Promise<void>;
   getBuild(tenantId: string, id: string): Promise<TemplateBuildRow | null>;
+  /** Builds still running whose heartbeat is older than `before` (their control plane died). */
+  listStaleBuilds(before: string): Promise<TemplateBuildRow[]>;
   getBuildCache(tenantId: string, key: string): Promise<BuildCacheRow | null>;
   /** Records a cached step (a key made again points at the newer template). */
   putBuildCache(row: BuildCacheRow): Promise<void>;

@@ -87,6 +87,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     activity,
     lifecycle,
     egress,
+    builds,
     metrics,
     log: (m) => log.push(m),
     keepAutomatic: 5,
