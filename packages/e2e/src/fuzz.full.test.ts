@@ -28,7 +28,8 @@ describe('API fuzzer', () => {
       assert.equal(report.requests, 1000);
       // The platform is up and the session answers (the fuzzer may have deleted any of its files, so its agent is asked).
       assert.equal((await admin.call('GET', '/healthz')).status, 200);
-      assert.equal((await new Api(platform.url, target.key).call('GET', `/v1/sessions/${target.sessionId}/files/list?path=/`)).status, 200);
+      const listed = await new Api(platform.url, target.key).call('GET', `/v1/sessions/${target.sessionId}/files/list?path=/`);
+      assert.equal(listed.status, 200, `${summary}: ${JSON.stringify(listed.body)}`);
       assert.ok(rssAfter - rssBefore < 150, `platform RSS grew from ${rssBefore.toFixed(0)} to ${rssAfter.toFixed(0)} MB`);
     } finally {
       await deleteFuzzSessions(target);

@@ -61,11 +61,12 @@ const streamRoutes = publicRoutes.filter((r) => r.transport === 'websocket');
 const requestRoutes = publicRoutes.filter((r) => r.transport !== 'websocket');
 /**
  * How often a route names the target's real ids: the session's deletion never (the run needs it),
- * what resets its sandbox sometimes (each is slow), everything else mostly.
+ * nor its timeout (one of a few seconds deletes it while the run goes on, as E2B's does in
+ * e2b-fuzz.ts), what resets its sandbox sometimes (each is slow), everything else mostly.
  */
 function realIdChance(route: PublicRoute): number {
   const operation = `${route.method} ${route.path}`;
-  if (operation === 'DELETE /v1/sessions/:sessionId') return 0;
+  if (operation === 'DELETE /v1/sessions/:sessionId' || operation === 'POST /v1/sessions/:sessionId/timeout') return 0;
   if (operation === 'POST /v1/sessions/:sessionId/sandbox/kill' || operation === 'POST /v1/sessions/:sessionId/restore') return 0.15;
   return 0.85;
 }
