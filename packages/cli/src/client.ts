@@ -12,6 +12,17 @@ export function cliClient(env: NodeJS.ProcessEnv): Space {
 }
 
 /** Prints a value as JSON (`--json`) or as the given human lines. */
+/** `NAME=VALUE` flags (`--env`, `--build-arg`) as a record; `flag` names the option in the error. */
+export function parseNameValues(pairs: string[], flag: string): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at < 1) throw new Error(`${flag} takes NAME=VALUE, got ${JSON.stringify(pair)}`);
+    values[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return values;
+}
+
 export function output(json: boolean, value: unknown, human: () => string): void {
   process.stdout.write(json ? `${JSON.stringify(value, null, 2)}\n` : `${human()}\n`);
 }

@@ -1,21 +1,11 @@
 import type { Command } from 'commander';
 import type { SessionData } from '@space/sdk';
 import { parseVolumeFlag } from './volumes.js';
-import { cliClient, output } from '../client.js';
+import { cliClient, output, parseNameValues } from '../client.js';
 import { egressOptions, policyFromFlags, type EgressFlags } from './egress.js';
 
 function line(s: SessionData): string {
   return `${s.id}  ${s.status.padEnd(8)} ${s.template.padEnd(6)} ${s.sandbox?.id ?? '-'}  ${s.createdAt}`;
-}
-
-function parseEnv(pairs: string[]): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const pair of pairs) {
-    const at = pair.indexOf('=');
-    if (at < 1) throw new Error(`--env takes NAME=VALUE, got ${JSON.stringify(pair)}`);
-    env[pair.slice(0, at)] = pair.slice(at + 1);
-  }
-  return env;
 }
 
 /** create, ls, get, rm, kill-sandbox, pause, ports, preview. */
@@ -48,7 +38,7 @@ export function registerSessionCommands(program: Command): void {
         if (!opts.json) process.stderr.write(`creating a ${opts.template} session…\n`);
         const session = await cliClient(process.env).sessions.create({
           template: opts.template,
-          env: parseEnv(opts.env),
+          env: parseNameValues(opts.env, '--env'),
           checkpointIntervalSec: opts.checkpointInterval,
           fullCheckpointIntervalSec: opts.fullCheckpointInterval,
           idleTimeoutSec: opts.idleTimeout,

@@ -2,7 +2,7 @@ import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { TemplateData } from '@space/sdk';
-import { cliClient, output } from '../client.js';
+import { cliClient, output, parseNameValues } from '../client.js';
 
 /** The build context: every file under `dir` (`.git` left out), by relative path, and which are executable. */
 function readContext(dir: string, maxBytes: number): { files: Record<string, Buffer>; executables: string[] } {
@@ -25,16 +25,6 @@ function readContext(dir: string, maxBytes: number): { files: Record<string, Buf
   };
   walk('');
   return { files, executables };
-}
-
-function pairs(list: string[], flag: string): Record<string, string> {
-  return Object.fromEntries(
-    list.map((pair) => {
-      const at = pair.indexOf('=');
-      if (at <= 0) throw new Error(`${flag} takes NAME=VALUE, not ${JSON.stringify(pair)}`);
-      return [pair.slice(0, at), pair.slice(at + 1)];
-    }),
-  );
 }
 
 function line(t: TemplateData): string {
@@ -80,7 +70,7 @@ export function registerTemplateCommands(program: Command): void {
           dockerfile,
           files,
           executables,
-          buildArgs: pairs(opts.buildArg, '--build-arg'),
+          buildArgs: parseNameValues(opts.buildArg, '--build-arg'),
           secrets: opts.secret,
           timeoutSec: opts.timeout,
           timeoutMs: 120_000,
