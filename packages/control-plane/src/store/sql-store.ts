@@ -64,6 +64,18 @@ const sessionColumns: Record<keyof SessionPatch, string> = {
   publicPorts: 'public_ports',
 };
 
+const buildColumns: Record<keyof TemplateBuildPatch, string> = {
+  status: 'status',
+  endedAt: 'ended_at',
+  error: 'error',
+  version: 'version',
+  steps: 'steps',
+  cachedSteps: 'cached_steps',
+  log: 'log',
+  sessionId: 'session_id',
+  heartbeatAt: 'heartbeat_at',
+};
+
 /** Session fields kept as JSON text. */
 const jsonColumns = new Set<keyof SessionPatch>(['services', 'volumes', 'publicPorts']);
 
@@ -186,11 +198,21 @@ export class SqlStore implements Store {
   }
 
   async updateSession(id: string, patch: SessionPatch): Promise<void> {
-    const keys = Object.keys(patch) as (keyof SessionPatch)[];
+    await this.updateRow('sessions', sessionColumns, id, patch, jsonColumns);
+  }
+
+  /** Sets the patch's fields of row `id` of `table` (`columns` names each field's column; `json` ones are stored as JSON text). */
+  private async updateRow<P extends object>(
+    table: string,
+    columns: Record<keyof P, string>,
+    id: string,
+    patch: P,
+    json: ReadonlySet<keyof P> = new Set(),
+  ): Promise<void> {
+    const keys = Object.keys(patch) as (keyof P)[];
     if (keys.length === 0) return;
-    const sets = keys.map((k) => `${sessionColumns[k]} = ?`).join(', ');
-    const value = (k: keyof SessionPatch) => (jsonColumns.has(k) ? JSON.stringify(patch[k]) : ((patch[k] as SqlValue | undefined) ?? null));
-    await this.db.run(`UPDATE sessions SET ${sets} WHERE id = ?`, [...keys.map(value), id]);
+    const value = (k: keyof P) => (json.has(k) ? JSON.stringify(patch[k]) : ((patch[k] as SqlValue | undefined) ?? null));
+    await this.db.run(`UPDATE ${table} SET ${keys.map((k) => `${columns[k]} = ?`).join(', ')} WHERE id = ?`, [...keys.map(value), id]);
   }
 
   async deleteSession(id: string): Promise<void> {
@@ -375,20 +397,7 @@ export class SqlStore implements Store {
   }
 
   async updateBuild(id: string, patch: TemplateBuildPatch): Promise<void> {
-    const columns: Record<keyof TemplateBuildPatch, string> = {
-      status: 'status',
-      endedAt: 'ended_at',
-      error: 'error',
-      version: 'version',
-      steps: 'steps',
-      cachedSteps: 'cached_steps',
-      log: 'log',
-      sessionId: 'session_id',
-      heartbeatAt: 'heartbeat_at',
-    };
-    const keys = Object.keys(patch) as (keyof TemplateBuildPatch)[];
-    if (keys.length === 0) return;
-    await this.db.run(`UPDATE template_builds SET ${keys.map((k) => `${columns[k]} = ?`).join(', ')} WHERE id = ?`, [...keys.map((k) => patch[k] ?? null), id]);
+    await this.updateRow('template_builds', buildColumns, id, patch);
   }
 
   async getBuild(tenantId: string, id: string): Promise<TemplateBuildRow | null> {
