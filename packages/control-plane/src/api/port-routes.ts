@@ -77,12 +77,14 @@ export function registerPortRoutes(
       ...(others.length > 0 ? { cookie: others.join('; ') } : {}),
     };
     if (token === null) {
+      // A SPACE key is checked first (the usual case: no look at the port's publicity); without one,
+      // or with another Authorization (the app's), only a public port lets the request through.
+      const keyed = req.headers.authorization ? await auth.authenticate(checked).catch((err: unknown) => err as Error) : null;
+      if (keyed && !(keyed instanceof Error)) return { caller: keyed, headers, setCookie: null };
       const publicCaller = await publicAccess(params);
       if (!publicCaller) return { caller: await auth.authenticate(checked), headers, setCookie: null };
-      if (!req.headers.authorization) return { caller: publicCaller, headers, setCookie: null };
-      const keyed = await auth.authenticate(checked).catch(() => null);
-      if (!keyed) headers[forwardedAuthorization] = req.headers.authorization;
-      return { caller: keyed ?? publicCaller, headers, setCookie: null };
+      if (req.headers.authorization) headers[forwardedAuthorization] = req.headers.authorization;
+      return { caller: publicCaller, headers, setCookie: null };
     }
     if (req.headers.authorization) headers[forwardedAuthorization] = req.headers.authorization;
     const caller = await auth.authenticateKey(token, checked);
