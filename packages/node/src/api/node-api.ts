@@ -18,11 +18,6 @@ import {
   type NodeHealth,
   ServiceNameSchema,
   ServiceSchema,
-  NodeCreateVolumeRequestSchema,
-  NodeVolumeRestoreRequestSchema,
-  NodeVolumeSnapshotRequestSchema,
-  VolumeIdSchema,
-  VolumeSnapshotIdSchema,
   NodePullImageRequestSchema,
   Limits,
 } from '@space/protocol';
@@ -41,6 +36,7 @@ import type { WarmPool } from '../warm-pool.js';
 import type { TemplateStore } from '../templates/template-store.js';
 import { registerSandboxProxy } from './sandbox-proxy.js';
 import { registerPortProxy } from './port-proxy.js';
+import { registerNamedVolumeRoutes } from './named-volume-routes.js';
 import type { SandboxMetricsReader } from '../sandbox/sandbox-metrics.js';
 import type { CheckpointShipping } from '../storage/checkpoint-shipping.js';
 import type { NamedVolumes } from '../storage/named-volumes.js';
@@ -155,47 +151,6 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     sendJson(ctx.res, 200, { ok: true });
   });
 
-  router.on('POST', '/node/v1/named-volumes', async (ctx) => {
-    authorize(ctx);
-    await deps.namedVolumes.create(await readJson(ctx.req, NodeCreateVolumeRequestSchema));
-    sendJson(ctx.res, 201, { ok: true });
-  });
-
-  router.on('DELETE', '/node/v1/named-volumes/:volumeId', async (ctx) => {
-    authorize(ctx);
-    await deps.namedVolumes.delete(parseWith(VolumeIdSchema, ctx.params.volumeId, 'volume id'));
-    sendJson(ctx.res, 200, { ok: true });
-  });
-
-  router.on('GET', '/node/v1/named-volumes/:volumeId/usage', async (ctx) => {
-    authorize(ctx);
-    sendJson(ctx.res, 200, { usage: await deps.namedVolumes.usage(parseWith(VolumeIdSchema, ctx.params.volumeId, 'volume id')) });
-  });
-
-  router.on('POST', '/node/v1/named-volumes/:volumeId/snapshots', async (ctx) => {
-    authorize(ctx);
-    const volumeId = parseWith(VolumeIdSchema, ctx.params.volumeId, 'volume id');
-    const { snapshotId, flushSession } = await readJson(ctx.req, NodeVolumeSnapshotRequestSchema);
-    // The writer's sandbox caches file data: synced first, so the snapshot holds what it wrote.
-    if (flushSession) await manager.flushWrites(flushSession);
-    await deps.namedVolumes.snapshot(volumeId, snapshotId);
-    sendJson(ctx.res, 201, { ok: true });
-  });
-
-  router.on('POST', '/node/v1/named-volumes/:volumeId/restore', async (ctx) => {
-    authorize(ctx);
-    const volumeId = parseWith(VolumeIdSchema, ctx.params.volumeId, 'volume id');
-    const { checkpointId, sourceVolumeId } = await readJson(ctx.req, NodeVolumeRestoreRequestSchema);
-    await deps.namedVolumes.restore(volumeId, checkpointId, sourceVolumeId);
-    sendJson(ctx.res, 200, { ok: true });
-  });
-
-  router.on('DELETE', '/node/v1/volume-snapshots/:snapshotId', async (ctx) => {
-    authorize(ctx);
-    await deps.namedVolumes.deleteSnapshot(parseWith(VolumeSnapshotIdSchema, ctx.params.snapshotId, 'volume snapshot id'));
-    sendJson(ctx.res, 200, { ok: true });
-  });
-
   router.on('PUT', '/node/v1/sessions/:sessionId/egress', async (ctx) => {
     authorize(ctx);
     const sessionId = sessionIdParam(ctx.params);
@@ -294,6 +249,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   registerSandboxProxy(router, manager, authorize);
   registerPortProxy(router, manager, authorize);
+  registerNamedVolumeRoutes(router, deps.namedVolumes, manager, authorize);
   return router;
 }
 
