@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { after, before, test } from 'node:test';
 import { type LocalPostgres, startLocalPostgres } from '@space/control-plane';
 import { Space } from '@space/sdk';
@@ -119,7 +120,10 @@ test('PostgreSQL restarted under load: calls fail cleanly (503 STORE_UNAVAILABLE
 test('a control plane SIGKILLed: the other carries on with every session, and the SDK given both URLs moves to it', async () => {
   const space = new Space({ apiUrl: [second!.url, first.url], apiKey: first.adminKey });
   assert.equal((await space.sessions.handle(sessions[0]!).exec(['echo', 'via the first URL'])).stdout, 'via the first URL\n');
+  // Once it is gone: a call in flight as it dies may have run, so the SDK rightly does not send it again.
+  const exited = once(second!.process, 'exit');
   second!.process.kill('SIGKILL');
+  await exited;
   second = null;
   for (const id of sessions) {
     assert.equal((await a.exec(id, ['true'])).exitCode, 0, id);
