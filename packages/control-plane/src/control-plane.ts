@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type { Server } from 'node:http';
 import { closeServer, lineLog, listen } from '@space/server-kit';
 import { type E2bApi, createE2bApi, e2bPrefix } from '@space/e2b';
@@ -100,6 +101,7 @@ export class ControlPlane {
   private readonly auth: Authenticator;
   private readonly limits: TenantLimits;
   private readonly templates: PublicApiDeps['templates'];
+  private readonly lifecycle: LifecycleQueue;
   private server: Server | null = null;
   private e2b: E2bApi | null = null;
   port = 0;
@@ -112,7 +114,10 @@ export class ControlPlane {
     this.limits = new TenantLimits(this.auth, options.store, this.metrics, { ...defaultTenantLimits, ...options.tenantLimits });
     // Recorded in the store so that no control plane stops a session another one is serving.
     const activity = new Activity(Date.now, recordActivityIn(options.store));
-    const lifecycle = new LifecycleQueue(options.store, this.log, options.lifecycleWaitMs ? { waitMs: options.lifecycleWaitMs } : {});
+    // A control plane is known by its host and port (two live ones cannot share both); on a random port, by nothing lasting.
+    const seat = options.sharedStore ? (options.port ? `${hostname()}:${options.port}` : '') : 'local';
+    const lifecycle = new LifecycleQueue(options.store, this.log, { seat, ...(options.lifecycleWaitMs ? { waitMs: options.lifecycleWaitMs } : {}) });
+    this.lifecycle = lifecycle;
     this.nodes = new NodeDirectory({
       store: options.store,
       cipher: options.secrets,
@@ -215,6 +220,9 @@ export class ControlPlane {
       return 0;
     });
     if (orphans) this.log(`removed ${orphans} checkpoint(s) a crash left unrecorded`);
+    // Operations a predecessor died in the middle of hold their sessions until their leases expire, unless released here.
+    const released = await this.lifecycle.releasePredecessors(!this.options.sharedStore);
+    if (released) this.log(`released ${released} session lease(s) a previous control plane here held when it stopped`);
     await this.maintenance.reconcileAll();
     const api = createPublicApi({
       auth: this.auth,

@@ -101,4 +101,23 @@ for (const engine of engines.all) {
     );
     await long;
   });
+
+  test(`${engine.name}: a process in the seat of one that died releases the leases it left at once; other seats' stay until they expire`, async () => {
+    const stores = [await engine.open('seats'), await engine.open('seats')];
+    const forever = 4_000_000_000_000;
+    // Left by the dead process in seat host:8080, and held by a live one in seat host:8081.
+    await stores[0]!.acquireSessionLease({ sessionId: 'ses_left', holder: 'host:8080/dead-1', operation: 'resume', expiresAt: forever }, 0);
+    await stores[0]!.acquireSessionLease({ sessionId: 'ses_held', holder: 'host:8081/live-1', operation: 'checkpoint', expiresAt: forever }, 0);
+    const successor = new LifecycleQueue(stores[1]!, () => undefined, { pollMs: 5, waitMs: 100, seat: 'host:8080' });
+    assert.equal(await successor.releasePredecessors(false), 1);
+    await successor.run('ses_left', 'resume', async () => undefined);
+    await assert.rejects(
+      successor.run('ses_held', 'delete', async () => undefined),
+      { code: 'SESSION_BUSY' },
+    );
+    // A queue with no seat releases nothing; with a store of its own (`everyone`), all.
+    assert.equal(await new LifecycleQueue(stores[1]!, () => undefined).releasePredecessors(false), 0);
+    assert.equal(await new LifecycleQueue(stores[1]!, () => undefined, { seat: 'local' }).releasePredecessors(true), 1);
+    assert.equal(await stores[0]!.getSessionLease('ses_held'), null);
+  });
 }

@@ -26,9 +26,15 @@ export interface LifecycleQueueOptions {
   /** How often a waiter looks again at a lease held by another process. */
   pollMs: number;
   now: () => number;
+  /**
+   * Where this queue's process sits, written at the head of its leases' holders: no two live
+   * processes share it, so a process in the seat of one that died may release what that one held
+   * (`releasePredecessors`). Empty: the process is known only by a random instance id.
+   */
+  seat: string;
 }
 
-const defaultLifecycleOptions: LifecycleQueueOptions = { waitMs: 30_000, leaseMs: 15_000, pollMs: 50, now: Date.now };
+const defaultLifecycleOptions: LifecycleQueueOptions = { waitMs: 30_000, leaseMs: 15_000, pollMs: 50, now: Date.now, seat: '' };
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -65,7 +71,7 @@ export class LifecycleQueue {
     return this.local.run(
       sessionId,
       async () => {
-        const holder = `${this.instance}-${++this.holdings}`;
+        const holder = `${this.options.seat}/${this.instance}-${++this.holdings}`;
         await this.acquire(sessionId, holder, operation, deadline, waitMs);
         this.running.set(sessionId, operation);
         const renew = setInterval(() => {
@@ -106,6 +112,16 @@ export class LifecycleQueue {
       if (this.options.now() >= deadline) throw this.busy(sessionId, waitMs, lease.operation);
       await pause(this.options.pollMs);
     }
+  }
+
+  /**
+   * Releases the leases a process that sat in this seat before left when it died (instead of making
+   * its sessions wait until they expire), or, with `everyone`, all leases: for a store no other
+   * process uses. Call it at start, before this queue runs anything. Returns how many.
+   */
+  releasePredecessors(everyone: boolean): Promise<number> {
+    if (!everyone && !this.options.seat) return Promise.resolve(0);
+    return this.store.releaseSessionLeasesOf(everyone ? '' : `${this.options.seat}/`);
   }
 
   /** Whether this process is running or queueing an operation of the session. */

@@ -76,19 +76,28 @@ export class LocalCluster {
     this.s3 = await startLoopbackS3({ directory: path.join(this.root, 'objects') });
     progress(`checkpoints shipped to ${this.objectStoreEnv().SPACE_OBJECT_STORE} on ${this.s3.endpoint}`);
     for (let i = 0; i < this.options.controlPlanes; i++) {
-      const url = await this.startMember(
-        `control-plane-${i + 1}`,
-        'control-plane',
-        this.controlPlaneEnv(this.options.port + i),
-        /control plane on (http:\/\/\S+),/,
-      );
-      this.controlPlaneUrls.push(url);
-      progress(`control plane ${i + 1} on ${url}`);
+      this.controlPlaneUrls.push(await this.startControlPlane(i));
+      progress(`control plane ${i + 1} on ${this.controlPlaneUrls[i]}`);
     }
     // The first node makes the gateway CA every node shares; the others start side by side.
     const [first, ...rest] = this.nodeNames;
     if (first) await this.startNode(first, progress);
     await Promise.all(rest.map((name) => this.startNode(name, progress)));
+  }
+
+  /** The names of the control planes: control-plane-1 … control-plane-M. */
+  get controlPlaneNames(): string[] {
+    return Array.from({ length: this.options.controlPlanes }, (_, i) => `control-plane-${i + 1}`);
+  }
+
+  /** Starts control plane `index` (from 0; again, after it stopped or was killed) on its port; resolves with its URL. */
+  startControlPlane(index: number): Promise<string> {
+    return this.startMember(
+      this.controlPlaneNames[index]!,
+      'control-plane',
+      this.controlPlaneEnv(this.options.port + index),
+      /control plane on (http:\/\/\S+),/,
+    );
   }
 
   /** Starts node `name` (again, after it stopped or was killed) on its own data directory. */

@@ -310,6 +310,11 @@ export class SqlStore implements Store {
     await this.db.run('DELETE FROM session_leases WHERE session_id = ? AND holder = ?', [sessionId, holder]);
   }
 
+  async releaseSessionLeasesOf(holderPrefix: string): Promise<number> {
+    // substr, not LIKE: a prefix's `_` and `%` are plain characters.
+    return this.db.run('DELETE FROM session_leases WHERE substr(holder, 1, ?) = ?', [holderPrefix.length, holderPrefix]);
+  }
+
   async getSessionLease(sessionId: string): Promise<SessionLeaseRow | null> {
     const row = await this.db.get<{ session_id: string; holder: string; operation: string; expires_at: number }>(
       'SELECT * FROM session_leases WHERE session_id = ?',

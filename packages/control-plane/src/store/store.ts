@@ -299,6 +299,8 @@ export interface Store {
   /** Extends a lease this holder still holds; false if it lost it (expired and taken). */
   renewSessionLease(sessionId: string, holder: string, expiresAt: number): Promise<boolean>;
   releaseSessionLease(sessionId: string, holder: string): Promise<void>;
+  /** Releases every lease whose holder starts with `holderPrefix` (all of them for ''); returns how many. */
+  releaseSessionLeasesOf(holderPrefix: string): Promise<number>;
   getSessionLease(sessionId: string): Promise<SessionLeaseRow | null>;
   /** Creates or replaces a tenant's secret (created_at and placeholder of an existing one are kept). */
   putSecret(row: SecretRow): Promise<SecretRow>;

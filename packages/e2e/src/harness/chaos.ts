@@ -2,21 +2,26 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Api, type ApiReply } from '../client.js';
 import { sandboxHostPid } from '../host-state.js';
-import { startPlatform, testDataDir, type RunningPlatform } from '../platform.js';
+import { testDataDir } from '../platform.js';
+import { clusterTarget, platformTarget } from './chaos-targets.js';
 import { Random } from './random.js';
 
 export interface ChaosOptions {
   sessions: number;
-  /** SIGKILLs of a random session's sandbox from outside (as an OOM kill or a crash would). */
-  sandboxKills: number;
-  /** SIGKILLs of the whole platform (node agent and control plane), each followed by a restart. */
-  platformKills: number;
+  /**
+   * How many of each fault, by name: `sandbox` is a SIGKILL of a random session's sandbox process
+   * from outside (as an OOM kill or a crash would); the others are the target's (`platform` for
+   * one `space up`; `node` and `controlPlane` for a cluster), each a SIGKILL followed by a restart.
+   */
+  faults: Record<string, number>;
+  /** Run on the small cluster (PostgreSQL, two control planes, three nodes, an object store) instead of one `space up`. */
+  cluster?: boolean;
   /** Mean time between two faults, ms (each wait is 0.5–1.5 times it). */
   faultIntervalMs: number;
   seed: number;
   dataDir?: string;
   log?: (line: string) => void;
-  /** Gets each platform process's whole log when it ends (killed or stopped). */
+  /** Gets the platform's output (each process's whole log when it ends; a cluster's members line by line). */
   platformLog?: (text: string) => void;
   /** Ends the faults early; the run then accounts for what it has and cleans up as usual. */
   signal?: AbortSignal;
@@ -35,12 +40,23 @@ interface SessionAccount {
   keptInCheckpoints: number;
   /** Acknowledged records found nowhere: neither in the live file nor in any checkpoint. */
   lost: number[];
+  /**
+   * Acknowledged records written after the newest shipped checkpoint of a node that was then lost:
+   * the session moved on from that checkpoint, and they stayed on the lost node (the promise for a node's loss).
+   */
+  leftOnLostNode: number[];
   /** (record, checkpoint) pairs where the record was acknowledged before the checkpoint on the same timeline and is not in it. */
   missingFromCheckpoints: { n: number; checkpointId: string }[];
   /** How far back each resume from a full checkpoint took the files, ms (what it wrote since is in a `resume` checkpoint). */
   rollbacksMs: number[];
+  /** For each move off a lost node, how much acknowledged writing it left behind there: from its checkpoint to the last such write, ms. */
+  nodeLossWindowsMs: number[];
+  /** Checkpoints listed whose snapshot no node holds (not accounted against). */
+  unreadableCheckpoints: number;
   checkpoints: number;
   answering: boolean;
+  /** The last answer to the final read of the live file, when it failed. */
+  liveError?: unknown;
   /** When anything is missing: what the account was made from, to find out why. */
   evidence?: {
     checkpoints: { id: string; kind: string; trigger: string; createdAt: string; records: number; newest: number; missing: number }[];
@@ -52,10 +68,11 @@ interface SessionAccount {
 
 export interface ChaosReport {
   seed: number;
+  cluster: boolean;
   durationMs: number;
   sessions: number;
-  sandboxKills: number;
-  platformKills: number;
+  /** The faults that landed, by name (a sandbox kill can find the sandbox already gone). */
+  faults: Record<string, number>;
   acknowledged: number;
   failedCalls: number;
   /** Writes that got no answer within `callTimeoutMs` (a call must never hang: each is a defect to chase), by session and time. */
@@ -66,6 +83,11 @@ export interface ChaosReport {
   /** Must be 0: every acknowledged record is in the live files or in a checkpoint. */
   lost: number;
   keptOnlyInCheckpoints: number;
+  /** Written after the newest shipped checkpoint of a node that was lost: left on that node (see SessionAccount). */
+  leftOnLostNodes: number;
+  /** The longest span of acknowledged writes a node's loss left behind, ms. */
+  maxNodeLossWindowMs: number;
+  unreadableCheckpoints: number;
   /** The largest rollback of any resume, ms: the files of that window are in a `resume` checkpoint, not in the live volume. */
   maxRollbackMs: number;
   rollbacks: number;
@@ -79,22 +101,29 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A chaos run: busy sessions append numbered records through the API (each acknowledged when its
- * call returns), while sandboxes are SIGKILLed from outside and the whole platform is SIGKILLed and
- * restarted at random moments. Then every acknowledged record is accounted for against the live
- * files and every checkpoint (read from the host's btrfs snapshots), and every session must answer.
- * Bounded: it ends after its faults.
+ * call returns), while sandboxes are SIGKILLed from outside and the platform's processes are
+ * SIGKILLed and restarted at random moments. Then every acknowledged record is accounted for
+ * against the live files and every checkpoint (read from the nodes' btrfs snapshots), and every
+ * session must answer. Bounded: it ends after its faults.
  */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const rng = new Random(options.seed);
   const log = options.log ?? (() => undefined);
-  const dataDir = options.dataDir ?? testDataDir;
   const adminKey = `chaos-${process.pid}-${options.seed}`;
   // The platform logs everything only when someone reads it.
   const env = { SPACE_MAINTENANCE_TICK_MS: '1000', ...(options.platformLog ? { SPACE_QUIET: '0' } : {}) };
-  let platform: RunningPlatform = await startPlatform({ dataDir, adminKey, env });
+  const targetOptions = { dataDir: options.dataDir ?? testDataDir, adminKey, env, platformLog: options.platformLog };
+  const target = await (options.cluster ? clusterTarget(targetOptions) : platformTarget(targetOptions));
+  for (const kind of Object.keys(options.faults))
+    if (kind !== 'sandbox' && !target.faults[kind]) throw new Error(`no fault "${kind}" here: sandbox, ${Object.keys(target.faults).join(', ')}`);
   const started = performance.now();
-  // The platform's address changes with each restart.
-  const call = (method: string, p: string, body?: unknown): Promise<ApiReply> => new Api(platform.url, adminKey).call(method, p, body);
+  // Calls go to each control plane in turn; their addresses change when one restarts.
+  let turn = 0;
+  const api = () => {
+    const urls = target.apiUrls();
+    return new Api(urls[turn++ % urls.length]!, adminKey);
+  };
+  const call = (method: string, p: string, body?: unknown): Promise<ApiReply> => api().call(method, p, body);
   const ids: string[] = [];
   try {
     for (let i = 0; i < options.sessions; i++) {
@@ -112,7 +141,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const writer = async (id: string): Promise<void> => {
       for (let n = 1; !stopped; n++) {
         const sent = new Date().toISOString();
-        const reply = await new Api(platform.url, adminKey)
+        const reply = await api()
           .call('POST', `/v1/sessions/${id}/exec`, { cmd: `echo ${n} >> /workspace/log` }, { signal: AbortSignal.timeout(callTimeoutMs) })
           .catch((err: Error) => {
             if (err.name === 'TimeoutError') stuckCalls.push({ sessionId: id, at: sent });
@@ -127,50 +156,45 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
     const writers = ids.map(writer);
 
-    const faults = [...Array<'sandbox'>(options.sandboxKills).fill('sandbox'), ...Array<'platform'>(options.platformKills).fill('platform')];
-    rng.shuffle(faults);
+    const faults = rng.shuffle(Object.entries(options.faults).flatMap(([kind, count]) => Array<string>(count).fill(kind)));
     /** SIGKILLs the sandbox of a random session; a session without one (being resumed) gives its turn to another, three tries. */
     const killSomeSandbox = async (): Promise<boolean> => {
       for (let attempt = 0; attempt < 3; attempt++) {
-        const sandbox = (await call('GET', `/v1/sessions/${rng.pick(ids)}`).catch(() => null))?.body?.sandbox;
-        if (!sandbox) continue;
+        const session = (await call('GET', `/v1/sessions/${rng.pick(ids)}`).catch(() => null))?.body;
+        if (!session?.sandbox || !session.nodeId) continue;
         try {
-          process.kill(sandboxHostPid(dataDir, sandbox.id), 'SIGKILL');
+          process.kill(sandboxHostPid(target.nodeDataDir(session.nodeId), session.sandbox.id), 'SIGKILL');
           return true;
         } catch {
-          // The sandbox ended meanwhile (a resume, a restore).
+          // The sandbox ended meanwhile (a resume, a restore, a move).
         }
       }
       return false;
     };
-    let sandboxKills = 0;
-    let platformKills = 0;
+    const landed: Record<string, number> = Object.fromEntries(Object.keys(options.faults).map((kind) => [kind, 0]));
     for (const fault of faults) {
       if (options.signal?.aborted) break;
       await sleep(rng.int(options.faultIntervalMs / 2, (options.faultIntervalMs * 3) / 2));
-      if (fault === 'platform') {
-        platform.process.kill('SIGKILL');
-        await new Promise((resolve) => (platform.process.exitCode !== null ? resolve(null) : platform.process.once('exit', resolve)));
-        options.platformLog?.(platform.output());
-        platformKills++;
-        log(`chaos: platform SIGKILLed (${platformKills}/${options.platformKills}); restarting`);
-        platform = await startPlatform({ dataDir, adminKey, env });
+      if (fault === 'sandbox') {
+        if (await killSomeSandbox()) landed.sandbox!++;
         continue;
       }
-      if (await killSomeSandbox()) sandboxKills++;
+      const what = await target.faults[fault]!(rng);
+      landed[fault]!++;
+      log(`chaos: ${what} (${landed[fault]}/${options.faults[fault]})`);
     }
     stopped = true;
     await Promise.all(writers);
 
     const accounts: SessionAccount[] = [];
-    for (const id of ids) accounts.push(await account(id, acks.get(id)!, call, dataDir));
+    for (const id of ids) accounts.push(await account(id, acks.get(id)!, call, target.nodeDataDirs()));
     const sum = (f: (a: SessionAccount) => number) => accounts.reduce((total, a) => total + f(a), 0);
     return {
       seed: options.seed,
+      cluster: options.cluster ?? false,
       durationMs: Math.round(performance.now() - started),
       sessions: ids.length,
-      sandboxKills,
-      platformKills,
+      faults: landed,
       acknowledged: sum((a) => a.acknowledged),
       failedCalls,
       stuckCalls,
@@ -178,6 +202,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       missingFromCheckpoints: sum((a) => a.missingFromCheckpoints.length),
       lost: sum((a) => a.lost.length),
       keptOnlyInCheckpoints: sum((a) => a.keptInCheckpoints),
+      leftOnLostNodes: sum((a) => a.leftOnLostNode.length),
+      maxNodeLossWindowMs: Math.max(0, ...accounts.flatMap((a) => a.nodeLossWindowsMs)),
+      unreadableCheckpoints: sum((a) => a.unreadableCheckpoints),
       maxRollbackMs: Math.max(0, ...accounts.flatMap((a) => a.rollbacksMs)),
       rollbacks: sum((a) => a.rollbacksMs.length),
       sessionsAnswering: sum((a) => (a.answering ? 1 : 0)),
@@ -185,8 +212,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     };
   } finally {
     for (const id of ids) await call('DELETE', `/v1/sessions/${id}`).catch(() => undefined);
-    await platform.stop();
-    options.platformLog?.(platform.output());
+    await target.stop();
   }
 }
 
@@ -204,30 +230,46 @@ async function account(
   id: string,
   acks: Ack[],
   call: (method: string, p: string, body?: unknown) => Promise<ApiReply>,
-  dataDir: string,
+  nodeDataDirs: string[],
 ): Promise<SessionAccount> {
-  const live = await call('POST', `/v1/sessions/${id}/exec`, { cmd: 'cat /workspace/log' });
+  // A session may still be settling from the last fault (a resume, a move): a few tries before it counts as not answering.
+  let live = await call('POST', `/v1/sessions/${id}/exec`, { cmd: 'cat /workspace/log' });
+  for (let attempt = 1; attempt < 4 && live.status !== 200; attempt++) {
+    await sleep(3000);
+    live = await call('POST', `/v1/sessions/${id}/exec`, { cmd: 'cat /workspace/log' });
+  }
   const session = (await call('GET', `/v1/sessions/${id}`)).body;
-  const checkpoints: { id: string; kind: string; trigger: string; createdAt: string }[] = (await call('GET', `/v1/sessions/${id}/checkpoints`)).body
-    .checkpoints;
-  const checkpointTimes = new Map(checkpoints.map((c) => [c.id, Date.parse(c.createdAt)]));
+  const listed: { id: string; kind: string; trigger: string; createdAt: string }[] = (await call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints;
+  // Each checkpoint's snapshot on whichever node holds it (a cluster's nodes fetch copies; all alike).
+  const snapshotOf = (checkpointId: string) =>
+    nodeDataDirs.map((dir) => path.join(dir, 'btrfs/checkpoints', checkpointId)).find((snapshot) => existsSync(snapshot));
+  const checkpoints = listed.filter((c) => snapshotOf(c.id) !== undefined);
+  const checkpointTimes = new Map(listed.map((c) => [c.id, Date.parse(c.createdAt)]));
   const contents = new Map(
     checkpoints.map((c) => {
-      const file = path.join(dataDir, 'btrfs/checkpoints', c.id, 'workspace/log');
+      const file = path.join(snapshotOf(c.id)!, 'workspace/log');
       return [c.id, existsSync(file) ? records(readFileSync(file, 'utf8')) : new Set<number>()];
     }),
   );
   // Each rollback: when the volume went back, and to which moment (the restored checkpoint's time).
-  // A restore whose memory image failed still put the files back: its note says so.
-  const rollbacks = (session.sandboxHistory as { startedAt: string; restoredFrom: string | null; note: string | null }[])
-    .map((h) => ({ at: Date.parse(h.startedAt), to: h.restoredFrom ?? /went back to (ckp_\w+)/.exec(h.note ?? '')?.[1] }))
-    .filter((r): r is { at: number; to: string } => r.to !== undefined && checkpointTimes.has(r.to))
-    .map((r) => ({ at: r.at, to: checkpointTimes.get(r.to)! }));
+  // A restore whose memory image failed still put the files back: its note says so. A move off a
+  // lost node went back to the newest shipped checkpoint: its note names it and its time.
+  const history = session.sandboxHistory as { startedAt: string; restoredFrom: string | null; note: string | null }[];
+  const rollbacks = history
+    .map((h) => {
+      const moved = /was lost: the session moved to node \S+ from (ckp_\w+) of (\S+)/.exec(h.note ?? '');
+      if (moved) return { at: Date.parse(h.startedAt), to: Date.parse(moved[2]!), nodeLost: true };
+      const to = h.restoredFrom ?? /went back to (ckp_\w+)/.exec(h.note ?? '')?.[1];
+      return { at: Date.parse(h.startedAt), to: to === undefined ? undefined : checkpointTimes.get(to), nodeLost: false };
+    })
+    .filter((r): r is { at: number; to: number; nodeLost: boolean } => r.to !== undefined);
   const survives = (ack: Ack, until: number) => rollbacks.every((r) => r.at <= ack.at || r.at >= until || ack.at < r.to);
+  const inNodeLossWindow = (ack: Ack) => rollbacks.some((r) => r.nodeLost && ack.at >= r.to && ack.at < r.at);
 
   const liveRecords = live.status === 200 ? records(live.body.stdout) : new Set<number>();
   const missingFromCheckpoints: SessionAccount['missingFromCheckpoints'] = [];
   const lost: number[] = [];
+  const leftOnLostNode: number[] = [];
   let keptInCheckpoints = 0;
   for (const ack of acks) {
     for (const c of checkpoints) {
@@ -236,6 +278,7 @@ async function account(
     }
     if (liveRecords.has(ack.n)) continue;
     if ([...contents.values()].some((set) => set.has(ack.n))) keptInCheckpoints++;
+    else if (inNodeLossWindow(ack)) leftOnLostNode.push(ack.n);
     else lost.push(ack.n);
   }
   const missingIn = (checkpointId: string) => missingFromCheckpoints.filter((m) => m.checkpointId === checkpointId).length;
@@ -260,9 +303,14 @@ async function account(
     acknowledged: acks.length,
     keptInCheckpoints,
     lost,
+    leftOnLostNode,
     missingFromCheckpoints,
-    rollbacksMs: rollbacks.map((r) => r.at - r.to),
+    rollbacksMs: rollbacks.filter((r) => !r.nodeLost).map((r) => r.at - r.to),
+    // From the checkpoint the session moved on from to the last acknowledged write left behind.
+    nodeLossWindowsMs: rollbacks.filter((r) => r.nodeLost).map((r) => Math.max(0, ...acks.filter((a) => a.at >= r.to && a.at < r.at).map((a) => a.at - r.to))),
     checkpoints: checkpoints.length,
+    unreadableCheckpoints: listed.length - checkpoints.length,
     answering: live.status === 200,
+    ...(live.status === 200 ? {} : { liveError: { status: live.status, body: live.body } }),
   };
 }

@@ -17,7 +17,13 @@ async function twoFreePorts(): Promise<number> {
  * planes, three nodes with only `tiny` (each starts in about a second), no warm pool, heartbeats
  * every 500 ms and loss after 3 s; in a data directory of its own, removed when it stops.
  */
-export async function smallCluster(options: { dataDir: string; adminKey: string }): Promise<LocalCluster> {
+export async function smallCluster(options: {
+  dataDir: string;
+  adminKey: string;
+  /** Settings on top of these (for every member). */
+  env?: Record<string, string>;
+  output?: (member: string, line: string) => void;
+}): Promise<LocalCluster> {
   return new LocalCluster({
     dataDir: options.dataDir,
     removeDataOnStop: true,
@@ -33,6 +39,8 @@ export async function smallCluster(options: { dataDir: string; adminKey: string 
       SPACE_HEARTBEAT_MS: '500',
       SPACE_NODE_LOST_AFTER_SEC: '3',
       SPACE_QUIET: '1',
+      ...options.env,
     },
+    output: options.output,
   });
 }

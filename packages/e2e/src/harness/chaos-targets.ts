@@ -1,0 +1,100 @@
+import type { ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { startPlatform } from '../platform.js';
+import type { Random } from './random.js';
+import { smallCluster } from './small-cluster.js';
+
+/** What a chaos run faults: one `space up`, or a cluster of control planes and nodes. */
+export interface ChaosTarget {
+  /** The API's URLs now (calls go to each in turn, as the SDK given several would). */
+  apiUrls(): string[];
+  /** The data directory of the node `nodeId` (where its sandboxes run and its checkpoints are). */
+  nodeDataDir(nodeId: string): string;
+  /** Every node's data directory. */
+  nodeDataDirs(): string[];
+  /** The faults besides sandbox kills, by name: each SIGKILLs a member and brings it back (as a supervisor would). */
+  faults: Record<string, (rng: Random) => Promise<string>>;
+  /** Stops everything (deleting what the target made for itself). */
+  stop(): Promise<void>;
+}
+
+export interface TargetOptions {
+  dataDir: string;
+  adminKey: string;
+  env: Record<string, string>;
+  /** Gets each platform process's output (whole, or line by line for a cluster's members). */
+  platformLog?: (text: string) => void;
+}
+
+async function killAndWait(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+/** One `space up` (node agent and control plane in one process) on `dataDir`; its fault is a SIGKILL of the whole, then a restart. */
+export async function platformTarget(options: TargetOptions): Promise<ChaosTarget> {
+  const { dataDir, adminKey, env } = options;
+  let platform = await startPlatform({ dataDir, adminKey, env });
+  return {
+    apiUrls: () => [platform.url],
+    nodeDataDir: () => dataDir,
+    nodeDataDirs: () => [dataDir],
+    faults: {
+      platform: async () => {
+        await killAndWait(platform.process);
+        options.platformLog?.(platform.output());
+        platform = await startPlatform({ dataDir, adminKey, env });
+        return 'platform SIGKILLed and restarted';
+      },
+    },
+    stop: async () => {
+      await platform.stop();
+      options.platformLog?.(platform.output());
+    },
+  };
+}
+
+/**
+ * The small cluster (PostgreSQL, two control planes, three nodes, loopback S3) in a data directory
+ * of its own, removed when it stops. Its faults: a node agent SIGKILLed and started again after
+ * 1–8 s (past 3 s it is marked lost, and its sessions move at their next call), and a control
+ * plane SIGKILLed and started again on its port.
+ */
+export async function clusterTarget(options: TargetOptions): Promise<ChaosTarget> {
+  const output = options.platformLog ? (member: string, line: string) => options.platformLog!(`${member}: ${line}\n`) : undefined;
+  const cluster = await smallCluster({
+    dataDir: `${options.dataDir}-chaos-cluster`,
+    adminKey: options.adminKey,
+    env: { ...options.env, ...(output ? { SPACE_QUIET: '0' } : {}) },
+    output,
+  });
+  try {
+    await cluster.start();
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+  return {
+    apiUrls: () => cluster.controlPlaneUrls,
+    nodeDataDir: (nodeId) => path.join(cluster.root, nodeId),
+    nodeDataDirs: () => cluster.nodeNames.map((name) => path.join(cluster.root, name)),
+    faults: {
+      node: async (rng) => {
+        const name = rng.pick(cluster.nodeNames);
+        const downMs = rng.int(1000, 8000);
+        await killAndWait(cluster.member(name)!.process);
+        await new Promise((resolve) => setTimeout(resolve, downMs));
+        await cluster.startNode(name);
+        return `node agent ${name} SIGKILLed, started again after ${downMs} ms`;
+      },
+      controlPlane: async (rng) => {
+        const index = rng.int(0, cluster.controlPlaneNames.length - 1);
+        await killAndWait(cluster.member(cluster.controlPlaneNames[index]!)!.process);
+        await cluster.startControlPlane(index);
+        return `${cluster.controlPlaneNames[index]} SIGKILLed and started again`;
+      },
+    },
+    stop: () => cluster.stop(),
+  };
+}
