@@ -105,6 +105,9 @@ test('a resume that went back to a full checkpoint is told in the history even w
   await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox);
   const history = (await s.sessions.get(s.caller, session.id)).sandboxHistory!;
   const kept = (await s.checkpoints.list(s.caller, session.id)).find((c) => c.trigger === 'resume')!;
-  assert.match(history.at(-1)!.note ?? '', new RegExp(`went back to ${full.id} to restore its processes; the files written after it are kept in ${kept.id}`));
+  assert.match(
+    history.at(-1)!.note ?? '',
+    new RegExp(`went back to ${full.id} of ${full.createdAt} to restore its processes; the files written after it are kept in ${kept.id}`),
+  );
   assert.equal((await s.store.getSession(s.caller.tenantId, session.id))!.resumeNote, null, 'told once');
 });

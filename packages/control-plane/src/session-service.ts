@@ -264,7 +264,7 @@ export class SessionService {
     if (row.onResume === 'files') return `booted on the newest files (onResume: files); the processes of ${newest.id} were not restored`;
     // Never pruned: it may be the only copy of acknowledged writes.
     const kept = await this.deps.taker.take(row, 'fs', 'resume');
-    const note = `went back to ${newest.id} to restore its processes; the files written after it are kept in ${kept.id}`;
+    const note = `went back to ${newest.id} of ${newest.createdAt} to restore its processes; the files written after it are kept in ${kept.id}`;
     // Stored before the volume changes: the history gets it even if this process dies before the sandbox starts.
     await this.deps.store.updateSession(row.id, { resumeNote: note });
     await node.restoreVolume(row.id, newest.id);

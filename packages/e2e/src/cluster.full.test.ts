@@ -141,6 +141,35 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
   for (const id of mine) assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/kept'])).stdout, `kept-${id}\n`);
 });
 
+test('a node agent SIGKILLed after a full checkpoint reached the object store: the session goes on on another node with its processes', async () => {
+  const victim = 'node-2';
+  let session: { id: string; nodeId: string };
+  do {
+    session = await apis[0]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    sessions.push(session.id);
+  } while (session.nodeId !== victim);
+  const started = await apis[1]!.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: ['sleep', '100000'], background: true });
+  assert.equal(started.status, 200, JSON.stringify(started.body));
+  const full = await apis[0]!.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+  assert.equal(full.status, 201, JSON.stringify(full.body));
+  while (!(await apis[1]!.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
+    await pause(100);
+  cluster.member(victim)!.process.kill('SIGKILL');
+  while ((await nodes(apis[0]!))[victim]?.status !== 'lost') await pause(100);
+  // The first call moves it (each node has a data directory of its own: the memory image is restored under another path).
+  const listed = await apis[1]!.call('GET', `/v1/sessions/${session.id}/processes`);
+  assert.equal(listed.status, 200, JSON.stringify(listed.body));
+  assert.ok(
+    (listed.body.processes as { pid: number; running: boolean }[]).some((p) => p.pid === started.body.pid && p.running),
+    `the background process runs on the new node: ${JSON.stringify(listed.body)}`,
+  );
+  const moved = (await apis[0]!.call('GET', `/v1/sessions/${session.id}`)).body;
+  assert.notEqual(moved.nodeId, victim);
+  assert.equal(moved.sandboxHistory.at(-1).restoredFrom, full.body.id, JSON.stringify(moved.sandboxHistory.at(-1)));
+  await cluster.startNode(victim);
+  while ((await nodes(apis[1]!))[victim]?.status !== 'ready') await pause(200);
+});
+
 test('space node drain: every session of the node moves to the others with its files; the node takes none until undrained', async () => {
   const victim = 'node-1';
   const before = await Promise.all(sessions.map(async (id) => ({ id, node: (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.nodeId as string })));

@@ -85,7 +85,7 @@ describe('full checkpoints: memory and processes', () => {
     assert.deepEqual([kept.kind, kept.trigger], ['fs', 'resume']);
     assert.equal(
       after.sandboxHistory.at(-1).note,
-      `went back to ${checkpoint.id} to restore its processes; the files written after it are kept in ${after.checkpoints.at(-1).id}`,
+      `went back to ${checkpoint.id} of ${checkpoint.createdAt} to restore its processes; the files written after it are kept in ${after.checkpoints.at(-1).id}`,
     );
     // A sandbox restored from an image is checkpointed again, as often as asked, and keeps running:
     // images of images restore (the kill below brings back the newest).

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { ErrorCode, SpaceError, type CheckpointKind, type NodeCheckpoint } from '@space/protocol';
 import type { KeyedQueue } from '@space/server-kit';
 import type { Logger } from './logger.js';
@@ -148,7 +149,8 @@ export class NodeCheckpointService {
   private async pendingStartOf(checkpointId: string, newSession: boolean): Promise<PendingStart | null> {
     const image = await this.deps.store.image(checkpointId);
     if (!image) return null;
-    if (image.meta.runtimeDir !== this.deps.runtimeDir) {
+    // The directory's name is the hash of what it holds; its path differs between nodes whose data directories do.
+    if (path.basename(image.meta.runtimeDir) !== path.basename(this.deps.runtimeDir)) {
       const note = `the memory image of ${checkpointId} was saved by another agent build or runsc version and is not restored; the sandbox booted on the checkpoint's files, its processes did not continue`;
       this.deps.log.warn(note);
       return { note };

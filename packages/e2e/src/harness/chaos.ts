@@ -257,10 +257,12 @@ async function account(
   const history = session.sandboxHistory as { startedAt: string; restoredFrom: string | null; note: string | null }[];
   const rollbacks = history
     .map((h) => {
-      const moved = /was lost: the session moved to node \S+ from (ckp_\w+) of (\S+)/.exec(h.note ?? '');
-      if (moved) return { at: Date.parse(h.startedAt), to: Date.parse(moved[2]!), nodeLost: true };
-      const to = h.restoredFrom ?? /went back to (ckp_\w+)/.exec(h.note ?? '')?.[1];
-      return { at: Date.parse(h.startedAt), to: to === undefined ? undefined : checkpointTimes.get(to), nodeLost: false };
+      const moved = /was lost: the session moved to node \S+ from ckp_\w+ of (\S+)/.exec(h.note ?? '');
+      if (moved) return { at: Date.parse(h.startedAt), to: Date.parse(moved[1]!), nodeLost: true };
+      // The note dates the checkpoint it went back to: retention may have pruned it since.
+      const wentBack = /went back to ckp_\w+ of (\S+)/.exec(h.note ?? '');
+      if (wentBack) return { at: Date.parse(h.startedAt), to: Date.parse(wentBack[1]!), nodeLost: false };
+      return { at: Date.parse(h.startedAt), to: h.restoredFrom ? checkpointTimes.get(h.restoredFrom) : undefined, nodeLost: false };
     })
     .filter((r): r is { at: number; to: number; nodeLost: boolean } => r.to !== undefined);
   const survives = (ack: Ack, until: number) => rollbacks.every((r) => r.at <= ack.at || r.at >= until || ack.at < r.to);
