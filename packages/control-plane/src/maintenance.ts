@@ -5,7 +5,7 @@ import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { Metrics } from './metrics.js';
 import type { TemplateBuilds } from './template-builds.js';
 import type { NodeClient } from './node-client.js';
-import type { NodeDirectory } from './node-directory.js';
+import { type NodeDirectory, mayRunOn } from './node-directory.js';
 import type { CheckpointShipper } from './checkpoint-shipper.js';
 import type { SessionService } from './session-service.js';
 import type { SessionPauser } from './session-pauser.js';
@@ -127,8 +127,8 @@ export class Maintenance {
     const byId = new Map(sessions.map((s) => [s.id, s]));
     for (const { node, sandboxes } of listed.values()) {
       for (const sandbox of sandboxes) {
-        const row = byId.get(sandbox.sessionId);
-        if (row && (row.volumeNodeId ?? node.nodeId) === node.nodeId) continue;
+        const row = byId.get(sandbox.sessionId) ?? null;
+        if (mayRunOn(row, node.nodeId)) continue;
         await node.stopSandbox(sandbox.sandboxId).catch(() => undefined);
         this.deps.log(
           `stopped sandbox ${sandbox.sandboxId} on node ${node.nodeId}: session ${sandbox.sessionId} ${row ? `moved to node ${row.volumeNodeId}` : 'no longer exists'}`,

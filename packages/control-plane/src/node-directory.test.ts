@@ -118,3 +118,15 @@ test('sessions and templates from before nodes were recorded belong to the confi
   assert.equal((await c.store.getSession('tn_a', 'ses_0'))?.volumeNodeId, 'node_local');
   assert.equal((await c.store.listTemplates('tn_a'))[0]?.nodeId, 'node_local');
 });
+
+test('a joining node is told which of the sessions it runs moved to another node or were deleted; a plain heartbeat is told nothing', async () => {
+  const { nodes, store, sessionOn } = await cluster();
+  await sessionOn('node-1'); // ses_0 stayed
+  await sessionOn('node-2'); // ses_1 moved to node-2 while node-1 was away
+  const joining = { id: 'node-1', url: 'http://node-1.invalid:7071', token: 'token-of-node-1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 3 };
+  assert.deepEqual(await nodes.heartbeat({ ...joining, sessions: ['ses_0', 'ses_1', 'ses_gone'] }), { ok: true, stop: ['ses_1', 'ses_gone'] });
+  assert.deepEqual(await nodes.heartbeat(joining), { ok: true, stop: [] });
+  // Rows from before nodes were recorded run wherever they run.
+  await store.updateSession('ses_0', { volumeNodeId: null });
+  assert.deepEqual((await nodes.heartbeat({ ...joining, id: 'node-3', sessions: ['ses_0'] })).stop, []);
+});

@@ -1,7 +1,7 @@
-import { ErrorCode, SpaceError, type NodeHeartbeat, type NodeStatus, type NodeView } from '@space/protocol';
+import { ErrorCode, SpaceError, type NodeHeartbeat, type NodeHeartbeatReply, type NodeStatus, type NodeView } from '@space/protocol';
 import { NodeClient } from './node-client.js';
 import type { SecretCipher } from './secret-cipher.js';
-import type { NodeRow, Store } from './store/store.js';
+import type { NodeRow, SessionRow, Store } from './store/store.js';
 
 export interface NodeDirectoryOptions {
   store: Store;
@@ -12,6 +12,15 @@ export interface NodeDirectoryOptions {
   now?: () => number;
   /** Makes the client of a node (tests give a fake node's). */
   connect?: (nodeId: string, url: string, token: string) => NodeClient;
+}
+
+/**
+ * Whether node `nodeId` may run a sandbox of the session `row`: it exists and its volume is there
+ * (rows from before nodes were recorded have no volume node: wherever they run). A node that came
+ * back after its sessions moved must stop theirs.
+ */
+export function mayRunOn(row: SessionRow | null, nodeId: string): boolean {
+  return row !== null && (row.volumeNodeId ?? nodeId) === nodeId;
 }
 
 /** How long a node's client is used before its row is read again (a new URL or token takes effect within it). */
@@ -37,8 +46,8 @@ export class NodeDirectory {
     this.configuredNodeId = nodeId;
   }
 
-  /** Registers or refreshes a node. */
-  async heartbeat(beat: NodeHeartbeat): Promise<void> {
+  /** Registers or refreshes a node; of the sessions a joining node sent, names those it must not run. */
+  async heartbeat(beat: NodeHeartbeat): Promise<NodeHeartbeatReply> {
     await this.options.store.recordHeartbeat({
       id: beat.id,
       url: beat.url,
@@ -47,6 +56,9 @@ export class NodeDirectory {
       sandboxes: beat.sandboxes,
       lastHeartbeatAt: new Date(this.now()).toISOString(),
     });
+    const stop: string[] = [];
+    for (const sessionId of beat.sessions ?? []) if (!mayRunOn(await this.options.store.findSession(sessionId), beat.id)) stop.push(sessionId);
+    return { ok: true, stop };
   }
 
   status(row: NodeRow): NodeStatus {

@@ -67,10 +67,35 @@ export class NodeAgent {
     return `http://${this.config.host === '0.0.0.0' ? '127.0.0.1' : this.config.host}:${this.port}`;
   }
 
-  /** This node as the cluster's control planes see it (its heartbeat); `advertiseUrl` when they reach it by another address. */
-  heartbeat(advertiseUrl: string | null = null): NodeHeartbeat {
+  /**
+   * This node as the cluster's control planes see it (its heartbeat); `advertiseUrl` when they reach
+   * it by another address. `joining`: with the sessions it runs, for the control plane to name those
+   * that moved away (see `stopMovedSessions`).
+   */
+  heartbeat(advertiseUrl: string | null = null, joining = false): NodeHeartbeat {
     const { nodeId, token, capacity } = this.config;
-    return { id: nodeId, url: advertiseUrl ?? this.url, token, capacity, sandboxes: this.manager?.list().length ?? 0 };
+    const sandboxes = this.manager?.list() ?? [];
+    return {
+      id: nodeId,
+      url: advertiseUrl ?? this.url,
+      token,
+      capacity,
+      sandboxes: sandboxes.length,
+      ...(joining ? { sessions: sandboxes.map((s) => s.sessionId) } : {}),
+    };
+  }
+
+  /**
+   * Stops the sandboxes of sessions that moved to another node while this one was away (lost to the
+   * control planes): a session never runs in two places once the node is back. Their volumes stay.
+   */
+  async stopMovedSessions(sessionIds: string[]): Promise<void> {
+    const moved = new Set(sessionIds);
+    for (const sandbox of this.manager?.list() ?? []) {
+      if (!moved.has(sandbox.sessionId)) continue;
+      await this.manager!.kill(sandbox.sandboxId);
+      this.log.warn(`stopped sandbox ${sandbox.sandboxId}: session ${sandbox.sessionId} moved to another node while this node was away`);
+    }
   }
 
   /** Mounts storage, adopts or cleans up what a previous run left, and starts serving. */

@@ -22,9 +22,24 @@ export const NodeHeartbeatSchema = z
     token: z.string().min(16).max(256),
     capacity: NodeCapacitySchema,
     sandboxes: z.number().int().nonnegative(),
+    /**
+     * The sessions whose sandboxes the node runs, sent when it joins (its first heartbeat, and the
+     * first after heartbeats failed): the reply names those it must stop.
+     */
+    sessions: z
+      .array(z.string().regex(/^ses_[a-z0-9]{1,40}$/, 'a session id'))
+      .max(10_000)
+      .optional(),
   })
   .strict();
 export type NodeHeartbeat = z.infer<typeof NodeHeartbeatSchema>;
+
+/**
+ * The answer to a heartbeat. `stop`: of the sessions it sent, those the node must not run, since
+ * they moved to another node while it was away (or were deleted): fencing before it serves again.
+ */
+export const NodeHeartbeatReplySchema = z.object({ ok: z.literal(true), stop: z.array(z.string()) }).strict();
+export type NodeHeartbeatReply = z.infer<typeof NodeHeartbeatReplySchema>;
 
 /** `lost`: no heartbeat for `SPACE_NODE_LOST_AFTER_SEC`; `draining`: takes no new sessions. */
 export const NodeStatusSchema = z.enum(['ready', 'draining', 'lost']);

@@ -31,7 +31,7 @@ import { SandboxMetricsSchema } from './node-api.js';
 
 import { CreateVolumeRequestSchema, VolumeListSchema, VolumeSchema, VolumeSnapshotListSchema, VolumeSnapshotSchema } from './volumes.js';
 import { CreatePreviewTokenRequestSchema, ListeningPortsSchema, PreviewTokenSchema } from './ports.js';
-import { DrainResultSchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
+import { DrainResultSchema, NodeHeartbeatReplySchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
 /** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
@@ -299,9 +299,10 @@ const adminRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/nodes/heartbeat',
-    summary: 'A node agent registers and says it is alive (admin key); sent by node agents every few seconds.',
+    summary:
+      'A node agent registers and says it is alive (admin key); sent by node agents every few seconds. When it joins it sends its sessions, and the reply names those that moved away meanwhile, to stop.',
     body: NodeHeartbeatSchema,
-    response: ok,
+    response: NodeHeartbeatReplySchema,
   },
 ];
 

@@ -23,7 +23,12 @@ export async function nodeOnly(): Promise<void> {
     await node.start({ templates: config.templates });
     process.stdout.write(`node ${nodeConfig.nodeId} up: ${node.url} (token in ${config.dataDir}/node/token)\n`);
     if (cluster) {
-      heartbeat = new ClusterHeartbeat({ ...cluster, beat: () => node.heartbeat(cluster.advertiseUrl), log });
+      heartbeat = new ClusterHeartbeat({
+        ...cluster,
+        beat: (joining) => node.heartbeat(cluster.advertiseUrl, joining),
+        stopMoved: (sessionIds) => node.stopMovedSessions(sessionIds),
+        log,
+      });
       const registered = await heartbeat.start();
       process.stdout.write(
         registered

@@ -106,8 +106,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   router.on('POST', '/v1/nodes/heartbeat', async ({ req, res }) => {
     auth.requireAdmin(await auth.authenticate(req));
-    await deps.nodes.heartbeat(await readJson(req, NodeHeartbeatSchema));
-    sendJson(res, 200, { ok: true });
+    sendJson(res, 200, await deps.nodes.heartbeat(await readJson(req, NodeHeartbeatSchema)));
   });
 
   router.on('POST', '/v1/sessions', async ({ req, res }) => {
