@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { after, beforeEach, describe, test } from 'node:test';
+import { openSqliteStore } from '@space/control-plane';
 import { Api } from './client.js';
 import { hostResources, sandboxHostPid } from './host-state.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
@@ -58,6 +59,10 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     mkdirSync(`${btrfs}/checkpoints/ckp_orphan000002.memory.partial`);
     writeFileSync(`${btrfs}/checkpoints/ckp_orphan000002.memory.partial/checkpoint.img`, 'half');
     mkdirSync(`${btrfs}/checkpoints/ckp_orphan000003.memory`);
+    // ...and the session's lease, held by the dead process for an operation it never finished.
+    const store = await openSqliteStore(`${first.dataDir}/space.db`);
+    await store.acquireSessionLease({ sessionId: session.id, holder: 'local/dead-1', operation: 'checkpoint', expiresAt: Date.now() + 3_600_000 }, Date.now());
+    await store.close();
 
     platform = await startPlatform({ adminKey: first.adminKey });
     const again = new Api(platform.url, platform.adminKey);
@@ -67,6 +72,12 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     assert.ok(!existsSync(`${btrfs}/checkpoints/ckp_orphan000003.memory`), 'the memory image without a snapshot is removed');
     const found = await again.call('GET', `/v1/sessions/${session.id}`);
     assert.equal(found.status, 200);
+    // The restarted control plane released the dead one's lease: a lifecycle operation goes through at once.
+    const checkpointStarted = Date.now();
+    const checkpoint = await again.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' });
+    assert.equal(checkpoint.status, 201, JSON.stringify(checkpoint.body));
+    assert.ok(Date.now() - checkpointStarted < 10_000, `the checkpoint waited ${Date.now() - checkpointStarted} ms`);
+    assert.match(platform.output(), /released 1 session lease\(s\) a previous control plane here held/);
     assert.equal((await again.exec(session.id, 'cat /workspace/f')).stdout, 'before-crash\n');
     // The sandbox survived its node agent and was adopted: its background process still counts.
     const processes = (await again.call('GET', `/v1/sessions/${session.id}/processes`)).body.processes as { pid: number; running: boolean }[];
