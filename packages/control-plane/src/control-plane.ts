@@ -155,7 +155,7 @@ export class ControlPlane {
       volumes: this.volumes,
       defaultDiskGb: options.defaultDiskGb ?? 10,
     });
-    this.drain = new NodeDrain({ store: options.store, nodes: this.nodes, lifecycle, mover });
+    this.drain = new NodeDrain({ store: options.store, nodes: this.nodes, lifecycle, mover, sessions: this.sessions, log: this.log });
     this.calls = new SessionCalls(options.store, this.sessions, lifecycle, activity);
     this.checkpoints = new SessionCheckpointService(options.store, this.nodes, this.sessions, taker, this.metrics, this.limits, shipper, this.volumes);
     const keepAutomatic = options.keepAutomaticCheckpoints ?? 5;

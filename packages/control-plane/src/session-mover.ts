@@ -22,8 +22,9 @@ const unusableObject = new Set<string>([ErrorCode.OBJECT_NOT_FOUND, ErrorCode.OB
  * Sessions leaving their node, in their lifecycle turn. One whose node is lost goes on on another
  * node from its newest shipped checkpoint, fetched there (a full checkpoint's memory image comes
  * along); a checkpoint whose objects are missing or do not read back whole is skipped for the next
- * older one. One whose node is drained moves with an fs checkpoint of everything it wrote. Either
- * way the session's history says from where to where, and from which checkpoint.
+ * older one. One whose node is drained moves with its processes where a full checkpoint can be
+ * taken, and with everything it wrote. Either way the session's history says from where to where,
+ * and from which checkpoint.
  */
 export class SessionMover {
   constructor(private readonly deps: SessionMoverDeps) {}
@@ -48,31 +49,58 @@ export class SessionMover {
   }
 
   /**
-   * Moves the session off its node, which is being drained: its sandbox stops, an fs checkpoint
-   * holds everything it wrote, and that is shipped and becomes its volume on another node (its next
-   * call starts a sandbox there). Its volume on the drained node is deleted once it is safe in the
-   * object store. Runs in the session's lifecycle turn.
+   * Moves the session off its node, which is being drained. A running sandbox is saved in a full
+   * checkpoint first, then stopped: its processes go along. What it wrote between that checkpoint
+   * and the stop is kept in an fs checkpoint, which is what moves instead when the session's
+   * `onResume` is `files` (or no full checkpoint could be taken). Both reach the object store,
+   * and the one moving becomes its volume on another node (a caller that holds the session's turn
+   * starts its sandbox there: `hadSandbox`). Its volume on the drained node is deleted once it is
+   * safe in the object store. Runs in the session's lifecycle turn.
    */
-  async moveOff(row: SessionRow): Promise<{ row: SessionRow; note: string }> {
+  async moveOff(row: SessionRow): Promise<{ row: SessionRow; note: string; hadSandbox: boolean }> {
     refuseWithVolumes(row, 'its node is being drained');
     if (!this.deps.shipper.enabled)
       throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, 'draining a node moves its sessions through the object store: set SPACE_OBJECT_STORE');
     const from = await this.deps.nodes.forVolume(row);
     // Where it goes is found first: with no node to take it, the session is left as it was.
     const to = await this.deps.nodes.place();
+    const full = row.sandboxId ? await this.saveProcesses(row) : null;
     if (row.sandboxId) {
       await (await this.deps.nodes.forSandbox(row)).stopSandbox(row.sandboxId);
       await this.deps.store.recordSandboxEnd(row.sandboxId, 'moved');
       await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
     }
-    const taken = await this.deps.taker.take(row, 'fs', 'auto');
-    await this.deps.shipper.ship(taken);
-    const checkpoint = await this.deps.store.getCheckpoint(row.tenantId, taken.id);
-    if (!checkpoint?.shippedAt)
-      throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, `checkpoint ${taken.id} of session ${row.id} did not reach the object store`);
-    const moved = await this.relocate({ ...row, sandboxId: null }, to, [checkpoint], `node ${from.nodeId} was drained`, false);
+    // Written after the full checkpoint (or nothing saved yet): an fs checkpoint holds it, never pruned when it is not the one moving.
+    const newerFiles = full === null || (await from.volumeChanged(row.id, full.id));
+    const withProcesses = full !== null && (!newerFiles || row.onResume === 'processes');
+    const files = newerFiles ? await this.shipOrFail(row, await this.deps.taker.take(row, 'fs', withProcesses ? 'resume' : 'auto')) : null;
+    const moving = withProcesses ? await this.shipOrFail(row, full) : files!;
+    const wentBack = withProcesses && files ? [`went back to ${full.id} of ${full.createdAt} to restore its processes; the files written after it are kept in ${files.id}`] : [];
+    const moved = await this.relocate({ ...row, sandboxId: null }, to, [moving], `node ${from.nodeId} was drained`, false, wentBack);
+    // Told by the session's next start, wherever it happens.
+    await this.deps.store.updateSession(row.id, { resumeNote: moved.note });
     await from.deleteVolume(row.id).catch((err: Error) => this.deps.log(`volume of moved session ${row.id} left on node ${from.nodeId}: ${err.message}`));
-    return moved;
+    return { ...moved, hadSandbox: row.sandboxId !== null };
+  }
+
+  /** A full checkpoint of the running sandbox, or null when none could be taken (the move goes on with an fs one). */
+  private async saveProcesses(row: SessionRow): Promise<CheckpointRow | null> {
+    try {
+      const taken = await this.deps.taker.take(row, 'full', 'auto');
+      return taken.kind === 'full' ? taken : null;
+    } catch (err) {
+      this.deps.log(`session ${row.id}: no full checkpoint before its move, its processes do not go along: ${(err as Error).message}`);
+      return null;
+    }
+  }
+
+  /** Ships the checkpoint now and returns it as shipped; a move never deletes the only copy of what it did not ship. */
+  private async shipOrFail(row: SessionRow, taken: CheckpointRow): Promise<CheckpointRow> {
+    await this.deps.shipper.ship(taken);
+    const shipped = await this.deps.store.getCheckpoint(row.tenantId, taken.id);
+    if (!shipped?.shippedAt)
+      throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, `checkpoint ${taken.id} of session ${row.id} did not reach the object store`);
+    return shipped;
   }
 
   /** Fetches the newest of `candidates` that reads back whole onto another node and makes it the session's volume there. */
@@ -82,6 +110,7 @@ export class SessionMover {
     candidates: CheckpointRow[],
     why: string,
     newerStayBehind: boolean,
+    alsoTell: string[] = [],
   ): Promise<{ row: SessionRow; note: string }> {
     const from = row.volumeNodeId;
     const skipped: string[] = [];
@@ -100,6 +129,7 @@ export class SessionMover {
       this.deps.metrics.inc('sessions_moved');
       const note = [
         `${why}: the session moved to node ${to.nodeId} from ${checkpoint.id} of ${checkpoint.createdAt}${newerStayBehind ? ` (what was written after it stayed on ${from})` : ''}`,
+        ...alsoTell,
         ...(skipped.length ? [`skipped as unreadable: ${skipped.join('; ')}`] : []),
       ].join('; ');
       this.deps.log(`session ${row.id}: ${note}`);

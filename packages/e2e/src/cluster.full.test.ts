@@ -164,8 +164,14 @@ test('a node agent SIGKILLed after a full checkpoint reached the object store: t
   while ((await nodes(apis[1]!))[victim]?.status !== 'ready') await pause(200);
 });
 
-test('space node drain: every session of the node moves to the others with its files; the node takes none until undrained', async () => {
+test('space node drain: every session of the node moves to the others with its files, a running one with its processes; the node takes none until undrained', async () => {
   const victim = 'node-1';
+  let busy: { id: string; nodeId: string };
+  do {
+    busy = await apis[1]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    sessions.push(busy.id);
+  } while (busy.nodeId !== victim);
+  const worker = (await apis[0]!.call('POST', `/v1/sessions/${busy.id}/exec`, { cmd: ['sleep', '100000'], background: true })).body;
   const before = await Promise.all(sessions.map(async (id) => ({ id, node: (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.nodeId as string })));
   const theirs = before.filter((s) => s.node === victim).map((s) => s.id);
   assert.ok(theirs.length > 0, 'the node holds sessions to move');
@@ -190,6 +196,15 @@ test('space node drain: every session of the node moves to the others with its f
     assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/drain'])).stdout, files.get(id), 'every file written before the drain');
     assert.notEqual((await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.nodeId, victim);
   }
+  // The running one runs again on its new node, its process restored from the full checkpoint the drain took.
+  const moved = (await apis[1]!.call('GET', `/v1/sessions/${busy.id}`)).body;
+  assert.equal(moved.status, 'running');
+  assert.match(moved.sandboxHistory.at(-1).note, new RegExp(`node ${victim} was drained: the session moved to node ${moved.nodeId} from ${moved.sandboxHistory.at(-1).restoredFrom}`));
+  const processes = (await apis[0]!.call('GET', `/v1/sessions/${busy.id}/processes`)).body.processes as { pid: number; running: boolean }[];
+  assert.ok(
+    processes.some((p) => p.pid === worker.pid && p.running),
+    JSON.stringify(processes),
+  );
   const fresh = await apis[0]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
   sessions.push(fresh.id);
   assert.notEqual(fresh.nodeId, victim, 'no new session on a draining node');

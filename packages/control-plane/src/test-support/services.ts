@@ -67,7 +67,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     volumes,
     defaultDiskGb: 10,
   });
-  const drain = new NodeDrain({ store, nodes, lifecycle, mover });
+  const drain = new NodeDrain({ store, nodes, lifecycle, mover, sessions, log: (m) => log.push(m) });
   const calls = new SessionCalls(store, sessions, lifecycle, activity);
   const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper, volumes);
   const templates = new TemplateService(store, nodes, checkpoints, catalog);
