@@ -35,11 +35,31 @@ export async function startServices(link: DaemonLink, live: LiveSandbox, service
   return failed;
 }
 
-/** Stops a service's supervisor and what it runs (one process group); false when it does not run. */
+/** How long a stopped service has to end after SIGTERM before it gets SIGKILL. */
+const stopGraceMs = 5000;
+
+/**
+ * Stops a service's supervisor and what it runs (one process group), and returns once it ended (so
+ * its port is closed when the caller answers); SIGKILL after a grace period. False when it does not run.
+ */
 export async function stopService(live: LiveSandbox, name: string): Promise<boolean> {
-  const { processes } = await live.daemon.json('GET', '/processes', undefined, ProcessListSchema);
-  const found = processes.find((p) => p.running && Array.isArray(p.cmd) && p.cmd[3] === `space-service:${name}`);
+  const running = async (pid?: number) =>
+    (await live.daemon.json('GET', '/processes', undefined, ProcessListSchema)).processes.find(
+      (p) => p.running && (pid === undefined ? Array.isArray(p.cmd) && p.cmd[3] === `space-service:${name}` : p.pid === pid),
+    );
+  const found = await running();
   if (!found) return false;
-  await live.daemon.json('POST', `/processes/${found.pid}/signal`, { signal: 'SIGTERM' }, OkSchema);
+  for (const [signal, waitMs] of [
+    ['SIGTERM', stopGraceMs],
+    ['SIGKILL', 1000],
+  ] as const) {
+    // It may have ended on its own meanwhile: the signal then finds no process.
+    await live.daemon.json('POST', `/processes/${found.pid}/signal`, { signal }, OkSchema).catch(() => undefined);
+    const deadline = Date.now() + waitMs;
+    while (Date.now() < deadline) {
+      if (!(await running(found.pid))) return true;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
   return true;
 }
