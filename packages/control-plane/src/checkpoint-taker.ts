@@ -1,5 +1,6 @@
 import { newId, type CheckpointKind } from '@space/protocol';
 import type { Metrics } from './metrics.js';
+import type { NodeClient } from './node-client.js';
 import type { NodeDirectory } from './node-directory.js';
 import type { CheckpointShipper } from './checkpoint-shipper.js';
 import type { CheckpointRow, NewCheckpointRow, SessionRow, Store } from './store/store.js';
@@ -13,9 +14,10 @@ export class CheckpointTaker {
     private readonly shipper: CheckpointShipper,
   ) {}
 
-  async take(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<CheckpointRow> {
+  /** `on`: a node that holds another volume of the session than its own (one it left there, see `rescue`). */
+  async take(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger'], on?: NodeClient): Promise<CheckpointRow> {
     const id = newId('ckp');
-    const node = await this.nodes.forVolume(session);
+    const node = on ?? (await this.nodes.forVolume(session));
     const writable = session.volumes.filter((v) => !v.readOnly);
     const taken = await node.checkpoint(
       session.id,

@@ -185,6 +185,7 @@ export class ControlPlane {
     this.templates = { catalog, service: templateService, builds, maxContextBytes };
     this.maintenance = new Maintenance({
       store: options.store,
+      taker,
       nodes: this.nodes,
       shipper,
       sessions: this.sessions,

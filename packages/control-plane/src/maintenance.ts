@@ -7,6 +7,7 @@ import type { TemplateBuilds } from './template-builds.js';
 import type { NodeClient } from './node-client.js';
 import { type NodeDirectory, mayRunOn } from './node-directory.js';
 import type { CheckpointShipper } from './checkpoint-shipper.js';
+import type { CheckpointTaker } from './checkpoint-taker.js';
 import type { SessionService } from './session-service.js';
 import type { SessionPauser } from './session-pauser.js';
 import type { EgressService } from './egress-service.js';
@@ -14,6 +15,8 @@ import type { SessionRow, Store } from './store/store.js';
 
 export interface MaintenanceDeps {
   store: Store;
+  /** Takes the checkpoints that rescue volumes left on lost nodes. */
+  taker: CheckpointTaker;
   nodes: NodeDirectory;
   shipper: CheckpointShipper;
   sessions: SessionService;
@@ -105,6 +108,7 @@ export class Maintenance {
     }
     const { listed, sessions } = await this.snapshot();
     await this.fenceMovedSessions(listed, sessions);
+    await this.rescueLeftVolumes(listed);
     await this.eachSession(listed, sessions, async (row, running) => {
       if (await this.reconcile(row, running)) return;
       if (row.expiresAt && Date.parse(row.expiresAt) <= this.now()) {
@@ -133,6 +137,33 @@ export class Maintenance {
         this.deps.log(
           `stopped sandbox ${sandbox.sandboxId} on node ${node.nodeId}: session ${sandbox.sessionId} ${row ? `moved to node ${row.volumeNodeId}` : 'no longer exists'}`,
         );
+      }
+    }
+  }
+
+  /**
+   * A volume a session left on a lost node (what it wrote there after the checkpoint it moved on
+   * from) becomes a `rescue` checkpoint of the session once that node answers again, shipped like
+   * any other; then the volume is deleted there. One of a session deleted meanwhile is just
+   * deleted, and one whose session lives on that node again (its move failed, or it came back) is
+   * its volume: left alone.
+   */
+  private async rescueLeftVolumes(listed: ListedSandboxes): Promise<void> {
+    for (const left of await this.deps.store.listLeftVolumes()) {
+      const node = listed.get(left.nodeId)?.node;
+      if (!node) continue;
+      try {
+        const row = await this.deps.store.findSession(left.sessionId);
+        const elsewhere = !row || row.volumeNodeId !== left.nodeId;
+        if (row && elsewhere) {
+          const taken = await this.deps.lifecycle.run(row.id, 'maintenance', () => this.deps.taker.take(row, 'fs', 'rescue', node), { waitMs: 0 });
+          this.deps.log(`session ${row.id}: what it wrote on node ${left.nodeId} after the checkpoint it moved on from is kept in ${taken.id}`);
+        }
+        if (elsewhere) await node.deleteVolume(left.sessionId);
+        await this.deps.store.deleteLeftVolume(left.sessionId, left.nodeId);
+      } catch (err) {
+        if (isSpaceError(err) && err.code === ErrorCode.SESSION_BUSY) continue;
+        this.deps.log(`the volume session ${left.sessionId} left on node ${left.nodeId} is not rescued yet: ${(err as Error).message}`);
       }
     }
   }

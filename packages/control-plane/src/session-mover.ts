@@ -45,6 +45,9 @@ export class SessionMover {
         ErrorCode.NODE_UNAVAILABLE,
         `node ${from}, which holds session ${row.id}, is lost, and none of its checkpoints reached the object store`,
       );
+    // What it wrote there after the checkpoint it moves on from is rescued when the node is back
+    // (recorded first: a crash after the move must not forget it; a move that fails leaves it in place).
+    await this.deps.store.recordLeftVolume({ sessionId: row.id, nodeId: from, leftAt: new Date().toISOString() });
     return this.relocate(row, await this.deps.nodes.place(), shipped, `node ${from} was lost`, true);
   }
 
@@ -75,7 +78,10 @@ export class SessionMover {
     const withProcesses = full !== null && (!newerFiles || row.onResume === 'processes');
     const files = newerFiles ? await this.shipOrFail(row, await this.deps.taker.take(row, 'fs', withProcesses ? 'resume' : 'auto')) : null;
     const moving = withProcesses ? await this.shipOrFail(row, full) : files!;
-    const wentBack = withProcesses && files ? [`went back to ${full.id} of ${full.createdAt} to restore its processes; the files written after it are kept in ${files.id}`] : [];
+    const wentBack =
+      withProcesses && files
+        ? [`went back to ${full.id} of ${full.createdAt} to restore its processes; the files written after it are kept in ${files.id}`]
+        : [];
     const moved = await this.relocate({ ...row, sandboxId: null }, to, [moving], `node ${from.nodeId} was drained`, false, wentBack);
     // Told by the session's next start, wherever it happens.
     await this.deps.store.updateSession(row.id, { resumeNote: moved.note });

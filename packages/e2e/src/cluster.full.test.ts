@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { LocalCluster } from '@space/cli';
@@ -80,7 +80,7 @@ test('a node agent SIGKILLed is marked lost; the other nodes carry on and take t
   for (const { id } of placed.filter((p) => p.node === victim)) assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/who'])).stdout, `${id}\n`);
 });
 
-test('a node agent SIGKILLed under busy sessions: each goes on on another node from its newest shipped checkpoint; back, the node runs none of them', async () => {
+test('a node agent SIGKILLed under busy sessions: each goes on on another node from its newest shipped checkpoint; back, the node runs none of them, and what they wrote there after it is rescued into a checkpoint', async () => {
   const victim = 'node-3';
   // Sessions on the victim, each with a file in a checkpoint that reached the object store, and one written after it.
   const mine: string[] = [];
@@ -132,6 +132,26 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
   const node = new Api(nodeUrl, readFileSync(path.join(cluster.root, victim, 'node', 'token'), 'utf8').trim());
   const stillThere = ((await node.call('GET', '/node/v1/sandboxes')).body.sandboxes as { sessionId: string }[]).filter((s) => mine.includes(s.sessionId));
   assert.deepEqual(stillThere, [], "the moved sessions' old sandboxes run on the node that came back");
+  // What they wrote there after the shipped checkpoint is rescued into a checkpoint of each (by a maintenance pass), and the volume deleted there.
+  for (const id of mine) {
+    let rescue: { id: string } | undefined;
+    for (const started = Date.now(); !rescue && Date.now() - started < 30_000; await pause(250))
+      rescue = (await apis[0]!.call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.find((c: { trigger: string }) => c.trigger === 'rescue');
+    assert.ok(rescue, `no rescue checkpoint of ${id} within 30 s`);
+    const fork = await apis[1]!.call('POST', `/v1/checkpoints/${rescue.id}/fork`, {});
+    assert.equal(fork.status, 201, JSON.stringify(fork.body));
+    sessions.push(fork.body.sessions[0].id);
+    assert.equal(
+      (await apis[0]!.exec(fork.body.sessions[0].id, ['cat', '/tmp/after'])).stdout,
+      'after\n',
+      'written on the lost node after the shipped checkpoint',
+    );
+  }
+  assert.deepEqual(
+    mine.filter((id) => existsSync(path.join(cluster.root, victim, 'btrfs', 'volumes', id))),
+    [],
+    'the volumes left there are deleted once rescued',
+  );
   for (const id of mine) assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/kept'])).stdout, `kept-${id}\n`);
 });
 
@@ -199,7 +219,10 @@ test('space node drain: every session of the node moves to the others with its f
   // The running one runs again on its new node, its process restored from the full checkpoint the drain took.
   const moved = (await apis[1]!.call('GET', `/v1/sessions/${busy.id}`)).body;
   assert.equal(moved.status, 'running');
-  assert.match(moved.sandboxHistory.at(-1).note, new RegExp(`node ${victim} was drained: the session moved to node ${moved.nodeId} from ${moved.sandboxHistory.at(-1).restoredFrom}`));
+  assert.match(
+    moved.sandboxHistory.at(-1).note,
+    new RegExp(`node ${victim} was drained: the session moved to node ${moved.nodeId} from ${moved.sandboxHistory.at(-1).restoredFrom}`),
+  );
   const processes = (await apis[0]!.call('GET', `/v1/sessions/${busy.id}/processes`)).body.processes as { pid: number; running: boolean }[];
   assert.ok(
     processes.some((p) => p.pid === worker.pid && p.running),

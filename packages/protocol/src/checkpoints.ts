@@ -28,9 +28,11 @@ export const CheckpointSchema = z
     kind: CheckpointKindSchema,
     /**
      * `auto` ones are pruned to the newest few of each kind; `resume`: taken when a resume went back
-     * to a full checkpoint, holding the files written after it; like `manual` ones, kept until deleted.
+     * to a full checkpoint, holding the files written after it; `rescue`: the volume a session left
+     * on a lost node when it moved on from an older checkpoint, taken when that node came back
+     * (what it wrote there after that checkpoint). All but `auto` are kept until deleted.
      */
-    trigger: z.enum(['manual', 'auto', 'resume']),
+    trigger: z.enum(['manual', 'auto', 'resume', 'rescue']),
     /** When it was taken: every write acknowledged before this time is in it. */
     createdAt: z.string(),
     /** Bytes of the memory image (full checkpoints); the filesystem part shares blocks and is not counted. */

@@ -186,8 +186,12 @@ export interface CheckpointData {
   id: string;
   sessionId: string;
   kind: 'fs' | 'full';
-  /** `auto` ones are pruned; `manual` and `resume` ones (the files a resume rolled back) are kept until deleted. */
-  trigger: 'manual' | 'auto' | 'resume';
+  /**
+   * `auto` ones are pruned; the others are kept until deleted: `manual`; `resume` (the files a resume
+   * rolled back); `rescue` (what the session wrote on a node after the checkpoint it moved on from
+   * when that node was lost, taken once the node was back).
+   */
+  trigger: 'manual' | 'auto' | 'resume' | 'rescue';
   createdAt: string;
   /** Bytes of the memory image (full checkpoints), else null. */
   sizeBytes: number | null;

@@ -180,6 +180,15 @@ export const migrations: Migration[] = [
       `ALTER TABLE template_builds ADD COLUMN heartbeat_at ${text(dialect)}`,
     ],
   },
+  {
+    version: 12,
+    description: 'volumes left on a lost node by the sessions that moved off it: rescued into a checkpoint when the node is back',
+    statements: (dialect) => [
+      `CREATE TABLE IF NOT EXISTS left_volumes (
+        session_id ${text(dialect)} NOT NULL, node_id ${text(dialect)} NOT NULL, left_at ${text(dialect)} NOT NULL,
+        PRIMARY KEY (session_id, node_id))`,
+    ],
+  },
 ];
 
 export const migrationsTable =

@@ -34,6 +34,7 @@ import type {
   NodeLoad,
   NewCheckpointRow,
   NodeRow,
+  LeftVolumeRow,
   SessionLeaseRow,
   SessionPatch,
   SessionRow,
@@ -213,6 +214,26 @@ export class SqlStore implements Store {
     if (keys.length === 0) return;
     const value = (k: keyof P) => (json.has(k) ? JSON.stringify(patch[k]) : ((patch[k] as SqlValue | undefined) ?? null));
     await this.db.run(`UPDATE ${table} SET ${keys.map((k) => `${columns[k]} = ?`).join(', ')} WHERE id = ?`, [...keys.map(value), id]);
+  }
+
+  async recordLeftVolume(left: LeftVolumeRow): Promise<void> {
+    await this.db.run('INSERT INTO left_volumes (session_id, node_id, left_at) VALUES (?, ?, ?) ON CONFLICT (session_id, node_id) DO NOTHING', [
+      left.sessionId,
+      left.nodeId,
+      left.leftAt,
+    ]);
+  }
+
+  async listLeftVolumes(): Promise<LeftVolumeRow[]> {
+    return (await this.db.all<{ session_id: string; node_id: string; left_at: string }>('SELECT * FROM left_volumes ORDER BY left_at')).map((r) => ({
+      sessionId: r.session_id,
+      nodeId: r.node_id,
+      leftAt: r.left_at,
+    }));
+  }
+
+  async deleteLeftVolume(sessionId: string, nodeId: string): Promise<void> {
+    await this.db.run('DELETE FROM left_volumes WHERE session_id = ? AND node_id = ?', [sessionId, nodeId]);
   }
 
   async deleteSession(id: string): Promise<void> {

@@ -128,7 +128,7 @@ export interface CheckpointRow {
   sessionId: string;
   tenantId: string;
   kind: CheckpointKind;
-  trigger: 'manual' | 'auto' | 'resume';
+  trigger: 'manual' | 'auto' | 'resume' | 'rescue';
   nodeId: string;
   createdAt: string;
   sizeBytes: number | null;
@@ -169,6 +169,13 @@ export interface SandboxHistoryRow {
  * The right to run one lifecycle operation (restore, delete, checkpoint, ...) on a session: held by
  * one control-plane process at a time, until `expiresAt` (ms since the epoch) unless renewed.
  */
+/** A session's volume left on a lost node (what it wrote after its newest shipped checkpoint), until it is rescued. */
+export interface LeftVolumeRow {
+  sessionId: string;
+  nodeId: string;
+  leftAt: string;
+}
+
 export interface SessionLeaseRow {
   sessionId: string;
   /** Names one holding (process and operation), never reused. */
@@ -276,6 +283,10 @@ export interface Store {
   updateSession(id: string, patch: SessionPatch): Promise<void>;
   /** Deletes the session, its sandbox history, its session tokens and its volume mounts. */
   deleteSession(id: string): Promise<void>;
+  /** Records that the session's volume stayed on a lost node when the session moved off it. */
+  recordLeftVolume(left: LeftVolumeRow): Promise<void>;
+  listLeftVolumes(): Promise<LeftVolumeRow[]>;
+  deleteLeftVolume(sessionId: string, nodeId: string): Promise<void>;
   insertCheckpoint(row: NewCheckpointRow): Promise<void>;
   getCheckpoint(tenantId: string, id: string): Promise<CheckpointRow | null>;
   checkpointExists(id: string): Promise<boolean>;

@@ -79,6 +79,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
   const pauser = new SessionPauser({ store, nodes, sessions, checkpoints, metrics, keepAutomatic: 5, now });
   const maintenance = new Maintenance({
     store,
+    taker,
     nodes,
     shipper,
     sessions,

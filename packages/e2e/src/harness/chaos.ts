@@ -42,7 +42,8 @@ interface SessionAccount {
   lost: number[];
   /**
    * Acknowledged records written after the newest shipped checkpoint of a node that was then lost:
-   * the session moved on from that checkpoint, and they stayed on the lost node (the promise for a node's loss).
+   * the session moved on from that checkpoint, and they stayed on the lost node (the promise for a
+   * node's loss), not rescued into a checkpoint (yet) when it came back.
    */
   leftOnLostNode: number[];
   /** (record, checkpoint) pairs where the record was acknowledged before the checkpoint on the same timeline and is not in it. */
@@ -275,6 +276,8 @@ async function account(
   let keptInCheckpoints = 0;
   for (const ack of acks) {
     for (const c of checkpoints) {
+      // A rescue holds the volume left on a lost node: another timeline than the session's since.
+      if (c.trigger === 'rescue') continue;
       const takenAt = checkpointTimes.get(c.id)!;
       if (ack.at < takenAt && survives(ack, takenAt) && !contents.get(c.id)!.has(ack.n)) missingFromCheckpoints.push({ n: ack.n, checkpointId: c.id });
     }
