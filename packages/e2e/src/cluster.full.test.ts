@@ -25,6 +25,16 @@ async function nodes(api: Api): Promise<Record<string, { status: string; session
   return Object.fromEntries((reply.body.nodes as { id: string; status: string; sessions: number; sandboxes: number }[]).map((n) => [n.id, n]));
 }
 
+/** A new session on `nodeId`: placement decides, so sessions are created until one lands there (all are deleted after). */
+async function sessionOn(nodeId: string): Promise<{ id: string; nodeId: string }> {
+  for (let i = 0; i < 20; i++) {
+    const session = await apis[i % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    sessions.push(session.id);
+    if (session.nodeId === nodeId) return session;
+  }
+  throw new Error(`20 new sessions and none on ${nodeId}`);
+}
+
 before(async () => {
   // A cluster of its own each run, removed after.
   cluster = await smallCluster({ dataDir: `${testDataDir}-cluster`, adminKey });
@@ -85,11 +95,7 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
   // Sessions on the victim, each with a file in a checkpoint that reached the object store, and one written after it.
   const mine: string[] = [];
   const shippedCheckpoints: string[] = [];
-  while (mine.length < 2) {
-    const session = await apis[mine.length % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
-    sessions.push(session.id);
-    if (session.nodeId === victim) mine.push(session.id);
-  }
+  while (mine.length < 2) mine.push((await sessionOn(victim)).id);
   for (const id of mine) {
     await apis[0]!.exec(id, ['sh', '-c', `echo kept-${id} > /tmp/kept`]);
     const checkpoint = await apis[1]!.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'fs' });
@@ -157,11 +163,7 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
 
 test('a node agent SIGKILLed after a full checkpoint reached the object store: the session goes on on another node with its processes', async () => {
   const victim = 'node-2';
-  let session: { id: string; nodeId: string };
-  do {
-    session = await apis[0]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
-    sessions.push(session.id);
-  } while (session.nodeId !== victim);
+  const session = await sessionOn(victim);
   const started = await apis[1]!.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: ['sleep', '100000'], background: true });
   assert.equal(started.status, 200, JSON.stringify(started.body));
   const full = await apis[0]!.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
@@ -186,11 +188,7 @@ test('a node agent SIGKILLed after a full checkpoint reached the object store: t
 
 test('space node drain: every session of the node moves to the others with its files, a running one with its processes; the node takes none until undrained', async () => {
   const victim = 'node-1';
-  let busy: { id: string; nodeId: string };
-  do {
-    busy = await apis[1]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
-    sessions.push(busy.id);
-  } while (busy.nodeId !== victim);
+  const busy = await sessionOn(victim);
   const worker = (await apis[0]!.call('POST', `/v1/sessions/${busy.id}/exec`, { cmd: ['sleep', '100000'], background: true })).body;
   const before = await Promise.all(sessions.map(async (id) => ({ id, node: (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.nodeId as string })));
   const theirs = before.filter((s) => s.node === victim).map((s) => s.id);

@@ -65,7 +65,7 @@ export class ClusterHeartbeat {
           signal: AbortSignal.timeout(Math.max(1000, this.options.intervalMs)),
         });
         if (res.ok) {
-          // A control plane from before replies did name sessions answers `{ok: true}` only.
+          // A control plane older than these replies answers `{ok: true}` only.
           const reply = NodeHeartbeatReplySchema.safeParse(await res.json().catch(() => null));
           if (reply.success && reply.data.stop.length > 0) await this.options.stopMoved(reply.data.stop);
           if (joining) this.joining = false;

@@ -87,7 +87,8 @@ export class NodeAgent {
 
   /**
    * Stops the sandboxes of sessions that moved to another node while this one was away (lost to the
-   * control planes): a session never runs in two places once the node is back. Their volumes stay.
+   * control planes): a session never runs in two places once the node is back. Their volumes stay
+   * (a control plane rescues what they hold into a checkpoint, then deletes them).
    */
   async stopMovedSessions(sessionIds: string[]): Promise<void> {
     const moved = new Set(sessionIds);
