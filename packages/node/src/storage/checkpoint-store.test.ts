@@ -47,6 +47,14 @@ test('a subvolume with snapshots nested inside (left by an older race) is delete
   assert.equal(readFileSync(path.join(v, 'file'), 'utf8'), 'first', 'the volume beside it is untouched');
 });
 
+test('deletes of one subvolume at once all succeed (the fuzzer sent two DELETEs of one volume snapshot)', async () => {
+  const v = await newVolume('ses_twice001');
+  const snapshot = `${v}.snapshot`;
+  await subvolumes.snapshot(v, snapshot, { readOnly: true });
+  await Promise.all(Array.from({ length: 4 }, () => subvolumes.delete(snapshot)));
+  assert.equal(existsSync(snapshot), false);
+});
+
 test('a volume counts as changed since a checkpoint only after something was written to it', async () => {
   const v = await newVolume('ses_changes01');
   await store.take(v, 'ckp_changes0001');

@@ -49,6 +49,8 @@ export class Subvolumes {
     try {
       await runCommand(['btrfs', 'subvolume', 'delete', target]);
     } catch (err) {
+      // Deleted meanwhile by a concurrent delete of the same subvolume (two API calls at once): done all the same.
+      if (!existsSync(target)) return;
       const children = await this.childrenOf(target);
       if (children.length === 0) throw err;
       for (const child of children) await this.delete(child);
