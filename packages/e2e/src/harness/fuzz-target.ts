@@ -2,7 +2,18 @@ import { Api } from '../client.js';
 import type { FuzzTarget } from './api-fuzzer.js';
 
 /** The platform settings a fuzz run uses: few sessions per tenant (valid creates are cheap to clean up), no rate limit in the way. */
-export const fuzzPlatformEnv = { SPACE_TENANT_MAX_SESSIONS: '4', SPACE_TENANT_REQUESTS_PER_SEC: '10000', SPACE_TENANT_MAX_CHECKPOINT_GB: '1' };
+/**
+ * The fuzzed platform's settings. A call queued behind the session's lifecycle operations (the
+ * fuzzer's own pauses, restores and kills) waits at most 10 s for its turn, then gets SESSION_BUSY:
+ * with the default 30 s, a call waiting by design looked like a hang past the fuzzer's 20 s bound
+ * (seen once in CI, seed 116917707, with a pause among them on a loaded machine).
+ */
+export const fuzzPlatformEnv = {
+  SPACE_TENANT_MAX_SESSIONS: '4',
+  SPACE_TENANT_REQUESTS_PER_SEC: '10000',
+  SPACE_TENANT_MAX_CHECKPOINT_GB: '1',
+  SPACE_LIFECYCLE_WAIT_MS: '10000',
+};
 
 /** The JSON a call answered; anything but a 2xx is an error (the target must exist before fuzzing). */
 async function body(api: Api, method: string, path: string, payload?: unknown): Promise<any> {
