@@ -35,6 +35,12 @@ async function sessionOn(nodeId: string): Promise<{ id: string; nodeId: string }
   throw new Error(`20 new sessions and none on ${nodeId}`);
 }
 
+/** Resolves once every checkpoint of the session has reached the object store. */
+async function untilShipped(sessionId: string): Promise<void> {
+  while (!(await apis[0]!.call('GET', `/v1/sessions/${sessionId}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
+    await pause(100);
+}
+
 before(async () => {
   // A cluster of its own each run, removed after.
   cluster = await smallCluster({ dataDir: `${testDataDir}-cluster`, adminKey });
@@ -101,8 +107,7 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
     const checkpoint = await apis[1]!.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'fs' });
     assert.equal(checkpoint.status, 201, JSON.stringify(checkpoint.body));
     shippedCheckpoints.push(checkpoint.body.id);
-    while (!(await apis[0]!.call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
-      await pause(100);
+    await untilShipped(id);
     await apis[0]!.exec(id, ['sh', '-c', 'echo after > /tmp/after']);
   }
   // The agent dies; its sandboxes keep running, cut off.
@@ -168,8 +173,7 @@ test('a node agent SIGKILLed after a full checkpoint reached the object store: t
   assert.equal(started.status, 200, JSON.stringify(started.body));
   const full = await apis[0]!.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
   assert.equal(full.status, 201, JSON.stringify(full.body));
-  while (!(await apis[1]!.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
-    await pause(100);
+  await untilShipped(session.id);
   cluster.member(victim)!.process.kill('SIGKILL');
   while ((await nodes(apis[0]!))[victim]?.status !== 'lost') await pause(100);
   // The first call moves it (each node has a data directory of its own: the memory image is restored under another path).
