@@ -58,7 +58,7 @@ export class NodeAgent {
     readonly config: NodeConfig,
     private readonly log: Logger,
   ) {
-    this.volume = new BtrfsVolume(config.dataDir, config.volumeSizeGb);
+    this.volume = new BtrfsVolume(config.dataDir, config.volumeSizeGb, config.writeback);
     this.lock = new DataDirLock(config.dataDir);
     this.templates = new TemplateStore(this.volume, new Subvolumes(), builtinRecipes, path.join(config.dataDir, 'cache', 'templates'));
   }
@@ -106,7 +106,7 @@ export class NodeAgent {
     const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'), shim, config.runtime);
     const runtimeVersion = await driver.preflight();
     await this.lock.acquire();
-    await this.volume.mount();
+    log.info(`volume writeback: ${await this.volume.mount()}`);
     const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), config.sandboxRuntimeBuildDir, runtimeVersion);
     const leases = new IpLeases();
     await leases.releaseWhere((owner) => {
@@ -179,7 +179,16 @@ export class NodeAgent {
     this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, pooled, config.pool.templateImages ? images : null, log);
     this.pool.start();
     this.starter = new SandboxStarter({ manager: this.manager, pooled, volumes, namedVolumes, pool: this.pool, sessionQueue, egress: this.gateway, log });
-    const checkpoints = new NodeCheckpointService({ manager: this.manager, volumes, store: checkpointStore, namedVolumes, sessionQueue, runtimeDir, log });
+    const checkpoints = new NodeCheckpointService({
+      manager: this.manager,
+      volumes,
+      store: checkpointStore,
+      namedVolumes,
+      writeback: this.volume,
+      sessionQueue,
+      runtimeDir,
+      log,
+    });
     const api = createNodeApi({
       nodeId: config.nodeId,
       capacity: config.capacity,

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { ErrorCode, SpaceError, type CheckpointKind, type NodeCheckpoint } from '@space/protocol';
 import type { KeyedQueue } from '@space/server-kit';
@@ -6,8 +5,10 @@ import type { Logger } from './logger.js';
 import { PhaseTimer } from './sandbox/phase-timer.js';
 import type { SandboxManager } from './sandbox/sandbox-manager.js';
 import type { PendingStart, SessionVolumes } from './sandbox/session-volumes.js';
+import type { BtrfsVolume } from './storage/btrfs-volume.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
 import type { NamedVolumes } from './storage/named-volumes.js';
+import { pathExists } from './storage/path-exists.js';
 
 /** How long this process remembers when it took a checkpoint (the snapshot's own times can be its source's). */
 const rememberTakenMs = 10 * 60_000;
@@ -17,6 +18,8 @@ export interface NodeCheckpointServiceDeps {
   volumes: SessionVolumes;
   store: CheckpointStore;
   namedVolumes: Pick<NamedVolumes, 'path'>;
+  /** The node's volume: a memory image is written past its writeback bound (the sandbox is paused meanwhile). */
+  writeback: Pick<BtrfsVolume, 'unbounded'>;
   /** The node's per-session queue, shared with the manager: a checkpoint, a restore and a start of one session never overlap. */
   sessionQueue: KeyedQueue;
   /** The daemon build running now: a memory image taken with another cannot be restored. */
@@ -76,7 +79,7 @@ export class NodeCheckpointService {
   private async takeFull(sessionId: string, checkpointId: string, createdAt: string, volumePaths: Map<string, string>): Promise<NodeCheckpoint> {
     const { manager, store } = this.deps;
     try {
-      const saved = await manager.saveMemory(sessionId, store.partialImageDir(checkpointId));
+      const saved = await this.deps.writeback.unbounded(() => manager.saveMemory(sessionId, store.partialImageDir(checkpointId)));
       const snapshot = async (): Promise<void> => {
         await store.take(this.deps.volumes.path(sessionId), checkpointId);
         await store.copyVolumes(checkpointId, volumePaths);
@@ -104,7 +107,7 @@ export class NodeCheckpointService {
     return this.deps.sessionQueue.run(sessionId, async () => {
       const live = manager.forSession(sessionId);
       if (live) await manager.stop(live.record.sandboxId);
-      const newSession = !volumes.exists(sessionId);
+      const newSession = !(await volumes.exists(sessionId));
       await store.materialize(checkpointId, volumes.path(sessionId));
       await volumes.setPendingStart(sessionId, await this.pendingStartOf(checkpointId, newSession));
     });
@@ -134,9 +137,9 @@ export class NodeCheckpointService {
   }
 
   /** The checkpoint's read-only snapshot, to make something of (a template). */
-  snapshotOf(checkpointId: string): string {
+  async snapshotOf(checkpointId: string): Promise<string> {
     const dir = this.deps.store.path(checkpointId);
-    if (!existsSync(dir)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
+    if (!(await pathExists(dir))) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
     return dir;
   }
 

@@ -6,6 +6,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { type NodeCapacity, NodeIdSchema, newId } from '@space/protocol';
 import type { GvisorOptions } from './runtime/gvisor-driver.js';
 import type { WarmPoolConfig } from './warm-pool.js';
+import type { WritebackBound } from './storage/btrfs-volume.js';
 import { type ObjectStore, objectStoreFromEnv } from './storage/object-store.js';
 
 export interface NodeConfig {
@@ -22,6 +23,8 @@ export interface NodeConfig {
   capacity: NodeCapacity;
   /** Size of the sparse btrfs image created on first start (`SPACE_VOLUME_SIZE_GB`, default 40). */
   volumeSizeGb: number;
+  /** Dirty data and commit interval of that filesystem (`SPACE_VOLUME_DIRTY_MB`, default 16; `SPACE_VOLUME_COMMIT_SEC`, default 1). */
+  writeback: WritebackBound;
   /** The built agent and helpers that every sandbox mounts (packages/agent/dist). */
   sandboxRuntimeBuildDir: string;
   runtime: GvisorOptions;
@@ -103,6 +106,10 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
       cpus: integerSetting(env, 'SPACE_NODE_CPUS', 0) || availableParallelism(),
     },
     volumeSizeGb: overrides.volumeSizeGb ?? Number(env.SPACE_VOLUME_SIZE_GB ?? 40),
+    writeback: overrides.writeback ?? {
+      dirtyMb: integerSetting(env, 'SPACE_VOLUME_DIRTY_MB', 16),
+      commitSec: Math.max(1, integerSetting(env, 'SPACE_VOLUME_COMMIT_SEC', 1)),
+    },
     sandboxRuntimeBuildDir: overrides.sandboxRuntimeBuildDir,
     runtime: overrides.runtime ?? {
       platform: choiceSetting(env, 'SPACE_RUNSC_PLATFORM', ['ptrace', 'systrap'] as const, 'ptrace'),
@@ -116,7 +123,7 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
             .filter(Boolean)
         : null,
       maxMemoryMb: integerSetting(env, 'SPACE_POOL_MAX_MEMORY_MB', 2048),
-      sandboxMemoryMb: integerSetting(env, 'SPACE_POOL_SANDBOX_MEMORY_MB', 64),
+      sandboxMemoryMb: integerSetting(env, 'SPACE_POOL_SANDBOX_MEMORY_MB', 24),
       refillDelayMs: integerSetting(env, 'SPACE_POOL_REFILL_DELAY_MS', 500),
       templateImages: integerSetting(env, 'SPACE_TEMPLATE_IMAGES', 0) > 0,
     },

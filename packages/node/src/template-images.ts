@@ -1,10 +1,10 @@
-import { existsSync } from 'node:fs';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Resources } from '@space/protocol';
 import type { Logger } from './logger.js';
 import type { MemoryImageMeta } from './storage/checkpoint-store.js';
 import type { Subvolumes } from './storage/subvolumes.js';
+import { pathExists } from './storage/path-exists.js';
 
 /** A template's ready sandbox saved to disk: a read-only snapshot of its volume and its memory image. */
 export interface TemplateImage {
@@ -69,7 +69,7 @@ export class TemplateImages {
   private async remove(template: string): Promise<void> {
     this.images.delete(template);
     const dir = path.join(this.dir, template);
-    if (!existsSync(dir)) return;
+    if (!(await pathExists(dir))) return;
     await this.subvolumes.delete(path.join(dir, 'rootfs'));
     await rm(dir, { recursive: true, force: true });
   }

@@ -55,7 +55,7 @@ export const SandboxMetricsSchema = z
     cpuUsedPct: z.number().nonnegative(),
     memoryBytes: z.number().int().nonnegative(),
     memoryLimitBytes: z.number().int().nonnegative().nullable(),
-    /** Bytes the session's volume references (template files included); null where quotas are off. */
+    /** Bytes the session wrote to its volume (simple quotas: its template's files not counted); null where quotas are off. */
     diskBytes: z.number().int().nonnegative().nullable(),
     diskLimitBytes: z.number().int().nonnegative().nullable(),
   })

@@ -21,7 +21,7 @@ export const ResourcesSchema = z
     /** Most host tasks (processes and threads) the sandbox may hold. */
     pids: z.number().int().min(32).max(65536).default(1024),
     /**
-     * Disk the session's volume may hold, GB (template files included): past it writes fail with
+     * Disk the session may write to its volume, GB (its template's files not counted): past it writes fail with
      * "Disk quota exceeded". Unset: the platform's default (`SPACE_SESSION_DISK_GB`).
      */
     diskGb: z

@@ -213,7 +213,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
   router.on('POST', '/node/v1/templates', async (ctx) => {
     authorize(ctx);
     const { templateId, checkpointId } = await readJson(ctx.req, NodeCreateTemplateRequestSchema);
-    await deps.templates.createCustom(templateId, deps.checkpoints.snapshotOf(checkpointId));
+    await deps.templates.createCustom(templateId, await deps.checkpoints.snapshotOf(checkpointId));
     sendJson(ctx.res, 201, { ok: true });
   });
 

@@ -39,14 +39,14 @@ export class SandboxStarter {
   constructor(private readonly deps: SandboxStarterDeps) {}
 
   /** Starts a sandbox for a session, or returns the one already serving it. */
-  start(request: StartSandboxRequest): Promise<SandboxInfo> {
+  async start(request: StartSandboxRequest): Promise<SandboxInfo> {
     const { manager, sessionQueue } = this.deps;
     // Refused before anything is set up for the session (its template matters only for a new volume).
-    this.deps.volumes.checkTemplate(request.sessionId, request.template);
-    for (const mount of request.mounts) this.deps.namedVolumes.check(mount.volumeId);
+    await this.deps.volumes.checkTemplate(request.sessionId, request.template);
+    for (const mount of request.mounts) await this.deps.namedVolumes.check(mount.volumeId);
     this.deps.egress.configure(request.sessionId, request.egress);
     const existing = manager.forSession(request.sessionId);
-    if (existing) return Promise.resolve(manager.describe(existing.record));
+    if (existing) return manager.describe(existing.record);
     return this.starting.run(request.sessionId, () =>
       sessionQueue.run(request.sessionId, async () => {
         // Looked up again in the queue: a start before this one may have finished meanwhile.
@@ -79,7 +79,7 @@ export class SandboxStarter {
     const phases = new PhaseTimer();
     // Pooled sandboxes and template images run already: they cannot gain the session's mounts.
     const prestarted = request.mounts.length === 0;
-    if (!volumes.exists(request.sessionId)) {
+    if (!(await volumes.exists(request.sessionId))) {
       const pooled = prestarted ? await this.fromPool(request) : null;
       if (pooled) {
         // The pooled sandbox's volume was made before its session was known: sized now.

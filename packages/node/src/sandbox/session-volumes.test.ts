@@ -37,8 +37,8 @@ test('after a crash, a restore whose old volume was already deleted is finished;
   assert.equal(await volumes.removeLeftovers(), 2);
   assert.equal(readFileSync(path.join(volumes.path('ses_whole00001'), 'file'), 'utf8'), 'current');
   assert.equal(readFileSync(path.join(volumes.path('ses_halfway001'), 'file'), 'utf8'), 'restored');
-  assert.equal(subvolumes.exists(`${volumes.path('ses_whole00001')}.restoring`), false);
-  assert.equal(subvolumes.exists(`${volumes.path('ses_halfway001')}.restoring`), false);
+  assert.equal(await subvolumes.exists(`${volumes.path('ses_whole00001')}.restoring`), false);
+  assert.equal(await subvolumes.exists(`${volumes.path('ses_halfway001')}.restoring`), false);
 });
 
 test("a session's disk limit stops writes with EDQUOT; lifting it lets them through", async () => {

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -13,6 +12,7 @@ import { MemoryImageMetaSchema } from '../storage/checkpoint-store.js';
 import type { Subvolumes } from '../storage/subvolumes.js';
 import type { TemplateStore } from '../templates/template-store.js';
 import { unclaimedPrefix } from './live-sandboxes.js';
+import { pathExists } from '../storage/path-exists.js';
 
 /** A memory image a sandbox is restored from: a full checkpoint's, or a template's (checkpointId null). */
 const MemorySourceSchema = z
@@ -60,7 +60,7 @@ export class SessionVolumes {
     return this.volume.dir('volumes', sessionId);
   }
 
-  exists(sessionId: string): boolean {
+  exists(sessionId: string): Promise<boolean> {
     return this.subvolumes.exists(this.path(sessionId));
   }
 
@@ -70,8 +70,8 @@ export class SessionVolumes {
   }
 
   /** Refuses (UNKNOWN_TEMPLATE) a template this node cannot make the session's volume from, when it has none yet. */
-  checkTemplate(sessionId: string, template: string): void {
-    if (!this.exists(sessionId)) this.templates.check(template);
+  async checkTemplate(sessionId: string, template: string): Promise<void> {
+    if (!(await this.exists(sessionId))) await this.templates.check(template);
   }
 
   /** A writable snapshot of the template with an identity of its own (a new /etc/machine-id), trusting the gateway, with space-compat preloaded. */
@@ -79,7 +79,7 @@ export class SessionVolumes {
     const rootfs = this.path(sessionId);
     await this.subvolumes.snapshot(await this.templates.ensure(template, (m) => this.log.info(m)), rootfs, { readOnly: false });
     // A tenant's template holds a session's or an image's files: no link in it is followed.
-    if (existsSync(path.join(rootfs, 'etc'))) await writeInsideVolume(rootfs, 'etc/machine-id', `${newMachineId()}\n`, 0o444);
+    if (await pathExists(path.join(rootfs, 'etc'))) await writeInsideVolume(rootfs, 'etc/machine-id', `${newMachineId()}\n`, 0o444);
     await installGatewayTrust(rootfs, this.gatewayCaPem);
     await installCompatPreload(rootfs);
   }
@@ -123,7 +123,7 @@ export class SessionVolumes {
   /** What the session's next sandbox starts from, if a restore or fork left something pending; consumed. */
   async takePendingStart(sessionId: string): Promise<PendingStart | null> {
     const file = this.pendingStartFile(sessionId);
-    if (!existsSync(file)) return null;
+    if (!(await pathExists(file))) return null;
     const pending = await readJsonFile(file, PendingStartSchema);
     await this.setPendingStart(sessionId, null);
     return pending;
@@ -143,7 +143,7 @@ export class SessionVolumes {
       const leftover = this.volume.dir('volumes', entry);
       const restored = entry.endsWith('.restoring') ? this.volume.dir('volumes', entry.slice(0, -'.restoring'.length)) : null;
       try {
-        if (restored && !this.subvolumes.exists(restored)) {
+        if (restored && !(await this.subvolumes.exists(restored))) {
           await this.subvolumes.rename(leftover, restored);
           this.log.warn(`finished the restore of volumes/${path.basename(restored)} that a crash interrupted`);
         } else await this.subvolumes.delete(leftover);

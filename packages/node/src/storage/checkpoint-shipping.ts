@@ -1,5 +1,4 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
@@ -11,6 +10,7 @@ import type { BtrfsVolume } from './btrfs-volume.js';
 import type { CheckpointStore } from './checkpoint-store.js';
 import { Digest, type ObjectStore } from './object-store.js';
 import type { Subvolumes } from './subvolumes.js';
+import { pathExists } from './path-exists.js';
 
 export interface CheckpointShippingDeps {
   volume: BtrfsVolume;
@@ -61,7 +61,7 @@ export class CheckpointShipping {
   async createBase(baseId: string, fromCheckpointId: string): Promise<StoredObject> {
     const objects = this.objects();
     const source = this.deps.checkpoints.path(fromCheckpointId);
-    if (!existsSync(source)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${fromCheckpointId} is not on this node`);
+    if (!(await pathExists(source))) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${fromCheckpointId} is not on this node`);
     await mkdir(this.basesDir(), { recursive: true });
     if (!(await this.holds(this.basePath(baseId)))) {
       await this.deps.subvolumes.delete(this.basePath(baseId));
@@ -74,11 +74,11 @@ export class CheckpointShipping {
   async ship(checkpointId: string, base: ShipBase): Promise<StoredObject[]> {
     const objects = this.objects();
     const snapshot = this.deps.checkpoints.path(checkpointId);
-    if (!existsSync(snapshot)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
+    if (!(await pathExists(snapshot))) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
     await this.ensureBase(objects, base);
     const stored = [await this.send(objects, `checkpoints/${checkpointId}.send`, snapshot, this.basePath(base.id))];
     const image = this.deps.checkpoints.imageDir(checkpointId);
-    if (existsSync(image)) {
+    if (await pathExists(image)) {
       const { output, done } = produce(
         spawn('tar', ['-C', image, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] }),
         `tar of ${checkpointId}'s memory image`,
@@ -208,7 +208,7 @@ export class CheckpointShipping {
 
   /** Whether a complete (read-only) copy of the subvolume is here. */
   private async holds(subvolume: string): Promise<boolean> {
-    return existsSync(subvolume) && (await this.deps.subvolumes.isReadOnly(subvolume));
+    return (await pathExists(subvolume)) && (await this.deps.subvolumes.isReadOnly(subvolume));
   }
 
   /**

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { chmod, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
@@ -6,6 +5,7 @@ import { ErrorCode, SpaceError } from '@space/protocol';
 import type { BtrfsVolume } from './btrfs-volume.js';
 import type { Subvolumes } from './subvolumes.js';
 import { readJsonFile } from '../json-file.js';
+import { pathExists } from './path-exists.js';
 
 /** What a restore needs besides the image: how to reach and wake the daemon saved in it. */
 export const MemoryImageMetaSchema = z
@@ -47,7 +47,7 @@ export class CheckpointStore {
   }
 
   async take(volumePath: string, checkpointId: string): Promise<void> {
-    if (!this.subvolumes.exists(volumePath)) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, 'the session has no volume on this node');
+    if (!(await this.subvolumes.exists(volumePath))) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, 'the session has no volume on this node');
     await this.subvolumes.snapshot(volumePath, this.path(checkpointId), { readOnly: true });
   }
 
@@ -73,7 +73,7 @@ export class CheckpointStore {
   /** Replaces (or creates) a volume with a writable snapshot of a checkpoint. */
   async materialize(checkpointId: string, volumePath: string): Promise<void> {
     const source = this.path(checkpointId);
-    if (!this.subvolumes.exists(source)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
+    if (!(await this.subvolumes.exists(source))) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
     await this.subvolumes.replace(source, volumePath);
   }
 
@@ -85,7 +85,7 @@ export class CheckpointStore {
   /** Read-only snapshots of the session's read-write volumes, taken with the checkpoint (`volumePaths`: volume id -> its path). */
   async copyVolumes(checkpointId: string, volumePaths: Map<string, string>): Promise<void> {
     for (const [volumeId, volumePath] of volumePaths) {
-      if (!this.subvolumes.exists(volumePath)) throw new SpaceError(ErrorCode.VOLUME_NOT_FOUND, `volume ${volumeId} is not on this node`);
+      if (!(await this.subvolumes.exists(volumePath))) throw new SpaceError(ErrorCode.VOLUME_NOT_FOUND, `volume ${volumeId} is not on this node`);
       await this.subvolumes.snapshot(volumePath, this.volumeCopyPath(checkpointId, volumeId), { readOnly: true });
     }
   }
@@ -98,7 +98,7 @@ export class CheckpointStore {
    */
   async changedSince(volumePath: string, checkpointId: string): Promise<boolean> {
     const checkpoint = this.path(checkpointId);
-    if (!this.subvolumes.exists(checkpoint)) return true;
+    if (!(await this.subvolumes.exists(checkpoint))) return true;
     await this.subvolumes.sync(volumePath);
     const [current, taken] = await Promise.all([this.subvolumes.generations(volumePath), this.subvolumes.generations(checkpoint)]);
     return current.generation > taken.createdAt;
@@ -137,8 +137,8 @@ export class CheckpointStore {
     let removed = 0;
     for (const name of await readdir(this.volume.dir('checkpoints')).catch(() => [] as string[])) {
       const full = this.volume.dir('checkpoints', name);
-      const orphanImage = name.endsWith('.memory') && !existsSync(full.slice(0, -'.memory'.length));
-      const orphanCopies = name.endsWith('.volumes') && !existsSync(full.slice(0, -'.volumes'.length));
+      const orphanImage = name.endsWith('.memory') && !(await pathExists(full.slice(0, -'.memory'.length)));
+      const orphanCopies = name.endsWith('.volumes') && !(await pathExists(full.slice(0, -'.volumes'.length)));
       if (!name.endsWith('.partial') && !orphanImage && !orphanCopies) continue;
       const age = Date.now() - ((await stat(full).catch(() => null))?.mtimeMs ?? Date.now());
       if (age >= minAgeMs) {

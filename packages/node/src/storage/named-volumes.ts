@@ -30,18 +30,18 @@ export class NamedVolumes {
   }
 
   /** Refuses (VOLUME_NOT_FOUND) a volume this node does not hold. */
-  check(volumeId: string): void {
-    if (!this.subvolumes.exists(this.path(volumeId))) throw new SpaceError(ErrorCode.VOLUME_NOT_FOUND, `volume ${volumeId} is not on this node`);
+  async check(volumeId: string): Promise<void> {
+    if (!(await this.subvolumes.exists(this.path(volumeId)))) throw new SpaceError(ErrorCode.VOLUME_NOT_FOUND, `volume ${volumeId} is not on this node`);
   }
 
   /** Makes the volume: empty, or a writable copy of a snapshot or of a checkpoint's copy. Made already: only its size is set again (a retry). */
   async create({ volumeId, sizeGb, from }: NodeCreateVolumeRequest): Promise<void> {
     const target = this.path(volumeId);
-    if (!this.subvolumes.exists(target)) {
+    if (!(await this.subvolumes.exists(target))) {
       if (!from) await this.subvolumes.create(target);
       else {
         const source = 'snapshotId' in from ? this.snapshotPath(from.snapshotId) : this.checkpoints.volumeCopyPath(from.checkpointId, from.volumeId);
-        if (!this.subvolumes.exists(source))
+        if (!(await this.subvolumes.exists(source)))
           throw new SpaceError(
             ErrorCode.VOLUME_NOT_FOUND,
             'snapshotId' in from ? `snapshot ${from.snapshotId} is not on this node` : `checkpoint ${from.checkpointId} holds no copy of ${from.volumeId} here`,
@@ -58,7 +58,7 @@ export class NamedVolumes {
 
   /** A read-only snapshot of the volume (the caller has flushed the writes of the sandbox mounting it read-write). */
   async snapshot(volumeId: string, snapshotId: string): Promise<void> {
-    this.check(volumeId);
+    await this.check(volumeId);
     await this.subvolumes.snapshot(this.path(volumeId), this.snapshotPath(snapshotId), { readOnly: true });
   }
 
@@ -68,17 +68,17 @@ export class NamedVolumes {
 
   /** Puts a checkpoint's copy of `sourceVolumeId` in place of the volume's files, keeping its size. The caller has stopped the sandboxes mounting it. */
   async restore(volumeId: string, checkpointId: string, sourceVolumeId: string): Promise<void> {
-    this.check(volumeId);
+    await this.check(volumeId);
     const copy = this.checkpoints.volumeCopyPath(checkpointId, sourceVolumeId);
-    if (!this.subvolumes.exists(copy))
+    if (!(await this.subvolumes.exists(copy)))
       throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} holds no copy of ${sourceVolumeId} on this node`);
     const limitBytes = (await this.subvolumes.usage(this.path(volumeId)))?.limitBytes ?? null;
     await this.subvolumes.replace(copy, this.path(volumeId));
     await this.subvolumes.limit(this.path(volumeId), limitBytes);
   }
 
-  usage(volumeId: string): Promise<{ bytes: number; limitBytes: number | null } | null> {
-    this.check(volumeId);
+  async usage(volumeId: string): Promise<{ bytes: number; limitBytes: number | null } | null> {
+    await this.check(volumeId);
     return this.subvolumes.usage(this.path(volumeId));
   }
 
@@ -89,7 +89,7 @@ export class NamedVolumes {
       const staging = this.volume.dir('named-volumes', entry);
       const target = staging.slice(0, -'.restoring'.length);
       try {
-        if (this.subvolumes.exists(target)) await this.subvolumes.delete(staging);
+        if (await this.subvolumes.exists(target)) await this.subvolumes.delete(staging);
         else await this.subvolumes.rename(staging, target);
       } catch (err) {
         this.log.warn(`could not clear named-volumes/${entry}: ${(err as Error).message}`);

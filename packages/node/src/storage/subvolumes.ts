@@ -1,7 +1,7 @@
-import { existsSync } from 'node:fs';
 import { mkdir, rename as renameDir } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
+import { pathExists } from './path-exists.js';
 
 /** A subvolume's transaction ids: the last that changed it, and the one that created it. */
 export interface Generations {
@@ -22,7 +22,7 @@ export class Subvolumes {
    * be deleted).
    */
   async snapshot(source: string, target: string, { readOnly }: { readOnly: boolean }): Promise<void> {
-    if (existsSync(target)) throw new Error(`cannot snapshot ${source}: ${target} already exists`);
+    if (await pathExists(target)) throw new Error(`cannot snapshot ${source}: ${target} already exists`);
     await mkdir(path.dirname(target), { recursive: true });
     await runCommand(['btrfs', 'subvolume', 'snapshot', ...(readOnly ? ['-r'] : []), source, target]);
   }
@@ -45,12 +45,12 @@ export class Subvolumes {
    * crash or an old race leaves such a thing) cannot be deleted as it is: its children go first.
    */
   async delete(target: string): Promise<void> {
-    if (!existsSync(target)) return;
+    if (!(await pathExists(target))) return;
     try {
       await runCommand(['btrfs', 'subvolume', 'delete', target]);
     } catch (err) {
       // Deleted meanwhile by a concurrent delete of the same subvolume (two API calls at once): done all the same.
-      if (!existsSync(target)) return;
+      if (!(await pathExists(target))) return;
       const children = await this.childrenOf(target);
       if (children.length === 0) throw err;
       for (const child of children) await this.delete(child);
@@ -85,8 +85,8 @@ export class Subvolumes {
     await renameDir(from, to);
   }
 
-  exists(target: string): boolean {
-    return existsSync(target);
+  exists(target: string): Promise<boolean> {
+    return pathExists(target);
   }
 
   /** Makes the subvolume read-only (as a snapshot taken with -r is). */

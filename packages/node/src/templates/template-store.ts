@@ -36,13 +36,9 @@ export class TemplateStore {
   }
 
   /** Refuses (UNKNOWN_TEMPLATE) a name that is neither a built-in nor a tenant's template version on this node. */
-  check(name: string): void {
-    if (TemplateIdSchema.safeParse(name).success) this.existingCustom(name);
+  async check(name: string): Promise<void> {
+    if (TemplateIdSchema.safeParse(name).success) await this.existingCustom(name);
     else this.recipe(name);
-  }
-
-  isBuilt(name: string): boolean {
-    return this.subvolumes.exists(this.pathOf(this.recipe(name)));
   }
 
   /** Returns the template's subvolume path, building it first if needed (a built-in) or failing when it is not on this node (a tenant's). */
@@ -50,7 +46,7 @@ export class TemplateStore {
     if (TemplateIdSchema.safeParse(name).success) return this.existingCustom(name);
     const recipe = this.recipe(name);
     const target = this.pathOf(recipe);
-    if (this.subvolumes.exists(target)) return target;
+    if (await this.subvolumes.exists(target)) return target;
     let pending = this.building.get(name);
     if (!pending) {
       pending = this.build(recipe, target, progress).finally(() => this.building.delete(name));
@@ -61,7 +57,7 @@ export class TemplateStore {
 
   /** Makes template version `templateId` a read-only snapshot of `source` (a checkpoint): a metadata operation. */
   async createCustom(templateId: string, source: string): Promise<void> {
-    if (this.subvolumes.exists(this.customPath(templateId))) return;
+    if (await this.subvolumes.exists(this.customPath(templateId))) return;
     await this.subvolumes.snapshot(source, this.customPath(templateId), { readOnly: true });
   }
 
@@ -71,7 +67,7 @@ export class TemplateStore {
    */
   async importCustom(templateId: string, source: ImageSource, progress: (line: string) => void): Promise<TemplateConfig> {
     const target = this.customPath(templateId);
-    if (this.subvolumes.exists(target)) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `template version ${templateId} exists already`);
+    if (await this.subvolumes.exists(target)) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `template version ${templateId} exists already`);
     const scratch = `${target}.importing`;
     const work = this.volume.dir('imports', templateId);
     await this.subvolumes.delete(scratch);
@@ -98,9 +94,9 @@ export class TemplateStore {
     await this.subvolumes.delete(this.customPath(templateId));
   }
 
-  private existingCustom(templateId: string): string {
+  private async existingCustom(templateId: string): Promise<string> {
     const custom = this.customPath(templateId);
-    if (!this.subvolumes.exists(custom)) throw new SpaceError(ErrorCode.UNKNOWN_TEMPLATE, `template version ${templateId} is not on this node`);
+    if (!(await this.subvolumes.exists(custom))) throw new SpaceError(ErrorCode.UNKNOWN_TEMPLATE, `template version ${templateId} is not on this node`);
     return custom;
   }
 
