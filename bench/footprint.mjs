@@ -1,5 +1,6 @@
 // What an idle sandbox costs: host memory of its runsc processes (Sentry and gofer, RSS and PSS)
-// per ready pooled sandbox, and the in-sandbox agent's own memory as the sandbox sees it. With a
+// per ready pooled sandbox, the memory the kernel charges to its cgroup (those processes, the
+// ptrace stubs and kernel memory, without the runsc binary all sandboxes share), and the in-sandbox agent's own memory as the sandbox sees it. With a
 // second checkout named, measures both, one after the other on the same data directory, so an
 // agent or runtime change is compared within one run.
 // Usage: node bench/footprint.mjs [BEFORE_CHECKOUT]   (./space bench does not run it)
@@ -7,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readCgroupUsage } from '../packages/node/dist/runtime/cgroup-usage.js';
 import { api, startPlatform } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
@@ -38,16 +40,22 @@ function runscMemory() {
 function runningSandboxes() {
   return execFileSync('runsc', [`--root=${path.join(dataDir, 'node/runsc')}`, 'list', '--quiet'], { encoding: 'utf8' })
     .split('\n')
-    .filter(Boolean).length;
+    .filter(Boolean);
+}
+
+/** MB charged to each running sandbox's cgroup. */
+async function cgroupMemory() {
+  const usage = await Promise.all(runningSandboxes().map((id) => readCgroupUsage(id)));
+  return usage.filter(Boolean).map((u) => u.memoryBytes / 2 ** 20);
 }
 
 async function measure(label, checkout, record) {
   const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: String(poolSize), SPACE_POOL_TEMPLATES: 'tiny', SPACE_TEMPLATE_IMAGES: '0' }, checkout);
   try {
     const deadline = Date.now() + 120_000;
-    while (runningSandboxes() < poolSize && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
+    while (runningSandboxes().length < poolSize && Date.now() < deadline) await new Promise((r) => setTimeout(r, 500));
     await new Promise((r) => setTimeout(r, 5000)); // let the last refills settle
-    const sandboxes = runningSandboxes();
+    const sandboxes = runningSandboxes().length;
     const perSandbox = [];
     const perSandboxPss = [];
     for (let i = 0; i < 5; i++) {
@@ -58,6 +66,7 @@ async function measure(label, checkout, record) {
     }
     record(`${label}: host RSS per idle sandbox (Sentry + gofer)`, perSandbox, 'MB');
     record(`${label}: host PSS per idle sandbox (Sentry + gofer)`, perSandboxPss, 'MB');
+    record(`${label}: memory charged to an idle sandbox's cgroup`, await cgroupMemory(), 'MB');
     // The agent is PID 2, under init; its memory as the sandbox's kernel accounts it.
     const session = await api(platform.url, 'POST', '/v1/sessions', {
       template: 'tiny',

@@ -1,11 +1,21 @@
 // What every benchmark phase shares: a platform started on its own data directory, and timed calls
 // to its public API.
 import { spawn } from 'node:child_process';
+import { request } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const benchKey = `bench-${process.pid}-0123456789abcdef`;
+
+/** A benchmark is one tenant doing what many would: the per-tenant limits would measure themselves (20 concurrent creates > 16). */
+const benchLimits = {
+  SPACE_TENANT_MAX_CONCURRENT_CREATES: '1000',
+  SPACE_TENANT_REQUESTS_PER_SEC: '100000',
+  SPACE_TENANT_MAX_SESSIONS: '10000',
+  SPACE_TENANT_MAX_REQUESTS: '10000',
+  SPACE_TENANT_MAX_STREAMS: '10000',
+};
 
 /**
  * Starts `space up` on `dataDir`; `checkout` is the SPACE tree to run (this one unless another is
@@ -13,7 +23,7 @@ export const benchKey = `bench-${process.pid}-0123456789abcdef`;
  */
 export async function startPlatform(dataDir, env = {}, checkout = root, onLogLine = null) {
   const child = spawn(process.execPath, [path.join(checkout, 'packages/cli/dist/main.js'), 'up'], {
-    env: { ...process.env, SPACE_DATA_DIR: dataDir, SPACE_PORT: '0', SPACE_API_KEY: benchKey, SPACE_QUIET: onLogLine ? '0' : '1', ...env },
+    env: { ...process.env, ...benchLimits, SPACE_DATA_DIR: dataDir, SPACE_PORT: '0', SPACE_API_KEY: benchKey, SPACE_QUIET: onLogLine ? '0' : '1', ...env },
     stdio: ['ignore', 'pipe', onLogLine ? 'pipe' : 'inherit'],
   });
   if (onLogLine) {
@@ -51,4 +61,32 @@ export async function timed(fn) {
   const t = performance.now();
   const value = await fn();
   return [performance.now() - t, value];
+}
+
+/** Streams `bytes` up (PUT) or reads them down (GET) through the files API; resolves with the bytes received. */
+export function transfer(url, method, p, bytes) {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(p, url),
+      { method, headers: { authorization: `Bearer ${benchKey}`, ...(method === 'PUT' ? { 'content-length': bytes } : {}) } },
+      (res) => {
+        let received = 0;
+        res.on('data', (d) => (received += d.length));
+        res.on('end', () => (res.statusCode === 200 ? resolve(received) : reject(new Error(`${method} ${res.statusCode}`))));
+      },
+    );
+    req.on('error', reject);
+    if (method === 'PUT') {
+      const chunk = Buffer.alloc(1024 * 1024, 7);
+      let sent = 0;
+      const pump = () => {
+        while (sent < bytes) {
+          sent += chunk.length;
+          if (!req.write(chunk)) return req.once('drain', pump);
+        }
+        req.end();
+      };
+      pump();
+    } else req.end();
+  });
 }

@@ -6,7 +6,7 @@
 // directory, so before and after come from one run.
 // Usage: node bench/profile.mjs [BEFORE_CHECKOUT]   (./space bench does not run it)
 import path from 'node:path';
-import { api, startPlatform } from './harness.mjs';
+import { api, startPlatform, transfer } from './harness.mjs';
 
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
 const rounds = Number(process.env.SPACE_BENCH_ROUNDS ?? 5);
@@ -71,13 +71,28 @@ async function profile(label, checkout) {
     const spawns = [];
     for (let i = 0; i < rounds; i++) spawns.push(await timedExec('i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i+1)); done'));
     console.log(`${label}: exec \`true\` round trip: median ${median(execs).toFixed(1)} ms; 100 processes in one exec: median ${median(spawns).toFixed(0)} ms`);
+    const uploads = [];
     for (let i = 0; i < rounds; i++) {
-      await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, { cmd: `head -c 500000000 /dev/zero > /workspace/big-${i}`, timeoutMs: 120_000 });
+      const t = performance.now();
+      await transfer(platform.url, 'PUT', `/v1/sessions/${s.id}/files?path=/workspace/upload`, 100 * 2 ** 20);
+      uploads.push(100 / ((performance.now() - t) / 1000));
+      context = ', right after a 100 MB upload';
+      await api(platform.url, 'POST', `/v1/sessions/${s.id}/checkpoints`, { kind: 'fs' });
+      context = '';
+    }
+    console.log(`${label}: upload of 100 MB: median ${median(uploads).toFixed(0)} MB/s`);
+    // Incompressible, as most data is (the volume compresses with zstd: zeros would hardly reach the disk).
+    await timedExec('head -c 100000000 /dev/urandom > /workspace/random');
+    const writes = [];
+    for (let i = 0; i < rounds; i++) {
+      writes.push(await timedExec(`cat /workspace/random /workspace/random /workspace/random /workspace/random /workspace/random > /workspace/big-${i}`));
       context = ', right after 500 MB were written';
       await api(platform.url, 'POST', `/v1/sessions/${s.id}/checkpoints`, { kind: 'fs' });
       context = '';
       await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, { cmd: `rm /workspace/big-${i}` });
     }
+    await timedExec('rm /workspace/random');
+    console.log(`${label}: writing 500 MB in one exec: median ${median(writes).toFixed(0)} ms`);
     await api(platform.url, 'POST', `/v1/sessions/${s.id}/exec`, {
       cmd: 'while true; do head -c 4000000 /dev/zero >> /workspace/stream; sleep 0.05; done',
       background: true,

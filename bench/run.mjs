@@ -4,11 +4,10 @@
 // the API fuzzer, bench/fuzz.mjs)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { printTable, recorder } from './stats.mjs';
-import { api, benchKey, startPlatform, timed } from './harness.mjs';
+import { api, startPlatform, timed, transfer } from './harness.mjs';
 import { measurePool, measureTemplateImages } from './pool-phase.mjs';
 import { describeAddedLatency, measureGateway } from './gateway-phase.mjs';
 import { runFuzz } from './fuzz.mjs';
@@ -63,33 +62,6 @@ async function forkX4(url, checkpointId) {
     for (const s of forked.sessions) await api(url, 'DELETE', `/v1/sessions/${s.id}`);
   }
   return samples;
-}
-
-function transfer(url, method, p, bytes) {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      new URL(p, url),
-      { method, headers: { authorization: `Bearer ${benchKey}`, ...(method === 'PUT' ? { 'content-length': bytes } : {}) } },
-      (res) => {
-        let received = 0;
-        res.on('data', (d) => (received += d.length));
-        res.on('end', () => (res.statusCode === 200 ? resolve(received) : reject(new Error(`${method} ${res.statusCode}`))));
-      },
-    );
-    req.on('error', reject);
-    if (method === 'PUT') {
-      const chunk = Buffer.alloc(1024 * 1024, 7);
-      let sent = 0;
-      const pump = () => {
-        while (sent < bytes) {
-          sent += chunk.length;
-          if (!req.write(chunk)) return req.once('drain', pump);
-        }
-        req.end();
-      };
-      pump();
-    } else req.end();
-  });
 }
 
 // Cold paths first, with no warm pool and no template images (their boots would compete with what is measured).
