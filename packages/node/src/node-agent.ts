@@ -106,7 +106,7 @@ export class NodeAgent {
     const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'), shim, config.runtime);
     const runtimeVersion = await driver.preflight();
     await this.lock.acquire();
-    log.info(`volume writeback: ${await this.volume.mount()}`);
+    log.info(`volume: ${await this.volume.mount()}`);
     const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), config.sandboxRuntimeBuildDir, runtimeVersion);
     const leases = new IpLeases();
     await leases.releaseWhere((owner) => {

@@ -65,6 +65,7 @@ export class BtrfsVolume {
    */
   private async boundWriteback(bdi: string): Promise<string> {
     const { dirtyMb, commitSec } = this.writeback;
+    this.boundDevice = null;
     await runCommand(['mount', '-o', `remount,commit=${commitSec}`, this.mountPoint]);
     if (!existsSync(`${bdi}/strict_limit`)) return `commit every ${commitSec} s; dirty data not bounded (per-device limits need Linux 6.2 or later)`;
     await writeFile(`${bdi}/strict_limit`, dirtyMb > 0 ? '1' : '0');
@@ -85,8 +86,9 @@ export class BtrfsVolume {
   async unbounded<T>(write: () => Promise<T>): Promise<T> {
     const bdi = this.boundDevice;
     if (!bdi) return write();
-    if (this.unboundedWriters++ === 0) await writeFile(`${bdi}/strict_limit`, '0');
+    this.unboundedWriters++;
     try {
+      if (this.unboundedWriters === 1) await writeFile(`${bdi}/strict_limit`, '0');
       return await write();
     } finally {
       if (--this.unboundedWriters === 0) await writeFile(`${bdi}/strict_limit`, '1').catch(() => undefined);
