@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import { Code, ConnectError, createClient } from '@connectrpc/connect';
 import { createConnectTransport } from '@connectrpc/connect-node';
@@ -126,7 +127,11 @@ describe('E2B compatibility: the e2b SDK unchanged', () => {
   test('metrics: CPU, memory and disk of the sandbox as its cgroup and volume count them; none while paused', { timeout: 120_000 }, async () => {
     await setUp();
     const sandbox = await create();
-    await sandbox.files.write('/tmp/ballast', new Uint8Array(8 * 1024 * 1024).fill(7).buffer);
+    // Incompressible (the volume compresses), and counted by its quota group at btrfs's next commit (every second).
+    await sandbox.files.write('/tmp/ballast', new Uint8Array(randomBytes(8 * 1024 * 1024)).buffer);
+    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(250)) {
+      if (((await sandbox.getMetrics())[0]?.diskUsed ?? 0) >= 8 * 1024 * 1024) break;
+    }
     const spin = await sandbox.commands.run('while :; do :; done', { background: true });
     await sleep(300);
     const [busy] = await sandbox.getMetrics();
