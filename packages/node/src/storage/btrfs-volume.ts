@@ -1,7 +1,7 @@
-import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
+import { pathExists } from './path-exists.js';
 import { enableSimpleQuotas } from './volume-quotas.js';
 
 /**
@@ -49,7 +49,7 @@ export class BtrfsVolume {
   }
 
   private async mountImage(): Promise<void> {
-    if (!existsSync(this.image)) {
+    if (!(await pathExists(this.image))) {
       const handle = await open(this.image, 'w');
       await handle.truncate(this.sizeGb * 1024 * 1024 * 1024);
       await handle.close();
@@ -67,7 +67,7 @@ export class BtrfsVolume {
     const { dirtyMb, commitSec } = this.writeback;
     this.boundDevice = null;
     await runCommand(['mount', '-o', `remount,commit=${commitSec}`, this.mountPoint]);
-    if (!existsSync(`${bdi}/strict_limit`)) return `commit every ${commitSec} s; dirty data not bounded (per-device limits need Linux 6.2 or later)`;
+    if (!(await pathExists(`${bdi}/strict_limit`))) return `commit every ${commitSec} s; dirty data not bounded (per-device limits need Linux 6.2 or later)`;
     await writeFile(`${bdi}/strict_limit`, dirtyMb > 0 ? '1' : '0');
     if (dirtyMb === 0) {
       await writeFile(`${bdi}/max_ratio`, '100');
