@@ -1,9 +1,11 @@
 // Where each path's time goes: runs the slow paths a few times on a platform whose log is read, and
 // prints the median of every phase the node agent logs (a cold start, a restore from a memory image,
-// a full checkpoint's pause, also with 100 MB of user memory, an fs checkpoint: idle, right after
-// 500 MB were written, and while a process writes continuously). Settings such as
-// SPACE_CHECKPOINT_COMPRESSION or SPACE_RUNSC_PLATFORM in the environment apply to both checkouts. With a second checkout named, profiles it first, on the same data
-// directory, so before and after come from one run.
+// a full checkpoint's pause, also with 100 MB of user memory, an fs checkpoint: idle, right after a
+// 100 MB upload, right after 500 MB of incompressible data were written, and while a process writes
+// continuously), and the upload and write speeds. Settings such as SPACE_CHECKPOINT_COMPRESSION,
+// SPACE_RUNSC_PLATFORM or SPACE_VOLUME_DIRTY_MB in the environment apply to both checkouts. With a
+// second checkout named, profiles it first, on the same data directory, so before and after come
+// from one run.
 // Usage: node bench/profile.mjs [BEFORE_CHECKOUT]   (./space bench does not run it)
 import path from 'node:path';
 import { api, startPlatform, transfer } from './harness.mjs';
