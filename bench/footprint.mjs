@@ -1,7 +1,7 @@
 // What an idle sandbox costs: host memory of its runsc processes (Sentry and gofer, RSS and PSS)
 // per ready pooled sandbox, the memory the kernel charges to its cgroup (those processes, the
-// ptrace stubs and kernel memory, without the runsc binary all sandboxes share), and the in-sandbox agent's own memory as the sandbox sees it. With a
-// second checkout named, measures both, one after the other on the same data directory, so an
+// ptrace stubs and kernel memory, without the runsc binary all sandboxes share), and the in-sandbox
+// agent's own memory as the sandbox sees it. With a second checkout named, measures both, one after the other on the same data directory, so an
 // agent or runtime change is compared within one run.
 // Usage: node bench/footprint.mjs [BEFORE_CHECKOUT]   (./space bench does not run it)
 import { execFileSync } from 'node:child_process';

@@ -8,7 +8,7 @@
 // from one run.
 // Usage: node bench/profile.mjs [BEFORE_CHECKOUT]   (./space bench does not run it)
 import path from 'node:path';
-import { api, startPlatform, transfer } from './harness.mjs';
+import { api, startPlatform, timed, transfer } from './harness.mjs';
 
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
 const rounds = Number(process.env.SPACE_BENCH_ROUNDS ?? 5);
@@ -75,9 +75,8 @@ async function profile(label, checkout) {
     console.log(`${label}: exec \`true\` round trip: median ${median(execs).toFixed(1)} ms; 100 processes in one exec: median ${median(spawns).toFixed(0)} ms`);
     const uploads = [];
     for (let i = 0; i < rounds; i++) {
-      const t = performance.now();
-      await transfer(platform.url, 'PUT', `/v1/sessions/${s.id}/files?path=/workspace/upload`, 100 * 2 ** 20);
-      uploads.push(100 / ((performance.now() - t) / 1000));
+      const [ms] = await timed(() => transfer(platform.url, 'PUT', `/v1/sessions/${s.id}/files?path=/workspace/upload`, 100 * 2 ** 20));
+      uploads.push(100 / (ms / 1000));
       context = ', right after a 100 MB upload';
       await api(platform.url, 'POST', `/v1/sessions/${s.id}/checkpoints`, { kind: 'fs' });
       context = '';

@@ -9,6 +9,16 @@ export interface Generations {
   createdAt: number;
 }
 
+/** The subvolumes' own groups (`0/<id>`) in `btrfs qgroup show -r --raw`: bytes referenced, and the limit (null: none). */
+export function qgroupRows(stdout: string): { qgroup: string; bytes: number; limitBytes: number | null }[] {
+  return stdout.split('\n').flatMap((line) => {
+    // qgroupid rfer excl max_rfer [path], after the header lines
+    const [qgroup, rfer, , maxRfer] = line.trim().split(/\s+/);
+    if (!qgroup || !/^0\/\d+$/.test(qgroup)) return [];
+    return [{ qgroup, bytes: Number(rfer), limitBytes: maxRfer && /^\d+$/.test(maxRfer) ? Number(maxRfer) : null }];
+  });
+}
+
 /** btrfs subvolume operations, each a metadata operation that shares blocks copy-on-write. */
 export class Subvolumes {
   async create(target: string): Promise<void> {
@@ -73,11 +83,9 @@ export class Subvolumes {
   async usage(target: string): Promise<{ bytes: number; limitBytes: number | null } | null> {
     const { code, stdout } = await runCommand(['btrfs', 'qgroup', 'show', '-rf', '--raw', target], { allowFailure: true });
     if (code !== 0) return null;
-    // qgroupid rfer excl max_rfer, the own group's row after the header lines
-    const row = stdout.split('\n').find((line) => /^0\/\d+\s/.test(line.trim()));
-    if (!row) return null;
-    const [, rfer, , maxRfer] = row.trim().split(/\s+/);
-    return { bytes: Number(rfer), limitBytes: maxRfer === 'none' || maxRfer === undefined ? null : Number(maxRfer) };
+    // The subvolume's own group is the first row.
+    const row = qgroupRows(stdout)[0];
+    return row ? { bytes: row.bytes, limitBytes: row.limitBytes } : null;
   }
 
   /** Renames a subvolume within the filesystem (an atomic rename of its directory entry). */

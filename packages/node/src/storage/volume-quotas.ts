@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { runCommand } from '../run-command.js';
+import { qgroupRows } from './subvolumes.js';
 
 /**
  * Turns on btrfs simple quotas, which hold session volumes and named volumes to their sizes. Simple
@@ -33,10 +34,7 @@ async function limitsOf(mountPoint: string): Promise<{ qgroup: string; bytes: nu
     (await runCommand(['btrfs', 'subvolume', 'list', mountPoint])).stdout.split('\n').flatMap((line) => /^ID (\d+) /.exec(line)?.[1] ?? []),
   );
   const { stdout } = await runCommand(['btrfs', 'qgroup', 'show', '-r', '--raw', mountPoint]);
-  return stdout.split('\n').flatMap((line) => {
-    // qgroupid rfer excl max_rfer [path]
-    const [qgroup, , , maxRfer] = line.trim().split(/\s+/);
-    const id = /^0\/(\d+)$/.exec(qgroup ?? '')?.[1];
-    return id && subvolumes.has(id) && maxRfer && /^\d+$/.test(maxRfer) ? [{ qgroup: qgroup!, bytes: Number(maxRfer) }] : [];
-  });
+  return qgroupRows(stdout).flatMap(({ qgroup, limitBytes }) =>
+    limitBytes !== null && subvolumes.has(qgroup.slice('0/'.length)) ? [{ qgroup, bytes: limitBytes }] : [],
+  );
 }
