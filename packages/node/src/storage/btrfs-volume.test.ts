@@ -39,7 +39,7 @@ test('the writeback bound is applied at every mount, also to a volume mounted be
     t.skip('this kernel has no per-device dirty limits');
     return;
   }
-  assert.equal(said, 'simple quotas; commit every 2 s; at most 8 MB of dirty data');
+  assert.equal(said, 'simple quotas; loop device writes directly to its image; commit every 2 s; at most 8 MB of dirty data');
   assert.equal(readFileSync(`${bdi}/strict_limit`, 'utf8').trim(), '1');
   // The kernel keeps the limit as a ratio of the dirty threshold: close to 8 MB, not exact.
   const maxBytes = Number(readFileSync(`${bdi}/max_bytes`, 'utf8'));
@@ -47,10 +47,32 @@ test('the writeback bound is applied at every mount, also to a volume mounted be
 
   // Started again with other settings on the still-mounted volume: the new ones hold.
   const unbounded = new BtrfsVolume(dataDir, 1, { dirtyMb: 0, commitSec: 30 });
-  assert.equal(await unbounded.mount(), 'simple quotas; commit every 30 s; dirty data not bounded (SPACE_VOLUME_DIRTY_MB=0)');
+  assert.equal(
+    await unbounded.mount(),
+    'simple quotas; loop device writes directly to its image; commit every 30 s; dirty data not bounded (SPACE_VOLUME_DIRTY_MB=0)',
+  );
   assert.ok(mountOptions(unbounded.mountPoint).includes('commit=30') || !mountOptions(unbounded.mountPoint).some((o) => o.startsWith('commit=')));
   assert.equal(readFileSync(`${bdi}/strict_limit`, 'utf8').trim(), '0');
   assert.equal(readFileSync(`${bdi}/max_ratio`, 'utf8').trim(), '100');
+});
+
+async function loopDevice(image: string): Promise<string> {
+  const { stdout } = await runCommand(['losetup', '-n', '-O', 'NAME', '-j', image]);
+  return stdout.trim().replace('/dev/', '');
+}
+
+test('the loop device writes directly to its image, also one mounted buffered by an older node', async () => {
+  const volume = new BtrfsVolume(dataDir, 1);
+  await volume.mount();
+  const device = await loopDevice(volume.image);
+  const directIo = () => readFileSync(`/sys/block/${device}/loop/dio`, 'utf8').trim();
+  assert.equal(directIo(), '1');
+  // What an older node left mounted: a buffered loop device.
+  await runCommand(['losetup', '--direct-io=off', `/dev/${device}`]);
+  assert.equal(directIo(), '0');
+  assert.match(await volume.mount(), /; loop device writes directly to its image; /);
+  assert.equal(directIo(), '1');
+  assert.equal(await loopDevice(volume.image), device, 'the same device, still mounted');
 });
 
 test('a volume with full quotas (made by an older node) gets simple ones and keeps its limits', async () => {
