@@ -9,6 +9,7 @@
 // Usage: node bench/profile.mjs [BEFORE_CHECKOUT]   (./space bench does not run it)
 import path from 'node:path';
 import { api, startPlatform, timed, transfer } from './harness.mjs';
+import { summarize } from './stats.mjs';
 
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
 const rounds = Number(process.env.SPACE_BENCH_ROUNDS ?? 5);
@@ -36,7 +37,7 @@ function phasesOf(line) {
   return { kind, phases };
 }
 
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs) => summarize(xs).median;
 
 async function profile(label, checkout) {
   const seen = {};
@@ -134,7 +135,8 @@ async function profile(label, checkout) {
   }
   for (const [kind, list] of Object.entries(seen)) {
     const names = Object.keys(list[0]);
-    console.log(`${label}: ${kind} (n=${list.length}, medians, ms): ${names.map((n) => `${n} ${median(list.map((p) => p[n] ?? 0))}`).join(', ')}`);
+    const phases = names.map((n) => `${n} ${median(list.map((p) => p[n] ?? 0))}`).join(', ');
+    console.log(`${label}: ${kind} (n=${list.length}, medians, ms): ${phases}; total P90 ${summarize(list.map((p) => p.total)).p90}`);
   }
 }
 

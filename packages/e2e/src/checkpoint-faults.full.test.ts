@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { Api } from './client.js';
+import { imageStagingDir } from './host-state.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
@@ -57,6 +58,7 @@ describe('a full checkpoint that fails', () => {
     const later = Number((await api.exec(session.id, 'cat /tmp/count')).stdout);
     assert.ok(later > before, `the process runs on after the failed checkpoint (${before} -> ${later})`);
     assert.deepEqual(images(), imagesBefore, 'no memory image, whole or partial, is left');
+    assert.deepEqual(readdirSync(imageStagingDir(platform.dataDir)), [], 'nor in host memory, where it was being written');
     const recorded = (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints;
     assert.deepEqual(
       recorded.map((c: any) => [c.id, c.kind]),

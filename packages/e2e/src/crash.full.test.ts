@@ -26,7 +26,7 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     if (platform && platform.process.exitCode === null) assert.equal(await platform.stop(), 0, platform.output());
     if (platform) {
       const left = hostResources(platform.dataDir);
-      assert.deepEqual([left.runsc, left.mounts, left.loops], [[], [], []]);
+      assert.deepEqual([left.runsc, left.mounts, left.loops, left.staged], [[], [], [], []]);
     }
   });
 

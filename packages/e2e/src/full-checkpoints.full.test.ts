@@ -3,6 +3,7 @@ import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from '
 import path from 'node:path';
 import { describe, test } from 'node:test';
 import type { Api } from './client.js';
+import { imageStagingDir } from './host-state.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
@@ -64,6 +65,7 @@ describe('full checkpoints: memory and processes', () => {
     assert.equal(statSync(image).mode & 0o777, 0o700, 'the memory image is readable by root only');
     for (const f of readdirSync(image)) assert.equal(statSync(path.join(image, f)).mode & 0o777, 0o600, f);
     assert.ok(!readdirSync(path.join(platform.dataDir, 'btrfs', 'checkpoints')).some((n) => n.endsWith('.partial')), 'nothing half-written is left');
+    assert.deepEqual(readdirSync(imageStagingDir(platform.dataDir)), [], 'the image was staged in host memory and moved to the volume');
 
     // The same sandbox keeps serving and its process keeps counting.
     const sandboxAfter = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id;
@@ -250,5 +252,30 @@ describe('full checkpoints: memory and processes', () => {
       const reply = await api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: 'echo alive' });
       assert.equal(reply.status, 200, `round ${round}: ${JSON.stringify(reply.body)}`);
     }
+  });
+});
+
+describe('full checkpoints written straight to the volume (SPACE_CHECKPOINT_STAGING_MB=0)', () => {
+  let platform: RunningPlatform;
+  let api: Api;
+  const sessions: string[] = [];
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), { env: { SPACE_CHECKPOINT_STAGING_MB: '0' } });
+
+  test('the image is written to the volume while the sandbox is paused, and a resume restores it', { timeout: 120_000 }, async () => {
+    assert.equal(existsSync(imageStagingDir(platform.dataDir)), false, 'nothing is staged in host memory');
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    sessions.push(session.id);
+    const { pid } = await api.exec(session.id, ['sh', '-c', counter], { background: true });
+    while ((await api.exec(session.id, 'test -s /tmp/count')).exitCode !== 0) await sleep(100);
+    const reply = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+    assert.equal(reply.status, 201, JSON.stringify(reply.body));
+    assert.ok(existsSync(path.join(platform.dataDir, 'btrfs', 'checkpoints', `${reply.body.id}.memory`)));
+    await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    const processes = (await api.call('GET', `/v1/sessions/${session.id}/processes`)).body.processes;
+    assert.ok(
+      processes.some((p: any) => p.pid === pid && p.running),
+      `the counter runs again in the restored sandbox: ${JSON.stringify(processes)}`,
+    );
+    assert.equal((await api.call('GET', `/v1/sessions/${session.id}`)).body.sandboxHistory.at(-1).restoredFrom, reply.body.id);
   });
 });

@@ -1,8 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+
+/** Where the node stages its full checkpoints' memory images in host memory (as `ImageStaging` names it). */
+export function imageStagingDir(dataDir: string): string {
+  return `/dev/shm/space-images-${createHash('sha256').update(dataDir).digest('hex').slice(0, 12)}`;
+}
 
 /** What a SPACE data directory has on the host: used to prove nothing is left behind. */
-export function hostResources(dataDir: string): { runsc: string[]; netns: string[]; mounts: string[]; loops: string[] } {
+export function hostResources(dataDir: string): { runsc: string[]; netns: string[]; mounts: string[]; loops: string[]; staged: string[] } {
   const runsc = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
     .split('\n')
     .filter((line) => line.startsWith('runsc') && line.includes(`--root=${dataDir}/`));
@@ -16,7 +22,8 @@ export function hostResources(dataDir: string): { runsc: string[]; netns: string
   const loops = execFileSync('losetup', ['-j', `${dataDir}/btrfs.img`], { encoding: 'utf8' })
     .split('\n')
     .filter(Boolean);
-  return { runsc, netns, mounts, loops };
+  const staged = [imageStagingDir(dataDir)].filter((dir) => existsSync(dir));
+  return { runsc, netns, mounts, loops, staged };
 }
 
 /** Host pid of a sandbox's runsc-sandbox process, found as an operator would. */

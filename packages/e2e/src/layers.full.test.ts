@@ -36,7 +36,7 @@ describe('separate layers and side-by-side instances', () => {
     for (const p of [controlPlane, node, neighbour]) if (p) assert.equal(await p.stop(), 0, p.output());
     for (const dir of [layersDir, testDataDir]) {
       const left = hostResources(dir);
-      assert.deepEqual([left.runsc, left.mounts, left.loops], [[], [], []], dir);
+      assert.deepEqual([left.runsc, left.mounts, left.loops, left.staged], [[], [], [], []], dir);
     }
   });
 

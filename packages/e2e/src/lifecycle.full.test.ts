@@ -151,7 +151,10 @@ describe('sandbox deaths, restarts and large files', () => {
     assert.ok(netnsBefore.includes(`space-${session.sandbox.id}`));
     assert.equal(await platform.stop(), 0, platform.output());
     const left = hostResources(platform.dataDir);
-    assert.deepEqual({ ...left, netns: left.netns.filter((n) => n === `space-${session.sandbox.id}`) }, { runsc: [], netns: [], mounts: [], loops: [] });
+    assert.deepEqual(
+      { ...left, netns: left.netns.filter((n) => n === `space-${session.sandbox.id}`) },
+      { runsc: [], netns: [], mounts: [], loops: [], staged: [] },
+    );
 
     platform = await startPlatform({ adminKey: platform.adminKey });
     api = new Api(platform.url, platform.adminKey);

@@ -22,6 +22,7 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.deepEqual(left.runsc, [], 'runsc processes left behind');
     assert.deepEqual(left.mounts, [], 'mounts left behind');
     assert.deepEqual(left.loops, [], 'loop devices left behind');
+    assert.deepEqual(left.staged, [], 'staged memory images left behind');
   });
 
   test('create, python and node, write/read/list a file, delete: nothing left behind', { timeout: 60_000 }, async () => {

@@ -26,6 +26,7 @@ import { CheckpointStore } from './storage/checkpoint-store.js';
 import { NamedVolumes } from './storage/named-volumes.js';
 import { CheckpointShipping } from './storage/checkpoint-shipping.js';
 import { BtrfsVolume } from './storage/btrfs-volume.js';
+import { ImageStaging } from './storage/image-staging.js';
 import { Subvolumes } from './storage/subvolumes.js';
 import { builtinRecipes, type Progress } from './templates/recipes.js';
 import { TemplateStore } from './templates/template-store.js';
@@ -44,6 +45,7 @@ import { lookup } from 'node:dns/promises';
 export class NodeAgent {
   readonly volume: BtrfsVolume;
   readonly templates: TemplateStore;
+  private readonly staging: ImageStaging;
   private manager: SandboxManager | null = null;
   private starter: SandboxStarter | null = null;
   private pool: WarmPool | null = null;
@@ -60,6 +62,7 @@ export class NodeAgent {
   ) {
     this.volume = new BtrfsVolume(config.dataDir, config.volumeSizeGb, config.writeback);
     this.lock = new DataDirLock(config.dataDir);
+    this.staging = new ImageStaging(config.dataDir, config.imageStagingMb * 2 ** 20);
     this.templates = new TemplateStore(this.volume, new Subvolumes(), builtinRecipes, path.join(config.dataDir, 'cache', 'templates'));
   }
 
@@ -107,6 +110,7 @@ export class NodeAgent {
     const runtimeVersion = await driver.preflight();
     await this.lock.acquire();
     log.info(`volume: ${await this.volume.mount()}`);
+    log.info(`memory images: ${await this.staging.prepare()}`);
     const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), config.sandboxRuntimeBuildDir, runtimeVersion);
     const leases = new IpLeases();
     await leases.releaseWhere((owner) => {
@@ -184,6 +188,7 @@ export class NodeAgent {
       volumes,
       store: checkpointStore,
       namedVolumes,
+      staging: this.staging,
       writeback: this.volume,
       sessionQueue,
       runtimeDir,
@@ -227,7 +232,10 @@ export class NodeAgent {
     await this.dns?.stop();
     this.dns = null;
     // Only the owner of the data directory may unmount it (a refused second instance must not).
-    if (this.lock.isHeld()) await this.volume.unmount();
+    if (this.lock.isHeld()) {
+      await this.staging.clear();
+      await this.volume.unmount();
+    }
     await this.lock.release();
   }
 }

@@ -7,6 +7,7 @@ import type { SandboxManager } from './sandbox/sandbox-manager.js';
 import type { PendingStart, SessionVolumes } from './sandbox/session-volumes.js';
 import type { BtrfsVolume } from './storage/btrfs-volume.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
+import type { ImageStaging } from './storage/image-staging.js';
 import type { NamedVolumes } from './storage/named-volumes.js';
 import { pathExists } from './storage/path-exists.js';
 
@@ -18,7 +19,9 @@ export interface NodeCheckpointServiceDeps {
   volumes: SessionVolumes;
   store: CheckpointStore;
   namedVolumes: Pick<NamedVolumes, 'path'>;
-  /** The node's volume: a memory image is written past its writeback bound (the sandbox is paused meanwhile). */
+  /** Host memory a memory image is written to while its sandbox is paused, then moved to the volume. */
+  staging: Pick<ImageStaging, 'reserve'>;
+  /** The node's volume: an image that is not staged is written past its writeback bound (the sandbox is paused meanwhile). */
   writeback: Pick<BtrfsVolume, 'unbounded'>;
   /** The node's per-session queue, shared with the manager: a checkpoint, a restore and a start of one session never overlap. */
   sessionQueue: KeyedQueue;
@@ -74,12 +77,17 @@ export class NodeCheckpointService {
 
   /**
    * Save memory (the sandbox is paused, not stopped), snapshot the volume while nothing runs so files
-   * and memory match, let the sandbox run on, publish the image.
+   * and memory match, let the sandbox run on, publish the image. The image is written to host memory
+   * when it fits there (the pause lasts as long as the write) and moved to the volume afterwards.
    */
   private async takeFull(sessionId: string, checkpointId: string, createdAt: string, volumePaths: Map<string, string>): Promise<NodeCheckpoint> {
     const { manager, store } = this.deps;
+    const sandboxBytes = await manager.memoryBytes(sessionId);
+    const staged = sandboxBytes === null ? null : await this.deps.staging.reserve(checkpointId, sandboxBytes);
     try {
-      const saved = await this.deps.writeback.unbounded(() => manager.saveMemory(sessionId, store.partialImageDir(checkpointId)));
+      const saved = staged
+        ? await manager.saveMemory(sessionId, staged.dir)
+        : await this.deps.writeback.unbounded(() => manager.saveMemory(sessionId, store.partialImageDir(checkpointId)));
       const snapshot = async (): Promise<void> => {
         await store.take(this.deps.volumes.path(sessionId), checkpointId);
         await store.copyVolumes(checkpointId, volumePaths);
@@ -90,11 +98,14 @@ export class NodeCheckpointService {
       );
       const { meta, pauseMs } = await manager.runOn(saved);
       if (snapshotError) throw snapshotError;
+      await staged?.moveTo(store.partialImageDir(checkpointId));
       const image = await store.commitImage(checkpointId, meta);
       return { checkpointId, kind: 'full', createdAt, sizeBytes: image.sizeBytes, pauseMs };
     } catch (err) {
       await store.delete(checkpointId);
       throw err;
+    } finally {
+      await staged?.release();
     }
   }
 

@@ -25,6 +25,8 @@ export interface NodeConfig {
   volumeSizeGb: number;
   /** Dirty data and commit interval of that filesystem (`SPACE_VOLUME_DIRTY_MB`, default 16; `SPACE_VOLUME_COMMIT_SEC`, default 1). */
   writeback: WritebackBound;
+  /** Host memory full checkpoints' images may take at once while their sandboxes are paused (`SPACE_CHECKPOINT_STAGING_MB`, default 2048; 0: written to the volume). */
+  imageStagingMb: number;
   /** The built agent and helpers that every sandbox mounts (packages/agent/dist). */
   sandboxRuntimeBuildDir: string;
   runtime: GvisorOptions;
@@ -110,6 +112,7 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
       dirtyMb: integerSetting(env, 'SPACE_VOLUME_DIRTY_MB', 16),
       commitSec: Math.max(1, integerSetting(env, 'SPACE_VOLUME_COMMIT_SEC', 1)),
     },
+    imageStagingMb: overrides.imageStagingMb ?? integerSetting(env, 'SPACE_CHECKPOINT_STAGING_MB', 2048),
     sandboxRuntimeBuildDir: overrides.sandboxRuntimeBuildDir,
     runtime: overrides.runtime ?? {
       platform: choiceSetting(env, 'SPACE_RUNSC_PLATFORM', ['ptrace', 'systrap'] as const, 'ptrace'),

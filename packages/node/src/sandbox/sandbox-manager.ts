@@ -131,6 +131,12 @@ export class SandboxManager {
     if (live) await this.deps.link.sync(live.daemon);
   }
 
+  /** Host memory the session's sandbox takes now (its cgroup); null without a sandbox or a cgroup to read. */
+  async memoryBytes(sessionId: string): Promise<number | null> {
+    const live = this.deps.live.forSession(sessionId);
+    return live ? ((await this.deps.driver.usage(live.record.sandboxId))?.memoryBytes ?? null) : null;
+  }
+
   async stop(sandboxId: string): Promise<void> {
     const live = this.deps.live.remove(sandboxId);
     if (!live) return;
