@@ -1,5 +1,5 @@
 // Where each path's time goes: runs the slow paths a few times on a platform whose log is read, and
-// prints the median of every phase the node agent logs (a cold start, a restore from a memory image,
+// prints the median of every phase the node agent logs, and the P90 of each total (a cold start, a restore from a memory image,
 // a full checkpoint's pause, also with 100 MB of user memory, an fs checkpoint: idle, right after a
 // 100 MB upload, right after 500 MB of incompressible data were written, and while a process writes
 // continuously), and the upload and write speeds. Settings such as SPACE_CHECKPOINT_COMPRESSION,
@@ -120,12 +120,20 @@ async function profile(label, checkout) {
     });
     while ((await api(platform.url, 'POST', `/v1/sessions/${big.id}/exec`, { cmd: ['test', '-e', '/tmp/ready'] })).exitCode !== 0) await sleep(200);
     context = ', 100 MB of user memory';
+    const pauses = [];
+    const requests = [];
+    let imageMb = 0;
     for (let i = 0; i < rounds; i++) {
-      const checkpoint = await api(platform.url, 'POST', `/v1/sessions/${big.id}/checkpoints`, { kind: 'full' });
-      console.log(
-        `${label}: full checkpoint with 100 MB of user memory: pauseMs ${checkpoint.pauseMs}, image ${(checkpoint.sizeBytes / 2 ** 20).toFixed(1)} MB`,
-      );
+      const [ms, checkpoint] = await timed(() => api(platform.url, 'POST', `/v1/sessions/${big.id}/checkpoints`, { kind: 'full' }));
+      pauses.push(checkpoint.pauseMs);
+      requests.push(ms);
+      imageMb = checkpoint.sizeBytes / 2 ** 20;
     }
+    const [paused, request] = [summarize(pauses), summarize(requests)];
+    console.log(
+      `${label}: full checkpoint with 100 MB of user memory (n=${rounds}): paused median ${paused.median} ms, P90 ${paused.p90}; ` +
+        `the whole request median ${request.median.toFixed(0)} ms, P90 ${request.p90.toFixed(0)}; image ${imageMb.toFixed(1)} MB`,
+    );
     await api(platform.url, 'POST', `/v1/sessions/${big.id}/sandbox/kill`);
     await api(platform.url, 'POST', `/v1/sessions/${big.id}/exec`, { cmd: ['true'] });
     context = '';
