@@ -63,13 +63,13 @@ export class BtrfsVolume {
   /**
    * Switches the loop device to direct I/O (also on a volume mounted before: it works while mounted).
    * Buffered, every block is cached twice, and the image file's own dirty pages in the host's page
-   * cache (up to a fifth of its memory) must reach the disk at every btrfs commit: measured on a
-   * scratch volume, a snapshot right after 500 MB were written took 69-91 ms buffered and 7-12 ms
-   * direct, with the same 16 MB bound. Not a loop device (a real disk): nothing to do.
+   * cache (up to a fifth of its memory) must reach the disk at every btrfs commit: on a scratch
+   * volume (bench/loop-writeback.sh), a snapshot right after 500 MB were written took up to 146 ms
+   * buffered and 7-12 ms direct, with the same 16 MB bound. Not a loop device (a real disk): nothing to do.
    */
   private async writeDirectly(): Promise<string> {
-    const [device] = await this.loopDevices();
-    if (!device) return 'not a loop device';
+    const device = await this.mountedFrom();
+    if (!device?.startsWith('/dev/loop')) return 'not a loop device';
     const { code, stderr } = await runCommand(['losetup', '--direct-io=on', device], { allowFailure: true });
     if (code !== 0) return `loop device buffered (direct I/O refused: ${stderr.trim()})`;
     return 'loop device writes directly to its image';
@@ -128,8 +128,17 @@ export class BtrfsVolume {
   }
 
   async isMounted(): Promise<boolean> {
+    return (await this.mountedFrom()) !== null;
+  }
+
+  /** The device the volume is mounted from, null when it is not mounted. */
+  private async mountedFrom(): Promise<string | null> {
     const mounts = await readFile('/proc/self/mounts', 'utf8');
-    return mounts.split('\n').some((line) => line.split(' ')[1] === this.mountPoint);
+    const fields = mounts
+      .split('\n')
+      .map((line) => line.split(' '))
+      .find((f) => f[1] === this.mountPoint);
+    return fields?.[0] ?? null;
   }
 
   dir(...parts: string[]): string {

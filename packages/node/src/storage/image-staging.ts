@@ -18,11 +18,11 @@ export interface StagedImage {
 }
 
 /**
- * Where a full checkpoint writes its memory image while the sandbox is paused: host memory (a
- * directory in the tmpfs `/dev/shm`), twice as fast as the volume (105 MB: 63-76 ms against
- * 138-157), since the pause lasts as long as the write. The image moves to the volume once the
- * sandbox runs on. Bounded by `maxBytes` for all images staged at once, the tmpfs's free space and
- * the host's available memory; an image that does not fit is written to the volume directly.
+ * Where a full checkpoint writes its memory image. The sandbox stays paused until the write ends,
+ * and host memory (a directory in the tmpfs `/dev/shm`) takes it twice as fast as the volume (105 MB:
+ * 63-76 ms against 138-157); the image moves to the volume once the sandbox runs on. Bounded by
+ * `maxBytes` for all images staged at once, the tmpfs's free space and the host's available memory;
+ * an image that does not fit is written to the volume directly.
  */
 export class ImageStaging {
   readonly dir: string;
