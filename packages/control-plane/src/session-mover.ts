@@ -128,6 +128,7 @@ export class SessionMover {
         skipped.push(`${checkpoint.id} (${err.message})`);
         continue;
       }
+      await this.rescueLeftOn(row, to);
       await to.restoreVolume(row.id, checkpoint.id);
       if (row.sandboxId) await this.deps.store.recordSandboxEnd(row.sandboxId, 'lost');
       const patch = { volumeNodeId: to.nodeId, status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null };
@@ -142,6 +143,25 @@ export class SessionMover {
       return { row: { ...row, ...patch }, note };
     }
     throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `${why} and no shipped checkpoint of session ${row.id} could be read: ${skipped.join('; ')}`);
+  }
+
+  /**
+   * A session moving back onto a node it was moved off while that node was lost: the volume it left
+   * there (what it wrote after the checkpoint it moved on from) is kept in a `rescue` checkpoint
+   * before the move replaces it. A maintenance pass does the same for volumes left elsewhere, but it
+   * may not have come round yet.
+   */
+  private async rescueLeftOn(row: SessionRow, to: NodeClient): Promise<void> {
+    const left = (await this.deps.store.listLeftVolumes()).some((l) => l.sessionId === row.id && l.nodeId === to.nodeId);
+    if (!left) return;
+    try {
+      const taken = await this.deps.taker.take(row, 'fs', 'rescue', to);
+      this.deps.log(`session ${row.id}: what it wrote on node ${to.nodeId} before it moved away is kept in ${taken.id}`);
+    } catch (err) {
+      // Gone already (rescued and deleted before its record was): nothing left to keep.
+      if (!isSpaceError(err) || err.code !== ErrorCode.SESSION_NOT_FOUND) throw err;
+    }
+    await this.deps.store.deleteLeftVolume(row.id, to.nodeId);
   }
 }
 
