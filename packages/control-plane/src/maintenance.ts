@@ -146,21 +146,36 @@ export class Maintenance {
    * from) becomes a `rescue` checkpoint of the session once that node answers again, shipped like
    * any other; then the volume is deleted there. One of a session deleted meanwhile is just
    * deleted, and one whose session lives on that node again (its move failed, or it came back) is
-   * its volume: left alone.
+   * its volume: left alone. Decided in the session's turn, on what the store says then: a move
+   * back onto that node (which rescues it itself) may have just ended.
    */
   private async rescueLeftVolumes(listed: ListedSandboxes): Promise<void> {
     for (const left of await this.deps.store.listLeftVolumes()) {
       const node = listed.get(left.nodeId)?.node;
       if (!node) continue;
+      const stillLeft = async (): Promise<boolean> =>
+        (await this.deps.store.listLeftVolumes()).some((l) => l.sessionId === left.sessionId && l.nodeId === left.nodeId);
       try {
-        const row = await this.deps.store.findSession(left.sessionId);
-        const elsewhere = !row || row.volumeNodeId !== left.nodeId;
-        if (row && elsewhere) {
-          const taken = await this.deps.lifecycle.run(row.id, 'maintenance', () => this.deps.taker.take(row, 'fs', 'rescue', node), { waitMs: 0 });
-          this.deps.log(`session ${row.id}: what it wrote on node ${left.nodeId} after the checkpoint it moved on from is kept in ${taken.id}`);
+        if (!(await this.deps.store.findSession(left.sessionId))) {
+          await node.deleteVolume(left.sessionId);
+          await this.deps.store.deleteLeftVolume(left.sessionId, left.nodeId);
+          continue;
         }
-        if (elsewhere) await node.deleteVolume(left.sessionId);
-        await this.deps.store.deleteLeftVolume(left.sessionId, left.nodeId);
+        await this.deps.lifecycle.run(
+          left.sessionId,
+          'maintenance',
+          async () => {
+            const row = await this.deps.store.findSession(left.sessionId);
+            if (!row || !(await stillLeft())) return;
+            if (row.volumeNodeId !== left.nodeId) {
+              const taken = await this.deps.taker.take(row, 'fs', 'rescue', node);
+              this.deps.log(`session ${row.id}: what it wrote on node ${left.nodeId} after the checkpoint it moved on from is kept in ${taken.id}`);
+              await node.deleteVolume(left.sessionId);
+            }
+            await this.deps.store.deleteLeftVolume(left.sessionId, left.nodeId);
+          },
+          { waitMs: 0 },
+        );
       } catch (err) {
         if (isSpaceError(err) && err.code === ErrorCode.SESSION_BUSY) continue;
         this.deps.log(`the volume session ${left.sessionId} left on node ${left.nodeId} is not rescued yet: ${(err as Error).message}`);
