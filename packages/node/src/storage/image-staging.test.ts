@@ -40,6 +40,10 @@ test('reservations stay within the budget together; an image that does not fit i
   assert.equal(await staging.reserve('ckp_4', 20 * MB), null);
   await Promise.all([second.release(), third.release()]);
   assert.equal(await staging.reserve('ckp_big', 60 * MB), null, 'larger than the whole budget');
+  // Asked for at once (full checkpoints of two sessions): one fits, the other is not staged.
+  const together = await Promise.all([staging.reserve('ckp_5', 40 * MB), staging.reserve('ckp_6', 40 * MB)]);
+  assert.equal(together.filter(Boolean).length, 1);
+  await Promise.all(together.map((staged) => staged?.release()));
   // More than the host has: never staged, whatever the budget.
   const unbounded = new ImageStaging(path.join(work, 'data-d'), 2 ** 50, work);
   await unbounded.prepare();

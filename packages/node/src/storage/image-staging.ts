@@ -56,12 +56,12 @@ export class ImageStaging {
    * its image), or null when it does not fit now: the image is then written to the volume.
    */
   async reserve(name: string, sandboxBytes: number): Promise<StagedImage | null> {
+    if (this.maxBytes === 0 || !(await pathExists(this.dir))) return null;
     const bytes = Math.ceil(sandboxBytes * estimateMargin);
-    if (this.maxBytes === 0 || this.reservedBytes + bytes > this.maxBytes) return null;
-    if (!(await pathExists(this.dir))) return null;
     const [space, available] = await Promise.all([statfs(this.dir), availableMemory()]);
-    // Free space and memory already count the images being written now, not the rest of theirs.
-    const room = Math.min(space.bavail * space.bsize, available - keepFreeBytes) - this.reservedBytes;
+    // Decided after the awaits, so that reservations made meanwhile (checkpoints of other sessions)
+    // count. Free space and memory already count the images being written now, not the rest of theirs.
+    const room = Math.min(this.maxBytes, space.bavail * space.bsize, available - keepFreeBytes) - this.reservedBytes;
     if (bytes > room) return null;
     this.reservedBytes += bytes;
     const dir = path.join(this.dir, name);
