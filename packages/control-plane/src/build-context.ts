@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import { type DockerfileStep, substitute } from './dockerfile.js';
+import { globMatches, WorkBudget } from './glob-match.js';
 
 type CopyStep = Extract<DockerfileStep, { kind: 'COPY' | 'ADD' }>;
 
@@ -15,14 +16,10 @@ export interface ContextCopy {
   executable: boolean;
 }
 
-/** `*` and `?` of a COPY source as a regular expression over context paths (no `/` crossed). */
-function globToRegex(glob: string): RegExp {
-  const escaped = glob
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '[^/]*')
-    .replace(/\?/g, '[^/]');
-  return new RegExp(`^${escaped}$`);
-}
+/** Steps of source matching one build may take (each context file visited, each glob comparison). */
+const matchingBudget = 20_000_000;
+
+type Match = { path: string; relative: string };
 
 /**
  * A build's context: the files the request carried (decoded and bounded in size), and which of them
@@ -30,10 +27,18 @@ function globToRegex(glob: string): RegExp {
  * `*`/`?` pattern. Nothing outside the context can be named.
  */
 export class BuildContext {
+  /** The context's paths, sorted once. */
+  private readonly names: string[];
+  /** What each source named, matched once per build: `check`, `copies` and `digest` all ask. */
+  private readonly matched = new Map<string, Match[]>();
+  private readonly budget = new WorkBudget(matchingBudget, "the Dockerfile's COPY and ADD sources");
+
   private constructor(
     private readonly files: Map<string, Buffer>,
     private readonly executables: Set<string>,
-  ) {}
+  ) {
+    this.names = [...files.keys()].sort();
+  }
 
   static from(encoded: Record<string, string>, executables: string[], maxBytes: number): BuildContext {
     const files = new Map<string, Buffer>();
@@ -107,23 +112,35 @@ export class BuildContext {
     return h.digest('hex');
   }
 
-  private matches(source: string): { path: string; relative: string }[] {
+  /** The files a source names; tenant input, so bounded by the build's matching budget. */
+  private matches(source: string): Match[] {
     const wanted = normalize(source);
-    const names = [...this.files.keys()].sort();
-    if (wanted === '') return names.map((name) => ({ path: name, relative: name }));
+    let found = this.matched.get(wanted);
+    if (!found) {
+      found = this.find(wanted);
+      this.matched.set(wanted, found);
+    }
+    return found;
+  }
+
+  private find(wanted: string): Match[] {
+    if (wanted === '') return this.names.map((name) => ({ path: name, relative: name }));
     if (/[*?]/.test(wanted)) {
-      const pattern = globToRegex(wanted);
-      return names.filter((name) => pattern.test(name)).map((name) => ({ path: name, relative: path.posix.basename(name) }));
+      this.budget.spend(this.names.length);
+      return this.names.filter((name) => globMatches(wanted, name, this.budget)).map((name) => ({ path: name, relative: path.posix.basename(name) }));
     }
     if (this.files.has(wanted)) return [{ path: wanted, relative: path.posix.basename(wanted) }];
-    return names.filter((name) => name.startsWith(`${wanted}/`)).map((name) => ({ path: name, relative: name.slice(wanted.length + 1) }));
+    this.budget.spend(this.names.length);
+    return this.names.filter((name) => name.startsWith(`${wanted}/`)).map((name) => ({ path: name, relative: name.slice(wanted.length + 1) }));
   }
 }
 
-/** `./a/b/` as `a/b`; `.` and `./` as the empty string (the whole context). */
+/** `./a/b/` as `a/b`; `.` and `./` as the empty string (the whole context). Loops, not regular expressions: `/\/+$/` is quadratic in V8. */
 function normalize(source: string): string {
-  return source
-    .replace(/^(\.\/)+/, '')
-    .replace(/\/+$/, '')
-    .replace(/^\.$/, '');
+  let start = 0;
+  while (source.startsWith('./', start)) start += 2;
+  let end = source.length;
+  while (end > start && source[end - 1] === '/') end--;
+  const trimmed = source.slice(start, end);
+  return trimmed === '.' ? '' : trimmed;
 }

@@ -89,3 +89,28 @@ test('variables are substituted as Docker does outside RUN', () => {
   // biome-ignore lint/suspicious/noTemplateCurlyInString: Dockerfile variables, not a template literal
   assert.equal(substitute('$HOME/app ${HOME}/x ${MISSING:-fallback} ${EMPTY:-e} $MISSING. \\$HOME', vars), '/home/dev/app /home/dev/x fallback e . $HOME');
 });
+
+test('adversarial Dockerfiles under the 256 KiB limit parse in linear time (the probe: 17 s for continuation lines)', () => {
+  const size = 250 * 1024;
+  const inputs = {
+    continuations: `FROM base\nRUN ${'\\\n'.repeat(size / 2)}true`,
+    'blank continuations': `FROM base\nRUN x \\${'\n \\'.repeat(size / 3)}\ntrue`,
+    'comments in a continuation': `FROM base\nRUN x \\\n${'#\n'.repeat(size / 2)}true`,
+    'one long line': `FROM base\nRUN ${'a '.repeat(size / 2)}`,
+    'trailing blanks': `FROM base\nRUN \\${' '.repeat(size)}x`,
+    'many chown flags': `FROM base\nCOPY ${'--chown=a '.repeat(size / 10)}a /b`,
+    'quotes and escapes': `FROM base\nENV A="${'\\"'.repeat(size / 2)}"`,
+    'many variables': `FROM base\nENV ${'A=1 '.repeat(size / 4)}`,
+    slashes: `FROM base\nCOPY a${'/'.repeat(size)} /b`,
+  };
+  for (const [name, text] of Object.entries(inputs)) {
+    const started = performance.now();
+    try {
+      parseDockerfile(text);
+    } catch {
+      // refused is fine: what is measured is how long it takes to decide
+    }
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 250, `${name}: ${elapsed.toFixed(1)} ms`);
+  }
+});
