@@ -227,6 +227,68 @@ describe('credential gateway and egress policy', () => {
     assert.ok(entry.bytesSent > 0 && entry.bytesReceived > 0);
   });
 
+  test('an upgrade request answered without a 101 is masked like any answer', { timeout: 60_000 }, async () => {
+    const r = await curl(sessionId, `-i -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Authorization: Bearer $API_TOKEN" https://api.test.space/echo`);
+    assert.equal(r.status, 200, r.body);
+    assert.equal(upstream.last().url, '/echo', 'the upstream answered this upgrade request');
+    assert.ok(!r.body.includes(value), `the value reached the sandbox: ${r.body}`);
+    assert.ok(r.body.includes(`"authorization":"Bearer ${placeholder}"`), r.body);
+    assert.match(r.body, new RegExp(`x-echo-authorization: Bearer ${placeholder}`, 'i'));
+  });
+
+  test('secrets go only where SNI, Host and the request target all name their host', { timeout: 60_000 }, async () => {
+    const before = upstream.requests.length;
+    // TLS to the secret's host, but a Host header naming another.
+    const fronted = await curl(sessionId, `-H "Host: other.test.space" -H "Authorization: Bearer $API_TOKEN" https://api.test.space/fronted`);
+    assert.equal(fronted.status, 403, fronted.body);
+    assert.match(fronted.body, /Host header.*does not name the TLS server name api\.test\.space/);
+    // An absolute-form target naming another host than the Host header (the secret's own, over plain HTTP here).
+    await api.call('PUT', '/v1/secrets/PLAIN_TOKEN', { value: `${value}-plain`, hosts: ['plain.test.space'] });
+    const plain = await api.createSession({ template: 'base', secrets: ['PLAIN_TOKEN'] });
+    sessions.push(plain.id);
+    const absolute = await sh(
+      plain.id,
+      `printf 'GET http://other.test.space/abs?k=%s HTTP/1.1\\r\\nHost: plain.test.space\\r\\nConnection: close\\r\\n\\r\\n' "$PLAIN_TOKEN" | curl -sS -m 10 telnet://plain.test.space:80 || true`,
+    );
+    assert.match(absolute.stdout, /^HTTP\/1\.1 403/, absolute.stdout + absolute.stderr);
+    assert.match(absolute.stdout, /request target http:\/\/other\.test\.space\/abs.* does not name plain\.test\.space/);
+    await api.call('DELETE', '/v1/secrets/PLAIN_TOKEN');
+    const leaked = upstream.requests.slice(before).filter((q) => JSON.stringify(q).includes(value));
+    assert.deepEqual(leaked, [], 'no request carrying a value reached an upstream');
+  });
+
+  test('gateway connections: only from sandboxes, none left after their sandbox or the gateway stops', { timeout: 60_000 }, async () => {
+    // From the host (not a redirected sandbox link): closed before any TLS work or HTTP answer. The
+    // gateway's ports are the platform's listeners on every address.
+    const gatewayPid = platform.process.pid!;
+    const ports = execFileSync('sh', ['-c', `ss -Htlnp | grep 'pid=${gatewayPid},' | awk '{print $4}' | grep '^0.0.0.0:' | cut -d: -f2`], { encoding: 'utf8' })
+      .split('\n')
+      .filter(Boolean);
+    assert.equal(ports.length, 2, 'the gateway listens on two ports (HTTP, HTTPS)');
+    for (const port of ports)
+      for (const scheme of ['http', 'https']) {
+        const r = execFileSync('sh', ['-c', `curl -sk -m 5 -o /dev/null -w '%{http_code}' ${scheme}://127.0.0.1:${port}/ ; true`], { encoding: 'utf8' }).trim();
+        assert.equal(r, '000', `${scheme} to the gateway's port ${port} from the host answered ${r}`);
+      }
+    // Upgraded connections left open by a sandbox are closed when the sandbox goes.
+    const s = await api.createSession({ template: 'base' });
+    sessions.push(s.id);
+    await api.exec(s.id, [
+      'sh',
+      '-c',
+      `(curl -sN -m 600 -H "Connection: Upgrade" -H "Upgrade: websocket" -H "Sec-WebSocket-Version: 13" -H "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==" https://api.test.space/ws >/dev/null 2>&1 &) ; sleep 1`,
+    ]);
+    const upgraded = () => upstream.requests.filter((q) => q.url === '/ws').length;
+    assert.ok(upgraded() > 0);
+    const established = () =>
+      execFileSync('sh', ['-c', `ss -Htnp state established '( sport = :${ports[0]} or sport = :${ports[1]} )' | grep -c 'pid=${gatewayPid},' || true`], {
+        encoding: 'utf8',
+      }).trim();
+    assert.notEqual(established(), '0', 'the upgraded connection is open');
+    await api.call('POST', `/v1/sessions/${s.id}/sandbox/kill`);
+    assert.equal(established(), '0', 'no gateway connection of the killed sandbox is left');
+  });
+
   test('request bodies: chunked ones are rewritten as they stream, large ones pass intact', { timeout: 60_000 }, async () => {
     // A chunked upload sent in pieces as its input arrives (splits inside a placeholder: unit tests).
     const chunked = await sh(

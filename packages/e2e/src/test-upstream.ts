@@ -107,6 +107,14 @@ export class TestUpstream {
       server.on('upgrade', (req, socket, head) => {
         if (this.requests.length < 10_000)
           this.requests.push({ scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '', sha256: '' });
+        // `/echo` answers an upgrade request as it would any request (200 and what it received), as
+        // servers that do not speak the protocol asked for do.
+        if (req.url?.startsWith('/echo')) {
+          const body = JSON.stringify({ url: req.url, headers: req.headers });
+          return void socket.end(
+            `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-echo-authorization: ${req.headers.authorization ?? ''}\r\n\r\n${body}`,
+          );
+        }
         sockets.handleUpgrade(req, socket, head, (ws) => ws.on('message', (data, binary) => ws.send(data, { binary })));
       });
     }

@@ -125,13 +125,14 @@ export class NodeAgent {
       log.warn(`egress gateway test settings in use (SPACE_GATEWAY_TEST_HOSTS): ${[...config.gateway.testHosts.keys()].join(', ')}; not for production`);
     this.gateway = new EgressGateway({
       ca,
-      rules: new EgressRules(async (host) => (await lookup(host, { all: true })).map((a) => a.address)),
+      rules: new EgressRules(async (host) => (await lookup(host, { all: true })).map((a) => a.address), { ipv6: config.gateway.ipv6Egress }),
       audit: new AuditLog(path.join(config.dataDir, 'node', 'egress-audit')),
       sourceOf,
       test: { hosts: config.gateway.testHosts, caPem: config.gateway.testCaFile ? await readFile(config.gateway.testCaFile, 'utf8') : null },
       log,
     });
     await this.gateway.start();
+    log.info(`egress gateway on HTTP ${this.gateway.httpPort}, HTTPS ${this.gateway.httpsPort}`);
     this.dns = new DnsResponder((ip) => sourceOf(ip) !== null);
     await this.dns.start();
     const network = new SandboxNetwork(leases, new SandboxFirewall({ dns: this.dns.port, http: this.gateway.httpPort, https: this.gateway.httpsPort }));
@@ -144,7 +145,7 @@ export class NodeAgent {
     const volumes = new SessionVolumes(this.volume, new Subvolumes(), this.templates, ca.certificatePem, log);
     const namedVolumes = new NamedVolumes(this.volume, new Subvolumes(), checkpointStore, log);
     await namedVolumes.removeLeftovers();
-    const booter = new SandboxBooter({ owner: config.dataDir, driver, network, records, link, runtimeDir, namedVolumes, log });
+    const booter = new SandboxBooter({ owner: config.dataDir, driver, network, egress: this.gateway, records, link, runtimeDir, namedVolumes, log });
     const { adopted, removed } = await reconcileSandboxes({ records, driver, network, link, booter, volumes, live, log });
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
     this.manager = new SandboxManager({

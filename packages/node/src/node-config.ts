@@ -44,6 +44,8 @@ export interface GatewayConfig {
   testHosts: Map<string, { address: string; port: number }>;
   /** Test only (`SPACE_GATEWAY_TEST_CA_FILE`): a CA the gateway trusts for those hosts. */
   testCaFile: string | null;
+  /** Whether sandboxes may reach IPv6 addresses (`SPACE_EGRESS_IPV6=1`; off by default). */
+  ipv6Egress: boolean;
 }
 
 /** Parses `name=ip:port,...`; the message names the variable and the entry at fault. */
@@ -135,6 +137,7 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
       caDir: path.resolve(env.SPACE_GATEWAY_CA_DIR ?? path.join(dataDir, 'gateway-ca')),
       testHosts: parseTestHosts(env.SPACE_GATEWAY_TEST_HOSTS),
       testCaFile: env.SPACE_GATEWAY_TEST_CA_FILE ? path.resolve(env.SPACE_GATEWAY_TEST_CA_FILE) : null,
+      ipv6Egress: choiceSetting(env, 'SPACE_EGRESS_IPV6', ['0', '1'] as const, '0') === '1',
     },
   };
 }

@@ -43,6 +43,10 @@ export interface EgressGatewayDeps {
   log: Logger;
 }
 
+/** A connection that passes no byte either way for this long is closed (an upgraded one: `upgradedIdleMs`). */
+const idleTimeoutMs = 120_000;
+/** TLS handshakes one sandbox may have under way at once: each may issue a certificate. */
+const maxHandshakesPerSandbox = 8;
 /** Request bodies up to this size have placeholders replaced (and their length recomputed). */
 const maxRewrittenBody = 1024 * 1024;
 /** Requests one sandbox may have in flight through the gateway. */
@@ -58,6 +62,25 @@ export function parseHost(raw: string | undefined): string | null {
   host = host.replace(/\.$/, '');
   if (isIP(host)) return host;
   return host.length <= 253 && dnsNamePattern.test(host) ? host : null;
+}
+
+/**
+ * Why a request names another host than the one it is checked and sent for, or null: over TLS the
+ * Host header must name the SNI's host, and an absolute-form target (`GET http://x/…`) the
+ * request's host. Otherwise a placeholder swapped for a secret's host would travel to another.
+ */
+export function namedElsewhere(req: Pick<IncomingMessage, 'headers' | 'url'>, host: string, tls: boolean): string | null {
+  if (tls && parseHost(req.headers.host) !== host)
+    return `the Host header (${String(req.headers.host ?? '').slice(0, 253)}) does not name the TLS server name ${host}`;
+  const target = req.url ?? '/';
+  if (target.startsWith('/') || target === '*') return null;
+  let named: string | null = null;
+  try {
+    named = parseHost(new URL(target).host);
+  } catch {
+    // not a URL: refused below
+  }
+  return named === host ? null : `the request target ${target.slice(0, 253)} does not name ${host}`;
 }
 
 function withoutHopByHop(headers: IncomingHttpHeaders): Record<string, string | string[] | undefined> {
@@ -92,6 +115,11 @@ export class EgressGateway {
   private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
   private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
   private servers: Server[] = [];
+  /** Every open connection, by the sandbox it comes from: closed with that sandbox, and all of them at stop. */
+  private readonly connections = new Map<string, Set<Socket>>();
+  /** TLS handshakes under way, by sandbox, and the sandbox of each connection still in its handshake. */
+  private readonly handshakes = new Map<string, number>();
+  private readonly handshaking = new WeakMap<Socket, string>();
   /** Requests answered since start, by decision: for the node's health and the platform's /metrics. */
   private readonly counts: Record<EgressAuditEntry['decision'], number> = { allowed: 0, denied: 0, failed: 0 };
   httpPort = 0;
@@ -143,10 +171,15 @@ export class EgressGateway {
     // A connection the sandbox closes first is answered with a reset, not a FIN: its side then never
     // sits in TIME_WAIT, an endpoint state runsc cannot save (a full checkpoint would fail for a minute).
     // Prepended: the socket's own 'end' handling would half-close first, after which no reset is possible.
-    http.on('connection', (socket: Socket) => socket.prependListener('end', () => socket.resetAndDestroy()));
+    http.on('connection', (socket: Socket) => {
+      if (this.accept(socket, false)) socket.prependListener('end', () => socket.resetAndDestroy());
+    });
+    // 'connection' comes before any TLS work: a connection from anything but a sandbox gets none.
+    https.on('connection', (socket: Socket) => this.accept(socket, true));
     https.on('secureConnection', (socket: TLSSocket) => {
       // The TCP socket under the TLS one: only it can be reset.
       const tcp = (socket as TLSSocket & { _parent?: Socket })._parent;
+      if (tcp) this.handshakeDone(tcp);
       socket.prependListener('end', () => {
         tcp?.resetAndDestroy();
         socket.destroy();
@@ -165,7 +198,52 @@ export class EgressGateway {
     this.httpsPort = (https.address() as AddressInfo).port;
   }
 
+  /**
+   * Takes a new TCP connection, or destroys it at once: one that does not come from a sandbox (the
+   * gateway listens on every address, for the redirected links), or a TLS one past the sandbox's
+   * bound of handshakes under way. Every connection gets an idle timeout and is closed with its sandbox.
+   */
+  private accept(socket: Socket, tls: boolean): boolean {
+    const source = this.deps.sourceOf((socket.remoteAddress ?? '').replace(/^::ffff:/, ''));
+    if (!source || (tls && (this.handshakes.get(source.sandboxId) ?? 0) >= maxHandshakesPerSandbox)) {
+      socket.destroy();
+      return false;
+    }
+    const { sandboxId } = source;
+    let open = this.connections.get(sandboxId);
+    if (!open) this.connections.set(sandboxId, (open = new Set()));
+    open.add(socket);
+    socket.setTimeout(idleTimeoutMs, () => socket.destroy());
+    if (tls) {
+      this.handshakes.set(sandboxId, (this.handshakes.get(sandboxId) ?? 0) + 1);
+      this.handshaking.set(socket, sandboxId);
+    }
+    socket.once('close', () => {
+      this.handshakeDone(socket);
+      open.delete(socket);
+      if (open.size === 0 && this.connections.get(sandboxId) === open) this.connections.delete(sandboxId);
+    });
+    return true;
+  }
+
+  private handshakeDone(socket: Socket): void {
+    const sandboxId = this.handshaking.get(socket);
+    if (sandboxId === undefined) return;
+    this.handshaking.delete(socket);
+    const left = (this.handshakes.get(sandboxId) ?? 1) - 1;
+    if (left > 0) this.handshakes.set(sandboxId, left);
+    else this.handshakes.delete(sandboxId);
+  }
+
+  /** A sandbox that is gone: its connections through the gateway go too. */
+  closeSandbox(sandboxId: string): void {
+    for (const socket of this.connections.get(sandboxId) ?? []) socket.destroy();
+    this.connections.delete(sandboxId);
+  }
+
+  /** Closes every connection (upgraded ones too, which the servers no longer track) and the servers. */
   async stop(): Promise<void> {
+    for (const sandboxId of [...this.connections.keys()]) this.closeSandbox(sandboxId);
     for (const server of this.servers) {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -222,6 +300,8 @@ export class EgressGateway {
       return null;
     };
     if (!host) return deny(400, 'no valid host name (Host header or TLS SNI)', 'the request names no valid host (Host header or TLS SNI)');
+    const mismatch = namedElsewhere(req, host, tls);
+    if (mismatch) return deny(403, mismatch, `egress denied: ${mismatch}`, 'EGRESS_DENIED');
     const config = this.configs.get(source.sessionId);
     if (!config)
       return deny(503, 'egress settings not loaded', 'egress settings for this session are not loaded yet (the node agent restarted); retry in a few seconds');
@@ -267,14 +347,21 @@ export class EgressGateway {
       (release) => socket.once('close', release),
     );
     if (!target) return;
-    relayUpgrade(req, socket, head, target, this.outboundRewriter(target.config, target.host), this.testCaFor(target.host));
+    const { outbound, inbound } = this.rewriters(target.config, target.host);
+    relayUpgrade(req, socket, head, target, { outbound, inbound }, withoutHopByHop(req.headers), this.testCaFor(target.host));
   }
 
-  /** Placeholders become values only on requests to the secret's own hosts. */
-  private outboundRewriter(config: SessionEgressConfig, host: string): SecretRewriter {
-    return new SecretRewriter(
-      config.secrets.filter((s) => s.hosts.some((pattern) => hostMatches(pattern, host))).map((s) => ({ name: s.name, from: s.placeholder, to: s.value })),
-    );
+  /**
+   * Placeholders become values only on requests to the secret's own hosts (outbound); every value
+   * the session holds is masked in every answer, whichever host echoes it (inbound).
+   */
+  private rewriters(config: SessionEgressConfig, host: string): { outbound: SecretRewriter; inbound: SecretRewriter } {
+    return {
+      outbound: new SecretRewriter(
+        config.secrets.filter((s) => s.hosts.some((pattern) => hostMatches(pattern, host))).map((s) => ({ name: s.name, from: s.placeholder, to: s.value })),
+      ),
+      inbound: new SecretRewriter(config.secrets.map((s) => ({ name: s.name, from: s.value, to: s.placeholder }))),
+    };
   }
 
   /** The test-only CA, for test-only hosts. */
@@ -284,9 +371,7 @@ export class EgressGateway {
 
   private async forward(req: IncomingMessage, res: ServerResponse, target: Admission): Promise<void> {
     const { config, entry, host } = target;
-    // Every value the session holds is masked in every response, whichever host echoes it.
-    const outbound = this.outboundRewriter(config, host);
-    const inbound = new SecretRewriter(config.secrets.map((s) => ({ name: s.name, from: s.value, to: s.placeholder })));
+    const { outbound, inbound } = this.rewriters(config, host);
     const headers = outbound.rewriteHeaders(withoutHopByHop(req.headers));
     const path = outbound.rewrite(req.url ?? '/');
     // An upstream that compresses its answer would hide an echoed value from the response filter.

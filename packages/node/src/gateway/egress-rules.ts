@@ -1,6 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { EgressPolicy } from '@space/protocol';
+import { checkedAddress, embeddingRanges } from './ip-address.js';
 
 /** Where a request may go, or why not. */
 export type EgressDecision = { allowed: true; address: string } | { allowed: false; reason: string };
@@ -20,6 +21,7 @@ const alwaysBlocked: [string, number, 'ipv4' | 'ipv6'][] = [
   ['::1', 128, 'ipv6'],
   ['fe80::', 10, 'ipv6'],
   ['ff00::', 8, 'ipv6'],
+  ...embeddingRanges,
 ];
 
 const privateRanges: [string, number, 'ipv4' | 'ipv6'][] = [
@@ -36,11 +38,15 @@ function blockList(ranges: [string, number, 'ipv4' | 'ipv6'][]): BlockList {
   return list;
 }
 
-/** `::ffff:1.2.3.4` is 1.2.3.4: checked as IPv4 so IPv4 ranges apply to it. */
-function normalize(address: string): { address: string; family: 'ipv4' | 'ipv6' } {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return { address: mapped[1]!, family: 'ipv4' };
-  return { address, family: isIP(address) === 6 ? 'ipv6' : 'ipv4' };
+export interface EgressRulesOptions {
+  /** This host's own addresses, never reachable (default: those of its interfaces). */
+  hostAddresses?: string[];
+  /**
+   * Whether sandboxes may reach IPv6 addresses at all (`SPACE_EGRESS_IPV6`; default false): an IPv6
+   * form of a blocked IPv4 address is one more way past the rules, and the networks that run
+   * sandboxes rarely route IPv6 out anyway.
+   */
+  ipv6?: boolean;
 }
 
 /** Whether `host` matches `pattern` (`example.com` exactly, `*.example.com` any name below it). */
@@ -60,13 +66,16 @@ export class EgressRules {
   private readonly private = blockList(privateRanges);
   /** A policy's CIDRs as a block list, made once per policy object (a change replaces the object). */
   private readonly cidrLists = new WeakMap<EgressPolicy, BlockList>();
+  private readonly ipv6: boolean;
 
   constructor(
     private readonly resolve: Resolve,
-    hostAddresses: string[] = Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address)),
+    options: EgressRulesOptions = {},
   ) {
+    this.ipv6 = options.ipv6 ?? false;
+    const hostAddresses = options.hostAddresses ?? Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address));
     for (const address of hostAddresses) {
-      const n = normalize(address.split('%')[0]!);
+      const n = checkedAddress(address);
       this.blocked.addAddress(n.address, n.family);
     }
   }
@@ -94,7 +103,11 @@ export class EgressRules {
     if (addresses.length === 0) return { allowed: false, reason: `${host} does not resolve` };
     let lastReason = '';
     for (const raw of addresses) {
-      const { address, family } = normalize(raw);
+      const { address, family } = checkedAddress(raw);
+      if (family === 'ipv6' && !this.ipv6) {
+        lastReason = `${host === raw ? host : `${host} (${raw})`} is an IPv6 address; IPv6 egress is off on this node (SPACE_EGRESS_IPV6)`;
+        continue;
+      }
       if (this.blocked.check(address, family)) {
         lastReason = `${host} resolves to ${address}, which sandboxes may never reach (loopback, link-local or the platform's own addresses)`;
         continue;

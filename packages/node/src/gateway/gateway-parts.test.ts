@@ -33,7 +33,9 @@ test('egress rules: modes, domains, CIDRs, private and never-reachable addresses
     'mapped.example': ['::ffff:127.0.0.1'],
     'mixed.example': ['127.0.0.1', '203.0.113.10'],
   };
-  const rules = new EgressRules(async (host) => dns[host] ?? Promise.reject(Object.assign(new Error('nx'), { code: 'ENOTFOUND' })), ['192.0.2.50']);
+  const rules = new EgressRules(async (host) => dns[host] ?? Promise.reject(Object.assign(new Error('nx'), { code: 'ENOTFOUND' })), {
+    hostAddresses: ['192.0.2.50'],
+  });
   const all = policy({});
   assert.deepEqual(await rules.decide(all, 'public.example'), { allowed: true, address: '203.0.113.9' });
   assert.equal((await rules.decide(all, 'internal.example')).allowed, false, 'private addresses need the session to name them');
@@ -55,6 +57,48 @@ test('egress rules: modes, domains, CIDRs, private and never-reachable addresses
     'a pinned (test) host skips the address checks',
   );
   assert.equal((await rules.decide(policy({ mode: 'allow-list', domains: ['a.test'] }), 't.test', '127.0.0.1')).allowed, false);
+});
+
+test('IPv6: off by default; when on, every form that embeds a blocked IPv4 address or means this host is refused', async () => {
+  const dns: Record<string, string[]> = { 'v6only.example': ['2001:db8::1'], 'dual.example': ['2001:db8::1', '203.0.113.9'] };
+  const resolve = async (host: string) => dns[host] ?? [];
+  const all = policy({});
+  const open = policy({ mode: 'allow-list', cidrs: ['0.0.0.0/0', '::/0'] });
+  const off = new EgressRules(resolve, { hostAddresses: [] });
+  assert.match(((await off.decide(all, '2606:4700::1111')) as { reason: string }).reason, /IPv6 egress is off.*SPACE_EGRESS_IPV6/);
+  assert.equal((await off.decide(all, 'v6only.example')).allowed, false);
+  assert.deepEqual(await off.decide(all, 'dual.example'), { allowed: true, address: '203.0.113.9' }, 'a name with both families goes over IPv4');
+  const on = new EgressRules(resolve, { hostAddresses: ['fe80::1%eth0', '2001:db8:5::7'], ipv6: true });
+  assert.deepEqual(await on.decide(all, '2606:4700::1111'), { allowed: true, address: '2606:4700:0:0:0:0:0:1111' });
+  const refused = [
+    '::1',
+    '::',
+    '::7f00:1', // IPv4-compatible 127.0.0.1
+    '::127.0.0.1',
+    '::a9fe:a9fe', // 169.254.169.254
+    '::ffff:7f00:1', // IPv4-mapped, hex
+    '::ffff:127.0.0.1',
+    '::FFFF:169.254.169.254',
+    '0:0:0:0:0:ffff:a00:1', // mapped 10.0.0.1 (private: not listed here by a domain)
+    '::ffff:0:7f00:1', // IPv4-translated
+    '64:ff9b::7f00:1', // NAT64
+    '64:ff9b::127.0.0.1',
+    '64:ff9b:1::a9fe:a9fe',
+    '2002:7f00:1::', // 6to4 of 127.0.0.1
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+    'fec0::1', // site-local
+    'fe80::1',
+    'ff02::1',
+    '2001:db8:5::7', // this host's own
+    '2001:DB8:5:0:0:0:0:7',
+  ];
+  for (const host of refused) {
+    assert.equal((await on.decide(all, host)).allowed, false, `${host} (allow-all)`);
+    const listed = await on.decide(open, host);
+    assert.equal(listed.allowed, host === '0:0:0:0:0:ffff:a00:1', `${host} (every CIDR listed): ${JSON.stringify(listed)}`);
+  }
+  for (const host of refused) assert.equal((await off.decide(open, host)).allowed, host === '0:0:0:0:0:ffff:a00:1', `${host} with IPv6 off`);
+  assert.equal(parseHost('[::127.0.0.1]'), '::127.0.0.1');
 });
 
 test('egress policy schema: clear errors for bad input', () => {

@@ -1,53 +1,99 @@
-import type { IncomingMessage } from 'node:http';
-import { connect as netConnect, isIP, type Socket } from 'node:net';
-import { connect as tlsConnect } from 'node:tls';
+import { type ClientRequest, type IncomingMessage, request as httpRequest, STATUS_CODES } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP, type Socket } from 'node:net';
+import { pipeline } from 'node:stream';
 import { headerLines, refuseRaw, type Admission } from './admission.js';
 import type { SecretRewriter } from './secret-rewriter.js';
 
+/** How long an upgraded connection may pass no byte either way before the gateway closes it. */
+export const upgradedIdleMs = 10 * 60_000;
+/** How long the upstream has to answer an upgrade request. */
+const answerTimeoutMs = 30_000;
+
+export interface UpgradeRewriters {
+  /** Placeholders to values, for the secret's own hosts: the request line and headers. */
+  outbound: SecretRewriter;
+  /** Values to placeholders: every answer's headers, and the whole of an answer that is not a 101. */
+  inbound: SecretRewriter;
+}
+
 /**
- * A protocol upgrade (WebSocket) the gateway admitted: placeholders are swapped in its request line
- * and headers, then the sandbox's connection and the upstream one are joined byte for byte. Frames
- * are not searched for echoed values (replacing inside a frame would break its length).
+ * A protocol upgrade (WebSocket) the gateway admitted. Placeholders are swapped in its request line
+ * and headers. An answer that is not `101 Switching Protocols` is an ordinary response, masked like
+ * any other (headers and body, the body then ending with the connection). After a 101 the two
+ * connections are joined byte for byte: frames are not searched for echoed values (replacing inside
+ * a frame would break its length), which docs/security.md says.
  */
-export function relayUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, target: Admission, outbound: SecretRewriter, ca: string | undefined): void {
+export function relayUpgrade(
+  req: IncomingMessage,
+  socket: Socket,
+  head: Buffer,
+  target: Admission,
+  { outbound, inbound }: UpgradeRewriters,
+  headers: Record<string, string | string[] | undefined>,
+  ca: string | undefined,
+): void {
   const { entry, host } = target;
-  const headers = outbound.rewriteHeaders({ ...req.headers });
+  const sent = outbound.rewriteHeaders(headers);
   const path = outbound.rewrite(req.url ?? '/');
   entry.secrets = [...outbound.used];
-  const upstream = target.tls
-    ? tlsConnect({ host: target.address, port: target.port, servername: isIP(host) ? undefined : host, ca, ALPNProtocols: ['http/1.1'] })
-    : netConnect(target.port, target.address);
+  const send = target.tls ? httpsRequest : httpRequest;
+  const upstream: ClientRequest = send({
+    host: target.address,
+    port: target.port,
+    method: req.method,
+    path,
+    headers: { ...sent, connection: 'Upgrade', upgrade: String(req.headers.upgrade ?? '') },
+    agent: false,
+    ...(target.tls ? { servername: isIP(host) ? undefined : host, ca, ALPNProtocols: ['http/1.1'] } : {}),
+    timeout: answerTimeoutMs,
+  });
+  // The answer's status once it came; the audit entry is written when the exchange ends, with its bytes.
   let status = 0;
   let settled = false;
   const settle = (reason?: string): void => {
     if (settled) return;
     settled = true;
-    entry.secrets = [...outbound.used];
     target.finish(status || 502, status ? 'allowed' : 'failed', reason);
   };
-  upstream.setTimeout(30_000, () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
-  upstream.once(target.tls ? 'secureConnect' : 'connect', () => {
-    upstream.setTimeout(0);
-    upstream.write(`${req.method} ${path} HTTP/1.1\r\n${headerLines(headers)}\r\n`);
-    if (head.length) upstream.write(head);
-    socket.pipe(upstream);
-    upstream.pipe(socket);
-  });
-  upstream.once('data', (chunk: Buffer) => (status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(chunk.toString('latin1', 0, 16))?.[1] ?? 0)));
-  upstream.on('data', (chunk: Buffer) => (entry.bytesReceived += chunk.length));
+  const statusLine = (code: number, message?: string) => `HTTP/1.1 ${code} ${message || STATUS_CODES[code] || ''}\r\n`;
   socket.on('data', (chunk: Buffer) => (entry.bytesSent += chunk.length));
+  socket.once('close', () => {
+    upstream.destroy();
+    settle(status ? undefined : 'the sandbox closed the connection before the upstream answered');
+  });
+  upstream.on('timeout', () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
   upstream.on('error', (err: NodeJS.ErrnoException) => {
     const reason = `upstream ${host}: ${err.code ?? err.message}`;
     if (!status) refuseRaw(socket, 502, reason, 'UPSTREAM_FAILED');
     else socket.destroy();
     settle(reason);
   });
-  upstream.on('close', () => {
-    socket.end();
-    settle();
+  upstream.on('upgrade', (answer: IncomingMessage, upstreamSocket: Socket, upstreamHead: Buffer) => {
+    status = 101;
+    socket.write(`${statusLine(101, answer.statusMessage)}${headerLines(inbound.rewriteHeaders(answer.headers))}\r\n`);
+    if (upstreamHead.length) socket.write(upstreamHead);
+    if (head.length) upstreamSocket.write(head);
+    upstreamSocket.on('data', (chunk: Buffer) => (entry.bytesReceived += chunk.length));
+    upstreamSocket.setTimeout(upgradedIdleMs, () => upstreamSocket.destroy());
+    socket.setTimeout(upgradedIdleMs, () => socket.destroy());
+    upstreamSocket.on('error', () => socket.destroy());
+    upstreamSocket.once('close', () => socket.destroy());
+    socket.once('close', () => upstreamSocket.destroy());
+    upstreamSocket.pipe(socket);
+    socket.pipe(upstreamSocket);
   });
-  socket.on('close', () => {
-    upstream.destroy();
-    settle();
+  upstream.on('response', (answer: IncomingMessage) => {
+    // Not a 101: an ordinary answer, masked as any is; its length may change, so it ends with the connection.
+    status = answer.statusCode ?? 502;
+    const answerHeaders = inbound.rewriteHeaders(answer.headers);
+    for (const name of ['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade']) delete answerHeaders[name];
+    socket.write(`${statusLine(status, answer.statusMessage)}${headerLines({ ...answerHeaders, connection: 'close' })}\r\n`);
+    answer.on('data', (chunk: Buffer) => (entry.bytesReceived += chunk.length));
+    pipeline(answer, inbound.stream(), socket, (err) => {
+      socket.destroy();
+      settle(err ? `upstream ${host}: ${err.message}` : undefined);
+    });
   });
+  upstream.end();
 }

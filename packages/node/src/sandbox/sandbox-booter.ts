@@ -1,3 +1,4 @@
+import type { EgressGateway } from '../gateway/egress-gateway.js';
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -20,6 +21,8 @@ export interface SandboxBooterDeps {
   owner: string;
   driver: RuntimeDriver;
   network: SandboxNetwork;
+  /** The egress gateway: a sandbox's connections through it close with the sandbox. */
+  egress: Pick<EgressGateway, 'closeSandbox'>;
   records: SandboxRecords;
   link: DaemonLink;
   /** The read-only directory mounted at /.space: the agent and its helpers. */
@@ -111,6 +114,7 @@ export class SandboxBooter {
   /** Stops the sandbox in the runtime, removes its network and its record. */
   async teardown(record: SandboxRecord): Promise<void> {
     await this.deps.driver.destroy(record.sandboxId).catch((err) => this.deps.log.warn(`destroying ${record.sandboxId}: ${(err as Error).message}`));
+    this.deps.egress.closeSandbox(record.sandboxId);
     await this.deps.network.destroy(record.sandboxId, record.leaseIndex);
     await this.deps.records.remove(record.sandboxId);
   }
