@@ -1,5 +1,5 @@
 import { useEffect, useRef } from 'preact/hooks';
-import { apiKey } from './api.js';
+import { call } from './api.js';
 
 export interface TenantEvent {
   type: 'session.created' | 'session.status' | 'session.deleted' | 'checkpoint.created' | 'checkpoint.deleted';
@@ -10,16 +10,16 @@ export interface TenantEvent {
 }
 
 /**
- * The tenant's event stream (`GET /v1/events`), read with fetch so the key goes in a header (an
- * EventSource cannot send one); reconnects after a drop. Returns the stop.
+ * The tenant's event stream (`GET /v1/events`), read with fetch so the console's header goes along
+ * (an EventSource cannot send one); reconnects after a drop. Returns the stop.
  */
 function subscribe(onEvent: (event: TenantEvent) => void): () => void {
   const abort = new AbortController();
   const run = async (): Promise<void> => {
     while (!abort.signal.aborted) {
       try {
-        const res = await fetch('/v1/events', { headers: { authorization: `Bearer ${apiKey() ?? ''}` }, signal: abort.signal });
-        if (!res.ok || !res.body) throw new Error(`events: ${res.status}`);
+        const res = await call('GET', '/v1/events', undefined, undefined, abort.signal);
+        if (!res.body) throw new Error('events: no body');
         const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
         let buffer = '';
         for (;;) {

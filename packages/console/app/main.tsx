@@ -2,7 +2,7 @@ import '@xterm/xterm/css/xterm.css';
 import './styles.css';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { apiKey, signOut } from './api.js';
+import { signedIn as stillSignedIn, signOut } from './api.js';
 import { SessionPage } from './session-page.js';
 import { SessionsPage } from './sessions-page.js';
 import { SignIn } from './sign-in.js';
@@ -30,8 +30,11 @@ function page(route: string, session: string | undefined) {
 }
 
 function App() {
-  const [signedIn, setSignedIn] = useState(apiKey() !== null);
+  // null until the API has said whether the console's cookie still signs in.
+  const [signedIn, setSignedIn] = useState<boolean | null>(null);
+  useEffect(() => void stillSignedIn().then(setSignedIn), []);
   const route = useRoute();
+  if (signedIn === null) return null;
   if (!signedIn) return <SignIn onSignedIn={() => setSignedIn(true)} />;
   const session = /^\/sessions\/(ses_[a-z0-9]+)$/.exec(route)?.[1];
   return (
@@ -43,13 +46,7 @@ function App() {
         <a href="#/secrets">Secrets</a>
         <a href="#/metrics">Metrics</a>
         <span class="spacer" />
-        <button
-          type="button"
-          onClick={() => {
-            signOut();
-            setSignedIn(false);
-          }}
-        >
+        <button type="button" onClick={() => void signOut().then(() => setSignedIn(false))}>
           Sign out
         </button>
       </header>

@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { json, signIn, signOut } from './api.js';
+import { signIn } from './api.js';
 import { ErrorAlert } from './ui.js';
 
 /** Signing in: the key is checked with a call before it is kept for this tab. */
@@ -8,12 +8,10 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [error, setError] = useState<string | null>(null);
   const submit = async (event: Event) => {
     event.preventDefault();
-    signIn(key.trim());
     try {
-      await json('GET', '/v1/sessions');
+      await signIn(key.trim());
       onSignedIn();
     } catch (err) {
-      signOut();
       setError((err as Error).message);
     }
   };
@@ -25,7 +23,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
         <input id="api-key" type="password" autocomplete="off" value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} />
         <button type="submit">Sign in</button>
       </form>
-      <p>The key stays in this tab only; every call goes through the public API with it.</p>
+      <p>The key is kept in a cookie no script can read, until you sign out or close the browser; every call goes through the public API with it.</p>
       <ErrorAlert error={error} />
     </main>
   );

@@ -56,15 +56,63 @@ function sessionKeyMayCall(sessionId: string, scope: string | null, method: stri
   return Boolean(found && !('methodMismatch' in found));
 }
 
+/** The subprotocols SPACE's own WebSocket clients offer: `space`, and the key as `space-key.<key>`. */
+export function isSpaceSubprotocol(protocol: string): boolean {
+  return protocol === 'space' || protocol.startsWith('space-key.');
+}
+
 /**
  * The key a browser's WebSocket carries as a subprotocol (`space-key.<key>`, next to `space`, which
  * the server picks and echoes): browsers cannot set headers on a WebSocket. Upgrades only.
  */
-function webSocketKey(req: IncomingMessage): string | null {
+export function webSocketKey(req: IncomingMessage): string | null {
   if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return null;
   const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',');
   const entry = offered.map((p) => p.trim()).find((p) => p.startsWith('space-key.'));
   return entry ? entry.slice('space-key.'.length) || null : null;
+}
+
+/** The cookie the web console keeps its key in: HttpOnly (no script reads it), SameSite=Strict. */
+export const consoleCookieName = 'space_console';
+/** The header the console sends with every call: another origin cannot send it without a CORS preflight, which SPACE never grants. */
+export const consoleHeaderName = 'x-space-console';
+
+/** The value of the request's cookie `name`, or null. */
+export function cookieValue(req: IncomingMessage, name: string): string | null {
+  for (const pair of String(req.headers.cookie ?? '').split(';')) {
+    const at = pair.indexOf('=');
+    if (at !== -1 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim() || null;
+  }
+  return null;
+}
+
+/**
+ * The console's key, from its cookie, for requests made by the console's own pages only. A browser
+ * sends the cookie with any request to this host, so (against cross-site request forgery, also
+ * from preview pages of the same site) a call must carry the console's header, which another
+ * origin cannot add, and a WebSocket (which cannot carry headers) must come from this origin.
+ */
+function consoleKey(req: IncomingMessage): string | null {
+  const key = cookieValue(req, consoleCookieName);
+  if (!key) return null;
+  const upgrade = req.headers.upgrade !== undefined;
+  if ((!upgrade && req.headers[consoleHeaderName] !== '1') || !sameOrigin(req, upgrade))
+    throw new SpaceError(
+      ErrorCode.UNAUTHORIZED,
+      'the console\'s sign-in is accepted only from the console\'s own pages; other clients send "Authorization: Bearer <key>"',
+    );
+  return key;
+}
+
+/** Whether the request's Origin is this host (required of WebSockets; checked for calls when a browser sends one). */
+function sameOrigin(req: IncomingMessage, required: boolean): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return !required;
+  try {
+    return new URL(origin).host === req.headers.host;
+  } catch {
+    return false;
+  }
 }
 
 /** API keys: high-entropy random strings stored only as sha256 hashes, each bound to a tenant. */
@@ -98,9 +146,13 @@ export class Authenticator {
   }
 
   private lookUp(req: IncomingMessage): Promise<Caller> {
-    const key = bearerToken(req) ?? webSocketKey(req);
-    if (!key) return Promise.reject(new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"'));
-    return this.authenticateKey(key, req);
+    try {
+      const key = bearerToken(req) ?? webSocketKey(req) ?? consoleKey(req);
+      if (!key) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"');
+      return this.authenticateKey(key, req);
+    } catch (err) {
+      return Promise.reject(err);
+    }
   }
 
   /** The caller a key (from wherever the request carried it) stands for, for this request. */
@@ -117,6 +169,11 @@ export class Authenticator {
           : `a session token acts only on the sandbox of session ${row.sessionId}`,
       );
     return { tenantId: row.tenantId, admin: false, sessionId: row.sessionId };
+  }
+
+  /** Whether `key` is one of SPACE's keys or tokens (of any tenant, scope or expiry): such a value is never passed to a tenant's app. */
+  async isKnownKey(key: string): Promise<boolean> {
+    return (await this.store.findApiKey(hashKey(key))) !== null;
   }
 
   requireAdmin(caller: Caller): void {

@@ -4,6 +4,7 @@ import { closeServer, lineLog, listen } from '@space/server-kit';
 import { type E2bApi, createE2bApi, e2bPrefix } from '@space/e2b';
 import { createMcpHttpApi, mcpPath } from '@space/mcp';
 import { consolePath, createConsoleHandler } from '@space/console';
+import { consoleWithSignIn } from './api/console-session.js';
 import { type PublicApiDeps, createPublicApi } from './api/public-api.js';
 import type { PreviewOptions } from './api/port-routes.js';
 import { TemplateCatalog } from './template-catalog.js';
@@ -250,8 +251,8 @@ export class ControlPlane {
     this.e2b = createE2bApi({ apiUrl: selfUrl, log: this.log });
     api.mount(e2bPrefix, this.e2b.handle);
     api.mount(mcpPath, createMcpHttpApi({ apiUrl: selfUrl, checkKey: (req) => this.auth.authenticate(req) }));
-    // The web console: static files; it calls this API from the browser with the user's key.
-    api.mount(consolePath, createConsoleHandler());
+    // The web console: static files and its sign-in; it calls this API from the browser with the user's key, kept in a cookie.
+    api.mount(consolePath, consoleWithSignIn(this.auth, createConsoleHandler()));
     const { server, port } = await listen(api, this.options.host, this.options.port);
     this.server = server;
     this.port = port;

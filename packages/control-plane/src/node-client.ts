@@ -50,8 +50,11 @@ export class NodeClient {
     this.upstream = new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`);
   }
 
-  /** Where a preview request for `port` of the sandbox goes on this node (path and query after the port), with the node's token. */
-  portTarget(sandboxId: string, port: number, pathAndQuery: string, headers: Record<string, string>): ProxyTarget {
+  /**
+   * Where a preview request for `port` of the sandbox goes on this node (path and query after the
+   * port), with the node's token; `drop`: client headers not passed on (its cookies come in `headers`).
+   */
+  portTarget(sandboxId: string, port: number, pathAndQuery: string, headers: Record<string, string>, drop: string[] = []): ProxyTarget {
     const { hostname, port: nodePort } = new URL(this.url);
     return {
       host: hostname.replace(/^\[|\]$/g, ''),
@@ -59,7 +62,7 @@ export class NodeClient {
       path: `${this.sandboxPath(sandboxId, `/ports/${port}`)}${pathAndQuery}`,
       headers: { ...headers, authorization: `Bearer ${this.token}` },
       // The client's cookies come in `headers`, SPACE's token taken out.
-      drop: ['cookie'],
+      drop: ['cookie', ...drop],
     };
   }
 

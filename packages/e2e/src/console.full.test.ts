@@ -240,6 +240,79 @@ describe('web console', () => {
     await sdkReading;
   });
 
+  test("a tenant's preview page opened in a tab signed into the console gets neither its key nor another tenant's previews (the probe, in the browser)", {
+    timeout: 180_000,
+  }, async () => {
+    const a = await newTenant('console-victim');
+    const b = await newTenant('preview-attacker');
+    const server = async (api: Api, files: Record<string, string>): Promise<string> => {
+      const { id } = await api.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+      made.push({ api, id });
+      for (const [name, content] of Object.entries(files))
+        await api.call('PUT', `/v1/sessions/${id}/files?path=/workspace/site/${name}`, undefined, { raw: content });
+      await api.exec(id, ['python3', '-m', 'http.server', '8000', '--directory', '/workspace/site'], { background: true });
+      return id;
+    };
+    // A's app holds something worth taking, behind a preview token; B's page tries everything a page can.
+    const victim = await server(a.api, { 'secret.txt': 'A-PREVIEW-SECRET' });
+    const attack = String.raw`<script>
+      (async () => {
+        const out = {};
+        const tryRead = (f) => { try { return String(f()); } catch (e) { return 'blocked'; } };
+        out.session = tryRead(() => JSON.stringify(sessionStorage));
+        out.local = tryRead(() => JSON.stringify(localStorage));
+        out.cookie = tryRead(() => document.cookie);
+        const grab = (url, init) => fetch(url, init).then(async (r) => r.status + ' ' + (await r.text()).slice(0, 200), () => 'failed');
+        out.api = await grab('/v1/sessions', { credentials: 'include', headers: { 'x-space-console': '1' } });
+        out.apiPlain = await grab('/v1/sessions', { credentials: 'include' });
+        out.preview = await grab(new URLSearchParams(location.search).get('victim'), { credentials: 'include' });
+        out.socket = await new Promise((resolve) => {
+          const ws = new WebSocket('ws://' + location.host + '/v1/sessions/' + new URLSearchParams(location.search).get('session') + '/exec/stream', ['space']);
+          ws.onopen = () => resolve('open');
+          ws.onerror = () => resolve('refused');
+        });
+        document.title = 'done ' + JSON.stringify(out);
+      })();
+    </script>`;
+    const attacker = await server(b.api, { 'index.html': attack });
+    await b.api.call('PUT', `/v1/sessions/${attacker}/public-ports/8000`);
+
+    const page = await signedIn(a.key);
+    const { url: tokenUrl } = (await a.api.call('POST', `/v1/sessions/${victim}/preview-tokens/8000`, { ttlSec: 600 })).body;
+    await page.goto(tokenUrl);
+    const secretUrl = `${platform.url}/v1/sessions/${victim}/ports/8000/secret.txt`;
+    await page.goto(secretUrl);
+    assert.match((await page.textContent('body')) ?? '', /A-PREVIEW-SECRET/, "A's preview works in A's tab (the token's cookie)");
+
+    await page.goto(`${platform.url}/v1/sessions/${attacker}/ports/8000/index.html?victim=${encodeURIComponent(secretUrl)}&session=${victim}`);
+    await page.waitForFunction(() => document.title.startsWith('done '), undefined, { timeout: 30_000 });
+    const stolen = JSON.parse((await page.title()).slice('done '.length)) as Record<string, string>;
+    const everything = JSON.stringify(stolen);
+    assert.ok(!everything.includes(a.key), `the console's key reached the preview page: ${everything}`);
+    assert.ok(!everything.includes('A-PREVIEW-SECRET'), `the page read A's preview: ${everything}`);
+    assert.deepEqual([stolen.session, stolen.local], ['blocked', 'blocked'], 'the page has an opaque origin: no storage of the console');
+    assert.ok(!stolen.api.startsWith('200') && !stolen.apiPlain.startsWith('200'), `the page called the API as A: ${everything}`);
+    assert.equal(stolen.socket, 'refused');
+
+    // The console itself still works in that tab, and its page cannot read its own key either.
+    await page.goto(`${platform.url}/console`);
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor();
+    assert.ok(!(await page.evaluate(() => document.cookie + JSON.stringify(sessionStorage) + JSON.stringify(localStorage))).includes(a.key));
+    // A call with the cookie but without the console's header (what another page could send) is refused.
+    const cookies = await page.context().cookies();
+    const cookie = cookies.find((c) => c.name === 'space_console')!;
+    assert.ok(cookie.httpOnly && cookie.sameSite === 'Strict', JSON.stringify(cookie));
+    assert.equal((await fetch(`${platform.url}/v1/sessions`, { headers: { cookie: `space_console=${cookie.value}` } })).status, 401);
+    assert.equal((await fetch(`${platform.url}/v1/sessions`, { headers: { cookie: `space_console=${cookie.value}`, 'x-space-console': '1' } })).status, 200);
+    // Signing out ends it.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    assert.equal(
+      (await page.context().cookies()).find((c) => c.name === 'space_console'),
+      undefined,
+    );
+  });
+
   test('the console is served as static files with headers that keep it to itself; the metrics history is there for its charts', async () => {
     const history = (await (await fetch(`${platform.url}/v1/metrics/history`)).json()) as { samples: { at: string; values: Record<string, number> }[] };
     assert.ok(history.samples.length >= 1 && 'space_sandbox_starts_total' in history.samples[0]!.values, JSON.stringify(history).slice(0, 300));

@@ -53,7 +53,13 @@ const s = http.createServer((req, res) => {
 });
 s.on('upgrade', (req, sock) => {
   const accept = crypto.createHash('sha1').update(req.headers['sec-websocket-key'] + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
-  sock.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ' + accept + '\r\n\r\n');
+  const protocol = String(req.headers['sec-websocket-protocol'] || '').split(',')[0].trim();
+  sock.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ' + accept + (protocol ? '\r\nSec-WebSocket-Protocol: ' + protocol : '') + '\r\n\r\n');
+  // /ws-headers: the first frame is the handshake's headers, as JSON (short: enough for a test).
+  if (req.url.startsWith('/ws-headers')) {
+    const seen = Buffer.from(JSON.stringify(req.headers));
+    sock.write(Buffer.concat([Buffer.from([0x81, 126, seen.length >> 8, seen.length & 255]), seen]));
+  }
   sock.on('data', (d) => {
     const len = d[1] & 127, mask = d.slice(2, 6);
     const payload = Buffer.from(d.slice(6, 6 + len).map((b, i) => b ^ mask[i % 4]));
@@ -187,6 +193,61 @@ describe('preview URLs: ports of a sandbox reached from outside', () => {
     const otherKey = (await admin.call('POST', '/v1/keys', { tenantId: otherTenant })).body.key;
     assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`, { headers: { authorization: `Bearer ${otherKey}` } })).status, 404);
     assert.equal((await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/`)).status, 401, 'no key at all');
+  });
+
+  test("SPACE's credentials never reach the app, in any header, whichever of them authenticated the request", { timeout: 120_000 }, async () => {
+    const id = sessions[0] ?? (await setUp());
+    const base = `${platform.url}/v1/sessions/${id}/ports/8000`;
+    const { token: sessionToken } = (await tenant.call('POST', `/v1/sessions/${id}/tokens`)).body;
+    const { token: previewToken } = (await tenant.call('POST', `/v1/sessions/${id}/preview-tokens/8000`, { ttlSec: 600 })).body;
+    const seenBy = async (url: string, headers: Record<string, string>) =>
+      ((await (await fetch(url, { headers })).json()) as { headers: Record<string, string> }).headers;
+
+    // A preview token authenticates; the API key beside it in Authorization, and in E2B's headers, stays out.
+    let seen = await seenBy(`${base}/?space_token=${previewToken}`, { authorization: `Bearer ${key}`, 'x-api-key': key, 'x-access-token': sessionToken });
+    assert.deepEqual([seen.authorization, seen['x-api-key'], seen['x-access-token']], [undefined, undefined, undefined], JSON.stringify(seen));
+    // The app's own values in the same headers pass.
+    seen = await seenBy(`${base}/?space_token=${previewToken}`, { authorization: 'Bearer app-own-token', 'x-api-key': 'app-key' });
+    assert.deepEqual([seen.authorization, seen['x-api-key']], ['Bearer app-own-token', 'app-key']);
+    // The console's cookie is not passed on either.
+    seen = await seenBy(`${base}/`, { authorization: `Bearer ${key}`, cookie: `space_console=${key}; theme=dark` });
+    assert.equal(seen.cookie, 'theme=dark');
+    // A public port: a token that does not authorize this request (another session's, another port's) is still SPACE's, and stays out.
+    const other = await tenant.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    sessions.push(other.id);
+    const { token: otherSessionToken } = (await tenant.call('POST', `/v1/sessions/${other.id}/tokens`)).body;
+    const { token: otherPortToken } = (await tenant.call('POST', `/v1/sessions/${id}/preview-tokens/9000`, { ttlSec: 600 })).body;
+    await tenant.call('PUT', `/v1/sessions/${id}/public-ports/8000`);
+    try {
+      for (const credential of [otherSessionToken, otherPortToken, sessionToken, key]) {
+        seen = await seenBy(`${base}/`, { authorization: `Bearer ${credential}` });
+        assert.equal(seen.authorization, undefined, `${credential.slice(0, 3)}… reached the app`);
+      }
+      assert.equal((await seenBy(`${base}/`, { authorization: 'Bearer app-own-token' })).authorization, 'Bearer app-own-token');
+    } finally {
+      await tenant.call('DELETE', `/v1/sessions/${id}/public-ports/8000`);
+    }
+    // A WebSocket with the key as the console sends it (a subprotocol): the app sees its own subprotocols only.
+    const ws = new WebSocket(`${base.replace(/^http/, 'ws')}/ws-headers`, ['space', `space-key.${key}`, 'chat'], { headers: { 'x-api-key': key } });
+    ws.on('error', () => undefined);
+    const handshake = await new Promise<Record<string, string>>((resolve, reject) => {
+      ws.once('message', (data) => resolve(JSON.parse(data.toString())));
+      ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+      setTimeout(() => reject(new Error('no frame')), 10_000);
+    });
+    ws.terminate();
+    assert.equal(handshake['sec-websocket-protocol'], 'chat');
+    assert.ok(!JSON.stringify(handshake).includes(key), JSON.stringify(handshake));
+  });
+
+  test('the path form is served on the API origin in a sandbox of its own (an opaque origin); the host form is not', { timeout: 60_000 }, async () => {
+    const id = sessions[0] ?? (await setUp());
+    const pathForm = await fetch(`${platform.url}/v1/sessions/${id}/ports/8000/page`, { headers: { authorization: `Bearer ${key}` } });
+    assert.match(pathForm.headers.get('content-security-policy') ?? '', /^sandbox allow-scripts/);
+    assert.doesNotMatch(pathForm.headers.get('content-security-policy') ?? '', /allow-same-origin/);
+    const hostForm = await answer(viaHost(platform.url, `8000-${id}.${previewDomain}`, '/page', { headers: { authorization: `Bearer ${key}` } }));
+    assert.equal(hostForm.status, 200);
+    assert.equal(hostForm.headers['content-security-policy'], undefined);
   });
 
   test('the host form <port>-<session>.<domain>: HTTP, WebSocket, tokens scoped to their port; a slow client holds a bounded number of connections; public ports', {

@@ -11,6 +11,9 @@ export const CreateKeyRequestSchema = z
     format: z.enum(['space', 'e2b']).default('space'),
   })
   .strict();
+/** The web console's sign-in (`POST /console/session`): a tenant's API key, kept in an HttpOnly cookie. */
+export const ConsoleSignInRequestSchema = z.object({ key: z.string().min(1).max(512) }).strict();
+
 /** The key itself is shown once, in this response; only its hash is stored. */
 export const CreatedKeySchema = z.object({ id: z.string(), tenantId: z.string(), key: z.string() }).strict();
 

@@ -30,22 +30,34 @@ function passedOn(headers: IncomingHttpHeaders, drop: string[] = []): Record<str
   return out;
 }
 
+/** Headers added to every answer, next to the target's own of the same name (two CSPs both apply). */
+function withAdded(headers: Record<string, string | string[]>, added: Record<string, string>): Record<string, string | string[]> {
+  const out = { ...headers };
+  for (const [name, value] of Object.entries(added)) {
+    const own = out[name];
+    out[name] = own === undefined ? value : [...(Array.isArray(own) ? own : [own]), value];
+  }
+  return out;
+}
+
 /**
  * Sends `req` to `target` and its answer back on `res`, both bodies streamed (backpressure through
  * `pipe`, so buffers stay bounded), hop-by-hop headers dropped both ways. A target that cannot be
  * reached rejects before anything is sent to the client (`unreachable` names the code).
+ * `answerHeaders` are added to the answer, whatever the target answers.
  */
 export function proxyRequest(
   req: IncomingMessage,
   res: ServerResponse,
   target: ProxyTarget,
   unreachable: string = ErrorCode.SANDBOX_UNAVAILABLE,
+  answerHeaders: Record<string, string> = {},
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     const upstream = request(
       { host: target.host, port: target.port, method: req.method, path: target.path, headers: { ...passedOn(req.headers, target.drop), ...target.headers } },
       (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, passedOn(answer.headers));
+        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, withAdded(passedOn(answer.headers), answerHeaders));
         answer.pipe(res);
         answer.on('end', () => resolve());
         answer.on('error', () => res.destroy());

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { CreatePreviewTokenRequestSchema, ErrorCode, PreviewPortSchema, SpaceError, parsePreviewHost, previewHost } from '@space/protocol';
-import { type ProxyRoute, type Router, parseWith, proxyRequest, proxyUpgrade, readJson, sendJson, type UpgradeContext } from '@space/server-kit';
-import { type Authenticator, type Caller, portScope } from '../auth.js';
+import { bearerToken, type ProxyRoute, type Router, parseWith, proxyRequest, proxyUpgrade, readJson, sendJson, type UpgradeContext } from '@space/server-kit';
+import { type Authenticator, type Caller, consoleCookieName, isSpaceSubprotocol, portScope, webSocketKey } from '../auth.js';
 import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
@@ -15,6 +15,18 @@ const listenWait = 'x-space-listen-wait-ms';
 const serviceStartWaitMs = 30_000;
 /** Most public ports of a session (as at create). */
 const maxPublicPorts = 16;
+/**
+ * Added to every answer of the path form, which is served on the API's and the console's origin: a
+ * page of a tenant's app then runs in an opaque origin of its own, so it reads nothing of the
+ * console's (its storage, its calls) nor of another session's previews (their cookies are not sent
+ * for it), while its scripts, forms and pop-ups work. Apps that need an origin of their own
+ * (cookies, storage, same-origin fetches) use the host form (`SPACE_PREVIEW_DOMAIN`).
+ */
+const pathFormAnswerHeaders = {
+  'content-security-policy': 'sandbox allow-scripts allow-forms allow-popups allow-popups-to-escape-sandbox allow-modals allow-downloads',
+};
+/** Headers E2B's clients send keys and tokens in (an app may use them for its own). */
+const apiKeyHeaders = ['x-api-key', 'x-access-token'];
 
 function cookies(req: IncomingMessage): Map<string, string> {
   return new Map(
@@ -29,6 +41,8 @@ interface PreviewAccess {
   caller: Caller;
   /** Headers for the node: the client's own Authorization when SPACE's token was not in it, cookies without SPACE's. */
   headers: Record<string, string>;
+  /** Client headers the node must not pass on (they carried SPACE's credentials; what is left of them is in `headers`). */
+  drop: string[];
   /** Set on the answer: the token from the query, as a cookie for the page's later requests. */
   setCookie: string | null;
 }
@@ -68,7 +82,7 @@ export function registerPortRoutes(
     const fromQuery = url.searchParams.get(tokenName);
     const jar = cookies(req);
     const token = fromQuery ?? jar.get(tokenName) ?? null;
-    const others = [...jar].filter(([name]) => name !== tokenName).map(([name, value]) => `${name}=${value}`);
+    const others = [...jar].filter(([name]) => name !== tokenName && name !== consoleCookieName).map(([name, value]) => `${name}=${value}`);
     const headers: Record<string, string> = {
       'x-forwarded-host': String(req.headers.host ?? ''),
       'x-forwarded-proto': String(req.headers['x-forwarded-proto'] ?? 'http'),
@@ -76,20 +90,40 @@ export function registerPortRoutes(
       ...(basePath === '/' ? {} : { 'x-forwarded-prefix': basePath.slice(0, -1) }),
       ...(others.length > 0 ? { cookie: others.join('; ') } : {}),
     };
+    const drop = await withoutSpaceCredentials(req, headers);
     if (token === null) {
       // A SPACE key is checked first (the usual case: no look at the port's publicity); without one,
       // or with another Authorization (the app's), only a public port lets the request through.
-      const keyed = req.headers.authorization ? await auth.authenticate(checked).catch((err: unknown) => err as Error) : null;
-      if (keyed && !(keyed instanceof Error)) return { caller: keyed, headers, setCookie: null };
+      const keyed = req.headers.authorization || webSocketKey(req) ? await auth.authenticate(checked).catch((err: unknown) => err as Error) : null;
+      if (keyed && !(keyed instanceof Error)) return { caller: keyed, headers, drop, setCookie: null };
       const publicCaller = await publicAccess(params);
-      if (!publicCaller) return { caller: await auth.authenticate(checked), headers, setCookie: null };
-      if (req.headers.authorization) headers[forwardedAuthorization] = req.headers.authorization;
-      return { caller: publicCaller, headers, setCookie: null };
+      if (!publicCaller) return { caller: await auth.authenticate(checked), headers, drop, setCookie: null };
+      return { caller: publicCaller, headers, drop, setCookie: null };
     }
-    if (req.headers.authorization) headers[forwardedAuthorization] = req.headers.authorization;
     const caller = await auth.authenticateKey(token, checked);
     const setCookie = fromQuery ? `${tokenName}=${fromQuery}; Path=${basePath}; HttpOnly; SameSite=Lax` : null;
-    return { caller, headers, setCookie };
+    return { caller, headers, drop, setCookie };
+  };
+  /**
+   * SPACE's credentials never reach the app, in any form and whichever of them authenticated the
+   * request: an Authorization, X-API-Key or X-Access-Token header holding one of SPACE's keys or
+   * tokens, and the `space`/`space-key.<key>` WebSocket subprotocols. The client's other values
+   * are set in `headers` (the Authorization under the node's name for it); returns the client
+   * headers the node must drop.
+   */
+  const withoutSpaceCredentials = async (req: IncomingMessage, headers: Record<string, string>): Promise<string[]> => {
+    const bearer = bearerToken(req);
+    if (req.headers.authorization && !(bearer && (await auth.isKnownKey(bearer)))) headers[forwardedAuthorization] = req.headers.authorization;
+    for (const name of apiKeyHeaders) {
+      const value = req.headers[name];
+      if (typeof value === 'string' && !(await auth.isKnownKey(value.trim()))) headers[name] = value;
+    }
+    const subprotocols = String(req.headers['sec-websocket-protocol'] ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p && !isSpaceSubprotocol(p));
+    if (subprotocols.length > 0) headers['sec-websocket-protocol'] = subprotocols.join(', ');
+    return ['sec-websocket-protocol', ...apiKeyHeaders];
   };
   /** The path and query after the port, without SPACE's token. */
   const rest = (url: URL, params: Record<string, string>): string => {
@@ -116,24 +150,31 @@ export function registerPortRoutes(
   const previewRoute = (basePathOf: (params: Record<string, string>) => string): ProxyRoute => ({
     request: async ({ req, res, url, params }) => {
       const sessionId = params.sessionId!;
-      const { caller, headers, setCookie } = await access(req, url, params, basePathOf(params), pathFormBase(params) + params['*']);
+      const basePath = basePathOf(params);
+      const { caller, headers, drop, setCookie } = await access(req, url, params, basePath, pathFormBase(params) + params['*']);
       const port = portOf(params);
       await waitLongerForServices(caller, sessionId, port, headers);
       const release = open.take(sessionId);
       res.once('close', release);
       if (setCookie) res.setHeader('set-cookie', setCookie);
       await calls.withSandbox(caller, sessionId, { repeatable: false }, (target) =>
-        proxyRequest(req, res, target.node.portTarget(target.sandboxId, port, rest(url, params), headers)),
+        proxyRequest(
+          req,
+          res,
+          target.node.portTarget(target.sandboxId, port, rest(url, params), headers, drop),
+          undefined,
+          basePath === '/' ? {} : pathFormAnswerHeaders,
+        ),
       );
     },
     upgrade: async ({ req, url, params }: UpgradeContext, socket, head) => {
       const sessionId = params.sessionId!;
-      const { caller, headers } = await access(req, url, params, basePathOf(params), pathFormBase(params) + params['*']);
+      const { caller, headers, drop } = await access(req, url, params, basePathOf(params), pathFormBase(params) + params['*']);
       const port = portOf(params);
       await waitLongerForServices(caller, sessionId, port, headers);
       socket.once('close', open.take(sessionId));
       await calls.withSandbox(caller, sessionId, { repeatable: false }, (target) =>
-        proxyUpgrade(req, socket, head, target.node.portTarget(target.sandboxId, port, rest(url, params), headers)),
+        proxyUpgrade(req, socket, head, target.node.portTarget(target.sandboxId, port, rest(url, params), headers, drop)),
       );
       // An open connection is a call in progress: the session is not idle while it lasts.
       socket.once('close', calls.trackStream(sessionId));
