@@ -1,3 +1,4 @@
+import { builtinTemplateNames } from '@space/protocol';
 import type { Metrics } from './metrics.js';
 import type { NodeDirectory } from './node-directory.js';
 import type { Store } from './store/store.js';
@@ -6,7 +7,8 @@ import type { TenantLimits } from './tenant-limits.js';
 /**
  * What `/metrics` shows: the counters of this control plane, sessions by status from the store, the
  * nodes by status, and from the nodes that answer their pools and sandbox starts (summed: the
- * cluster's), and the tenants' limits in use. Prometheus text format.
+ * cluster's), and the tenants' limits in use, all as aggregates (no tenant is named: the endpoint
+ * needs no key). Prometheus text format.
  */
 export class MetricsReport {
   constructor(private readonly deps: { store: Store; nodes: NodeDirectory; metrics: Metrics; limits: Pick<TenantLimits, 'gauges'> }) {}
@@ -21,14 +23,22 @@ export class MetricsReport {
     for (const client of await this.deps.nodes.live()) {
       const health = await client.health().catch(() => null);
       for (const [template, ready] of Object.entries(health?.pool ?? {})) {
-        add(`space_pool_ready{template="${template}"}`, ready);
-        add(`space_template_image_ready{template="${template}"}`, health?.templateImages.includes(template) ? 1 : 0);
+        add(`space_pool_ready{template="${templateLabel(template)}"}`, ready);
+        add(`space_template_image_ready{template="${templateLabel(template)}"}`, health?.templateImages.includes(template) ? 1 : 0);
       }
       for (const [origin, count] of Object.entries(health?.starts ?? {})) add(`space_node_sandbox_starts{origin="${origin}"}`, count);
       for (const [decision, count] of Object.entries(health?.gatewayRequests ?? {})) add(`space_gateway_requests{decision="${decision}"}`, count);
     }
     return this.deps.metrics.render({ ...gauges, ...this.deps.limits.gauges() });
   }
+}
+
+/**
+ * A template as a label of the unauthenticated `/metrics`: a built-in by its name, every tenant's
+ * own as `custom` (summed), so no tenant's template id is shown to anyone (nor kept in the history).
+ */
+function templateLabel(template: string): string {
+  return builtinTemplateNames.includes(template) ? template : 'custom';
 }
 
 /** Every series of a `/metrics` text by its full name (labels included). */
