@@ -97,6 +97,23 @@ test('envd requests the adapter cannot decode are 400 invalid_argument (binary a
     assert.deepEqual([json.status, json.body.code], [400, 'invalid_argument']);
     const unknown = await post('/process.Process/Nope', 'application/json', '{}');
     assert.deepEqual([unknown.status, unknown.body.code], [404, 'unimplemented']);
+    // The same on the streaming path, in the stream's end message: a compressed envelope with no
+    // encoding named, and garbage protobuf in an envelope.
+    const envelope = (flags: number, data: number[]) => new Uint8Array([flags, 0, 0, 0, data.length, ...data]);
+    for (const [what, body] of [
+      ['compressed flag, no encoding', envelope(0x01, [0x0a, 0x00])],
+      ['garbage protobuf', envelope(0x00, [0x08])],
+    ] as const) {
+      const res = await fetch(`${url}/process.Process/Start`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/connect+proto', 'e2b-sandbox-id': 'ses_x', 'x-access-token': 'st_x' },
+        body,
+      });
+      const bytes = Buffer.from(await res.arrayBuffer());
+      assert.equal(bytes[0]! & 0x02, 0x02, `${what}: an end message`);
+      const end = JSON.parse(bytes.subarray(5, 5 + bytes.readUInt32BE(1)).toString());
+      assert.equal(end.error?.code, 'invalid_argument', `${what}: ${JSON.stringify(end)}`);
+    }
     assert.deepEqual(logged, []);
   } finally {
     server.close();

@@ -2,14 +2,18 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Code, ConnectError, type ConnectRouter, type ConnectRouterOptions, createConnectRouter } from '@connectrpc/connect';
 import { compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
 import type { UniversalServerResponse } from '@connectrpc/connect/protocol';
+import { asClientFault, isClientFault, withCorrectedEndStream } from './end-stream-errors.js';
 
 /**
  * Two answers of connect-es that blame the server for the client's request are corrected, so no
- * client input yields a 5xx: a body it could not decode as binary protobuf (`internal`, 500; an
- * undecodable JSON body is `invalid_argument`, 400, and so is this one now), and a procedure this
- * service does not implement (`unimplemented`, 501; 404 like an unknown path, the code unchanged).
+ * client input yields a 5xx or an `internal` error: a body it could not decode (`internal`, 500; an
+ * undecodable JSON body is `invalid_argument`, 400, and so is this one now; in a stream's end
+ * message the same, see end-stream-errors.ts), and a procedure this service does not implement
+ * (`unimplemented`, 501; 404 like an unknown path, the code unchanged).
  */
 async function correctClientErrors(response: UniversalServerResponse): Promise<UniversalServerResponse> {
+  if (response.body && Symbol.asyncIterator in response.body && /^application\/connect\+/.test(response.header?.get('content-type') ?? ''))
+    return { ...response, body: withCorrectedEndStream(response.body) };
   if (
     (response.status !== 500 && response.status !== 501) ||
     response.header?.get('content-encoding') ||
@@ -25,11 +29,9 @@ async function correctClientErrors(response: UniversalServerResponse): Promise<U
   } catch {
     // not a Connect error body: passed on as it was
   }
-  const undecodable = error.code === 'internal' && error.message?.startsWith('parse binary:');
+  const undecodable = isClientFault(error);
   const status = undecodable ? 400 : error.code === 'unimplemented' ? 404 : response.status;
-  const body = undecodable
-    ? Buffer.from(JSON.stringify({ code: 'invalid_argument', message: `the request is not a valid message: ${error.message}` }))
-    : Buffer.concat(chunks);
+  const body = undecodable ? Buffer.from(JSON.stringify(asClientFault(error))) : Buffer.concat(chunks);
   response.header?.set('content-length', String(body.byteLength));
   return {
     ...response,
