@@ -1,3 +1,4 @@
+import { registryHost } from '../templates/registry-host.js';
 import {
   EgressAuditQuerySchema,
   SessionEgressConfigSchema,
@@ -235,6 +236,14 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     authorize(ctx);
     const templateId = parseWith(TemplateIdSchema, ctx.params.templateId, 'template id');
     const { image } = await readJson(ctx.req, NodePullImageRequestSchema);
+    const host = registryHost(image);
+    if (!host) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `cannot read the registry of ${image}`);
+    const refused = await deps.gateway.registryRefusal(host);
+    if (refused)
+      throw new SpaceError(
+        ErrorCode.VALIDATION_FAILED,
+        `images are not pulled from ${host}: pulls follow the rules of sandbox egress (no loopback, link-local, private or this host's addresses; IPv6 only with SPACE_EGRESS_IPV6)`,
+      );
     const config = await deps.templates.importCustom(templateId, { registry: image }, () => undefined);
     sendJson(ctx.res, 201, { config });
   });

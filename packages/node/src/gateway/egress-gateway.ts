@@ -132,6 +132,17 @@ export class EgressGateway {
     this.configs.set(sessionId, config);
   }
 
+  /**
+   * Why the node may not pull images from `host`, or null: pulls run on the node, outside any
+   * sandbox, so they follow the rules of sandbox egress with an allow-all policy (never loopback,
+   * link-local, this host, private ranges, nor IPv6 unless enabled). Refused before anything
+   * connects, so no answer tells open ports from closed ones.
+   */
+  async registryRefusal(host: string): Promise<string | null> {
+    const decision = await this.deps.rules.decide({ mode: 'allow-all', domains: [], cidrs: [] }, host);
+    return decision.allowed ? null : decision.reason;
+  }
+
   /** Requests answered since the gateway started, by decision. */
   requestCounts(): Record<EgressAuditEntry['decision'], number> {
     return { ...this.counts };

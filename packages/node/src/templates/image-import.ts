@@ -3,6 +3,7 @@ import path from 'node:path';
 import { ErrorCode, SpaceError, type TemplateConfig } from '@space/protocol';
 import { z } from 'zod';
 import { runCommand } from '../run-command.js';
+import { pullError } from './registry-host.js';
 
 /** Where an image comes from: an archive on this node (`docker save` or an OCI layout tar), or a registry (`docker://…`, where reachable). */
 export type ImageSource = { archive: string } | { registry: string };
@@ -40,10 +41,29 @@ async function transportOf(archive: string): Promise<string> {
   throw new SpaceError(ErrorCode.VALIDATION_FAILED, 'the archive is neither a `docker save` archive (manifest.json) nor an OCI layout (oci-layout)');
 }
 
+/** The largest index, manifest or config an image may have: they are the tenant's, parsed whole. */
+const maxMetadataBytes = 4 * 1024 * 1024;
+
+/** A JSON file of the layout, refused past `maxMetadataBytes` (and never followed if it is a link). */
+async function metadata(file: string): Promise<unknown> {
+  const stat = await lstat(file);
+  if (!stat.isFile() || stat.size > maxMetadataBytes)
+    throw new SpaceError(ErrorCode.VALIDATION_FAILED, `the image's ${path.basename(file)} is not a file of at most ${maxMetadataBytes / 1024 / 1024} MB`);
+  try {
+    return JSON.parse(await readFile(file, 'utf8'));
+  } catch {
+    throw new SpaceError(ErrorCode.VALIDATION_FAILED, `the image's ${path.basename(file)} is not JSON`);
+  }
+}
+
 /** The image's config (from the OCI layout skopeo wrote) as a template's: env, workdir, user, ENTRYPOINT + CMD, labels, exposed ports. */
 async function configOf(layout: string): Promise<TemplateConfig> {
-  const blob = async (digest: string) => JSON.parse(await readFile(path.join(layout, 'blobs', ...digest.split(':')), 'utf8')) as unknown;
-  const index = IndexSchema.parse(JSON.parse(await readFile(path.join(layout, 'index.json'), 'utf8')));
+  const blob = (digest: string) => {
+    if (!/^sha(256:[a-f0-9]{64}|512:[a-f0-9]{128})$/.test(digest))
+      throw new SpaceError(ErrorCode.VALIDATION_FAILED, `the image names a blob ${JSON.stringify(digest.slice(0, 80))}`);
+    return metadata(path.join(layout, 'blobs', ...digest.split(':')));
+  };
+  const index = IndexSchema.parse(await metadata(path.join(layout, 'index.json')));
   const manifest = ManifestSchema.parse(await blob(index.manifests[0]!.digest));
   const config = ImageConfigSchema.parse(await blob(manifest.config.digest)).config ?? {};
   const env = Object.fromEntries(
@@ -77,8 +97,7 @@ export async function unpackImage(source: ImageSource, target: string, work: str
   const from = 'archive' in source ? `${await transportOf(source.archive)}:${source.archive}` : source.registry;
   progress(`copying ${'archive' in source ? 'the archive' : source.registry} into an OCI layout`);
   const copied = await runCommand(['skopeo', 'copy', '--quiet', from, `oci:${layout}:${refName}`], { allowFailure: true });
-  if (copied.code !== 0)
-    throw new SpaceError(ErrorCode.VALIDATION_FAILED, `skopeo could not read the image: ${(copied.stderr || copied.stdout).trim().slice(-500)}`);
+  if (copied.code !== 0) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `skopeo could not read the image: ${pullError(copied.stderr || copied.stdout)}`);
   const config = await configOf(layout);
   const bundle = path.join(target, '.space-unpack');
   progress('unpacking its layers');
