@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, type Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ErrorCode, SpaceError, type ShipBase, type StoredObject } from '@space/protocol';
 import { KeyedQueue } from '@space/server-kit';
@@ -30,6 +30,40 @@ function finished(child: ChildProcess, what: string): Promise<void> {
   return new Promise((resolve, reject) => {
     child.once('error', (err) => reject(new Error(`${what}: ${err.message}`)));
     child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed (exit ${code}): ${stderr.trim()}`))));
+  });
+}
+
+/**
+ * The child's stdin as the end of a pipeline that reads its source to the end whatever the child
+ * does: `tar -x` and `btrfs receive -e` exit (successfully) at their end marker and may close their
+ * stdin before the last bytes (a tar's padding) are written, which failed the whole receive with a
+ * premature close. What they leave unread still passes the digest, so the object is checked whole;
+ * whether the child succeeded is its exit code's to say.
+ */
+function toStdin(child: ChildProcess): Writable {
+  const stdin = child.stdin!;
+  let gone = false;
+  stdin.on('error', () => (gone = true));
+  stdin.once('close', () => (gone = true));
+  return new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      if (gone || stdin.write(chunk)) return callback();
+      const resume = (): void => {
+        stdin.off('drain', resume);
+        stdin.off('close', resume);
+        callback();
+      };
+      stdin.once('drain', resume);
+      stdin.once('close', resume);
+    },
+    final(callback) {
+      if (!gone) stdin.end();
+      callback();
+    },
+    destroy(err, callback) {
+      stdin.destroy();
+      callback(err);
+    },
   });
 }
 
@@ -221,7 +255,7 @@ export class CheckpointShipping {
     const done = finished(child, what);
     const digest = new Digest();
     try {
-      await Promise.all([pipeline(body, digest, child.stdin!), done]);
+      await Promise.all([pipeline(body, digest, toStdin(child)), done]);
     } catch (err) {
       body.destroy();
       child.kill();
