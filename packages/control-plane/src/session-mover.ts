@@ -39,7 +39,10 @@ export class SessionMover {
         ErrorCode.NODE_UNAVAILABLE,
         `node ${from}, which holds session ${row.id}, is lost; without an object store (SPACE_OBJECT_STORE) the session waits for it to come back`,
       );
-    const shipped = (await this.deps.store.listCheckpoints(row.id)).filter((c) => c.shippedAt).reverse();
+    // Never from a rescue: it holds a volume left on a node earlier, another timeline than the
+    // session's since, whose creation time says nothing of its content (a move from one told a
+    // time its files were not from, and went back to older files than it said).
+    const shipped = (await this.deps.store.listCheckpoints(row.id)).filter((c) => c.shippedAt && c.trigger !== 'rescue').reverse();
     if (shipped.length === 0)
       throw new SpaceError(
         ErrorCode.NODE_UNAVAILABLE,
