@@ -11,7 +11,7 @@ import { Agent as HttpsAgent, createServer as createHttpsServer, request as http
 import { isIP, type AddressInfo, type Socket } from 'node:net';
 import { Transform, pipeline, type Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { SpaceError, ErrorCode, dnsNamePattern, type EgressAuditEntry, type SessionEgressConfig } from '@space/protocol';
+import { SpaceError, ErrorCode, type EgressAuditEntry, type SessionEgressConfig } from '@space/protocol';
 import { readBounded } from '@space/server-kit';
 import type { Logger } from '../logger.js';
 import type { AuditLog } from './audit-log.js';
@@ -21,6 +21,8 @@ import type { GatewayCa } from './gateway-ca.js';
 import { SecretRewriter } from './secret-rewriter.js';
 import { refusal, refuseRaw, type Admission } from './admission.js';
 import { relayUpgrade } from './upgrade-relay.js';
+import { GatewayConnections } from './gateway-connections.js';
+import { namedElsewhere, parseHost } from './request-host.js';
 
 /** Test-only: host names the gateway sends to a fixed address and port, and a CA it also trusts. */
 export interface GatewayTestSettings {
@@ -43,45 +45,11 @@ export interface EgressGatewayDeps {
   log: Logger;
 }
 
-/** A connection that passes no byte either way for this long is closed (an upgraded one: `upgradedIdleMs`). */
-const idleTimeoutMs = 120_000;
-/** TLS handshakes one sandbox may have under way at once: each may issue a certificate. */
-const maxHandshakesPerSandbox = 8;
 /** Request bodies up to this size have placeholders replaced (and their length recomputed). */
 const maxRewrittenBody = 1024 * 1024;
 /** Requests one sandbox may have in flight through the gateway. */
 const maxRequestsPerSandbox = 256;
 const hopByHop = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
-
-/** The host a request names (Host header or SNI), lowercased and without port; null if malformed. */
-export function parseHost(raw: string | undefined): string | null {
-  if (!raw) return null;
-  let host = raw.trim().toLowerCase();
-  if (host.startsWith('[')) host = host.slice(1, host.indexOf(']'));
-  else if (host.split(':').length === 2) host = host.split(':')[0]!;
-  host = host.replace(/\.$/, '');
-  if (isIP(host)) return host;
-  return host.length <= 253 && dnsNamePattern.test(host) ? host : null;
-}
-
-/**
- * Why a request names another host than the one it is checked and sent for, or null: over TLS the
- * Host header must name the SNI's host, and an absolute-form target (`GET http://x/…`) the
- * request's host. Otherwise a placeholder swapped for a secret's host would travel to another.
- */
-export function namedElsewhere(req: Pick<IncomingMessage, 'headers' | 'url'>, host: string, tls: boolean): string | null {
-  if (tls && parseHost(req.headers.host) !== host)
-    return `the Host header (${String(req.headers.host ?? '').slice(0, 253)}) does not name the TLS server name ${host}`;
-  const target = req.url ?? '/';
-  if (target.startsWith('/') || target === '*') return null;
-  let named: string | null = null;
-  try {
-    named = parseHost(new URL(target).host);
-  } catch {
-    // not a URL: refused below
-  }
-  return named === host ? null : `the request target ${target.slice(0, 253)} does not name ${host}`;
-}
 
 function withoutHopByHop(headers: IncomingHttpHeaders): Record<string, string | string[] | undefined> {
   const out: Record<string, string | string[] | undefined> = { ...headers };
@@ -115,17 +83,15 @@ export class EgressGateway {
   private readonly httpAgent = new HttpAgent({ keepAlive: true, maxSockets: 256 });
   private readonly httpsAgent = new HttpsAgent({ keepAlive: true, maxSockets: 256 });
   private servers: Server[] = [];
-  /** Every open connection, by the sandbox it comes from: closed with that sandbox, and all of them at stop. */
-  private readonly connections = new Map<string, Set<Socket>>();
-  /** TLS handshakes under way, by sandbox, and the sandbox of each connection still in its handshake. */
-  private readonly handshakes = new Map<string, number>();
-  private readonly handshaking = new WeakMap<Socket, string>();
+  private readonly connections: GatewayConnections;
   /** Requests answered since start, by decision: for the node's health and the platform's /metrics. */
   private readonly counts: Record<EgressAuditEntry['decision'], number> = { allowed: 0, denied: 0, failed: 0 };
   httpPort = 0;
   httpsPort = 0;
 
-  constructor(private readonly deps: EgressGatewayDeps) {}
+  constructor(private readonly deps: EgressGatewayDeps) {
+    this.connections = new GatewayConnections(deps.sourceOf);
+  }
 
   /** Sets (or replaces) a session's policy and secrets; takes effect on the next request. */
   configure(sessionId: string, config: SessionEgressConfig): void {
@@ -183,14 +149,14 @@ export class EgressGateway {
     // sits in TIME_WAIT, an endpoint state runsc cannot save (a full checkpoint would fail for a minute).
     // Prepended: the socket's own 'end' handling would half-close first, after which no reset is possible.
     http.on('connection', (socket: Socket) => {
-      if (this.accept(socket, false)) socket.prependListener('end', () => socket.resetAndDestroy());
+      if (this.connections.accept(socket, false)) socket.prependListener('end', () => socket.resetAndDestroy());
     });
     // 'connection' comes before any TLS work: a connection from anything but a sandbox gets none.
-    https.on('connection', (socket: Socket) => this.accept(socket, true));
+    https.on('connection', (socket: Socket) => this.connections.accept(socket, true));
     https.on('secureConnection', (socket: TLSSocket) => {
       // The TCP socket under the TLS one: only it can be reset.
       const tcp = (socket as TLSSocket & { _parent?: Socket })._parent;
-      if (tcp) this.handshakeDone(tcp);
+      if (tcp) this.connections.handshakeDone(tcp);
       socket.prependListener('end', () => {
         tcp?.resetAndDestroy();
         socket.destroy();
@@ -209,52 +175,14 @@ export class EgressGateway {
     this.httpsPort = (https.address() as AddressInfo).port;
   }
 
-  /**
-   * Takes a new TCP connection, or destroys it at once: one that does not come from a sandbox (the
-   * gateway listens on every address, for the redirected links), or a TLS one past the sandbox's
-   * bound of handshakes under way. Every connection gets an idle timeout and is closed with its sandbox.
-   */
-  private accept(socket: Socket, tls: boolean): boolean {
-    const source = this.deps.sourceOf((socket.remoteAddress ?? '').replace(/^::ffff:/, ''));
-    if (!source || (tls && (this.handshakes.get(source.sandboxId) ?? 0) >= maxHandshakesPerSandbox)) {
-      socket.destroy();
-      return false;
-    }
-    const { sandboxId } = source;
-    let open = this.connections.get(sandboxId);
-    if (!open) this.connections.set(sandboxId, (open = new Set()));
-    open.add(socket);
-    socket.setTimeout(idleTimeoutMs, () => socket.destroy());
-    if (tls) {
-      this.handshakes.set(sandboxId, (this.handshakes.get(sandboxId) ?? 0) + 1);
-      this.handshaking.set(socket, sandboxId);
-    }
-    socket.once('close', () => {
-      this.handshakeDone(socket);
-      open.delete(socket);
-      if (open.size === 0 && this.connections.get(sandboxId) === open) this.connections.delete(sandboxId);
-    });
-    return true;
-  }
-
-  private handshakeDone(socket: Socket): void {
-    const sandboxId = this.handshaking.get(socket);
-    if (sandboxId === undefined) return;
-    this.handshaking.delete(socket);
-    const left = (this.handshakes.get(sandboxId) ?? 1) - 1;
-    if (left > 0) this.handshakes.set(sandboxId, left);
-    else this.handshakes.delete(sandboxId);
-  }
-
   /** A sandbox that is gone: its connections through the gateway go too. */
   closeSandbox(sandboxId: string): void {
-    for (const socket of this.connections.get(sandboxId) ?? []) socket.destroy();
-    this.connections.delete(sandboxId);
+    this.connections.closeSandbox(sandboxId);
   }
 
   /** Closes every connection (upgraded ones too, which the servers no longer track) and the servers. */
   async stop(): Promise<void> {
-    for (const sandboxId of [...this.connections.keys()]) this.closeSandbox(sandboxId);
+    this.connections.closeAll();
     for (const server of this.servers) {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -8,7 +8,7 @@ import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { EgressPolicySchema } from '@space/protocol';
 import { answerQuery } from './dns-responder.js';
-import { parseHost } from './egress-gateway.js';
+import { namedElsewhere, parseHost } from './request-host.js';
 import { EgressRules, hostMatches } from './egress-rules.js';
 import { GatewayCa } from './gateway-ca.js';
 import { SecretRewriter } from './secret-rewriter.js';
@@ -99,6 +99,18 @@ test('IPv6: off by default; when on, every form that embeds a blocked IPv4 addre
   }
   for (const host of refused) assert.equal((await off.decide(open, host)).allowed, host === '0:0:0:0:0:ffff:a00:1', `${host} with IPv6 off`);
   assert.equal(parseHost('[::127.0.0.1]'), '::127.0.0.1');
+});
+
+test('a request names one host: over TLS the Host header is the SNI host, an absolute-form target the request host', () => {
+  const req = (host: string | undefined, url: string) => ({ headers: { host }, url });
+  assert.equal(namedElsewhere(req('api.example.com', '/x'), 'api.example.com', true), null);
+  assert.equal(namedElsewhere(req('API.example.com:443', '/x'), 'api.example.com', true), null);
+  assert.match(namedElsewhere(req('other.example', '/x'), 'api.example.com', true) ?? '', /Host header \(other\.example\) does not name the TLS server name/);
+  assert.match(namedElsewhere(req(undefined, '/x'), 'api.example.com', true) ?? '', /does not name/);
+  assert.equal(namedElsewhere(req('api.example.com', 'http://api.example.com/abs'), 'api.example.com', false), null);
+  assert.match(namedElsewhere(req('api.example.com', 'http://other.example/abs?k=1'), 'api.example.com', false) ?? '', /request target .* does not name/);
+  assert.match(namedElsewhere(req('api.example.com', 'garbage'), 'api.example.com', false) ?? '', /does not name/);
+  assert.equal(namedElsewhere(req('api.example.com', '*'), 'api.example.com', false), null);
 });
 
 test('egress policy schema: clear errors for bad input', () => {
