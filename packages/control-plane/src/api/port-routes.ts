@@ -27,6 +27,8 @@ const pathFormAnswerHeaders = {
 };
 /** Headers E2B's clients send keys and tokens in (an app may use them for its own). */
 const apiKeyHeaders = ['x-api-key', 'x-access-token'];
+/** Client headers never passed on as they came: what is left of them without SPACE's credentials is set again (`withoutSpaceCredentials`). */
+const credentialHeaders = ['sec-websocket-protocol', ...apiKeyHeaders];
 
 function cookies(req: IncomingMessage): Map<string, string> {
   return new Map(
@@ -41,8 +43,6 @@ interface PreviewAccess {
   caller: Caller;
   /** Headers for the node: the client's own Authorization when SPACE's token was not in it, cookies without SPACE's. */
   headers: Record<string, string>;
-  /** Client headers the node must not pass on (they carried SPACE's credentials; what is left of them is in `headers`). */
-  drop: string[];
   /** Set on the answer: the token from the query, as a cookie for the page's later requests. */
   setCookie: string | null;
 }
@@ -90,28 +90,28 @@ export function registerPortRoutes(
       ...(basePath === '/' ? {} : { 'x-forwarded-prefix': basePath.slice(0, -1) }),
       ...(others.length > 0 ? { cookie: others.join('; ') } : {}),
     };
-    const drop = await withoutSpaceCredentials(req, headers);
+    await withoutSpaceCredentials(req, headers);
     if (token === null) {
       // A SPACE key is checked first (the usual case: no look at the port's publicity); without one,
       // or with another Authorization (the app's), only a public port lets the request through.
       const keyed = req.headers.authorization || webSocketKey(req) ? await auth.authenticate(checked).catch((err: unknown) => err as Error) : null;
-      if (keyed && !(keyed instanceof Error)) return { caller: keyed, headers, drop, setCookie: null };
+      if (keyed && !(keyed instanceof Error)) return { caller: keyed, headers, setCookie: null };
       const publicCaller = await publicAccess(params);
-      if (!publicCaller) return { caller: await auth.authenticate(checked), headers, drop, setCookie: null };
-      return { caller: publicCaller, headers, drop, setCookie: null };
+      if (!publicCaller) return { caller: await auth.authenticate(checked), headers, setCookie: null };
+      return { caller: publicCaller, headers, setCookie: null };
     }
     const caller = await auth.authenticateKey(token, checked);
     const setCookie = fromQuery ? `${tokenName}=${fromQuery}; Path=${basePath}; HttpOnly; SameSite=Lax` : null;
-    return { caller, headers, drop, setCookie };
+    return { caller, headers, setCookie };
   };
   /**
    * SPACE's credentials never reach the app, in any form and whichever of them authenticated the
    * request: an Authorization, X-API-Key or X-Access-Token header holding one of SPACE's keys or
    * tokens, and the `space`/`space-key.<key>` WebSocket subprotocols. The client's other values
-   * are set in `headers` (the Authorization under the node's name for it); returns the client
-   * headers the node must drop.
+   * are set in `headers` (the Authorization under the node's name for it); the node drops the
+   * client's own `credentialHeaders`.
    */
-  const withoutSpaceCredentials = async (req: IncomingMessage, headers: Record<string, string>): Promise<string[]> => {
+  const withoutSpaceCredentials = async (req: IncomingMessage, headers: Record<string, string>): Promise<void> => {
     const bearer = bearerToken(req);
     if (req.headers.authorization && !(bearer && (await auth.isKnownKey(bearer)))) headers[forwardedAuthorization] = req.headers.authorization;
     for (const name of apiKeyHeaders) {
@@ -123,7 +123,6 @@ export function registerPortRoutes(
       .map((p) => p.trim())
       .filter((p) => p && !isSpaceSubprotocol(p));
     if (subprotocols.length > 0) headers['sec-websocket-protocol'] = subprotocols.join(', ');
-    return ['sec-websocket-protocol', ...apiKeyHeaders];
   };
   /** The path and query after the port, without SPACE's token. */
   const rest = (url: URL, params: Record<string, string>): string => {
@@ -151,7 +150,7 @@ export function registerPortRoutes(
     request: async ({ req, res, url, params }) => {
       const sessionId = params.sessionId!;
       const basePath = basePathOf(params);
-      const { caller, headers, drop, setCookie } = await access(req, url, params, basePath, pathFormBase(params) + params['*']);
+      const { caller, headers, setCookie } = await access(req, url, params, basePath, pathFormBase(params) + params['*']);
       const port = portOf(params);
       await waitLongerForServices(caller, sessionId, port, headers);
       const release = open.take(sessionId);
@@ -161,7 +160,7 @@ export function registerPortRoutes(
         proxyRequest(
           req,
           res,
-          target.node.portTarget(target.sandboxId, port, rest(url, params), headers, drop),
+          target.node.portTarget(target.sandboxId, port, rest(url, params), headers, credentialHeaders),
           undefined,
           basePath === '/' ? {} : pathFormAnswerHeaders,
         ),
@@ -169,12 +168,12 @@ export function registerPortRoutes(
     },
     upgrade: async ({ req, url, params }: UpgradeContext, socket, head) => {
       const sessionId = params.sessionId!;
-      const { caller, headers, drop } = await access(req, url, params, basePathOf(params), pathFormBase(params) + params['*']);
+      const { caller, headers } = await access(req, url, params, basePathOf(params), pathFormBase(params) + params['*']);
       const port = portOf(params);
       await waitLongerForServices(caller, sessionId, port, headers);
       socket.once('close', open.take(sessionId));
       await calls.withSandbox(caller, sessionId, { repeatable: false }, (target) =>
-        proxyUpgrade(req, socket, head, target.node.portTarget(target.sandboxId, port, rest(url, params), headers, drop)),
+        proxyUpgrade(req, socket, head, target.node.portTarget(target.sandboxId, port, rest(url, params), headers, credentialHeaders)),
       );
       // An open connection is a call in progress: the session is not idle while it lasts.
       socket.once('close', calls.trackStream(sessionId));
