@@ -45,6 +45,7 @@ export async function runFuzz(requests = 10_000, seed = Date.now() % 1e9) {
       baselineMs: Math.round(baselineMs),
       rssMb: { start: +rssStart.toFixed(1), afterBaseline: +rssAfterBaseline.toFixed(1), afterFuzz: +rssAfterFuzz.toFixed(1) },
       healthyAfter: healthy,
+      health: report.health,
     };
     console.log(`\nAPI fuzz, seed ${seed} (node bench/fuzz.mjs ${requests} ${seed} replays it)`);
     console.table({
@@ -55,9 +56,11 @@ export async function runFuzz(requests = 10_000, seed = Date.now() % 1e9) {
       [`after ${requests} valid calls (baseline), MB`]: { value: summary.rssMb.afterBaseline },
       [`after ${requests} fuzz requests, MB`]: { value: summary.rssMb.afterFuzz },
       'fuzz run, s': { value: +(report.durationMs / 1000).toFixed(1) },
+      [`/healthz meanwhile, median / worst ms (${report.health.probes} asked)`]: { value: `${report.health.medianMs} / ${report.health.worstMs}` },
       'healthy after': { value: healthy },
     });
     console.log(`answers by status: ${JSON.stringify(report.byStatus)}`);
+    console.log(`in flight during the slowest /healthz: ${report.health.worstDuring.join(' | ').slice(0, 600)}`);
     for (const f of [...report.serverErrors, ...report.hung].slice(0, 20)) console.log(`  ${f.status || 'hung'} ${f.request}\n     ${f.reply.slice(0, 200)}`);
     mkdirSync(path.join(root, 'bench/results'), { recursive: true });
     const file = path.join(root, `bench/results/fuzz-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);

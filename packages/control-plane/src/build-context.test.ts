@@ -25,6 +25,14 @@ test('COPY sources name files, directories, globs and the whole context', () => 
   assert.deepEqual(targets('COPY src/*.ts /d/'), ['/d/x.ts']);
   assert.deepEqual(targets('COPY . /all/'), ['/all/a.txt', '/all/b.md', '/all/src/sub/y.ts', '/all/src/x.ts']);
   assert.throws(() => context.check(copyStep('COPY nothing* /d/')), /not in the build context/);
+  for (const outside of ['..', '../a.txt', 'src/../../a.txt', 'src/..', '/etc/passwd'])
+    assert.throws(() => context.check(copyStep(`COPY ${outside} /d/`)), /outside the build context/, outside);
+  const dotted = BuildContext.from({ 'a..b': file, '..c': file }, [], 1 << 20);
+  assert.deepEqual(
+    dotted.copies(copyStep('COPY a..b ..c /d/'), '/', {}).map((c) => c.target),
+    ['/d/a..b', '/d/..c'],
+    'dots inside a name are no parent',
+  );
 });
 
 test('the probe request is refused at once, and no mix of sources and files holds the event loop', () => {

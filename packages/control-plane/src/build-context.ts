@@ -59,7 +59,7 @@ export class BuildContext {
   /** Refuses (with the Dockerfile line) a source outside the context or naming nothing in it; sources with variables are checked when they run. */
   check(step: CopyStep): void {
     for (const source of step.sources) {
-      if (source.split('/').includes('..') || source.startsWith('/'))
+      if (hasParentSegment(source) || source.startsWith('/'))
         throw new SpaceError(ErrorCode.VALIDATION_FAILED, `Dockerfile line ${step.line}: ${step.kind} source ${source} is outside the build context`);
       if (!source.includes('$') && this.matches(source).length === 0)
         throw new SpaceError(ErrorCode.VALIDATION_FAILED, `Dockerfile line ${step.line}: ${step.kind} source ${source} is not in the build context`);
@@ -73,7 +73,7 @@ export class BuildContext {
     const copies: ContextCopy[] = [];
     for (const raw of step.sources) {
       const source = substitute(raw, vars);
-      const matched = source.split('/').includes('..') ? [] : this.matches(source);
+      const matched = hasParentSegment(source) ? [] : this.matches(source);
       if (matched.length === 0) throw new Error(`${step.kind} source ${source} is not in the build context`);
       // One plain file to a destination not ending in "/": the destination is the file's new name.
       const single =
@@ -131,8 +131,16 @@ export class BuildContext {
     }
     if (this.files.has(wanted)) return [{ path: wanted, relative: path.posix.basename(wanted) }];
     this.budget.spend(this.names.length);
-    return this.names.filter((name) => name.startsWith(`${wanted}/`)).map((name) => ({ path: name, relative: name.slice(wanted.length + 1) }));
+    const directory = `${wanted}/`;
+    return this.names.filter((name) => name.startsWith(directory)).map((name) => ({ path: name, relative: name.slice(directory.length) }));
   }
+}
+
+/** Whether a `..` segment is in the path (without splitting it: a source may be 200 KB of slashes). */
+function hasParentSegment(source: string): boolean {
+  for (let at = source.indexOf('..'); at !== -1; at = source.indexOf('..', at + 1))
+    if ((at === 0 || source[at - 1] === '/') && (at + 2 === source.length || source[at + 2] === '/')) return true;
+  return false;
 }
 
 /** `./a/b/` as `a/b`; `.` and `./` as the empty string (the whole context). Loops, not regular expressions: `/\/+$/` is quadratic in V8. */

@@ -4,6 +4,7 @@ import { WebSocket } from 'ws';
 import { Random } from './random.js';
 import { sample } from './schema-sampler.js';
 import { e2bCall } from './e2b-fuzz.js';
+import { dockerfileCall } from './dockerfile-fuzz.js';
 import type { z } from 'zod';
 
 /** What the fuzzer aims at: a platform, a tenant's key, and things of that tenant to name in paths. */
@@ -32,7 +33,7 @@ export interface FuzzOptions {
   timeoutMs?: number;
 }
 
-type Kind = 'api' | 'e2b' | 'raw-http' | 'websocket';
+type Kind = 'api' | 'e2b' | 'dockerfile' | 'raw-http' | 'websocket';
 
 export interface FuzzFinding {
   kind: Kind;
@@ -53,6 +54,11 @@ export interface FuzzReport {
   serverErrors: FuzzFinding[];
   /** Requests unanswered within the timeout: each is a defect too. */
   hung: FuzzFinding[];
+  /**
+   * The longest a `/healthz` asked every 50 ms during the run waited, and its median: what any
+   * other tenant's call waited behind the run's; `worstDuring`: the requests in flight then.
+   */
+  health: { worstMs: number; medianMs: number; probes: number; worstDuring: string[] };
 }
 
 const methods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'];
@@ -75,9 +81,9 @@ function realIdChance(route: PublicRoute): number {
  * Sends `requests` hostile requests to a platform: API calls shaped after the protocol's zod
  * schemas and mutated (wrong types, out-of-range values, missing and unknown keys, nasty strings,
  * wrong methods, bad keys, huge or broken bodies), the same against the E2B API (`e2b-fuzz.ts`),
- * raw HTTP garbage, and WebSocket streams opened
- * with malformed frames or mutated messages. Reports every answer ≥ 500 and every hang. Seeded:
- * the same seed sends the same requests.
+ * adversarial Dockerfiles and COPY globs (`dockerfile-fuzz.ts`), raw HTTP garbage, and WebSocket
+ * streams opened with malformed frames or mutated messages. Reports every answer ≥ 500, every hang
+ * and how long a `/healthz` asked meanwhile waited. Seeded: the same seed sends the same requests.
  */
 export async function fuzzApi(target: FuzzTarget, options: FuzzOptions): Promise<FuzzReport> {
   const rng = new Random(options.seed);
@@ -86,26 +92,33 @@ export async function fuzzApi(target: FuzzTarget, options: FuzzOptions): Promise
     seed: options.seed,
     requests: 0,
     durationMs: 0,
-    byKind: { api: 0, e2b: 0, 'raw-http': 0, websocket: 0 },
+    byKind: { api: 0, e2b: 0, dockerfile: 0, 'raw-http': 0, websocket: 0 },
     byStatus: {},
     serverErrors: [],
     hung: [],
+    health: { worstMs: 0, medianMs: 0, probes: 0, worstDuring: [] },
   };
+  const sent: { from: number; to: number; description: string }[] = [];
   const started = performance.now();
+  let running = true;
+  const healthProbe = probeHealth(target.url, () => running);
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < options.requests) {
       next++;
       const roll = rng.next();
-      const kind: Kind = roll < 0.63 ? 'api' : roll < 0.75 ? 'e2b' : roll < 0.87 ? 'raw-http' : 'websocket';
+      const kind: Kind = roll < 0.6 ? 'api' : roll < 0.72 ? 'e2b' : roll < 0.77 ? 'dockerfile' : roll < 0.88 ? 'raw-http' : 'websocket';
       const attempts: Record<Kind, () => Attempt> = {
         api: () => apiCall(target, rng),
         e2b: () => e2bCall(target, rng),
+        dockerfile: () => dockerfileCall(target, rng),
         'raw-http': () => rawHttp(target, rng),
         websocket: () => stream(target, rng),
       };
       const attempt = attempts[kind]();
+      const from = performance.now();
       const finding = await withTimeout(attempt.run(), timeoutMs);
+      sent.push({ from, to: performance.now(), description: attempt.description.slice(0, 200) });
       report.requests++;
       report.byKind[kind]++;
       if (finding === null) {
@@ -117,8 +130,34 @@ export async function fuzzApi(target: FuzzTarget, options: FuzzOptions): Promise
     }
   };
   await Promise.all(Array.from({ length: options.concurrency ?? 8 }, worker));
+  running = false;
+  const { waits, worst } = await healthProbe;
+  report.health = { ...waits, worstDuring: worst ? sent.filter((r) => r.from < worst.to && r.to > worst.from).map((r) => r.description) : [] };
   report.durationMs = Math.round(performance.now() - started);
   return report;
+}
+
+/** Asks `/healthz` every 50 ms while `running()`: how long the answers took, and when the slowest was asked. */
+async function probeHealth(
+  url: string,
+  running: () => boolean,
+): Promise<{ waits: Omit<FuzzReport['health'], 'worstDuring'>; worst: { from: number; to: number } | null }> {
+  const waits: number[] = [];
+  let worst: { from: number; to: number } | null = null;
+  while (running()) {
+    const from = performance.now();
+    await fetch(`${url}/healthz`).then(
+      (res) => res.arrayBuffer(),
+      () => undefined,
+    );
+    const to = performance.now();
+    waits.push(to - from);
+    if (!worst || to - from > worst.to - worst.from) worst = { from, to };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const sorted = [...waits].sort((a, b) => a - b);
+  const round = (ms: number) => Math.round(ms * 10) / 10;
+  return { waits: { worstMs: round(sorted.at(-1) ?? 0), medianMs: round(sorted[Math.floor(sorted.length / 2)] ?? 0), probes: sorted.length }, worst };
 }
 
 export interface Attempt {
