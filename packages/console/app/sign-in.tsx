@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { signIn } from './api.js';
 import { ErrorAlert } from './ui.js';
 
-/** Signing in: the key is checked with a call before it is kept for this tab. */
+/** Signing in: the control plane checks the key before it keeps it in the console's cookie. */
 export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState<string | null>(null);

@@ -56,9 +56,12 @@ function sessionKeyMayCall(sessionId: string, scope: string | null, method: stri
   return Boolean(found && !('methodMismatch' in found));
 }
 
+/** The subprotocol a browser's WebSocket carries the key in, as `space-key.<key>`. */
+const keySubprotocol = 'space-key.';
+
 /** The subprotocols SPACE's own WebSocket clients offer: `space`, and the key as `space-key.<key>`. */
 export function isSpaceSubprotocol(protocol: string): boolean {
-  return protocol === 'space' || protocol.startsWith('space-key.');
+  return protocol === 'space' || protocol.startsWith(keySubprotocol);
 }
 
 /**
@@ -68,8 +71,8 @@ export function isSpaceSubprotocol(protocol: string): boolean {
 export function webSocketKey(req: IncomingMessage): string | null {
   if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return null;
   const offered = String(req.headers['sec-websocket-protocol'] ?? '').split(',');
-  const entry = offered.map((p) => p.trim()).find((p) => p.startsWith('space-key.'));
-  return entry ? entry.slice('space-key.'.length) || null : null;
+  const entry = offered.map((p) => p.trim()).find((p) => p.startsWith(keySubprotocol));
+  return entry ? entry.slice(keySubprotocol.length) || null : null;
 }
 
 /** The cookie the web console keeps its key in: HttpOnly (no script reads it), SameSite=Strict. */
@@ -77,13 +80,15 @@ export const consoleCookieName = 'space_console';
 /** The header the console sends with every call: another origin cannot send it without a CORS preflight, which SPACE never grants. */
 export const consoleHeaderName = 'x-space-console';
 
-/** The value of the request's cookie `name`, or null. */
-export function cookieValue(req: IncomingMessage, name: string): string | null {
+/** The request's cookies by name (a value may hold `=`). */
+export function requestCookies(req: IncomingMessage): Map<string, string> {
+  const jar = new Map<string, string>();
   for (const pair of String(req.headers.cookie ?? '').split(';')) {
     const at = pair.indexOf('=');
-    if (at !== -1 && pair.slice(0, at).trim() === name) return pair.slice(at + 1).trim() || null;
+    const name = at === -1 ? '' : pair.slice(0, at).trim();
+    if (name) jar.set(name, pair.slice(at + 1).trim());
   }
-  return null;
+  return jar;
 }
 
 /**
@@ -93,7 +98,7 @@ export function cookieValue(req: IncomingMessage, name: string): string | null {
  * origin cannot add, and a WebSocket (which cannot carry headers) must come from this origin.
  */
 function consoleKey(req: IncomingMessage): string | null {
-  const key = cookieValue(req, consoleCookieName);
+  const key = requestCookies(req).get(consoleCookieName);
   if (!key) return null;
   const upgrade = req.headers.upgrade !== undefined;
   if ((!upgrade && req.headers[consoleHeaderName] !== '1') || !sameOrigin(req, upgrade))
@@ -145,14 +150,10 @@ export class Authenticator {
     return caller;
   }
 
-  private lookUp(req: IncomingMessage): Promise<Caller> {
-    try {
-      const key = bearerToken(req) ?? webSocketKey(req) ?? consoleKey(req);
-      if (!key) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"');
-      return this.authenticateKey(key, req);
-    } catch (err) {
-      return Promise.reject(err);
-    }
+  private async lookUp(req: IncomingMessage): Promise<Caller> {
+    const key = bearerToken(req) ?? webSocketKey(req) ?? consoleKey(req);
+    if (!key) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'missing API key: send "Authorization: Bearer <key>"');
+    return this.authenticateKey(key, req);
   }
 
   /** The caller a key (from wherever the request carried it) stands for, for this request. */

@@ -36,5 +36,9 @@ test('chaos on a cluster: sandbox, node-agent and control-plane SIGKILLs lose no
   timeout: 600_000,
 }, async () => {
   const report = await smallRun('chaos on a cluster', { cluster: true, sessions: 3, faults: { sandbox: 6, node: 2, controlPlane: 2 }, faultIntervalMs: 2000 });
-  assert.equal(report.unreadableCheckpoints, 0, 'every checkpoint listed is on a node');
+  assert.equal(
+    report.unreadableCheckpoints,
+    0,
+    `every checkpoint listed is on a node: ${JSON.stringify(report.accounts.map((a) => ({ id: a.id, unreadable: a.unreadable })))}`,
+  );
 });

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { CreatePreviewTokenRequestSchema, ErrorCode, PreviewPortSchema, SpaceError, parsePreviewHost, previewHost } from '@space/protocol';
 import { bearerToken, type ProxyRoute, type Router, parseWith, proxyRequest, proxyUpgrade, readJson, sendJson, type UpgradeContext } from '@space/server-kit';
-import { type Authenticator, type Caller, consoleCookieName, isSpaceSubprotocol, portScope, webSocketKey } from '../auth.js';
+import { type Authenticator, type Caller, consoleCookieName, isSpaceSubprotocol, portScope, requestCookies, webSocketKey } from '../auth.js';
 import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
 import type { Store } from '../store/store.js';
@@ -29,15 +29,6 @@ const pathFormAnswerHeaders = {
 const apiKeyHeaders = ['x-api-key', 'x-access-token'];
 /** Client headers never passed on as they came: what is left of them without SPACE's credentials is set again (`withoutSpaceCredentials`). */
 const credentialHeaders = ['sec-websocket-protocol', ...apiKeyHeaders];
-
-function cookies(req: IncomingMessage): Map<string, string> {
-  return new Map(
-    String(req.headers.cookie ?? '')
-      .split(';')
-      .map((pair) => pair.trim().split('=') as [string, string])
-      .filter(([name, value]) => name && value !== undefined),
-  );
-}
 
 interface PreviewAccess {
   caller: Caller;
@@ -80,7 +71,7 @@ export function registerPortRoutes(
   const access = async (req: IncomingMessage, url: URL, params: Record<string, string>, basePath: string, pathForm: string): Promise<PreviewAccess> => {
     const checked = pathForm === url.pathname ? req : withPath(req, pathForm);
     const fromQuery = url.searchParams.get(tokenName);
-    const jar = cookies(req);
+    const jar = requestCookies(req);
     const token = fromQuery ?? jar.get(tokenName) ?? null;
     const others = [...jar].filter(([name]) => name !== tokenName && name !== consoleCookieName).map(([name, value]) => `${name}=${value}`);
     const headers: Record<string, string> = {

@@ -52,8 +52,9 @@ interface SessionAccount {
   rollbacksMs: number[];
   /** For each move off a lost node, how much acknowledged writing it left behind there: from its checkpoint to the last such write, ms. */
   nodeLossWindowsMs: number[];
-  /** Checkpoints listed whose snapshot no node holds (not accounted against). */
+  /** Checkpoints listed whose snapshot no node holds (not accounted against), with what the store says of them. */
   unreadableCheckpoints: number;
+  unreadable: { id: string; kind: string; trigger: string; createdAt: string; shippedAt?: string | null }[];
   checkpoints: number;
   answering: boolean;
   /** The last answer to the final read of the live file, when it failed. */
@@ -240,7 +241,9 @@ async function account(
     live = await call('POST', `/v1/sessions/${id}/exec`, { cmd: 'cat /workspace/log' });
   }
   const session = (await call('GET', `/v1/sessions/${id}`)).body;
-  const listed: { id: string; kind: string; trigger: string; createdAt: string }[] = (await call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints;
+  const listed: { id: string; kind: string; trigger: string; createdAt: string; shippedAt?: string | null }[] = (
+    await call('GET', `/v1/sessions/${id}/checkpoints`)
+  ).body.checkpoints;
   // Each checkpoint's snapshot on whichever node holds it (a cluster's nodes fetch copies; all alike).
   const snapshotOf = (checkpointId: string) =>
     nodeDataDirs.map((dir) => path.join(dir, 'btrfs/checkpoints', checkpointId)).find((snapshot) => existsSync(snapshot));
@@ -315,6 +318,7 @@ async function account(
     nodeLossWindowsMs: rollbacks.filter((r) => r.nodeLost).map((r) => Math.max(0, ...acks.filter((a) => a.at >= r.to && a.at < r.at).map((a) => a.at - r.to))),
     checkpoints: checkpoints.length,
     unreadableCheckpoints: listed.length - checkpoints.length,
+    unreadable: listed.filter((c) => snapshotOf(c.id) === undefined),
     answering: live.status === 200,
     ...(live.status === 200 ? {} : { liveError: { status: live.status, body: live.body } }),
   };

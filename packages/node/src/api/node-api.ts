@@ -1,4 +1,3 @@
-import { registryHost } from '../templates/registry-host.js';
 import {
   EgressAuditQuerySchema,
   SessionEgressConfigSchema,
@@ -41,6 +40,7 @@ import { registerNamedVolumeRoutes } from './named-volume-routes.js';
 import type { SandboxMetricsReader } from '../sandbox/sandbox-metrics.js';
 import type { CheckpointShipping } from '../storage/checkpoint-shipping.js';
 import type { NamedVolumes } from '../storage/named-volumes.js';
+import { registryHost } from '../templates/registry-host.js';
 
 export interface NodeApiDeps {
   nodeId: string;

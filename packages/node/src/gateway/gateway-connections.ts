@@ -3,8 +3,16 @@ import type { SandboxSource } from './egress-gateway.js';
 
 /** A connection that passes no byte either way for this long is closed (an upgraded one: `upgradedIdleMs`). */
 const idleTimeoutMs = 120_000;
+/** How long an upgraded connection (a WebSocket) may pass no byte either way before it is closed. */
+export const upgradedIdleMs = 10 * 60_000;
 /** TLS handshakes one sandbox may have under way at once: each may issue a certificate. */
 const maxHandshakesPerSandbox = 8;
+
+/** An upgraded connection's idle timeout, on it and (for TLS) on the TCP connection under it, which `accept` gave the shorter one. */
+export function idleAsUpgraded(socket: Socket): void {
+  const tcp = (socket as Socket & { _parent?: Socket })._parent;
+  for (const s of tcp ? [socket, tcp] : [socket]) s.setTimeout(upgradedIdleMs, () => socket.destroy());
+}
 
 /**
  * The gateway's TCP connections, by the sandbox each comes from: only sandboxes' are taken (the

@@ -4,9 +4,8 @@ import { isIP, type Socket } from 'node:net';
 import { pipeline } from 'node:stream';
 import { headerLines, refuseRaw, type Admission } from './admission.js';
 import type { SecretRewriter } from './secret-rewriter.js';
+import { idleAsUpgraded, upgradedIdleMs } from './gateway-connections.js';
 
-/** How long an upgraded connection may pass no byte either way before the gateway closes it. */
-export const upgradedIdleMs = 10 * 60_000;
 /** How long the upstream has to answer an upgrade request. */
 const answerTimeoutMs = 30_000;
 
@@ -76,7 +75,7 @@ export function relayUpgrade(
     if (head.length) upstreamSocket.write(head);
     upstreamSocket.on('data', (chunk: Buffer) => (entry.bytesReceived += chunk.length));
     upstreamSocket.setTimeout(upgradedIdleMs, () => upstreamSocket.destroy());
-    socket.setTimeout(upgradedIdleMs, () => socket.destroy());
+    idleAsUpgraded(socket);
     upstreamSocket.on('error', () => socket.destroy());
     upstreamSocket.once('close', () => socket.destroy());
     socket.once('close', () => upstreamSocket.destroy());
