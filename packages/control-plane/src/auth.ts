@@ -78,7 +78,7 @@ export function webSocketKey(req: IncomingMessage): string | null {
 /** The cookie the web console keeps its key in: HttpOnly (no script reads it), SameSite=Strict. */
 export const consoleCookieName = 'space_console';
 /** The header the console sends with every call: another origin cannot send it without a CORS preflight, which SPACE never grants. */
-export const consoleHeaderName = 'x-space-console';
+const consoleHeaderName = 'x-space-console';
 
 /** The request's cookies by name (a value may hold `=`). */
 export function requestCookies(req: IncomingMessage): Map<string, string> {

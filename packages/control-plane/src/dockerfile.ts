@@ -25,13 +25,10 @@ function isBlankOrComment(line: string): boolean {
   return text === '' || text.startsWith('#');
 }
 
-/** A line ending in `\` (blanks after it allowed) goes on on the next line. */
-function continues(line: string): boolean {
-  return line.trimEnd().endsWith('\\');
-}
-
-function withoutContinuation(line: string): string {
-  return continues(line) ? line.trimEnd().slice(0, -1) : line;
+/** A line without its ending `\` (blanks after it allowed), and whether it had one: then the instruction goes on. */
+function splitContinuation(line: string): { text: string; goesOn: boolean } {
+  const end = line.trimEnd();
+  return end.endsWith('\\') ? { text: end.slice(0, -1), goesOn: true } : { text: line, goesOn: false };
 }
 
 /** The instructions of a Dockerfile: continuation lines joined, comments dropped, each checked. */
@@ -43,8 +40,9 @@ export function parseDockerfile(text: string): DockerfileStep[] {
     if (isBlankOrComment(lines[i]!)) continue;
     // Parts are collected and joined once: appending to one string and testing its end again per
     // line was quadratic in the number of continuation lines (17 s for 256 KiB of them).
-    const parts = [withoutContinuation(lines[i]!)];
-    let goesOn = continues(lines[i]!);
+    const start = splitContinuation(lines[i]!);
+    const parts = [start.text];
+    let goesOn = start.goesOn;
     while (goesOn && i + 1 < lines.length) {
       const line = lines[++i]!;
       // Comment and empty lines inside a continued instruction are left out, as Docker does: it goes
@@ -53,8 +51,9 @@ export function parseDockerfile(text: string): DockerfileStep[] {
         parts.push('');
         continue;
       }
-      parts.push(withoutContinuation(line.trim()));
-      goesOn = continues(line);
+      const next = splitContinuation(line.trim());
+      parts.push(next.text);
+      goesOn = next.goesOn;
     }
     const joined = parts.join(' ');
     const match = /^\s*([A-Za-z]+)(?:\s+([\s\S]*))?$/.exec(joined);

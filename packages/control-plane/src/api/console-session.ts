@@ -4,7 +4,7 @@ import { readJson, sendJson } from '@space/server-kit';
 import { type Authenticator, consoleCookieName } from '../auth.js';
 
 /** Where the console signs in (POST) and out (DELETE). */
-export const consoleSessionPath = '/console/session';
+const consoleSessionPath = '/console/session';
 
 /**
  * The console's sign-in: the key is checked, then kept in an HttpOnly, SameSite=Strict cookie that

@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import type { EgressAuditEntry, SessionEgressConfig } from '@space/protocol';
+import type { SecretRewriter } from './secret-rewriter.js';
 
 /** A request the gateway let through, with where it goes and its audit entry. */
 export interface Admission {
@@ -11,6 +12,14 @@ export interface Admission {
   config: SessionEgressConfig;
   entry: EgressAuditEntry;
   finish: (status: number, decision: EgressAuditEntry['decision'], reason?: string) => void;
+}
+
+/** A request's secret rewriters, by direction. */
+export interface Rewriters {
+  /** Placeholders to values, only for the secret's own hosts. */
+  outbound: SecretRewriter;
+  /** Values to placeholders: every answer, whichever host echoes them. */
+  inbound: SecretRewriter;
 }
 
 /** The gateway's refusal: a text body that says why, and the code in a header for programs. */

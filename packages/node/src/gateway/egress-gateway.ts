@@ -1,25 +1,16 @@
-import {
-  Agent as HttpAgent,
-  createServer as createHttpServer,
-  request as httpRequest,
-  type IncomingHttpHeaders,
-  type IncomingMessage,
-  type Server,
-  type ServerResponse,
-} from 'node:http';
-import { Agent as HttpsAgent, createServer as createHttpsServer, request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent as HttpsAgent, createServer as createHttpsServer } from 'node:https';
 import { isIP, type AddressInfo, type Socket } from 'node:net';
-import { Transform, pipeline, type Readable } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { SpaceError, ErrorCode, type EgressAuditEntry, type SessionEgressConfig } from '@space/protocol';
-import { readBounded } from '@space/server-kit';
+import { SpaceError, type EgressAuditEntry, type SessionEgressConfig } from '@space/protocol';
 import type { Logger } from '../logger.js';
 import type { AuditLog } from './audit-log.js';
 import type { EgressRules } from './egress-rules.js';
 import { hostMatches } from './egress-rules.js';
 import type { GatewayCa } from './gateway-ca.js';
 import { SecretRewriter } from './secret-rewriter.js';
-import { refusal, refuseRaw, type Admission } from './admission.js';
+import { refusal, refuseRaw, type Admission, type Rewriters } from './admission.js';
+import { forwardRequest, withoutHopByHop } from './request-forward.js';
 import { relayUpgrade } from './upgrade-relay.js';
 import { GatewayConnections } from './gateway-connections.js';
 import { namedElsewhere, parseHost } from './request-host.js';
@@ -45,30 +36,8 @@ export interface EgressGatewayDeps {
   log: Logger;
 }
 
-/** Request bodies up to this size have placeholders replaced (and their length recomputed). */
-const maxRewrittenBody = 1024 * 1024;
 /** Requests one sandbox may have in flight through the gateway. */
 const maxRequestsPerSandbox = 256;
-const hopByHop = ['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade'];
-
-function withoutHopByHop(headers: IncomingHttpHeaders): Record<string, string | string[] | undefined> {
-  const out: Record<string, string | string[] | undefined> = { ...headers };
-  const listed = String(headers.connection ?? '')
-    .split(',')
-    .map((h) => h.trim().toLowerCase());
-  for (const name of [...hopByHop, ...listed]) delete out[name];
-  return out;
-}
-
-/** Counts the bytes that pass. */
-function counter(onBytes: (n: number) => void): Transform {
-  return new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      onBytes(chunk.length);
-      callback(null, chunk);
-    },
-  });
-}
 
 /**
  * The node's egress gateway: every HTTP (port 80) and HTTPS (port 443) connection a sandbox opens is
@@ -267,7 +236,8 @@ export class EgressGateway {
     );
     if (!target) return;
     try {
-      await this.forward(req, res, target);
+      const agent = target.tls ? this.httpsAgent : this.httpAgent;
+      await forwardRequest(req, res, target, this.rewriters(target.config, target.host), { agent, ca: this.testCaFor(target.host) });
       target.finish(res.statusCode, 'allowed');
     } catch (err) {
       const message = err instanceof SpaceError ? err.message : `upstream ${target.host}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
@@ -286,15 +256,14 @@ export class EgressGateway {
       (release) => socket.once('close', release),
     );
     if (!target) return;
-    const { outbound, inbound } = this.rewriters(target.config, target.host);
-    relayUpgrade(req, socket, head, target, { outbound, inbound }, withoutHopByHop(req.headers), this.testCaFor(target.host));
+    relayUpgrade(req, socket, head, target, this.rewriters(target.config, target.host), withoutHopByHop(req.headers), this.testCaFor(target.host));
   }
 
   /**
    * Placeholders become values only on requests to the secret's own hosts (outbound); every value
    * the session holds is masked in every answer, whichever host echoes it (inbound).
    */
-  private rewriters(config: SessionEgressConfig, host: string): { outbound: SecretRewriter; inbound: SecretRewriter } {
+  private rewriters(config: SessionEgressConfig, host: string): Rewriters {
     return {
       outbound: new SecretRewriter(
         config.secrets.filter((s) => s.hosts.some((pattern) => hostMatches(pattern, host))).map((s) => ({ name: s.name, from: s.placeholder, to: s.value })),
@@ -306,63 +275,6 @@ export class EgressGateway {
   /** The test-only CA, for test-only hosts. */
   private testCaFor(host: string): string | undefined {
     return this.deps.test.caPem && this.deps.test.hosts.has(host) ? this.deps.test.caPem : undefined;
-  }
-
-  private async forward(req: IncomingMessage, res: ServerResponse, target: Admission): Promise<void> {
-    const { config, entry, host } = target;
-    const { outbound, inbound } = this.rewriters(config, host);
-    const headers = outbound.rewriteHeaders(withoutHopByHop(req.headers));
-    const path = outbound.rewrite(req.url ?? '/');
-    // An upstream that compresses its answer would hide an echoed value from the response filter.
-    if (!outbound.empty || !inbound.empty) headers['accept-encoding'] = 'identity';
-    let body: Readable | Buffer = req;
-    const length = Number(req.headers['content-length'] ?? NaN);
-    if (!outbound.empty && Number.isFinite(length) && length <= maxRewrittenBody) {
-      const raw = await readBounded(req, maxRewrittenBody, {
-        overflow: () => new SpaceError(ErrorCode.PAYLOAD_TOO_LARGE, 'request body larger than its content-length'),
-        interrupted: () => new SpaceError(ErrorCode.REQUEST_ABORTED, 'the sandbox closed the connection before the request body was complete'),
-        drain: false,
-      });
-      body = outbound.rewriteBuffer(raw);
-      headers['content-length'] = String(body.length);
-    } else if (!outbound.empty && req.headers['transfer-encoding']) {
-      body = req.pipe(outbound.stream());
-    }
-    const send = target.tls ? httpsRequest : httpRequest;
-    const upstream = send({
-      host: target.address,
-      port: target.port,
-      method: req.method,
-      path,
-      headers,
-      agent: target.tls ? this.httpsAgent : this.httpAgent,
-      ...(target.tls ? { servername: isIP(host) ? undefined : host, ca: this.testCaFor(host) } : {}),
-      timeout: 30_000,
-    });
-    await new Promise<void>((resolve, reject) => {
-      upstream.on('timeout', () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
-      upstream.on('error', reject);
-      upstream.on('response', (response) => {
-        entry.secrets = [...outbound.used];
-        const responseHeaders = inbound.rewriteHeaders(withoutHopByHop(response.headers));
-        if (!inbound.empty) delete responseHeaders['content-length'];
-        res.writeHead(response.statusCode ?? 502, responseHeaders);
-        const received = counter((n) => (entry.bytesReceived += n));
-        const done = (err: Error | null): void => (err ? reject(err) : resolve());
-        if (inbound.empty) pipeline(response, received, res, done);
-        else pipeline(response, received, inbound.stream(), res, done);
-      });
-      if (Buffer.isBuffer(body)) {
-        entry.bytesSent = body.length;
-        upstream.end(body);
-      } else
-        pipeline(
-          body,
-          counter((n) => (entry.bytesSent += n)),
-          upstream,
-          (err) => err && reject(err),
-        );
-    });
   }
 
   private refuse(res: ServerResponse, status: number, message: string, code?: string): void {

@@ -1,13 +1,13 @@
 import { isIP } from 'node:net';
 
 /** An address as the egress rules check it: IPv4 where the IPv6 form only wraps an IPv4 address. */
-export interface CheckedAddress {
+interface CheckedAddress {
   address: string;
   family: 'ipv4' | 'ipv6';
 }
 
 /** The eight 16-bit words of an IPv6 address (`::` expanded, a dotted IPv4 tail read as two words); null if it is not one. */
-export function ipv6Words(address: string): number[] | null {
+function ipv6Words(address: string): number[] | null {
   if (isIP(address) !== 6) return null;
   let text = address.toLowerCase();
   const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);

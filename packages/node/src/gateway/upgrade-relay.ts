@@ -2,19 +2,11 @@ import { type ClientRequest, type IncomingMessage, request as httpRequest, STATU
 import { request as httpsRequest } from 'node:https';
 import { isIP, type Socket } from 'node:net';
 import { pipeline } from 'node:stream';
-import { headerLines, refuseRaw, type Admission } from './admission.js';
-import type { SecretRewriter } from './secret-rewriter.js';
+import { headerLines, refuseRaw, type Admission, type Rewriters } from './admission.js';
 import { idleAsUpgraded, upgradedIdleMs } from './gateway-connections.js';
 
 /** How long the upstream has to answer an upgrade request. */
 const answerTimeoutMs = 30_000;
-
-export interface UpgradeRewriters {
-  /** Placeholders to values, for the secret's own hosts: the request line and headers. */
-  outbound: SecretRewriter;
-  /** Values to placeholders: every answer's headers, and the whole of an answer that is not a 101. */
-  inbound: SecretRewriter;
-}
 
 /**
  * A protocol upgrade (WebSocket) the gateway admitted. Placeholders are swapped in its request line
@@ -28,7 +20,7 @@ export function relayUpgrade(
   socket: Socket,
   head: Buffer,
   target: Admission,
-  { outbound, inbound }: UpgradeRewriters,
+  { outbound, inbound }: Rewriters,
   headers: Record<string, string | string[] | undefined>,
   ca: string | undefined,
 ): void {
