@@ -32,7 +32,10 @@ type subscriber interface {
 // keeps the tail of its output so a client can re-attach, and reports its exit once to every
 // subscriber.
 type managedProcess struct {
-	pid       int
+	pid int
+	// instance names this process apart from any other that has or will have its pid: one in
+	// another sandbox of the session, or one started after a restore. A restored process keeps it.
+	instance  string
 	cmd       any // the request's command, a string or a []string, listed back as given
 	pty       bool
 	startedAt string
@@ -85,7 +88,7 @@ func startManagedProcess(cmd *exec.Cmd, command any, pty bool, timeout time.Dura
 		return nil, err
 	}
 	p := &managedProcess{
-		pid: cmd.Process.Pid, cmd: command, pty: pty, startedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
+		pid: cmd.Process.Pid, instance: randomHex(8), cmd: command, pty: pty, startedAt: time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
 		stdin: make(chan []byte, 16), done: make(chan struct{}), control: control, subscribers: map[subscriber]struct{}{},
 	}
 	go p.feedStdin(stdin)
@@ -212,6 +215,13 @@ func (p *managedProcess) subscribe(s subscriber, replay bool, after int64) (unsu
 		delete(p.subscribers, s)
 		p.mu.Unlock()
 	}
+}
+
+// outputSoFar is how many bytes of output the process has produced (stdout and stderr together).
+func (p *managedProcess) outputSoFar() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.produced
 }
 
 func (p *managedProcess) backlogHasExit() bool {

@@ -104,8 +104,10 @@ func (a *agent) signal(w http.ResponseWriter, r *http.Request, pid int) error {
 	return nil
 }
 
+// attach re-attaches a stream to a process. `sandbox` (where the stream started) is the control
+// plane's to check; `instance` makes sure the pid still names the same process.
 func (a *agent) attach(w http.ResponseWriter, r *http.Request, pid int) error {
-	values, err := queryValues(r.URL, "after")
+	values, err := queryValues(r.URL, "after", "instance", "sandbox")
 	if err != nil {
 		return err
 	}
@@ -115,7 +117,11 @@ func (a *agent) attach(w http.ResponseWriter, r *http.Request, pid int) error {
 			return newError(codeValidationFailed, "invalid query: after must be a non-negative integer")
 		}
 	}
-	proc, err := a.processes.get(pid)
+	instance := values.Get("instance")
+	if instance != "" && !processInstanceShape.MatchString(instance) {
+		return newError(codeValidationFailed, "invalid query: instance must be 16 hex digits")
+	}
+	proc, err := a.processes.getInstance(pid, instance)
 	if err != nil {
 		return err
 	}

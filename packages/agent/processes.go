@@ -120,8 +120,19 @@ func (t *processTable) get(pid int) (*managedProcess, error) {
 	return nil, newError(codeProcessNotFound, "no process with pid %d was started by this sandbox's daemon", pid)
 }
 
+// getInstance is get for a client that knows which process it means: a pid now held by another
+// process (reused, or the sandbox was replaced) is not found.
+func (t *processTable) getInstance(pid int, instance string) (*managedProcess, error) {
+	p, err := t.get(pid)
+	if err != nil || instance == "" || p.instance == instance {
+		return p, err
+	}
+	return nil, newError(codeProcessNotFound, "pid %d is now another process than the one asked for (instance %s)", pid, instance)
+}
+
 type processInfo struct {
 	Pid       int    `json:"pid"`
+	Instance  string `json:"instance"`
 	Cmd       any    `json:"cmd"`
 	StartedAt string `json:"startedAt"`
 	Running   bool   `json:"running"`
@@ -139,7 +150,7 @@ func (t *processTable) list() []processInfo {
 	list := []processInfo{}
 	for _, p := range procs {
 		code := p.exitCode()
-		list = append(list, processInfo{Pid: p.pid, Cmd: p.cmd, StartedAt: p.startedAt, Running: code == nil, ExitCode: code, Pty: p.pty})
+		list = append(list, processInfo{Pid: p.pid, Instance: p.instance, Cmd: p.cmd, StartedAt: p.startedAt, Running: code == nil, ExitCode: code, Pty: p.pty})
 	}
 	return list
 }

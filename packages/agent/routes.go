@@ -41,10 +41,11 @@ func (a *agent) authorized(r *http.Request) bool {
 }
 
 var (
-	processPath    = regexp.MustCompile(`^/processes/([0-9]{1,9})/(signal|attach)$`)
-	channelToken   = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	hostnameShape  = regexp.MustCompile(`^space-[a-z0-9]{1,32}$`)
-	machineIDShape = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	processPath          = regexp.MustCompile(`^/processes/([0-9]{1,9})/(signal|attach)$`)
+	channelToken         = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	processInstanceShape = regexp.MustCompile(`^[0-9a-f]{16}$`)
+	hostnameShape        = regexp.MustCompile(`^space-[a-z0-9]{1,32}$`)
+	machineIDShape       = regexp.MustCompile(`^[0-9a-f]{32}$`)
 )
 
 func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -105,7 +105,9 @@ func (s *streamSubscriber) send() {
 // bindProcessStream connects a WebSocket to a process: output and exit go out, stdin, signals and
 // resizes come in. Closing the stream leaves the process running, so a client can re-attach by pid.
 func bindProcessStream(ws *wsConn, proc *managedProcess, replay bool, after int64) {
-	ws.WriteText(mustJSON(map[string]any{"type": "started", "pid": proc.pid}))
+	// produced: the output so far, which a client that saw more (its process was restored from a
+	// checkpoint taken before that output) gets again from here.
+	ws.WriteText(mustJSON(map[string]any{"type": "started", "pid": proc.pid, "instance": proc.instance, "produced": proc.outputSoFar()}))
 	sub := newStreamSubscriber(ws)
 	unsubscribe := proc.subscribe(sub, replay, after)
 	defer unsubscribe()

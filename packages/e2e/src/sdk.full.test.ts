@@ -186,6 +186,87 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.deepEqual(exit, { type: 'exit', exitCode: 0, signal: null, timedOut: false });
   });
 
+  test('a stream cut by a sandbox kill never shows another process that got its pid: SANDBOX_DIED', { timeout: 120_000 }, async () => {
+    const session = await space.sessions.create({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    cleanup.push(() => session.delete());
+    // The next sandbox is restored from this checkpoint: it hands out the pids that came after it again.
+    assert.equal((await session.checkpoint({ kind: 'full' })).kind, 'full');
+    const stream = session.execStream('while true; do echo mine; sleep 0.1; done', { reattach: false });
+    let started: { pid: number } | null = null;
+    for await (const event of stream) {
+      if (event.type === 'started') started = event;
+      if (event.type === 'stdout') break;
+    }
+    const [old] = (await session.processes()).filter((p) => p.pid === started!.pid);
+    assert.ok(old?.instance, 'the process is listed with its instance');
+    const oldSandbox = (await session.refresh()).data.sandbox!.id;
+    await session.killSandbox();
+    // In the new sandbox, agent-started processes take the pids from the checkpoint on: one of them
+    // gets the stream's pid (the first, unless the resume itself started one).
+    let squatter: number | null = null;
+    for (let i = 0; i < 10 && squatter === null; i++) {
+      const pid = await session.startBackground('while true; do echo other; sleep 0.1; done');
+      if (pid === started!.pid) squatter = pid;
+      if (pid > started!.pid) break;
+    }
+    const newSandbox = (await session.refresh()).data.sandbox!.id;
+    assert.notEqual(newSandbox, oldSandbox);
+    const bound = session.attach(started!.pid, { binding: { sandbox: oldSandbox, instance: old.instance }, reattach: false });
+    const seen: string[] = [];
+    await assert.rejects(
+      (async () => {
+        for await (const event of bound) if (event.type === 'stdout') seen.push(event.data.toString());
+      })(),
+      (err) => isSpaceApiError(err, 'SANDBOX_DIED') && new RegExp(`${oldSandbox}.*${newSandbox}`).test(err.message),
+    );
+    assert.deepEqual(seen, [], 'nothing of another process');
+    // Without the binding, the pid alone finds whatever holds it now: what the binding prevents.
+    if (squatter !== null) {
+      for await (const event of session.attach(squatter, { reattach: false })) {
+        if (event.type === 'stdout') {
+          assert.match(event.data.toString(), /other/);
+          break;
+        }
+      }
+    } else console.log(`# pid ${started!.pid} was not handed out again in ${newSandbox}; the SANDBOX_DIED path was tested without a squatter`);
+  });
+
+  test('a stream whose sandbox is killed re-attaches to its process restored from a full checkpoint, and says so', { timeout: 120_000 }, async () => {
+    const session = await space.sessions.create({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    cleanup.push(() => session.delete());
+    const pid = await session.startBackground('i=0; while true; do i=$((i+1)); echo n-$i; sleep 0.1; done');
+    // No stream is attached during the checkpoint (it would refuse); the process is in it.
+    assert.equal((await session.checkpoint({ kind: 'full' })).kind, 'full');
+    const stream = session.attach(pid);
+    const events: ExecEvent[] = [];
+    let text = '';
+    let killed = false;
+    let linesAtRestore = -1;
+    let stopped = false;
+    for await (const event of stream) {
+      events.push(event);
+      if (event.type === 'stdout') text += event.data.toString();
+      const lines = text.split('\n').length;
+      if (!killed && lines > 20) {
+        killed = true;
+        await session.killSandbox();
+      }
+      if (event.type === 'restored') linesAtRestore = lines;
+      // It goes on in the new sandbox from the checkpoint: new lines come, then it is stopped.
+      if (linesAtRestore >= 0 && lines > linesAtRestore + 5 && !stopped) {
+        stopped = true;
+        await session.signal(pid, 'SIGKILL');
+      }
+    }
+    assert.deepEqual(events.at(-1), { type: 'exit', exitCode: 137, signal: 'SIGKILL', timedOut: false });
+    const restored = events.find((e) => e.type === 'restored');
+    assert.ok(restored, `a restored event: ${JSON.stringify(events.filter((e) => e.type !== 'stdout'))}`);
+    assert.notEqual(restored.sandboxId, restored.previousSandboxId);
+    assert.equal(restored.sandboxId, (await session.refresh()).data.sandbox!.id);
+    assert.ok(restored.repeatedBytes > 0, 'the output since the checkpoint comes again');
+    assert.ok(stream.reconnects >= 1);
+  });
+
   test('typed errors and client-side timeouts', { timeout: 60_000 }, async () => {
     await assert.rejects(space.sessions.get('ses_missing000'), (err) => isSpaceApiError(err, 'SESSION_NOT_FOUND'));
     await assert.rejects(space.sessions.create({ template: 'nope' }), (err) => isSpaceApiError(err, 'UNKNOWN_TEMPLATE'));

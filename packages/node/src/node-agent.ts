@@ -39,7 +39,15 @@ import { DnsResponder } from './gateway/dns-responder.js';
 import { EgressGateway } from './gateway/egress-gateway.js';
 import { EgressRules } from './gateway/egress-rules.js';
 import { GatewayCa } from './gateway/gateway-ca.js';
-import { lookup } from 'node:dns/promises';
+import { Resolver, lookup } from 'node:dns/promises';
+import { DnsCache } from './gateway/dns-cache.js';
+
+/**
+ * The gateway's DNS bounds: one try waits 1 s (the host resolver's default of 5 s is what stalled
+ * npm's requests), two tries, and no request waits more than 3 s for a name.
+ */
+const dnsTryTimeoutMs = 1000;
+const dnsTimeoutMs = 3000;
 
 /** The node agent's composition root: wires storage, network, runtime and API, and owns their lifecycle. */
 export class NodeAgent {
@@ -123,9 +131,16 @@ export class NodeAgent {
     const sourceOf = (ip: string) => this.manager?.sourceOf(ip) ?? null;
     if (config.gateway.testHosts.size)
       log.warn(`egress gateway test settings in use (SPACE_GATEWAY_TEST_HOSTS): ${[...config.gateway.testHosts.keys()].join(', ')}; not for production`);
+    const dnsCache = new DnsCache({
+      resolver: new Resolver({ timeout: dnsTryTimeoutMs, tries: 2 }),
+      fallback: async (host) => (await lookup(host, { all: true })).map((a) => a.address),
+      ipv6: config.gateway.ipv6Egress,
+      maxTtlSeconds: config.gateway.dnsMaxTtlSeconds,
+      timeoutMs: dnsTimeoutMs,
+    });
     this.gateway = new EgressGateway({
       ca,
-      rules: new EgressRules(async (host) => (await lookup(host, { all: true })).map((a) => a.address), { ipv6: config.gateway.ipv6Egress }),
+      rules: new EgressRules((host) => dnsCache.lookUp(host), { ipv6: config.gateway.ipv6Egress }),
       audit: new AuditLog(path.join(config.dataDir, 'node', 'egress-audit')),
       sourceOf,
       test: { hosts: config.gateway.testHosts, caPem: config.gateway.testCaFile ? await readFile(config.gateway.testCaFile, 'utf8') : null },

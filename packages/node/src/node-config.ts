@@ -46,6 +46,8 @@ export interface GatewayConfig {
   testCaFile: string | null;
   /** Whether sandboxes may reach IPv6 addresses (`SPACE_EGRESS_IPV6=1`; off by default). */
   ipv6Egress: boolean;
+  /** The longest the gateway keeps a DNS answer, whatever its TTL (`SPACE_GATEWAY_DNS_MAX_TTL`, seconds, default 300; 0: no cache). */
+  dnsMaxTtlSeconds: number;
 }
 
 /** Parses `name=ip:port,...`; the message names the variable and the entry at fault. */
@@ -138,6 +140,7 @@ export async function resolveNodeConfig(env: NodeJS.ProcessEnv, overrides: Parti
       testHosts: parseTestHosts(env.SPACE_GATEWAY_TEST_HOSTS),
       testCaFile: env.SPACE_GATEWAY_TEST_CA_FILE ? path.resolve(env.SPACE_GATEWAY_TEST_CA_FILE) : null,
       ipv6Egress: choiceSetting(env, 'SPACE_EGRESS_IPV6', ['0', '1'] as const, '0') === '1',
+      dnsMaxTtlSeconds: integerSetting(env, 'SPACE_GATEWAY_DNS_MAX_TTL', 300),
     },
   };
 }

@@ -54,9 +54,17 @@ export type ExecResult = z.infer<typeof ExecResultSchema>;
 
 export const BackgroundStartedSchema = z.object({ pid: z.number().int().positive() }).strict();
 
+/**
+ * Names one process apart from any other with its pid (in another sandbox of the session, or
+ * started after a restore); a process restored from a full checkpoint keeps it. Absent from
+ * sandboxes restored from checkpoints older than it.
+ */
+export const ProcessInstanceSchema = z.string().regex(/^[0-9a-f]{16}$/, 'instance must be 16 hex digits');
+
 export const ProcessInfoSchema = z
   .object({
     pid: z.number().int().positive(),
+    instance: ProcessInstanceSchema.optional(),
     cmd: CommandSchema,
     startedAt: z.string(),
     running: z.boolean(),
@@ -92,8 +100,22 @@ const base64 = z
   .max(Math.ceil((Limits.maxStreamMessageBytes * 4) / 3) + 4)
   .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'data must be base64');
 
-/** Re-attach: replay the kept output from this offset on (what the client has not seen yet). */
-export const AttachQuerySchema = z.object({ after: z.coerce.number().int().nonnegative().default(0) }).strict();
+/**
+ * Re-attach: replay the kept output from offset `after` on (what the client has not seen yet).
+ * `instance` (from `started`) refuses a pid that now names another process; `sandbox` (the
+ * `sandboxId` of `started`) makes a stream whose sandbox is gone end with SANDBOX_DIED instead of
+ * finding another process there, unless its process was restored into the new one.
+ */
+export const AttachQuerySchema = z
+  .object({
+    after: z.coerce.number().int().nonnegative().default(0),
+    instance: ProcessInstanceSchema.optional(),
+    sandbox: z
+      .string()
+      .regex(/^sbx_[a-z0-9]{1,32}$/, 'sandbox must be a sandbox id')
+      .optional(),
+  })
+  .strict();
 
 /** Messages a client sends after `start` on an exec, attach or PTY stream. */
 export const ClientStreamMessageSchema = z.discriminatedUnion('type', [
@@ -106,7 +128,17 @@ export type ClientStreamMessage = z.infer<typeof ClientStreamMessageSchema>;
 
 /** Messages a server (daemon, relayed by node and control plane) sends on a stream. */
 export const ServerStreamMessageSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('started'), pid: z.number().int().positive() }).strict(),
+  // `instance` and `produced` (the output so far) come from the daemon, `sandboxId` from the control
+  // plane: what a re-attach sends back (AttachQuerySchema).
+  z
+    .object({
+      type: z.literal('started'),
+      pid: z.number().int().positive(),
+      instance: ProcessInstanceSchema.optional(),
+      produced: z.number().int().nonnegative().optional(),
+      sandboxId: z.string().max(64).optional(),
+    })
+    .strict(),
   // `offset`: where the chunk starts in the process's output (stdout and stderr together), so a client
   // that re-attaches with `?after=` can drop what it already has.
   z.object({ type: z.literal('stdout'), data: base64, offset: z.number().int().nonnegative().optional() }).strict(),

@@ -3,8 +3,14 @@ import { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 import type { ExecEvent } from './types.js';
 import { EventQueue } from './event-queue.js';
 
+/** Where a stream's process ran: a re-attach names it, so it never lands on another process with the pid. */
+export interface ProcessBinding {
+  sandbox?: string;
+  instance?: string;
+}
+
 /** Opens a new socket re-attached to process `pid`, replaying its output from offset `after`. */
-export type Reattach = (pid: number, after: number) => WebSocket;
+export type Reattach = (pid: number, after: number, binding: ProcessBinding) => WebSocket;
 
 /** Reconnect attempts after a dropped stream, with their pauses (doubling from 200 ms, at most 5 s). */
 const maxReconnects = 8;
@@ -14,6 +20,9 @@ interface StreamMessage {
   data?: string;
   offset?: number;
   pid?: number;
+  instance?: string;
+  produced?: number;
+  sandboxId?: string;
   exitCode?: number;
   signal?: string | null;
   timedOut?: boolean;
@@ -26,12 +35,16 @@ interface StreamMessage {
  * signals while the command runs. When the connection drops before the exit, the stream re-attaches
  * to the process by pid and asks for the output after the last byte it received, so no output is
  * repeated or lost (as long as the daemon still keeps it; stdin written as the connection dropped
- * may be lost). It gives up after a few attempts or when the process is gone (the sandbox died).
+ * may be lost). It gives up after a few attempts or when the process is gone. A re-attach names
+ * the sandbox and process instance it had: when the sandbox died, the stream ends with SANDBOX_DIED,
+ * unless the session resumed from a full checkpoint that held the process (a `restored` event, and
+ * the process goes on from there).
  */
 export class ExecStream implements AsyncIterable<ExecEvent> {
   private readonly events = new EventQueue<ExecEvent>();
   private ws!: WebSocket;
   private pid: number | null = null;
+  private binding: ProcessBinding = {};
   /** Output bytes received so far: where a re-attached stream continues. */
   private received = 0;
   private exited = false;
@@ -105,7 +118,7 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
       setTimeout(() => {
         if (this.closedByUser) return this.finish(null);
         this.reconnects++;
-        this.bind(this.reattach!(pid, this.received), null);
+        this.bind(this.reattach!(pid, this.received, this.binding), null);
       }, pause);
       return;
     }
@@ -136,7 +149,9 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
     if (m.type === 'started') {
       // A re-attached stream announces the process again: one `started` per stream.
       if (this.pid === null) this.events.push({ type: 'started', pid: m.pid! });
+      else if (m.sandboxId && this.binding.sandbox && m.sandboxId !== this.binding.sandbox) this.restoredOn(m.sandboxId, m.produced);
       this.pid = m.pid!;
+      this.binding = { sandbox: m.sandboxId ?? this.binding.sandbox, instance: m.instance ?? this.binding.instance };
     } else if (m.type === 'stdout' || m.type === 'stderr') {
       let data = Buffer.from(m.data ?? '', 'base64');
       if (m.offset !== undefined) {
@@ -150,6 +165,13 @@ export class ExecStream implements AsyncIterable<ExecEvent> {
       this.exited = true;
       this.events.push({ type: 'exit', exitCode: m.exitCode!, signal: m.signal ?? null, timedOut: m.timedOut });
     }
+  }
+
+  /** The process runs on in `sandboxId`, from a checkpoint: what it printed since is printed again. */
+  private restoredOn(sandboxId: string, produced: number | undefined): void {
+    const repeatedBytes = produced !== undefined && produced < this.received ? this.received - produced : 0;
+    this.received -= repeatedBytes;
+    this.events.push({ type: 'restored', sandboxId, previousSandboxId: this.binding.sandbox!, repeatedBytes });
   }
 
   private finish(error: Error | null): void {

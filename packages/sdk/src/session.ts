@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { FileWatch } from './file-watch.js';
-import { ExecStream, type Reattach } from './exec-stream.js';
+import { ExecStream, type ProcessBinding, type Reattach } from './exec-stream.js';
 import { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 import type { CallOptions } from './options.js';
 import type { Transport } from './transport.js';
@@ -130,9 +130,12 @@ export class SessionHandle {
     return new ExecStream(this.t.socket(`${this.base}/exec/stream`), { type: 'start', ...start }, this.reattachUnless(opts));
   }
 
-  /** Re-attaches to a process by pid: its recent output is replayed first. */
-  attach(pid: number, opts: StreamOptions = {}): ExecStream {
-    return new ExecStream(this.reattach(pid, 0), null, this.reattachUnless(opts));
+  /**
+   * Re-attaches to a process by pid: its recent output is replayed first. With `binding` (the
+   * `sandboxId` and `instance` of an earlier stream's `started`), only to that same process.
+   */
+  attach(pid: number, opts: StreamOptions & { binding?: ProcessBinding } = {}): ExecStream {
+    return new ExecStream(this.reattach(pid, 0, opts.binding ?? {}), null, this.reattachUnless(opts));
   }
 
   private reattachUnless(opts: StreamOptions): Reattach | null {
@@ -140,7 +143,12 @@ export class SessionHandle {
   }
 
   /** A stream's way back to its process after a dropped connection. */
-  private readonly reattach = (pid: number, after: number): WebSocket => this.t.socket(`${this.base}/processes/${pid}/attach?after=${after}`);
+  private readonly reattach = (pid: number, after: number, binding: ProcessBinding): WebSocket => {
+    const query = new URLSearchParams({ after: String(after) });
+    if (binding.sandbox) query.set('sandbox', binding.sandbox);
+    if (binding.instance) query.set('instance', binding.instance);
+    return this.t.socket(`${this.base}/processes/${pid}/attach?${query}`);
+  };
 
   /** An interactive terminal; write keystrokes, read `stdout` events, `resize` it. */
   pty(opts: { cmd?: string | string[]; cols?: number; rows?: number; env?: Record<string, string>; cwd?: string } & StreamOptions = {}): ExecStream {

@@ -132,6 +132,12 @@ export interface ExecResult {
 
 export type ExecEvent =
   | { type: 'started'; pid: number }
+  /**
+   * The stream's sandbox died and the session resumed on `sandboxId`, restored from a full
+   * checkpoint that held this process: it continues from there. What it printed after that
+   * checkpoint (`repeatedBytes`, already delivered) it prints again as it runs again.
+   */
+  | { type: 'restored'; sandboxId: string; previousSandboxId: string; repeatedBytes: number }
   | { type: 'stdout' | 'stderr'; data: Buffer }
   | { type: 'exit'; exitCode: number; signal: string | null; timedOut?: boolean };
 
@@ -241,6 +247,8 @@ export interface VolumeSnapshotData {
 
 export interface ProcessData {
   pid: number;
+  /** This process apart from any other with its pid (absent from sandboxes restored from older checkpoints). */
+  instance?: string;
   cmd: string | string[];
   startedAt: string;
   running: boolean;

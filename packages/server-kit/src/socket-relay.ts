@@ -9,6 +9,8 @@ export interface RelayOptions {
   label: string;
   /** Client messages that arrived before the relay was set up, sent first and in order. */
   early?: string[];
+  /** Changes a (valid) message from below before it goes up; the same object passes unchanged. */
+  rewriteUpstream?: (message: unknown) => unknown;
 }
 
 /**
@@ -100,7 +102,8 @@ export function relaySockets(client: WebSocket, upstream: WebSocket, options: Re
     }
     if (options.validateUpstream && !options.validateUpstream(parsed))
       return fail(ErrorCode.DAEMON_PROTOCOL_ERROR, `${options.label} sent a malformed message`);
-    if (client.readyState === client.OPEN) client.send(raw.toString());
+    const message = options.rewriteUpstream ? options.rewriteUpstream(parsed) : parsed;
+    if (client.readyState === client.OPEN) client.send(message === parsed ? raw.toString() : JSON.stringify(message));
   });
   upstream.on('unexpected-response', (_req, res) => {
     const chunks: Buffer[] = [];

@@ -60,6 +60,10 @@ export function registerExecCommands(program: Command): void {
         if (event.type === 'stdout') process.stdout.write(event.data);
         else if (event.type === 'stderr') process.stderr.write(event.data);
         else if (event.type === 'exit') process.exitCode = event.exitCode;
+        else if (event.type === 'restored')
+          process.stderr.write(
+            `space: the sandbox died; the command goes on in ${event.sandboxId}, restored from a full checkpoint${event.repeatedBytes ? ` (its last ${event.repeatedBytes} bytes of output come again)` : ''}\n`,
+          );
       }
       // The command may end before its input does.
       if (opts.stdin) process.stdin.destroy();

@@ -1,13 +1,15 @@
 import { sandboxRoutes } from '@space/protocol';
 import { type Router, parseQuery, closeWithError, holdMessages, readRouteInput, relaySockets, toSpaceError } from '@space/server-kit';
 import type { Authenticator } from '../auth.js';
+import { bindStream } from './stream-binding.js';
 import type { SessionCalls } from '../session-calls.js';
 import type { SessionService } from '../session-service.js';
 
 /**
  * `/v1/sessions/:id/<op>` for every sandbox operation: validated here, routed by session id to the
  * node serving it. JSON operations survive a sandbox death (the sandbox is resumed and the call
- * repeated); streams and uploads resume on the next call.
+ * repeated); streams and uploads resume on the next call, and a stream re-attached after a death
+ * finds its own process or SANDBOX_DIED (stream-binding.ts).
  */
 export function registerSandboxRoutes(router: Router, auth: Authenticator, sessions: SessionService, calls: SessionCalls): void {
   for (const route of sandboxRoutes) {
@@ -27,7 +29,8 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
             .authenticate(ctx.req)
             .then((caller) =>
               calls.withSandbox(caller, ctx.params.sessionId!, { repeatable: false }, async (target) => {
-                relaySockets(client, target.node.socket(route, ctx, target.sandboxId), { label: 'node', early: release() });
+                const { rewrite } = bindStream(route, ctx.url, ctx.params, target.sandboxId);
+                relaySockets(client, target.node.socket(route, ctx, target.sandboxId), { label: 'node', early: release(), rewriteUpstream: rewrite });
               }),
             )
             .catch((err: unknown) => {

@@ -46,7 +46,8 @@ async function* processEvents(stream: ExecStream, ctx: HandlerContext, opts: { p
         const status = event.signal ? `signal: ${event.signal}` : `exit status ${event.exitCode}`;
         yield { event: { event: { case: 'end', value: { exitCode: event.exitCode, exited: event.signal === null, status } } } };
         return;
-      } else {
+      } else if (event.type !== 'restored') {
+        // (`restored` comes only on a re-attaching stream; these are relayed without re-attaching.)
         const output = opts.pty ? 'pty' : event.type;
         yield { event: { event: { case: 'data', value: { output: { case: output, value: event.data } } } } };
       }

@@ -12,7 +12,7 @@ const classIn = 1;
  * single-question standard query: those are dropped, not answered. The packet comes from a sandbox:
  * every offset is bounds-checked.
  */
-export function answerQuery(query: Buffer, address: string): Buffer | null {
+export function answerQuery(query: Buffer, address: string, ttlSeconds = 60): Buffer | null {
   if (query.length < 12 || query.length > 512) return null;
   const flags = query.readUInt16BE(2);
   const isResponse = flags & 0x8000;
@@ -42,7 +42,7 @@ export function answerQuery(query: Buffer, address: string): Buffer | null {
   record.writeUInt16BE(0xc00c, 0); // the name: a pointer to the question's
   record.writeUInt16BE(typeA, 2);
   record.writeUInt16BE(classIn, 4);
-  record.writeUInt32BE(60, 6); // TTL
+  record.writeUInt32BE(ttlSeconds, 6);
   record.writeUInt16BE(4, 10);
   address.split('.').forEach((octet, i) => record.writeUInt8(Number(octet), 12 + i));
   return Buffer.concat([header, question, record]);

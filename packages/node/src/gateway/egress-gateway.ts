@@ -100,14 +100,19 @@ export class EgressGateway {
   async start(host = '0.0.0.0'): Promise<void> {
     const handler = (req: IncomingMessage, res: ServerResponse): void => void this.handle(req, res);
     const http = createHttpServer({ requestTimeout: 0 }, handler);
+    const { ca } = this.deps;
+    const connections = this.connections;
     const https = createHttpsServer(
       {
         ALPNProtocols: ['http/1.1'],
-        SNICallback: (servername, callback) => {
+        // Node calls this with the TLS socket as `this`; under it, the sandbox's TCP connection.
+        SNICallback(this: TLSSocket, servername, callback) {
           const name = parseHost(servername);
           if (!name || isIP(name)) return callback(new Error(`bad SNI name ${JSON.stringify(servername)}`));
-          this.deps.ca.contextFor(name).then(
-            (context) => callback(null, context),
+          const tcp = (this as TLSSocket & { _parent?: Socket })._parent;
+          const context = ca.hasContext(name) || !tcp ? ca.contextFor(name) : connections.issueFor(tcp, name, () => ca.contextFor(name));
+          context.then(
+            (c) => callback(null, c),
             (err: Error) => callback(err),
           );
         },
@@ -118,14 +123,13 @@ export class EgressGateway {
     // sits in TIME_WAIT, an endpoint state runsc cannot save (a full checkpoint would fail for a minute).
     // Prepended: the socket's own 'end' handling would half-close first, after which no reset is possible.
     http.on('connection', (socket: Socket) => {
-      if (this.connections.accept(socket, false)) socket.prependListener('end', () => socket.resetAndDestroy());
+      if (this.connections.accept(socket)) socket.prependListener('end', () => socket.resetAndDestroy());
     });
     // 'connection' comes before any TLS work: a connection from anything but a sandbox gets none.
-    https.on('connection', (socket: Socket) => this.connections.accept(socket, true));
+    https.on('connection', (socket: Socket) => this.connections.accept(socket));
     https.on('secureConnection', (socket: TLSSocket) => {
       // The TCP socket under the TLS one: only it can be reset.
       const tcp = (socket as TLSSocket & { _parent?: Socket })._parent;
-      if (tcp) this.connections.handshakeDone(tcp);
       socket.prependListener('end', () => {
         tcp?.resetAndDestroy();
         socket.destroy();

@@ -93,6 +93,11 @@ export class GatewayCa {
   }
 
   /** The TLS context presented to a sandbox asking for `host` (SNI). */
+  /** Whether `host`'s certificate is issued and fresh (a handshake for it costs no `openssl` run). */
+  hasContext(host: string): boolean {
+    return (this.contexts.get(host)?.renewAt ?? 0) > Date.now();
+  }
+
   contextFor(host: string): Promise<SecureContext> {
     const cached = this.contexts.get(host);
     if (cached && cached.renewAt > Date.now()) return Promise.resolve(cached.context);

@@ -5,8 +5,12 @@ import type { SandboxSource } from './egress-gateway.js';
 const idleTimeoutMs = 120_000;
 /** How long an upgraded connection (a WebSocket) may pass no byte either way before it is closed. */
 export const upgradedIdleMs = 10 * 60_000;
-/** TLS handshakes one sandbox may have under way at once: each may issue a certificate. */
-const maxHandshakesPerSandbox = 8;
+/**
+ * New names one sandbox may have certificates being issued for at once (each is an `openssl` run;
+ * the CA bounds them for all sandboxes together, this keeps one from taking all of that). Any
+ * number of handshakes may wait on a name already being issued, or on names already issued.
+ */
+const maxIssuingPerSandbox = 8;
 
 /** An upgraded connection's idle timeout, on it and (for TLS) on the TCP connection under it, which `accept` gave the shorter one. */
 export function idleAsUpgraded(socket: Socket): void {
@@ -17,21 +21,21 @@ export function idleAsUpgraded(socket: Socket): void {
 /**
  * The gateway's TCP connections, by the sandbox each comes from: only sandboxes' are taken (the
  * gateway listens on every address, for the redirected links), each with an idle timeout, a
- * bounded number of TLS handshakes per sandbox, all closed with their sandbox and at stop (the
- * HTTP servers stop tracking upgraded ones).
+ * bounded number of certificates being issued per sandbox, all closed with their sandbox and at
+ * stop (the HTTP servers stop tracking upgraded ones).
  */
 export class GatewayConnections {
   private readonly bySandbox = new Map<string, Set<Socket>>();
-  /** TLS handshakes under way, by sandbox, and the sandbox of each connection still in its handshake. */
-  private readonly handshakes = new Map<string, number>();
-  private readonly handshaking = new WeakMap<Socket, string>();
+  private readonly sandboxOf = new WeakMap<Socket, string>();
+  /** Names whose certificate is being issued, by the sandbox whose handshake asked first. */
+  private readonly issuing = new Map<string, Set<string>>();
 
   constructor(private readonly sourceOf: (ip: string) => SandboxSource | null) {}
 
-  /** Takes a new connection, or destroys it at once (not a sandbox's, or past its handshake bound). */
-  accept(socket: Socket, tls: boolean): boolean {
+  /** Takes a new connection, or destroys it at once (not a sandbox's). */
+  accept(socket: Socket): boolean {
     const source = this.sourceOf((socket.remoteAddress ?? '').replace(/^::ffff:/, ''));
-    if (!source || (tls && (this.handshakes.get(source.sandboxId) ?? 0) >= maxHandshakesPerSandbox)) {
+    if (!source) {
       socket.destroy();
       return false;
     }
@@ -39,27 +43,33 @@ export class GatewayConnections {
     let open = this.bySandbox.get(sandboxId);
     if (!open) this.bySandbox.set(sandboxId, (open = new Set()));
     open.add(socket);
+    this.sandboxOf.set(socket, sandboxId);
     socket.setTimeout(idleTimeoutMs, () => socket.destroy());
-    if (tls) {
-      this.handshakes.set(sandboxId, (this.handshakes.get(sandboxId) ?? 0) + 1);
-      this.handshaking.set(socket, sandboxId);
-    }
     socket.once('close', () => {
-      this.handshakeDone(socket);
       open.delete(socket);
       if (open.size === 0 && this.bySandbox.get(sandboxId) === open) this.bySandbox.delete(sandboxId);
     });
     return true;
   }
 
-  /** The TLS handshake of `socket` (the TCP one) ended. */
-  handshakeDone(socket: Socket): void {
-    const sandboxId = this.handshaking.get(socket);
-    if (sandboxId === undefined) return;
-    this.handshaking.delete(socket);
-    const left = (this.handshakes.get(sandboxId) ?? 1) - 1;
-    if (left > 0) this.handshakes.set(sandboxId, left);
-    else this.handshakes.delete(sandboxId);
+  /**
+   * Runs `issue`, the certificate for a new `name` asked for by a handshake on `tcp`, unless that
+   * connection's sandbox already waits on `maxIssuingPerSandbox` other new names: then it fails.
+   */
+  async issueFor<T>(tcp: Socket, name: string, issue: () => Promise<T>): Promise<T> {
+    const sandboxId = this.sandboxOf.get(tcp);
+    if (sandboxId === undefined) throw new Error('not a sandbox connection');
+    let names = this.issuing.get(sandboxId);
+    if (!names) this.issuing.set(sandboxId, (names = new Set()));
+    if (names.has(name)) return issue(); // the CA issues each name once; this one joins it
+    if (names.size >= maxIssuingPerSandbox) throw new Error(`this sandbox already waits on ${maxIssuingPerSandbox} new certificates`);
+    names.add(name);
+    try {
+      return await issue();
+    } finally {
+      names.delete(name);
+      if (names.size === 0 && this.issuing.get(sandboxId) === names) this.issuing.delete(sandboxId);
+    }
   }
 
   closeSandbox(sandboxId: string): void {

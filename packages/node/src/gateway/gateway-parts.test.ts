@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,6 +12,7 @@ import { answerQuery } from './dns-responder.js';
 import { namedElsewhere, parseHost } from './request-host.js';
 import { EgressRules, hostMatches } from './egress-rules.js';
 import { GatewayCa } from './gateway-ca.js';
+import { GatewayConnections } from './gateway-connections.js';
 import { SecretRewriter } from './secret-rewriter.js';
 import { parseTestHosts } from '../node-config.js';
 
@@ -205,4 +207,24 @@ test('gateway CA: certificates chain to the CA; issuing is bounded (2 at a time,
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('gateway connections: one sandbox waits on at most 8 new certificates; handshakes for a name being issued join it', async () => {
+  const connections = new GatewayConnections(
+    (ip) => (ip === '10.213.0.2' ? { sandboxId: 'sbx_a', sessionId: 'ses_a' } : { sandboxId: 'sbx_b', sessionId: 'ses_b' }) as never,
+  );
+  const socketFrom = (remoteAddress: string) =>
+    Object.assign(new EventEmitter(), { remoteAddress, setTimeout: () => undefined, destroy: () => undefined }) as never;
+  const a = socketFrom('10.213.0.2');
+  const b = socketFrom('10.213.0.6');
+  assert.ok(connections.accept(a) && connections.accept(b));
+  const release: (() => void)[] = [];
+  const slow = () => new Promise<string>((resolve) => release.push(() => resolve('issued')));
+  const first = Array.from({ length: 8 }, (_, i) => connections.issueFor(a, `n${i}.example`, slow));
+  const joined = Array.from({ length: 20 }, () => connections.issueFor(a, 'n0.example', slow));
+  await assert.rejects(connections.issueFor(a, 'n8.example', slow), /already waits on 8 new certificates/);
+  const other = connections.issueFor(b, 'n8.example', slow);
+  for (const r of release) r();
+  assert.deepEqual(new Set(await Promise.all([...first, ...joined, other])), new Set(['issued']));
+  assert.equal(await connections.issueFor(a, 'n9.example', async () => 'issued'), 'issued', 'slots come back once issued');
 });
