@@ -108,4 +108,46 @@ describe('limits: what one tenant or session may take', () => {
     assert.match(again.stdout, /quota/i);
     assert.equal((await tenant.exec(small, 'cat /workspace/small')).stdout, 'fits\n');
   });
+
+  test('a session filled to its disk limit restarts after a kill, answers, and frees space with rm', { timeout: 180_000 }, async () => {
+    const tenant = await newTenant('full-disks');
+    const full = await created(tenant, { resources: { diskGb: 0.1 } });
+    // Filled to the last block: dd up to the quota, then small files into what is left.
+    await tenant.exec(
+      full,
+      'dd if=/dev/urandom of=/workspace/big bs=1M count=200 2>/dev/null; i=0; while echo x > /workspace/f$i 2>/dev/null; do i=$((i+1)); done; echo $i',
+      { timeoutMs: 60_000 },
+    );
+    const refused = await tenant.call('PUT', `/v1/sessions/${full}/files?path=/workspace/more`, undefined, { raw: 'more' });
+    assert.equal(refused.body.error?.code, 'NO_SPACE', JSON.stringify(refused.body));
+    assert.equal((await tenant.call('POST', `/v1/sessions/${full}/sandbox/kill`)).status, 200);
+    const answered = await tenant.call('POST', `/v1/sessions/${full}/exec`, { cmd: ['echo', 'up'] });
+    assert.equal(answered.status, 200, `a full session starts again: ${JSON.stringify(answered.body)}`);
+    assert.equal(answered.body.stdout, 'up\n');
+    assert.equal((await tenant.exec(full, 'rm /workspace/big && echo fits > /workspace/small && cat /workspace/small')).stdout, 'fits\n');
+    const session = (await tenant.call('GET', `/v1/sessions/${full}`)).body;
+    assert.equal(session.status, 'running');
+  });
+
+  test('processes past the pids limit fail to fork with EAGAIN inside; the sandbox lives', { timeout: 180_000 }, async () => {
+    const tenant = await newTenant('pids');
+    const roomy = await created(tenant);
+    const sandbox = (await tenant.call('GET', `/v1/sessions/${roomy}`)).body.sandbox.id;
+    // 300 processes in a default session (pids 1024): they all run.
+    const many = await tenant.exec(roomy, 'i=0; while [ $i -lt 300 ]; do sleep 30 >/dev/null 2>&1 & i=$((i+1)); done; echo started $i; ps | wc -l', {
+      timeoutMs: 60_000,
+    });
+    assert.match(many.stdout, /started 300/, many.stdout + many.stderr);
+    assert.ok(Number(many.stdout.trim().split('\n').at(-1)) > 300, many.stdout);
+    // A fork bomb held to a small limit: fork fails inside, the shell that started it answers.
+    const small = await created(tenant, { resources: { pids: 64 } });
+    const bomb = await tenant.exec(small, 'i=0; while [ $i -lt 200 ]; do sleep 30 >/dev/null 2>&1 & i=$((i+1)); done 2>&1 | head -3; echo done', {
+      timeoutMs: 60_000,
+    });
+    assert.match(bomb.stdout, /can't fork|Resource temporarily unavailable/, bomb.stdout);
+    assert.match(bomb.stdout, /done/);
+    assert.equal((await tenant.exec(small, 'kill $(pgrep sleep) 2>/dev/null; echo alive')).stdout, 'alive\n');
+    assert.equal((await tenant.exec(roomy, 'echo alive')).stdout, 'alive\n');
+    assert.equal((await tenant.call('GET', `/v1/sessions/${roomy}`)).body.sandbox.id, sandbox, 'the same sandbox: it never died');
+  });
 });

@@ -160,7 +160,7 @@ export class NodeAgent {
     const volumes = new SessionVolumes(this.volume, new Subvolumes(), this.templates, ca.certificatePem, log);
     const namedVolumes = new NamedVolumes(this.volume, new Subvolumes(), checkpointStore, log);
     await namedVolumes.removeLeftovers();
-    const booter = new SandboxBooter({ owner: config.dataDir, driver, network, egress: this.gateway, records, link, runtimeDir, namedVolumes, log });
+    const booter = new SandboxBooter({ owner: config.dataDir, driver, network, egress: this.gateway, records, link, runtimeDir, namedVolumes, volumes, log });
     const { adopted, removed } = await reconcileSandboxes({ records, driver, network, link, booter, volumes, live, log });
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
     this.manager = new SandboxManager({

@@ -41,6 +41,7 @@ export class GvisorDriver implements RuntimeDriver {
     if (found?.code !== 0) throw new Error(`${this.runscBinary} not found: install gVisor with "./space setup" (runsc from bookworm-backports)`);
     if (!existsSync(this.shimBinary)) throw new Error(`${this.shimBinary} is missing: run "npm run build" (./space does it)`);
     await mkdir(this.stateRoot, { recursive: true });
+    await ensureHostPidRoom();
     // An image is restored only under the platform it was saved with.
     return `${found.stdout.split('\n')[0]!.trim()} platform=${this.options.platform}`;
   }
@@ -183,6 +184,20 @@ function runDetachedUnderShim(shim: string, argv: string[], output: number): Pro
       resolve(match ? Number(match[1]) : 128);
     });
   });
+}
+
+/**
+ * Each process in a sandbox costs gVisor about 8 host tasks (systrap's stubs), so a host at
+ * Linux's default of 32,768 pids runs out with three sandboxes at their default 1,024 processes,
+ * and then the node itself cannot fork. The kernel's own ceiling is the sensible setting for a
+ * host that runs sandboxes; a host already set higher is left as it is.
+ */
+const wantedPidMax = 4_194_304;
+
+async function ensureHostPidRoom(): Promise<void> {
+  const file = '/proc/sys/kernel/pid_max';
+  const current = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+  if (current > 0 && current < wantedPidMax) await writeFile(file, String(wantedPidMax)).catch(() => undefined);
 }
 
 /** runsc, in a mount namespace of its own where /proc/sys/net is hidden (see the class comment). */

@@ -13,7 +13,8 @@ import { writeInsideVolume } from '../runtime/volume-paths.js';
 import type { SandboxRecord, SandboxRecords } from '../sandbox-record.js';
 import type { DaemonLink } from './daemon-link.js';
 import type { LiveSandbox } from './live-sandboxes.js';
-import { newMachineId, type MemorySource } from './session-volumes.js';
+import { newMachineId, type MemorySource, type SessionVolumes } from './session-volumes.js';
+import { hostErrorText } from '../host-errors.js';
 import type { PhaseTimer } from './phase-timer.js';
 
 export interface SandboxBooterDeps {
@@ -29,6 +30,8 @@ export interface SandboxBooterDeps {
   runtimeDir: string;
   /** Where the tenants' volumes a sandbox mounts are. */
   namedVolumes: Pick<NamedVolumes, 'path'>;
+  /** The sessions' volumes: the daemon's token is written even into a full one. */
+  volumes: Pick<SessionVolumes, 'writeBeyondLimit'>;
   log: Logger;
 }
 
@@ -93,7 +96,10 @@ export class SandboxBooter {
       if (memory) await this.restore(spec, record, memory, request, phases);
       else {
         // The volume is the session's: a link it left at run/ or run/space must not send this write elsewhere.
-        await writeInsideVolume(rootfs, SandboxLayout.daemonTokenPath.slice(1), token, 0o600);
+        // The daemon removes the token as it starts, so a full session is over its limit only meanwhile.
+        await deps.volumes.writeBeyondLimit(request.sessionId, request.resources.diskGb, () =>
+          writeInsideVolume(rootfs, SandboxLayout.daemonTokenPath.slice(1), token, 0o600),
+        );
         await deps.driver.start(spec);
         phases.mark('runtime');
       }
@@ -107,7 +113,7 @@ export class SandboxBooter {
       await this.teardown(record);
       await rm(path.join(rootfs, SandboxLayout.daemonTokenPath), { force: true });
       if (err instanceof SpaceError) throw err;
-      throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, `sandbox failed to start: ${(err as Error).message}${console ? `; console: ${console}` : ''}`);
+      throw new SpaceError(ErrorCode.SANDBOX_START_FAILED, `sandbox failed to start: ${hostErrorText(err)}${console ? `; console: ${console}` : ''}`);
     }
   }
 

@@ -3,6 +3,7 @@ import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import { installGatewayTrust } from '../gateway/sandbox-trust.js';
+import { errnoOf } from '../host-errors.js';
 import { readJsonFile } from '../json-file.js';
 import type { Logger } from '../logger.js';
 import { installCompatPreload } from '../runtime/sandbox-runtime-dir.js';
@@ -100,6 +101,26 @@ export class SessionVolumes {
    */
   async limitDisk(sessionId: string, diskGb: number | undefined): Promise<void> {
     await this.subvolumes.limit(this.path(sessionId), diskGb === undefined ? null : diskGb * 1024 ** 3);
+  }
+
+  /**
+   * Runs `write`, a small file of the node's in the session's volume (the daemon's token), even
+   * when the session filled its disk: a write refused by the quota is made with the limit lifted,
+   * and the limit set again right after. Else a full session could never start again.
+   */
+  async writeBeyondLimit(sessionId: string, diskGb: number | undefined, write: () => Promise<unknown>): Promise<void> {
+    try {
+      await write();
+      return;
+    } catch (err) {
+      if (diskGb === undefined || errnoOf(err) !== 'EDQUOT') throw err;
+    }
+    await this.subvolumes.limit(this.path(sessionId), null);
+    try {
+      await write();
+    } finally {
+      await this.limitDisk(sessionId, diskGb);
+    }
   }
 
   /** Gives a volume to another session (a pooled sandbox's, claimed): an atomic rename. */
