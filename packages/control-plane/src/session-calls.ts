@@ -5,6 +5,12 @@ import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { SandboxTarget, SessionService } from './session-service.js';
 import type { SessionRow, Store } from './store/store.js';
 
+/** Why a sandbox died, as the node said (`details.endReason`: a host limit it ran into), else `died`. */
+function deathReason(err: SpaceError): 'died' | 'oom' | 'pids' {
+  const reason = err.details?.endReason;
+  return reason === 'oom' || reason === 'pids' ? reason : 'died';
+}
+
 /** What a call gets when the sandbox under it is gone, dies, or stops answering as it is stopped. */
 const lostSandboxCodes = new Set<string>([ErrorCode.SANDBOX_NOT_FOUND, ErrorCode.SANDBOX_DIED, ErrorCode.SANDBOX_UNAVAILABLE]);
 
@@ -70,7 +76,7 @@ export class SessionCalls {
       if (stoppedBy === null) {
         // Unreachable but not stopped by anyone: the node's answer stands.
         if (err.code === ErrorCode.SANDBOX_UNAVAILABLE) throw err;
-        await this.sessions.forgetSandbox(row, target.sandboxId, 'died');
+        await this.sessions.forgetSandbox(row, target.sandboxId, deathReason(err));
         if (underTheCall) throw err;
         if (!repeatable) throw new SpaceError(ErrorCode.SANDBOX_DIED, 'the sandbox died as this call began; the session resumes on the next call');
       } else if (underTheCall || !repeatable) {

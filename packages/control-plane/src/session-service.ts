@@ -287,9 +287,9 @@ export class SessionService {
   }
 
   /** Marks the session as having no sandbox, so the next call starts one. */
-  async forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'killed' | 'restored' | 'idle' | 'paused' | 'lost'): Promise<void> {
+  async forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'oom' | 'pids' | 'killed' | 'restored' | 'idle' | 'paused' | 'lost'): Promise<void> {
     // Lost: the node no longer runs it (found by reconciliation), so it died all the same.
-    if (reason === 'died' || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
+    if (reason === 'died' || reason === 'oom' || reason === 'pids' || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
     await this.deps.store.recordSandboxEnd(sandboxId, reason);
     const current = await this.deps.store.getSession(row.tenantId, row.id);
     if (current?.sandboxId === sandboxId)

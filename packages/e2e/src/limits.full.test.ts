@@ -150,4 +150,17 @@ describe('limits: what one tenant or session may take', () => {
     assert.equal((await tenant.exec(roomy, 'echo alive')).stdout, 'alive\n');
     assert.equal((await tenant.call('GET', `/v1/sessions/${roomy}`)).body.sandbox.id, sandbox, 'the same sandbox: it never died');
   });
+
+  test('a 1.5 GB allocation in a 512 MB session kills that process only; the shell that started it answers', { timeout: 180_000 }, async () => {
+    const tenant = await newTenant('memory');
+    const small = await created(tenant, { template: 'base', resources: { memoryMb: 512 } });
+    const sandbox = (await tenant.call('GET', `/v1/sessions/${small}`)).body.sandbox.id;
+    const meminfo = await tenant.exec(small, 'head -1 /proc/meminfo');
+    assert.match(meminfo.stdout, /MemTotal:\s+524288 kB/, `the sandbox sees its session's memory: ${meminfo.stdout}`);
+    const hog = await tenant.exec(small, `python3 -c 'b = b"x" * (1500 * 2**20); print("allocated")'; echo "shell-alive $?"`, { timeoutMs: 60_000 });
+    assert.doesNotMatch(hog.stdout, /allocated/);
+    assert.match(hog.stdout, /shell-alive 137/, JSON.stringify(hog));
+    assert.equal((await tenant.exec(small, 'echo alive')).stdout, 'alive\n');
+    assert.equal((await tenant.call('GET', `/v1/sessions/${small}`)).body.sandbox.id, sandbox, 'the same sandbox: it never died');
+  });
 });

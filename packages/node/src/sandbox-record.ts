@@ -15,6 +15,8 @@ export const SandboxRecordSchema = z.object({
   restoredFrom: z.string().nullable().optional(),
   /** What the start could not do as asked (a memory image it did not restore, and why). */
   note: z.string().nullable().optional(),
+  /** The sandbox's own memory total (the session's memoryMb); its host cgroup allows more, as a backstop. */
+  memoryMb: z.number().int().positive().optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 

@@ -47,3 +47,16 @@ export async function readCgroupUsage(sandboxId: string, root = '/sys/fs/cgroup'
     memoryLimitBytes: limitOf(await read(path.join(memory, 'memory.limit_in_bytes'))),
   };
 }
+
+/**
+ * Whether the sandbox's cgroup counted an OOM kill or a refused fork: v2 `memory.events` `oom_kill`
+ * and `pids.events` `max`; v1 `memory.oom_control` `oom_kill` and `pids.events` `max`.
+ */
+export async function readLimitHit(sandboxId: string, root = '/sys/fs/cgroup'): Promise<'oom' | 'pids' | null> {
+  const count = (text: string | null, key: string): number => Number(new RegExp(`^${key} (\\d+)$`, 'm').exec(text ?? '')?.[1] ?? 0);
+  const v2 = path.join(root, 'space', sandboxId);
+  const memory = (await read(path.join(v2, 'memory.events'))) ?? (await read(path.join(root, 'memory', 'space', sandboxId, 'memory.oom_control')));
+  if (count(memory, 'oom_kill') > 0) return 'oom';
+  const pids = (await read(path.join(v2, 'pids.events'))) ?? (await read(path.join(root, 'pids', 'space', sandboxId, 'pids.events')));
+  return count(pids, 'max') > 0 ? 'pids' : null;
+}

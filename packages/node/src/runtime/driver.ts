@@ -28,6 +28,9 @@ export interface SandboxStats {
 }
 
 /** A sandbox's cgroup counters: CPU time so far, memory now, and its limits. */
+/** A host limit that kills a sandbox: its memory backstop (the host's OOM killer) or its task limit. */
+export type HostLimit = 'oom' | 'pids';
+
 export interface SandboxUsage {
   cpuNanos: number;
   /** The CPU quota in CPUs; null when unlimited. */
@@ -66,6 +69,8 @@ export interface RuntimeDriver {
   stats(sandboxId: string): Promise<SandboxStats>;
   /** The sandbox's cgroup counters; null when it has none (it is gone). */
   usage(sandboxId: string): Promise<SandboxUsage | null>;
+  /** Which host limit the sandbox ran into, if any: read before it is destroyed, to say why it died. */
+  limitHit(sandboxId: string): Promise<HostLimit | null>;
   /** Ids of every sandbox the runtime knows about on this node (for reconciliation). */
   list(): Promise<string[]>;
 }

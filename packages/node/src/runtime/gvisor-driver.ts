@@ -4,8 +4,8 @@ import type { Readable } from 'node:stream';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
-import type { RuntimeDriver, SandboxSpec, SandboxStats, SandboxUsage } from './driver.js';
-import { readCgroupUsage } from './cgroup-usage.js';
+import type { HostLimit, RuntimeDriver, SandboxSpec, SandboxStats, SandboxUsage } from './driver.js';
+import { readCgroupUsage, readLimitHit } from './cgroup-usage.js';
 import { buildOciSpec } from './oci-spec.js';
 
 /** How runsc runs sandboxes and writes memory images (`SPACE_RUNSC_PLATFORM`, `SPACE_CHECKPOINT_COMPRESSION`). */
@@ -49,6 +49,7 @@ export class GvisorDriver implements RuntimeDriver {
   async start(spec: SandboxSpec): Promise<void> {
     const bundle = await this.writeBundle(spec);
     await this.runInOwnMountNamespace(spec.workDir, ['run', '--detach', `--bundle=${bundle}`, spec.sandboxId]);
+    await setMemoryBackstop(spec);
   }
 
   async checkpoint(sandboxId: string, imageDir: string, options: { leaveRunning?: boolean } = {}): Promise<void> {
@@ -84,6 +85,7 @@ export class GvisorDriver implements RuntimeDriver {
       `--image-path=${imageDir}`,
       spec.sandboxId,
     ]);
+    await setMemoryBackstop(spec);
   }
 
   /** The running sandbox keeps its open directories; only the bundle a restore reads needs the new path. */
@@ -152,6 +154,10 @@ export class GvisorDriver implements RuntimeDriver {
     return readCgroupUsage(sandboxId);
   }
 
+  limitHit(sandboxId: string): Promise<HostLimit | null> {
+    return readLimitHit(sandboxId);
+  }
+
   private async status(sandboxId: string): Promise<string | null> {
     return (await this.state(sandboxId))?.status ?? null;
   }
@@ -184,6 +190,25 @@ function runDetachedUnderShim(shim: string, argv: string[], output: number): Pro
       resolve(match ? Number(match[1]) : 128);
     });
   });
+}
+
+/**
+ * gVisor has no OOM killer of its own (google/gvisor#1967): past the host cgroup's memory limit
+ * the host kills the whole sandbox. So the sandbox runs with the session's memory as its own
+ * total (runsc reads it from the spec at start: /proc/meminfo shows it, and the in-sandbox agent
+ * kills the biggest process when it is used up, see packages/agent/memory_guard.go), and the host
+ * limit is raised after the start to this backstop, which only a burst faster than the agent
+ * reaches. The node's placement still counts `memoryMb` per sandbox.
+ */
+export function memoryBackstopBytes(memoryMb: number): number {
+  return Math.round(memoryMb * 1.25 + 256) * 2 ** 20;
+}
+
+async function setMemoryBackstop(spec: SandboxSpec): Promise<void> {
+  const v1 = `/sys/fs/cgroup/memory/space/${spec.sandboxId}/memory.limit_in_bytes`;
+  const v2 = `/sys/fs/cgroup/space/${spec.sandboxId}/memory.max`;
+  const file = existsSync(v1) ? v1 : existsSync(v2) ? v2 : null;
+  if (file) await writeFile(file, String(memoryBackstopBytes(spec.resources.memoryMb)));
 }
 
 /**

@@ -89,6 +89,7 @@ export class SandboxBooter {
       sandboxIp: net.lease.sandboxIp,
       restoredFrom: memory?.checkpointId ?? null,
       note,
+      memoryMb: request.resources.memoryMb,
     };
     await deps.records.save(record);
     const spec = this.specOf(request, record, rootfs, net.netnsPath, cpuShares);

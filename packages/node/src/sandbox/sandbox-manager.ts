@@ -102,12 +102,18 @@ export class SandboxManager {
       );
       return cause;
     }
-    this.deps.log.warn(`sandbox ${sandboxId} of ${live.record.sessionId} died during a call; cleaning up`);
+    const limit = await this.deps.driver.limitHit(sandboxId).catch(() => null);
+    this.deps.log.warn(`sandbox ${sandboxId} of ${live.record.sessionId} died during a call${limit ? ` (host ${limit} limit)` : ''}; cleaning up`);
     await this.stop(sandboxId);
-    return new SpaceError(
-      ErrorCode.SANDBOX_DIED,
-      'the sandbox died during this call (out of memory, pid limit, or killed); the session resumes on the next call',
-    );
+    const why =
+      limit === 'oom'
+        ? "it went past the host's memory backstop above the session's memoryMb, faster than the sandbox's own guard could stop a process"
+        : limit === 'pids'
+          ? "it went past the host's task limit (each process costs gVisor several host tasks)"
+          : 'killed from outside';
+    return new SpaceError(ErrorCode.SANDBOX_DIED, `the sandbox died during this call (${why}); the session resumes on the next call`, {
+      endReason: limit ?? 'died',
+    });
   }
 
   /** Starts the session's services in its sandbox (one that did not restore the session's processes); what failed to start. */

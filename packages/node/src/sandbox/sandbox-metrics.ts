@@ -33,7 +33,8 @@ export class SandboxMetricsReader {
       cpuCount,
       cpuUsedPct: Math.round((Math.max(0, second.cpuNanos - first.cpuNanos) / elapsedNs / cpuCount) * 1000) / 10,
       memoryBytes: second.memoryBytes,
-      memoryLimitBytes: second.memoryLimitBytes,
+      // What the sandbox may use before its biggest process is killed, not the host's backstop above it.
+      memoryLimitBytes: record.memoryMb ? record.memoryMb * 2 ** 20 : second.memoryLimitBytes,
       diskBytes: disk?.bytes ?? null,
       diskLimitBytes: disk?.limitBytes ?? null,
     };
