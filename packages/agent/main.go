@@ -60,7 +60,6 @@ func run() error {
 	}
 	a.routes = a.routeTable()
 	a.channel = newChannel(host+":"+port, a)
-	go guardMemory(a.logf)
 
 	signals := make(chan os.Signal, 4)
 	// SIGPIPE is caught, not ignored: a log write to a closed stderr must not end the agent, and an

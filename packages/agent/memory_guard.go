@@ -7,20 +7,17 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 )
 
-// The memory guard stands in for the OOM killer gVisor does not have (google/gvisor#1967): the
-// sandbox's memory (/proc/meminfo's MemTotal, the session's memoryMb) used up, it kills the process
-// using the most, as Linux's would, so the sandbox and its other processes live on. The host's
-// cgroup limit sits above the session's (the node sets it), a backstop for a burst faster than this.
-const (
-	memoryCheckEvery = 50 * time.Millisecond
-	// Used up: less than this share of MemTotal left (gVisor's own bookkeeping needs a little).
-	memoryLowPercent = 2
-	// After a kill, the victim's memory takes a moment to come back: no second kill meanwhile.
-	afterKillPause = 300 * time.Millisecond
-)
+// The memory guard stands in for the OOM killer gVisor does not have (google/gvisor#1967): when
+// the sandbox's memory (/proc/meminfo's MemTotal, the session's memoryMb) is used up, it kills the
+// process using the most, as Linux's would, so the sandbox and its other processes live on. The
+// node watches the sandbox's host cgroup (cheap from outside; /proc/meminfo is not cheap inside
+// gVisor, so nothing here polls) and calls POST /relieve-memory when it nears the limit. The host
+// cgroup's own limit sits above the session's, a backstop for a burst faster than this.
+
+// Used up: less than this share of MemTotal left (gVisor's own bookkeeping needs a little).
+const memoryLowPercent = 2
 
 type memoryInfo struct{ totalKB, availableKB int64 }
 
@@ -90,22 +87,31 @@ func biggestProcess() (memoryVictim, bool) {
 	return best, best.pid != 0
 }
 
-// guardMemory runs for the agent's life: every check that finds the sandbox's memory used up kills
-// the biggest process and logs it (the sandbox's console, on the node).
-func guardMemory(logf func(format string, args ...any)) {
-	for {
-		time.Sleep(memoryCheckEvery)
-		info, ok := readMemoryInfo()
-		if !ok || info.availableKB*100 >= info.totalKB*memoryLowPercent {
-			continue
-		}
-		victim, ok := biggestProcess()
-		if !ok {
-			continue
-		}
-		if err := syscall.Kill(victim.pid, syscall.SIGKILL); err == nil {
-			logf("out of memory: killed pid %d (%s), %d MiB resident, %d MiB of the sandbox's %d MiB left", victim.pid, victim.name, victim.rssKB/1024, info.availableKB/1024, info.totalKB/1024)
-		}
-		time.Sleep(afterKillPause)
+type relief struct {
+	Killed       *killedProcess `json:"killed"`
+	AvailableMiB int64          `json:"availableMiB"`
+	TotalMiB     int64          `json:"totalMiB"`
+}
+
+type killedProcess struct {
+	Pid    int    `json:"pid"`
+	Name   string `json:"name"`
+	RssMiB int64  `json:"rssMiB"`
+}
+
+// relieveMemory kills the biggest process when the sandbox's memory is used up (and says so); else
+// it only reports what is left.
+func relieveMemory(logf func(format string, args ...any)) relief {
+	info, ok := readMemoryInfo()
+	result := relief{AvailableMiB: info.availableKB / 1024, TotalMiB: info.totalKB / 1024}
+	if !ok || info.availableKB*100 >= info.totalKB*memoryLowPercent {
+		return result
 	}
+	victim, ok := biggestProcess()
+	if !ok || syscall.Kill(victim.pid, syscall.SIGKILL) != nil {
+		return result
+	}
+	logf("out of memory: killed pid %d (%s), %d MiB resident, %d MiB of the sandbox's %d MiB left", victim.pid, victim.name, victim.rssKB/1024, result.AvailableMiB, result.TotalMiB)
+	result.Killed = &killedProcess{Pid: victim.pid, Name: victim.name, RssMiB: victim.rssKB / 1024}
+	return result
 }

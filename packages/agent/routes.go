@@ -70,7 +70,7 @@ func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type handler func(w http.ResponseWriter, r *http.Request) error
 
 // routeTable is the sandbox routes of @space/protocol by "METHOD /path", plus the node agent's own
-// /quiesce, /sync and /rebind (never relayed from above). Per-process routes are matched apart.
+// /quiesce, /sync, /rebind and /relieve-memory (never relayed from above). Per-process routes are matched apart.
 func (a *agent) routeTable() map[string]handler {
 	return map[string]handler{
 		"GET /health": func(w http.ResponseWriter, _ *http.Request) error {
@@ -84,7 +84,12 @@ func (a *agent) routeTable() map[string]handler {
 			return replyOK(w, nil)
 		},
 		"POST /rebind": a.rebind,
-		"POST /exec":   a.exec,
+		// The node's call when the sandbox's cgroup nears its memory: the biggest process goes if it is used up.
+		"POST /relieve-memory": func(w http.ResponseWriter, _ *http.Request) error {
+			writeJSON(w, 200, relieveMemory(a.logf))
+			return nil
+		},
+		"POST /exec": a.exec,
 		"GET /exec/stream": func(w http.ResponseWriter, r *http.Request) error {
 			return a.stream(w, r, false)
 		},

@@ -140,7 +140,14 @@ describe('limits: what one tenant or session may take', () => {
     assert.match(many.stdout, /started 300/, many.stdout + many.stderr);
     assert.ok(Number(many.stdout.trim().split('\n').at(-1)) > 300, many.stdout);
     // A fork bomb held to a small limit: fork fails inside, the shell that started it answers.
-    const small = await created(tenant, { resources: { pids: 64 } });
+    // Made by the CLI, with every resource flag.
+    const made = await promisify(execFile)(process.execPath, [cliMain, 'create', '-t', 'tiny', '--pids', '64', '--memory', '600', '--cpus', '2', '--json'], {
+      env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: tenant.key! },
+    });
+    const smallData = JSON.parse(made.stdout);
+    const small: string = smallData.id;
+    sessions.push(small);
+    assert.deepEqual([smallData.resources.pids, smallData.resources.memoryMb, smallData.resources.cpus], [64, 600, 2]);
     const bomb = await tenant.exec(small, 'i=0; while [ $i -lt 200 ]; do sleep 30 >/dev/null 2>&1 & i=$((i+1)); done 2>&1 | head -3; echo done', {
       timeoutMs: 60_000,
     });

@@ -41,6 +41,8 @@ import { EgressRules } from './gateway/egress-rules.js';
 import { GatewayCa } from './gateway/gateway-ca.js';
 import { Resolver, lookup } from 'node:dns/promises';
 import { DnsCache } from './gateway/dns-cache.js';
+import { MemoryWatch } from './sandbox/memory-watch.js';
+import { readWorkingSet } from './runtime/cgroup-usage.js';
 
 /**
  * The gateway's DNS bounds: one try waits 1 s (the host resolver's default of 5 s is what stalled
@@ -60,6 +62,7 @@ export class NodeAgent {
   private gateway: EgressGateway | null = null;
   private dns: DnsResponder | null = null;
   private sweeper: NodeJS.Timeout | null = null;
+  private memoryWatch: MemoryWatch | null = null;
   private readonly lock: DataDirLock;
   private server: Server | null = null;
   port = 0;
@@ -190,6 +193,8 @@ export class NodeAgent {
     // Commands the crashed agent had started (runsc checkpoint) may finish after this start.
     this.sweeper = setInterval(() => void checkpointStore.removeIncomplete(10 * 60_000).catch(() => undefined), 10 * 60_000);
     this.sweeper.unref();
+    this.memoryWatch = new MemoryWatch({ live, link, workingSet: (id) => readWorkingSet(id), log });
+    this.memoryWatch.start();
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
     const poolTemplates = config.pool.templates ?? options.templates ?? [];
     for (const name of poolTemplates) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
@@ -236,6 +241,7 @@ export class NodeAgent {
     if (this.server) await closeServer(this.server);
     this.server = null;
     if (this.sweeper) clearInterval(this.sweeper);
+    this.memoryWatch?.stop();
     // Whatever happens to the pool, the sandboxes below are still stopped and the storage unmounted.
     await this.pool?.stop().catch((err: Error) => this.log.warn(`stopping the warm pool: ${err.message}`));
     this.pool = null;

@@ -99,6 +99,18 @@ export type NodeCheckpointList = z.infer<typeof NodeCheckpointListSchema>;
 
 /** Node agent -> daemon, before a full checkpoint: the daemon closes its channel and says which pid to wake. */
 export const DaemonQuiesceReplySchema = z.object({ daemonPid: z.number().int().positive() }).strict();
+/** The daemon's memory guard (POST /relieve-memory, node only): the process it killed, if the sandbox's memory was used up. */
+export const DaemonMemoryReliefSchema = z
+  .object({
+    killed: z
+      .object({ pid: z.number().int().positive(), name: z.string().max(64), rssMiB: z.number().int().nonnegative() })
+      .strict()
+      .nullable(),
+    availableMiB: z.number().int(),
+    totalMiB: z.number().int().nonnegative(),
+  })
+  .strict();
+export type DaemonMemoryRelief = z.infer<typeof DaemonMemoryReliefSchema>;
 /** A sandbox's identity inside: its hostname (`space-` and 8 characters of the session id) and /etc/machine-id. */
 export const SandboxIdentitySchema = z
   .object({

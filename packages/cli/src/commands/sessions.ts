@@ -19,6 +19,9 @@ export function registerSessionCommands(program: Command): void {
     .option('--full-checkpoint-interval <sec>', 'seconds between automatic full (memory) checkpoints (0: off)', (v) => Number(v))
     .option('--idle-timeout <sec>', 'seconds without calls before the sandbox is checkpointed and stopped (0: never)', (v) => Number(v))
     .option('--disk <gb>', 'disk the session may fill, GB (default: the platform\'s, see "space limits")', (v) => Number(v))
+    .option('--memory <mb>', 'memory, MB (default 1024; past it the biggest process is killed, the sandbox lives)', (v) => Number(v))
+    .option('--cpus <n>', 'CPUs (default 1)', (v) => Number(v))
+    .option('--pids <n>', 'processes (default 1024; past it a fork fails with EAGAIN)', (v) => Number(v))
     .option('-v, --volume <spec...>', 'volumes to mount as NAME:PATH or NAME:PATH:ro ("space volume create" first)', [])
     .option('--json', 'print the session as JSON')
     .action(
@@ -31,18 +34,24 @@ export function registerSessionCommands(program: Command): void {
           fullCheckpointInterval?: number;
           idleTimeout?: number;
           disk?: number;
+          memory?: number;
+          cpus?: number;
+          pids?: number;
           volume: string[];
           json?: boolean;
         },
       ) => {
         if (!opts.json) process.stderr.write(`creating a ${opts.template} session…\n`);
+        const resources = Object.fromEntries(
+          Object.entries({ diskGb: opts.disk, memoryMb: opts.memory, cpus: opts.cpus, pids: opts.pids }).filter(([, v]) => v !== undefined),
+        );
         const session = await cliClient(process.env).sessions.create({
           template: opts.template,
           env: parseNameValues(opts.env, '--env'),
           checkpointIntervalSec: opts.checkpointInterval,
           fullCheckpointIntervalSec: opts.fullCheckpointInterval,
           idleTimeoutSec: opts.idleTimeout,
-          ...(opts.disk === undefined ? {} : { resources: { diskGb: opts.disk } }),
+          ...(Object.keys(resources).length === 0 ? {} : { resources }),
           secrets: opts.secret,
           egress: policyFromFlags(opts),
           volumes: opts.volume.map(parseVolumeFlag),

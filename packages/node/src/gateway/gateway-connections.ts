@@ -27,7 +27,7 @@ export function idleAsUpgraded(socket: Socket): void {
 export class GatewayConnections {
   private readonly bySandbox = new Map<string, Set<Socket>>();
   private readonly sandboxOf = new WeakMap<Socket, string>();
-  /** Names whose certificate is being issued, by the sandbox whose handshake asked first. */
+  /** Names whose certificate is being issued, by the sandbox whose handshakes wait on them. */
   private readonly issuing = new Map<string, Set<string>>();
 
   constructor(private readonly sourceOf: (ip: string) => SandboxSource | null) {}

@@ -60,3 +60,18 @@ export async function readLimitHit(sandboxId: string, root = '/sys/fs/cgroup'): 
   const pids = (await read(path.join(v2, 'pids.events'))) ?? (await read(path.join(root, 'pids', 'space', sandboxId, 'pids.events')));
   return count(pids, 'max') > 0 ? 'pids' : null;
 }
+
+/**
+ * The memory the sandbox's cgroup holds that cannot simply be dropped: its usage less inactive
+ * file pages (what cAdvisor calls the working set), v2 or v1. Null when it has no cgroup.
+ */
+export async function readWorkingSet(sandboxId: string, root = '/sys/fs/cgroup'): Promise<number | null> {
+  const v2 = path.join(root, 'space', sandboxId);
+  const v1 = path.join(root, 'memory', 'space', sandboxId);
+  const current = await read(path.join(v2, 'memory.current'));
+  const usage = current ?? (await read(path.join(v1, 'memory.usage_in_bytes')));
+  if (usage === null) return null;
+  const stat = (await read(path.join(current !== null ? v2 : v1, 'memory.stat'))) ?? '';
+  const inactive = Number(/^(?:total_)?inactive_file (\d+)$/m.exec(stat)?.[1] ?? 0);
+  return Math.max(0, Number(usage) - inactive);
+}

@@ -195,10 +195,10 @@ function runDetachedUnderShim(shim: string, argv: string[], output: number): Pro
 /**
  * gVisor has no OOM killer of its own (google/gvisor#1967): past the host cgroup's memory limit
  * the host kills the whole sandbox. So the sandbox runs with the session's memory as its own
- * total (runsc reads it from the spec at start: /proc/meminfo shows it, and the in-sandbox agent
- * kills the biggest process when it is used up, see packages/agent/memory_guard.go), and the host
- * limit is raised after the start to this backstop, which only a burst faster than the agent
- * reaches. The node's placement still counts `memoryMb` per sandbox.
+ * total (runsc reads it from the spec at start: /proc/meminfo shows it; the node's MemoryWatch has
+ * the in-sandbox agent kill the biggest process when it is used up), and the host limit is raised
+ * after the start to this backstop, which only a burst faster than that reaches. The node's
+ * placement still counts `memoryMb` per sandbox.
  */
 export function memoryBackstopBytes(memoryMb: number): number {
   return Math.round(memoryMb * 1.25 + 256) * 2 ** 20;

@@ -1,11 +1,13 @@
 import {
   BackgroundStartedSchema,
+  DaemonMemoryReliefSchema,
   DaemonQuiesceReplySchema,
   ErrorCode,
   ExecResultSchema,
   OkSchema,
   SandboxLayout,
   SpaceError,
+  type DaemonMemoryRelief,
   type ExecResult,
   type SandboxIdentity,
 } from '@space/protocol';
@@ -84,6 +86,11 @@ export class DaemonLink {
   /** Tells a daemon whose channel is closed (after a checkpoint or a restore) to listen again, through the sandbox's init (SIGUSR2). */
   async wake(sandboxId: string): Promise<void> {
     await this.driver.signalInit(sandboxId, 'SIGUSR2');
+  }
+
+  /** Asks the daemon's memory guard to kill the biggest process if the sandbox's memory is used up. */
+  relieveMemory(daemon: Upstream): Promise<DaemonMemoryRelief> {
+    return daemon.json('POST', '/relieve-memory', {}, DaemonMemoryReliefSchema, { timeoutMs: 2_000 });
   }
 
   /** Makes the sandbox kernel write its cached file data to the volume (before an fs checkpoint). */
