@@ -1,7 +1,8 @@
 // What an idle sandbox costs: host memory of its runsc processes (Sentry and gofer, RSS and PSS)
 // per ready pooled sandbox, the memory the kernel charges to its cgroup (those processes, the
 // ptrace stubs and kernel memory, without the runsc binary all sandboxes share), and the in-sandbox
-// agent's own memory as the sandbox sees it. With a second checkout named, measures both, one after the other on the same data directory, so an
+// agent's own memory as the sandbox sees it, and the CPU an idle sandbox uses (its cgroup's, over
+// 10 s: nothing in or around it should poll). With a second checkout named, measures both, one after the other on the same data directory, so an
 // agent or runtime change is compared within one run.
 // Usage: node bench/footprint.mjs [BEFORE_CHECKOUT]   (./space bench does not run it)
 import { execFileSync } from 'node:child_process';
@@ -49,6 +50,17 @@ async function cgroupMemory() {
   return usage.filter(Boolean).map((u) => u.memoryBytes / 2 ** 20);
 }
 
+/** Each running sandbox's CPU over 10 s, in % of one core. */
+async function idleCpuPercent() {
+  const ids = runningSandboxes();
+  const first = await Promise.all(ids.map((id) => readCgroupUsage(id)));
+  const started = Date.now();
+  await new Promise((r) => setTimeout(r, 10_000));
+  const second = await Promise.all(ids.map((id) => readCgroupUsage(id)));
+  const seconds = (Date.now() - started) / 1000;
+  return ids.flatMap((_, i) => (first[i] && second[i] ? [((second[i].cpuNanos - first[i].cpuNanos) / 1e9 / seconds) * 100] : []));
+}
+
 async function measure(label, checkout, record) {
   const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: String(poolSize), SPACE_POOL_TEMPLATES: 'tiny', SPACE_TEMPLATE_IMAGES: '0' }, checkout);
   try {
@@ -67,6 +79,7 @@ async function measure(label, checkout, record) {
     record(`${label}: host RSS per idle sandbox (Sentry + gofer)`, perSandbox, 'MB');
     record(`${label}: host PSS per idle sandbox (Sentry + gofer)`, perSandboxPss, 'MB');
     record(`${label}: memory charged to an idle sandbox's cgroup`, await cgroupMemory(), 'MB');
+    record(`${label}: CPU of an idle sandbox (its cgroup, over 10 s)`, await idleCpuPercent(), '% of a core');
     // The agent is PID 2, under init; its memory as the sandbox's kernel accounts it.
     const session = await api(platform.url, 'POST', '/v1/sessions', {
       template: 'tiny',

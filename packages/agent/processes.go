@@ -155,6 +155,60 @@ func (t *processTable) list() []processInfo {
 	return list
 }
 
+// untracked counts the live processes of the sandbox this agent did not start, nor init nor the
+// agent itself: `nohup … &`, `setsid`, daemons that detached, children that outlived their parent.
+// Their memory is what a full checkpoint saves too, so they count for the automatic ones.
+func (t *processTable) untracked() int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	self := os.Getpid()
+	count := 0
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil || pid == 1 || pid == self {
+			continue
+		}
+		if _, tracked := t.processes[pid]; tracked {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + entry.Name() + "/stat")
+		// The state follows the command in parentheses; a zombie has ended.
+		if end := strings.LastIndexByte(string(stat), ')'); err == nil && end > 0 && end+2 < len(stat) && stat[end+2] != 'Z' && !t.isDescendantOfTracked(pid) {
+			count++
+		}
+	}
+	return count
+}
+
+// isDescendantOfTracked says whether pid runs under a process the agent started (a tracked
+// process's child counts with it). Called with t.mu held.
+func (t *processTable) isDescendantOfTracked(pid int) bool {
+	for depth := 0; depth < 64 && pid > 1; depth++ {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		end := strings.LastIndexByte(string(stat), ')')
+		if err != nil || end < 0 {
+			return false
+		}
+		fields := strings.Fields(string(stat[end+1:]))
+		if len(fields) < 2 {
+			return false
+		}
+		parent, err := strconv.Atoi(fields[1])
+		if err != nil {
+			return false
+		}
+		if _, tracked := t.processes[parent]; tracked {
+			return true
+		}
+		pid = parent
+	}
+	return false
+}
+
 // forgetFinished drops finished processes: a sandbox handed to a new session shows none of its
 // earlier ones.
 func (t *processTable) forgetFinished() { t.prune(0) }

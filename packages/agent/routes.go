@@ -97,7 +97,7 @@ func (a *agent) routeTable() map[string]handler {
 			return a.stream(w, r, true)
 		},
 		"GET /processes": func(w http.ResponseWriter, _ *http.Request) error {
-			return reply(w, map[string]any{"processes": a.processes.list()}, nil)
+			return reply(w, map[string]any{"processes": a.processes.list(), "untracked": a.processes.untracked()}, nil)
 		},
 		"GET /files":        a.download,
 		"PUT /files":        a.upload,

@@ -330,9 +330,10 @@ export class Maintenance {
     return taken;
   }
 
+  /** Whether any process runs in the sandbox besides its init and daemon, however it was started. */
   private async hasRunningProcess(row: SessionRow): Promise<boolean> {
-    const { processes } = await (await this.deps.nodes.forSandbox(row)).processes(row.sandboxId!);
-    return processes.some((p) => p.running);
+    const { processes, untracked } = await (await this.deps.nodes.forSandbox(row)).processes(row.sandboxId!);
+    return processes.some((p) => p.running) || (untracked ?? 0) > 0;
   }
 
   private async stopIdle(row: SessionRow): Promise<void> {

@@ -93,13 +93,16 @@ describe('sandbox deaths, restarts and large files', () => {
     await api.call('DELETE', `/v1/sessions/${session.id}`);
   });
 
-  test('memory, CPU and task limits are applied to the sandbox cgroups', { timeout: 60_000 }, async () => {
+  test("memory, CPU and task limits: the sandbox sees the session's, its host cgroup has the backstops above them", { timeout: 60_000 }, async () => {
     const session = await api.createSession({ template: 'tiny', resources: { memoryMb: 300, cpus: 0.5, pids: 300 } });
     const cgroup = (controller: string, file: string): string =>
       readFileSync(`/sys/fs/cgroup/${controller}/space/${session.sandbox.id}/${file}`, 'utf8').trim();
-    assert.equal(cgroup('memory', 'memory.limit_in_bytes'), String(300 * 1024 * 1024));
+    // docs/operations.md: memory memoryMb × 1.25 + 256 MiB, tasks pids × 10 + 256.
+    assert.equal(cgroup('memory', 'memory.limit_in_bytes'), String((300 * 1.25 + 256) * 1024 * 1024));
     assert.equal(cgroup('cpu', 'cpu.cfs_quota_us'), '50000');
-    assert.equal(cgroup('pids', 'pids.max'), '300');
+    assert.equal(cgroup('pids', 'pids.max'), String(300 * 10 + 256));
+    const inside = await api.exec(session.id, ['sh', '-c', 'head -1 /proc/meminfo; ulimit -u']);
+    assert.match(inside.stdout, /^MemTotal:\s+307200 kB\n300\n$/, inside.stdout);
     await api.call('DELETE', `/v1/sessions/${session.id}`);
   });
 

@@ -106,6 +106,33 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     );
   });
 
+  test('a loop started with nohup … & counts for automatic full checkpoints; after a kill it runs on from one', { timeout: 120_000 }, async () => {
+    // base: busybox's nohup (tiny) does not outlive the shell that started it; coreutils' does.
+    const session = await api.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 2, idleTimeoutSec: 0 });
+    sessions.push(session.id);
+    const listed = async () => (await api.call('GET', `/v1/sessions/${session.id}/processes`)).body;
+    assert.equal((await listed()).untracked, 0, 'a fresh sandbox runs nothing but its init and daemon');
+    // The README's pattern: the exec returns at once, the loop is nobody's child but init's.
+    const loop = 'i=0; while true; do i=$((i+1)); echo $i > /tmp/n.new; mv /tmp/n.new /tmp/n; sleep 0.2; done';
+    assert.equal((await api.exec(session.id, ['sh', '-c', `nohup sh -c '${loop}' >/dev/null 2>&1 &`])).exitCode, 0);
+    const now = await listed();
+    assert.ok(now.untracked >= 1 && !now.processes.some((p: any) => p.running), JSON.stringify(now));
+    const full = await waitFor(
+      async () =>
+        (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints.find((c: any) => c.kind === 'full' && c.trigger === 'auto'),
+      (c) => c !== undefined,
+      30_000,
+    );
+    assert.ok(full, 'an automatic full checkpoint of a sandbox whose only process is a nohup loop');
+    assert.equal((await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`)).status, 200);
+    const count = async () => Number((await api.exec(session.id, ['cat', '/tmp/n'])).stdout);
+    const first = await count();
+    const later = await waitFor(count, (n) => n > first, 5000);
+    assert.ok(later > first, `the loop runs again after the kill (${first} then ${later})`);
+    const history = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandboxHistory;
+    assert.ok(history.at(-1).restoredFrom, `restored from a full checkpoint: ${JSON.stringify(history.at(-1))}`);
+  });
+
   test('an idle sandbox whose processes hold a TCP socket keeps running (its memory cannot be saved)', { timeout: 60_000 }, async () => {
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 1 });
     sessions.push(session.id);

@@ -242,6 +242,7 @@ export class NodeAgent {
     this.server = null;
     if (this.sweeper) clearInterval(this.sweeper);
     this.memoryWatch?.stop();
+    this.memoryWatch = null;
     // Whatever happens to the pool, the sandboxes below are still stopped and the storage unmounted.
     await this.pool?.stop().catch((err: Error) => this.log.warn(`stopping the warm pool: ${err.message}`));
     this.pool = null;

@@ -73,7 +73,11 @@ export const ProcessInfoSchema = z
   })
   .strict();
 export type ProcessInfo = z.infer<typeof ProcessInfoSchema>;
-export const ProcessListSchema = z.object({ processes: z.array(ProcessInfoSchema).max(10_000) }).strict();
+/**
+ * `untracked`: live processes in the sandbox that the daemon did not start (`nohup … &`, `setsid`,
+ * detached daemons): a full checkpoint saves them too. Absent from sandboxes restored from older checkpoints.
+ */
+export const ProcessListSchema = z.object({ processes: z.array(ProcessInfoSchema).max(10_000), untracked: z.number().int().nonnegative().optional() }).strict();
 export type ProcessList = z.infer<typeof ProcessListSchema>;
 
 export const SignalRequestSchema = z.object({ signal: SignalSchema }).strict();

@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import {
+  DaemonMemoryReliefSchema,
   type ErrorCode,
   ExecResultSchema,
   FileListSchema,
@@ -130,6 +131,10 @@ describe('in-sandbox agent contract (the Go binary against the protocol schemas)
     assert.equal(errorFromBody(await res.json(), 'INTERNAL', '').code, 'UNAUTHORIZED');
     await ok(OkSchema, 'GET', '/health');
     await ok(OkSchema, 'POST', '/sync', {});
+    // Here the agent reads the host's /proc/meminfo, with room to spare: it kills nothing.
+    const relief = await ok(DaemonMemoryReliefSchema, 'POST', '/relieve-memory', {});
+    assert.equal(relief.killed, null);
+    assert.ok(relief.totalMiB > 0 && relief.availableMiB > 0);
     await fails('ROUTE_NOT_FOUND', 404, 'GET', '/nothing-here');
     await fails('METHOD_NOT_ALLOWED', 405, 'PATCH', '/files');
   });
@@ -175,6 +180,9 @@ describe('in-sandbox agent contract (the Go binary against the protocol schemas)
     const listed = await ok(ProcessListSchema, 'GET', '/processes');
     const entry = listed.processes.find((p) => p.pid === pid);
     assert.deepEqual([entry?.running, entry?.cmd, entry?.exitCode], [true, 'echo first; echo second; sleep 30', null]);
+    assert.match(entry?.instance ?? '', /^[0-9a-f]{16}$/);
+    await fails('PROCESS_NOT_FOUND', 404, 'GET', `/processes/${pid}/attach?instance=0000000000000000`);
+    await fails('VALIDATION_FAILED', 400, 'GET', `/processes/${pid}/attach?instance=nothex`);
 
     const attached = socket(`/processes/${pid}/attach?after=6`);
     const stream = messages(attached, ServerStreamMessageSchema);
