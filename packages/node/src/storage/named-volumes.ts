@@ -59,7 +59,16 @@ export class NamedVolumes {
   /** A read-only snapshot of the volume (the caller has flushed the writes of the sandbox mounting it read-write). */
   async snapshot(volumeId: string, snapshotId: string): Promise<void> {
     await this.check(volumeId);
-    await this.subvolumes.snapshot(this.path(volumeId), this.snapshotPath(snapshotId), { readOnly: true });
+    try {
+      await this.subvolumes.snapshot(this.path(volumeId), this.snapshotPath(snapshotId), { readOnly: true });
+    } catch (err) {
+      // The volume went between the check and the snapshot (btrfs: "Could not statfs: No such file
+      // or directory"): deleted, or replaced by a restore at that moment and back already.
+      if (!/No such file or directory/.test((err as Error).message)) throw err;
+      if (await this.subvolumes.exists(this.path(volumeId)))
+        throw new SpaceError(ErrorCode.VOLUME_BUSY, `volume ${volumeId} was being restored as it was snapshotted; try again`);
+      throw new SpaceError(ErrorCode.VOLUME_NOT_FOUND, `volume ${volumeId} was deleted as it was snapshotted`);
+    }
   }
 
   async deleteSnapshot(snapshotId: string): Promise<void> {
