@@ -96,17 +96,16 @@ func envOr(key, fallback string) string {
 // startupTimes says how long the agent took to listen, from its own start and from the sandbox
 // kernel's (for docs/benchmarks.md); empty where /proc does not tell.
 func startupTimes() string {
-	uptime, err1 := os.ReadFile("/proc/uptime")
-	stat, err2 := os.ReadFile("/proc/self/stat")
-	if err1 != nil || err2 != nil {
+	uptime, err := os.ReadFile("/proc/uptime")
+	fields, ok := procStatFields("self")
+	if err != nil || !ok || len(fields) < 20 {
 		return ""
 	}
 	kernelSec, err := strconv.ParseFloat(strings.Fields(string(uptime))[0], 64)
-	// Field 22 (starttime, in clock ticks of 1/100 s since boot) follows the command in parentheses.
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	if err != nil || len(fields) < 20 {
+	if err != nil {
 		return ""
 	}
+	// Field 22 of stat (starttime, in clock ticks of 1/100 s since boot).
 	startTicks, err := strconv.ParseFloat(fields[19], 64)
 	if err != nil {
 		return ""

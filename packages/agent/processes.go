@@ -175,36 +175,31 @@ func (t *processTable) untracked() int {
 		if _, tracked := t.processes[pid]; tracked {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + entry.Name() + "/stat")
-		// The state follows the command in parentheses; a zombie has ended.
-		if end := strings.LastIndexByte(string(stat), ')'); err == nil && end > 0 && end+2 < len(stat) && stat[end+2] != 'Z' && !t.isDescendantOfTracked(pid) {
+		fields, ok := procStatFields(entry.Name())
+		// A zombie has ended.
+		if ok && fields[0] != "Z" && !t.isDescendantOfTracked(fields[1]) {
 			count++
 		}
 	}
 	return count
 }
 
-// isDescendantOfTracked says whether pid runs under a process the agent started (a tracked
-// process's child counts with it). Called with t.mu held.
-func (t *processTable) isDescendantOfTracked(pid int) bool {
-	for depth := 0; depth < 64 && pid > 1; depth++ {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		end := strings.LastIndexByte(string(stat), ')')
-		if err != nil || end < 0 {
+// isDescendantOfTracked says whether the process whose parent is `parent` runs under a process the
+// agent started (a tracked process's child counts with it). Called with t.mu held.
+func (t *processTable) isDescendantOfTracked(parent string) bool {
+	for depth := 0; depth < 64; depth++ {
+		pid, err := strconv.Atoi(parent)
+		if err != nil || pid <= 1 {
 			return false
 		}
-		fields := strings.Fields(string(stat[end+1:]))
-		if len(fields) < 2 {
-			return false
-		}
-		parent, err := strconv.Atoi(fields[1])
-		if err != nil {
-			return false
-		}
-		if _, tracked := t.processes[parent]; tracked {
+		if _, tracked := t.processes[pid]; tracked {
 			return true
 		}
-		pid = parent
+		fields, ok := procStatFields(parent)
+		if !ok {
+			return false
+		}
+		parent = fields[1]
 	}
 	return false
 }
