@@ -36,8 +36,8 @@ const e2eDir = path.join(root, 'packages/e2e/dist');
 const e2eFast = find(e2eDir, /\.fast\.test\.js$/);
 const e2eFull = find(e2eDir, /\.full\.test\.js$/);
 
-// Format and lint first (Biome, config in biome.json; gofmt and go vet for the in-sandbox agent): a
-// whole run, fast or full, fails on either. `npx biome check --write .` and `gofmt -w
+// Format and lint first (Biome, config in biome.json; gofmt, go vet and go test for the in-sandbox
+// agent): a whole run, fast or full, fails on either. `npx biome check --write .` and `gofmt -w
 // packages/agent` fix what they can.
 if (only.length === 0) {
   console.log('checking format and lint (biome ci; gofmt and go vet of packages/agent)');
@@ -55,6 +55,9 @@ if (only.length === 0) {
   }
   const vet = spawnSync(path.join(goBin, 'go'), ['vet', '.'], { cwd: agentDir, stdio: 'inherit', env: goEnvironment() });
   if (vet.status !== 0) process.exit(1);
+  console.log('unit tests of packages/agent (go test)');
+  const goTest = spawnSync(path.join(goBin, 'go'), ['test', '.'], { cwd: agentDir, stdio: 'inherit', env: goEnvironment() });
+  if (goTest.status !== 0) process.exit(1);
 }
 
 let files = [...unit, ...e2eFast, ...(fast ? [] : e2eFull)];

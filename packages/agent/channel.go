@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +20,8 @@ const (
 )
 
 // channel is the agent's listening socket and its connections. A sandbox is saved with no TCP
-// endpoint of the agent's in it (listening, connected or in TIME_WAIT): before a full checkpoint the
+// endpoint of the agent's in it (listening, connected or in TIME_WAIT), so a restored sandbox never
+// holds a connection to a node agent that is gone: before a full checkpoint the
 // agent stops listening and resets every connection (a reset leaves no TIME_WAIT), and it listens
 // again on SIGUSR2, which the node agent sends through the sandbox's init after the checkpoint or a
 // restore. The agent never closes a connection first either: it waits for the peer's FIN.
@@ -77,8 +76,10 @@ func (ch *channel) Listen() error {
 }
 
 // Blockers says why the sandbox cannot be fully checkpointed now; empty when it can. Attached
-// streams would be cut (a client would lose its live output), and user processes' TCP sockets
-// cannot be saved.
+// streams would be cut (a client would lose its live output). Connections with the world outside
+// the sandbox would be cut by runsc under their processes, and a process that waits on them with
+// epoll then never hears of its listening sockets again (see outside_connections.go); the node
+// resets its own and the gateway's just before asking, so what is left is one opened since.
 func (ch *channel) Blockers() []string {
 	var reasons []string
 	ch.mu.Lock()
@@ -87,13 +88,14 @@ func (ch *channel) Blockers() []string {
 	if streams > 0 {
 		reasons = append(reasons, fmt.Sprintf("%d stream(s) attached (exec, PTY, attach or watch)", streams))
 	}
-	if sockets := userTCPSockets(layoutDaemonPort); len(sockets) > 0 {
-		shown := sockets
+	if open := settledOutsideConnections(layoutDaemonPort); len(open) > 0 {
+		shown := open
 		more := ""
 		if len(shown) > 5 {
 			shown, more = shown[:5], ", ..."
 		}
-		reasons = append(reasons, "processes in the sandbox hold TCP sockets: "+strings.Join(shown, ", ")+more)
+		reasons = append(reasons, "connections with the outside of the sandbox are open ("+strings.Join(shown, ", ")+more+
+			"); the node cut those it knew of, these came after or from elsewhere: try again")
 	}
 	return reasons
 }
@@ -231,38 +233,4 @@ func (c *channelConn) forget() {
 	c.channel.mu.Lock()
 	delete(c.channel.conns, c)
 	c.channel.mu.Unlock()
-}
-
-var tcpStates = map[string]string{
-	"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2", "06": "TIME_WAIT",
-	"07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING",
-}
-
-// userTCPSockets lists the sandbox's TCP sockets other than the agent's own (from /proc/net/tcp{,6}).
-func userTCPSockets(agentPort int) []string {
-	var found []string
-	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		text, err := os.ReadFile(file)
-		if err != nil {
-			continue
-		}
-		lines := strings.Split(string(text), "\n")
-		for _, line := range lines[1:] {
-			fields := strings.Fields(line)
-			if len(fields) < 4 {
-				continue
-			}
-			local := strings.Split(fields[1], ":")
-			port, err := strconv.ParseUint(local[len(local)-1], 16, 32)
-			if err != nil || int(port) == agentPort {
-				continue
-			}
-			state := tcpStates[fields[3]]
-			if state == "" {
-				state = fields[3]
-			}
-			found = append(found, fmt.Sprintf("%s port %d", state, port))
-		}
-	}
-	return found
 }

@@ -248,14 +248,16 @@ export class SessionService {
   }
 
   /**
-   * What a resume brings back when the newest checkpoint is a full one, as the session's `onResume`
+   * What a resume brings back when the newest checkpoint (not counting those resumes kept) is a full one, as the session's `onResume`
    * says; returns what the session's history should tell. Files unchanged since the checkpoint: it is
    * restored (nothing is lost). Otherwise `processes`: the volume goes back to the checkpoint so
    * memory and files match, what it held since kept first as an fs checkpoint; `files`: the sandbox
    * boots on the newest files and the checkpoint's processes are not restored.
    */
   private async prepareResume(row: SessionRow, node: NodeClient): Promise<string | null> {
-    const newest = (await this.deps.store.listCheckpoints(row.id)).at(-1);
+    // The fs checkpoints a resume keeps of the files it went back from are copies, not a newer
+    // state: past them, the next resume goes back to the same full checkpoint again.
+    const newest = (await this.deps.store.listCheckpoints(row.id)).filter((c) => c.trigger !== 'resume').at(-1);
     if (newest?.kind !== 'full') return null;
     if (!(await node.volumeChanged(row.id, newest.id))) {
       await node.restoreVolume(row.id, newest.id);

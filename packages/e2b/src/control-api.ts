@@ -90,7 +90,7 @@ async function takeSnapshotCheckpoint(handle: SessionHandle): Promise<string> {
   try {
     return (await handle.checkpoint({ kind: 'full' })).id;
   } catch (err) {
-    // Processes that cannot be saved (a TCP socket open): the files are, in the fs checkpoint taken instead.
+    // Processes that cannot be saved now (a stream attached): the files are, in the fs checkpoint taken instead.
     const fallback = isSpaceApiError(err) ? err.details.fallbackCheckpointId : undefined;
     if (typeof fallback === 'string') return fallback;
     throw err;

@@ -133,14 +133,26 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     assert.ok(history.at(-1).restoredFrom, `restored from a full checkpoint: ${JSON.stringify(history.at(-1))}`);
   });
 
-  test('an idle sandbox whose processes hold a TCP socket keeps running (its memory cannot be saved)', { timeout: 60_000 }, async () => {
-    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 1 });
+  test('an idle sandbox with a dev server stops with its memory saved; a request to its preview URL brings the server back', { timeout: 120_000 }, async () => {
+    const session = await api.createSession({ template: 'base', checkpointIntervalSec: 0, idleTimeoutSec: 2 });
     sessions.push(session.id);
-    await api.exec(session.id, ['nc', '-l', '-p', '8080'], { background: true });
-    await sleep(4000);
-    const now = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
-    assert.equal(now.status, 'running');
-    assert.equal(now.sandbox.id, session.sandbox.id);
+    await api.exec(session.id, ['sh', '-c', 'mkdir -p /workspace/site && echo served > /workspace/site/index.html']);
+    await api.exec(session.id, ['python3', '-m', 'http.server', '8000', '--directory', '/workspace/site'], { background: true });
+    const previewed = () =>
+      fetch(`${platform.url}/v1/sessions/${session.id}/ports/8000/index.html`, {
+        headers: { authorization: `Bearer ${api.key}`, 'x-space-listen-wait-ms': '10000' },
+      });
+    assert.equal((await previewed()).status, 200);
+    const idle = await waitFor(
+      async () => (await api.call('GET', `/v1/sessions/${session.id}`)).body,
+      (s) => s.status === 'idle',
+      30_000,
+    );
+    assert.equal(idle.checkpoints.at(-1).kind, 'full');
+    const woken = await previewed();
+    assert.deepEqual([woken.status, await woken.text()], [200, 'served\n']);
+    const history = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandboxHistory;
+    assert.equal(history.at(-1).restoredFrom, idle.checkpoints.at(-1).id);
   });
 
   test('/metrics counts sandbox starts, deaths, resumes and checkpoints', { timeout: 60_000 }, async () => {

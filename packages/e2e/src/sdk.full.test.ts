@@ -87,11 +87,13 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     cleanup.push(() => fresh.delete());
     const full = await fresh.checkpoint({ kind: 'full' });
     assert.deepEqual([full.kind, full.sizeBytes! > 0, full.pauseMs! > 0], ['full', true, true]);
-    await fresh.startBackground('nc -l -p 9000');
-    await new Promise((r) => setTimeout(r, 300));
+    // An attached stream would be cut: refused, with the files saved in an fs checkpoint instead.
+    const attached = fresh.execStream('sleep 30');
+    await new Promise((r) => setTimeout(r, 500));
     const refused = await fresh.checkpoint({ kind: 'full' }).catch((err: unknown) => err);
     assert.ok(isSpaceApiError(refused, 'FULL_CHECKPOINT_REFUSED'), String(refused));
     assert.match(String(refused.details.fallbackCheckpointId), /^ckp_/);
+    attached.close();
 
     const checkpoint = await session.checkpoint({ kind: 'fs' });
     assert.match(checkpoint.id, /^ckp_/);

@@ -10,8 +10,9 @@ export const CreateCheckpointRequestSchema = z
     /**
      * `fs`: a read-only btrfs snapshot of the session's filesystem, taken after flushing its writes.
      * `full`: the filesystem plus memory and process state (runsc checkpoint); resuming or forking
-     * from it continues the processes. Refused (FULL_CHECKPOINT_REFUSED, with an fs checkpoint taken
-     * instead) while a process in the sandbox holds a TCP socket or a stream is attached.
+     * from it continues the processes, servers included (connections with the outside are reset
+     * first). Refused (FULL_CHECKPOINT_REFUSED, with an fs checkpoint taken instead) while a stream
+     * is attached or a connection with the outside the node did not open is still open.
      */
     kind: CheckpointKindSchema.default('fs'),
   })

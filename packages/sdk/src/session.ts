@@ -194,7 +194,7 @@ export class SessionHandle {
 
   /**
    * `kind: 'fs'` (default) snapshots the files; `'full'` also saves memory and processes. A full one
-   * the sandbox cannot give (a process holds a TCP socket, a stream is attached) throws
+   * the sandbox cannot give now (a stream attached, a connection with the outside the node did not open) throws
    * FULL_CHECKPOINT_REFUSED with `details.fallbackCheckpointId`, the fs checkpoint taken instead.
    */
   checkpoint(opts: CallOptions & { kind?: 'fs' | 'full' } = {}): Promise<CheckpointData> {

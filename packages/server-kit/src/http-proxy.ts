@@ -1,4 +1,4 @@
-import { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, request } from 'node:http';
+import { type Agent, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, SpaceError } from '@space/protocol';
@@ -13,6 +13,8 @@ export interface ProxyTarget {
   headers?: Record<string, string>;
   /** Client headers not passed on (beyond the hop-by-hop ones), lowercase. */
   drop?: string[];
+  /** The keep-alive pool requests go through (Node's global one by default). */
+  agent?: Agent;
 }
 
 /** Headers that belong to one connection, never passed on (RFC 9110 7.6.1), and those a `Connection` header names. */
@@ -55,7 +57,14 @@ export function proxyRequest(
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     const upstream = request(
-      { host: target.host, port: target.port, method: req.method, path: target.path, headers: { ...passedOn(req.headers, target.drop), ...target.headers } },
+      {
+        host: target.host,
+        port: target.port,
+        method: req.method,
+        path: target.path,
+        headers: { ...passedOn(req.headers, target.drop), ...target.headers },
+        ...(target.agent ? { agent: target.agent } : {}),
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.statusMessage, withAdded(passedOn(answer.headers), answerHeaders));
         answer.pipe(res);
@@ -76,9 +85,9 @@ export function proxyRequest(
 /**
  * Joins an upgrade request (a WebSocket, any protocol switch) to `target`: the request goes out as
  * it came (hop-by-hop headers but `Connection: Upgrade` and `Upgrade` dropped and set again), and
- * from then on bytes pass both ways until either side closes.
+ * from then on bytes pass both ways until either side closes. Resolves with the connection to the target.
  */
-export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, target: ProxyTarget): Promise<void> {
+export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, target: ProxyTarget): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const upstream: Socket = connect({ host: target.host, port: target.port });
     upstream.once('error', (err) => reject(new SpaceError(ErrorCode.SANDBOX_UNAVAILABLE, `${target.host}:${target.port} did not answer: ${err.message}`)));
@@ -92,7 +101,7 @@ export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer,
       client.on('error', () => upstream.destroy());
       upstream.pipe(client);
       client.pipe(upstream);
-      resolve();
+      resolve(upstream);
     });
   });
 }

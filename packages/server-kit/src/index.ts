@@ -22,4 +22,5 @@ export { SingleFlight } from './single-flight.js';
 export { KeyedQueue, type QueueWait } from './keyed-queue.js';
 export { writeFreshFile } from './fresh-file.js';
 export { freePort } from './free-port.js';
+export { resetAgentSockets } from './agent-sockets.js';
 export { proxyRequest, proxyUpgrade, waitForListener, type ProxyTarget } from './http-proxy.js';

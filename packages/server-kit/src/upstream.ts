@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import { WebSocket } from 'ws';
 import type { z } from 'zod';
 import { ErrorCode, Limits, SpaceError, errorFromBody } from '@space/protocol';
+import { resetAgentSockets } from './agent-sockets.js';
 import { describeIssues } from './body.js';
 import { readBounded, type BoundedReadOptions } from './bounded-read.js';
 
@@ -62,9 +63,7 @@ export class Upstream {
   /** Aborts every connection with a TCP reset, so the peer keeps no endpoint of them (not even TIME_WAIT). */
   reset(): void {
     this.cuts++;
-    for (const pool of [this.agent.sockets, this.agent.freeSockets]) {
-      for (const sockets of Object.values(pool)) for (const socket of sockets ?? []) (socket as Socket).resetAndDestroy();
-    }
+    resetAgentSockets(this.agent);
   }
 
   /**

@@ -33,6 +33,8 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
     authorize(ctx);
     const port = parseWith(PreviewPortSchema, ctx.params.port, 'port');
     const live = await manager.getAlive(ctx.params.sandboxId!);
+    // A full checkpoint resets the node's connections into the sandbox first: new ones wait for it.
+    if (live.pendingCall) await live.pendingCall.catch(() => undefined);
     const host = live.record.sandboxIp;
     const asked = Number(ctx.req.headers[listenWaitHeader]);
     const waitMs = Number.isFinite(asked) && asked > 0 ? Math.min(asked, longestListenWaitMs) : listenWaitMs;
@@ -47,6 +49,7 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
         path: `/${ctx.params['*']}${ctx.url.search}`,
         drop: ['authorization', forwardedAuthorizationHeader, listenWaitHeader],
         headers: typeof forwarded === 'string' ? { authorization: forwarded } : {},
+        agent: live.inbound.agent,
       },
     };
   };
@@ -57,8 +60,10 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
     },
     upgrade: async (ctx, socket, head) => {
       const { live, to } = await target(ctx);
-      await proxyUpgrade(ctx.req, socket, head, to);
-      // A sandbox killed under the connection never closes it.
+      const upstream = await proxyUpgrade(ctx.req, socket, head, to);
+      live.inbound.track(upstream);
+      // Reset before a full checkpoint, or the sandbox killed under it (which never closes it).
+      upstream.once('close', () => socket.destroy());
       socket.once(
         'close',
         onSandboxDeath(live, () => socket.destroy()),

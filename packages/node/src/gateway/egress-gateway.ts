@@ -149,6 +149,11 @@ export class EgressGateway {
   }
 
   /** A sandbox that is gone: its connections through the gateway go too. */
+  /** Resets the sandbox's connections, and its new ones until the returned function is called (around a full checkpoint). */
+  cutSandbox(sandboxId: string): () => void {
+    return this.connections.cutSandbox(sandboxId);
+  }
+
   closeSandbox(sandboxId: string): void {
     this.connections.closeSandbox(sandboxId);
   }

@@ -22,13 +22,15 @@ export function idleAsUpgraded(socket: Socket): void {
  * The gateway's TCP connections, by the sandbox each comes from: only sandboxes' are taken (the
  * gateway listens on every address, for the redirected links), each with an idle timeout, a
  * bounded number of certificates being issued per sandbox, all closed with their sandbox and at
- * stop (the HTTP servers stop tracking upgraded ones).
+ * stop (the HTTP servers stop tracking upgraded ones), all reset around its full checkpoints.
  */
 export class GatewayConnections {
   private readonly bySandbox = new Map<string, Set<Socket>>();
   private readonly sandboxOf = new WeakMap<Socket, string>();
   /** Names whose certificate is being issued, by the sandbox whose handshakes wait on them. */
   private readonly issuing = new Map<string, Set<string>>();
+  /** Sandboxes being fully checkpointed: their new connections are reset. */
+  private readonly cutting = new Set<string>();
 
   constructor(private readonly sourceOf: (ip: string) => SandboxSource | null) {}
 
@@ -40,6 +42,10 @@ export class GatewayConnections {
       return false;
     }
     const { sandboxId } = source;
+    if (this.cutting.has(sandboxId)) {
+      socket.resetAndDestroy();
+      return false;
+    }
     let open = this.bySandbox.get(sandboxId);
     if (!open) this.bySandbox.set(sandboxId, (open = new Set()));
     open.add(socket);
@@ -70,6 +76,17 @@ export class GatewayConnections {
       names.delete(name);
       if (names.size === 0 && this.issuing.get(sandboxId) === names) this.issuing.delete(sandboxId);
     }
+  }
+
+  /**
+   * Resets the sandbox's connections, and every new one until the returned function is called (a
+   * full checkpoint: runsc would cut them at the save, see the agent's outside_connections.go). A
+   * reset, not a close: the sandbox's side is gone at once, and its process sees ECONNRESET.
+   */
+  cutSandbox(sandboxId: string): () => void {
+    this.cutting.add(sandboxId);
+    for (const socket of this.bySandbox.get(sandboxId) ?? []) socket.resetAndDestroy();
+    return () => this.cutting.delete(sandboxId);
   }
 
   closeSandbox(sandboxId: string): void {

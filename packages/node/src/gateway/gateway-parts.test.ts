@@ -228,3 +228,24 @@ test('gateway connections: one sandbox waits on at most 8 new certificates; hand
   assert.deepEqual(new Set(await Promise.all([...first, ...joined, other])), new Set(['issued']));
   assert.equal(await connections.issueFor(a, 'n9.example', async () => 'issued'), 'issued', 'slots come back once issued');
 });
+
+test('gateway connections: cutting a sandbox resets its connections and its new ones until released, no other sandbox', () => {
+  const connections = new GatewayConnections((ip) => ({ sandboxId: ip === '10.213.0.2' ? 'sbx_a' : 'sbx_b', sessionId: 'ses' }) as never);
+  const resets: string[] = [];
+  const socketFrom = (name: string, remoteAddress: string) =>
+    Object.assign(new EventEmitter(), {
+      remoteAddress,
+      setTimeout: () => undefined,
+      destroy: () => undefined,
+      resetAndDestroy: () => void resets.push(name),
+    }) as never;
+  assert.ok(connections.accept(socketFrom('a1', '10.213.0.2')));
+  assert.ok(connections.accept(socketFrom('b1', '10.213.0.6')));
+  const release = connections.cutSandbox('sbx_a');
+  assert.deepEqual(resets, ['a1']);
+  assert.equal(connections.accept(socketFrom('a2', '10.213.0.2')), false, 'a new connection of the cut sandbox is reset');
+  assert.ok(connections.accept(socketFrom('b2', '10.213.0.6')), 'another sandbox connects as ever');
+  release();
+  assert.ok(connections.accept(socketFrom('a3', '10.213.0.2')), 'taken again once released');
+  assert.deepEqual(resets, ['a1', 'a2']);
+});

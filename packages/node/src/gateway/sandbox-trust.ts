@@ -28,6 +28,8 @@ export async function installGatewayTrust(rootfs: string, caPem: string): Promis
   const system = (await readInsideVolume(rootfs, sandboxCaBundle)) ?? '';
   if (!system.includes(caPem.trim()))
     await writeInsideVolume(rootfs, sandboxCaBundle, `${system}${system && !system.endsWith('\n') ? '\n' : ''}${caPem}`, 0o644);
-  const resolv = `# Every name resolves to the SPACE egress gateway, which resolves it under the session's policy.\nnameserver ${gatewayAddress}\n`;
+  // A lookup whose answer was lost (a full checkpoint's save cuts what is in flight) is asked again
+  // after 2 s, not glibc's 5; three tries outlast the gateway's own 3 s bound on a stalled lookup.
+  const resolv = `# Every name resolves to the SPACE egress gateway, which resolves it under the session's policy.\nnameserver ${gatewayAddress}\noptions timeout:2 attempts:3\n`;
   await writeInsideVolume(rootfs, 'etc/resolv.conf', resolv, 0o644);
 }

@@ -31,7 +31,9 @@ export class GvisorDriver implements RuntimeDriver {
   ) {}
 
   private globalFlags(logFile?: string): string[] {
-    const flags = [`--root=${this.stateRoot}`, `--platform=${this.options.platform}`, '--network=sandbox', '--overlay2=none'];
+    // --net-disconnect-ok: a full checkpoint cuts connections with the outside of the sandbox instead
+    // of failing on them (the node resets those it knows of first; see the agent's outside_connections.go).
+    const flags = [`--root=${this.stateRoot}`, `--platform=${this.options.platform}`, '--network=sandbox', '--overlay2=none', '--net-disconnect-ok'];
     if (logFile) flags.push(`--log=${logFile}`);
     return flags;
   }

@@ -2,11 +2,14 @@ import { readFileSync } from 'node:fs';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import type { Upstream } from '@space/server-kit';
 import type { SandboxRecord } from '../sandbox-record.js';
+import type { InboundConnections } from './inbound-connections.js';
 
 /** A sandbox this node agent runs. */
 export interface LiveSandbox {
   record: SandboxRecord;
   daemon: Upstream;
+  /** The node's connections into the sandbox's ports (preview URLs). */
+  inbound: InboundConnections;
   /** Host pid of the sandbox process: its disappearance means the sandbox died. */
   pid: number | null;
   /** A daemon call the sandbox is busy with (a full checkpoint's pause, a claim's rebind); calls wait for it. */

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Upstream } from '@space/server-kit';
+import { InboundConnections } from './inbound-connections.js';
 import { LiveSandboxes, type LiveSandbox } from './live-sandboxes.js';
 import { MemoryWatch } from './memory-watch.js';
 
@@ -10,6 +11,7 @@ test('memory watch: only a sandbox near its memory gets the guard called, one ca
     ({
       record: { sandboxId: id, sessionId: `ses_${id}`, template: 'tiny', startedAt: '', token: '', leaseIndex: 0, sandboxIp: '', memoryMb },
       daemon: { id } as unknown as Upstream,
+      inbound: new InboundConnections(),
       pid: null,
       pendingCall,
       callsInFlight: 0,

@@ -16,6 +16,7 @@ import type { LiveSandbox } from './live-sandboxes.js';
 import { newMachineId, type MemorySource, type SessionVolumes } from './session-volumes.js';
 import { hostErrorText } from '../host-errors.js';
 import type { PhaseTimer } from './phase-timer.js';
+import { InboundConnections } from './inbound-connections.js';
 
 export interface SandboxBooterDeps {
   /** Identifies this node agent in host-wide leases (its data directory). */
@@ -108,7 +109,7 @@ export class SandboxBooter {
       await deps.link.waitReady(sandboxId, daemon);
       phases.mark('agent');
       deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ${memory ? `restored from ${memory.label}` : 'ready'} in ${phases.summary()}`);
-      return { record, daemon, pid: (await deps.driver.stats(sandboxId)).pid, pendingCall: null, callsInFlight: 0 };
+      return { record, daemon, inbound: new InboundConnections(), pid: (await deps.driver.stats(sandboxId)).pid, pendingCall: null, callsInFlight: 0 };
     } catch (err) {
       const console = await consoleTail(workDir, 1000);
       await this.teardown(record);

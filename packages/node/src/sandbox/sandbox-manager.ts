@@ -24,7 +24,7 @@ export interface SandboxManagerDeps {
   /** The node's per-session queue: a start, a volume deletion, a checkpoint and a restore of one session run one at a time. */
   sessionQueue: KeyedQueue;
   /** The node's egress gateway: holds each session's policy and secrets. */
-  egress: Pick<EgressGateway, 'isConfigured' | 'removeSession'>;
+  egress: Pick<EgressGateway, 'isConfigured' | 'removeSession' | 'cutSandbox'>;
   runtimeDir: string;
   log: Logger;
 }
@@ -147,6 +147,7 @@ export class SandboxManager {
     const live = this.deps.live.remove(sandboxId);
     if (!live) return;
     live.daemon.close();
+    live.inbound.close();
     await this.deps.booter.teardown(live.record);
   }
 
@@ -185,12 +186,13 @@ export class SandboxManager {
   }
 
   /**
-   * A full checkpoint's first step: the agent closes its channel (runsc cannot save TCP endpoints),
-   * the sandbox is paused, and the runtime saves its memory into `imageDir` leaving it paused
-   * (`--leave-running` on a paused sandbox), so the caller snapshots the volume while nothing runs
-   * and files and memory match. Calls arriving from now on wait until `runOn`. Refused
-   * (FULL_CHECKPOINT_REFUSED) before anything is touched when there is no sandbox or its agent sees
-   * sockets it cannot close.
+   * A full checkpoint's first step: the sandbox's connections with the outside are reset (the
+   * node's into it, the gateway's out of it, whose new ones are reset until the save is done), the
+   * agent closes its channel, the sandbox is paused, and the runtime saves its memory into
+   * `imageDir` leaving it paused (`--leave-running` on a paused sandbox), so the caller snapshots the
+   * volume while nothing runs and files and memory match. Calls and preview connections arriving
+   * from now on wait until `runOn`. Refused (FULL_CHECKPOINT_REFUSED) before the pause when there is
+   * no sandbox, or its agent sees streams attached or connections with the outside still open.
    */
   async saveMemory(sessionId: string, imageDir: string): Promise<SavedSandbox> {
     const live = this.deps.live.forSession(sessionId);
@@ -198,7 +200,9 @@ export class SandboxManager {
     if (live.pendingCall) await live.pendingCall.catch(() => undefined);
     let release!: () => void;
     live.pendingCall = new Promise<void>((resolve) => (release = resolve));
+    let reopenEgress = (): void => undefined;
     const done = (): void => {
+      reopenEgress();
       live.pendingCall = null;
       release();
     };
@@ -206,6 +210,8 @@ export class SandboxManager {
     try {
       // New calls wait now; those already sent are let finish: the agent's quiesce would cut them.
       await callsEnded(live);
+      reopenEgress = this.deps.egress.cutSandbox(live.record.sandboxId);
+      live.inbound.reset();
       await this.deps.link.quiesce(live.daemon);
       phases.mark('quiesce');
       await this.pauseAndSave(live, imageDir, phases);
