@@ -37,11 +37,7 @@ const get = () => new Promise((resolve, reject) => {
 export async function measureGateway({ dataDir, record, requests, downloadRuns }) {
   const upstream = new TestUpstream(['api.bench.space', 'plain.bench.space'], '0.0.0.0');
   await upstream.start();
-  const platform = await startPlatform(dataDir, {
-    SPACE_POOL_SIZE: '0',
-    SPACE_GATEWAY_TEST_HOSTS: upstream.gatewayHosts(),
-    SPACE_GATEWAY_TEST_CA_FILE: upstream.caFile,
-  });
+  const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0', ...upstream.platformEnv() });
   let hole = null;
   try {
     await api(platform.url, 'PUT', '/v1/secrets/BENCH_SECRET', { value: 'bench-secret-value-0123456789', hosts: ['api.bench.space'] });

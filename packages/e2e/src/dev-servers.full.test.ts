@@ -95,7 +95,7 @@ describe('dev servers across full checkpoints, kills and forks', () => {
 
   before(async () => {
     await upstream.start();
-    platform = await startPlatform({ env: { SPACE_GATEWAY_TEST_HOSTS: upstream.gatewayHosts(), SPACE_GATEWAY_TEST_CA_FILE: upstream.caFile } });
+    platform = await startPlatform({ env: upstream.platformEnv() });
     api = new Api(platform.url, platform.adminKey);
   });
 

@@ -74,7 +74,7 @@ describe('credential gateway and egress policy', () => {
 
   before(async () => {
     await upstream.start();
-    platform = await startPlatform({ env: { SPACE_GATEWAY_TEST_HOSTS: upstream.gatewayHosts(), SPACE_GATEWAY_TEST_CA_FILE: upstream.caFile } });
+    platform = await startPlatform({ env: upstream.platformEnv() });
     api = new Api(platform.url, platform.adminKey);
   });
 

@@ -126,6 +126,11 @@ export class TestUpstream {
     this.httpPort = (http.address() as AddressInfo).port;
   }
 
+  /** The platform's settings that send the gateway's requests for these names here, trusting this CA. */
+  platformEnv(): Record<string, string> {
+    return { SPACE_GATEWAY_TEST_HOSTS: this.gatewayHosts(), SPACE_GATEWAY_TEST_CA_FILE: this.caFile };
+  }
+
   /** The gateway's test-only host map: HTTPS names to the HTTPS port, `plain.*` names to the HTTP one. */
   gatewayHosts(): string {
     return this.names.map((n) => `${n}=127.0.0.1:${n.startsWith('plain.') ? this.httpPort : this.httpsPort}`).join(',');
