@@ -248,8 +248,8 @@ export class SessionService {
   }
 
   /**
-   * What a resume brings back when the newest checkpoint (not counting those resumes kept) is a full one, as the session's `onResume`
-   * says; returns what the session's history should tell. Files unchanged since the checkpoint: it is
+   * What a resume brings back when the newest checkpoint (not counting those resumes kept) is a
+   * full one, as the session's `onResume` says; returns what the session's history should tell. Files unchanged since the checkpoint: it is
    * restored (nothing is lost). Otherwise `processes`: the volume goes back to the checkpoint so
    * memory and files match, what it held since kept first as an fs checkpoint; `files`: the sandbox
    * boots on the newest files and the checkpoint's processes are not restored.

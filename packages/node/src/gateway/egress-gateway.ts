@@ -148,12 +148,12 @@ export class EgressGateway {
     this.httpsPort = (https.address() as AddressInfo).port;
   }
 
-  /** A sandbox that is gone: its connections through the gateway go too. */
   /** Resets the sandbox's connections, and its new ones until the returned function is called (around a full checkpoint). */
   cutSandbox(sandboxId: string): () => void {
     return this.connections.cutSandbox(sandboxId);
   }
 
+  /** A sandbox that is gone: its connections through the gateway go too. */
   closeSandbox(sandboxId: string): void {
     this.connections.closeSandbox(sandboxId);
   }
