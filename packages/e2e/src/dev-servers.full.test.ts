@@ -64,10 +64,20 @@ describe('dev servers across full checkpoints, kills and forks', () => {
       req.on('error', reject);
       req.end();
     });
-  const startServers = async (id: string): Promise<void> => {
+  /** A new session (no automatic checkpoints, no idle stop) running both servers; the Node one answered once. */
+  const serving = async (): Promise<any> => {
+    const session = await api.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    const { id } = session;
+    sessions.push(id);
     await api.exec(id, ['sh', '-c', 'mkdir -p /workspace/site && echo python-served > /workspace/site/index.html']);
     await api.exec(id, ['python3', '-m', 'http.server', '8000', '--directory', '/workspace/site'], { background: true });
     await api.exec(id, ['node', '-e', nodeServer], { background: true });
+    // The first request waits for the server to listen.
+    const first = await fetch(`${platform.url}/v1/sessions/${id}/ports/3000/`, {
+      headers: { authorization: `Bearer ${api.key}`, 'x-space-listen-wait-ms': '10000' },
+    });
+    assert.equal(first.status, 200);
+    return session;
   };
   const fullCheckpoint = async (id: string): Promise<any> => {
     const reply = await api.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'full' });
@@ -108,15 +118,9 @@ describe('dev servers across full checkpoints, kills and forks', () => {
   test('Python and Node servers, with connections open through the preview and the gateway, are saved; they serve after kills and in a fork', {
     timeout: 300_000,
   }, async () => {
-    const session = await api.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
-    sessions.push(session.id);
-    await startServers(session.id);
-    // Answered through the preview URL first: the node keeps that connection to the Node server
-    // alive, and Python's server closes its own first (TIME_WAIT in the sandbox).
-    const waited = await fetch(`${platform.url}/v1/sessions/${session.id}/ports/3000/`, {
-      headers: { authorization: `Bearer ${api.key}`, 'x-space-listen-wait-ms': '10000' },
-    });
-    assert.equal(waited.status, 200);
+    const session = await serving();
+    // Answered through the preview URL: the node keeps that connection to the Node server alive,
+    // and Python's server closes its own first (TIME_WAIT in the sandbox).
     assert.deepEqual(await preview(session.id, 8000, '/index.html'), { status: 200, body: 'python-served\n' });
     await pollsGoOn(session.id);
     const echo = await upgraded(session.id);
@@ -163,10 +167,7 @@ describe('dev servers across full checkpoints, kills and forks', () => {
   test('a connection the node did not open (from the host straight to the sandbox) refuses the full checkpoint, naming it; an fs one is taken and nothing stops', {
     timeout: 120_000,
   }, async () => {
-    const session = await api.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
-    sessions.push(session.id);
-    await startServers(session.id);
-    await nodeState(session.id);
+    const session = await serving();
     // The sandbox's address: its default gateway's plus one (each sandbox has a /30 of its own).
     const route: string = (await api.exec(session.id, ['cat', '/proc/net/route'])).stdout;
     const gatewayHex = route
