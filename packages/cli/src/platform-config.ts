@@ -2,7 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ControlPlaneOptions, type TenantLimitOptions, defaultTenantLimits } from '@space/control-plane';
 
-/** Settings of `space up` and `space control-plane`, each from its environment variable (see docs/configuration.md). */
+/** Settings of `space up` and `space control-plane`, each from its environment variable (see docs/operations.md). */
 export interface PlatformConfig {
   /** SPACE_HOST, default 127.0.0.1 */
   host: string;
@@ -18,6 +18,8 @@ export interface PlatformConfig {
   templates: string[];
   /** SPACE_CHECKPOINT_KEEP: automatic checkpoints kept per session, default 5 */
   keepAutomaticCheckpoints: number;
+  /** SPACE_FULL_CHECKPOINT_PAUSE_PERCENT: how much of a busy sandbox's time automatic full checkpoints may pause it, default 2 */
+  fullCheckpointPausePercent: number;
   /** SPACE_MAINTENANCE_TICK_MS: how often automatic checkpoints and idle stops are considered, default 5000 */
   maintenanceTickMs: number;
   /** SPACE_SECRETS_KEY_FILE: the key that encrypts secret values in the store, default <data>/secrets.key */
@@ -56,6 +58,12 @@ function positiveNumber(env: NodeJS.ProcessEnv, name: string, fallback: number):
   return value;
 }
 
+function percent(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = positiveNumber(env, name, fallback);
+  if (value > 100) throw new Error(`${name} is a percentage up to 100, got ${JSON.stringify(env[name])}`);
+  return value;
+}
+
 function positiveInt(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = positiveNumber(env, name, fallback);
   if (!Number.isInteger(value)) throw new Error(`${name} must be a positive integer, got ${JSON.stringify(env[name])}`);
@@ -77,6 +85,7 @@ export function platformConfig(env: NodeJS.ProcessEnv): PlatformConfig {
       .map((t) => t.trim())
       .filter(Boolean),
     keepAutomaticCheckpoints: positiveInt(env, 'SPACE_CHECKPOINT_KEEP', 5),
+    fullCheckpointPausePercent: percent(env, 'SPACE_FULL_CHECKPOINT_PAUSE_PERCENT', 2),
     maintenanceTickMs: positiveInt(env, 'SPACE_MAINTENANCE_TICK_MS', 5000),
     secretsKeyFile: path.resolve(env.SPACE_SECRETS_KEY_FILE ?? path.join(dataDir, 'secrets.key')),
     lifecycleWaitMs: positiveInt(env, 'SPACE_LIFECYCLE_WAIT_MS', 30_000),
@@ -103,6 +112,7 @@ export function controlPlaneTuning(
 ): Pick<
   ControlPlaneOptions,
   | 'keepAutomaticCheckpoints'
+  | 'fullCheckpointPauseShare'
   | 'maintenanceTickMs'
   | 'lifecycleWaitMs'
   | 'tenantLimits'
@@ -120,6 +130,7 @@ export function controlPlaneTuning(
     nodeLostAfterSec: config.nodeLostAfterSec,
     sharedStore: config.databaseUrl !== undefined,
     keepAutomaticCheckpoints: config.keepAutomaticCheckpoints,
+    fullCheckpointPauseShare: config.fullCheckpointPausePercent / 100,
     maintenanceTickMs: config.maintenanceTickMs,
     lifecycleWaitMs: config.lifecycleWaitMs,
     tenantLimits: config.tenantLimits,

@@ -54,6 +54,8 @@ export interface ControlPlaneOptions {
   secrets: SecretCipher;
   /** Automatic checkpoints kept per session (`SPACE_CHECKPOINT_KEEP`, default 5). */
   keepAutomaticCheckpoints?: number;
+  /** The share of a busy sandbox's time automatic full checkpoints may pause it (`SPACE_FULL_CHECKPOINT_PAUSE_PERCENT` / 100, default 0.02). */
+  fullCheckpointPauseShare?: number;
   /** How often the maintenance pass runs, ms (`SPACE_MAINTENANCE_TICK_MS`, default 5000). */
   maintenanceTickMs?: number;
   /** How long a call waits for a session's lifecycle operations before SESSION_BUSY, ms (`SPACE_LIFECYCLE_WAIT_MS`, default 30000). */
@@ -199,6 +201,7 @@ export class ControlPlane {
       metrics: this.metrics,
       log: this.log,
       keepAutomatic,
+      fullCheckpointPauseShare: options.fullCheckpointPauseShare ?? 0.02,
     });
   }
 

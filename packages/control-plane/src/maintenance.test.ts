@@ -115,6 +115,29 @@ test('automatic full checkpoints are taken while processes run, and not while no
   assert.deepEqual(await kinds(), ['full', 'full']);
 });
 
+test('while the volume is written, full checkpoints come as often as their pause allows (2% of the time, not under 10 s); unwritten, at the interval', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 60, idleTimeoutSec: 0 });
+  const fulls = async () => (await s.store.listCheckpoints(session.id)).filter((c) => c.kind === 'full').length;
+  const after = async (ms: number, written: boolean) => {
+    if (written) s.node.changed.add(session.id);
+    s.clock.now += ms;
+    await s.maintenance.tick();
+    return fulls();
+  };
+  s.node.runningProcesses = true;
+  s.node.fullPauseMs = 100;
+  assert.equal(await after(61_000, false), 1, 'the first at the interval: no pause was measured yet');
+  assert.equal(await after(11_000, false), 1, 'nothing written: not before the interval');
+  assert.equal(await after(1_000, true), 2, 'written: 100 ms / 2% is 5 s, so after 10 s');
+  assert.equal(await after(5_000, true), 2, 'never under 10 s');
+  s.node.fullPauseMs = 800;
+  assert.equal(await after(6_000, true), 3);
+  assert.equal(await after(30_000, true), 3, '800 ms / 2% is 40 s');
+  assert.equal(await after(11_000, true), 4);
+  assert.equal(await after(60_000, false), 5, 'unwritten: at the interval');
+});
+
 test('a template build whose control plane stopped (no heartbeat for a minute) is failed by the maintenance, and its session deleted', async () => {
   const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });

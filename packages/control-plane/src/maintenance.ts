@@ -31,6 +31,12 @@ export interface MaintenanceDeps {
   log: (message: string) => void;
   /** Automatic checkpoints kept per session; older ones are deleted (manual ones never are). */
   keepAutomatic: number;
+  /**
+   * The share of a busy sandbox's time automatic full checkpoints may keep it paused (0.02: 2%).
+   * While its volume is written they come as often as that allows from the newest one's pause,
+   * never more than every 10 s, and at least every `fullCheckpointIntervalSec`.
+   */
+  fullCheckpointPauseShare: number;
   now?: () => number;
 }
 
@@ -40,6 +46,8 @@ type ListedSandboxes = Map<string, { node: NodeClient; sandboxes: SandboxInfo[] 
 /** Unrecorded checkpoints are swept this often, once older than the grace period. */
 const orphanSweepEveryMs = 60_000;
 const orphanGraceMs = 60_000;
+/** The shortest interval between automatic full checkpoints of a busy sandbox, however cheap they are. */
+const minBusyFullIntervalMs = 10_000;
 
 /**
  * The periodic work on sessions, each in its session's lifecycle queue (a session busy with its own
@@ -48,8 +56,8 @@ const orphanGraceMs = 60_000;
  *   `starting` by a crash too, so nothing acts on a sandbox that is gone;
  * - automatic fs checkpoints every `checkpointIntervalSec`, taken only when the volume was written
  *   since the last one, and full ones every `fullCheckpointIntervalSec` while processes run (with
- *   none, the files are all there is to save); retention of the last
- *   `keepAutomatic` of each kind;
+ *   none, the files are all there is to save), sooner while the volume is written (see
+ *   `fullCheckpointPauseShare`); retention of the last `keepAutomatic` of each kind;
  * - stopping sandboxes idle for `idleTimeoutSec` (no call, no foreground command) after a full
  *   checkpoint, so their processes come back on the next call. When the full checkpoint is refused
  *   (fs taken instead) and processes run, the sandbox keeps running: stopping it would lose them;
@@ -266,15 +274,16 @@ export class Maintenance {
     this.deps.log(`session ${row.id}: ${why}; marked stopped (the next call resumes it)`);
   }
 
-  /** Milliseconds since `row`'s newest checkpoint (of `kind`, or any), its sandbox start, or `also`. */
-  private async sinceLast(row: SessionRow, kind: CheckpointKind | null, also = 0): Promise<number> {
-    const newest = (await this.deps.store.listCheckpoints(row.id)).filter((c) => kind === null || c.kind === kind).at(-1)?.createdAt;
+  /** Milliseconds since `newest` (a checkpoint's creation time, if any), `row`'s sandbox start, or `also`. */
+  private since(row: SessionRow, newest: string | undefined, also = 0): number {
     const last = Math.max(newest ? Date.parse(newest) : 0, Date.parse(row.sandboxStartedAt ?? row.createdAt), also);
     return this.now() - last;
   }
 
   private async checkpointDue(row: SessionRow): Promise<boolean> {
-    return row.checkpointIntervalSec > 0 && (await this.sinceLast(row, null, this.unchangedAt.get(row.id))) >= row.checkpointIntervalSec * 1000;
+    if (row.checkpointIntervalSec <= 0) return false;
+    const newest = (await this.deps.store.listCheckpoints(row.id)).at(-1);
+    return this.since(row, newest?.createdAt, this.unchangedAt.get(row.id)) >= row.checkpointIntervalSec * 1000;
   }
 
   /** Whether the volume was written since the newest checkpoint; when it was not, the interval starts again from now. */
@@ -296,8 +305,19 @@ export class Maintenance {
     return false;
   }
 
+  /**
+   * Every `fullCheckpointIntervalSec`, and sooner while the volume is written since the newest
+   * checkpoint (what a resume would roll back grows): as often as the newest full checkpoint's pause
+   * allows within `fullCheckpointPauseShare` of the sandbox's time, never more than every 10 s.
+   */
   private async fullCheckpointDue(row: SessionRow): Promise<boolean> {
-    return row.fullCheckpointIntervalSec > 0 && (await this.sinceLast(row, 'full', this.fullAttempts.get(row.id))) >= row.fullCheckpointIntervalSec * 1000;
+    if (row.fullCheckpointIntervalSec <= 0) return false;
+    const newestFull = (await this.deps.store.listCheckpoints(row.id)).filter((c) => c.kind === 'full').at(-1);
+    const since = this.since(row, newestFull?.createdAt, this.fullAttempts.get(row.id));
+    if (since >= row.fullCheckpointIntervalSec * 1000) return true;
+    if (!newestFull?.pauseMs) return false;
+    const busyIntervalMs = Math.max(minBusyFullIntervalMs, newestFull.pauseMs / this.deps.fullCheckpointPauseShare);
+    return since >= busyIntervalMs && (await this.changedSinceNewest(row));
   }
 
   private idle(row: SessionRow): boolean {

@@ -33,8 +33,8 @@ export class SessionCheckpointService {
   ) {}
 
   /**
-   * Takes a checkpoint. A full one the node refuses (a process holds a TCP socket, a stream is
-   * attached, no sandbox runs) or fails to take is replaced by an fs checkpoint, and the caller gets
+   * Takes a checkpoint. A full one the node refuses (a stream is attached, a connection with the
+   * outside is open, no sandbox runs) or fails to take is replaced by an fs checkpoint, and the caller gets
    * the refusal with `details.fallbackCheckpointId`: the files are safe either way. So is one the
    * tenant's checkpoint storage has no room for.
    */

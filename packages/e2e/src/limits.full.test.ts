@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { Api, metricValue } from './client.js';
@@ -148,6 +149,14 @@ describe('limits: what one tenant or session may take', () => {
     const small: string = smallData.id;
     sessions.push(small);
     assert.deepEqual([smallData.resources.pids, smallData.resources.memoryMb, smallData.resources.cpus], [64, 600, 2]);
+    // runsc's --cpu-num-from-quota: the CPUs the session may use, never under 2 nor over the host's.
+    for (const [id, cpus] of [
+      [roomy, 1],
+      [small, 2],
+    ] as const) {
+      const shown = Number((await tenant.exec(id, 'nproc')).stdout);
+      assert.equal(shown, Math.min(availableParallelism(), Math.max(2, Math.ceil(cpus))), `nproc with cpus ${cpus}`);
+    }
     const bomb = await tenant.exec(small, 'i=0; while [ $i -lt 200 ]; do sleep 30 >/dev/null 2>&1 & i=$((i+1)); done 2>&1 | head -3; echo done', {
       timeoutMs: 60_000,
     });

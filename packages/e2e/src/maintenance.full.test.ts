@@ -23,7 +23,10 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
   let api: Api;
   const sessions: string[] = [];
 
-  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), { env: { SPACE_MAINTENANCE_TICK_MS: '300', SPACE_CHECKPOINT_KEEP: '2' } });
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), {
+    // A full checkpoint pauses a sandbox here for about 0.6 s: 10% lets a busy one get them at the 10 s floor.
+    env: { SPACE_MAINTENANCE_TICK_MS: '300', SPACE_CHECKPOINT_KEEP: '2', SPACE_FULL_CHECKPOINT_PAUSE_PERCENT: '10' },
+  });
 
   test('automatic checkpoints are taken on schedule and only the newest are kept; manual ones stay', { timeout: 120_000 }, async () => {
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 1, idleTimeoutSec: 0 });
@@ -153,6 +156,54 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     assert.deepEqual([woken.status, await woken.text()], [200, 'served\n']);
     const history = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandboxHistory;
     assert.equal(history.at(-1).restoredFrom, idle.checkpoints.at(-1).id);
+  });
+
+  test('while a SQLite writer runs, full checkpoints come every ~10 s, not at the 60 s interval; a kill rolls back seconds, kept in a resume checkpoint', {
+    timeout: 120_000,
+  }, async () => {
+    const session = await api.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 60, idleTimeoutSec: 0 });
+    sessions.push(session.id);
+    const writer = [
+      'import sqlite3, time',
+      "db = sqlite3.connect('/workspace/rows.db')",
+      "db.execute('create table if not exists rows (at real)')",
+      'while True:',
+      "    db.execute('insert into rows values (?)', (time.time(),))",
+      '    db.commit()',
+      '    time.sleep(0.01)',
+    ].join('\n');
+    await api.exec(session.id, ['python3', '-c', writer], { background: true });
+    const newest = "import sqlite3; print(sqlite3.connect('/workspace/rows.db').execute('select count(*), max(at) from rows').fetchone())";
+    const rows = async (): Promise<[number, number]> =>
+      JSON.parse((await api.exec(session.id, ['python3', '-c', newest])).stdout.replace('(', '[').replace(')', ']'));
+    await waitFor(rows, ([count]) => count > 0, 10_000).catch(() => undefined);
+    // The first full checkpoint measures what one pauses; the maintenance plans the next from it.
+    const manual = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' })).body;
+    assert.equal(manual.kind, 'full', JSON.stringify(manual));
+    const autos = async () =>
+      ((await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as any[]).filter((c) => c.kind === 'full' && c.trigger === 'auto');
+    const two = await waitFor(autos, (list) => list.length >= 2, 45_000);
+    assert.ok(two.length >= 2, `two automatic full checkpoints within 45 s of the manual one: ${JSON.stringify(two)}`);
+    const gap = (Date.parse(two[1].createdAt) - Date.parse(two[0].createdAt)) / 1000;
+    assert.ok(gap >= 9 && gap < 30, `automatic full checkpoints ${gap} s apart`);
+    await sleep(3000);
+    const [acknowledged, lastAt] = await rows();
+    assert.equal((await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`)).status, 200);
+    const script = `import sqlite3; print(sqlite3.connect('/workspace/rows.db').execute('select count(*), max(at) from rows where at <= ${lastAt}').fetchone())`;
+    const [kept, keptUntil] = JSON.parse((await api.exec(session.id, ['python3', '-c', script])).stdout.replace('(', '[').replace(')', ']'));
+    const rolledBackSec = lastAt - keptUntil;
+    assert.ok(
+      rolledBackSec < 15,
+      `${acknowledged - kept} acknowledged rows (${rolledBackSec.toFixed(1)} s) rolled back; the newest full checkpoint was due every ~10 s`,
+    );
+    const history = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandboxHistory;
+    const keptIn = /the files written after it are kept in (ckp_\w+)/.exec(history.at(-1).note ?? '')?.[1];
+    const checkpoints = (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as any[];
+    assert.equal(
+      checkpoints.find((c) => c.id === keptIn)?.trigger,
+      'resume',
+      `the history says where the rolled-back files are: ${JSON.stringify(history.at(-1))}`,
+    );
   });
 
   test('/metrics counts sandbox starts, deaths, resumes and checkpoints', { timeout: 60_000 }, async () => {

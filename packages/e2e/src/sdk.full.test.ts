@@ -52,6 +52,10 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.equal(events[0]!.type, 'started');
     assert.equal(Buffer.concat(events.flatMap((e) => (e.type === 'stdout' ? [e.data] : []))).toString(), 'in:abc\n');
     assert.deepEqual(events.at(-1), { type: 'exit', exitCode: 4, signal: null, timedOut: false });
+    // A process the daemon did not start is counted, not listed: it still keeps full checkpoints due.
+    assert.equal((await session.processList()).untracked, 0);
+    await session.exec(['sh', '-c', 'setsid sleep 600 >/dev/null 2>&1 </dev/null &']);
+    assert.equal((await session.processList()).untracked, 1);
 
     await session.files.write('notes/a.txt', 'alpha');
     assert.equal((await session.files.read('notes/a.txt')).toString(), 'alpha');

@@ -93,7 +93,9 @@ export const CreateSessionRequestSchema = z
      * Seconds between automatic full (memory) checkpoints while processes run in the sandbox (none
      * is taken while none runs); 0 turns them off. As often as fs ones by default: a full checkpoint
      * pauses the sandbox briefly and never stops it, and a resume brings back processes from at most
-     * about a minute ago.
+     * about a minute ago. While the volume is written they come sooner, as often as their measured
+     * pause allows within the platform's share (`SPACE_FULL_CHECKPOINT_PAUSE_PERCENT`, 2%), never
+     * more than every 10 s.
      */
     fullCheckpointIntervalSec: z
       .number()

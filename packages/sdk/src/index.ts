@@ -17,6 +17,7 @@ export type {
   FileEntry,
   CheckpointData,
   ProcessData,
+  ProcessListData,
   EgressPolicy,
   SecretData,
   EgressAuditEntry,

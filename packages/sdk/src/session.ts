@@ -13,6 +13,7 @@ import type {
   ExecResult,
   FileEntry,
   ProcessData,
+  ProcessListData,
   SandboxMetricsData,
   ServiceData,
   ListeningPortData,
@@ -184,8 +185,14 @@ export class SessionHandle {
     });
   }
 
+  /** The processes the daemon started (running or ended, newest last). */
   async processes(opts: CallOptions = {}): Promise<ProcessData[]> {
-    return retryOnceIfSandboxLost(async () => (await this.t.json<{ processes: ProcessData[] }>('GET', `${this.base}/processes`, opts)).processes);
+    return (await this.processList(opts)).processes;
+  }
+
+  /** `processes()` and how many live processes run that the daemon did not start (`untracked`). */
+  async processList(opts: CallOptions = {}): Promise<ProcessListData> {
+    return retryOnceIfSandboxLost(() => this.t.json<ProcessListData>('GET', `${this.base}/processes`, opts));
   }
 
   async signal(pid: number, signal: string, opts: CallOptions = {}): Promise<void> {

@@ -256,6 +256,15 @@ export interface ProcessData {
   pty: boolean;
 }
 
+export interface ProcessListData {
+  processes: ProcessData[];
+  /**
+   * Live processes the daemon did not start (`nohup … &`, `setsid`, daemons a command left),
+   * besides the sandbox's init and daemon: they count for automatic full checkpoints and idle stops too.
+   */
+  untracked?: number;
+}
+
 export type TenantLimitName = 'sessions' | 'concurrentCreates' | 'requestsPerSec' | 'openRequests' | 'openStreams' | 'checkpointStorageBytes';
 
 /**

@@ -10,7 +10,10 @@ export function registerCheckpointCommands(program: Command): void {
   program
     .command('checkpoint <session>')
     .description('take a checkpoint (files; with --full also memory and processes); prints its id')
-    .option('--full', 'also save memory and running processes (refused while a process holds a TCP socket: an fs checkpoint is taken instead)')
+    .option(
+      '--full',
+      'also save memory and running processes (refused while a stream is attached or a connection with the outside is open: an fs checkpoint is taken instead)',
+    )
     .option('--json', 'print JSON')
     .action(async (id: string, opts: { full?: boolean; json?: boolean }) => {
       if (opts.full && !opts.json) process.stderr.write('saving memory and processes (the sandbox pauses for a moment)…\n');

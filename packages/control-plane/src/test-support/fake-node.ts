@@ -25,6 +25,8 @@ export class FakeNode {
   readonly changed = new Set<string>();
   readonly calls: string[] = [];
   runningProcesses = false;
+  /** How long each full checkpoint paused the sandbox, as the node reports it. */
+  fullPauseMs: number | null = null;
   /** Checkpoint times strictly increase, as real ones (tens of ms apart) do: the store orders by them. */
   private lastCheckpointAt = 0;
 
@@ -100,7 +102,13 @@ export class FakeNode {
     this.checkpoints.add(checkpointId);
     this.changed.delete(sessionId);
     this.lastCheckpointAt = Math.max(Date.now(), this.lastCheckpointAt + 1);
-    return { checkpointId, kind, createdAt: new Date(this.lastCheckpointAt).toISOString(), sizeBytes: null, pauseMs: null };
+    return {
+      checkpointId,
+      kind,
+      createdAt: new Date(this.lastCheckpointAt).toISOString(),
+      sizeBytes: null,
+      pauseMs: kind === 'full' ? this.fullPauseMs : null,
+    };
   }
 
   async volumeChanged(sessionId: string): Promise<boolean> {

@@ -92,6 +92,7 @@ export async function servicesOnFakeNode(limitOptions: Partial<TenantLimitOption
     metrics,
     log: (m) => log.push(m),
     keepAutomatic: 5,
+    fullCheckpointPauseShare: 0.02,
     now,
   });
   const create = (fields: Record<string, unknown> = {}) => sessions.create(caller, CreateSessionRequestSchema.parse({ template: 'tiny', ...fields }));

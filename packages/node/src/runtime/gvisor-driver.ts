@@ -33,7 +33,15 @@ export class GvisorDriver implements RuntimeDriver {
   private globalFlags(logFile?: string): string[] {
     // --net-disconnect-ok: a full checkpoint cuts connections with the outside of the sandbox instead
     // of failing on them (the node resets those it knows of first; see the agent's outside_connections.go).
-    const flags = [`--root=${this.stateRoot}`, `--platform=${this.options.platform}`, '--network=sandbox', '--overlay2=none', '--net-disconnect-ok'];
+    // --cpu-num-from-quota: the sandbox sees the CPUs of its session's quota (at least 2), not the host's.
+    const flags = [
+      `--root=${this.stateRoot}`,
+      `--platform=${this.options.platform}`,
+      '--network=sandbox',
+      '--overlay2=none',
+      '--net-disconnect-ok',
+      '--cpu-num-from-quota',
+    ];
     if (logFile) flags.push(`--log=${logFile}`);
     return flags;
   }
