@@ -1,17 +1,8 @@
 import { useState } from 'preact/hooks';
 import { json } from './api.js';
+import type { SessionDetail } from './session-detail.js';
 import { Timeline } from './timeline.js';
 import { ErrorAlert, TableHead } from './ui.js';
-
-export interface SessionDetail {
-  id: string;
-  status: string;
-  template: string;
-  parentCheckpointId: string | null;
-  egress: { mode: 'allow-all' | 'deny-all' | 'allow-list'; domains: string[]; cidrs: string[] };
-  sandboxHistory?: { id: string; startedAt: string; endedAt: string | null; endReason: string | null; restoredFrom: string | null; note: string | null }[];
-  checkpoints?: { id: string; kind: string; createdAt: string }[];
-}
 
 /** The session's sandboxes (start, end, why) and checkpoints, with checkpoint, fork and restore. */
 export function HistoryPanel({ session, onChange }: { session: SessionDetail; onChange: () => void }) {

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
-import type { SessionDetail } from './history-panel.js';
+import type { SessionDetail } from './session-detail.js';
 import { ErrorAlert } from './ui.js';
 
 /** Sessions read to draw a family: enough for what an agent forks; more are left out with a note. */

@@ -4,7 +4,8 @@ import { useTenantEvents } from './events.js';
 import { LineagePanel } from './lineage-panel.js';
 import { EgressPanel } from './egress-panel.js';
 import { FilesPanel } from './files-panel.js';
-import { type SessionDetail, HistoryPanel } from './history-panel.js';
+import { HistoryPanel } from './history-panel.js';
+import type { SessionDetail } from './session-detail.js';
 import { SessionTerminal } from './terminal.js';
 import { ErrorAlert, TableHead } from './ui.js';
 

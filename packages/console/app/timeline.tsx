@@ -1,4 +1,4 @@
-import type { SessionDetail } from './history-panel.js';
+import type { SessionDetail } from './session-detail.js';
 
 const width = 900;
 const height = 70;

@@ -1,9 +1,9 @@
 export { ControlPlane, type ControlPlaneOptions } from './control-plane.js';
 export { openStore, openSqliteStore, openPostgresStore } from './store/open-store.js';
 export type { Store, SessionRow, TenantRow, ApiKeyRow } from './store/store.js';
-export { Authenticator, hashKey, generateKey } from './auth.js';
-export { SessionService } from './session-service.js';
-export { NodeClient } from './node-client.js';
-export { SecretCipher } from './secret-cipher.js';
-export { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from './tenant-limits.js';
-export { startLocalPostgres, type LocalPostgres } from './local-postgres.js';
+export { Authenticator, hashKey, generateKey } from './tenants/auth.js';
+export { SessionService } from './sessions/session-service.js';
+export { NodeClient } from './cluster/node-client.js';
+export { SecretCipher } from './store/secret-cipher.js';
+export { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from './tenants/tenant-limits.js';
+export { startLocalPostgres, type LocalPostgres } from './store/local-postgres.js';

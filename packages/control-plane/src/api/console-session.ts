@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConsoleSignInRequestSchema, ErrorCode, SpaceError } from '@space/protocol';
 import { readJson, sendJson } from '@space/server-kit';
-import { type Authenticator, consoleCookieName } from '../auth.js';
+import { type Authenticator, consoleCookieName } from '../tenants/auth.js';
 
 /** Where the console signs in (POST) and out (DELETE). */
 const consoleSessionPath = '/console/session';

@@ -1,6 +1,6 @@
 import type { Router } from '@space/server-kit';
-import type { Authenticator } from '../auth.js';
-import type { TenantEvents } from '../tenant-events.js';
+import type { Authenticator } from '../tenants/auth.js';
+import type { TenantEvents } from '../tenants/tenant-events.js';
 
 /** A comment line now and then keeps proxies from closing a quiet stream. */
 const keepaliveMs = 15_000;

@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import { CreatePreviewTokenRequestSchema, ErrorCode, PreviewPortSchema, SpaceError, parsePreviewHost, previewHost } from '@space/protocol';
 import { bearerToken, type ProxyRoute, type Router, parseWith, proxyRequest, proxyUpgrade, readJson, sendJson, type UpgradeContext } from '@space/server-kit';
-import { type Authenticator, type Caller, consoleCookieName, isSpaceSubprotocol, portScope, requestCookies, webSocketKey } from '../auth.js';
-import type { SessionCalls } from '../session-calls.js';
-import type { SessionService } from '../session-service.js';
+import { type Authenticator, type Caller, consoleCookieName, isSpaceSubprotocol, portScope, requestCookies, webSocketKey } from '../tenants/auth.js';
+import type { SessionCalls } from '../sessions/session-calls.js';
+import type { SessionService } from '../sessions/session-service.js';
 import type { Store } from '../store/store.js';
 
 /** The query parameter and cookie a preview token comes in (a browser sends no Authorization header). */

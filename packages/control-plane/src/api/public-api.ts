@@ -16,26 +16,26 @@ import {
   ServiceNameSchema,
   ServiceSpecSchema,
 } from '@space/protocol';
-import type { SessionCheckpointService } from '../session-checkpoint-service.js';
-import type { SessionPauser } from '../session-pauser.js';
-import type { SessionServices } from '../session-services.js';
-import type { NodeDirectory } from '../node-directory.js';
-import type { NodeDrain } from '../node-drain.js';
+import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
+import type { SessionPauser } from '../sessions/session-pauser.js';
+import type { SessionServices } from '../sessions/session-services.js';
+import type { NodeDirectory } from '../cluster/node-directory.js';
+import type { NodeDrain } from '../sessions/node-drain.js';
 import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
-import type { EgressService } from '../egress-service.js';
-import type { Authenticator } from '../auth.js';
-import type { TenantLimits } from '../tenant-limits.js';
-import type { SessionCalls } from '../session-calls.js';
-import type { SessionService } from '../session-service.js';
+import type { EgressService } from '../tenants/egress-service.js';
+import type { Authenticator } from '../tenants/auth.js';
+import type { TenantLimits } from '../tenants/tenant-limits.js';
+import type { SessionCalls } from '../sessions/session-calls.js';
+import type { SessionService } from '../sessions/session-service.js';
 import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
 import { type PreviewOptions, registerPortRoutes } from './port-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
 import { registerEventRoutes } from './event-routes.js';
-import type { TenantEvents } from '../tenant-events.js';
-import type { MetricsHistory, MetricsReport } from '../metrics-report.js';
+import type { TenantEvents } from '../tenants/tenant-events.js';
+import type { MetricsHistory, MetricsReport } from './metrics-report.js';
 import { type TemplateRouteDeps, registerTemplateRoutes } from './template-routes.js';
-import type { VolumeService } from '../volume-service.js';
+import type { VolumeService } from '../sessions/volume-service.js';
 
 export interface PublicApiDeps {
   auth: Authenticator;

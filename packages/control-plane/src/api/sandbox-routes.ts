@@ -1,9 +1,9 @@
 import { sandboxRoutes } from '@space/protocol';
 import { type Router, parseQuery, closeWithError, holdMessages, readRouteInput, relaySockets, toSpaceError } from '@space/server-kit';
-import type { Authenticator } from '../auth.js';
+import type { Authenticator } from '../tenants/auth.js';
 import { bindStream } from './stream-binding.js';
-import type { SessionCalls } from '../session-calls.js';
-import type { SessionService } from '../session-service.js';
+import type { SessionCalls } from '../sessions/session-calls.js';
+import type { SessionService } from '../sessions/session-service.js';
 
 /**
  * `/v1/sessions/:id/<op>` for every sandbox operation: validated here, routed by session id to the

@@ -11,10 +11,10 @@ import {
   builtinTemplateNames,
 } from '@space/protocol';
 import { type Router, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
-import type { Authenticator } from '../auth.js';
-import { type TemplateBuilds, buildView } from '../template-builds.js';
-import type { TemplateCatalog } from '../template-catalog.js';
-import type { TemplateService } from '../template-service.js';
+import type { Authenticator } from '../tenants/auth.js';
+import { type TemplateBuilds, buildView } from '../builds/template-builds.js';
+import type { TemplateCatalog } from '../templates/template-catalog.js';
+import type { TemplateService } from '../builds/template-service.js';
 
 export interface TemplateRouteDeps {
   catalog: TemplateCatalog;

@@ -1,7 +1,7 @@
 import { CreateVolumeRequestSchema, VolumeNameSchema, VolumeSnapshotIdSchema } from '@space/protocol';
 import { type Router, parseWith, readJson, sendJson } from '@space/server-kit';
-import type { Authenticator } from '../auth.js';
-import type { VolumeService } from '../volume-service.js';
+import type { Authenticator } from '../tenants/auth.js';
+import type { VolumeService } from '../sessions/volume-service.js';
 
 /** The tenant's volumes and their snapshots: /v1/volumes. */
 export function registerVolumeRoutes(router: Router, auth: Authenticator, volumes: VolumeService): void {

@@ -9,7 +9,7 @@ import {
   type SandboxInfo,
   type StartSandboxRequest,
 } from '@space/protocol';
-import type { NodeClient } from '../node-client.js';
+import type { NodeClient } from '../cluster/node-client.js';
 
 /**
  * A node agent in memory, for unit tests of the control plane's services: sandboxes are records

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { after } from 'node:test';
 import { openPostgresStore, openSqliteStore } from '../store/open-store.js';
 import type { SqlStore } from '../store/sql-store.js';
-import { type LocalPostgres, startLocalPostgres } from '../local-postgres.js';
+import { type LocalPostgres, startLocalPostgres } from '../store/local-postgres.js';
 
 export interface StoreEngine {
   name: 'sqlite' | 'postgres';

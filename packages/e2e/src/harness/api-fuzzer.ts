@@ -6,23 +6,7 @@ import { sample } from './schema-sampler.js';
 import { e2bCall } from './e2b-fuzz.js';
 import { dockerfileCall } from './dockerfile-fuzz.js';
 import type { z } from 'zod';
-
-/** What the fuzzer aims at: a platform, a tenant's key, and things of that tenant to name in paths. */
-export interface FuzzTarget {
-  url: string;
-  key: string;
-  adminKey: string;
-  sessionId: string;
-  checkpointId: string;
-  secretName: string;
-  /** A volume of the tenant, and a snapshot of it. */
-  volumeName: string;
-  volumeSnapshotId: string;
-  /** A background process of the session. */
-  pid: number;
-  /** A session token of the session: the E2B data plane's access token. */
-  accessToken: string;
-}
+import type { Attempt, FuzzTarget } from './fuzz-types.js';
 
 export interface FuzzOptions {
   requests: number;
@@ -158,11 +142,6 @@ async function probeHealth(
   const sorted = [...waits].sort((a, b) => a - b);
   const round = (ms: number) => Math.round(ms * 10) / 10;
   return { waits: { worstMs: round(sorted.at(-1) ?? 0), medianMs: round(sorted[Math.floor(sorted.length / 2)] ?? 0), probes: sorted.length }, worst };
-}
-
-export interface Attempt {
-  description: string;
-  run(): Promise<{ status: number; reply: string }>;
 }
 
 async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T | null> {

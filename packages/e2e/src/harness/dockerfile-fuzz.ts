@@ -1,4 +1,4 @@
-import type { Attempt, FuzzTarget } from './api-fuzzer.js';
+import type { Attempt, FuzzTarget } from './fuzz-types.js';
 import type { Random } from './random.js';
 
 /** A COPY source made to backtrack: stars and question marks around the letter every context file is made of. */

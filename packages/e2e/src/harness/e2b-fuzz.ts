@@ -8,7 +8,7 @@ import {
   E2bSnapshotListQuerySchema,
   E2bTimeoutSchema,
 } from '@space/protocol';
-import type { Attempt, FuzzTarget } from './api-fuzzer.js';
+import type { Attempt, FuzzTarget } from './fuzz-types.js';
 import type { Random } from './random.js';
 import { sample } from './schema-sampler.js';
 

@@ -1,5 +1,5 @@
 import { Api } from '../client.js';
-import type { FuzzTarget } from './api-fuzzer.js';
+import type { FuzzTarget } from './fuzz-types.js';
 
 /** The platform settings a fuzz run uses: few sessions per tenant (valid creates are cheap to clean up), no rate limit in the way. */
 /**

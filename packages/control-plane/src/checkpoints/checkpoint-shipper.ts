@@ -1,0 +1,155 @@
+import { ErrorCode, SpaceError, newId, type ShipBase, type StoredObject } from '@space/protocol';
+import type { NodeClient } from '../cluster/node-client.js';
+import { KeyedQueue } from '@space/server-kit';
+import type { Metrics } from '../metrics/metrics.js';
+import type { NodeDirectory } from '../cluster/node-directory.js';
+import type { CheckpointRow, ShipBaseRow, Store } from '../store/store.js';
+
+export interface CheckpointShipperDeps {
+  store: Store;
+  nodes: NodeDirectory;
+  metrics: Metrics;
+  log: (message: string) => void;
+  /** Whether the nodes have an object store (`SPACE_OBJECT_STORE`); without one nothing is shipped. */
+  enabled: boolean;
+  now?: () => number;
+}
+
+/** A base is replaced once a difference to it grows past this share of it, or once it is this old. */
+const rebaseShare = 0.5;
+const rebaseAfterMs = 24 * 3600_000;
+
+/**
+ * Ships every checkpoint to the object store after it is taken, in the background (a checkpoint
+ * call never waits for it), one at a time per session: as a `btrfs send` difference to the
+ * session's base, a full copy of one of its checkpoints made when it has none or the differences
+ * grew large. What fails is tried again by maintenance; until then the checkpoint is usable on its
+ * node and shows `shippedAt: null`. Deleting a checkpoint deletes its objects; a base goes once no
+ * checkpoint needs it.
+ */
+export class CheckpointShipper {
+  private readonly perSession = new KeyedQueue();
+  private readonly now: () => number;
+
+  constructor(private readonly deps: CheckpointShipperDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  get enabled(): boolean {
+    return this.deps.enabled;
+  }
+
+  /** Ships the checkpoint soon; a failure is logged and counted, and retried by `retryUnshipped`. */
+  shipSoon(row: CheckpointRow): void {
+    if (!this.deps.enabled) return;
+    void this.ship(row).catch((err: Error) => {
+      this.deps.metrics.inc('checkpoint_ship_failures');
+      this.deps.log(`checkpoint ${row.id} of ${row.sessionId} not shipped yet: ${err.message}`);
+    });
+  }
+
+  /** Ships it now (after what is under way for its session); nothing for one shipped or deleted meanwhile. */
+  ship(row: CheckpointRow): Promise<void> {
+    return this.perSession.run(row.sessionId, async () => {
+      const current = await this.deps.store.getCheckpoint(row.tenantId, row.id);
+      if (!current || current.shippedAt) return;
+      const started = this.now();
+      const node = await this.deps.nodes.client(current.nodeId);
+      const base = await this.baseFor(current);
+      const objects = await node.shipCheckpoint(current.id, { id: base.id, object: base.object });
+      if (!(await this.deps.store.markShipped(current.id, { at: new Date(this.now()).toISOString(), baseId: base.id, objects }))) {
+        // Deleted while it was being stored: its objects go too.
+        await node.deleteObjects(objects.map((o) => o.key)).catch(() => undefined);
+        return;
+      }
+      const bytes = objects.reduce((sum, o) => sum + o.bytes, 0);
+      this.deps.metrics.inc('checkpoints_shipped');
+      this.deps.metrics.inc('checkpoint_shipped_bytes', {}, bytes);
+      this.deps.metrics.inc('checkpoint_ship_seconds', {}, (this.now() - started) / 1000);
+    });
+  }
+
+  /** Ships what is not shipped yet and older than `minAgeMs` (left by failures and restarts); returns how many shipped. */
+  async retryUnshipped(minAgeMs: number): Promise<number> {
+    if (!this.deps.enabled) return 0;
+    let shipped = 0;
+    for (const row of await this.deps.store.listUnshipped()) {
+      if (this.now() - Date.parse(row.createdAt) < minAgeMs) continue;
+      try {
+        await this.ship(row);
+        shipped++;
+      } catch (err) {
+        this.deps.metrics.inc('checkpoint_ship_failures');
+        this.deps.log(`checkpoint ${row.id} of ${row.sessionId} not shipped yet: ${(err as Error).message}`);
+      }
+    }
+    return shipped;
+  }
+
+  /** The stored form of a shipped checkpoint, for a node to fetch it; null when it is not shipped. */
+  async shippedForm(row: CheckpointRow): Promise<{ base: ShipBase; objects: StoredObject[] } | null> {
+    if (!row.shippedAt || !row.shippedBaseId || !row.shippedObjects) return null;
+    const base = await this.deps.store.getShipBase(row.shippedBaseId);
+    return base ? { base: { id: base.id, object: base.object }, objects: row.shippedObjects } : null;
+  }
+
+  /**
+   * Makes sure `node` holds the checkpoint: fetched from the object store when it is on another
+   * node (a fork or restore placed elsewhere, a lost node); NODE_UNAVAILABLE when it was never shipped.
+   */
+  async bringTo(node: NodeClient, checkpoint: CheckpointRow): Promise<void> {
+    if (checkpoint.nodeId === node.nodeId) return;
+    const form = await this.shippedForm(checkpoint);
+    if (!form)
+      throw new SpaceError(
+        ErrorCode.NODE_UNAVAILABLE,
+        `checkpoint ${checkpoint.id} is on node ${checkpoint.nodeId} only (${this.deps.enabled ? 'not in the object store yet' : 'no object store: SPACE_OBJECT_STORE'}); node ${node.nodeId} cannot use it`,
+      );
+    await node.fetchCheckpoint(checkpoint.id, form.base, form.objects);
+  }
+
+  /** Deletes a deleted checkpoint's objects (through any node that answers); what fails stays as garbage and is logged. */
+  async dropObjects(row: CheckpointRow): Promise<void> {
+    if (!row.shippedObjects?.length) return;
+    await this.deleteObjects(row.shippedObjects.map((o) => o.key)).catch((err: Error) =>
+      this.deps.log(`objects of deleted checkpoint ${row.id} not deleted: ${err.message}`),
+    );
+  }
+
+  /** Deletes bases no checkpoint needs any more: their object and their copies on the nodes. */
+  async collectBases(): Promise<number> {
+    if (!this.deps.enabled) return 0;
+    let collected = 0;
+    for (const base of await this.deps.store.unusedShipBases()) {
+      await this.deleteObjects([base.object.key]);
+      for (const node of await this.deps.nodes.live()) await node.deleteBase(base.id).catch(() => undefined);
+      await this.deps.store.deleteShipBase(base.id);
+      collected++;
+    }
+    return collected;
+  }
+
+  /** The session's base, or a new one made of this checkpoint when there is none or it has grown stale. */
+  private async baseFor(row: CheckpointRow): Promise<ShipBaseRow> {
+    const base = await this.deps.store.newestShipBase(row.sessionId);
+    if (base && !(await this.stale(base))) return base;
+    const node = await this.deps.nodes.client(row.nodeId);
+    const id = newId('bse');
+    const made: ShipBaseRow = { id, sessionId: row.sessionId, object: await node.createBase(id, row.id), createdAt: new Date(this.now()).toISOString() };
+    await this.deps.store.insertShipBase(made);
+    return made;
+  }
+
+  private async stale(base: ShipBaseRow): Promise<boolean> {
+    if (this.now() - Date.parse(base.createdAt) > rebaseAfterMs) return true;
+    const newest = (await this.deps.store.listCheckpoints(base.sessionId)).filter((c) => c.shippedBaseId === base.id).at(-1);
+    const difference = newest?.shippedObjects?.find((o) => o.key.endsWith('.send'))?.bytes ?? 0;
+    return difference > base.object.bytes * rebaseShare;
+  }
+
+  private async deleteObjects(keys: string[]): Promise<void> {
+    const node = (await this.deps.nodes.live())[0];
+    if (!node) throw new Error('no node answers to delete objects through');
+    await node.deleteObjects(keys);
+  }
+}

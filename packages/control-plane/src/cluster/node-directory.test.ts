@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { test } from 'node:test';
+import type { NodeClient } from './node-client.js';
+import { NodeDirectory } from './node-directory.js';
+import { SecretCipher } from '../store/secret-cipher.js';
+import { openSqliteStore } from '../store/open-store.js';
+import type { SessionRow } from '../store/store.js';
+
+async function cluster() {
+  const clock = { now: Date.parse('2026-11-30T12:00:00.000Z') };
+  const store = await openSqliteStore(':memory:');
+  await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+  const connected: string[] = [];
+  const nodes = new NodeDirectory({
+    store,
+    cipher: new SecretCipher(randomBytes(32)),
+    lostAfterMs: 10_000,
+    now: () => clock.now,
+    connect: (id, url, token) => {
+      connected.push(`${id} ${url} ${token}`);
+      return { nodeId: id, close: () => undefined } as unknown as NodeClient;
+    },
+  });
+  const beat = (id: string, memoryMb = 4096) =>
+    nodes.heartbeat({ id, url: `http://${id}.invalid:7071`, token: `token-of-${id}-0000`, capacity: { memoryMb, cpus: 2 }, sandboxes: 0 });
+  let n = 0;
+  /** A running session whose volume is on `nodeId`, as placement counts them. */
+  const sessionOn = (nodeId: string) =>
+    store.insertSession({
+      id: `ses_${n++}`,
+      tenantId: 'tn_a',
+      template: 'tiny',
+      status: 'running',
+      createdAt: new Date(clock.now).toISOString(),
+      env: {},
+      resources: { memoryMb: 512, cpus: 1, pids: 256 },
+      metadata: {},
+      sandboxId: null,
+      nodeId,
+      sandboxStartedAt: null,
+      parentCheckpointId: null,
+      checkpointIntervalSec: 60,
+      fullCheckpointIntervalSec: 600,
+      idleTimeoutSec: 900,
+      onResume: 'processes',
+      resumeNote: null,
+      expiresAt: null,
+      onTimeout: 'delete',
+      services: [],
+      volumes: [],
+      publicPorts: [],
+      lastActiveAt: null,
+      volumeNodeId: nodeId,
+      secrets: [],
+      egress: { mode: 'allow-all', domains: [], cidrs: [] },
+    } satisfies SessionRow);
+  return { clock, store, nodes, beat, sessionOn, connected };
+}
+
+test('new sessions go to the ready node with the fewest active sessions for its memory', async () => {
+  const c = await cluster();
+  await assert.rejects(c.nodes.place(), { code: 'NODE_UNAVAILABLE', message: /no node is ready \(0 registered/ });
+  await c.beat('node_a');
+  await c.beat('node_b', 8192);
+  const placed: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const node = await c.nodes.place();
+    placed.push(node.nodeId);
+    await c.sessionOn(node.nodeId);
+  }
+  // node_b has twice the memory: it takes two sessions for each of node_a's.
+  assert.deepEqual([placed.filter((p) => p === 'node_a').length, placed.filter((p) => p === 'node_b').length], [2, 4]);
+  const view = await c.nodes.list();
+  assert.deepEqual(
+    view.map((v) => [v.id, v.status, v.sessions]),
+    [
+      ['node_a', 'ready', 2],
+      ['node_b', 'ready', 4],
+    ],
+  );
+  assert.equal(c.connected[0], 'node_a http://node_a.invalid:7071 token-of-node_a-0000', 'the token is stored sealed and opened for the client');
+});
+
+test('a node without heartbeats is lost; a draining one takes no new sessions; a session bound to a lost node is refused clearly', async () => {
+  const c = await cluster();
+  await c.beat('node_a');
+  await c.beat('node_b');
+  await c.nodes.setStatus('node_b', 'draining');
+  assert.equal((await c.nodes.place()).nodeId, 'node_a');
+  c.clock.now += 11_000;
+  await c.beat('node_b');
+  assert.deepEqual(
+    (await c.nodes.list()).map((v) => [v.id, v.status]),
+    [
+      ['node_a', 'lost'],
+      ['node_b', 'draining'],
+    ],
+    'a heartbeat keeps the status an operator set',
+  );
+  await assert.rejects(c.nodes.place(), { code: 'NODE_UNAVAILABLE', message: /node_a lost, node_b draining/ });
+  await assert.rejects(c.nodes.place('node_a'), { code: 'NODE_UNAVAILABLE', message: /node node_a, which holds what the session starts from, is lost/ });
+  assert.equal((await c.nodes.place('node_b')).nodeId, 'node_b', 'a fork goes where its checkpoint is, draining or not');
+  assert.deepEqual(
+    (await c.nodes.live()).map((n) => n.nodeId),
+    ['node_b'],
+  );
+  await assert.rejects(c.nodes.client('node_x'), { code: 'NODE_UNAVAILABLE', message: /node node_x is not registered/ });
+  await assert.rejects(c.nodes.setStatus('node_x', 'draining'), { code: 'NODE_NOT_FOUND' });
+});
+
+test('sessions and templates from before nodes were recorded belong to the configured node', async () => {
+  const c = await cluster();
+  await c.sessionOn('node_a');
+  await c.store.updateSession('ses_0', { volumeNodeId: null });
+  await c.store.insertTemplateVersion({ id: 'tpl_old', tenantId: 'tn_a', name: 'old', fromCheckpoint: 'ckp_x', nodeId: null, createdAt: '', config: null });
+  await c.store.adoptUnplaced('node_local');
+  assert.equal((await c.store.getSession('tn_a', 'ses_0'))?.volumeNodeId, 'node_local');
+  assert.equal((await c.store.listTemplates('tn_a'))[0]?.nodeId, 'node_local');
+});
+
+test('a joining node is told which of the sessions it runs moved to another node or were deleted; a plain heartbeat is told nothing', async () => {
+  const { nodes, store, sessionOn } = await cluster();
+  await sessionOn('node-1'); // ses_0 stayed
+  await sessionOn('node-2'); // ses_1 moved to node-2 while node-1 was away
+  const joining = { id: 'node-1', url: 'http://node-1.invalid:7071', token: 'token-of-node-1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 3 };
+  assert.deepEqual(await nodes.heartbeat({ ...joining, sessions: ['ses_0', 'ses_1', 'ses_gone'] }), { ok: true, stop: ['ses_1', 'ses_gone'] });
+  assert.deepEqual(await nodes.heartbeat(joining), { ok: true, stop: [] });
+  // Rows from before nodes were recorded run wherever they run.
+  await store.updateSession('ses_0', { volumeNodeId: null });
+  assert.deepEqual((await nodes.heartbeat({ ...joining, id: 'node-3', sessions: ['ses_0'] })).stop, []);
+});

@@ -1,0 +1,174 @@
+import { ErrorCode, SpaceError, type NodeHeartbeat, type NodeHeartbeatReply, type NodeStatus, type NodeView } from '@space/protocol';
+import { NodeClient } from './node-client.js';
+import type { SecretCipher } from '../store/secret-cipher.js';
+import type { NodeRow, SessionRow, Store } from '../store/store.js';
+
+export interface NodeDirectoryOptions {
+  store: Store;
+  /** Seals node tokens in the store, as secret values are. */
+  cipher: SecretCipher;
+  /** No heartbeat for this long and a node is lost (`SPACE_NODE_LOST_AFTER_SEC`, default 10 s). */
+  lostAfterMs: number;
+  now?: () => number;
+  /** Makes the client of a node (tests give a fake node's). */
+  connect?: (nodeId: string, url: string, token: string) => NodeClient;
+}
+
+/**
+ * Whether node `nodeId` may run a sandbox of the session `row`: it exists and its volume is there
+ * (rows from before nodes were recorded have no volume node: wherever they run). A node that came
+ * back after its sessions moved must stop theirs.
+ */
+export function mayRunOn(row: SessionRow | null, nodeId: string): boolean {
+  return row !== null && (row.volumeNodeId ?? nodeId) === nodeId;
+}
+
+/** How long a node's client is used before its row is read again (a new URL or token takes effect within it). */
+const clientTtlMs = 2000;
+
+/**
+ * The cluster's nodes, as their heartbeats registered them in the store: which client reaches a
+ * node, which nodes are lost, and where a new session goes. Every control plane reads the same
+ * rows, so any of them routes any session.
+ */
+export class NodeDirectory {
+  private readonly clients = new Map<string, { key: string; client: NodeClient; at: number }>();
+  private readonly now: () => number;
+  /** The node this control plane was configured with (`space up`, `SPACE_NODE_URL`), once it said its id. */
+  private configuredNodeId: string | null = null;
+
+  constructor(private readonly options: NodeDirectoryOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The configured node: rows from before nodes were recorded live there, and it stays eligible for new sessions while it is alone. */
+  setConfiguredNode(nodeId: string): void {
+    this.configuredNodeId = nodeId;
+  }
+
+  /** Registers or refreshes a node; of the sessions a joining node sent, names those it must not run. */
+  async heartbeat(beat: NodeHeartbeat): Promise<NodeHeartbeatReply> {
+    await this.options.store.recordHeartbeat({
+      id: beat.id,
+      url: beat.url,
+      token: this.options.cipher.seal(beat.token),
+      capacity: beat.capacity,
+      sandboxes: beat.sandboxes,
+      lastHeartbeatAt: new Date(this.now()).toISOString(),
+    });
+    const stop: string[] = [];
+    for (const sessionId of beat.sessions ?? []) if (!mayRunOn(await this.options.store.findSession(sessionId), beat.id)) stop.push(sessionId);
+    return { ok: true, stop };
+  }
+
+  status(row: NodeRow): NodeStatus {
+    return this.now() - Date.parse(row.lastHeartbeatAt) > this.options.lostAfterMs ? 'lost' : row.status;
+  }
+
+  async list(): Promise<NodeView[]> {
+    const [rows, load] = await Promise.all([this.options.store.listNodes(), this.options.store.loadByNode()]);
+    return rows.map((row) => ({
+      id: row.id,
+      url: row.url,
+      status: this.status(row),
+      sessions: load.get(row.id)?.sessions ?? 0,
+      sandboxes: row.sandboxes,
+      capacity: row.capacity,
+      registeredAt: row.registeredAt,
+      lastHeartbeatAt: row.lastHeartbeatAt,
+    }));
+  }
+
+  /**
+   * Whether the node is lost (no heartbeat for the lost period) or not registered at all. Never the
+   * configured node: this process beats for it from its health, which can lag under load.
+   */
+  async isLost(nodeId: string): Promise<boolean> {
+    if (nodeId === this.configuredNodeId) return false;
+    const row = await this.options.store.getNode(nodeId);
+    return !row || this.status(row) === 'lost';
+  }
+
+  /** The client of node `nodeId`; NODE_UNAVAILABLE when no such node registered. */
+  async client(nodeId: string): Promise<NodeClient> {
+    const cached = this.clients.get(nodeId);
+    if (cached && this.now() - cached.at < clientTtlMs) return cached.client;
+    const row = await this.options.store.getNode(nodeId);
+    if (!row) throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `node ${nodeId} is not registered with the control plane`);
+    return this.clientOf(row);
+  }
+
+  /** The node holding a session's volume (rows from before nodes were recorded: the configured node). */
+  forVolume(row: { volumeNodeId: string | null }): Promise<NodeClient> {
+    const nodeId = row.volumeNodeId ?? this.configuredNodeId;
+    if (!nodeId) throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, 'the session has no node and this control plane has no default node');
+    return this.client(nodeId);
+  }
+
+  /** The node running the session's sandbox, or holding its volume when none runs. */
+  forSandbox(row: { nodeId: string | null; volumeNodeId: string | null }): Promise<NodeClient> {
+    return row.nodeId ? this.client(row.nodeId) : this.forVolume(row);
+  }
+
+  /**
+   * Where a new session's volume goes: `onNode` when it must be there (its checkpoint or template is
+   * there), else the ready node serving the fewest sessions for its size. NODE_UNAVAILABLE when none
+   * is ready.
+   */
+  async place(onNode: string | null = null): Promise<NodeClient> {
+    if (onNode) {
+      const row = await this.options.store.getNode(onNode);
+      const status = row ? this.status(row) : 'lost';
+      if (!row || status === 'lost')
+        throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `node ${onNode}, which holds what the session starts from, is ${row ? 'lost' : 'not registered'}`);
+      return this.clientOf(row);
+    }
+    const [rows, load] = await Promise.all([this.options.store.listNodes(), this.options.store.loadByNode()]);
+    let ready = rows.filter((r) => this.status(r) === 'ready');
+    // The configured node stays eligible while no other is: a slow health answer must not stop `space up` from creating sessions.
+    const configured = rows.find((r) => r.id === this.configuredNodeId && r.status === 'ready');
+    if (ready.length === 0 && configured) ready = [configured];
+    if (ready.length === 0)
+      throw new SpaceError(
+        ErrorCode.NODE_UNAVAILABLE,
+        `no node is ready (${rows.length} registered: ${rows.map((r) => `${r.id} ${this.status(r)}`).join(', ') || 'none'})`,
+      );
+    // Active sessions per GiB of the node's memory: bigger nodes take more.
+    const weight = (r: NodeRow) => ((load.get(r.id)?.active ?? 0) * 1024) / r.capacity.memoryMb;
+    const best = ready.reduce((a, b) => (weight(b) < weight(a) ? b : a));
+    return this.clientOf(best);
+  }
+
+  /** Every node that is not lost, for sweeps (reconciliation, orphans, metrics). */
+  async live(): Promise<NodeClient[]> {
+    const rows = await this.options.store.listNodes();
+    return rows.filter((r) => this.status(r) !== 'lost').map((r) => this.clientOf(r));
+  }
+
+  async setStatus(nodeId: string, status: NodeRow['status']): Promise<NodeView> {
+    if (!(await this.options.store.getNode(nodeId))) throw new SpaceError(ErrorCode.NODE_NOT_FOUND, `no node ${JSON.stringify(nodeId)}`);
+    await this.options.store.setNodeStatus(nodeId, status);
+    return (await this.list()).find((n) => n.id === nodeId)!;
+  }
+
+  close(): void {
+    for (const { client } of this.clients.values()) client.close();
+    this.clients.clear();
+  }
+
+  private clientOf(row: NodeRow): NodeClient {
+    // Keyed by the opened token: every heartbeat seals it anew (a fresh nonce), and calls in flight must not lose their client.
+    const token = this.options.cipher.open(row.token);
+    const key = `${row.url} ${token}`;
+    const cached = this.clients.get(row.id);
+    if (cached?.key === key) {
+      cached.at = this.now();
+      return cached.client;
+    }
+    cached?.client.close();
+    const connect = this.options.connect ?? ((id, url, secret) => new NodeClient(id, url, secret));
+    const client = connect(row.id, row.url, token);
+    this.clients.set(row.id, { key, client, at: this.now() });
+    return client;
+  }
+}

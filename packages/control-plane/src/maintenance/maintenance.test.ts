@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { Activity, recordActivityIn } from '../sessions/activity.js';
+import { servicesOnFakeNode } from '../test-support/services.js';
+
+const counter = (text: string, name: string): number => Number(/^(\S+) (\d+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? NaN);
+
+test('a session whose sandbox the node no longer runs is marked stopped once, and nothing acts on the gone sandbox', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  for (let i = 0; i < 5; i++) {
+    s.clock.now += 5000;
+    await s.maintenance.tick();
+  }
+  const after = await s.sessions.get(s.caller, session.id);
+  assert.deepEqual([after.status, after.sandbox, after.sandboxHistory!.at(-1)!.endReason], ['stopped', null, 'lost']);
+  assert.equal((await s.store.listCheckpoints(session.id)).length, 0, 'no checkpoint of a session without a sandbox');
+  assert.equal(counter(s.metrics.render({}), 'space_sessions_reconciled_total'), 1);
+  assert.equal(counter(s.metrics.render({}), 'space_sandbox_deaths_total'), 1, 'a lost sandbox counts as a death');
+});
+
+test('a session a crash left "starting" is marked stopped, and reconcileAll does it before anything else', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  await s.store.updateSession(session.id, { status: 'starting', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+  await s.maintenance.reconcileAll();
+  assert.equal((await s.sessions.get(s.caller, session.id)).status, 'stopped');
+});
+
+test('automatic fs checkpoints are taken only of a volume that changed since the newest one', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  const count = async () => (await s.store.listCheckpoints(session.id)).length;
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  assert.equal(await count(), 1, 'the first one: nothing was saved yet');
+  for (let i = 0; i < 3; i++) {
+    s.clock.now += 2000;
+    await s.maintenance.tick();
+  }
+  assert.equal(await count(), 1, 'unchanged: none');
+  assert.equal(counter(s.metrics.render({}), 'space_checkpoints_skipped_unchanged_total'), 3);
+  s.node.changed.add(session.id);
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  assert.equal(await count(), 2, 'after a write: one');
+});
+
+test('a session busy with its own lifecycle operation is skipped, without waiting for it', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  let release!: () => void;
+  const restoring = s.lifecycle.run(session.id, 'restore', () => new Promise<void>((r) => (release = r)));
+  s.clock.now += 5000;
+  const started = Date.now();
+  await s.maintenance.tick();
+  assert.ok(Date.now() - started < 1000);
+  assert.equal((await s.store.listCheckpoints(session.id)).length, 0);
+  release();
+  await restoring;
+  await s.maintenance.tick();
+  assert.equal((await s.store.listCheckpoints(session.id)).length, 1, 'taken on the next pass');
+});
+
+test('an idle session gets a full checkpoint and its sandbox is stopped; it shows "idle"', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 1 });
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  const after = await s.sessions.get(s.caller, session.id);
+  assert.deepEqual([after.status, after.sandbox, after.sandboxHistory!.at(-1)!.endReason], ['idle', null, 'idle']);
+  assert.deepEqual(s.node.calls.slice(-2), [`checkpoint full ${session.id}`, `stop ${session.sandbox!.id}`]);
+});
+
+test('a session in use through another control plane is not idle here, also while a long call stays open there', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 1 });
+  const elsewhere = new Activity(() => s.clock.now, recordActivityIn(s.store));
+  const status = async () => (await s.sessions.get(s.caller, session.id)).status;
+  s.clock.now += 2000;
+  const endCall = elsewhere.begin(session.id);
+  await new Promise((resolve) => setImmediate(resolve));
+  await s.maintenance.tick();
+  assert.equal(await status(), 'running', 'used there just now');
+  // The call stays open for long: that control plane's maintenance records it on every pass.
+  s.clock.now += 2000;
+  await elsewhere.recordOpenCalls();
+  await s.maintenance.tick();
+  assert.equal(await status(), 'running', 'a call is still open there');
+  endCall();
+  s.clock.now += 5000;
+  await s.maintenance.tick();
+  assert.equal(await status(), 'idle');
+});
+
+test('automatic full checkpoints are taken while processes run, and not while none does', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 10, idleTimeoutSec: 0 });
+  const kinds = async () => (await s.store.listCheckpoints(session.id)).map((c) => c.kind);
+  for (let i = 0; i < 3; i++) {
+    s.clock.now += 11_000;
+    await s.maintenance.tick();
+  }
+  assert.deepEqual(await kinds(), [], 'no process runs: no full checkpoint');
+  s.node.runningProcesses = true;
+  s.clock.now += 11_000;
+  await s.maintenance.tick();
+  assert.deepEqual(await kinds(), ['full']);
+  s.clock.now += 5_000;
+  await s.maintenance.tick();
+  assert.deepEqual(await kinds(), ['full'], 'not before the interval');
+  s.clock.now += 6_000;
+  await s.maintenance.tick();
+  assert.deepEqual(await kinds(), ['full', 'full']);
+});
+
+test('while the volume is written, full checkpoints come as often as their pause allows (2% of the time, not under 10 s); unwritten, at the interval', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 60, idleTimeoutSec: 0 });
+  const fulls = async () => (await s.store.listCheckpoints(session.id)).filter((c) => c.kind === 'full').length;
+  const after = async (ms: number, written: boolean) => {
+    if (written) s.node.changed.add(session.id);
+    s.clock.now += ms;
+    await s.maintenance.tick();
+    return fulls();
+  };
+  s.node.runningProcesses = true;
+  s.node.fullPauseMs = 100;
+  assert.equal(await after(61_000, false), 1, 'the first at the interval: no pause was measured yet');
+  assert.equal(await after(11_000, false), 1, 'nothing written: not before the interval');
+  assert.equal(await after(1_000, true), 2, 'written: 100 ms / 2% is 5 s, so after 10 s');
+  assert.equal(await after(5_000, true), 2, 'never under 10 s');
+  s.node.fullPauseMs = 800;
+  assert.equal(await after(6_000, true), 3);
+  assert.equal(await after(30_000, true), 3, '800 ms / 2% is 40 s');
+  assert.equal(await after(11_000, true), 4);
+  assert.equal(await after(60_000, false), 5, 'unwritten: at the interval');
+});
+
+test('a template build whose control plane stopped (no heartbeat for a minute) is failed by the maintenance, and its session deleted', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  const heartbeatAt = new Date(s.clock.now).toISOString();
+  const build = {
+    tenantId: s.caller.tenantId,
+    name: 'py',
+    status: 'running' as const,
+    createdAt: heartbeatAt,
+    endedAt: null,
+    error: null,
+    version: null,
+    steps: 1,
+    cachedSteps: 0,
+    log: '',
+  };
+  await s.store.insertBuild({ ...build, id: 'bld_stale0000001', sessionId: session.id, heartbeatAt });
+  await s.store.insertBuild({ ...build, id: 'bld_alive0000001', sessionId: null, heartbeatAt: new Date(s.clock.now + 60_000).toISOString() });
+  s.clock.now += 70_000;
+  await s.maintenance.tick();
+  const stale = await s.store.getBuild(s.caller.tenantId, 'bld_stale0000001');
+  assert.deepEqual([stale?.status, /control plane running the build stopped/.test(stale?.error ?? '')], ['failed', true]);
+  assert.equal((await s.store.getBuild(s.caller.tenantId, 'bld_alive0000001'))?.status, 'running', 'a build with a recent heartbeat runs on');
+  assert.equal(await s.store.getSession(s.caller.tenantId, session.id), null, "the dead build's session is deleted");
+});

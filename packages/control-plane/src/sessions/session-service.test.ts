@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ErrorCode, SpaceError } from '@space/protocol';
+import type { SandboxTarget } from './session-service.js';
+import { servicesOnFakeNode } from '../test-support/services.js';
+
+test('a repeatable call whose sandbox died before it arrived is sent again to a new sandbox', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  const seen: string[] = [];
+  const result = await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, async (target: SandboxTarget) => {
+    seen.push(target.sandboxId);
+    await s.node.sandboxInfo(target.sandboxId);
+    return 'done';
+  });
+  assert.equal(result, 'done');
+  assert.equal(seen.length, 2);
+  assert.notEqual(seen[1], seen[0]);
+  const history = (await s.sessions.get(s.caller, session.id)).sandboxHistory!;
+  assert.deepEqual(
+    history.map((h) => h.endReason),
+    ['died', null],
+  );
+});
+
+test('a call during which the sandbox died is not repeated; the next call resumes the session', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  let calls = 0;
+  await assert.rejects(
+    s.calls.withSandbox(s.caller, session.id, { repeatable: true }, async () => {
+      calls++;
+      throw new SpaceError(ErrorCode.SANDBOX_DIED, 'died mid-call');
+    }),
+    { code: 'SANDBOX_DIED' },
+  );
+  assert.equal(calls, 1);
+  const target = await s.calls.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => t);
+  assert.notEqual(target.sandboxId, session.sandbox!.id);
+});
+
+test('a streamed call checks the sandbox first and resumes the session instead of failing', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  let calls = 0;
+  const target = await s.calls.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => {
+    calls++;
+    return t;
+  });
+  assert.equal(calls, 1);
+  assert.ok(s.node.sandboxes.has(target.sandboxId));
+});
+
+test('calls arriving together on a session without a sandbox start exactly one', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  const startsBefore = s.node.calls.filter((c) => c.startsWith('start')).length;
+  const targets = await Promise.all(
+    Array.from({ length: 5 }, () => s.calls.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => t.sandboxId)),
+  );
+  assert.equal(new Set(targets).size, 1);
+  assert.equal(s.node.calls.filter((c) => c.startsWith('start')).length - startsBefore, 1);
+});
+
+test('a call whose session is deleted under it gets SESSION_NOT_FOUND; a call stopped by a restore is told so', async () => {
+  const s = await servicesOnFakeNode();
+  const doomed = await s.create();
+  await assert.rejects(
+    s.calls.withSandbox(s.caller, doomed.id, { repeatable: true }, async () => {
+      await s.sessions.delete(s.caller, doomed.id);
+      throw new SpaceError(ErrorCode.SANDBOX_DIED, 'stopped');
+    }),
+    { code: 'SESSION_NOT_FOUND' },
+  );
+  const session = await s.create();
+  const checkpoint = await s.checkpoints.create(s.caller, session.id);
+  await assert.rejects(
+    s.calls.withSandbox(s.caller, session.id, { repeatable: true }, async () => {
+      await s.checkpoints.restore(s.caller, session.id, checkpoint.id);
+      throw new SpaceError(ErrorCode.SANDBOX_DIED, 'stopped');
+    }),
+    (err: SpaceError) => err.code === 'SANDBOX_STOPPED' && err.status === 409 && /restored to a checkpoint/.test(err.message),
+  );
+});
+
+test("another tenant's session answers like one that does not exist", async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  await assert.rejects(s.sessions.get({ tenantId: 'tn_other0001', admin: false }, session.id), { code: 'SESSION_NOT_FOUND' });
+});
+
+test('a resume that went back to a full checkpoint is told in the history even when the start after it failed', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  const full = await s.checkpoints.create(s.caller, session.id, 'full');
+  s.node.changed.add(session.id);
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  s.node.failingStarts = 1;
+  // The volume goes back to the full checkpoint, then the start fails (as when the platform dies there).
+  const useSandbox = (t: SandboxTarget) => s.node.sandboxInfo(t.sandboxId);
+  await assert.rejects(s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox), { code: 'NODE_UNAVAILABLE' });
+  await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox);
+  const history = (await s.sessions.get(s.caller, session.id)).sandboxHistory!;
+  const kept = (await s.checkpoints.list(s.caller, session.id)).find((c) => c.trigger === 'resume')!;
+  assert.match(
+    history.at(-1)!.note ?? '',
+    new RegExp(`went back to ${full.id} of ${full.createdAt} to restore its processes; the files written after it are kept in ${kept.id}`),
+  );
+  assert.equal((await s.store.getSession(s.caller.tenantId, session.id))!.resumeNote, null, 'told once');
+});

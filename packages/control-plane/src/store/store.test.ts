@@ -1,0 +1,345 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import Database from 'better-sqlite3';
+import { Authenticator, adminTenantId, hashKey } from '../tenants/auth.js';
+import { migrations } from './migrations.js';
+import { openSqliteStore, openStore } from './open-store.js';
+import { PostgresDatabase } from './postgres-database.js';
+import type { SessionRow } from './store.js';
+import { storeEngines } from '../test-support/store-engines.js';
+
+// One contract, two engines: every test below runs on SQLite and on a real PostgreSQL server.
+const engines = storeEngines();
+
+const session = (id: string, tenantId: string, createdAt = new Date().toISOString()): SessionRow => ({
+  id,
+  tenantId,
+  template: 'tiny',
+  status: 'running',
+  createdAt,
+  env: { A: '1' },
+  resources: { memoryMb: 512, cpus: 1, pids: 256 },
+  metadata: { k: 'v' },
+  sandboxId: 'sbx_x',
+  nodeId: 'node_x',
+  sandboxStartedAt: new Date().toISOString(),
+  parentCheckpointId: null,
+  checkpointIntervalSec: 60,
+  fullCheckpointIntervalSec: 600,
+  onResume: 'files',
+  resumeNote: null,
+  expiresAt: '2030-01-01T00:00:00.000Z',
+  onTimeout: 'pause',
+  services: [{ name: 'web', cmd: ['python3', '-m', 'http.server'], port: 8000 }],
+  volumes: [],
+  publicPorts: [8000],
+  lastActiveAt: null,
+  volumeNodeId: 'node_x',
+  idleTimeoutSec: 900,
+  secrets: ['TOKEN'],
+  egress: { mode: 'allow-list', domains: ['*.example.com'], cidrs: [] },
+});
+
+const checkpoint = (id: string, sessionId: string, tenantId: string, sizeBytes: number | null = null) => ({
+  id,
+  sessionId,
+  tenantId,
+  kind: sizeBytes === null ? ('fs' as const) : ('full' as const),
+  trigger: 'manual' as const,
+  nodeId: 'node_x',
+  createdAt: new Date().toISOString(),
+  sizeBytes,
+  pauseMs: sizeBytes === null ? null : 120,
+  volumes: [],
+});
+
+for (const engine of engines.all) {
+  const named = (title: string) => `${engine.name}: ${title}`;
+
+  test(named('keys are stored hashed and resolve to their tenant; a new configured admin key replaces the old one'), async () => {
+    const store = await engine.open('keys');
+    const auth = new Authenticator(store);
+    await auth.installAdminKey('first');
+    await auth.installAdminKey('admin-secret');
+    await auth.installAdminKey('admin-secret');
+    await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+    const { key } = await auth.createKey('tn_a');
+    assert.equal(await store.findApiKey(key), null, 'the raw key must not be stored');
+    assert.equal((await store.findApiKey(hashKey(key)))?.tenantId, 'tn_a');
+    assert.deepEqual(await store.findApiKey(hashKey('admin-secret')).then((k) => [k?.tenantId, k?.admin]), [adminTenantId, true]);
+    assert.equal(await store.findApiKey(hashKey('first')), null);
+    await assert.rejects(auth.createKey('tn_missing'), { code: 'TENANT_NOT_FOUND' });
+  });
+
+  test(named('sessions are scoped by tenant, keep every field, and survive reopening'), async () => {
+    const store = await engine.open('sessions');
+    await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+    await store.insertTenant({ id: 'tn_b', name: 'b', createdAt: '' });
+    const row = session('ses_1', 'tn_a', '2026-01-01T00:00:00.000Z');
+    await store.insertSession(row);
+    await store.insertSession(session('ses_0', 'tn_a', '2025-12-31T23:59:59.999Z'));
+    assert.deepEqual(await store.getSession('tn_a', 'ses_1'), row);
+    assert.equal(await store.getSession('tn_b', 'ses_1'), null);
+    assert.deepEqual(await store.listSessions('tn_b'), []);
+    assert.deepEqual(
+      (await store.listSessions('tn_a')).map((s) => s.id),
+      ['ses_0', 'ses_1'],
+      'oldest first',
+    );
+    assert.equal(await store.countSessions('tn_a'), 2);
+    await store.updateSession('ses_1', { status: 'stopped', sandboxId: null, resumeNote: 'went back' });
+    const reopened = await engine.open('sessions');
+    const again = await reopened.getSession('tn_a', 'ses_1');
+    assert.deepEqual([again?.status, again?.sandboxId, again?.resumeNote, again?.nodeId], ['stopped', null, 'went back', 'node_x']);
+    const start = (note: string | null) => ({
+      id: 'sbx_1',
+      sessionId: 'ses_1',
+      nodeId: 'n',
+      startedAt: '2026-01-01T00:00:01.000Z',
+      endedAt: null,
+      endReason: null,
+      restoredFrom: null,
+      note,
+    });
+    await store.recordSandboxStart(start(null));
+    await store.recordSandboxStart(start('again'));
+    await store.recordSandboxEnd('sbx_1', 'died');
+    await store.recordSandboxEnd('sbx_1', 'killed');
+    const history = await store.listSandboxHistory('ses_1');
+    assert.deepEqual(
+      history.map((h) => [h.id, h.endReason, h.note]),
+      [['sbx_1', 'died', null]],
+      'a start recorded twice is one entry; the first end stands',
+    );
+    await store.deleteSession('ses_1');
+    assert.equal(await store.getSession('tn_a', 'ses_1'), null);
+    assert.deepEqual(await store.listSandboxHistory('ses_1'), [], 'its history goes with it');
+  });
+
+  test(named('checkpoints: memory-image bytes per tenant, fork parents and children'), async () => {
+    const store = await engine.open('checkpoints');
+    await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+    await store.insertSession(session('ses_p', 'tn_a'));
+    await store.insertCheckpoint(checkpoint('ckp_fs', 'ses_p', 'tn_a'));
+    // Beyond 2^32: byte counts are 64-bit on both engines.
+    await store.insertCheckpoint(checkpoint('ckp_full', 'ses_p', 'tn_a', 5_000_000_000));
+    await store.insertCheckpoint(checkpoint('ckp_full2', 'ses_p', 'tn_a', 1_000));
+    assert.equal(await store.checkpointBytes('tn_a'), 5_000_001_000);
+    assert.equal(await store.checkpointBytes('tn_none'), 0);
+    assert.equal((await store.getCheckpoint('tn_a', 'ckp_full'))?.sizeBytes, 5_000_000_000);
+    assert.equal(await store.getCheckpoint('tn_b', 'ckp_full'), null);
+    assert.equal(await store.checkpointExists('ckp_fs'), true);
+    await store.insertSession({ ...session('ses_c', 'tn_a'), parentCheckpointId: 'ckp_full' });
+    assert.equal(await store.isForkParent('ckp_full'), true);
+    assert.equal(await store.isForkParent('ckp_fs'), false);
+    assert.deepEqual(
+      (await store.listChildren('ses_p')).map((s) => s.id),
+      ['ses_c'],
+    );
+    await store.deleteCheckpoint('ckp_full2');
+    assert.deepEqual((await store.listCheckpoints('ses_p')).map((c) => c.id).sort(), ['ckp_fs', 'ckp_full']);
+  });
+
+  test(named('secrets are per tenant; an update keeps the placeholder and creation time; sessions keep their egress policy'), async () => {
+    const store = await engine.open('secrets');
+    for (const id of ['tn_aaaaaa', 'tn_bbbbbb']) await store.insertTenant({ id, name: id, createdAt: new Date().toISOString() });
+    const first = await store.putSecret({
+      tenantId: 'tn_aaaaaa',
+      name: 'TOKEN',
+      value: 'v1',
+      hosts: ['api.example.com'],
+      placeholder: 'P1',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+    });
+    const second = await store.putSecret({
+      tenantId: 'tn_aaaaaa',
+      name: 'TOKEN',
+      value: 'v2',
+      hosts: ['*.example.com'],
+      placeholder: 'P2',
+      createdAt: '2026-02-01T00:00:00.000Z',
+      updatedAt: '2026-02-01T00:00:00.000Z',
+    });
+    assert.equal(first.value, 'v1');
+    assert.deepEqual(
+      { value: second.value, hosts: second.hosts, placeholder: second.placeholder, createdAt: second.createdAt },
+      { value: 'v2', hosts: ['*.example.com'], placeholder: 'P1', createdAt: '2026-01-01T00:00:00.000Z' },
+    );
+    assert.equal(await store.getSecret('tn_bbbbbb', 'TOKEN'), null);
+    assert.deepEqual(await store.listSecrets('tn_bbbbbb'), []);
+    assert.equal(await store.deleteSecret('tn_bbbbbb', 'TOKEN'), false);
+    assert.equal(await store.deleteSecret('tn_aaaaaa', 'TOKEN'), true);
+    assert.equal(await store.getSecret('tn_aaaaaa', 'TOKEN'), null);
+    await store.insertSession(session('ses_egress1', 'tn_aaaaaa'));
+    await store.setSessionEgress('ses_egress1', { mode: 'deny-all', domains: [], cidrs: [] });
+    const row = (await store.getSession('tn_aaaaaa', 'ses_egress1'))!;
+    assert.deepEqual({ secrets: row.secrets, egress: row.egress }, { secrets: ['TOKEN'], egress: { mode: 'deny-all', domains: [], cidrs: [] } });
+  });
+
+  test(named('a lease is held by one holder until it expires or is released; only its holder renews it'), async () => {
+    const [a, b] = [await engine.open('leases'), await engine.open('leases')];
+    const lease = (holder: string, expiresAt: number) => ({ sessionId: 'ses_l', holder, operation: 'restore', expiresAt });
+    assert.equal(await a.acquireSessionLease(lease('a-1', 2_000_000_000_000), 1_000), true);
+    assert.equal(await b.acquireSessionLease(lease('b-1', 2_000_000_000_000), 1_000), false, 'held');
+    assert.equal(await b.renewSessionLease('ses_l', 'b-1', 3_000_000_000_000), false, 'not its holder');
+    assert.equal(await a.renewSessionLease('ses_l', 'a-1', 2_500_000_000_000), true);
+    assert.deepEqual(await b.getSessionLease('ses_l'), lease('a-1', 2_500_000_000_000), 'ms timestamps beyond 2^32 come back as numbers');
+    assert.equal(await b.acquireSessionLease(lease('b-2', 3_000_000_000_000), 2_500_000_000_000), true, 'expired: taken over');
+    await a.releaseSessionLease('ses_l', 'a-1');
+    assert.equal((await a.getSessionLease('ses_l'))?.holder, 'b-2', 'a former holder cannot release it');
+    await b.releaseSessionLease('ses_l', 'b-2');
+    assert.equal(await a.getSessionLease('ses_l'), null);
+  });
+
+  test(named('template versions made at once by two control planes are consecutive'), async () => {
+    const [a, b] = [await engine.open('templates'), await engine.open('templates')];
+    await a.insertTenant({ id: 'tn_t', name: 't', createdAt: '' });
+    const made = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        (i % 2 ? a : b).insertTemplateVersion({
+          id: `tpl_${i}`,
+          tenantId: 'tn_t',
+          name: 'py',
+          fromCheckpoint: 'ckp_x',
+          nodeId: 'node_x',
+          createdAt: '',
+          config: null,
+        }),
+      ),
+    );
+    assert.deepEqual(
+      made.map((t) => t.version).sort((x, y) => x - y),
+      Array.from({ length: 12 }, (_, i) => i + 1),
+    );
+    assert.equal(
+      (
+        await a.insertTemplateVersion({
+          id: 'tpl_other',
+          tenantId: 'tn_t',
+          name: 'node',
+          fromCheckpoint: 'ckp_x',
+          nodeId: 'node_x',
+          createdAt: '',
+          config: null,
+        })
+      ).version,
+      1,
+    );
+    await a.deleteTemplate('tpl_0');
+    assert.equal((await b.listTemplates('tn_t')).length, 12);
+  });
+
+  test(named('volumes: names unique per tenant, one read-write mount at a time across control planes, snapshots go with their volume'), async () => {
+    const [a, b] = [await engine.open('volumes'), await engine.open('volumes')];
+    await a.insertTenant({ id: 'tn_v', name: 'v', createdAt: '' });
+    const volume = { id: 'vol_1', tenantId: 'tn_v', name: 'data', nodeId: 'node_x', sizeGb: 0.25, createdAt: '', fromSnapshot: null, ownerSessionId: null };
+    assert.equal(await a.insertVolume(volume), true);
+    assert.equal(await b.insertVolume({ ...volume, id: 'vol_2' }), false, 'the name is taken');
+    assert.deepEqual(await b.getVolume('tn_v', 'data'), volume);
+    assert.equal(await b.getVolume('tn_other', 'data'), null);
+    // Eight sessions race for the one read-write mount through two stores: exactly one gets it, readers always do.
+    const claims = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).claimVolumeMounts([{ sessionId: `ses_w${i}`, volumeId: 'vol_1', path: '/data', readOnly: false }])),
+    );
+    assert.equal(claims.filter((busy) => busy === null).length, 1);
+    assert.ok(claims.every((busy) => busy === null || busy === 'vol_1'));
+    assert.equal(await a.claimVolumeMounts([{ sessionId: 'ses_r', volumeId: 'vol_1', path: '/ro', readOnly: true }]), null);
+    assert.equal((await b.listVolumeMounts('vol_1')).length, 2);
+    // A refused claim records none of its mounts.
+    await a.insertVolume({ ...volume, id: 'vol_3', name: 'other' });
+    const partial = [
+      { sessionId: 'ses_x', volumeId: 'vol_3', path: '/other', readOnly: false },
+      { sessionId: 'ses_x', volumeId: 'vol_1', path: '/data', readOnly: false },
+    ];
+    assert.equal(await a.claimVolumeMounts(partial), 'vol_1');
+    assert.deepEqual(await a.listVolumeMounts('vol_3'), []);
+    // Deleting the writer's session frees the volume for the next writer.
+    const writer = (await a.listVolumeMounts('vol_1')).find((m) => !m.readOnly)!.sessionId;
+    await a.deleteSession(writer);
+    assert.equal(await b.claimVolumeMounts([{ sessionId: 'ses_next', volumeId: 'vol_1', path: '/data', readOnly: false }]), null);
+    await a.insertVolumeSnapshot({ id: 'vsn_1', tenantId: 'tn_v', volumeId: 'vol_1', nodeId: 'node_x', createdAt: '' });
+    assert.equal((await b.getVolumeSnapshot('tn_v', 'vsn_1'))?.volumeId, 'vol_1');
+    assert.equal(await b.getVolumeSnapshot('tn_other', 'vsn_1'), null);
+    await a.deleteVolume('vol_1');
+    assert.deepEqual(await b.listVolumeSnapshots('vol_1'), []);
+    assert.deepEqual(
+      (await b.listVolumes('tn_v')).map((v) => v.name),
+      ['other'],
+    );
+  });
+
+  test(named('the schema is migrated once, also when two control planes open a new database at once'), async () => {
+    // PostgreSQL: at once, serialized by an advisory lock. SQLite: its write lock serializes processes,
+    // but two connections in one thread would wait on each other, so they open one after the other.
+    const [a, b] =
+      engine.name === 'postgres'
+        ? await Promise.all([engine.open('migrate'), engine.open('migrate')])
+        : [await engine.open('migrate'), await engine.open('migrate')];
+    await a.insertTenant({ id: 'tn_m', name: 'm', createdAt: '' });
+    assert.equal((await b.getTenant('tn_m'))?.name, 'm');
+    const versions =
+      engine.name === 'sqlite'
+        ? new Database(await engine.location('migrate')).prepare('SELECT version FROM schema_migrations').all()
+        : await (async () => {
+            const db = await PostgresDatabase.open(await engine.location('migrate'));
+            try {
+              return await db.all('SELECT version FROM schema_migrations');
+            } finally {
+              await db.close();
+            }
+          })();
+    assert.deepEqual(
+      versions.map((v) => Number((v as { version: number }).version)),
+      migrations.map((m) => m.version),
+    );
+  });
+}
+
+test('postgres: calls while the server is down fail with STORE_UNAVAILABLE, and work again once it is back', async () => {
+  const store = await engines.postgres.open('outage');
+  await store.insertTenant({ id: 'tn_o', name: 'o', createdAt: '' });
+  const server = await engines.postgres.server();
+  // Down for a second: calls in that second fail cleanly rather than hang.
+  const restarting = server.restart(1000);
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const during = await store.getTenant('tn_o').then(
+    () => 'answered',
+    (err: { code?: string; message?: string }) => `${err.code}: ${err.message}`,
+  );
+  await restarting;
+  assert.match(during, /^STORE_UNAVAILABLE: the database \(SPACE_DATABASE_URL\) is unreachable/);
+  assert.equal((await store.getTenant('tn_o'))?.name, 'o', 'the pool reconnects by itself');
+  await store.insertTenant({ id: 'tn_o2', name: 'o2', createdAt: '' });
+  assert.equal((await store.getTenant('tn_o2'))?.name, 'o2');
+});
+
+test('a database that cannot be reached or is not PostgreSQL is refused at start, naming the setting', async () => {
+  await assert.rejects(openStore({ databaseUrl: 'mysql://x', dataDir: '/nonexistent' }), /SPACE_DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL/);
+  // Port 9 (discard) on loopback: nothing listens.
+  await assert.rejects(openStore({ databaseUrl: 'postgres://postgres@127.0.0.1:9/space', dataDir: '/nonexistent' }), /SPACE_DATABASE_URL.*ECONNREFUSED/);
+});
+
+test('sqlite: a file from before versioned migrations is brought up to date and keeps its rows', async () => {
+  const file = await engines.sqlite.location('legacy');
+  // The first release's tables, before any column was added.
+  const old = new Database(file);
+  old.exec(`
+    CREATE TABLE tenants (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
+    CREATE TABLE api_keys (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id), hash TEXT NOT NULL UNIQUE, admin INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL);
+    CREATE TABLE sessions (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id), template TEXT NOT NULL, status TEXT NOT NULL, created_at TEXT NOT NULL, env TEXT NOT NULL, resources TEXT NOT NULL, metadata TEXT NOT NULL, sandbox_id TEXT, node_id TEXT, sandbox_started_at TEXT);
+    CREATE TABLE checkpoints (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, tenant_id TEXT NOT NULL, kind TEXT NOT NULL, trigger TEXT NOT NULL, node_id TEXT NOT NULL, created_at TEXT NOT NULL);
+    CREATE TABLE sandbox_history (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, node_id TEXT NOT NULL, started_at TEXT NOT NULL, ended_at TEXT, end_reason TEXT);
+    INSERT INTO tenants VALUES ('tn_old', 'old', '2026-01-01');
+    INSERT INTO sessions VALUES ('ses_old', 'tn_old', 'base', 'stopped', '2026-01-01', '{}', '{"memoryMb":512,"cpus":1,"pids":256}', '{}', NULL, NULL, NULL);
+  `);
+  old.close();
+  const store = await openSqliteStore(file);
+  try {
+    const row = await store.getSession('tn_old', 'ses_old');
+    assert.deepEqual([row?.onResume, row?.egress.mode, row?.checkpointIntervalSec, row?.secrets], ['processes', 'allow-all', 60, []]);
+    await store.insertTemplateVersion({ id: 'tpl_new', tenantId: 'tn_old', name: 't', fromCheckpoint: 'ckp', nodeId: null, createdAt: '', config: null });
+  } finally {
+    await store.close();
+  }
+});

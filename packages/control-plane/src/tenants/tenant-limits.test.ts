@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { servicesOnFakeNode } from '../test-support/services.js';
+import { TokenBuckets } from './token-buckets.js';
+
+test('a token bucket allows its burst, then says how long until the next token, and refills at its rate', () => {
+  const clock = { now: 0 };
+  const buckets = new TokenBuckets(10, 20, () => clock.now);
+  for (let i = 0; i < 20; i++) assert.equal(buckets.take('a'), 0);
+  assert.equal(buckets.take('a'), 100);
+  assert.equal(buckets.take('b'), 0, 'another key has its own bucket');
+  clock.now += 250;
+  assert.equal(buckets.take('a'), 0);
+  assert.equal(buckets.take('a'), 0);
+  assert.ok(buckets.take('a') > 0, 'only 2.5 tokens came back in 250 ms');
+  clock.now += 60_000;
+  assert.equal(buckets.used('a'), 0, 'never more than the burst');
+});
+
+test('past its sessions a tenant gets QUOTA_EXCEEDED naming the limit and its setting; a fork that would not fit starts none', async () => {
+  const s = await servicesOnFakeNode({ maxSessions: 2 });
+  const first = await s.create();
+  await s.create();
+  await assert.rejects(s.create(), (err: { code: string; status: number; details: Record<string, unknown>; message: string }) => {
+    assert.equal(err.code, 'QUOTA_EXCEEDED');
+    assert.equal(err.status, 403);
+    assert.deepEqual(
+      { limit: err.details.limit, max: err.details.max, setting: err.details.setting },
+      { limit: 'sessions', max: 2, setting: 'SPACE_TENANT_MAX_SESSIONS' },
+    );
+    assert.match(err.message, /SPACE_TENANT_MAX_SESSIONS/);
+    return true;
+  });
+  assert.equal(await s.store.countSessions(s.caller.tenantId), 2, 'the refused creation left no session behind');
+  await s.sessions.delete(s.caller, first.id);
+  const survivor = (await s.store.listSessions(s.caller.tenantId))[0]!;
+  const checkpoint = await s.checkpoints.create(s.caller, survivor.id, 'fs');
+  await assert.rejects(s.checkpoints.fork(s.caller, checkpoint.id, 2), { code: 'QUOTA_EXCEEDED' });
+  assert.equal(await s.store.countSessions(s.caller.tenantId), 1);
+  assert.equal((await s.checkpoints.fork(s.caller, checkpoint.id, 1)).length, 1);
+});
+
+test('creations at once are bounded per tenant (429 with when to retry); ending one frees its place', async () => {
+  const s = await servicesOnFakeNode({ maxConcurrentCreates: 3 });
+  const endFork = s.limits.beginCreates(s.caller.tenantId, 2);
+  const endCreate = s.limits.beginCreates(s.caller.tenantId, 1);
+  assert.throws(() => s.limits.beginCreates(s.caller.tenantId, 1), {
+    code: 'TOO_MANY_REQUESTS',
+    details: { limit: 'concurrentCreates', max: 3, setting: 'SPACE_TENANT_MAX_CONCURRENT_CREATES', retryAfterSec: 1 },
+  });
+  assert.doesNotThrow(() => s.limits.beginCreates('tn_other001', 3)(), 'another tenant has its own count');
+  endFork();
+  endFork(); // a second call of the same end frees nothing more
+  s.limits.beginCreates(s.caller.tenantId, 2)();
+  endCreate();
+  assert.equal((await s.limits.view(s.caller.tenantId)).limits.concurrentCreates?.used, 0);
+});
+
+test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoint: the refusal names it, nothing is lost', async () => {
+  const s = await servicesOnFakeNode({ maxCheckpointGb: 1 });
+  const session = await s.create();
+  // A memory image of 1 GiB is already kept.
+  await s.store.insertCheckpoint({
+    id: 'ckp_big00001',
+    sessionId: session.id,
+    tenantId: s.caller.tenantId,
+    kind: 'full',
+    trigger: 'manual',
+    nodeId: 'n',
+    createdAt: new Date().toISOString(),
+    sizeBytes: 1024 ** 3,
+    pauseMs: 1,
+    volumes: [],
+  });
+  const refusal = await s.checkpoints.create(s.caller, session.id, 'full').then(
+    () => assert.fail('taken past the limit'),
+    (err: { code: string; details: Record<string, unknown> }) => err,
+  );
+  assert.equal(refusal.code, 'QUOTA_EXCEEDED');
+  assert.equal(refusal.details.limit, 'checkpointStorageBytes');
+  assert.equal(refusal.details.setting, 'SPACE_TENANT_MAX_CHECKPOINT_GB');
+  assert.ok(await s.store.checkpointExists(String(refusal.details.fallbackCheckpointId)));
+  assert.match(s.metrics.render({}), /space_full_checkpoint_fallbacks_total\{reason="quota"\} 1/);
+  assert.equal((await s.checkpoints.create(s.caller, session.id, 'fs')).kind, 'fs', 'fs checkpoints are not held back');
+  const view = await s.limits.view(s.caller.tenantId);
+  assert.equal(view.limits.checkpointStorageBytes?.used, 1024 ** 3);
+  assert.equal(view.limits.sessions?.used, 1);
+});
+
+test('sessions get the default disk unless they name one', async () => {
+  const s = await servicesOnFakeNode();
+  assert.equal((await s.create()).resources.diskGb, 10);
+  assert.equal((await s.create({ resources: { diskGb: 0.5 } })).resources.diskGb, 0.5);
+});

@@ -1,0 +1,178 @@
+import type { IncomingMessage } from 'node:http';
+import { ErrorCode, SpaceError, type TenantLimitName, type TenantLimitsView } from '@space/protocol';
+import type { Authenticator } from './auth.js';
+import { InFlight } from './in-flight.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { Store } from '../store/store.js';
+import { TokenBuckets } from './token-buckets.js';
+
+export interface TenantLimitOptions {
+  /** Calls of one tenant under way at once in this control-plane process (`SPACE_TENANT_MAX_REQUESTS`). */
+  maxRequests: number;
+  /** Open streams (exec, PTY, attach, watch) of one tenant in this process (`SPACE_TENANT_MAX_STREAMS`). */
+  maxStreams: number;
+  /** Calls and stream openings per second of one tenant in this process, with bursts of twice as many (`SPACE_TENANT_REQUESTS_PER_SEC`). */
+  requestsPerSec: number;
+  /** Sessions one tenant may have, whatever their status (`SPACE_TENANT_MAX_SESSIONS`). */
+  maxSessions: number;
+  /** Session creations and forks of one tenant under way at once in this process (`SPACE_TENANT_MAX_CONCURRENT_CREATES`). */
+  maxConcurrentCreates: number;
+  /** Memory images the tenant's full checkpoints may hold together, GB (`SPACE_TENANT_MAX_CHECKPOINT_GB`). */
+  maxCheckpointGb: number;
+}
+
+export const defaultTenantLimits: TenantLimitOptions = {
+  maxRequests: 256,
+  maxStreams: 64,
+  requestsPerSec: 100,
+  maxSessions: 200,
+  maxConcurrentCreates: 16,
+  maxCheckpointGb: 100,
+};
+
+/** The setting that raises each limit, named in every refusal. */
+export const limitSettings: Record<TenantLimitName, string> = {
+  sessions: 'SPACE_TENANT_MAX_SESSIONS',
+  concurrentCreates: 'SPACE_TENANT_MAX_CONCURRENT_CREATES',
+  requestsPerSec: 'SPACE_TENANT_REQUESTS_PER_SEC',
+  openRequests: 'SPACE_TENANT_MAX_REQUESTS',
+  openStreams: 'SPACE_TENANT_MAX_STREAMS',
+  checkpointStorageBytes: 'SPACE_TENANT_MAX_CHECKPOINT_GB',
+};
+
+const gb = 1024 ** 3;
+
+/**
+ * Holds every tenant to its limits, so one tenant cannot take what the platform has for all: what it
+ * keeps (sessions, checkpoint storage: QUOTA_EXCEEDED, 403) and what it does at once or per second
+ * (calls, streams, creations: TOO_MANY_REQUESTS, 429 with Retry-After). Every refusal names the
+ * limit, its value and the setting that raises it; nothing is lost by one. Rates and concurrency are
+ * counted per process; what is kept is counted in the store.
+ */
+export class TenantLimits {
+  private readonly open = new InFlight();
+  private readonly rate: TokenBuckets;
+
+  constructor(
+    private readonly auth: Authenticator,
+    private readonly store: Store,
+    private readonly metrics: Metrics,
+    private readonly options: TenantLimitOptions = defaultTenantLimits,
+    now: () => number = Date.now,
+  ) {
+    this.rate = new TokenBuckets(options.requestsPerSec, options.requestsPerSec * 2, now);
+  }
+
+  /** The router's admission hook: the tenant's request rate, then its calls or streams open at once. */
+  readonly admit = async (req: IncomingMessage, kind: 'request' | 'stream'): Promise<() => void> => {
+    let tenantId: string;
+    try {
+      tenantId = (await this.auth.authenticate(req)).tenantId;
+    } catch {
+      // Refused by the route's own authentication; not counted.
+      return () => undefined;
+    }
+    const waitMs = this.rate.take(tenantId);
+    if (waitMs > 0) {
+      throw this.refusal('requestsPerSec', this.options.requestsPerSec, `more than ${this.options.requestsPerSec} calls per second`, Math.ceil(waitMs / 1000));
+    }
+    const limit: TenantLimitName = kind === 'request' ? 'openRequests' : 'openStreams';
+    const max = kind === 'request' ? this.options.maxRequests : this.options.maxStreams;
+    const key = `${kind}:${tenantId}`;
+    if (this.open.count(key) >= max) throw this.refusal(limit, max, `${max} ${kind === 'request' ? 'calls' : 'streams'} open at once`, 1);
+    return this.open.begin(key);
+  };
+
+  /** Runs `work` as `count` creations of the tenant under way (see `beginCreates`). */
+  async whileCreating<T>(tenantId: string, count: number, work: () => Promise<T>): Promise<T> {
+    const done = this.beginCreates(tenantId, count);
+    try {
+      return await work();
+    } finally {
+      done();
+    }
+  }
+
+  /**
+   * Admits `count` creations at once (a create, or a fork of `count`); the sessions they add are
+   * checked by the services that make them. Returns the function that ends the creations.
+   */
+  beginCreates(tenantId: string, count: number): () => void {
+    const key = `create:${tenantId}`;
+    const max = this.options.maxConcurrentCreates;
+    if (this.open.count(key) + count > max) throw this.refusal('concurrentCreates', max, `${max} session creations under way at once`, 1);
+    const ends = Array.from({ length: count }, () => this.open.begin(key));
+    return () => {
+      for (const end of ends) end();
+    };
+  }
+
+  /** Refuses when the tenant's sessions and `adding` more would pass its maximum. */
+  async checkSessions(tenantId: string, adding = 0): Promise<void> {
+    const max = this.options.maxSessions;
+    if ((await this.store.countSessions(tenantId)) + adding > max) {
+      throw this.refusal('sessions', max, `${max} sessions; delete some (their checkpoints go with them)`);
+    }
+  }
+
+  /** Refuses a new memory image when the tenant's full checkpoints already hold their maximum. */
+  async checkCheckpointStorage(tenantId: string): Promise<void> {
+    const max = this.options.maxCheckpointGb * gb;
+    const used = await this.store.checkpointBytes(tenantId);
+    if (used >= max) {
+      throw this.refusal(
+        'checkpointStorageBytes',
+        max,
+        `${this.options.maxCheckpointGb} GB of memory images (${(used / gb).toFixed(2)} GB now); delete full checkpoints`,
+      );
+    }
+  }
+
+  /** What the tenant may hold and do, and what it holds and does now (in this process). */
+  async view(tenantId: string): Promise<Omit<TenantLimitsView, 'defaultDiskGb'>> {
+    const used: Record<TenantLimitName, number> = {
+      sessions: await this.store.countSessions(tenantId),
+      concurrentCreates: this.open.count(`create:${tenantId}`),
+      requestsPerSec: this.rate.used(tenantId),
+      openRequests: this.open.count(`request:${tenantId}`),
+      openStreams: this.open.count(`stream:${tenantId}`),
+      checkpointStorageBytes: await this.store.checkpointBytes(tenantId),
+    };
+    const max = this.maxima();
+    const limits = Object.fromEntries(
+      (Object.keys(max) as TenantLimitName[]).map((name) => [name, { max: max[name], used: used[name], setting: limitSettings[name] }]),
+    );
+    return { tenantId, limits };
+  }
+
+  /** The configured maximum of every limit, for /metrics. */
+  gauges(): Record<string, number> {
+    return Object.fromEntries(Object.entries(this.maxima()).map(([name, value]) => [`space_tenant_limit{limit="${name}"}`, value]));
+  }
+
+  private maxima(): Record<TenantLimitName, number> {
+    const o = this.options;
+    return {
+      sessions: o.maxSessions,
+      concurrentCreates: o.maxConcurrentCreates,
+      requestsPerSec: o.requestsPerSec,
+      openRequests: o.maxRequests,
+      openStreams: o.maxStreams,
+      checkpointStorageBytes: o.maxCheckpointGb * gb,
+    };
+  }
+
+  /** QUOTA_EXCEEDED for what a tenant keeps, TOO_MANY_REQUESTS (with when to retry) for what it does at once. */
+  private refusal(limit: TenantLimitName, max: number, what: string, retryAfterSec?: number): SpaceError {
+    this.metrics.inc('requests_refused', { reason: limit });
+    const setting = limitSettings[limit];
+    const code = retryAfterSec === undefined ? ErrorCode.QUOTA_EXCEEDED : ErrorCode.TOO_MANY_REQUESTS;
+    const then = retryAfterSec === undefined ? '' : `; retry in ${retryAfterSec} s`;
+    return new SpaceError(code, `tenant limit "${limit}" reached: at most ${what}${then} (the operator raises it with ${setting})`, {
+      limit,
+      max,
+      setting,
+      ...(retryAfterSec === undefined ? {} : { retryAfterSec }),
+    });
+  }
+}
