@@ -51,9 +51,15 @@ func run() error {
 	if err != nil || defaultTimeout <= 0 {
 		return fmt.Errorf("SPACE_DAEMON_DEFAULT_TIMEOUT_MS must be a positive number of milliseconds")
 	}
+	defaultCwd := os.Getenv("SPACE_DAEMON_CWD")
+	if defaultCwd != "" && !validDefaultCwd(defaultCwd) {
+		return fmt.Errorf("SPACE_DAEMON_CWD must be an absolute path without \"..\" segments")
+	}
 	paths := sandboxPaths{workdir: workdir}
+	processes := newProcessTable(paths, baseEnv, ptyHelper, time.Duration(defaultTimeout)*time.Millisecond)
+	processes.setDefaultCwd(defaultCwd)
 	a := &agent{
-		processes: newProcessTable(paths, baseEnv, ptyHelper, time.Duration(defaultTimeout)*time.Millisecond),
+		processes: processes,
 		files:     fileService{paths: paths},
 		token:     token,
 		logf:      func(format string, args ...any) { fmt.Fprintf(os.Stderr, "space-agent: "+format+"\n", args...) },

@@ -33,8 +33,11 @@ type processTable struct {
 	// defaultTimeout applies to a process started without one (the protocol's default exec timeout).
 	defaultTimeout time.Duration
 
-	mu         sync.Mutex
-	baseEnv    map[string]string
+	mu      sync.Mutex
+	baseEnv map[string]string
+	// defaultCwd is where a process without a cwd starts, and what a relative one is under: the
+	// session's template's WORKDIR, or "" for the workspace.
+	defaultCwd string
 	processes  map[int]*managedProcess
 	startOrder []int
 }
@@ -58,9 +61,28 @@ func (t *processTable) setSessionEnv(env map[string]string) {
 	t.baseEnv = merged
 }
 
+// setDefaultCwd makes cwd (absolute, or "" for the workspace) where processes start from now on.
+func (t *processTable) setDefaultCwd(cwd string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.defaultCwd = cwd
+}
+
+// workingDirectory is where a process asked to start in requested starts: an absolute path as it
+// is, a relative one (or none) under the session's default.
+func (t *processTable) workingDirectory(requested string) (string, error) {
+	t.mu.Lock()
+	base := t.defaultCwd
+	t.mu.Unlock()
+	if base == "" {
+		return t.paths.resolve(requested)
+	}
+	return sandboxPaths{workdir: base}.resolve(requested)
+}
+
 func (t *processTable) start(o startOptions) (*managedProcess, error) {
 	argv := o.Cmd.argv()
-	cwd, err := t.paths.resolve(o.Cwd)
+	cwd, err := t.workingDirectory(o.Cwd)
 	if err != nil {
 		return nil, err
 	}

@@ -166,6 +166,7 @@ func (a *agent) rebind(w http.ResponseWriter, r *http.Request) error {
 		Env        map[string]string `json:"env"`
 		Identity   *sandboxIdentity  `json:"identity"`
 		NewSession *bool             `json:"newSession"`
+		Cwd        *string           `json:"cwd"`
 	}
 	check := func() error {
 		switch {
@@ -177,6 +178,8 @@ func (a *agent) rebind(w http.ResponseWriter, r *http.Request) error {
 			return errString("identity.hostname is malformed")
 		case body.Identity != nil && body.Identity.MachineID != "" && !machineIDShape.MatchString(body.Identity.MachineID):
 			return errString("identity.machineId is malformed")
+		case body.Cwd != nil && *body.Cwd != "" && !validDefaultCwd(*body.Cwd):
+			return errString("cwd must be an absolute path without \"..\" segments")
 		}
 		return checkEnv(body.Env)
 	}
@@ -189,6 +192,9 @@ func (a *agent) rebind(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	a.processes.setSessionEnv(body.Env)
+	if body.Cwd != nil {
+		a.processes.setDefaultCwd(*body.Cwd)
+	}
 	if *body.NewSession {
 		a.processes.forgetFinished()
 	}

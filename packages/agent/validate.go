@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -206,4 +207,9 @@ func mustJSON(v any) []byte {
 // toValidUTF8 decodes output as UTF-8 the way Node's Buffer#toString does: invalid bytes become U+FFFD.
 func toValidUTF8(data []byte) string {
 	return strings.ToValidUTF8(string(data), "\uFFFD")
+}
+
+// validDefaultCwd: a session's default working directory is absolute and a valid path.
+func validDefaultCwd(p string) bool {
+	return filepath.IsAbs(p) && checkPath(p) == nil
 }

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, describe, test } from 'node:test';
-import { Api } from './client.js';
+import { Api, collectSocket, decodeOutput } from './client.js';
 import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
@@ -74,6 +74,11 @@ describe('templates built from Dockerfiles and imported from images', () => {
     rmSync(path.join(contextDir, 'bundle'), { recursive: true });
     assert.equal((await api.call('PUT', '/v1/secrets/API_TOKEN', { value: 'the-real-secret', hosts: ['api.example.com'] })).status, 200);
     writeFileSync(path.join(contextDir, 'Dockerfile'), dockerfile('echo "built by $(id -un) in $(pwd) with $API_TOKEN" > /home/dev/built.txt'));
+    // The CLI leaves out what .dockerignore names (the rebuild below, sent without them, is cached).
+    writeFileSync(path.join(contextDir, '.dockerignore'), '# local only\napp/*.local\nscratch\n');
+    writeFileSync(path.join(contextDir, 'app/notes.local'), 'not for the template\n');
+    mkdirSync(path.join(contextDir, 'scratch'), { recursive: true });
+    writeFileSync(path.join(contextDir, 'scratch/big.bin'), Buffer.alloc(1024 * 1024));
     const env = { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: key };
     const started = performance.now();
     const cli = await run(process.execPath, [cliMain, 'template', 'build', 'webapp', contextDir, '--secret', 'API_TOKEN', '--json'], { env });
@@ -102,8 +107,17 @@ describe('templates built from Dockerfiles and imported from images', () => {
     made.push({ api, id: session.id });
     const sh = async (script: string) => (await api.exec(session.id, ['sh', '-c', script])).stdout;
     assert.equal(await sh('cat /srv/app/main.py; test -x /srv/app/run.sh && echo executable'), 'print("main")\nexecutable\n');
+    assert.equal(await sh('ls /srv/app'), 'main.py\nrun.sh\n', '.dockerignore left app/notes.local out');
     assert.equal(await sh('stat -c %U /etc/app/config.txt; cat /opt/bundle/readme; ls /opt'), 'dev\nfrom the tarball\nbundle\n', 'ADD unpacked the archive');
     assert.equal(await sh('echo $GREETING $APP_HOME'), 'hello /srv/app\n', "the template's ENV");
+    // WORKDIR is where exec and PTYs run without a cwd (as `docker run` does), on every kind of start.
+    assert.equal(session.cwd, '/srv/app');
+    assert.equal((await api.exec(session.id, 'pwd')).stdout, '/srv/app\n');
+    assert.equal((await api.exec(session.id, 'pwd', { cwd: '/tmp' })).stdout, '/tmp\n', 'a cwd given still wins');
+    const terminal = await collectSocket(api.socket(`/v1/sessions/${session.id}/pty`), (ws) => {
+      ws.send(JSON.stringify({ type: 'start', cmd: ['/bin/sh', '-c', 'pwd'], cols: 80, rows: 24 }));
+    });
+    assert.match(decodeOutput(terminal, 'stdout'), /^\/srv\/app\r?\n/);
     const built = await sh('cat /home/dev/built.txt');
     assert.match(built, /^built by dev in \/srv\/app with /);
     assert.doesNotMatch(built, /the-real-secret/, 'the secret value never entered the build: only its placeholder');
@@ -113,6 +127,12 @@ describe('templates built from Dockerfiles and imported from images', () => {
     const listing = await fetch(`${platform.url}/v1/sessions/${session.id}/ports/8000/`, { headers: { authorization: `Bearer ${key}` } });
     assert.equal(listing.status, 200, 'the CMD serves its port');
     assert.match(await listing.text(), /main\.py/);
+    const checkpoint = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, {})).body;
+    const [fork] = (await api.call('POST', `/v1/checkpoints/${checkpoint.id}/fork`, { count: 1 })).body.sessions;
+    made.push({ api, id: fork.id });
+    assert.deepEqual([fork.cwd, (await api.exec(fork.id, 'pwd')).stdout], ['/srv/app', '/srv/app\n'], 'a fork keeps its WORKDIR');
+    assert.equal((await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`)).status, 200);
+    assert.equal(await sh('pwd'), '/srv/app\n', 'and so does a sandbox booted after a kill');
 
     // Only the last RUN changed: everything before it comes from the cache.
     writeFileSync(path.join(contextDir, 'Dockerfile'), dockerfile('echo "second build" > /home/dev/built.txt'));

@@ -26,6 +26,32 @@ describe('templates from sessions and checkpoints', () => {
 
   const customTemplates = (): string[] => readdirSync(`${platform.dataDir}/btrfs/templates/custom`).sort();
 
+  test('base has what an agent reaches for first: pip (system-wide and in a venv) and npm, whose installs go through the gateway', {
+    timeout: 180_000,
+  }, async () => {
+    const id = await created(admin, 'base');
+    const sh = async (script: string, timeoutMs = 60_000) => {
+      const r = await admin.exec(id, ['bash', '-c', script], { timeoutMs });
+      assert.equal(r.exitCode, 0, `${script}: ${r.stdout}${r.stderr}`);
+      return r.stdout;
+    };
+    assert.match(await sh('pip --version; npm --version; npx --version'), /^pip \d+.*\n10\.9\.2\n10\.9\.2\n$/);
+    // A package from a local directory (PyPI is not reachable from here): installed into the
+    // system's Python as in a container (no PEP 668 refusal), and into a venv.
+    await sh(
+      'mkdir -p /tmp/hello/hello && echo \'greeting = "hi"\' > /tmp/hello/hello/__init__.py && printf \'from setuptools import setup\\nsetup(name="hello", version="1.0", packages=["hello"])\\n\' > /tmp/hello/setup.py',
+    );
+    await sh('pip install --no-index --no-build-isolation -q /tmp/hello');
+    assert.equal(await sh("cd / && python3 -c 'import hello; print(hello.greeting)'"), 'hi\n');
+    await sh('python3 -m venv /tmp/venv && /tmp/venv/bin/pip install --no-index --no-build-isolation -q /tmp/hello');
+    assert.equal(await sh("cd / && /tmp/venv/bin/python -c 'import hello; print(hello.greeting)'"), 'hi\n');
+    // npm through the egress gateway to the npm registry (the sandbox has no other way out).
+    await sh('mkdir -p /tmp/app && cd /tmp/app && npm install --no-audit --no-fund --loglevel=error is-number@7.0.0', 120_000);
+    assert.equal(await sh(`cd /tmp/app && node -e "console.log(require('is-number')(5))"`), 'true\n');
+    const audit = (await admin.call('GET', `/v1/sessions/${id}/egress/audit`)).body;
+    assert.ok(JSON.stringify(audit).includes('registry.npmjs.org'), 'the install went through the gateway');
+  });
+
   test('set up once, start many: versions, isolation between tenants, deletion', { timeout: 180_000 }, async () => {
     const a = await newTenant('template-owner');
     const templatesBefore = existsSync(`${platform.dataDir}/btrfs/templates/custom`) ? customTemplates() : [];

@@ -26,6 +26,9 @@ export const SandboxPathSchema = z
   .refine((p) => !p.includes('\0'), 'path may not contain NUL bytes')
   .refine((p) => !p.split('/').includes('..'), 'path may not contain ".." segments');
 
+/** A sandbox path that names where it is from the root (a default working directory). */
+export const AbsoluteSandboxPathSchema = SandboxPathSchema.refine((p) => p.startsWith('/'), 'path must be absolute');
+
 export const SignalSchema = z.enum(['SIGTERM', 'SIGKILL', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGSTOP', 'SIGCONT', 'SIGWINCH']);
 export type Signal = z.infer<typeof SignalSchema>;
 

@@ -1,6 +1,6 @@
 import { NodeCapacitySchema } from './nodes.js';
 import { z } from 'zod';
-import { EnvSchema } from './common.js';
+import { AbsoluteSandboxPathSchema, EnvSchema } from './common.js';
 import { SessionEgressConfigSchema } from './egress.js';
 import { ResourcesSchema, ServiceSchema, TemplateNameSchema } from './sessions.js';
 import { TemplateIdSchema } from './templates.js';
@@ -19,6 +19,8 @@ export const StartSandboxRequestSchema = z
     services: z.array(ServiceSchema).max(16).default([]),
     /** The tenant's volumes bound into the sandbox (a new session that mounts any boots: pooled sandboxes cannot gain mounts). */
     mounts: z.array(NodeVolumeMountSchema).max(16).default([]),
+    /** Where processes started without a cwd run (the template's WORKDIR); unset: the workspace. */
+    cwd: AbsoluteSandboxPathSchema.optional(),
   })
   .strict();
 export type StartSandboxRequest = z.infer<typeof StartSandboxRequestSchema>;

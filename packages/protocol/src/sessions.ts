@@ -158,6 +158,8 @@ export const SessionSchema = z
     services: z.array(ServiceSchema),
     volumes: z.array(VolumeMountSchema.required()),
     publicPorts: z.array(z.number().int()),
+    /** Where exec, PTYs and E2B commands run without a cwd: its template's WORKDIR, else /workspace. */
+    cwd: z.string(),
     sandbox: SandboxRefSchema.nullable(),
     /** The node that holds the session's volume (and runs its sandbox). */
     nodeId: z.string().nullable(),

@@ -23,6 +23,8 @@ export interface SessionData {
   volumes: VolumeMountData[];
   /** Ports whose preview URLs anyone may open, without a key or token. */
   publicPorts: number[];
+  /** Where exec, PTYs and E2B commands run without a cwd: its template's WORKDIR, else /workspace. */
+  cwd: string;
   /** Names of the tenant's secrets the sandbox uses (each env var `NAME` holds its placeholder). */
   secrets: string[];
   egress: EgressPolicy;

@@ -1,31 +1,9 @@
-import { createReadStream, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { TemplateData } from '@space/sdk';
+import { readBuildContext } from '../build-context.js';
 import { cliClient, output, parseNameValues } from '../client.js';
-
-/** The build context: every file under `dir` (`.git` left out), by relative path, and which are executable. */
-function readContext(dir: string, maxBytes: number): { files: Record<string, Buffer>; executables: string[] } {
-  const files: Record<string, Buffer> = {};
-  const executables: string[] = [];
-  let total = 0;
-  const walk = (relative: string): void => {
-    for (const entry of readdirSync(path.join(dir, relative), { withFileTypes: true })) {
-      const name = relative ? `${relative}/${entry.name}` : entry.name;
-      if (entry.isDirectory()) {
-        if (entry.name !== '.git') walk(name);
-      } else if (entry.isFile()) {
-        const full = path.join(dir, name);
-        total += statSync(full).size;
-        if (total > maxBytes) throw new Error(`the build context ${dir} holds more than ${maxBytes / 1024 / 1024} MB; build from a smaller directory`);
-        files[name] = readFileSync(full);
-        if (statSync(full).mode & 0o111) executables.push(name);
-      }
-    }
-  };
-  walk('');
-  return { files, executables };
-}
 
 function line(t: TemplateData): string {
   const origin = t.builtIn ? 'built-in' : `v${t.version} from ${t.source === 'checkpoint' ? t.fromCheckpoint : `a ${t.source}`} at ${t.createdAt}`;
@@ -63,7 +41,7 @@ export function registerTemplateCommands(program: Command): void {
       ) => {
         const dir = contextDir ?? '.';
         const dockerfile = readFileSync(opts.file ?? path.join(dir, 'Dockerfile'), 'utf8');
-        const { files, executables } = contextDir ? readContext(dir, 64 * 1024 * 1024) : { files: {}, executables: [] };
+        const { files, executables } = contextDir ? readBuildContext(dir, 64 * 1024 * 1024) : { files: {}, executables: [] };
         const space = cliClient(process.env);
         const build = await space.templates.build({
           name,

@@ -50,6 +50,7 @@ async function cluster() {
       services: [],
       volumes: [],
       publicPorts: [],
+      cwd: null,
       lastActiveAt: null,
       volumeNodeId: nodeId,
       secrets: [],

@@ -125,7 +125,7 @@ export class SessionCheckpointService {
       publicPorts: parent.publicPorts,
     };
     // Started side by side; all or nothing: if one fork fails, the others are deleted again.
-    const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, checkpoint)));
+    const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, { checkpoint, cwd: parent.cwd })));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     const forks = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     if (!failed) return forks;

@@ -1,4 +1,4 @@
-import { ErrorCode, SpaceError, newId, type CreateSessionRequest, type Resources, type SandboxMetrics, type Session } from '@space/protocol';
+import { ErrorCode, SandboxLayout, SpaceError, newId, type CreateSessionRequest, type Resources, type SandboxMetrics, type Session } from '@space/protocol';
 import type { Caller } from '../tenants/auth.js';
 import type { Activity } from './activity.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -46,11 +46,12 @@ export class SessionService {
   constructor(private readonly deps: SessionServiceDeps) {}
 
   /**
-   * Creates a session and starts its sandbox. With `fromCheckpoint`, the session's volume is made
-   * from that checkpoint first (a fork) instead of from the template, while the checkpoint's
-   * session is held so that it cannot be restored or deleted under the copy.
+   * Creates a session and starts its sandbox. With `fork`, the session's volume is made from that
+   * checkpoint first instead of from the template, while the checkpoint's session is held so that
+   * it cannot be restored or deleted under the copy; it keeps its parent's working directory.
    */
-  async create(caller: Caller, request: CreateSessionRequest, fromCheckpoint: CheckpointRow | null = null): Promise<Session> {
+  async create(caller: Caller, request: CreateSessionRequest, fork: { checkpoint: CheckpointRow; cwd: string | null } | null = null): Promise<Session> {
+    const fromCheckpoint = fork?.checkpoint ?? null;
     // A fork takes its parent's secrets as they are now (one deleted since is simply not injected),
     // and its volume is the checkpoint's, whatever became of its template. It goes to any node when
     // the checkpoint is in the object store (fetched there first), else where the checkpoint is; a
@@ -59,12 +60,13 @@ export class SessionService {
     let onNode = fromCheckpoint && (!fromCheckpoint.shippedAt || fromCheckpoint.volumes.length > 0) ? fromCheckpoint.nodeId : null;
     let volumes: SessionRow['volumes'] = [];
     let { env, services } = request;
+    let cwd = fork?.cwd ?? null;
     if (!fromCheckpoint) {
       await this.deps.egress.validateSession(caller.tenantId, request.secrets, request.env);
       const template = await this.deps.templates.forNewSession(caller.tenantId, request.template);
       ({ volumes, nodeId: onNode } = await this.deps.volumes.resolve(caller.tenantId, request.volumes, template.nodeId));
       // A template named by its id (a build's own session) starts bare: no CMD runs while it builds.
-      if (!request.template.startsWith('tpl_')) ({ env, services } = applyTemplateConfig(template.config, env, services));
+      if (!request.template.startsWith('tpl_')) ({ env, services, cwd } = applyTemplateConfig(template.config, env, services));
     }
     const node = await this.deps.nodes.place(onNode);
     const row: SessionRow = {
@@ -94,6 +96,7 @@ export class SessionService {
       services,
       volumes,
       publicPorts: request.publicPorts,
+      cwd,
     };
     await this.deps.lifecycle.run(row.id, 'create', async () => {
       await this.deps.store.insertSession(row);
@@ -215,6 +218,7 @@ export class SessionService {
         egress: await this.deps.egress.configFor(current),
         services: current.services,
         mounts: current.volumes.map((v) => ({ volumeId: v.volumeId, path: v.path, readOnly: v.readOnly })),
+        ...(row.cwd ? { cwd: row.cwd } : {}),
       });
       this.deps.metrics.inc('sandbox_starts');
       if (resuming) {
@@ -355,6 +359,7 @@ function toSession(row: SessionRow, lastCheckpointAt: string | null): Session {
     services: row.services,
     volumes: row.volumes.map(({ name, path, readOnly }) => ({ name, path, readOnly })),
     publicPorts: row.publicPorts,
+    cwd: row.cwd ?? SandboxLayout.workdir,
     secrets: row.secrets,
     egress: row.egress,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,

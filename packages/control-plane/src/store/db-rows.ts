@@ -43,6 +43,7 @@ export interface SessionDbRow {
   services: string;
   volumes: string;
   public_ports: string;
+  cwd: string | null;
 }
 
 export interface SecretDbRow {
@@ -147,6 +148,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     services: JSON.parse(row.services) as SessionRow['services'],
     volumes: JSON.parse(row.volumes) as SessionRow['volumes'],
     publicPorts: JSON.parse(row.public_ports) as number[],
+    cwd: row.cwd,
   };
 }
 

@@ -1,5 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -29,13 +29,43 @@ function binDir(): string {
   return path.join(root, versions[0], 'bin');
 }
 
+/** The pid of the server that holds `data` (its `postmaster.pid`), while that process lives; else null. */
+function runningServer(data: string): number | null {
+  const pid = Number(existsSync(path.join(data, 'postmaster.pid')) ? readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0] : NaN);
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM' ? pid : null;
+  }
+}
+
+/**
+ * Waits up to `ms` for a server still holding `data` to go (one stopping as its `cluster up` ends);
+ * one that stays is another's, in use: refused with what to do instead of PostgreSQL's own words.
+ */
+async function waitForPreviousServer(data: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  let pid = runningServer(data);
+  while (pid !== null && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    pid = runningServer(data);
+  }
+  if (pid !== null)
+    throw new Error(
+      `PostgreSQL in ${path.dirname(data)} still runs (pid ${pid}) after ${ms / 1000} s: another "space cluster up" uses this directory; stop that one first (Ctrl-C), or end the server with "kill ${pid}"`,
+    );
+}
+
 /**
  * Starts a local PostgreSQL: `initdb` as the `postgres` user (it refuses root), trust
  * authentication on 127.0.0.1 only and a socket in its directory. In `dir` it keeps its data across
  * starts (and fsyncs); without, it lives in a temporary directory, fsync off (a test server), and is
- * removed by `stop()`. Stopped when the process exits in any case.
+ * removed by `stop()`. Stopped when the process exits in any case. A server of an earlier start
+ * still stopping in `dir` is waited for (`previousServerWaitMs`, default 30 s).
  */
-export async function startLocalPostgres(options: { dir?: string; port?: number } = {}): Promise<LocalPostgres> {
+export async function startLocalPostgres(options: { dir?: string; port?: number; previousServerWaitMs?: number } = {}): Promise<LocalPostgres> {
   const bin = binDir();
   const temporary = !options.dir;
   const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), 'space-pg-'));
@@ -67,6 +97,7 @@ export async function startLocalPostgres(options: { dir?: string; port?: number 
     });
     if (temporary) rmSync(dir, { recursive: true, force: true });
   };
+  await waitForPreviousServer(data, options.previousServerWaitMs ?? 30_000);
   process.once('exit', removeAll);
   try {
     if (!existsSync(path.join(data, 'PG_VERSION')))

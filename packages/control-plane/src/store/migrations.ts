@@ -189,6 +189,11 @@ export const migrations: Migration[] = [
         PRIMARY KEY (session_id, node_id))`,
     ],
   },
+  {
+    version: 13,
+    description: "sessions' default working directory (their template's WORKDIR)",
+    statements: (dialect) => [`ALTER TABLE sessions ADD COLUMN cwd ${text(dialect)}`],
+  },
 ];
 
 export const migrationsTable =

@@ -33,6 +33,7 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   services: [{ name: 'web', cmd: ['python3', '-m', 'http.server'], port: 8000 }],
   volumes: [],
   publicPorts: [8000],
+  cwd: '/app',
   lastActiveAt: null,
   volumeNodeId: 'node_x',
   idleTimeoutSec: 900,

@@ -74,6 +74,8 @@ export interface SessionRow {
   volumes: SessionVolumeRow[];
   /** Ports whose preview URLs need no key or token. */
   publicPorts: number[];
+  /** Where a process started without a cwd runs: the template's WORKDIR; null: the workspace. */
+  cwd: string | null;
 }
 
 /** A volume a session mounts: which, where, how. */

@@ -1,4 +1,4 @@
-import type { Command, Service, TemplateConfig } from '@space/protocol';
+import { AbsoluteSandboxPathSchema, type Command, type Service, type TemplateConfig } from '@space/protocol';
 
 /** A shell word: quoted unless it is plainly safe. */
 function shellQuote(word: string): string {
@@ -23,19 +23,25 @@ export function runAs(user: string, command: Command): Command {
 /** The name of the service a template's CMD becomes. */
 export const templateCommandService = 'cmd';
 
+/** A template's WORKDIR as a session's default working directory; null (the workspace) for none or `/`. */
+function defaultCwd(config: TemplateConfig): string | null {
+  return config.workdir !== '/' && AbsoluteSandboxPathSchema.safeParse(config.workdir).success ? config.workdir : null;
+}
+
 /**
  * What a new session made from a template starts with: the template's ENV under the session's own
- * variables, and its CMD (as its USER, in its WORKDIR) as the service `cmd` unless the session
- * declares a service of that name itself.
+ * variables, its WORKDIR as where processes run without a cwd, and its CMD (as its USER, in its
+ * WORKDIR) as the service `cmd` unless the session declares a service of that name itself.
  */
 export function applyTemplateConfig(
   config: TemplateConfig | null,
   env: Record<string, string>,
   services: Service[],
-): { env: Record<string, string>; services: Service[] } {
-  if (!config) return { env, services };
+): { env: Record<string, string>; services: Service[]; cwd: string | null } {
+  if (!config) return { env, services, cwd: null };
   const merged = { ...config.env, ...env };
-  if (!config.cmd || services.some((s) => s.name === templateCommandService)) return { env: merged, services };
+  const cwd = defaultCwd(config);
+  if (!config.cmd || services.some((s) => s.name === templateCommandService)) return { env: merged, services, cwd };
   const port = config.expose[0];
   const cmdService: Service = {
     name: templateCommandService,
@@ -43,5 +49,5 @@ export function applyTemplateConfig(
     ...(config.workdir && config.workdir !== '/' ? { cwd: config.workdir } : {}),
     ...(port ? { port } : {}),
   };
-  return { env: merged, services: [cmdService, ...services] };
+  return { env: merged, services: [cmdService, ...services], cwd };
 }

@@ -22,6 +22,8 @@ export interface Rebinding {
   token: string;
   /** The session's environment for the processes it starts from now on. */
   env: Record<string, string>;
+  /** Where they run without a cwd (the template's WORKDIR); "" for the workspace. */
+  cwd: string;
   /** A new hostname and machine id; none for a pooled sandbox (it keeps its own). */
   identity?: SandboxIdentity;
   /** The memory is another session's or none's: the daemon forgets the processes that finished there. */
@@ -69,8 +71,8 @@ export class DaemonLink {
 
   /** Makes the daemon serve a session (a restored or pooled sandbox): new token, environment, identity. */
   rebind(daemon: Upstream, rebinding: Rebinding): Promise<unknown> {
-    const { token, env, identity, newSession, resetAfter = false } = rebinding;
-    return daemon.json('POST', '/rebind', { token, env, identity, newSession }, OkSchema, { timeoutMs: 10_000, resetAfter });
+    const { token, env, cwd, identity, newSession, resetAfter = false } = rebinding;
+    return daemon.json('POST', '/rebind', { token, env, cwd, identity, newSession }, OkSchema, { timeoutMs: 10_000, resetAfter });
   }
 
   /**

@@ -6,7 +6,7 @@ import type { MemoryImageMeta } from '../storage/checkpoint-store.js';
 import type { DaemonLink } from './daemon-link.js';
 import { unclaimedPrefix, type LiveSandboxes } from './live-sandboxes.js';
 import { PhaseTimer } from './phase-timer.js';
-import { sessionEnvOf } from './sandbox-booter.js';
+import { sessionCwdOf, sessionEnvOf } from './sandbox-booter.js';
 import type { SandboxManager } from './sandbox-manager.js';
 import type { SessionVolumes } from './session-volumes.js';
 
@@ -80,7 +80,7 @@ export class PooledSandboxes {
     // sandbox keeps the hostname it booted with (unique to it): renaming it to the session's added
     // ~40 ms to the first call and ~0.4 s to a burst of 20 creates (measured).
     const rebound = deps.link
-      .rebind(live.daemon, { token: live.record.token, env: sessionEnvOf(request), newSession: true })
+      .rebind(live.daemon, { token: live.record.token, env: sessionEnvOf(request), cwd: sessionCwdOf(request), newSession: true })
       .then(() =>
         deps.log.info(
           `pooled sandbox ${sandboxId} claimed by ${request.sessionId} in ${phases.summary()}, rebound ${Math.round(phases.elapsed())} ms after the claim began`,

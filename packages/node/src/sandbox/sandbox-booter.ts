@@ -55,6 +55,11 @@ export function sessionEnvOf(request: StartSandboxRequest): Record<string, strin
   return { SPACE_SESSION_ID: request.sessionId, ...request.env };
 }
 
+/** Where the session's processes run without a cwd, as the daemon takes it: "" for the workspace. */
+export function sessionCwdOf(request: StartSandboxRequest): string {
+  return request.cwd ?? '';
+}
+
 /** The end of a sandbox's console output (runsc's and the daemon's), for error messages. */
 export async function consoleTail(workDir: string, chars: number): Promise<string> {
   return (await readFile(path.join(workDir, 'console.log'), 'utf8').catch(() => '')).slice(-chars);
@@ -136,7 +141,14 @@ export class SandboxBooter {
     const restored = link.connect(record.sandboxId, record.sandboxIp, memory.meta.token);
     await link.waitReady(record.sandboxId, restored);
     const identity = { hostname: hostnameOf(request.sessionId), ...(memory.newSession ? { machineId: newMachineId() } : {}) };
-    await link.rebind(restored, { token: record.token, env: sessionEnvOf(request), identity, newSession: memory.newSession, resetAfter: true });
+    await link.rebind(restored, {
+      token: record.token,
+      env: sessionEnvOf(request),
+      cwd: sessionCwdOf(request),
+      identity,
+      newSession: memory.newSession,
+      resetAfter: true,
+    });
     restored.close();
   }
 
@@ -156,6 +168,7 @@ export class SandboxBooter {
         SPACE_DAEMON_PORT: String(SandboxLayout.daemonPort),
         SPACE_DAEMON_TOKEN_FILE: SandboxLayout.daemonTokenPath,
         SPACE_WORKDIR: SandboxLayout.workdir,
+        SPACE_DAEMON_CWD: sessionCwdOf(request),
         SPACE_PTY_HELPER: inSandbox.pty,
       },
       resources: request.resources,

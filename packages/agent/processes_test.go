@@ -1,0 +1,37 @@
+package main
+
+import (
+	"testing"
+	"time"
+)
+
+func TestWorkingDirectoryFollowsTheSessionsDefault(t *testing.T) {
+	table := newProcessTable(sandboxPaths{workdir: "/workspace"}, map[string]string{}, "", time.Second)
+	cases := []struct{ defaultCwd, requested, want string }{
+		{"", "", "/workspace"},
+		{"", "src", "/workspace/src"},
+		{"", "/tmp", "/tmp"},
+		{"/app", "", "/app"},
+		{"/app", "src", "/app/src"},
+		{"/app", "/tmp", "/tmp"},
+	}
+	for _, c := range cases {
+		table.setDefaultCwd(c.defaultCwd)
+		got, err := table.workingDirectory(c.requested)
+		if err != nil || got != c.want {
+			t.Errorf("default %q, cwd %q: got %q, %v; want %q", c.defaultCwd, c.requested, got, err, c.want)
+		}
+	}
+	table.setDefaultCwd("/app")
+	if _, err := table.workingDirectory("../etc"); err == nil {
+		t.Error(`a cwd with ".." is refused under a default too`)
+	}
+}
+
+func TestValidDefaultCwd(t *testing.T) {
+	for p, want := range map[string]bool{"/app": true, "/srv/my app": true, "app": false, "/app/../etc": false, "/a\x00b": false} {
+		if got := validDefaultCwd(p); got != want {
+			t.Errorf("validDefaultCwd(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
