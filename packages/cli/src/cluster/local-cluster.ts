@@ -185,9 +185,12 @@ export class LocalCluster {
 
   /** Starts `space <command>` as `name`, writes its pid file, and resolves with the first group of `ready` in its output. */
   private startMember(name: string, command: string, env: Record<string, string>, ready: RegExp): Promise<string> {
+    // In a process group of its own: the terminal's Ctrl-C reaches `cluster up` alone, which stops
+    // the members in order (nodes first), instead of every member and its children at once.
     const child = spawn(process.execPath, [cliMain, command], {
       env: { ...process.env, ...this.options.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
     });
     const pidFile = path.join(this.root, `${name}.pid`);
     writeFileSync(pidFile, `${child.pid}\n`);

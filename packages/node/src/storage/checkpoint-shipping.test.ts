@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -152,4 +152,57 @@ test('at start, what an interrupted receive left (a writable subvolume) is remov
   for (const half of [halfCheckpoint, halfBase]) await subvolumes.create(half);
   assert.equal(await shipping.removePartialReceives(), 2);
   assert.deepEqual([existsSync(halfCheckpoint), existsSync(halfBase), existsSync(checkpoints.path(whole))], [false, false, true]);
+});
+
+/** The pid of this process's child whose command line holds every one of `words`, once it runs. */
+async function childRunning(words: string[]): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    for (const entry of readdirSync('/proc').filter((e) => /^\d+$/.test(e))) {
+      let cmdline = '';
+      let parent = -1;
+      try {
+        cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+        parent = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+      } catch {
+        continue;
+      }
+      if (parent === process.pid && words.every((w) => cmdline.includes(w))) return Number(entry);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no child running ${words.join(' ')}`);
+}
+
+test('a btrfs send that a Ctrl-C ends while its object is being stored fails the shipment cleanly, never the node', async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const inner = new FileObjectStore(path.join(scratch, 'objects-interrupted'));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // A store that is slow to start reading: the send's child fills its pipe and waits meanwhile.
+    const slow: ObjectStore = {
+      description: 'a slow store',
+      put: async (key, body) => (await held, inner.put(key, body)),
+      get: (key) => inner.get(key),
+      delete: (key) => inner.delete(key),
+    };
+    const a = node(volumes[0]!, slow);
+    const volume = a.volume.dir('volumes', id('ses'));
+    await subvolumes.create(volume);
+    await writeFile(path.join(volume, 'big'), randomBytes(8 * 2 ** 20));
+    const checkpoint = id('ckp');
+    await a.checkpoints.take(volume, checkpoint);
+    const baseId = id('bse');
+    const shipping = a.shipping.createBase(baseId, checkpoint);
+    process.kill(await childRunning(['btrfs', 'send', baseId]), 'SIGINT');
+    await new Promise((r) => setTimeout(r, 300));
+    release();
+    await assert.rejects(shipping, /btrfs send of .* failed \(exit null\)/);
+    assert.deepEqual(unhandled, [], 'no rejection went unhandled');
+    assert.ok(!existsSync(path.join(scratch, 'objects-interrupted', `bases/${baseId}.send`)), 'nothing of the object is kept');
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
 });

@@ -69,12 +69,24 @@ function toStdin(child: ChildProcess): Writable {
 
 /**
  * A child's output, taken at once: Node discards what a child wrote to a stdout nobody reads by the
- * time it exits, and a short send can exit before its consumer is ready.
+ * time it exits, and a short send can exit before its consumer is ready. `done` is handled from the
+ * start: a child that fails (a Ctrl-C reached it) while its output is still being stored must not
+ * be an unhandled rejection, which ends the node with its sandboxes and mounts left behind.
  */
 function produce(child: ChildProcess, what: string): { output: Readable; done: Promise<void> } {
   const output = new PassThrough();
   child.stdout!.pipe(output);
-  return { output, done: finished(child, what) };
+  const done = finished(child, what);
+  done.catch(() => undefined);
+  return { output, done };
+}
+
+/**
+ * A child of the node's own, in a process group of its own: the terminal's Ctrl-C reaches the
+ * node, which decides what to stop, and not the `btrfs send` or `tar` it is in the middle of.
+ */
+function spawnOwn(command: string, args: string[], stdio: ['ignore' | 'pipe', 'ignore' | 'pipe', 'pipe']): ChildProcess {
+  return spawn(command, args, { stdio, detached: true });
 }
 
 /**
@@ -113,12 +125,8 @@ export class CheckpointShipping {
     const stored = [await this.send(objects, `checkpoints/${checkpointId}.send`, snapshot, this.basePath(base.id))];
     const image = this.deps.checkpoints.imageDir(checkpointId);
     if (await pathExists(image)) {
-      const { output, done } = produce(
-        spawn('tar', ['-C', image, '-cf', '-', '.'], { stdio: ['ignore', 'pipe', 'pipe'] }),
-        `tar of ${checkpointId}'s memory image`,
-      );
-      stored.push(await objects.put(`checkpoints/${checkpointId}.memory.tar`, output));
-      await done;
+      const tar = spawnOwn('tar', ['-C', image, '-cf', '-', '.'], ['ignore', 'pipe', 'pipe']);
+      stored.push(await this.storeOutput(objects, `checkpoints/${checkpointId}.memory.tar`, tar, `tar of ${checkpointId}'s memory image`));
     }
     return stored;
   }
@@ -144,7 +152,7 @@ export class CheckpointShipping {
         await this.receive(
           objects,
           image,
-          () => spawn('tar', ['-C', partial, '-xf', '-'], { stdio: ['pipe', 'ignore', 'pipe'] }),
+          () => spawnOwn('tar', ['-C', partial, '-xf', '-'], ['pipe', 'ignore', 'pipe']),
           `untar of ${checkpointId}'s memory image`,
         );
         await rename(partial, this.deps.checkpoints.imageDir(checkpointId));
@@ -204,9 +212,14 @@ export class CheckpointShipping {
   }
 
   /** `btrfs send` of a read-only subvolume (as a difference to `parent`) into the object store. */
-  private async send(objects: ObjectStore, key: string, subvolume: string, parent: string | null): Promise<StoredObject> {
-    const child = spawn('btrfs', ['send', '-q', ...(parent ? ['-p', parent] : []), subvolume], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const { output, done } = produce(child, `btrfs send of ${path.basename(subvolume)}`);
+  private send(objects: ObjectStore, key: string, subvolume: string, parent: string | null): Promise<StoredObject> {
+    const child = spawnOwn('btrfs', ['send', '-q', ...(parent ? ['-p', parent] : []), subvolume], ['ignore', 'pipe', 'pipe']);
+    return this.storeOutput(objects, key, child, `btrfs send of ${path.basename(subvolume)}`);
+  }
+
+  /** Stores a child's output as `key`; if either fails, the child is ended and nothing of the object kept. */
+  private async storeOutput(objects: ObjectStore, key: string, child: ChildProcess, what: string): Promise<StoredObject> {
+    const { output, done } = produce(child, what);
     try {
       const stored = await objects.put(key, output);
       await done;
@@ -231,7 +244,7 @@ export class CheckpointShipping {
       await this.receive(
         objects,
         object,
-        () => spawn('btrfs', ['receive', '-e', path.dirname(target)], { stdio: ['pipe', 'ignore', 'pipe'] }),
+        () => spawnOwn('btrfs', ['receive', '-e', path.dirname(target)], ['pipe', 'ignore', 'pipe']),
         `btrfs receive of ${path.basename(target)}`,
       );
     } catch (err) {
