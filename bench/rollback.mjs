@@ -9,6 +9,7 @@ import { cpus } from 'node:os';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { rowsQuery, sqliteWriter } from '../packages/e2e/dist/harness/sqlite-writer.js';
 import { api, startPlatform } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
@@ -27,38 +28,20 @@ const nextWait = () => {
 };
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const writer = [
-  'import sqlite3, time',
-  "db = sqlite3.connect('/workspace/rows.db')",
-  "db.execute('create table if not exists rows (at real)')",
-  'while True:',
-  "    db.execute('insert into rows values (?)', (time.time(),))",
-  '    db.commit()',
-  '    time.sleep(0.01)',
-].join('\n');
 
 async function measure(url, waits) {
   const { id } = await api(url, 'POST', '/v1/sessions', { template: 'base' });
   const exec = (cmd, extra = {}) => api(url, 'POST', `/v1/sessions/${id}/exec`, { cmd, ...extra });
-  const rows = async (where = '') =>
-    JSON.parse(
-      (
-        await exec([
-          'python3',
-          '-c',
-          `import sqlite3; print(list(sqlite3.connect('/workspace/rows.db').execute('select count(*), max(at) from rows ${where}').fetchone()))`,
-        ])
-      ).stdout,
-    );
+  const counted = async (untilAt) => JSON.parse((await exec(['python3', '-c', rowsQuery(untilAt)])).stdout);
   try {
-    await exec(['python3', '-c', writer], { background: true });
+    await exec(['python3', '-c', sqliteWriter], { background: true });
     const rolledBack = [];
     const lostRows = [];
     for (const waitSec of waits) {
       await sleep(waitSec * 1000);
-      const [acknowledged, lastAt] = await rows();
+      const [acknowledged, lastAt] = await counted();
       await api(url, 'POST', `/v1/sessions/${id}/sandbox/kill`);
-      const [kept, keptUntil] = await rows(`where at <= ${lastAt}`);
+      const [kept, keptUntil] = await counted(lastAt);
       rolledBack.push((lastAt - keptUntil) * 1000);
       lostRows.push(acknowledged - kept);
     }

@@ -58,6 +58,15 @@ if (only.length === 0) {
   console.log('unit tests of packages/agent (go test)');
   const goTest = spawnSync(path.join(goBin, 'go'), ['test', '.'], { cwd: agentDir, stdio: 'inherit', env: goEnvironment() });
   if (goTest.status !== 0) process.exit(1);
+  // The agent's hand-written WebSocket reader against arbitrary client bytes, briefly (a failing
+  // input is kept in packages/agent/testdata/fuzz and replayed by every later go test).
+  console.log("fuzzing the agent's WebSocket reader for 5 s (go test -fuzz FuzzReadMessage)");
+  const fuzz = spawnSync(path.join(goBin, 'go'), ['test', '-run', '^$', '-fuzz', '^FuzzReadMessage$', '-fuzztime', '5s', '.'], {
+    cwd: agentDir,
+    stdio: 'inherit',
+    env: goEnvironment(),
+  });
+  if (fuzz.status !== 0) process.exit(1);
 }
 
 let files = [...unit, ...e2eFast, ...(fast ? [] : e2eFull)];

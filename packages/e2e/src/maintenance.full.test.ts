@@ -4,6 +4,7 @@ import { type Api, metricValue } from './client.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 import { sandboxHostPid } from './host-state.js';
+import { rowsQuery, sqliteWriter } from './harness/sqlite-writer.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -163,19 +164,8 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
   }, async () => {
     const session = await api.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 60, idleTimeoutSec: 0 });
     sessions.push(session.id);
-    const writer = [
-      'import sqlite3, time',
-      "db = sqlite3.connect('/workspace/rows.db')",
-      "db.execute('create table if not exists rows (at real)')",
-      'while True:',
-      "    db.execute('insert into rows values (?)', (time.time(),))",
-      '    db.commit()',
-      '    time.sleep(0.01)',
-    ].join('\n');
-    await api.exec(session.id, ['python3', '-c', writer], { background: true });
-    const newest = "import sqlite3; print(sqlite3.connect('/workspace/rows.db').execute('select count(*), max(at) from rows').fetchone())";
-    const rows = async (): Promise<[number, number]> =>
-      JSON.parse((await api.exec(session.id, ['python3', '-c', newest])).stdout.replace('(', '[').replace(')', ']'));
+    await api.exec(session.id, ['python3', '-c', sqliteWriter], { background: true });
+    const rows = async (untilAt?: number): Promise<[number, number]> => JSON.parse((await api.exec(session.id, ['python3', '-c', rowsQuery(untilAt)])).stdout);
     await waitFor(rows, ([count]) => count > 0, 10_000).catch(() => undefined);
     // The first full checkpoint measures what one pauses; the maintenance plans the next from it.
     const manual = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' })).body;
@@ -189,8 +179,7 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     await sleep(3000);
     const [acknowledged, lastAt] = await rows();
     assert.equal((await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`)).status, 200);
-    const script = `import sqlite3; print(sqlite3.connect('/workspace/rows.db').execute('select count(*), max(at) from rows where at <= ${lastAt}').fetchone())`;
-    const [kept, keptUntil] = JSON.parse((await api.exec(session.id, ['python3', '-c', script])).stdout.replace('(', '[').replace(')', ']'));
+    const [kept, keptUntil] = await rows(lastAt);
     const rolledBackSec = lastAt - keptUntil;
     assert.ok(
       rolledBackSec < 15,
