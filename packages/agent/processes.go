@@ -61,25 +61,6 @@ func (t *processTable) setSessionEnv(env map[string]string) {
 	t.baseEnv = merged
 }
 
-// setDefaultCwd makes cwd (absolute, or "" for the workspace) where processes start from now on.
-func (t *processTable) setDefaultCwd(cwd string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.defaultCwd = cwd
-}
-
-// workingDirectory is where a process asked to start in requested starts: an absolute path as it
-// is, a relative one (or none) under the session's default.
-func (t *processTable) workingDirectory(requested string) (string, error) {
-	t.mu.Lock()
-	base := t.defaultCwd
-	t.mu.Unlock()
-	if base == "" {
-		return t.paths.resolve(requested)
-	}
-	return sandboxPaths{workdir: base}.resolve(requested)
-}
-
 func (t *processTable) start(o startOptions) (*managedProcess, error) {
 	argv := o.Cmd.argv()
 	cwd, err := t.workingDirectory(o.Cwd)
@@ -258,18 +239,6 @@ func (t *processTable) prune(keep int) {
 		}
 	}
 	t.startOrder = order
-}
-
-// checkWorkingDirectory names a missing or non-directory cwd as the caller's mistake.
-func checkWorkingDirectory(cwd string) error {
-	info, err := os.Stat(cwd)
-	if err != nil {
-		return fsError(err, cwd)
-	}
-	if !info.IsDir() {
-		return newError(codeNotADirectory, "cwd %q is not a directory", cwd)
-	}
-	return nil
 }
 
 // lookPath finds file like execvp does, with the process's own PATH.

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { type Socket, connect } from 'node:net';
-import { after, before, describe, test } from 'node:test';
-import { Api } from './client.js';
-import { type RunningPlatform, startPlatform } from './platform.js';
+import { describe, test } from 'node:test';
+import type { Api } from './client.js';
+import type { RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
 import { TestUpstream } from './test-upstream.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -103,17 +104,7 @@ describe('dev servers across full checkpoints, kills and forks', () => {
     assert.ok(now >= from + 3, `the client polling through the gateway goes on (${from} then ${now})`);
   };
 
-  before(async () => {
-    await upstream.start();
-    platform = await startPlatform({ env: upstream.platformEnv() });
-    api = new Api(platform.url, platform.adminKey);
-  });
-
-  after(async () => {
-    for (const id of sessions) await api.call('DELETE', `/v1/sessions/${id}`);
-    assert.equal(await platform.stop(), 0, platform.output());
-    await upstream.stop();
-  });
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), { upstream });
 
   test('Python and Node servers, with connections open through the preview and the gateway, are saved; they serve after kills and in a fork', {
     timeout: 300_000,

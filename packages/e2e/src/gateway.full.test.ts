@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, openSync, readSync, readdirSync, readlinkSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
-import { Api, metricValue } from './client.js';
+import { after, describe, test } from 'node:test';
+import { type Api, metricValue } from './client.js';
 import { sandboxHostPid } from './host-state.js';
-import { startPlatform, type RunningPlatform } from './platform.js';
+import type { RunningPlatform } from './platform.js';
+import { platformForSuite } from './suite-platform.js';
 import { TestUpstream } from './test-upstream.js';
 
 /** Files under `dir` (recursively) that contain `needle`, as grep finds them. */
@@ -72,18 +73,9 @@ describe('credential gateway and egress policy', () => {
     return { status: Number(status), body: body.join('\n') };
   };
 
-  before(async () => {
-    await upstream.start();
-    platform = await startPlatform({ env: upstream.platformEnv() });
-    api = new Api(platform.url, platform.adminKey);
-  });
-
-  after(async () => {
-    for (const id of sessions) await api.call('DELETE', `/v1/sessions/${id}`);
-    await api.call('DELETE', '/v1/secrets/API_TOKEN');
-    assert.equal(await platform.stop(), 0, platform.output());
-    await upstream.stop();
-  });
+  // Registered first, so it runs before the platform stops (the data directory outlives the suite).
+  after(() => api?.call('DELETE', '/v1/secrets/API_TOKEN'));
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), { upstream });
 
   test('secrets: the upstream gets the value, the sandbox only ever sees the placeholder', { timeout: 300_000 }, async () => {
     const put = await api.call('PUT', '/v1/secrets/API_TOKEN', { value, hosts: ['api.test.space'] });
