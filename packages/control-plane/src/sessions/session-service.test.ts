@@ -111,3 +111,20 @@ test('a resume that went back to a full checkpoint is told in the history even w
   );
   assert.equal((await s.store.getSession(s.caller.tenantId, session.id))!.resumeNote, null, 'told once');
 });
+
+test('a resume cut short after it went back, then another: the history still names where the newer files were kept first', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  const full = await s.checkpoints.create(s.caller, session.id, 'full');
+  s.node.changed.add(session.id);
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  s.node.failingStarts = 1;
+  const useSandbox = (t: SandboxTarget) => s.node.sandboxInfo(t.sandboxId);
+  await assert.rejects(s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox), { code: 'NODE_UNAVAILABLE' });
+  // The volume the first resume put back reads as written again (a chaos run saw it), so the next takes its own copy.
+  s.node.changed.add(session.id);
+  await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox);
+  const [first, second] = (await s.checkpoints.list(s.caller, session.id)).filter((c) => c.trigger === 'resume');
+  const wentBack = `went back to ${full.id} of ${full.createdAt} to restore its processes; the files written after it are kept in`;
+  assert.equal((await s.sessions.get(s.caller, session.id)).sandboxHistory!.at(-1)!.note, `${wentBack} ${first!.id}; ${wentBack} ${second!.id}`);
+});

@@ -270,7 +270,14 @@ export class SessionService {
     if (row.onResume === 'files') return `booted on the newest files (onResume: files); the processes of ${newest.id} were not restored`;
     // Never pruned: it may be the only copy of acknowledged writes.
     const kept = await this.deps.taker.take(row, 'fs', 'resume');
-    const note = `went back to ${newest.id} of ${newest.createdAt} to restore its processes; the files written after it are kept in ${kept.id}`;
+    // A resume a crash cut short after it went back already: its note, not yet in the history, names
+    // where those files are, and stays in front of this one.
+    const note = [
+      row.resumeNote,
+      `went back to ${newest.id} of ${newest.createdAt} to restore its processes; the files written after it are kept in ${kept.id}`,
+    ]
+      .filter(Boolean)
+      .join('; ');
     // Stored before the volume changes: the history gets it even if this process dies before the sandbox starts.
     await this.deps.store.updateSession(row.id, { resumeNote: note });
     await node.restoreVolume(row.id, newest.id);

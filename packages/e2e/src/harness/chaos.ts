@@ -260,13 +260,17 @@ async function account(
   // lost node went back to the newest shipped checkpoint: its note names it and its time.
   const history = session.sandboxHistory as { startedAt: string; restoredFrom: string | null; note: string | null }[];
   const rollbacks = history
-    .map((h) => {
+    .flatMap((h) => {
       const moved = /was lost: the session moved to node \S+ from ckp_\w+ of (\S+)/.exec(h.note ?? '');
-      if (moved) return { at: Date.parse(h.startedAt), to: Date.parse(moved[1]!), nodeLost: true };
-      // The note dates the checkpoint it went back to: retention may have pruned it since.
-      const wentBack = /went back to ckp_\w+ of (\S+)/.exec(h.note ?? '');
-      if (wentBack) return { at: Date.parse(h.startedAt), to: Date.parse(wentBack[1]!), nodeLost: false };
-      return { at: Date.parse(h.startedAt), to: h.restoredFrom ? checkpointTimes.get(h.restoredFrom) : undefined, nodeLost: false };
+      if (moved) return [{ at: Date.parse(h.startedAt), to: Date.parse(moved[1]!), nodeLost: true }];
+      // The note dates the checkpoint it went back to (retention may have pruned it since), and the
+      // volume went back right after the `resume` checkpoint it names was taken: one start may tell
+      // of two, when a crash cut the first resume short.
+      const wentBack = [
+        ...(h.note ?? '').matchAll(/went back to ckp_\w+ of (\S+) to restore its processes; the files written after it are kept in (ckp_\w+)/g),
+      ];
+      if (wentBack.length) return wentBack.map((m) => ({ at: checkpointTimes.get(m[2]!) ?? Date.parse(h.startedAt), to: Date.parse(m[1]!), nodeLost: false }));
+      return [{ at: Date.parse(h.startedAt), to: h.restoredFrom ? checkpointTimes.get(h.restoredFrom) : undefined, nodeLost: false }];
     })
     .filter((r): r is { at: number; to: number; nodeLost: boolean } => r.to !== undefined);
   const survives = (ack: Ack, until: number) => rollbacks.every((r) => r.at <= ack.at || r.at >= until || ack.at < r.to);
