@@ -92,16 +92,21 @@ test("another tenant's session answers like one that does not exist", async () =
   await assert.rejects(s.sessions.get({ tenantId: 'tn_other0001', admin: false }, session.id), { code: 'SESSION_NOT_FOUND' });
 });
 
-test('a resume that went back to a full checkpoint is told in the history even when the start after it failed', async () => {
+/** A session written after its full checkpoint whose sandbox died; its first resume goes back to that checkpoint, then the start fails (as when the platform dies there). */
+async function resumeCutShort() {
   const s = await servicesOnFakeNode();
   const session = await s.create();
   const full = await s.checkpoints.create(s.caller, session.id, 'full');
   s.node.changed.add(session.id);
   s.node.killBehindTheScenes(session.sandbox!.id);
   s.node.failingStarts = 1;
-  // The volume goes back to the full checkpoint, then the start fails (as when the platform dies there).
   const useSandbox = (t: SandboxTarget) => s.node.sandboxInfo(t.sandboxId);
   await assert.rejects(s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox), { code: 'NODE_UNAVAILABLE' });
+  return { s, session, full, useSandbox };
+}
+
+test('a resume that went back to a full checkpoint is told in the history even when the start after it failed', async () => {
+  const { s, session, full, useSandbox } = await resumeCutShort();
   await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox);
   const history = (await s.sessions.get(s.caller, session.id)).sandboxHistory!;
   const kept = (await s.checkpoints.list(s.caller, session.id)).find((c) => c.trigger === 'resume')!;
@@ -113,14 +118,7 @@ test('a resume that went back to a full checkpoint is told in the history even w
 });
 
 test('a resume cut short after it went back, then another: the history still names where the newer files were kept first', async () => {
-  const s = await servicesOnFakeNode();
-  const session = await s.create();
-  const full = await s.checkpoints.create(s.caller, session.id, 'full');
-  s.node.changed.add(session.id);
-  s.node.killBehindTheScenes(session.sandbox!.id);
-  s.node.failingStarts = 1;
-  const useSandbox = (t: SandboxTarget) => s.node.sandboxInfo(t.sandboxId);
-  await assert.rejects(s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox), { code: 'NODE_UNAVAILABLE' });
+  const { s, session, full, useSandbox } = await resumeCutShort();
   // The volume the first resume put back reads as written again (a chaos run saw it), so the next takes its own copy.
   s.node.changed.add(session.id);
   await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, useSandbox);
