@@ -1,14 +1,17 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Space, isSpaceApiError } from '@space/sdk';
+import { readSettings } from '@space/server-kit';
+import { clientSettings } from './client-settings.js';
 
 /** The SDK client for CLI commands: SPACE_API_URL, and SPACE_API_KEY or the local admin key file. */
 export function cliClient(env: NodeJS.ProcessEnv): Space {
-  let apiKey = env.SPACE_API_KEY;
-  const keyFile = path.join(env.SPACE_DATA_DIR ?? '/var/lib/space', 'api-key');
+  const settings = readSettings(clientSettings, env);
+  let apiKey = settings.apiKey;
+  const keyFile = path.join(settings.dataDir, 'api-key');
   if (!apiKey && existsSync(keyFile)) apiKey = readFileSync(keyFile, 'utf8').trim();
   if (!apiKey) throw new Error(`no API key: set SPACE_API_KEY (or run on the SPACE host, where ${keyFile} holds the admin key)`);
-  return new Space({ apiUrl: env.SPACE_API_URL, apiKey });
+  return new Space({ apiUrl: settings.apiUrl, apiKey });
 }
 
 /** Prints a value as JSON (`--json`) or as the given human lines. */

@@ -5,5 +5,5 @@ export { Authenticator, hashKey, generateKey } from './tenants/auth.js';
 export { SessionService } from './sessions/session-service.js';
 export { NodeClient } from './cluster/node-client.js';
 export { SecretCipher } from './store/secret-cipher.js';
-export { TenantLimits, defaultTenantLimits, type TenantLimitOptions } from './tenants/tenant-limits.js';
+export { controlPlaneSettings, readControlPlaneSettings, defaultControlPlaneSettings, secretsKeyFileOf, type ControlPlaneSettings } from './settings.js';
 export { startLocalPostgres, type LocalPostgres } from './store/local-postgres.js';

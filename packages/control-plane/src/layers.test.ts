@@ -9,7 +9,7 @@ const source = fileURLToPath(new URL('../src/', import.meta.url));
 /**
  * The control plane's folders, lowest first (docs/architecture.md): a folder imports only from
  * folders of lower layers, never from its own layer's others or from above. The composition root
- * (`control-plane.ts`, `index.ts`) and the tests' `test-support/` wire everything.
+ * (`control-plane.ts`, `service-graph.ts`, `settings.ts`, `index.ts`) and the tests' `test-support/` wire everything.
  */
 const layers = [['store', 'metrics'], ['cluster'], ['tenants', 'templates', 'checkpoints'], ['sessions'], ['builds'], ['maintenance'], ['api']];
 const layerOf = new Map(layers.flatMap((folders, i) => folders.map((f) => [f, i] as const)));

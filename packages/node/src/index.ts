@@ -1,6 +1,7 @@
 export { NodeAgent } from './node-agent.js';
 export { ClusterHeartbeat } from './cluster-heartbeat.js';
-export { resolveNodeConfig, persistentValue, type NodeConfig } from './node-config.js';
+export { resolveNodeConfig, readNodeSettings, persistentValue, type NodeConfig, type NodeSettings } from './node-config.js';
+export { nodeSettings } from './node-settings.js';
 export { consoleLogger, type Logger } from './logger.js';
 export { builtinRecipes } from './templates/recipes.js';
 export { IpLeases } from './network/ip-leases.js';

@@ -74,7 +74,10 @@ export class NodeAgent {
     this.volume = new BtrfsVolume(config.dataDir, config.volumeSizeGb, config.writeback);
     this.lock = new DataDirLock(config.dataDir);
     this.staging = new ImageStaging(config.dataDir, config.imageStagingMb * 2 ** 20);
-    this.templates = new TemplateStore(this.volume, new Subvolumes(), builtinRecipes, path.join(config.dataDir, 'cache', 'templates'));
+    this.templates = new TemplateStore(this.volume, new Subvolumes(), builtinRecipes, {
+      cacheDir: path.join(config.dataDir, 'cache', 'templates'),
+      debianMirror: config.debianMirror,
+    });
   }
 
   get url(): string {

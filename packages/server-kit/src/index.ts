@@ -24,3 +24,5 @@ export { writeFreshFile } from './fresh-file.js';
 export { freePort } from './free-port.js';
 export { resetAgentSockets } from './agent-sockets.js';
 export { proxyRequest, proxyUpgrade, waitForListener, type ProxyTarget } from './http-proxy.js';
+export { setting, readSettings, SettingsError, type Setting, type SettingTable, type SettingValues } from './settings.js';
+export { sharedSettings } from './shared-settings.js';

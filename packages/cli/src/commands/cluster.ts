@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
+import path from 'node:path';
 import { resolveAdminKey } from '../admin-key.js';
 import { LocalCluster } from '../cluster/local-cluster.js';
-import { platformConfig } from '../platform-config.js';
+import { readControlPlaneSettings } from '@space/control-plane';
 
 function count(value: string, name: string): number {
   const n = Number(value);
@@ -19,13 +20,14 @@ export function registerClusterCommands(program: Command): void {
     .option('--control-planes <n>', 'control planes', '2')
     .option('--json', 'print the cluster (URLs, nodes, pid files) as JSON once it is up')
     .action(async (opts: { nodes: string; controlPlanes: string; json?: boolean }) => {
-      const config = platformConfig(process.env);
-      const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stderr.write(`${line}\n`));
+      const settings = readControlPlaneSettings(process.env);
+      const dataDir = path.resolve(settings.dataDir);
+      const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stderr.write(`${line}\n`));
       const local = new LocalCluster({
-        dataDir: config.dataDir,
+        dataDir,
         nodes: count(opts.nodes, 'nodes'),
         controlPlanes: count(opts.controlPlanes, 'control-planes'),
-        port: config.port,
+        port: settings.port,
         adminKey,
         output: (member, line) => process.stderr.write(`[${member}] ${line}\n`),
       });

@@ -1,21 +1,30 @@
+import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import { ControlPlane, SecretCipher, type Store, openStore } from '@space/control-plane';
-import { NodeAgent, consoleLogger, resolveNodeConfig } from '@space/node';
+import { ControlPlane, SecretCipher, type Store, controlPlaneSettings, openStore, secretsKeyFileOf } from '@space/control-plane';
+import { NodeAgent, consoleLogger, nodeSettings, resolveNodeConfig } from '@space/node';
+import { readSettings, sharedSettings } from '@space/server-kit';
 import { resolveAdminKey } from '../admin-key.js';
-import { controlPlaneTuning, sandboxRuntimeBuildDir, platformConfig } from '../platform-config.js';
+import { sandboxRuntimeBuildDir } from '../sandbox-runtime.js';
 
 /** `space up`: node agent and control plane in one process, talking over the node API on loopback. */
 export async function up(): Promise<void> {
-  const config = platformConfig(process.env);
-  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
-  const log = consoleLogger('space', process.env.SPACE_QUIET === '1');
-  const nodeConfig = await resolveNodeConfig(process.env, {
-    dataDir: config.dataDir,
-    host: '127.0.0.1',
-    port: Number(process.env.SPACE_NODE_PORT ?? 0),
-    sandboxRuntimeBuildDir: sandboxRuntimeBuildDir(),
-  });
-  const node = new NodeAgent(nodeConfig, consoleLogger('node', process.env.SPACE_QUIET === '1'));
+  // Both halves' settings, read before anything starts: every bad one stops it here, named.
+  const settings = readSettings({ ...sharedSettings, ...controlPlaneSettings, ...nodeSettings }, process.env);
+  const dataDir = path.resolve(settings.dataDir);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const log = consoleLogger('space', settings.quiet);
+  const nodeConfig = await resolveNodeConfig(
+    settings,
+    {
+      dataDir,
+      host: '127.0.0.1',
+      // The embedded node API takes a free loopback port unless one is asked for.
+      port: process.env[nodeSettings.nodePort.name] ? settings.nodePort : 0,
+      sandboxRuntimeBuildDir: sandboxRuntimeBuildDir(),
+    },
+    process.env,
+  );
+  const node = new NodeAgent(nodeConfig, consoleLogger('node', settings.quiet));
   let store: Store | null = null;
   let controlPlane: ControlPlane | null = null;
   let stopping = false;
@@ -39,22 +48,20 @@ export async function up(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
   try {
-    store = await openStore(config);
-    await node.start({ templates: config.templates, progress: (m) => log.info(m) });
-    const adminKey = await resolveAdminKey(config.dataDir, config.apiKey, (line) => process.stdout.write(`${line}\n`));
-    const secrets = await SecretCipher.load(config.secretsKeyFile);
+    store = await openStore({ databaseUrl: settings.databaseUrl, dataDir });
+    await node.start({ templates: settings.templates, progress: (m) => log.info(m) });
+    const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stdout.write(`${line}\n`));
+    const secrets = await SecretCipher.load(secretsKeyFileOf(settings));
     controlPlane = new ControlPlane({
-      host: config.host,
-      port: config.port,
+      settings,
       adminKey,
       store,
       secrets,
       node: { url: node.url, token: nodeConfig.token },
-      ...controlPlaneTuning(config),
       log: (m) => log.warn(m),
     });
     await controlPlane.start();
-    process.stdout.write(`SPACE is up: http://${config.host}:${controlPlane.port} (data in ${config.dataDir}). Ctrl-C stops it.\n`);
+    process.stdout.write(`SPACE is up: http://${settings.host}:${controlPlane.port} (data in ${dataDir}). Ctrl-C stops it.\n`);
   } catch (err) {
     log.error(`cannot start: ${(err as Error).message}`);
     await stop('startup failure', 1);

@@ -5,39 +5,18 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { WebSocket } from 'ws';
 import { publicRoutes } from '@space/protocol';
-import { lineLog, listen, closeServer } from '@space/server-kit';
+import { listen, closeServer } from '@space/server-kit';
 import { createPublicApi } from './public-api.js';
 import { servicesOnFakeNode } from '../test-support/services.js';
-import { SessionServices } from '../sessions/session-services.js';
-import { TenantEvents } from '../tenants/tenant-events.js';
-import { MetricsHistory, MetricsReport } from './metrics-report.js';
+import { publicApiDeps } from '../service-graph.js';
+import { defaultControlPlaneSettings } from '../settings.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 
 test('every operation of the API reference is served by the control plane (an unauthenticated call gets 401, not 404/405)', async () => {
   // Every route authenticates before anything reaches the node.
   const s = await servicesOnFakeNode();
-  const metricsReport = new MetricsReport({ store: s.store, nodes: s.nodes, metrics: s.metrics, limits: s.limits });
-  const router = createPublicApi({
-    auth: s.auth,
-    sessions: s.sessions,
-    calls: s.calls,
-    checkpoints: s.checkpoints,
-    pauser: s.pauser,
-    services: new SessionServices(s.sessions, s.store, s.nodes),
-    store: s.store,
-    volumes: s.volumes,
-    preview: { domain: null, maxConnectionsPerSession: 64 },
-    events: new TenantEvents(s.store),
-    metricsReport,
-    metricsHistory: new MetricsHistory(metricsReport),
-    nodes: s.nodes,
-    drain: s.drain,
-    egress: s.egress,
-    log: lineLog(() => undefined),
-    limits: s.limits,
-    templates: { catalog: s.catalog, service: s.templates, builds: s.builds, maxContextBytes: 1024 * 1024 },
-  });
+  const router = createPublicApi(publicApiDeps(s, defaultControlPlaneSettings(), () => undefined));
   const { server, port } = await listen(router, '127.0.0.1', 0);
   try {
     for (const route of publicRoutes) {

@@ -18,7 +18,7 @@ test('a token bucket allows its burst, then says how long until the next token, 
 });
 
 test('past its sessions a tenant gets QUOTA_EXCEEDED naming the limit and its setting; a fork that would not fit starts none', async () => {
-  const s = await servicesOnFakeNode({ maxSessions: 2 });
+  const s = await servicesOnFakeNode({ tenantMaxSessions: 2 });
   const first = await s.create();
   await s.create();
   await assert.rejects(s.create(), (err: { code: string; status: number; details: Record<string, unknown>; message: string }) => {
@@ -41,7 +41,7 @@ test('past its sessions a tenant gets QUOTA_EXCEEDED naming the limit and its se
 });
 
 test('creations at once are bounded per tenant (429 with when to retry); ending one frees its place', async () => {
-  const s = await servicesOnFakeNode({ maxConcurrentCreates: 3 });
+  const s = await servicesOnFakeNode({ tenantMaxConcurrentCreates: 3 });
   const endFork = s.limits.beginCreates(s.caller.tenantId, 2);
   const endCreate = s.limits.beginCreates(s.caller.tenantId, 1);
   assert.throws(() => s.limits.beginCreates(s.caller.tenantId, 1), {
@@ -57,7 +57,7 @@ test('creations at once are bounded per tenant (429 with when to retry); ending 
 });
 
 test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoint: the refusal names it, nothing is lost', async () => {
-  const s = await servicesOnFakeNode({ maxCheckpointGb: 1 });
+  const s = await servicesOnFakeNode({ tenantMaxCheckpointGb: 1 });
   const session = await s.create();
   // A memory image of 1 GiB is already kept.
   await s.store.insertCheckpoint({

@@ -14,7 +14,7 @@ import { EgressRules, hostMatches } from './egress-rules.js';
 import { GatewayCa } from './gateway-ca.js';
 import { GatewayConnections } from './gateway-connections.js';
 import { SecretRewriter } from './secret-rewriter.js';
-import { parseTestHosts } from '../node-config.js';
+import { parseTestHosts, readNodeSettings } from '../node-config.js';
 
 const policy = (p: unknown) => EgressPolicySchema.parse(p);
 
@@ -178,7 +178,7 @@ test('host names from Host headers and SNI; test host settings', () => {
       ['b.test', { address: '127.0.0.1', port: 80 }],
     ],
   );
-  assert.throws(() => parseTestHosts('a.test=localhost:1'), /SPACE_GATEWAY_TEST_HOSTS/);
+  assert.throws(() => readNodeSettings({ SPACE_GATEWAY_TEST_HOSTS: 'a.test=localhost:1' }), /SPACE_GATEWAY_TEST_HOSTS must be name=ip:port entries/);
 });
 
 test('gateway CA: certificates chain to the CA; issuing is bounded (2 at a time, 64 waiting)', async () => {

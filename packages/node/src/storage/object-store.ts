@@ -153,35 +153,31 @@ export class S3ObjectStore implements ObjectStore {
   }
 }
 
+/** What `objectStoreFrom` reads: `SPACE_OBJECT_STORE` (its shape checked by the setting) and the S3 settings. */
+export interface ObjectStoreSettings {
+  objectStore: string | undefined;
+  s3Endpoint: string | undefined;
+  s3Region: string;
+  s3ForcePathStyle: boolean;
+}
+
 /**
  * The object store `SPACE_OBJECT_STORE` names: `file:///dir` or `s3://bucket/prefix` (with
- * `SPACE_S3_ENDPOINT`, `SPACE_S3_REGION`, `SPACE_S3_FORCE_PATH_STYLE`), or null when unset.
+ * `SPACE_S3_ENDPOINT`, `SPACE_S3_REGION`, `SPACE_S3_FORCE_PATH_STYLE`, and the AWS SDK's
+ * credentials from `env`), or null when unset.
  */
-export function objectStoreFromEnv(env: NodeJS.ProcessEnv): ObjectStore | null {
-  const raw = env.SPACE_OBJECT_STORE;
-  if (!raw) return null;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new Error(`SPACE_OBJECT_STORE must be file:///dir or s3://bucket/prefix, got ${JSON.stringify(raw)}`);
-  }
-  if (url.protocol === 'file:') {
-    if (!url.pathname || url.pathname === '/') throw new Error('SPACE_OBJECT_STORE=file:///dir needs a directory');
-    return new FileObjectStore(decodeURIComponent(url.pathname));
-  }
-  if (url.protocol === 's3:') {
-    if (!url.hostname) throw new Error('SPACE_OBJECT_STORE=s3://bucket/prefix needs a bucket');
-    const accessKeyId = env.AWS_ACCESS_KEY_ID;
-    const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
-    return new S3ObjectStore({
-      bucket: url.hostname,
-      prefix: decodeURIComponent(url.pathname.replace(/^\//, '')),
-      endpoint: env.SPACE_S3_ENDPOINT || undefined,
-      region: env.SPACE_S3_REGION || undefined,
-      forcePathStyle: env.SPACE_S3_FORCE_PATH_STYLE === '1',
-      ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
-    });
-  }
-  throw new Error(`SPACE_OBJECT_STORE must be file:///dir or s3://bucket/prefix, got ${JSON.stringify(raw)}`);
+export function objectStoreFrom(settings: ObjectStoreSettings, env: NodeJS.ProcessEnv): ObjectStore | null {
+  if (!settings.objectStore) return null;
+  const url = new URL(settings.objectStore);
+  if (url.protocol === 'file:') return new FileObjectStore(decodeURIComponent(url.pathname));
+  const accessKeyId = env.AWS_ACCESS_KEY_ID;
+  const secretAccessKey = env.AWS_SECRET_ACCESS_KEY;
+  return new S3ObjectStore({
+    bucket: url.hostname,
+    prefix: decodeURIComponent(url.pathname.replace(/^\//, '')),
+    endpoint: settings.s3Endpoint,
+    region: settings.s3Region,
+    forcePathStyle: settings.s3ForcePathStyle,
+    ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
+  });
 }

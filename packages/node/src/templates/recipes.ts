@@ -12,7 +12,14 @@ export interface TemplateRecipe {
   /** Everything that determines the result: a change here means a rebuild. */
   fingerprint: string;
   /** Fills `root` (an empty directory) with the template's filesystem. */
-  build(root: string, progress: Progress, cacheDir: string): Promise<void>;
+  build(root: string, progress: Progress, environment: RecipeEnvironment): Promise<void>;
+}
+
+/** What a build may use: a cache directory of its own that outlives it, and where Debian's packages come from. */
+export interface RecipeEnvironment {
+  cacheDir: string;
+  /** `SPACE_DEBIAN_MIRROR`; null: the mirror of apt's own sources. */
+  debianMirror: string | null;
 }
 
 export function recipeHash(recipe: TemplateRecipe): string {
@@ -85,8 +92,8 @@ export const baseRecipe: TemplateRecipe = {
   name: 'base',
   description: `Debian bookworm (debootstrap minbase) with ${basePackages.join(', ')}, ${baseNpm}`,
   fingerprint: `base:v2:bookworm:minbase:pip-unmanaged:${baseNpm}:${basePackages.join(',')}`,
-  async build(root, progress, cacheDir) {
-    const mirror = process.env.SPACE_DEBIAN_MIRROR ?? (await findAptMirror('bookworm'));
+  async build(root, progress, { cacheDir, debianMirror }) {
+    const mirror = debianMirror ?? (await findAptMirror('bookworm'));
     await mkdir(cacheDir, { recursive: true });
     progress(`debootstrap bookworm from ${mirror} (about a minute the first time)`);
     // debootstrap prints a line per package and phase: report each phase the first time it appears

@@ -34,7 +34,7 @@ after(async () => {
 });
 
 test('a template is built once, read-only, and rebuilt only when its recipe changes', async () => {
-  const v1 = new TemplateStore(volume, new Subvolumes(), [recipe('1')], path.join(dataDir, 'cache'));
+  const v1 = new TemplateStore(volume, new Subvolumes(), [recipe('1')], { cacheDir: path.join(dataDir, 'cache'), debianMirror: null });
   const [a, b] = await Promise.all([v1.ensure('probe'), v1.ensure('probe')]);
   assert.equal(a, b);
   assert.equal(builds, 1, 'concurrent ensures share one build');
@@ -43,7 +43,7 @@ test('a template is built once, read-only, and rebuilt only when its recipe chan
   await v1.ensure('probe');
   assert.equal(builds, 1, 'an existing build is reused');
 
-  const v2 = new TemplateStore(volume, new Subvolumes(), [recipe('2')], path.join(dataDir, 'cache'));
+  const v2 = new TemplateStore(volume, new Subvolumes(), [recipe('2')], { cacheDir: path.join(dataDir, 'cache'), debianMirror: null });
   const c = await v2.ensure('probe');
   assert.equal(builds, 2);
   assert.notEqual(c, a);
@@ -52,7 +52,10 @@ test('a template is built once, read-only, and rebuilt only when its recipe chan
 });
 
 test('a failed build leaves nothing behind and says why', async () => {
-  const broken = new TemplateStore(volume, new Subvolumes(), [{ ...recipe('3', true), name: 'broken' }], path.join(dataDir, 'cache'));
+  const broken = new TemplateStore(volume, new Subvolumes(), [{ ...recipe('3', true), name: 'broken' }], {
+    cacheDir: path.join(dataDir, 'cache'),
+    debianMirror: null,
+  });
   await assert.rejects(broken.ensure('broken'), (err: Error & { code?: string }) => err.code === 'TEMPLATE_BUILD_FAILED' && /on purpose/.test(err.message));
   assert.deepEqual(
     readdirSync(volume.dir('templates')).filter((n) => n.includes('broken')),

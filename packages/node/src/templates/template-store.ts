@@ -20,7 +20,7 @@ export class TemplateStore {
     private readonly volume: BtrfsVolume,
     private readonly subvolumes: Subvolumes,
     recipes: readonly TemplateRecipe[],
-    private readonly cacheDir: string,
+    private readonly buildEnvironment: { cacheDir: string; debianMirror: string | null },
   ) {
     this.recipes = new Map(recipes.map((r) => [r.name, r]));
   }
@@ -114,7 +114,10 @@ export class TemplateStore {
     progress(`building template ${recipe.name}: ${recipe.description}`);
     await this.subvolumes.create(scratch);
     try {
-      await recipe.build(scratch, (m) => progress(`[${recipe.name}] ${m}`), path.join(this.cacheDir, recipe.name));
+      await recipe.build(scratch, (m) => progress(`[${recipe.name}] ${m}`), {
+        cacheDir: path.join(this.buildEnvironment.cacheDir, recipe.name),
+        debianMirror: this.buildEnvironment.debianMirror,
+      });
       await this.subvolumes.snapshot(scratch, target, { readOnly: true });
     } catch (err) {
       throw new SpaceError(ErrorCode.TEMPLATE_BUILD_FAILED, `building template ${recipe.name} failed: ${(err as Error).message}`);

@@ -1,0 +1,189 @@
+import { TemplateCatalog } from './templates/template-catalog.js';
+import { TemplateService } from './builds/template-service.js';
+import { TemplateBuilds } from './builds/template-builds.js';
+import { Authenticator } from './tenants/auth.js';
+import { NodeDirectory, type NodeDirectoryOptions } from './cluster/node-directory.js';
+import { NodeDrain } from './sessions/node-drain.js';
+import { SessionService } from './sessions/session-service.js';
+import { CheckpointTaker } from './checkpoints/checkpoint-taker.js';
+import { CheckpointShipper } from './checkpoints/checkpoint-shipper.js';
+import { SessionMover } from './sessions/session-mover.js';
+import { SessionCheckpointService } from './sessions/session-checkpoint-service.js';
+import { SessionPauser } from './sessions/session-pauser.js';
+import { VolumeService } from './sessions/volume-service.js';
+import { TenantEvents } from './tenants/tenant-events.js';
+import { MetricsHistory, MetricsReport } from './api/metrics-report.js';
+import { Activity, recordActivityIn } from './sessions/activity.js';
+import { Maintenance } from './maintenance/maintenance.js';
+import { LifecycleQueue } from './sessions/lifecycle-queue.js';
+import { SessionCalls } from './sessions/session-calls.js';
+import { TenantLimits, type TenantLimitOptions } from './tenants/tenant-limits.js';
+import { Metrics } from './metrics/metrics.js';
+import type { Store } from './store/store.js';
+import { EgressService } from './tenants/egress-service.js';
+import type { SecretCipher } from './store/secret-cipher.js';
+import type { ControlPlaneSettings } from './settings.js';
+import type { PublicApiDeps } from './api/public-api.js';
+import { SessionServices } from './sessions/session-services.js';
+import { lineLog } from '@space/server-kit';
+
+export interface ServiceGraphDeps {
+  store: Store;
+  secrets: SecretCipher;
+  settings: ControlPlaneSettings;
+  log: (message: string) => void;
+  /** The public API's own address: template builds run their steps through it. */
+  apiUrl: () => string;
+  /** Who holds this control plane's lifecycle leases (see LifecycleQueue). */
+  seat: string;
+  /** The clock of activity, limits, pauses and maintenance; tests set one they move. */
+  now?: () => number;
+  /** How the directory reaches a node; tests hand it a fake one. */
+  connect?: NodeDirectoryOptions['connect'];
+  /** How often a call waiting for a session's lease looks again; tests poll faster. */
+  lifecyclePollMs?: number;
+}
+
+/** Per-tenant limits from their settings. */
+export function tenantLimitsOf(settings: ControlPlaneSettings): TenantLimitOptions {
+  return {
+    maxRequests: settings.tenantMaxRequests,
+    maxStreams: settings.tenantMaxStreams,
+    requestsPerSec: settings.tenantRequestsPerSec,
+    maxSessions: settings.tenantMaxSessions,
+    maxConcurrentCreates: settings.tenantMaxConcurrentCreates,
+    maxCheckpointGb: settings.tenantMaxCheckpointGb,
+  };
+}
+
+/**
+ * The control plane's services, wired once: by ControlPlane for the process and by the tests'
+ * `servicesOnFakeNode`, so both run the same graph. Nothing here starts a timer or listens.
+ */
+export function wireServices(deps: ServiceGraphDeps) {
+  const { store, settings, log } = deps;
+  const now = deps.now ?? Date.now;
+  const metrics = new Metrics();
+  const auth = new Authenticator(store);
+  const limits = new TenantLimits(auth, store, metrics, tenantLimitsOf(settings), now);
+  // Recorded in the store so that no control plane stops a session another one is serving.
+  const activity = new Activity(now, recordActivityIn(store));
+  const lifecycle = new LifecycleQueue(store, log, {
+    seat: deps.seat,
+    waitMs: settings.lifecycleWaitMs,
+    ...(deps.lifecyclePollMs ? { pollMs: deps.lifecyclePollMs } : {}),
+  });
+  const nodes = new NodeDirectory({
+    store,
+    cipher: deps.secrets,
+    lostAfterMs: settings.nodeLostAfterSec * 1000,
+    ...(deps.connect ? { connect: deps.connect } : {}),
+  });
+  const shipper = new CheckpointShipper({ store, nodes, metrics, log, enabled: Boolean(settings.objectStore) });
+  const taker = new CheckpointTaker(store, nodes, metrics, shipper);
+  const mover = new SessionMover({ store, nodes, shipper, taker, metrics, log });
+  const egress = new EgressService(store, nodes, deps.secrets, log);
+  const catalog = new TemplateCatalog(store);
+  const volumes = new VolumeService(store, nodes);
+  const events = new TenantEvents(store);
+  const metricsReport = new MetricsReport({ store, nodes, metrics, limits });
+  const metricsHistory = new MetricsHistory(metricsReport);
+  const sessions = new SessionService({
+    store,
+    nodes,
+    metrics,
+    taker,
+    activity,
+    egress,
+    lifecycle,
+    limits,
+    templates: catalog,
+    shipper,
+    mover,
+    volumes,
+    defaultDiskGb: settings.sessionDiskGb,
+  });
+  const drain = new NodeDrain({ store, nodes, lifecycle, mover, sessions, log });
+  const calls = new SessionCalls(store, sessions, lifecycle, activity);
+  const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper, volumes);
+  const keepAutomatic = settings.checkpointKeep;
+  const pauser = new SessionPauser({ store, nodes, sessions, checkpoints, metrics, keepAutomatic, now });
+  const templates = new TemplateService(store, nodes, checkpoints, catalog);
+  const maxContextBytes = settings.templateMaxContextMb * 1024 * 1024;
+  const builds = new TemplateBuilds(
+    { store, sessions, checkpoints, templates, catalog, auth, apiUrl: deps.apiUrl, log },
+    { maxContextBytes, cacheEntries: 64 },
+  );
+  const maintenance = new Maintenance({
+    store,
+    taker,
+    nodes,
+    shipper,
+    sessions,
+    checkpoints,
+    pauser,
+    activity,
+    lifecycle,
+    egress,
+    builds,
+    metrics,
+    log,
+    keepAutomatic,
+    fullCheckpointPauseShare: settings.fullCheckpointPausePercent / 100,
+    now,
+  });
+  return {
+    store,
+    metrics,
+    auth,
+    limits,
+    activity,
+    lifecycle,
+    nodes,
+    shipper,
+    taker,
+    mover,
+    egress,
+    catalog,
+    volumes,
+    events,
+    metricsReport,
+    metricsHistory,
+    sessions,
+    drain,
+    calls,
+    checkpoints,
+    pauser,
+    templates,
+    builds,
+    maxContextBytes,
+    maintenance,
+  };
+}
+
+export type ServiceGraph = ReturnType<typeof wireServices>;
+
+/** The public API's dependencies from the graph: the same in the process and in the tests. */
+export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, log: (message: string) => void): PublicApiDeps {
+  return {
+    auth: s.auth,
+    sessions: s.sessions,
+    calls: s.calls,
+    checkpoints: s.checkpoints,
+    pauser: s.pauser,
+    services: new SessionServices(s.sessions, s.store, s.nodes),
+    store: s.store,
+    nodes: s.nodes,
+    drain: s.drain,
+    egress: s.egress,
+    log: lineLog(log),
+    limits: s.limits,
+    templates: { catalog: s.catalog, service: s.templates, builds: s.builds, maxContextBytes: s.maxContextBytes },
+    volumes: s.volumes,
+    // `*.preview.example.com` or `preview.example.com`: hosts are matched without the wildcard.
+    preview: { domain: settings.previewDomain?.toLowerCase().replace(/^\*\./, '') ?? null, maxConnectionsPerSession: settings.previewMaxConnections },
+    events: s.events,
+    metricsReport: s.metricsReport,
+    metricsHistory: s.metricsHistory,
+  };
+}

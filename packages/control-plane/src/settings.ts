@@ -1,0 +1,112 @@
+import path from 'node:path';
+import { type SettingValues, readSettings, setting, sharedSettings } from '@space/server-kit';
+import { defaultTenantLimits } from './tenants/tenant-limits.js';
+
+const domainName = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
+
+/** Every setting of the control plane (`space control-plane`, and the control-plane half of `space up`); docs/configuration.md is generated from it. */
+export const controlPlaneSettings = {
+  host: setting.text('SPACE_HOST', { default: '127.0.0.1', expects: 'an address', doc: 'the address the public API listens on' }),
+  port: setting.integer('SPACE_PORT', { default: 7070, min: 0, max: 65535, doc: 'the port of the public API; 0 takes a free one' }),
+  databaseUrl: setting.text('SPACE_DATABASE_URL', {
+    default: undefined,
+    check: /^postgres(ql)?:\/\/\S+$/,
+    expects: 'a postgres:// URL',
+    shownDefault: 'SQLite in `<data>/space.db`',
+    doc: 'the store: PostgreSQL, shared by the control planes of a cluster',
+  }),
+  nodeUrl: setting.text('SPACE_NODE_URL', {
+    default: undefined,
+    check: /^https?:\/\/[^/]+/,
+    expects: 'an http(s) URL',
+    doc: 'a node this control plane registers on its behalf (`space node` without `SPACE_CONTROL_PLANE_URL`); needs `SPACE_NODE_TOKEN`',
+  }),
+  secretsKeyFile: setting.text('SPACE_SECRETS_KEY_FILE', {
+    default: undefined,
+    expects: 'a file',
+    shownDefault: '`<data>/secrets.key`',
+    doc: 'the key that encrypts secret values in the store; the same file on every control plane of a cluster',
+  }),
+  nodeLostAfterSec: setting.positive('SPACE_NODE_LOST_AFTER_SEC', {
+    default: 10,
+    doc: 'a node without a heartbeat for this long is lost and its sessions move, seconds',
+  }),
+  checkpointKeep: setting.integer('SPACE_CHECKPOINT_KEEP', { default: 5, min: 1, doc: 'automatic checkpoints kept per session' }),
+  fullCheckpointPausePercent: setting.positive('SPACE_FULL_CHECKPOINT_PAUSE_PERCENT', {
+    default: 2,
+    max: 100,
+    doc: 'how much of a busy sandbox\'s time automatic full checkpoints may pause it (see reliability.md, "The rollback window")',
+  }),
+  maintenanceTickMs: setting.integer('SPACE_MAINTENANCE_TICK_MS', {
+    default: 5000,
+    min: 1,
+    doc: 'how often automatic checkpoints, idle stops and repairs are considered',
+  }),
+  lifecycleWaitMs: setting.integer('SPACE_LIFECYCLE_WAIT_MS', {
+    default: 30_000,
+    min: 1,
+    doc: "how long a call waits for a session's restore, delete, checkpoint… before `409 SESSION_BUSY`",
+  }),
+  sessionDiskGb: setting.positive('SPACE_SESSION_DISK_GB', {
+    default: 10,
+    doc: 'disk of a session that names none (`resources.diskGb`): a btrfs simple quota counting what the session wrote',
+  }),
+  templateMaxContextMb: setting.positive('SPACE_TEMPLATE_MAX_CONTEXT_MB', { default: 64, doc: 'the build context a Dockerfile build may carry (413 past it)' }),
+  previewDomain: setting.text('SPACE_PREVIEW_DOMAIN', {
+    default: undefined,
+    check: domainName,
+    expects: 'a domain name such as preview.example.com',
+    doc: 'a wildcard domain (`*.domain`) pointing at the control planes, for preview URLs on hosts of their own (`<port>-<session>.<domain>`); unset: path form only',
+  }),
+  previewMaxConnections: setting.integer('SPACE_PREVIEW_MAX_CONNECTIONS', {
+    default: 64,
+    min: 1,
+    doc: 'preview requests and WebSockets open at once per session, per control-plane process (429 past it)',
+  }),
+  tenantMaxSessions: setting.integer('SPACE_TENANT_MAX_SESSIONS', {
+    default: defaultTenantLimits.maxSessions,
+    min: 1,
+    doc: 'sessions one tenant may have, whatever their status (403 `QUOTA_EXCEEDED` past it)',
+  }),
+  tenantMaxCheckpointGb: setting.positive('SPACE_TENANT_MAX_CHECKPOINT_GB', {
+    default: defaultTenantLimits.maxCheckpointGb,
+    doc: "memory images one tenant's full checkpoints may hold together; past it full checkpoints become fs ones",
+  }),
+  tenantMaxConcurrentCreates: setting.integer('SPACE_TENANT_MAX_CONCURRENT_CREATES', {
+    default: defaultTenantLimits.maxConcurrentCreates,
+    min: 1,
+    doc: 'session creations and forks of one tenant under way at once, per process (429 past it)',
+  }),
+  tenantRequestsPerSec: setting.integer('SPACE_TENANT_REQUESTS_PER_SEC', {
+    default: defaultTenantLimits.requestsPerSec,
+    min: 1,
+    doc: 'calls and stream openings per second of one tenant, bursts of twice as many, per process (429 with `Retry-After`)',
+  }),
+  tenantMaxRequests: setting.integer('SPACE_TENANT_MAX_REQUESTS', {
+    default: defaultTenantLimits.maxRequests,
+    min: 1,
+    doc: 'calls one tenant has under way at once, per control-plane process (429 past it)',
+  }),
+  tenantMaxStreams: setting.integer('SPACE_TENANT_MAX_STREAMS', {
+    default: defaultTenantLimits.maxStreams,
+    min: 1,
+    doc: 'WebSocket streams (exec, PTY, attach, watch) one tenant has open at once, per process',
+  }),
+};
+
+/** The control plane's settings and the shared ones, read once at start (a bad value stops it, named). */
+export type ControlPlaneSettings = SettingValues<typeof sharedSettings & typeof controlPlaneSettings>;
+
+export function readControlPlaneSettings(env: NodeJS.ProcessEnv): ControlPlaneSettings {
+  return readSettings({ ...sharedSettings, ...controlPlaneSettings }, env);
+}
+
+/** The defaults, for tests and tools that build a control plane's services without an environment. */
+export function defaultControlPlaneSettings(changes: Partial<ControlPlaneSettings> = {}): ControlPlaneSettings {
+  return { ...readControlPlaneSettings({}), ...changes };
+}
+
+/** The key file of secret values: `SPACE_SECRETS_KEY_FILE`, else `<data>/secrets.key`. */
+export function secretsKeyFileOf(settings: ControlPlaneSettings): string {
+  return path.resolve(settings.secretsKeyFile ?? path.join(settings.dataDir, 'secrets.key'));
+}

@@ -1,0 +1,29 @@
+import { setting } from './settings.js';
+
+/** Settings both processes read, with the same meaning in each (`space up` runs both). */
+export const sharedSettings = {
+  dataDir: setting.text('SPACE_DATA_DIR', {
+    default: '/var/lib/space',
+    expects: 'a directory',
+    doc: "where the process keeps its state: the store (SQLite), keys, the node's btrfs image and templates (see operations.md)",
+  }),
+  apiKey: setting.text('SPACE_API_KEY', {
+    default: undefined,
+    shownDefault: 'generated into `<data>/api-key`',
+    expects: 'a key',
+    doc: 'the admin key: the control plane accepts it, a node of a cluster heartbeats with it, the CLI calls with it',
+  }),
+  nodeToken: setting.text('SPACE_NODE_TOKEN', {
+    default: undefined,
+    shownDefault: 'generated into `<data>/node/token`',
+    expects: 'a token',
+    doc: 'the token of the node API: the node accepts it, a control plane with `SPACE_NODE_URL` presents it',
+  }),
+  objectStore: setting.text('SPACE_OBJECT_STORE', {
+    default: undefined,
+    check: /^(file:\/\/\/.+|s3:\/\/[^/]+(\/.*)?)$/,
+    expects: 'file:///dir or s3://bucket/prefix',
+    doc: "where nodes ship checkpoints so that any node can resume a session (unset: they stay on their node); the nodes' setting, and the control planes' so they ship and move",
+  }),
+  quiet: setting.flag('SPACE_QUIET', { default: false, doc: '`1`: a process logs only warnings and errors' }),
+};
