@@ -8,6 +8,7 @@ import { SessionService } from './sessions/session-service.js';
 import { CheckpointTaker } from './checkpoints/checkpoint-taker.js';
 import { CheckpointShipper } from './checkpoints/checkpoint-shipper.js';
 import { SessionMover } from './sessions/session-mover.js';
+import { LeftVolumes } from './sessions/left-volumes.js';
 import { SessionCheckpointService } from './sessions/session-checkpoint-service.js';
 import { SessionPauser } from './sessions/session-pauser.js';
 import { VolumeService } from './sessions/volume-service.js';
@@ -81,7 +82,8 @@ export function wireServices(deps: ServiceGraphDeps) {
   });
   const shipper = new CheckpointShipper({ store, nodes, metrics, log, enabled: Boolean(settings.objectStore) });
   const taker = new CheckpointTaker(store, nodes, metrics, shipper);
-  const mover = new SessionMover({ store, nodes, shipper, taker, metrics, log });
+  const leftVolumes = new LeftVolumes({ store, taker, lifecycle, log });
+  const mover = new SessionMover({ store, nodes, shipper, taker, leftVolumes, metrics, log });
   const egress = new EgressService(store, nodes, deps.secrets, log);
   const catalog = new TemplateCatalog(store);
   const volumes = new VolumeService(store, nodes);
@@ -116,7 +118,7 @@ export function wireServices(deps: ServiceGraphDeps) {
   );
   const maintenance = new Maintenance({
     store,
-    taker,
+    leftVolumes,
     nodes,
     shipper,
     sessions,
@@ -142,6 +144,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     nodes,
     shipper,
     taker,
+    leftVolumes,
     mover,
     egress,
     catalog,

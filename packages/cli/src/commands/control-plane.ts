@@ -31,5 +31,6 @@ export async function controlPlaneOnly(): Promise<void> {
   };
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
-  log.info(`control plane on http://${settings.host}:${controlPlane.port}, ${nodeUrl ? `node at ${nodeUrl}` : 'nodes register themselves'}`);
+  // On stdout, as `space up` and `space node` say they are up: SPACE_QUIET does not hide it.
+  process.stdout.write(`control plane on http://${settings.host}:${controlPlane.port}, ${nodeUrl ? `node at ${nodeUrl}` : 'nodes register themselves'}\n`);
 }

@@ -5,12 +5,15 @@ import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
 import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { CheckpointRow, SessionRow, Store } from '../store/store.js';
+import type { LeftVolumes } from './left-volumes.js';
 
 export interface SessionMoverDeps {
   store: Store;
   nodes: NodeDirectory;
   shipper: CheckpointShipper;
   taker: CheckpointTaker;
+  /** What a session leaves on a lost node: recorded before it moves, rescued before it moves back. */
+  leftVolumes: LeftVolumes;
   metrics: Metrics;
   log: (message: string) => void;
 }
@@ -50,7 +53,7 @@ export class SessionMover {
       );
     // What it wrote there after the checkpoint it moves on from is rescued when the node is back
     // (recorded first: a crash after the move must not forget it; a move that fails leaves it in place).
-    await this.deps.store.recordLeftVolume({ sessionId: row.id, nodeId: from, leftAt: new Date().toISOString() });
+    await this.deps.leftVolumes.record(row.id, from);
     return this.relocate(row, await this.deps.nodes.place(), shipped, `node ${from} was lost`, true);
   }
 
@@ -131,7 +134,8 @@ export class SessionMover {
         skipped.push(`${checkpoint.id} (${err.message})`);
         continue;
       }
-      await this.rescueLeftOn(row, to);
+      // Moving back onto a node it left while that node was lost: what it left there is kept first.
+      await this.deps.leftVolumes.rescueBeforeArrival(row, to);
       await to.restoreVolume(row.id, checkpoint.id);
       if (row.sandboxId) await this.deps.store.recordSandboxEnd(row.sandboxId, 'lost');
       const patch = { volumeNodeId: to.nodeId, status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null };
@@ -146,25 +150,6 @@ export class SessionMover {
       return { row: { ...row, ...patch }, note };
     }
     throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `${why} and no shipped checkpoint of session ${row.id} could be read: ${skipped.join('; ')}`);
-  }
-
-  /**
-   * A session moving back onto a node it was moved off while that node was lost: the volume it left
-   * there (what it wrote after the checkpoint it moved on from) is kept in a `rescue` checkpoint
-   * before the move replaces it. A maintenance pass does the same for volumes left elsewhere, but it
-   * may not have come round yet.
-   */
-  private async rescueLeftOn(row: SessionRow, to: NodeClient): Promise<void> {
-    const left = (await this.deps.store.listLeftVolumes()).some((l) => l.sessionId === row.id && l.nodeId === to.nodeId);
-    if (!left) return;
-    try {
-      const taken = await this.deps.taker.take(row, 'fs', 'rescue', to);
-      this.deps.log(`session ${row.id}: what it wrote on node ${to.nodeId} before it moved away is kept in ${taken.id}`);
-    } catch (err) {
-      // Gone already (rescued and deleted before its record was): nothing left to keep.
-      if (!isSpaceError(err) || err.code !== ErrorCode.SESSION_NOT_FOUND) throw err;
-    }
-    await this.deps.store.deleteLeftVolume(row.id, to.nodeId);
   }
 }
 

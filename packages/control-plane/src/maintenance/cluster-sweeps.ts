@@ -1,0 +1,86 @@
+import type { SandboxInfo } from '@space/protocol';
+import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
+import type { LeftVolumes } from '../sessions/left-volumes.js';
+import type { TemplateBuilds } from '../builds/template-builds.js';
+import type { NodeClient } from '../cluster/node-client.js';
+import { type NodeDirectory, mayRunOn } from '../cluster/node-directory.js';
+import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
+import type { EgressService } from '../tenants/egress-service.js';
+import type { SessionRow } from '../store/store.js';
+
+export interface ClusterSweepDeps {
+  nodes: NodeDirectory;
+  shipper: CheckpointShipper;
+  checkpoints: SessionCheckpointService;
+  leftVolumes: LeftVolumes;
+  egress: EgressService;
+  /** Dockerfile builds: those whose control plane died are failed here. */
+  builds: Pick<TemplateBuilds, 'failStale'>;
+  log: (message: string) => void;
+  now: () => number;
+}
+
+/** What each node that answered runs, by node id. */
+export type ListedSandboxes = Map<string, { node: NodeClient; sandboxes: SandboxInfo[] }>;
+
+/** Unrecorded checkpoints are swept this often, once older than the grace period. */
+const orphanSweepEveryMs = 60_000;
+const orphanGraceMs = 60_000;
+
+/**
+ * The maintenance that looks at the cluster rather than at one session's policy: egress settings a
+ * restarted node lost, checkpoints the store does not know or that were not shipped, unused ship
+ * bases, builds whose control plane died, sandboxes of sessions that moved off a node that came
+ * back, and volumes sessions left on a node that was lost.
+ */
+export class ClusterSweeps {
+  private lastSlowSweep = 0;
+
+  constructor(private readonly deps: ClusterSweepDeps) {}
+
+  /** A node agent that restarted under running sandboxes lost their egress settings (memory only). */
+  async repairEgress(): Promise<void> {
+    for (const node of await this.deps.nodes.live()) {
+      const health = await node.health().catch(() => null);
+      if (health?.egressUnconfigured.length) await this.deps.egress.repairNode(health.egressUnconfigured);
+    }
+  }
+
+  /** The sweeps that need not run every pass: once a minute. */
+  async slowSweeps(): Promise<void> {
+    const now = this.deps.now();
+    if (now - this.lastSlowSweep < orphanSweepEveryMs) return;
+    this.lastSlowSweep = now;
+    const removed = await this.deps.checkpoints.removeOrphans(orphanGraceMs).catch(() => 0);
+    if (removed) this.deps.log(`removed ${removed} checkpoint(s) the store does not know`);
+    const shipped = await this.deps.shipper.retryUnshipped(orphanGraceMs);
+    if (shipped) this.deps.log(`shipped ${shipped} checkpoint(s) an earlier attempt did not`);
+    await this.deps.shipper.collectBases().catch((err: Error) => this.deps.log(`unused ship bases not collected: ${err.message}`));
+    const failed = await this.deps.builds.failStale(now).catch(() => 0);
+    if (failed) this.deps.log(`failed ${failed} template build(s) whose control plane stopped`);
+  }
+
+  /**
+   * A node that comes back after it was lost may still run sandboxes of sessions that moved to
+   * another node meanwhile (or were deleted): they are stopped there, so a session never runs
+   * twice. Their files stay on that node.
+   */
+  async fenceMovedSessions(listed: ListedSandboxes, sessions: SessionRow[]): Promise<void> {
+    const byId = new Map(sessions.map((s) => [s.id, s]));
+    for (const { node, sandboxes } of listed.values()) {
+      for (const sandbox of sandboxes) {
+        const row = byId.get(sandbox.sessionId) ?? null;
+        if (mayRunOn(row, node.nodeId)) continue;
+        await node.stopSandbox(sandbox.sandboxId).catch(() => undefined);
+        this.deps.log(
+          `stopped sandbox ${sandbox.sandboxId} on node ${node.nodeId}: session ${sandbox.sessionId} ${row ? `moved to node ${row.volumeNodeId}` : 'no longer exists'}`,
+        );
+      }
+    }
+  }
+
+  /** Volumes sessions left on lost nodes that answer again are rescued (see LeftVolumes). */
+  rescueLeftVolumes(listed: ListedSandboxes): Promise<void> {
+    return this.deps.leftVolumes.sweep((nodeId) => listed.get(nodeId)?.node);
+  }
+}

@@ -1,0 +1,177 @@
+import { ErrorCode, isSpaceError, type CheckpointKind } from '@space/protocol';
+import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
+import type { Activity } from '../sessions/activity.js';
+import type { Metrics } from '../metrics/metrics.js';
+import type { NodeDirectory } from '../cluster/node-directory.js';
+import type { SessionService } from '../sessions/session-service.js';
+import type { SessionPauser } from '../sessions/session-pauser.js';
+import type { SessionRow, Store } from '../store/store.js';
+import { type SessionFacts, idleForMs, sessionDue } from './session-policy.js';
+
+export interface SessionUpkeepDeps {
+  store: Store;
+  nodes: NodeDirectory;
+  sessions: SessionService;
+  checkpoints: SessionCheckpointService;
+  pauser: SessionPauser;
+  activity: Activity;
+  metrics: Metrics;
+  log: (message: string) => void;
+  /** Automatic checkpoints kept per session; older ones are deleted (manual ones never are). */
+  keepAutomatic: number;
+  /** The share of a busy sandbox's time automatic full checkpoints may keep it paused (0.02: 2%; see session-policy.ts). */
+  fullCheckpointPauseShare: number;
+  now: () => number;
+}
+
+/**
+ * Carries out what `sessionDue` says is due for one session, in that session's turn of its queue:
+ * reconciliation with the node, expiry, idle stops, automatic checkpoints with their retention.
+ * It keeps what the policy needs to remember between passes (when a full checkpoint was tried, the
+ * volume found unchanged, an idle stop given up) in this control plane's memory: a control plane
+ * that starts again just looks once more.
+ */
+export class SessionUpkeep {
+  private readonly fullTried = new Map<string, number>();
+  private readonly idleRefusals = new Map<string, number>();
+  private readonly unchangedAt = new Map<string, number>();
+
+  constructor(private readonly deps: SessionUpkeepDeps) {}
+
+  /** Everything due for the session; `running` is what its node listed this pass. */
+  async upkeep(row: SessionRow, running: Set<string>): Promise<void> {
+    let facts = await this.facts(row, running);
+    let due = sessionDue(facts, this.deps.now(), this.deps.fullCheckpointPauseShare);
+    if (due.action === 'undo-start' || due.action === 'confirm-gone') {
+      if (await this.reconcile(row, due.action)) return;
+      // The node still runs it after all (the list was read before this session's turn).
+      facts = { ...facts, sandboxListed: true };
+      due = sessionDue(facts, this.deps.now(), this.deps.fullCheckpointPauseShare);
+    }
+    if (due.action === 'expire') this.deps.log(`session ${row.id} reached its timeout: ${await this.deps.pauser.expireLocked(row)}`);
+    else if (due.action === 'stop-idle') await this.stopIdle(row);
+    else if (due.action === 'checkpoint') await this.checkpointIfNeeded(row, due.full, due.fs);
+  }
+
+  /** Only the reconciliation: run before the control plane serves its first call. */
+  async reconcileOnly(row: SessionRow, running: Set<string>): Promise<void> {
+    const due = sessionDue(await this.facts(row, running), this.deps.now(), this.deps.fullCheckpointPauseShare);
+    if (due.action === 'undo-start' || due.action === 'confirm-gone') await this.reconcile(row, due.action);
+  }
+
+  /** The session's facts; its checkpoints are read only when it has a running sandbox, the only case the policy looks at them. */
+  private async facts(row: SessionRow, running: Set<string>): Promise<SessionFacts> {
+    const checkpoints = row.status === 'running' && row.sandboxId ? await this.deps.store.listCheckpoints(row.id) : [];
+    const newestFull = checkpoints.filter((c) => c.kind === 'full').at(-1);
+    const newest = checkpoints.at(-1);
+    return {
+      row,
+      sandboxListed: row.sandboxId !== null && running.has(row.sandboxId),
+      newestAt: newest ? Date.parse(newest.createdAt) : null,
+      newestFull: newestFull ? { at: Date.parse(newestFull.createdAt), pauseMs: newestFull.pauseMs } : null,
+      lastUsedAt: this.deps.activity.lastUsedAt(row.id) ?? null,
+      fullTriedAt: this.fullTried.get(row.id) ?? null,
+      unchangedAt: this.unchangedAt.get(row.id) ?? null,
+      idleRefusedAt: this.idleRefusals.get(row.id) ?? null,
+    };
+  }
+
+  /**
+   * Brings the session's record in line with the node: a sandbox the node does not run (it died with
+   * a node agent's restart or crash) is forgotten, and a start a crash interrupted is undone. The
+   * next call resumes the session. True when it changed.
+   */
+  private async reconcile(row: SessionRow, action: 'undo-start' | 'confirm-gone'): Promise<boolean> {
+    if (action === 'undo-start') {
+      await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      this.reconciled(row, 'a start was interrupted');
+      return true;
+    }
+    const sandboxId = row.sandboxId!;
+    // The list was read before this session's turn: ask once more before forgetting the sandbox.
+    const stillThere = await (await this.deps.nodes.forSandbox(row)).sandboxInfo(sandboxId).then(
+      () => true,
+      (err: unknown) => {
+        if (isSpaceError(err) && err.code === ErrorCode.SANDBOX_NOT_FOUND) return false;
+        throw err;
+      },
+    );
+    if (stillThere) return false;
+    await this.deps.sessions.forgetSandbox(row, sandboxId, 'lost');
+    this.reconciled(row, `its sandbox ${sandboxId} is no longer running on the node`);
+    return true;
+  }
+
+  private reconciled(row: SessionRow, why: string): void {
+    this.deps.metrics.inc('sessions_reconciled');
+    this.deps.log(`session ${row.id}: ${why}; marked stopped (the next call resumes it)`);
+  }
+
+  /** A full checkpoint when one is due and processes run (else it is not due again for an interval), else an fs one when due and the volume changed. */
+  private async checkpointIfNeeded(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean): Promise<void> {
+    let changed: boolean | undefined;
+    const isChanged = async () => (changed ??= await this.changedSinceNewest(row));
+    if (full === 'due' || (full === 'if-changed' && (await isChanged()))) {
+      if (await this.hasRunningProcess(row)) {
+        await this.autoCheckpoint(row, 'full');
+        return;
+      }
+      // Without any process the files are all there is to save.
+      this.fullTried.set(row.id, this.deps.now());
+    }
+    if (fs && (await isChanged())) await this.autoCheckpoint(row, 'fs');
+  }
+
+  /** Whether the volume was written since the newest checkpoint; when it was not, the interval starts again from now. */
+  private async changedSinceNewest(row: SessionRow): Promise<boolean> {
+    const newest = (await this.deps.store.listCheckpoints(row.id)).at(-1);
+    if (!newest || (await (await this.deps.nodes.forVolume(row)).volumeChanged(row.id, newest.id))) return true;
+    this.unchangedAt.set(row.id, this.deps.now());
+    this.deps.metrics.inc('checkpoints_skipped_unchanged');
+    return false;
+  }
+
+  /** Takes an automatic checkpoint and prunes old ones; returns the kind actually taken. */
+  private async autoCheckpoint(row: SessionRow, kind: CheckpointKind): Promise<CheckpointKind> {
+    let taken = kind;
+    if (kind === 'full') this.fullTried.set(row.id, this.deps.now());
+    try {
+      await this.deps.checkpoints.createLocked(row, kind, 'auto');
+    } catch (err) {
+      if (!isSpaceError(err) || !err.details?.fallbackCheckpointId) throw err;
+      this.deps.log(`session ${row.id}: ${err.message}`);
+      taken = 'fs';
+    }
+    await this.deps.checkpoints.pruneLocked(row.id, this.deps.keepAutomatic);
+    return taken;
+  }
+
+  /** Whether any process runs in the sandbox besides its init and daemon, however it was started. */
+  private async hasRunningProcess(row: SessionRow): Promise<boolean> {
+    const { processes, untracked } = await (await this.deps.nodes.forSandbox(row)).processes(row.sandboxId!);
+    return processes.some((p) => p.running) || (untracked ?? 0) > 0;
+  }
+
+  /**
+   * Stops a sandbox idle for `idleTimeoutSec` (no call, no foreground command) after a full
+   * checkpoint, so its processes come back on the next call. When the full checkpoint is refused
+   * (fs taken instead) and processes run, the sandbox keeps running: stopping it would lose them.
+   */
+  private async stopIdle(row: SessionRow): Promise<void> {
+    const taken = await this.autoCheckpoint(row, 'full');
+    if (taken !== 'full' && (await this.hasRunningProcess(row))) {
+      this.idleRefusals.set(row.id, this.deps.now());
+      this.deps.log(`session ${row.id} is idle but keeps its sandbox: its processes cannot be saved in a full checkpoint now`);
+      return;
+    }
+    // A call may have arrived (here or through another control plane) while the checkpoint was taken: then the session is not idle after all.
+    const current = await this.deps.store.getSession(row.tenantId, row.id);
+    if (!current || this.deps.activity.busy(row.id)) return;
+    const facts = { row: current, lastUsedAt: this.deps.activity.lastUsedAt(row.id) ?? null, idleRefusedAt: this.idleRefusals.get(row.id) ?? null };
+    if (idleForMs(facts, this.deps.now()) < row.idleTimeoutSec * 1000) return;
+    await (await this.deps.nodes.forSandbox(row)).stopSandbox(row.sandboxId!);
+    await this.deps.sessions.markIdle(row, row.sandboxId!);
+    this.deps.metrics.inc('idle_stops');
+    this.deps.log(`session ${row.id} idle for ${row.idleTimeoutSec} s: took a ${taken} checkpoint and stopped its sandbox`);
+  }
+}
