@@ -14,7 +14,7 @@ import {
   E2bSnapshotSchema,
   E2bTimeoutSchema,
   Limits,
-  matchPath,
+  findRoute,
   TemplateNameSchema,
 } from '@space/protocol';
 import { type EgressPolicy, isSpaceApiError, type Session, type SessionHandle, type Space } from '@space/sdk';
@@ -305,24 +305,16 @@ async function createSandbox(space: Space, request: z.output<typeof E2bNewSandbo
  * E2B's shapes: `{code, message}` errors with E2B's statuses, SPACE's error code in the message.
  */
 export async function serveControlApi(space: Space, req: IncomingMessage, res: ServerResponse, url: URL, path: string): Promise<void> {
-  let pathMatched = false;
-  for (const route of routes) {
-    const params = matchPath(route.path, path);
-    if (!params) continue;
-    pathMatched = true;
-    if (route.method !== req.method) continue;
-    let reply: Reply;
-    try {
-      reply = await route.handler({ space, params, url, req });
-    } catch (err) {
-      throw toE2bError(err);
-    }
-    const text = reply.body === undefined ? '' : JSON.stringify(reply.body);
-    res.writeHead(reply.status, { ...reply.headers, ...(text ? { 'content-type': 'application/json' } : {}), 'content-length': Buffer.byteLength(text) });
-    res.end(text);
-    return;
+  const found = findRoute(routes, req.method ?? '', path);
+  if (!found) throw new E2bError(404, `no E2B route ${req.method} ${path} (docs/e2b.md lists what SPACE serves)`);
+  if (!('route' in found)) throw new E2bError(405, `${req.method} is not allowed on ${path}`);
+  let reply: Reply;
+  try {
+    reply = await found.route.handler({ space, params: found.params, url, req });
+  } catch (err) {
+    throw toE2bError(err);
   }
-  throw pathMatched
-    ? new E2bError(405, `${req.method} is not allowed on ${path}`)
-    : new E2bError(404, `no E2B route ${req.method} ${path} (docs/e2b.md lists what SPACE serves)`);
+  const text = reply.body === undefined ? '' : JSON.stringify(reply.body);
+  res.writeHead(reply.status, { ...reply.headers, ...(text ? { 'content-type': 'application/json' } : {}), 'content-length': Buffer.byteLength(text) });
+  res.end(text);
 }

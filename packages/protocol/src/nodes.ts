@@ -71,3 +71,7 @@ export const DrainResultSchema = z
   })
   .strict();
 export type DrainResult = z.infer<typeof DrainResultSchema>;
+
+/** One sample of the control plane's aggregate numbers (`/metrics`), for the console's charts. */
+export const MetricsSampleSchema = z.object({ at: z.string(), values: z.record(z.string(), z.number()) }).strict();
+export const MetricsHistorySchema = z.object({ samples: z.array(MetricsSampleSchema) }).strict();

@@ -22,3 +22,21 @@ export function matchPath(pattern: string, path: string): Record<string, string>
   if (rest) params['*'] = got.slice(want.length).join('/');
   return params;
 }
+
+/** What `findRoute` found: the route with its params, a path served only for other methods, or nothing. */
+export type RouteMatch<R> = { route: R; params: Record<string, string> } | { methodMismatch: true } | null;
+
+/**
+ * The route of a table that serves `method` on `path`: every dispatcher (the server-kit router,
+ * the E2B adapter, the sandbox operations) answers 404 on null and 405 on `methodMismatch` from it.
+ */
+export function findRoute<R extends { method: string; path: string }>(routes: readonly R[], method: string, path: string): RouteMatch<R> {
+  let pathMatched = false;
+  for (const route of routes) {
+    const params = matchPath(route.path, path);
+    if (!params) continue;
+    pathMatched = true;
+    if (route.method === method) return { route, params };
+  }
+  return pathMatched ? { methodMismatch: true } : null;
+}

@@ -31,7 +31,7 @@ import { SandboxMetricsSchema } from './node-api.js';
 
 import { CreateVolumeRequestSchema, VolumeListSchema, VolumeSchema, VolumeSnapshotListSchema, VolumeSnapshotSchema } from './volumes.js';
 import { CreatePreviewTokenRequestSchema, ListeningPortsSchema, PreviewTokenSchema } from './ports.js';
-import { DrainResultSchema, NodeHeartbeatReplySchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
+import { DrainResultSchema, MetricsHistorySchema, NodeHeartbeatReplySchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
 /** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
@@ -45,7 +45,26 @@ export interface PublicRoute {
   query?: z.ZodTypeAny;
   status?: number;
   response?: z.ZodTypeAny;
+  /** Served without a key (health and aggregate metrics, for load balancers and Prometheus). */
+  withoutKey?: true;
 }
+
+const serviceRoutes: PublicRoute[] = [
+  { method: 'GET', path: '/healthz', summary: 'Whether this control plane serves.', response: ok, withoutKey: true },
+  {
+    method: 'GET',
+    path: '/metrics',
+    summary: 'Aggregate numbers of this control plane and the cluster, in Prometheus text format (no ids).',
+    withoutKey: true,
+  },
+  {
+    method: 'GET',
+    path: '/v1/metrics/history',
+    summary: "The same numbers sampled every minute for the last hour, kept in this control plane's memory (the console's charts).",
+    response: MetricsHistorySchema,
+    withoutKey: true,
+  },
+];
 
 const sessionRoutes: PublicRoute[] = [
   {
@@ -329,6 +348,7 @@ const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
 });
 
 export const publicRoutes: readonly PublicRoute[] = [
+  ...serviceRoutes,
   ...sessionRoutes,
   ...volumeRoutes,
   ...templateRoutes,

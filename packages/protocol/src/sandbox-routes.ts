@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AttachQuerySchema, BackgroundStartedSchema, ExecRequestSchema, ExecResultSchema, ProcessListSchema, SignalRequestSchema } from './exec.js';
 import { OkSchema as ok } from './common.js';
 import { FileListSchema, FileStatSchema, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, RemoveQuerySchema } from './files.js';
-import { matchPath } from './path-pattern.js';
+import { type RouteMatch, findRoute } from './path-pattern.js';
 
 /**
  * The sandbox operations: served by the daemon, relayed unchanged in shape by the node agent
@@ -34,13 +34,6 @@ export const sandboxRoutes: readonly SandboxRoute[] = [
   { kind: 'websocket', method: 'GET', path: '/files/watch', query: PathQuerySchema },
 ];
 
-export function findSandboxRoute(method: string, path: string): { route: SandboxRoute; params: Record<string, string> } | { methodMismatch: true } | null {
-  let pathMatched = false;
-  for (const route of sandboxRoutes) {
-    const params = matchPath(route.path, path);
-    if (!params) continue;
-    pathMatched = true;
-    if (route.method === method) return { route, params };
-  }
-  return pathMatched ? { methodMismatch: true } : null;
+export function findSandboxRoute(method: string, path: string): RouteMatch<SandboxRoute> {
+  return findRoute(sandboxRoutes, method, path);
 }

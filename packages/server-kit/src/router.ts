@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { ErrorCode, Limits, SpaceError, matchPath } from '@space/protocol';
+import { ErrorCode, Limits, SpaceError, findRoute, matchPath } from '@space/protocol';
 import { retryAfterOf, sendError, toSpaceError } from './respond.js';
 import type { ServerLog } from './server-log.js';
 
@@ -29,6 +29,12 @@ export interface RouterOptions {
    * returns what to call when it is over (the response sent, the socket closed).
    */
   admit?: (req: IncomingMessage, kind: 'request' | 'stream') => Promise<() => void> | (() => void);
+  /**
+   * The API's route table: when given, a route, stream or proxy it does not declare (method and
+   * path as written) is refused when registered, so nothing is served without its table entry
+   * (schemas, docs). Mounted handlers answer for their own prefix.
+   */
+  table?: readonly { method: string; path: string }[];
 }
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
@@ -38,7 +44,7 @@ export type UpgradeGuard = (ctx: UpgradeContext) => Promise<void> | void;
 
 interface HttpRoute {
   method: string;
-  pattern: string;
+  path: string;
   handler: Handler;
 }
 
@@ -83,8 +89,9 @@ export class Router {
 
   constructor(private readonly options: RouterOptions) {}
 
-  on(method: string, pattern: string, handler: Handler): this {
-    this.routes.push({ method, pattern, handler });
+  on(method: string, path: string, handler: Handler): this {
+    this.declared(method, path);
+    this.routes.push({ method, path, handler });
     return this;
   }
 
@@ -99,6 +106,7 @@ export class Router {
 
   /** Requests of any method under `pattern` (which may end in `/*`), and its upgrades, go to `route`: a reverse proxy. */
   proxy(pattern: string, route: ProxyRoute): this {
+    this.declared(null, pattern);
     this.proxies.push({ pattern, route });
     return this;
   }
@@ -113,8 +121,16 @@ export class Router {
   }
 
   socket(pattern: string, guard: UpgradeGuard, handler: SocketHandler): this {
+    this.declared('GET', pattern);
     this.socketRoutes.push({ pattern, guard, handler });
     return this;
+  }
+
+  /** Refuses a route missing from the table (`method` null: a proxy, any method). */
+  private declared(method: string | null, path: string): void {
+    const table = this.options.table;
+    if (!table || table.some((r) => r.path === path && (method === null || r.method === method))) return;
+    throw new Error(`${method ?? 'a proxy on'} ${path} is not in the API's route table: declare it there, with its schemas, first`);
   }
 
   readonly handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -133,16 +149,9 @@ export class Router {
         const params = matchPath(pattern, url.pathname);
         if (params) return await route.request({ req, res, url, params });
       }
-      let pathMatched = false;
-      for (const route of this.routes) {
-        const params = matchPath(route.pattern, url.pathname);
-        if (!params) continue;
-        pathMatched = true;
-        if (route.method !== req.method) continue;
-        await route.handler({ req, res, url, params });
-        return;
-      }
-      if (pathMatched) throw new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, `${req.method} is not allowed on ${url.pathname}`);
+      const found = findRoute(this.routes, req.method ?? '', url.pathname);
+      if (found && 'route' in found) return await found.route.handler({ req, res, url, params: found.params });
+      if (found) throw new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, `${req.method} is not allowed on ${url.pathname}`);
       throw new SpaceError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${url.pathname}`);
     } catch (err) {
       sendError(res, this.logged(err, req, requestId), requestId);

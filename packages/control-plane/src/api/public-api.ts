@@ -15,6 +15,7 @@ import {
   SetTimeoutRequestSchema,
   ServiceNameSchema,
   ServiceSpecSchema,
+  publicRoutes,
 } from '@space/protocol';
 import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
@@ -61,7 +62,8 @@ export interface PublicApiDeps {
 /** The public HTTP API under /v1 (see docs/api.md). */
 export function createPublicApi(deps: PublicApiDeps): Router {
   const { auth, sessions, checkpoints, store } = deps;
-  const router = new Router({ log: deps.log, service: 'cp', admit: deps.limits.admit });
+  // Every route is declared in protocol's table (its schemas and reference entry) before it is served here.
+  const router = new Router({ log: deps.log, service: 'cp', admit: deps.limits.admit, table: publicRoutes });
 
   router.on('GET', '/healthz', async ({ res }) => sendJson(res, 200, { ok: true }));
 
