@@ -46,7 +46,7 @@ export interface ServiceGraphDeps {
 }
 
 /** Per-tenant limits from their settings. */
-export function tenantLimitsOf(settings: ControlPlaneSettings): TenantLimitOptions {
+function tenantLimitsOf(settings: ControlPlaneSettings): TenantLimitOptions {
   return {
     maxRequests: settings.tenantMaxRequests,
     maxStreams: settings.tenantMaxStreams,

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { type SettingValues, readSettings, setting, sharedSettings } from '@space/server-kit';
-import { defaultTenantLimits } from './tenants/tenant-limits.js';
+import { defaultTenantLimits, limitSettings } from './tenants/tenant-limits.js';
 
 const domainName = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
 
@@ -63,31 +63,31 @@ export const controlPlaneSettings = {
     min: 1,
     doc: 'preview requests and WebSockets open at once per session, per control-plane process (429 past it)',
   }),
-  tenantMaxSessions: setting.integer('SPACE_TENANT_MAX_SESSIONS', {
+  tenantMaxSessions: setting.integer(limitSettings.sessions, {
     default: defaultTenantLimits.maxSessions,
     min: 1,
     doc: 'sessions one tenant may have, whatever their status (403 `QUOTA_EXCEEDED` past it)',
   }),
-  tenantMaxCheckpointGb: setting.positive('SPACE_TENANT_MAX_CHECKPOINT_GB', {
+  tenantMaxCheckpointGb: setting.positive(limitSettings.checkpointStorageBytes, {
     default: defaultTenantLimits.maxCheckpointGb,
     doc: "memory images one tenant's full checkpoints may hold together; past it full checkpoints become fs ones",
   }),
-  tenantMaxConcurrentCreates: setting.integer('SPACE_TENANT_MAX_CONCURRENT_CREATES', {
+  tenantMaxConcurrentCreates: setting.integer(limitSettings.concurrentCreates, {
     default: defaultTenantLimits.maxConcurrentCreates,
     min: 1,
     doc: 'session creations and forks of one tenant under way at once, per process (429 past it)',
   }),
-  tenantRequestsPerSec: setting.integer('SPACE_TENANT_REQUESTS_PER_SEC', {
+  tenantRequestsPerSec: setting.integer(limitSettings.requestsPerSec, {
     default: defaultTenantLimits.requestsPerSec,
     min: 1,
     doc: 'calls and stream openings per second of one tenant, bursts of twice as many, per process (429 with `Retry-After`)',
   }),
-  tenantMaxRequests: setting.integer('SPACE_TENANT_MAX_REQUESTS', {
+  tenantMaxRequests: setting.integer(limitSettings.openRequests, {
     default: defaultTenantLimits.maxRequests,
     min: 1,
     doc: 'calls one tenant has under way at once, per control-plane process (429 past it)',
   }),
-  tenantMaxStreams: setting.integer('SPACE_TENANT_MAX_STREAMS', {
+  tenantMaxStreams: setting.integer(limitSettings.openStreams, {
     default: defaultTenantLimits.maxStreams,
     min: 1,
     doc: 'WebSocket streams (exec, PTY, attach, watch) one tenant has open at once, per process',

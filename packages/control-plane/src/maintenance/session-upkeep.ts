@@ -50,18 +50,23 @@ export class SessionUpkeep {
     }
     if (due.action === 'expire') this.deps.log(`session ${row.id} reached its timeout: ${await this.deps.pauser.expireLocked(row)}`);
     else if (due.action === 'stop-idle') await this.stopIdle(row);
-    else if (due.action === 'checkpoint') await this.checkpointIfNeeded(row, due.full, due.fs);
+    else if (due.action === 'checkpoint') await this.checkpointIfNeeded(row, due.full, due.fs, facts.newestId);
   }
 
   /** Only the reconciliation: run before the control plane serves its first call. */
   async reconcileOnly(row: SessionRow, running: Set<string>): Promise<void> {
-    const due = sessionDue(await this.facts(row, running), this.deps.now(), this.deps.fullCheckpointPauseShare);
+    // Reconciliation looks at no checkpoint: none is read.
+    const due = sessionDue(await this.facts(row, running, false), this.deps.now(), this.deps.fullCheckpointPauseShare);
     if (due.action === 'undo-start' || due.action === 'confirm-gone') await this.reconcile(row, due.action);
   }
 
-  /** The session's facts; its checkpoints are read only when it has a running sandbox, the only case the policy looks at them. */
-  private async facts(row: SessionRow, running: Set<string>): Promise<SessionFacts> {
-    const checkpoints = row.status === 'running' && row.sandboxId ? await this.deps.store.listCheckpoints(row.id) : [];
+  /**
+   * The session's facts, and the id of its newest checkpoint (what a volume change is measured
+   * against). Its checkpoints are read only when it has a running sandbox, the only case the policy
+   * looks at them, and not at all for reconciliation alone.
+   */
+  private async facts(row: SessionRow, running: Set<string>, withCheckpoints = true): Promise<SessionFacts & { newestId: string | null }> {
+    const checkpoints = withCheckpoints && row.status === 'running' && row.sandboxId ? await this.deps.store.listCheckpoints(row.id) : [];
     const newestFull = checkpoints.filter((c) => c.kind === 'full').at(-1);
     const newest = checkpoints.at(-1);
     return {
@@ -73,6 +78,7 @@ export class SessionUpkeep {
       fullTriedAt: this.fullTried.get(row.id) ?? null,
       unchangedAt: this.unchangedAt.get(row.id) ?? null,
       idleRefusedAt: this.idleRefusals.get(row.id) ?? null,
+      newestId: newest?.id ?? null,
     };
   }
 
@@ -108,9 +114,9 @@ export class SessionUpkeep {
   }
 
   /** A full checkpoint when one is due and processes run (else it is not due again for an interval), else an fs one when due and the volume changed. */
-  private async checkpointIfNeeded(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean): Promise<void> {
+  private async checkpointIfNeeded(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, newestId: string | null): Promise<void> {
     let changed: boolean | undefined;
-    const isChanged = async () => (changed ??= await this.changedSinceNewest(row));
+    const isChanged = async () => (changed ??= await this.changedSinceNewest(row, newestId));
     if (full === 'due' || (full === 'if-changed' && (await isChanged()))) {
       if (await this.hasRunningProcess(row)) {
         await this.autoCheckpoint(row, 'full');
@@ -122,10 +128,9 @@ export class SessionUpkeep {
     if (fs && (await isChanged())) await this.autoCheckpoint(row, 'fs');
   }
 
-  /** Whether the volume was written since the newest checkpoint; when it was not, the interval starts again from now. */
-  private async changedSinceNewest(row: SessionRow): Promise<boolean> {
-    const newest = (await this.deps.store.listCheckpoints(row.id)).at(-1);
-    if (!newest || (await (await this.deps.nodes.forVolume(row)).volumeChanged(row.id, newest.id))) return true;
+  /** Whether the volume was written since the newest checkpoint (`newestId`, read in this turn); when it was not, the interval starts again from now. */
+  private async changedSinceNewest(row: SessionRow, newestId: string | null): Promise<boolean> {
+    if (!newestId || (await (await this.deps.nodes.forVolume(row)).volumeChanged(row.id, newestId))) return true;
     this.unchangedAt.set(row.id, this.deps.now());
     this.deps.metrics.inc('checkpoints_skipped_unchanged');
     return false;

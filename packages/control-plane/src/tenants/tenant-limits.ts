@@ -30,7 +30,7 @@ export const defaultTenantLimits: TenantLimitOptions = {
   maxCheckpointGb: 100,
 };
 
-/** The setting that raises each limit, named in every refusal. */
+/** The setting that raises each limit, named in every refusal (and declared under that name in settings.ts). */
 export const limitSettings: Record<TenantLimitName, string> = {
   sessions: 'SPACE_TENANT_MAX_SESSIONS',
   concurrentCreates: 'SPACE_TENANT_MAX_CONCURRENT_CREATES',
