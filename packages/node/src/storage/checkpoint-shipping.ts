@@ -81,6 +81,16 @@ function produce(child: ChildProcess, what: string): { output: Readable; done: P
   return { output, done };
 }
 
+/** OBJECT_CORRUPT unless what was read of the object is what was stored. */
+function checkReadBack(digest: Digest, object: StoredObject): void {
+  const sha256 = digest.sha256();
+  if (digest.bytes === object.bytes && sha256 === object.sha256) return;
+  throw new SpaceError(
+    ErrorCode.OBJECT_CORRUPT,
+    `object ${object.key} read back as ${digest.bytes} bytes (sha256 ${sha256.slice(0, 12)}…), not the ${object.bytes} (${object.sha256.slice(0, 12)}…) stored`,
+  );
+}
+
 /**
  * A child of the node's own, in a process group of its own: the terminal's Ctrl-C reaches the
  * node, which decides what to stop, and not the `btrfs send` or `tar` it is in the middle of.
@@ -267,21 +277,25 @@ export class CheckpointShipping {
     const child = start();
     const done = finished(child, what);
     const digest = new Digest();
+    const read = pipeline(body, digest, toStdin(child));
     try {
-      await Promise.all([pipeline(body, digest, toStdin(child)), done]);
+      await Promise.all([read, done]);
     } catch (err) {
-      body.destroy();
       child.kill();
       await done.catch(() => undefined);
+      // A child that refused its stream may have been fed a short or changed object (a store that
+      // served less than it stored): the rest is read on, to the end, to say which of the two failed.
+      if (
+        await read.then(
+          () => true,
+          () => false,
+        )
+      )
+        checkReadBack(digest, object);
+      body.destroy();
       throw err;
     }
-    const sha256 = digest.sha256();
-    if (digest.bytes !== object.bytes || sha256 !== object.sha256) {
-      throw new SpaceError(
-        ErrorCode.OBJECT_CORRUPT,
-        `object ${object.key} read back as ${digest.bytes} bytes (sha256 ${sha256.slice(0, 12)}…), not the ${object.bytes} (${object.sha256.slice(0, 12)}…) stored`,
-      );
-    }
+    checkReadBack(digest, object);
   }
 
   private basesDir(): string {

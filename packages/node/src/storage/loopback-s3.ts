@@ -1,6 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { S3rverStore } from 's3rver';
 
 /**
  * An S3-compatible server on loopback (s3rver) with one bucket, for tests and `space cluster up`
@@ -15,6 +20,7 @@ export async function startLoopbackS3(
   const directory = options.directory ?? mkdtempSync(path.join(tmpdir(), 'space-s3-'));
   mkdirSync(directory, { recursive: true, mode: 0o700 });
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: bucket }] });
+  writeWholeBeforeAnswering(server.store);
   const { port } = await server.run();
   return {
     endpoint: `http://127.0.0.1:${port}`,
@@ -24,4 +30,48 @@ export async function startLoopbackS3(
       if (!options.directory) rmSync(directory, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * s3rver 3.7 answers a PUT (of an object or of a part) once its bytes have passed its digest, while
+ * they may still be on their way to the file: a GET that follows at once, or the concatenation of
+ * the parts when the upload completes, can read a short file and serve it as the whole object (a
+ * node then received a base that ended mid-command: "btrfs receive ... short read from stream").
+ * S3 promises read-after-write, so here both write their file whole, under another name renamed
+ * into place, before they answer.
+ */
+function writeWholeBeforeAnswering(store: S3rverStore): void {
+  store.putObject = async (object) => {
+    const written = await writeWhole(object.content, store.getResourcePath(object.bucket, object.key, 'object'));
+    await store.putMetadata(object.bucket, object.key, object.metadata, written.md5);
+    return written;
+  };
+  store.putPart = async (bucketName, uploadId, partNumber, content) => {
+    const partPath = path.join(store.getResourcePath(bucketName, undefined, 'uploads'), uploadId, String(partNumber));
+    const written = await writeWhole(content, partPath);
+    await writeFile(`${partPath}.md5`, written.md5);
+    return written;
+  };
+}
+
+async function writeWhole(content: Buffer | Readable, file: string): Promise<{ size: number; md5: string }> {
+  await mkdir(path.dirname(file), { recursive: true });
+  const md5 = createHash('md5');
+  let size = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      md5.update(chunk);
+      size += chunk.length;
+      callback(null, chunk);
+    },
+  });
+  const partial = `${file}.writing`;
+  try {
+    await pipeline(Buffer.isBuffer(content) ? Readable.from([content]) : content, counted, createWriteStream(partial));
+    await rename(partial, file);
+  } catch (err) {
+    await rm(partial, { force: true });
+    throw err;
+  }
+  return { size, md5: md5.digest('hex') };
 }
