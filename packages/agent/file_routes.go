@@ -9,24 +9,6 @@ import (
 // The file routes of the sandbox API: paths are checked as the protocol's schemas check them, then
 // resolved inside the sandbox by the file service.
 
-// replyOK writes {"ok": true} unless the operation failed.
-func replyOK(w http.ResponseWriter, err error) error {
-	if err != nil {
-		return err
-	}
-	writeJSON(w, 200, map[string]bool{"ok": true})
-	return nil
-}
-
-// reply writes the operation's result unless it failed.
-func reply[T any](w http.ResponseWriter, value T, err error) error {
-	if err != nil {
-		return err
-	}
-	writeJSON(w, 200, value)
-	return nil
-}
-
 func (a *agent) removeFile(w http.ResponseWriter, r *http.Request) error {
 	p, values, err := queryPath(r.URL, "recursive")
 	if err != nil {

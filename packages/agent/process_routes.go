@@ -2,9 +2,12 @@ package main
 
 import (
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 )
+
+var processInstanceShape = regexp.MustCompile(`^[0-9a-f]{16}$`)
 
 // The process routes of the sandbox API: exec (buffered or in the background), signals, re-attach,
 // and the exec and PTY streams, whose first message starts the process.

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -25,28 +22,7 @@ type agent struct {
 	token   string // replaced when an agent restored from a memory image serves a new sandbox
 }
 
-var bearer = regexp.MustCompile(`(?i)^Bearer\s+(\S{1,512})$`)
-
-func (a *agent) authorized(r *http.Request) bool {
-	match := bearer.FindStringSubmatch(strings.TrimSpace(r.Header.Get("Authorization")))
-	if match == nil {
-		return false
-	}
-	a.tokenMu.Lock()
-	token := a.token
-	a.tokenMu.Unlock()
-	// Hashing first makes the lengths equal, so the comparison takes constant time.
-	given, want := sha256.Sum256([]byte(match[1])), sha256.Sum256([]byte(token))
-	return subtle.ConstantTimeCompare(given[:], want[:]) == 1
-}
-
-var (
-	processPath          = regexp.MustCompile(`^/processes/([0-9]{1,9})/(signal|attach)$`)
-	channelToken         = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	processInstanceShape = regexp.MustCompile(`^[0-9a-f]{16}$`)
-	hostnameShape        = regexp.MustCompile(`^space-[a-z0-9]{1,32}$`)
-	machineIDShape       = regexp.MustCompile(`^[0-9a-f]{32}$`)
-)
+var processPath = regexp.MustCompile(`^/processes/([0-9]{1,9})/(signal|attach)$`)
 
 func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(r.RequestURI) > limitMaxUrlLength {
@@ -131,99 +107,4 @@ func (a *agent) route(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return newError(codeRouteNotFound, "no route for %s %s", r.Method, truncate(path, 200))
-}
-
-// readJSON reads a strict JSON body into v and runs check on it.
-func readJSON(r *http.Request, v any, check func() error) error {
-	data, err := readBody(r.Body)
-	if err != nil {
-		return err
-	}
-	if err := decodeStrict(data, v, "request body"); err != nil {
-		return err
-	}
-	if check != nil {
-		if err := check(); err != nil {
-			return newError(codeValidationFailed, "invalid request body: %v", err)
-		}
-	}
-	return nil
-}
-
-// Node agent only (not in sandboxRoutes, so never relayed): around full checkpoints and restores.
-func (a *agent) quiesce(w http.ResponseWriter, r *http.Request) error {
-	if blockers := a.channel.Blockers(); len(blockers) > 0 {
-		return newError(codeFullCheckpointRefused, "cannot save this sandbox's memory now: %s", strings.Join(blockers, "; "))
-	}
-	a.channel.Quiesce(connOf(r))
-	writeJSON(w, 200, map[string]int{"daemonPid": os.Getpid()})
-	return nil
-}
-
-func (a *agent) rebind(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		Token      string            `json:"token"`
-		Env        map[string]string `json:"env"`
-		Identity   *sandboxIdentity  `json:"identity"`
-		NewSession *bool             `json:"newSession"`
-		Cwd        *string           `json:"cwd"`
-	}
-	check := func() error {
-		switch {
-		case !channelToken.MatchString(body.Token):
-			return errString("token must be 64 hex digits")
-		case body.Env == nil || body.NewSession == nil:
-			return errString("env and newSession are required")
-		case body.Identity != nil && !hostnameShape.MatchString(body.Identity.Hostname):
-			return errString("identity.hostname is malformed")
-		case body.Identity != nil && body.Identity.MachineID != "" && !machineIDShape.MatchString(body.Identity.MachineID):
-			return errString("identity.machineId is malformed")
-		case body.Cwd != nil && *body.Cwd != "" && !validDefaultCwd(*body.Cwd):
-			return errString("cwd must be an absolute path without \"..\" segments")
-		}
-		return checkEnv(body.Env)
-	}
-	if err := readJSON(r, &body, check); err != nil {
-		return err
-	}
-	if body.Identity != nil {
-		if err := applyIdentity(*body.Identity); err != nil {
-			return newError(codeInternal, "cannot take on the sandbox identity: %v", err)
-		}
-	}
-	a.processes.setSessionEnv(body.Env)
-	if body.Cwd != nil {
-		a.processes.setDefaultCwd(*body.Cwd)
-	}
-	if *body.NewSession {
-		a.processes.forgetFinished()
-	}
-	a.tokenMu.Lock()
-	a.token = body.Token
-	a.tokenMu.Unlock()
-	writeJSON(w, 200, map[string]bool{"ok": true})
-	return nil
-}
-
-// withStream upgrades the request to a WebSocket and runs serve on it; the stream counts as
-// attached (blocking full checkpoints) until serve returns.
-func (a *agent) withStream(w http.ResponseWriter, r *http.Request, serve func(ws *wsConn)) error {
-	ws, err := upgradeWebSocket(w, r)
-	if err != nil {
-		return err
-	}
-	a.channel.StreamOpened()
-	go func() {
-		defer a.channel.StreamClosed()
-		defer ws.drop()
-		serve(ws)
-	}()
-	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

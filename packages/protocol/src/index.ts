@@ -10,6 +10,8 @@ export * from './shipping.js';
 export * from './templates.js';
 export * from './node-api.js';
 export * from './sandbox-routes.js';
+export * from './api-route.js';
+export * from './node-routes.js';
 export * from './path-pattern.js';
 export * from './ids.js';
 export * from './checkpoints.js';

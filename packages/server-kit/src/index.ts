@@ -18,6 +18,7 @@ export { Upstream } from './upstream.js';
 export { readBounded, type BoundedReadOptions } from './bounded-read.js';
 export { relaySockets, holdMessages, closeWithError, type RelayOptions } from './socket-relay.js';
 export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';
+export { serveRoute, type RouteHandler, type ServeRoute } from './serve-route.js';
 export { SingleFlight } from './single-flight.js';
 export { KeyedQueue, type QueueWait } from './keyed-queue.js';
 export { writeFreshFile } from './fresh-file.js';

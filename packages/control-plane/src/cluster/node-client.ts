@@ -1,39 +1,29 @@
-import type { z } from 'zod';
 import type { Readable } from 'node:stream';
 import {
-  NodeImageImportedSchema,
-  type TemplateConfig,
-  type NodeCreateVolumeRequest,
-  NodeVolumeUsageSchema,
-  EgressAuditListSchema,
-  ErrorCode,
-  OkSchema,
-  type SessionEgressConfig,
-  NodeCheckpointSchema,
-  NodeHealthSchema,
-  SandboxInfoSchema,
-  SandboxInfoListSchema,
-  SandboxMetricsSchema,
-  type SandboxMetrics,
-  ListeningPortsSchema,
-  type ListeningPort,
-  type Service,
-  ServiceStoppedSchema,
-  ProcessListSchema,
-  type ProcessList,
+  type ApiRoute,
   type CheckpointKind,
-  type SandboxRoute,
-  NodeCheckpointListSchema,
-  NodeVolumeChangedSchema,
+  type ListeningPort,
   type NodeCheckpoint,
   type NodeCheckpointList,
+  type NodeCreateVolumeRequest,
   type NodeHealth,
+  ErrorCode,
+  ProcessListSchema,
+  type ProcessList,
+  type RouteCall,
+  type RouteReply,
   type SandboxInfo,
-  type StartSandboxRequest,
-  NodeShippedSchema,
+  type SandboxMetrics,
+  type SandboxRoute,
+  type Service,
+  type SessionEgressConfig,
   type ShipBase,
+  type StartSandboxRequest,
   type StoredObject,
-  StoredObjectSchema,
+  type TemplateConfig,
+  nodeRoutes,
+  nodeSandboxPrefix,
+  routeUrl,
 } from '@space/protocol';
 import { Upstream, forwardRoute, routePath, type HttpSandboxRoute, type ProxyTarget, type RequestContext, type UpgradeContext } from '@space/server-kit';
 import type { WebSocket } from 'ws';
@@ -66,85 +56,91 @@ export class NodeClient {
     };
   }
 
+  /** One operation of the node API, as protocol's `nodeRoutes` declares it; its reply checked with the route's schema. */
+  private call<R extends ApiRoute>(route: R, ...[input]: unknown extends RouteCall<R> ? [RouteCall<R>?] : [RouteCall<R>]): Promise<RouteReply<R>> {
+    const { params, body, query } = (input ?? {}) as { params?: Record<string, string>; body?: unknown; query?: Record<string, unknown> };
+    return this.upstream.json(route.method, routeUrl(route, params, query), body, route.response, route.timeoutMs ? { timeoutMs: route.timeoutMs } : {});
+  }
+
   /** Starts a service in the running sandbox now. */
   async startService(sandboxId: string, service: Service): Promise<void> {
-    await this.upstream.json('POST', this.sandboxPath(sandboxId, '/services'), service, OkSchema);
+    await this.call(nodeRoutes.startService, { params: { sandboxId }, body: service });
   }
 
   /** Stops a service running in the sandbox; whether one ran. */
   async stopService(sandboxId: string, name: string): Promise<boolean> {
-    return (await this.upstream.json('DELETE', this.sandboxPath(sandboxId, `/services/${name}`), undefined, ServiceStoppedSchema)).stopped;
+    return (await this.call(nodeRoutes.stopService, { params: { sandboxId, name } })).stopped;
   }
 
   /** The ports something listens on in the sandbox. */
   async listeningPorts(sandboxId: string): Promise<ListeningPort[]> {
-    return (await this.upstream.json('GET', this.sandboxPath(sandboxId, '/ports'), undefined, ListeningPortsSchema)).ports;
+    return (await this.call(nodeRoutes.listeningPorts, { params: { sandboxId } })).ports;
   }
 
   health(): Promise<NodeHealth> {
-    return this.upstream.json('GET', '/node/v1/health', undefined, NodeHealthSchema, { timeoutMs: 5000 });
+    return this.call(nodeRoutes.health);
   }
 
   startSandbox(request: StartSandboxRequest): Promise<SandboxInfo> {
-    return this.upstream.json('POST', '/node/v1/sandboxes', request, SandboxInfoSchema);
+    return this.call(nodeRoutes.startSandbox, { body: request });
   }
 
   /** The sandboxes serving sessions on the node now. */
   async listSandboxes(): Promise<SandboxInfo[]> {
-    return (await this.upstream.json('GET', '/node/v1/sandboxes', undefined, SandboxInfoListSchema, { timeoutMs: 10_000 })).sandboxes;
+    return (await this.call(nodeRoutes.listSandboxes)).sandboxes;
   }
 
-  /** The processes the sandbox's daemon started. */
+  /** The processes the sandbox's daemon started (a sandbox operation, relayed by the node). */
   processes(sandboxId: string): Promise<ProcessList> {
     return this.upstream.json('GET', this.sandboxPath(sandboxId, '/processes'), undefined, ProcessListSchema);
   }
 
   sandboxInfo(sandboxId: string): Promise<SandboxInfo> {
-    return this.upstream.json('GET', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}`, undefined, SandboxInfoSchema);
+    return this.call(nodeRoutes.sandboxInfo, { params: { sandboxId } });
   }
 
   /** What the sandbox uses now (CPU over a short window, memory, disk). */
   sandboxMetrics(sandboxId: string): Promise<SandboxMetrics> {
-    return this.upstream.json('GET', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}/metrics`, undefined, SandboxMetricsSchema);
+    return this.call(nodeRoutes.sandboxMetrics, { params: { sandboxId } });
   }
 
   stopSandbox(sandboxId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}`, undefined, OkSchema);
+    return this.call(nodeRoutes.stopSandbox, { params: { sandboxId } });
   }
 
   deleteVolume(sessionId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/volumes/${encodeURIComponent(sessionId)}`, undefined, OkSchema);
+    return this.call(nodeRoutes.deleteVolume, { params: { sessionId } });
   }
 
   /** `volumes`: the session's read-write volumes, copied with the checkpoint. */
   checkpoint(sessionId: string, checkpointId: string, kind: CheckpointKind, volumes: string[] = []): Promise<NodeCheckpoint> {
-    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/checkpoints`, { checkpointId, kind, volumes }, NodeCheckpointSchema);
+    return this.call(nodeRoutes.checkpoint, { params: { sessionId }, body: { checkpointId, kind, volumes } });
   }
 
   createNamedVolume(request: NodeCreateVolumeRequest): Promise<unknown> {
-    return this.upstream.json('POST', '/node/v1/named-volumes', request, OkSchema);
+    return this.call(nodeRoutes.createNamedVolume, { body: request });
   }
 
   deleteNamedVolume(volumeId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/named-volumes/${encodeURIComponent(volumeId)}`, undefined, OkSchema);
+    return this.call(nodeRoutes.deleteNamedVolume, { params: { volumeId } });
   }
 
-  async namedVolumeUsage(volumeId: string): Promise<z.infer<typeof NodeVolumeUsageSchema>['usage']> {
-    return (await this.upstream.json('GET', `/node/v1/named-volumes/${encodeURIComponent(volumeId)}/usage`, undefined, NodeVolumeUsageSchema)).usage;
+  async namedVolumeUsage(volumeId: string): Promise<RouteReply<typeof nodeRoutes.namedVolumeUsage>['usage']> {
+    return (await this.call(nodeRoutes.namedVolumeUsage, { params: { volumeId } })).usage;
   }
 
   /** `flushSession`: the session mounting it read-write, whose sandbox's writes are synced first. */
   snapshotNamedVolume(volumeId: string, snapshotId: string, flushSession?: string): Promise<unknown> {
-    return this.upstream.json('POST', `/node/v1/named-volumes/${encodeURIComponent(volumeId)}/snapshots`, { snapshotId, flushSession }, OkSchema);
+    return this.call(nodeRoutes.snapshotNamedVolume, { params: { volumeId }, body: { snapshotId, flushSession } });
   }
 
   /** Puts a checkpoint's copy of `sourceVolumeId` in place of the volume's files. */
   restoreNamedVolume(volumeId: string, checkpointId: string, sourceVolumeId: string): Promise<unknown> {
-    return this.upstream.json('POST', `/node/v1/named-volumes/${encodeURIComponent(volumeId)}/restore`, { checkpointId, sourceVolumeId }, OkSchema);
+    return this.call(nodeRoutes.restoreNamedVolume, { params: { volumeId }, body: { checkpointId, sourceVolumeId } });
   }
 
   deleteVolumeSnapshot(snapshotId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/volume-snapshots/${encodeURIComponent(snapshotId)}`, undefined, OkSchema);
+    return this.call(nodeRoutes.deleteVolumeSnapshot, { params: { snapshotId } });
   }
 
   /**
@@ -152,82 +148,73 @@ export class NodeClient {
    * checkpoint, the next sandbox starts from its memory.
    */
   restoreVolume(sessionId: string, checkpointId: string): Promise<unknown> {
-    return this.upstream.json('POST', `/node/v1/volumes/${encodeURIComponent(sessionId)}/restore`, { checkpointId }, OkSchema);
+    return this.call(nodeRoutes.restoreVolume, { params: { sessionId }, body: { checkpointId } });
   }
 
   /** Whether the session's volume was written since `checkpointId` was taken of it (true when unknown). */
   async volumeChanged(sessionId: string, checkpointId: string): Promise<boolean> {
-    const { changed } = await this.upstream.json(
-      'GET',
-      `/node/v1/volumes/${encodeURIComponent(sessionId)}/changed?since=${encodeURIComponent(checkpointId)}`,
-      undefined,
-      NodeVolumeChangedSchema,
-    );
-    return changed;
+    return (await this.call(nodeRoutes.volumeChanged, { params: { sessionId }, query: { since: checkpointId } })).changed;
   }
 
   listCheckpoints(): Promise<NodeCheckpointList> {
-    return this.upstream.json('GET', '/node/v1/checkpoints', undefined, NodeCheckpointListSchema);
+    return this.call(nodeRoutes.listCheckpoints);
   }
 
   deleteCheckpoint(checkpointId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}`, undefined, OkSchema);
+    return this.call(nodeRoutes.deleteCheckpoint, { params: { checkpointId } });
   }
 
   /** Makes `baseId` a full copy of a checkpoint on the node in the object store. */
   createBase(baseId: string, fromCheckpointId: string): Promise<StoredObject> {
-    return this.upstream.json('POST', '/node/v1/bases', { baseId, fromCheckpointId }, StoredObjectSchema);
+    return this.call(nodeRoutes.createBase, { body: { baseId, fromCheckpointId } });
   }
 
   deleteBase(baseId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/bases/${encodeURIComponent(baseId)}`, undefined, OkSchema);
+    return this.call(nodeRoutes.deleteBase, { params: { baseId } });
   }
 
   /** Stores a checkpoint on the node in the object store as its difference to `base`. */
   async shipCheckpoint(checkpointId: string, base: ShipBase): Promise<StoredObject[]> {
-    return (await this.upstream.json('POST', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}/ship`, { base }, NodeShippedSchema)).objects;
+    return (await this.call(nodeRoutes.shipCheckpoint, { params: { checkpointId }, body: { base } })).objects;
   }
 
   /** Brings a checkpoint from the object store onto the node (its base first). */
   fetchCheckpoint(checkpointId: string, base: ShipBase, objects: StoredObject[]): Promise<unknown> {
-    return this.upstream.json('POST', `/node/v1/checkpoints/${encodeURIComponent(checkpointId)}/fetch`, { base, objects }, OkSchema);
+    return this.call(nodeRoutes.fetchCheckpoint, { params: { checkpointId }, body: { base, objects } });
   }
 
   deleteObjects(keys: string[]): Promise<unknown> {
-    return this.upstream.json('POST', '/node/v1/objects/delete', { keys }, OkSchema);
+    return this.call(nodeRoutes.deleteObjects, { body: { keys } });
   }
 
   /** Makes template version `templateId` from a checkpoint on the node. */
   createTemplate(templateId: string, checkpointId: string): Promise<unknown> {
-    return this.upstream.json('POST', '/node/v1/templates', { templateId, checkpointId }, OkSchema);
+    return this.call(nodeRoutes.createTemplate, { body: { templateId, checkpointId } });
   }
 
   /** Makes template version `templateId` from an image archive streamed to the node; the image's config comes back. */
   async importImage(templateId: string, archive: Readable, length: string | undefined): Promise<TemplateConfig> {
+    const route = nodeRoutes.importImage;
     const headers: Record<string, string> = { 'content-type': 'application/x-tar', ...(length ? { 'content-length': length } : {}) };
-    const reply = await this.upstream.send('POST', `/node/v1/templates/${encodeURIComponent(templateId)}/image`, archive, headers);
-    return (await this.upstream.readJsonReply(reply, NodeImageImportedSchema, 1024 * 1024)).config;
+    const reply = await this.upstream.send(route.method, routeUrl(route, { templateId }), archive, headers);
+    return (await this.upstream.readJsonReply(reply, route.response, 1024 * 1024)).config;
   }
 
   /** Makes template version `templateId` from an image in a registry (`docker://…`), where the node can reach one. */
   async pullImage(templateId: string, image: string): Promise<TemplateConfig> {
-    return (
-      await this.upstream.json('POST', `/node/v1/templates/${encodeURIComponent(templateId)}/pull`, { image }, NodeImageImportedSchema, {
-        timeoutMs: 3_600_000,
-      })
-    ).config;
+    return (await this.call(nodeRoutes.pullImage, { params: { templateId }, body: { image } })).config;
   }
 
   deleteTemplate(templateId: string): Promise<unknown> {
-    return this.upstream.json('DELETE', `/node/v1/templates/${encodeURIComponent(templateId)}`, undefined, OkSchema);
+    return this.call(nodeRoutes.deleteTemplate, { params: { templateId } });
   }
 
   configureEgress(sessionId: string, config: SessionEgressConfig): Promise<unknown> {
-    return this.upstream.json('PUT', `/node/v1/sessions/${encodeURIComponent(sessionId)}/egress`, config, OkSchema);
+    return this.call(nodeRoutes.configureEgress, { params: { sessionId }, body: config });
   }
 
-  egressAudit(sessionId: string, limit: number): Promise<z.infer<typeof EgressAuditListSchema>> {
-    return this.upstream.json('GET', `/node/v1/sessions/${encodeURIComponent(sessionId)}/egress/audit?limit=${limit}`, undefined, EgressAuditListSchema);
+  egressAudit(sessionId: string, limit: number): Promise<RouteReply<typeof nodeRoutes.egressAudit>> {
+    return this.call(nodeRoutes.egressAudit, { params: { sessionId }, query: { limit } });
   }
 
   /** Forwards a validated sandbox operation of the public API to the sandbox and relays the reply. */
@@ -241,7 +228,7 @@ export class NodeClient {
   }
 
   private sandboxPath(sandboxId: string, opPath: string): string {
-    return `/node/v1/sandboxes/${encodeURIComponent(sandboxId)}${opPath}`;
+    return routeUrl({ path: nodeSandboxPrefix }, { sandboxId }) + opPath;
   }
 
   close(): void {

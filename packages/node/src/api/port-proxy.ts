@@ -1,13 +1,13 @@
-import { ErrorCode, ListeningPortsSchema, PreviewPortSchema, SandboxLayout, SpaceError, type ListeningPort } from '@space/protocol';
+import { ErrorCode, PreviewPortSchema, SandboxLayout, SpaceError, nodePortProxyPath, nodeRoutes, type ListeningPort } from '@space/protocol';
 import {
   type Router,
   type RequestContext,
   parseWith,
   proxyRequest,
   proxyUpgrade,
-  sendJson,
   waitForListener,
   type ProxyTarget,
+  type ServeRoute,
   type UpgradeContext,
 } from '@space/server-kit';
 import type { SandboxManager } from '../sandbox/sandbox-manager.js';
@@ -28,7 +28,7 @@ export const forwardedAuthorizationHeader = 'x-space-forwarded-authorization';
  * proxied to the sandbox's address on its link, both ways streamed. Nothing listening there
  * within a few seconds: 502 PORT_NOT_LISTENING. And the ports something listens on.
  */
-export function registerPortProxy(router: Router, manager: SandboxManager, authorize: (ctx: { req: RequestContext['req'] }) => void): void {
+export function registerPortProxy(router: Router, manager: SandboxManager, authorize: (ctx: { req: RequestContext['req'] }) => void, serve: ServeRoute): void {
   const target = async (ctx: UpgradeContext): Promise<{ live: LiveSandbox; to: ProxyTarget }> => {
     authorize(ctx);
     const port = parseWith(PreviewPortSchema, ctx.params.port, 'port');
@@ -53,7 +53,7 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
       },
     };
   };
-  router.proxy('/node/v1/sandboxes/:sandboxId/ports/:port/*', {
+  router.proxy(nodePortProxyPath, {
     request: async (ctx) => {
       const { to } = await target(ctx);
       await proxyRequest(ctx.req, ctx.res, to);
@@ -71,11 +71,10 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
     },
   });
 
-  router.on('GET', '/node/v1/sandboxes/:sandboxId/ports', async (ctx) => {
-    authorize(ctx);
-    const live = await manager.getAlive(ctx.params.sandboxId!);
+  serve(nodeRoutes.listeningPorts, async ({ params }) => {
+    const live = await manager.getAlive(params.sandboxId);
     const { stdout } = await callDaemon(live, () => manager.run(live, ['cat', '/proc/net/tcp', '/proc/net/tcp6']));
-    sendJson(ctx.res, 200, ListeningPortsSchema.parse({ ports: listeningPorts(stdout) }));
+    return { ports: listeningPorts(stdout) };
   });
 }
 

@@ -1,4 +1,4 @@
-import { ErrorCode, ServerStreamMessageSchema, WatchEventSchema, isSpaceError, sandboxRoutes } from '@space/protocol';
+import { ErrorCode, ServerStreamMessageSchema, WatchEventSchema, isSpaceError, nodeSandboxPrefix, sandboxRoutes } from '@space/protocol';
 import {
   type Router,
   closeWithError,
@@ -21,7 +21,7 @@ import { callDaemon, onSandboxDeath } from '../sandbox/daemon-calls.js';
  */
 export function registerSandboxProxy(router: Router, manager: SandboxManager, authorize: (ctx: { req: RequestContext['req'] }) => void): void {
   for (const route of sandboxRoutes) {
-    const pattern = `/node/v1/sandboxes/:sandboxId${route.path}`;
+    const pattern = `${nodeSandboxPrefix}${route.path}`;
     if (route.kind === 'websocket') {
       const guard = async (ctx: UpgradeContext): Promise<void> => {
         authorize(ctx);
