@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import type { z } from 'zod';
 import {
@@ -14,12 +14,11 @@ import {
   E2bSnapshotSchema,
   E2bTimeoutSchema,
   Limits,
-  findRoute,
   TemplateNameSchema,
 } from '@space/protocol';
 import { type EgressPolicy, isSpaceApiError, type Session, type SessionHandle, type Space } from '@space/sdk';
-import { parseQuery, readBody, parseWith } from '@space/server-kit';
-import { E2bError, toE2bError } from './errors.js';
+import { type ErrorShape, Router, type ServerLog, parseQuery, readBody, parseWith } from '@space/server-kit';
+import { E2bError, sendE2bError, toE2bError } from './errors.js';
 import { createdSandbox, e2bState, listedSandbox, sandboxDetail } from './sandbox-view.js';
 
 type Reply = { status: number; body?: unknown; headers?: Record<string, string> };
@@ -300,21 +299,28 @@ async function createSandbox(space: Space, request: z.output<typeof E2bNewSandbo
   return { status: 201, body: createdSandbox(session.data, await session.createToken()) };
 }
 
+/** E2B's error shape for the router: `{code, message}` with E2B's statuses, SPACE's error code in the message. */
+const e2bErrors: ErrorShape = {
+  status: (err) => toE2bError(err).status,
+  send: (res, err) => sendE2bError(res, toE2bError(err)),
+};
+
 /**
- * Serves one request of E2B's control API with `space` (a client with the caller's key). Answers
- * E2B's shapes: `{code, message}` errors with E2B's statuses, SPACE's error code in the message.
+ * E2B's control API under `prefix`, on server-kit's router: each route is answered with `space`
+ * for the caller's key (`X-API-Key`), in E2B's shapes.
  */
-export async function serveControlApi(space: Space, req: IncomingMessage, res: ServerResponse, url: URL, path: string): Promise<void> {
-  const found = findRoute(routes, req.method ?? '', path);
-  if (!found) throw new E2bError(404, `no E2B route ${req.method} ${path} (docs/e2b.md lists what SPACE serves)`);
-  if (!('route' in found)) throw new E2bError(405, `${req.method} is not allowed on ${path}`);
-  let reply: Reply;
-  try {
-    reply = await found.route.handler({ space, params: found.params, url, req });
-  } catch (err) {
-    throw toE2bError(err);
+export function createControlApi(prefix: string, spaceFor: (key: string) => Space, log: ServerLog): Router {
+  const router = new Router({ log, service: 'e2b', errors: e2bErrors });
+  for (const route of routes) {
+    router.on(route.method, prefix + route.path, async ({ req, res, url, params }) => {
+      const key = req.headers['x-api-key'];
+      if (typeof key !== 'string' || key.length === 0 || key.length > 512)
+        throw new E2bError(401, 'missing API key: send "X-API-Key: <key>" (a SPACE API key; E2B_API_KEY in E2B clients)');
+      const reply = await route.handler({ space: spaceFor(key), params, url, req });
+      const text = reply.body === undefined ? '' : JSON.stringify(reply.body);
+      res.writeHead(reply.status, { ...reply.headers, ...(text ? { 'content-type': 'application/json' } : {}), 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+    });
   }
-  const text = reply.body === undefined ? '' : JSON.stringify(reply.body);
-  res.writeHead(reply.status, { ...reply.headers, ...(text ? { 'content-type': 'application/json' } : {}), 'content-length': Buffer.byteLength(text) });
-  res.end(text);
+  return router;
 }

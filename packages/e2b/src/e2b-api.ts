@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Limits } from '@space/protocol';
 import { Space } from '@space/sdk';
-import { sendJson } from '@space/server-kit';
-import { serveControlApi } from './control-api.js';
-import { E2bError, sendE2bError, toE2bError } from './errors.js';
+import { lineLog, sendJson } from '@space/server-kit';
+import { createControlApi } from './control-api.js';
+import { sendE2bError, toE2bError } from './errors.js';
 import { filesystemService } from './envd/filesystem-service.js';
 import { serveEnvdHttp } from './envd/files-http.js';
 import { connectHandler } from './envd/connect-handler.js';
@@ -54,6 +54,7 @@ export function createE2bApi(options: E2bApiOptions): E2bApi {
     fallback: (req, res) => sendJson(res, 404, { code: 'unimplemented', message: `${req.url?.slice(0, 200)} is not served by SPACE's envd API` }),
   });
 
+  const control = createControlApi(e2bPrefix, spaceFor, lineLog(options.log));
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
       const url = new URL(req.url ?? '/', 'http://local');
@@ -62,10 +63,7 @@ export function createE2bApi(options: E2bApiOptions): E2bApi {
         envdRpc(req, res);
         return;
       }
-      const key = req.headers['x-api-key'];
-      if (typeof key !== 'string' || key.length === 0 || key.length > 512)
-        throw new E2bError(401, 'missing API key: send "X-API-Key: <key>" (a SPACE API key; E2B_API_KEY in E2B clients)');
-      await serveControlApi(spaceFor(key), req, res, url, url.pathname.slice(e2bPrefix.length));
+      await control.handle(req, res);
     } catch (err) {
       sendE2bError(res, toE2bError(err));
     }

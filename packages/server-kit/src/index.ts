@@ -10,6 +10,7 @@ export {
   type Handler,
   type SocketHandler,
   type UpgradeGuard,
+  type ErrorShape,
 } from './router.js';
 export { bearerToken, secretsEqual } from './auth.js';
 export { listen, closeServer, type ConnectionBounds } from './listen.js';

@@ -35,7 +35,19 @@ export interface RouterOptions {
    * (schemas, docs). Mounted handlers answer for their own prefix.
    */
   table?: readonly { method: string; path: string }[];
+  /**
+   * How a request's error is answered, for an API of another shape (E2B's): its status (a 500 is
+   * logged with its cause) and its reply. SPACE's `{error: {code, message}}` by default.
+   */
+  errors?: ErrorShape;
 }
+
+export interface ErrorShape {
+  status(err: unknown): number;
+  send(res: ServerResponse, err: unknown, requestId: string): void;
+}
+
+const spaceErrors: ErrorShape = { status: (err) => toSpaceError(err).status, send: sendError };
 
 export type Handler = (ctx: RequestContext) => Promise<void> | void;
 export type SocketHandler = (ws: WebSocket, ctx: UpgradeContext) => void;
@@ -154,7 +166,9 @@ export class Router {
       if (found) throw new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, `${req.method} is not allowed on ${url.pathname}`);
       throw new SpaceError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${url.pathname}`);
     } catch (err) {
-      sendError(res, this.logged(err, req, requestId), requestId);
+      const errors = this.options.errors ?? spaceErrors;
+      this.logIfInternal(err, errors.status(err), req, requestId);
+      errors.send(res, err, requestId);
     }
   };
 
@@ -186,7 +200,9 @@ export class Router {
       }
       throw new SpaceError(ErrorCode.ROUTE_NOT_FOUND, `no WebSocket route for ${url.pathname}`);
     } catch (err) {
-      rejectUpgrade(socket, this.logged(err, req, requestId), requestId);
+      const e = toSpaceError(err);
+      this.logIfInternal(err, e.status, req, requestId);
+      rejectUpgrade(socket, e, requestId);
     }
   };
 
@@ -201,11 +217,9 @@ export class Router {
   }
 
   /** The error as the client will see it; a 500 (our own bug, never the client's) is logged with its cause. */
-  private logged(err: unknown, req: IncomingMessage, requestId: string): SpaceError {
-    const e = toSpaceError(err);
-    if (e.status === 500)
-      this.options.log.error(`${requestId} ${req.method} ${(req.url ?? '').slice(0, 200)}: ${e.code}: ${(err as Error)?.stack ?? e.message}`);
-    return e;
+  /** A 500 is the server's own fault: its cause goes to the log under the request id the client saw. */
+  private logIfInternal(err: unknown, status: number, req: IncomingMessage, requestId: string): void {
+    if (status === 500) this.options.log.error(`${requestId} ${req.method} ${(req.url ?? '').slice(0, 200)}: ${(err as Error)?.stack ?? String(err)}`);
   }
 }
 
