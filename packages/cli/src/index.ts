@@ -1,1 +1,1 @@
-export { LocalCluster, type LocalClusterOptions, type ClusterMember } from './cluster/local-cluster.js';
+export { LocalCluster, clusterPostgresDir, type LocalClusterOptions, type ClusterMember } from './cluster/local-cluster.js';

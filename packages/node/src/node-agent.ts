@@ -60,6 +60,7 @@ export class NodeAgent {
   private starter: SandboxStarter | null = null;
   private pool: WarmPool | null = null;
   private gateway: EgressGateway | null = null;
+  private shipping: CheckpointShipping | null = null;
   private dns: DnsResponder | null = null;
   private sweeper: NodeJS.Timeout | null = null;
   private memoryWatch: MemoryWatch | null = null;
@@ -189,6 +190,7 @@ export class NodeAgent {
       objects: config.objectStore,
       log,
     });
+    this.shipping = shipping;
     const partial = await shipping.removePartialReceives();
     if (partial) log.info(`removed ${partial} checkpoint(s) an interrupted fetch left half received`);
     const incomplete = await checkpointStore.removeIncomplete();
@@ -243,6 +245,9 @@ export class NodeAgent {
   async stop(): Promise<void> {
     if (this.server) await closeServer(this.server);
     this.server = null;
+    // A send or receive under way holds a subvolume open: the storage could not be unmounted under it.
+    await this.shipping?.stop();
+    this.shipping = null;
     if (this.sweeper) clearInterval(this.sweeper);
     this.memoryWatch?.stop();
     this.memoryWatch = null;

@@ -33,6 +33,11 @@ export interface ClusterMember {
 
 const readyWithin = 600_000;
 
+/** Where the cluster of data directory `dataDir` keeps its PostgreSQL's data (see `LocalCluster.postgresDir`). */
+export function clusterPostgresDir(dataDir: string): string {
+  return path.join('/var/lib/postgresql/space-clusters', createHash('sha256').update(path.join(dataDir, 'cluster')).digest('hex').slice(0, 12));
+}
+
 /**
  * A whole cluster on one machine, for trying it and for tests: one PostgreSQL on loopback, M control
  * planes on consecutive ports sharing it, and N node agents, each with its own data directory and
@@ -56,7 +61,7 @@ export class LocalCluster {
    * the server cannot enter the data directory (root only). One per data directory.
    */
   get postgresDir(): string {
-    return path.join('/var/lib/postgresql/space-clusters', createHash('sha256').update(this.root).digest('hex').slice(0, 12));
+    return clusterPostgresDir(this.options.dataDir);
   }
 
   /** The node agents' names (their ids): node-1 … node-N. */

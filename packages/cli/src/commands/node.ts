@@ -14,7 +14,11 @@ export async function nodeOnly(): Promise<void> {
     if (stopping) return;
     stopping = true;
     await heartbeat?.stop();
-    await node.stop().catch((err) => log.error(String(err)));
+    // A stop that left something behind (storage still mounted) is not a clean one: the exit code says so.
+    await node.stop().catch((err) => {
+      log.error(`node stop: ${String(err)}`);
+      exitCode = 1;
+    });
     process.exit(exitCode);
   };
   process.on('SIGINT', () => void stop());

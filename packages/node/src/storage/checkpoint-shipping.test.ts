@@ -178,27 +178,44 @@ async function childRunning(words: string[]): Promise<number> {
   throw new Error(`no child running ${words.join(' ')}`);
 }
 
+/** A node whose store is slow to start reading (a send's child fills its pipe and waits meanwhile), and a checkpoint of 8 MiB on it. */
+async function sendToASlowStore(dir: string) {
+  const inner = new FileObjectStore(path.join(scratch, dir));
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const slow: ObjectStore = {
+    description: 'a slow store',
+    put: async (key, body) => (await held, inner.put(key, body)),
+    get: (key) => inner.get(key),
+    delete: (key) => inner.delete(key),
+  };
+  const a = node(volumes[0]!, slow);
+  const volume = a.volume.dir('volumes', id('ses'));
+  await subvolumes.create(volume);
+  await writeFile(path.join(volume, 'big'), randomBytes(8 * 2 ** 20));
+  const checkpoint = id('ckp');
+  await a.checkpoints.take(volume, checkpoint);
+  return { a, checkpoint, release };
+}
+
+test('a stopping node ends the sends under way (they hold its storage busy) and starts none after', async () => {
+  const { a, checkpoint, release } = await sendToASlowStore('objects-stopped');
+  const shipping = a.shipping.createBase(id('bse'), checkpoint);
+  shipping.catch(() => undefined);
+  const pid = await childRunning(['btrfs', 'send']);
+  await a.shipping.stop();
+  assert.equal(existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('btrfs'), false, 'the send has ended');
+  release();
+  await assert.rejects(shipping, /btrfs send of .* failed/);
+  await assert.rejects(a.shipping.createBase(id('bse'), checkpoint), { code: 'NODE_UNAVAILABLE', message: /stopping/ });
+});
+
 test('a btrfs send that a Ctrl-C ends while its object is being stored fails the shipment cleanly, never the node', async () => {
   const unhandled: unknown[] = [];
   const onUnhandled = (reason: unknown): void => void unhandled.push(reason);
   process.on('unhandledRejection', onUnhandled);
   try {
-    const inner = new FileObjectStore(path.join(scratch, 'objects-interrupted'));
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    // A store that is slow to start reading: the send's child fills its pipe and waits meanwhile.
-    const slow: ObjectStore = {
-      description: 'a slow store',
-      put: async (key, body) => (await held, inner.put(key, body)),
-      get: (key) => inner.get(key),
-      delete: (key) => inner.delete(key),
-    };
-    const a = node(volumes[0]!, slow);
-    const volume = a.volume.dir('volumes', id('ses'));
-    await subvolumes.create(volume);
-    await writeFile(path.join(volume, 'big'), randomBytes(8 * 2 ** 20));
-    const checkpoint = id('ckp');
-    await a.checkpoints.take(volume, checkpoint);
+    const { a, checkpoint, release } = await sendToASlowStore('objects-interrupted');
     const baseId = id('bse');
     const shipping = a.shipping.createBase(baseId, checkpoint);
     process.kill(await childRunning(['btrfs', 'send', baseId]), 'SIGINT');

@@ -81,6 +81,22 @@ function produce(child: ChildProcess, what: string): { output: Readable; done: P
   return { output, done };
 }
 
+/**
+ * SIGTERM, then SIGKILL after 10 s; resolves once the child has exited (not once its pipes are
+ * drained: the output of a send whose store stopped reading never is).
+ */
+function endChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
 /** OBJECT_CORRUPT unless what was read of the object is what was stored. */
 function checkReadBack(digest: Digest, object: StoredObject): void {
   const sha256 = digest.sha256();
@@ -89,14 +105,6 @@ function checkReadBack(digest: Digest, object: StoredObject): void {
     ErrorCode.OBJECT_CORRUPT,
     `object ${object.key} read back as ${digest.bytes} bytes (sha256 ${sha256.slice(0, 12)}…), not the ${object.bytes} (${object.sha256.slice(0, 12)}…) stored`,
   );
-}
-
-/**
- * A child of the node's own, in a process group of its own: the terminal's Ctrl-C reaches the
- * node, which decides what to stop, and not the `btrfs send` or `tar` it is in the middle of.
- */
-function spawnOwn(command: string, args: string[], stdio: ['ignore' | 'pipe', 'ignore' | 'pipe', 'pipe']): ChildProcess {
-  return spawn(command, args, { stdio, detached: true });
 }
 
 /**
@@ -110,6 +118,9 @@ function spawnOwn(command: string, args: string[], stdio: ['ignore' | 'pipe', 'i
 export class CheckpointShipping {
   /** One receive per base or checkpoint at a time: forks side by side may all need the same ones. */
   private readonly receiving = new KeyedQueue();
+  /** The btrfs and tar children under way: a stopping node ends them, or they keep its storage busy and it cannot be unmounted. */
+  private readonly children = new Set<ChildProcess>();
+  private stopping = false;
 
   constructor(private readonly deps: CheckpointShippingDeps) {}
 
@@ -135,7 +146,7 @@ export class CheckpointShipping {
     const stored = [await this.send(objects, `checkpoints/${checkpointId}.send`, snapshot, this.basePath(base.id))];
     const image = this.deps.checkpoints.imageDir(checkpointId);
     if (await pathExists(image)) {
-      const tar = spawnOwn('tar', ['-C', image, '-cf', '-', '.'], ['ignore', 'pipe', 'pipe']);
+      const tar = this.spawnOwn('tar', ['-C', image, '-cf', '-', '.'], ['ignore', 'pipe', 'pipe']);
       stored.push(await this.storeOutput(objects, `checkpoints/${checkpointId}.memory.tar`, tar, `tar of ${checkpointId}'s memory image`));
     }
     return stored;
@@ -162,7 +173,7 @@ export class CheckpointShipping {
         await this.receive(
           objects,
           image,
-          () => spawnOwn('tar', ['-C', partial, '-xf', '-'], ['pipe', 'ignore', 'pipe']),
+          () => this.spawnOwn('tar', ['-C', partial, '-xf', '-'], ['pipe', 'ignore', 'pipe']),
           `untar of ${checkpointId}'s memory image`,
         );
         await rename(partial, this.deps.checkpoints.imageDir(checkpointId));
@@ -178,6 +189,15 @@ export class CheckpointShipping {
       throw err;
     }
     this.deps.log.info(`checkpoint ${checkpointId} fetched from ${objects.description}`);
+  }
+
+  /**
+   * Ends every child under way (their shipments and fetches fail, as interrupted ones do; what a
+   * receive left is removed at the next start) and waits for them; nothing new starts after.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all([...this.children].map((child) => endChild(child)));
   }
 
   /** Deletes a base's local copy (its object goes with `deleteObjects`). */
@@ -209,6 +229,20 @@ export class CheckpointShipping {
     return removed;
   }
 
+  /**
+   * A child of the node's own, in a process group of its own: the terminal's Ctrl-C reaches the
+   * node, which decides what to stop, and not the `btrfs send` or `tar` it is in the middle of.
+   */
+  private spawnOwn(command: string, args: string[], stdio: ['ignore' | 'pipe', 'ignore' | 'pipe', 'pipe']): ChildProcess {
+    if (this.stopping) throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, 'the node is stopping');
+    const child = spawn(command, args, { stdio, detached: true });
+    this.children.add(child);
+    const forget = (): void => void this.children.delete(child);
+    child.once('exit', forget);
+    child.once('error', forget);
+    return child;
+  }
+
   private objects(): ObjectStore {
     if (!this.deps.objects) throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, 'this node has no object store (set SPACE_OBJECT_STORE)');
     return this.deps.objects;
@@ -223,7 +257,7 @@ export class CheckpointShipping {
 
   /** `btrfs send` of a read-only subvolume (as a difference to `parent`) into the object store. */
   private send(objects: ObjectStore, key: string, subvolume: string, parent: string | null): Promise<StoredObject> {
-    const child = spawnOwn('btrfs', ['send', '-q', ...(parent ? ['-p', parent] : []), subvolume], ['ignore', 'pipe', 'pipe']);
+    const child = this.spawnOwn('btrfs', ['send', '-q', ...(parent ? ['-p', parent] : []), subvolume], ['ignore', 'pipe', 'pipe']);
     return this.storeOutput(objects, key, child, `btrfs send of ${path.basename(subvolume)}`);
   }
 
@@ -254,7 +288,7 @@ export class CheckpointShipping {
       await this.receive(
         objects,
         object,
-        () => spawnOwn('btrfs', ['receive', '-e', path.dirname(target)], ['pipe', 'ignore', 'pipe']),
+        () => this.spawnOwn('btrfs', ['receive', '-e', path.dirname(target)], ['pipe', 'ignore', 'pipe']),
         `btrfs receive of ${path.basename(target)}`,
       );
     } catch (err) {
