@@ -45,7 +45,7 @@ export function HistoryPanel({ session, onChange }: { session: SessionDetail; on
         <button type="button" onClick={() => act(async () => void (await json('POST', `${base}/checkpoints`, { kind: 'full' })))}>
           Checkpoint with memory
         </button>
-        <button type="button" onClick={() => act(async () => void (await json('POST', `${base}/sandbox/kill`)))}>
+        <button class="danger" type="button" onClick={() => act(async () => void (await json('POST', `${base}/sandbox/kill`)))}>
           Kill the sandbox
         </button>
       </form>

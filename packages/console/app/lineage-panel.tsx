@@ -68,7 +68,7 @@ export function LineagePanel({ session, changes }: { session: SessionDetail; cha
     <section aria-label="Lineage">
       <ErrorAlert error={error} />
       {truncated && <p>Only the newest {maxSessions} sessions are drawn.</p>}
-      <svg width={width} height={Math.max(1, nodes.length) * rowHeight + 10} role="img" aria-label={`Lineage of ${session.id}`}>
+      <svg class="chart" width={width} height={Math.max(1, nodes.length) * rowHeight + 10} role="img" aria-label={`Lineage of ${session.id}`}>
         {nodes.flatMap((n) =>
           (n.session.checkpoints ?? []).flatMap((c, i) =>
             nodes
@@ -78,8 +78,7 @@ export function LineagePanel({ session, changes }: { session: SessionDetail; cha
                   key={`${c.id}-${child.session.id}`}
                   // From the checkpoint's dot down to the fork's box, entering it from the right.
                   d={`M ${dotX(n, i)} ${n.row * rowHeight + 24} C ${dotX(n, i)} ${child.row * rowHeight + 24}, ${dotX(n, i)} ${child.row * rowHeight + 24}, ${child.depth * indent + boxWidth} ${child.row * rowHeight + 24}`}
-                  fill="none"
-                  stroke="#8888"
+                  class="edge"
                 />
               )),
           ),
@@ -93,10 +92,9 @@ export function LineagePanel({ session, changes }: { session: SessionDetail; cha
                 width={boxWidth}
                 height={32}
                 rx={6}
-                fill={n.session.id === session.id ? '#2d6cdf' : '#8882'}
-                stroke="#888"
+                class={n.session.id === session.id ? 'box current' : 'box'}
               />
-              <text x={n.depth * indent + 8} y={n.row * rowHeight + 29} fill={n.session.id === session.id ? '#fff' : 'currentColor'} font-size="12">
+              <text x={n.depth * indent + 8} y={n.row * rowHeight + 29} class={n.session.id === session.id ? 'box-label current' : 'box-label'}>
                 {n.session.id} · {n.session.status}
               </text>
             </a>
@@ -108,7 +106,7 @@ export function LineagePanel({ session, changes }: { session: SessionDetail; cha
                 cx={dotX(n, i)}
                 cy={n.row * rowHeight + 24}
                 r={chosen === c.id ? 9 : 7}
-                fill={c.kind === 'full' ? '#c80' : '#4a4'}
+                class={`checkpoint-${c.kind}`}
                 tabIndex={0}
                 role="button"
                 aria-label={`Checkpoint ${c.id} (${c.kind})`}

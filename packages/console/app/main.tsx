@@ -29,6 +29,13 @@ function page(route: string, session: string | undefined) {
   return <SessionsPage />;
 }
 
+const pages = [
+  ['/sessions', 'Sessions'],
+  ['/templates', 'Templates'],
+  ['/secrets', 'Secrets'],
+  ['/metrics', 'Metrics'],
+] as const;
+
 function App() {
   // null until the API has said whether the console's cookie still signs in.
   const [signedIn, setSignedIn] = useState<boolean | null>(null);
@@ -41,10 +48,13 @@ function App() {
     <>
       <header>
         <strong>SPACE</strong>
-        <a href="#/sessions">Sessions</a>
-        <a href="#/templates">Templates</a>
-        <a href="#/secrets">Secrets</a>
-        <a href="#/metrics">Metrics</a>
+        <nav aria-label="Pages">
+          {pages.map(([path, name]) => (
+            <a key={path} href={`#${path}`} aria-current={route === path || route.startsWith(`${path}/`) ? 'page' : undefined}>
+              {name}
+            </a>
+          ))}
+        </nav>
         <span class="spacer" />
         <button type="button" onClick={() => void signOut().then(() => setSignedIn(false))}>
           Sign out

@@ -29,9 +29,9 @@ function Chart({ title, points }: { title: string; points: number[] }) {
       <figcaption>
         {title}: {points.at(-1) ?? 0} (max {max})
       </figcaption>
-      <svg width={width} height={height} role="img" aria-label={title}>
-        <rect width={width} height={height} fill="#8881" />
-        <path d={d} fill="none" stroke="#2d6cdf" stroke-width="1.5" />
+      <svg class="chart" width={width} height={height} role="img" aria-label={title}>
+        <rect class="plot" width={width} height={height} />
+        <path class="line" d={d} />
       </svg>
     </figure>
   );

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
-import { ErrorAlert, TableHead } from './ui.js';
+import { EmptyState, ErrorAlert, TableHead } from './ui.js';
 
 interface Secret {
   name: string;
@@ -51,29 +51,33 @@ export function SecretsPage() {
         <button type="submit">Set</button>
       </form>
       <ErrorAlert error={error} />
-      <table>
-        <TableHead columns={['Name', 'Hosts', 'Placeholder', 'Updated']} actions />
-        <tbody>
-          {secrets.map((s) => (
-            <tr key={s.name} data-secret={s.name}>
-              <td>{s.name}</td>
-              <td>{s.hosts.join(', ')}</td>
-              <td>
-                <code>{s.placeholder}</code>
-              </td>
-              <td>{new Date(s.updatedAt).toLocaleString()}</td>
-              <td>
-                <button type="button" onClick={() => (setName(s.name), setHosts(s.hosts.join(', ')))}>
-                  Rotate
-                </button>{' '}
-                <button type="button" aria-label={`Delete secret ${s.name}`} onClick={() => remove(s.name)}>
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      {secrets.length === 0 ? (
+        <EmptyState title="No secrets.">Set one above: its value never enters a sandbox.</EmptyState>
+      ) : (
+        <table>
+          <TableHead columns={['Name', 'Hosts', 'Placeholder', 'Updated']} actions />
+          <tbody>
+            {secrets.map((s) => (
+              <tr key={s.name} data-secret={s.name}>
+                <td>{s.name}</td>
+                <td>{s.hosts.join(', ')}</td>
+                <td>
+                  <code>{s.placeholder}</code>
+                </td>
+                <td>{new Date(s.updatedAt).toLocaleString()}</td>
+                <td>
+                  <button type="button" onClick={() => (setName(s.name), setHosts(s.hosts.join(', ')))}>
+                    Rotate
+                  </button>{' '}
+                  <button type="button" class="danger" aria-label={`Delete secret ${s.name}`} onClick={() => remove(s.name)}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
     </section>
   );
 }

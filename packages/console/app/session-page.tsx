@@ -7,7 +7,7 @@ import { FilesPanel } from './files-panel.js';
 import { HistoryPanel } from './history-panel.js';
 import type { SessionDetail } from './session-detail.js';
 import { SessionTerminal } from './terminal.js';
-import { ErrorAlert, TableHead } from './ui.js';
+import { ErrorAlert, Loading, StatusBadge, TableHead } from './ui.js';
 
 const tabs = ['Terminal', 'Files', 'Processes', 'History', 'Lineage', 'Egress'] as const;
 type Tab = (typeof tabs)[number];
@@ -85,11 +85,11 @@ export function SessionPage({ id }: { id: string }) {
     setChanges((n) => n + 1);
   });
   if (error && !session) return <ErrorAlert error={error} />;
-  if (!session) return <p>Loading…</p>;
+  if (!session) return <Loading />;
   return (
     <section aria-labelledby="session-title">
       <h1 id="session-title">
-        {session.id} <small class={`status-${session.status}`}>{session.status}</small>
+        <span class="mono">{session.id}</span> <StatusBadge status={session.status} />
       </h1>
       <p>
         Template {session.template}

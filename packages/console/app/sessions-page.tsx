@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
 import { useTenantEvents } from './events.js';
-import { ErrorAlert, TableHead } from './ui.js';
+import { EmptyState, ErrorAlert, Loading, StatusBadge, TableHead } from './ui.js';
 
 interface SessionRow {
   id: string;
@@ -77,9 +77,11 @@ export function SessionsPage() {
       </form>
       <ErrorAlert error={error} />
       {sessions === null ? (
-        <p>Loading…</p>
+        <Loading />
       ) : shown.length === 0 ? (
-        <p>No sessions.</p>
+        <EmptyState title={filter ? 'No session matches the filter.' : 'No sessions.'}>
+          {!filter && 'Create one above, or with the API, the SDK or `space create`.'}
+        </EmptyState>
       ) : (
         <table>
           <TableHead columns={['Session', 'Status', 'Template', 'Node', 'Age', 'Last checkpoint', 'Forked from']} actions />
@@ -89,14 +91,16 @@ export function SessionsPage() {
                 <td>
                   <a href={`#/sessions/${s.id}`}>{s.id}</a>
                 </td>
-                <td class={`status-${s.status}`}>{s.status}</td>
+                <td>
+                  <StatusBadge status={s.status} />
+                </td>
                 <td>{s.template}</td>
                 <td>{s.nodeId ?? '-'}</td>
                 <td>{age(s.createdAt)}</td>
                 <td>{s.lastCheckpointAt ? `${age(s.lastCheckpointAt)} ago` : '-'}</td>
                 <td>{s.parentCheckpointId ?? '-'}</td>
                 <td>
-                  <button type="button" aria-label={`Delete ${s.id}`} onClick={() => remove(s.id)}>
+                  <button type="button" class="danger" aria-label={`Delete ${s.id}`} onClick={() => remove(s.id)}>
                     Delete
                   </button>
                 </td>

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
 import { parseMetrics } from './metrics-text.js';
-import { ErrorAlert, TableHead } from './ui.js';
+import { EmptyState, ErrorAlert, TableHead } from './ui.js';
 
 interface Template {
   name: string;
@@ -53,7 +53,7 @@ export function TemplatesPage() {
               <td>{t.createdAt ? new Date(t.createdAt).toLocaleString() : ''}</td>
               <td>
                 {!t.builtIn && (
-                  <button type="button" aria-label={`Delete template ${t.name}`} onClick={() => remove(t.name)}>
+                  <button type="button" class="danger" aria-label={`Delete template ${t.name}`} onClick={() => remove(t.name)}>
                     Delete
                   </button>
                 )}
@@ -63,17 +63,21 @@ export function TemplatesPage() {
         </tbody>
       </table>
       <h2>Warm pools</h2>
-      <table>
-        <TableHead columns={['Template', 'Ready sandboxes']} />
-        <tbody>
-          {pools.map(([template, ready]) => (
-            <tr key={template}>
-              <td>{template}</td>
-              <td>{ready}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+      {pools.length === 0 ? (
+        <EmptyState title="No warm pools.">Sandboxes boot for each new session (set SPACE_POOL_SIZE to keep some ready).</EmptyState>
+      ) : (
+        <table>
+          <TableHead columns={['Template', 'Ready sandboxes']} />
+          <tbody>
+            {pools.map(([template, ready]) => (
+              <tr key={template}>
+                <td>{template}</td>
+                <td>{ready}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
     </section>
   );
 }

@@ -1,3 +1,5 @@
+import type { ComponentChildren } from 'preact';
+
 /** An error from the API, announced to screen readers. */
 export function ErrorAlert({ error }: { error: string | null }) {
   return error ? (
@@ -22,5 +24,46 @@ export function TableHead({ columns, actions = false }: { columns: string[]; act
         )}
       </tr>
     </thead>
+  );
+}
+
+/** What a status means, for its colour: serving, on its way, gone wrong, or at rest. */
+const tones: Record<string, 'good' | 'waiting' | 'bad'> = {
+  running: 'good',
+  ready: 'good',
+  succeeded: 'good',
+  allowed: 'good',
+  starting: 'waiting',
+  building: 'waiting',
+  queued: 'waiting',
+  paused: 'waiting',
+  draining: 'waiting',
+  failed: 'bad',
+  lost: 'bad',
+  denied: 'bad',
+  error: 'bad',
+};
+
+/** A status (of a session, a build, a node) as a badge coloured by what it means. */
+export function StatusBadge({ status }: { status: string }) {
+  const tone = tones[status];
+  return <span class={tone ? `badge ${tone}` : 'badge'}>{status}</span>;
+}
+
+/** What a list shows when it has nothing: what is missing and, when there is one, the next step. */
+export function EmptyState({ title, children }: { title: string; children?: ComponentChildren }) {
+  return (
+    <div class="empty">
+      <strong>{title}</strong>
+      {children}
+    </div>
+  );
+}
+
+export function Loading() {
+  return (
+    <p class="loading" aria-live="polite">
+      Loading…
+    </p>
   );
 }

@@ -1,3 +1,4 @@
+// E2B's control API as one table of routes onto SPACE's API, with the translations they share: over ~300 lines because E2B's API is.
 import type { IncomingMessage } from 'node:http';
 import { isIP } from 'node:net';
 import type { z } from 'zod';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { type Browser, type Page, chromium } from 'playwright-core';
@@ -8,8 +8,16 @@ import { Api } from './client.js';
 import { type RunningPlatform, repoRoot } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
-/** Where the test leaves its screenshots (README and docs/console.md show some). */
+/** Where the test leaves its screenshots. */
 const artifacts = path.join(repoRoot, 'test-artifacts/console');
+/** The README's and docs/console.md's screenshots, taken again by every run so they show the console as it is. */
+const docImages = path.join(repoRoot, 'docs/images');
+
+/** A screenshot into the artifacts and, when `docImage` names one, over the docs' image of that name. */
+async function shoot(page: Page, name: string, docImage?: string): Promise<void> {
+  await page.screenshot({ path: path.join(artifacts, name) });
+  if (docImage) copyFileSync(path.join(artifacts, name), path.join(docImages, docImage));
+}
 
 /** The web console in Debian's chromium, driven by playwright-core: every step through the real UI and API. */
 describe('web console', () => {
@@ -61,7 +69,7 @@ describe('web console', () => {
     await page.keyboard.type('echo hi-from-the-$((6*7))-console > /tmp/proof; cat /tmp/proof\n');
     await page.locator('.xterm-rows', { hasText: 'hi-from-the-42-console' }).waitFor({ timeout: 20_000 });
     assert.equal((await api.exec(sessionId, 'cat /tmp/proof')).stdout, 'hi-from-the-42-console\n', 'the command really ran in the sandbox');
-    await page.screenshot({ path: path.join(artifacts, 'session-terminal.png') });
+    await shoot(page, 'session-terminal.png', 'console-session.png');
 
     // Files: upload through the file input, see it listed, download it again.
     await page.getByRole('tab', { name: 'Files' }).click();
@@ -70,7 +78,7 @@ describe('web console', () => {
     assert.equal((await api.exec(sessionId, 'cat /workspace/notes.txt')).stdout, 'written in the browser\n');
     const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download notes.txt' }).click()]);
     assert.equal(readFileSync((await download.path())!, 'utf8'), 'written in the browser\n');
-    await page.screenshot({ path: path.join(artifacts, 'session-files.png') });
+    await shoot(page, 'session-files.png');
 
     // History: a checkpoint, then two forks of it.
     await page.getByRole('tab', { name: 'History' }).click();
@@ -84,13 +92,13 @@ describe('web console', () => {
     for (const id of forks) made.push({ api, id });
     assert.equal(forks.length, 2);
     for (const id of forks) assert.equal((await api.call('GET', `/v1/sessions/${id}`)).body.parentCheckpointId, checkpointId);
-    await page.screenshot({ path: path.join(artifacts, 'session-history.png') });
+    await shoot(page, 'session-history.png');
 
     // The lineage graph: the session and its two forks, drawn from the checkpoint.
     await page.getByRole('tab', { name: 'Lineage' }).click();
     await page.locator(`[data-lineage-session="${forks[1]}"]`).waitFor({ timeout: 20_000 });
     assert.equal(await page.locator('[data-lineage-session]').count(), 3);
-    await page.screenshot({ path: path.join(artifacts, 'session-lineage.png') });
+    await shoot(page, 'session-lineage.png', 'console-lineage.png');
 
     // Kill the sandbox: the history records its death (events, no reload), then the resume a call makes.
     await page.getByRole('tab', { name: 'History' }).click();
@@ -99,7 +107,7 @@ describe('web console', () => {
     await api.exec(sessionId, 'true');
     await page.locator('[data-sandbox]').nth(1).waitFor({ timeout: 20_000 });
     await page.locator(`[data-timeline-sandbox]`).nth(1).waitFor();
-    await page.screenshot({ path: path.join(artifacts, 'session-timeline.png') });
+    await shoot(page, 'session-timeline.png');
 
     // Restore from the console: the sandbox is replaced, the history says why.
     await page.getByRole('button', { name: `Restore ${checkpointId}` }).click();
@@ -109,7 +117,20 @@ describe('web console', () => {
     // The sessions list shows all three; its keyboard order reaches each link.
     await page.goto(`${platform.url}/console#/sessions`);
     for (const id of [sessionId, ...forks]) await page.locator(`[data-session="${id}"]`).waitFor();
-    await page.screenshot({ path: path.join(artifacts, 'sessions.png') });
+    await shoot(page, 'sessions.png', 'console-sessions.png');
+    // Dark mode follows the system's setting: the same page in the dark palette.
+    const background = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const light = await background();
+    await page.emulateMedia({ colorScheme: 'dark' });
+    const dark = await background();
+    const brightness = (rgb: string) =>
+      rgb
+        .match(/\d+/g)!
+        .slice(0, 3)
+        .reduce((sum, c) => sum + Number(c), 0) / 3;
+    assert.ok(brightness(light) > 200 && brightness(dark) < 60, `light ${light}, dark ${dark}`);
+    await shoot(page, 'sessions-dark.png', 'console-sessions-dark.png');
+    await page.emulateMedia({ colorScheme: 'light' });
 
     // Another tenant: none of it; a wrong key: refused at sign-in.
     const stranger = await signedIn((await newTenant('console-stranger')).key);
@@ -147,7 +168,7 @@ describe('web console', () => {
       .click();
     await page.locator('[data-attached] .xterm-rows', { hasText: 'tick <b>bold</b>' }).waitFor({ timeout: 20_000 });
     assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined, 'no script ran');
-    await page.screenshot({ path: path.join(artifacts, 'session-processes.png') });
+    await shoot(page, 'session-processes.png');
   });
 
   test("secrets (values write-only), a session's egress policy, templates with their pools, and metrics charts", { timeout: 120_000 }, async () => {
@@ -164,7 +185,7 @@ describe('web console', () => {
     await page.locator('[data-secret="GITHUB_TOKEN"]').waitFor();
     assert.doesNotMatch((await page.content()) ?? '', /ghp_never_shown/, 'the value is write-only');
     assert.deepEqual((await api.call('GET', '/v1/secrets')).body.secrets[0].hosts, ['api.github.com']);
-    await page.screenshot({ path: path.join(artifacts, 'secrets.png') });
+    await shoot(page, 'secrets.png');
 
     await page.goto(`${platform.url}/console#/sessions/${session.id}`);
     await page.getByRole('tab', { name: 'Egress' }).click();
@@ -177,16 +198,16 @@ describe('web console', () => {
       domains: ['api.github.com', '*.pypi.org'],
       cidrs: [],
     });
-    await page.screenshot({ path: path.join(artifacts, 'session-egress.png') });
+    await shoot(page, 'session-egress.png');
 
     await page.getByRole('link', { name: 'Templates' }).click();
     await page.locator('[data-template="tiny"]').waitFor();
     assert.match((await page.locator('[data-template="tiny"]').textContent()) ?? '', /built-in/);
-    await page.screenshot({ path: path.join(artifacts, 'templates.png') });
+    await shoot(page, 'templates.png');
 
     await page.getByRole('link', { name: 'Metrics' }).click();
     await page.getByRole('img', { name: 'Sandbox starts' }).waitFor();
-    await page.screenshot({ path: path.join(artifacts, 'metrics.png') });
+    await shoot(page, 'metrics.png');
   });
 
   test("the event stream tells a tenant of its sessions and checkpoints as they change, and nothing of another tenant's", { timeout: 120_000 }, async () => {

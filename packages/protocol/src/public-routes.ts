@@ -1,3 +1,4 @@
+// The public API's route table, one entry per operation (the reference is generated from it): a table read whole, longer than ~300 lines because the API is.
 import { z } from 'zod';
 import {
   CheckpointListSchema,

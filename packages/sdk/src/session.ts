@@ -1,3 +1,4 @@
+// A session's handle: one method per session operation of the API (files, exec, streams, checkpoints, previews), mirroring it, over ~300 lines because the API is.
 import { Readable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { FileWatch } from './file-watch.js';

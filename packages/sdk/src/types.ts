@@ -1,3 +1,4 @@
+// The SDK's public types in one file: what a user of the SDK reads to learn the API's shapes, longer than ~300 lines because the API is.
 /** Shapes of the API (docs/api.md). */
 export interface SessionData {
   id: string;

@@ -1,3 +1,4 @@
+// A Dockerfile build from start to its template (steps, cache, heartbeat, cancel, the build session): one flow read top to bottom; parsing, context and step running are in files of their own.
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { CreateSessionRequestSchema, ErrorCode, SpaceError, newId, type CreateTemplateRequest, type TemplateBuild, type TemplateConfig } from '@space/protocol';

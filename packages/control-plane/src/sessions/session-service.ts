@@ -1,3 +1,4 @@
+// A session's lifecycle in one unit (create, start, resume, kill, delete, a lost node) because every step runs in the session's lifecycle turn and reads the same row: over ~300 lines for that.
 import { ErrorCode, SandboxLayout, SpaceError, newId, type CreateSessionRequest, type Resources, type SandboxMetrics, type Session } from '@space/protocol';
 import type { Caller } from '../tenants/auth.js';
 import type { Activity } from './activity.js';

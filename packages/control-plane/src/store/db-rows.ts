@@ -1,3 +1,4 @@
+// One mapping per table from the engines' rows to the store's: a list of small functions, kept together so the column names are read in one place.
 import type { StoredObject } from '@space/protocol';
 import type {
   ApiKeyRow,

@@ -1,3 +1,4 @@
+// Every query of the store, written once for both engines (SQLite, PostgreSQL): the transactions that span tables are why it is one class, over ~300 lines.
 import type { StoredObject } from '@space/protocol';
 import {
   toCheckpoint,

@@ -1,3 +1,4 @@
+// The Store contract both engines implement, and the rows it speaks: one interface, longer than ~300 lines because it covers every table.
 import type {
   CheckpointKind,
   CheckpointVolume,

@@ -1,3 +1,4 @@
+// The API fuzzer (a test harness): request generation, mutation and the invariants checked after each, read as one.
 import { ClientStreamMessageSchema, ExecStreamStartSchema, PtyStartSchema, publicRoutes, type PublicRoute } from '@space/protocol';
 import { malformedFrames, sendRawFrame, sendRawRequest } from '@space/server-kit/testing';
 import { WebSocket } from 'ws';

@@ -1,3 +1,4 @@
+// The chaos run (a test harness): the workload, the faults and the final accounting, read as one.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Api, type ApiReply } from '../client.js';

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { PassThrough, type Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ErrorCode, SpaceError, type ShipBase, type StoredObject } from '@space/protocol';
 import { KeyedQueue } from '@space/server-kit';
@@ -11,6 +11,7 @@ import type { CheckpointStore } from './checkpoint-store.js';
 import { Digest, type ObjectStore } from './object-store.js';
 import type { Subvolumes } from './subvolumes.js';
 import { pathExists } from './path-exists.js';
+import { endChild, finished, produce, toStdin } from './child-pipes.js';
 
 export interface CheckpointShippingDeps {
   volume: BtrfsVolume;
@@ -19,82 +20,6 @@ export interface CheckpointShippingDeps {
   /** Null when `SPACE_OBJECT_STORE` is unset: every operation then says so. */
   objects: ObjectStore | null;
   log: Logger;
-}
-
-/** Waits for a child process to end; its stderr in the error when it fails. */
-function finished(child: ChildProcess, what: string): Promise<void> {
-  let stderr = '';
-  child.stderr?.on('data', (d: Buffer) => {
-    if (stderr.length < 4000) stderr += d.toString();
-  });
-  return new Promise((resolve, reject) => {
-    child.once('error', (err) => reject(new Error(`${what}: ${err.message}`)));
-    child.once('close', (code) => (code === 0 ? resolve() : reject(new Error(`${what} failed (exit ${code}): ${stderr.trim()}`))));
-  });
-}
-
-/**
- * The child's stdin as the end of a pipeline that reads its source to the end whatever the child
- * does: `tar -x` and `btrfs receive -e` exit (successfully) at their end marker and may close their
- * stdin before the last bytes (a tar's padding) are written, which failed the whole receive with a
- * premature close. What they leave unread still passes the digest, so the object is checked whole;
- * whether the child succeeded is its exit code's to say.
- */
-function toStdin(child: ChildProcess): Writable {
-  const stdin = child.stdin!;
-  let gone = false;
-  stdin.on('error', () => (gone = true));
-  stdin.once('close', () => (gone = true));
-  return new Writable({
-    write(chunk: Buffer, _encoding, callback) {
-      if (gone || stdin.write(chunk)) return callback();
-      const resume = (): void => {
-        stdin.off('drain', resume);
-        stdin.off('close', resume);
-        callback();
-      };
-      stdin.once('drain', resume);
-      stdin.once('close', resume);
-    },
-    final(callback) {
-      if (!gone) stdin.end();
-      callback();
-    },
-    destroy(err, callback) {
-      stdin.destroy();
-      callback(err);
-    },
-  });
-}
-
-/**
- * A child's output, taken at once: Node discards what a child wrote to a stdout nobody reads by the
- * time it exits, and a short send can exit before its consumer is ready. `done` is handled from the
- * start: a child that fails (a Ctrl-C reached it) while its output is still being stored must not
- * be an unhandled rejection, which ends the node with its sandboxes and mounts left behind.
- */
-function produce(child: ChildProcess, what: string): { output: Readable; done: Promise<void> } {
-  const output = new PassThrough();
-  child.stdout!.pipe(output);
-  const done = finished(child, what);
-  done.catch(() => undefined);
-  return { output, done };
-}
-
-/**
- * SIGTERM, then SIGKILL after 10 s; resolves once the child has exited (not once its pipes are
- * drained: the output of a send whose store stopped reading never is).
- */
-function endChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
 }
 
 /** OBJECT_CORRUPT unless what was read of the object is what was stored. */
