@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
-import { EmptyState, ErrorAlert, TableHead } from './ui.js';
+import { DeleteButton, EmptyState, ErrorAlert, TableHead } from './ui.js';
 
 interface Secret {
   name: string;
@@ -69,9 +69,7 @@ export function SecretsPage() {
                   <button type="button" onClick={() => (setName(s.name), setHosts(s.hosts.join(', ')))}>
                     Rotate
                   </button>{' '}
-                  <button type="button" class="danger" aria-label={`Delete secret ${s.name}`} onClick={() => remove(s.name)}>
-                    Delete
-                  </button>
+                  <DeleteButton label={`Delete secret ${s.name}`} onClick={() => remove(s.name)} />
                 </td>
               </tr>
             ))}

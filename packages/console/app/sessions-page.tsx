@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
 import { useTenantEvents } from './events.js';
-import { EmptyState, ErrorAlert, Loading, StatusBadge, TableHead } from './ui.js';
+import { DeleteButton, EmptyState, ErrorAlert, Loading, StatusBadge, TableHead } from './ui.js';
 
 interface SessionRow {
   id: string;
@@ -100,9 +100,7 @@ export function SessionsPage() {
                 <td>{s.lastCheckpointAt ? `${age(s.lastCheckpointAt)} ago` : '-'}</td>
                 <td>{s.parentCheckpointId ?? '-'}</td>
                 <td>
-                  <button type="button" class="danger" aria-label={`Delete ${s.id}`} onClick={() => remove(s.id)}>
-                    Delete
-                  </button>
+                  <DeleteButton label={`Delete ${s.id}`} onClick={() => remove(s.id)} />
                 </td>
               </tr>
             ))}

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
 import { parseMetrics } from './metrics-text.js';
-import { EmptyState, ErrorAlert, TableHead } from './ui.js';
+import { DeleteButton, EmptyState, ErrorAlert, TableHead } from './ui.js';
 
 interface Template {
   name: string;
@@ -51,13 +51,7 @@ export function TemplatesPage() {
               <td>{t.sessions}</td>
               <td>{t.config?.cmd ? (Array.isArray(t.config.cmd) ? t.config.cmd.join(' ') : t.config.cmd) : ''}</td>
               <td>{t.createdAt ? new Date(t.createdAt).toLocaleString() : ''}</td>
-              <td>
-                {!t.builtIn && (
-                  <button type="button" class="danger" aria-label={`Delete template ${t.name}`} onClick={() => remove(t.name)}>
-                    Delete
-                  </button>
-                )}
-              </td>
+              <td>{!t.builtIn && <DeleteButton label={`Delete template ${t.name}`} onClick={() => remove(t.name)} />}</td>
             </tr>
           ))}
         </tbody>

@@ -67,3 +67,12 @@ export function Loading() {
     </p>
   );
 }
+
+/** A row's delete button: styled as a danger, named for screen readers by what it deletes. */
+export function DeleteButton({ label, onClick }: { label: string; onClick: () => void }) {
+  return (
+    <button type="button" class="danger" aria-label={label} onClick={onClick}>
+      Delete
+    </button>
+  );
+}

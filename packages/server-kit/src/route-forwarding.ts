@@ -1,4 +1,4 @@
-import { Limits, type SandboxRoute } from '@space/protocol';
+import { Limits, type SandboxRoute, routeUrl } from '@space/protocol';
 import { parseQuery, readJson } from './body.js';
 import { sendJson } from './respond.js';
 import type { RequestContext } from './router.js';
@@ -18,7 +18,7 @@ export async function readRouteInput(route: HttpSandboxRoute, ctx: RequestContex
 
 /** Replaces `:name` segments of a route with the request's params. */
 export function routePath(route: SandboxRoute, params: Record<string, string>): string {
-  return route.path.replace(/:([a-zA-Z]+)/g, (_, name: string) => encodeURIComponent(params[name] ?? ''));
+  return routeUrl(route, params);
 }
 
 /**
