@@ -97,6 +97,19 @@ describe('E2B compatibility: the e2b SDK unchanged', () => {
     await sandbox.files.write('/tmp/e2b/gzipped.bin', new Blob([big]), { gzip: true });
     for (const name of ['streamed.bin', 'gzipped.bin'])
       assert.ok(Buffer.from(await sandbox.files.read(`/tmp/e2b/${name}`, { format: 'bytes' })).equals(big), name);
+    // A body that says gzip and is not: 400, and nothing written (the fuzzer's seed 217435213 got 503, "cannot reach SPACE").
+    const garbled = await fetch(`${opts.sandboxUrl}/files?path=${encodeURIComponent('/tmp/e2b/garbled.bin')}`, {
+      method: 'POST',
+      headers: {
+        'e2b-sandbox-id': sandbox.sandboxId,
+        'x-access-token': (sandbox as unknown as { envdAccessToken: string }).envdAccessToken,
+        'content-type': 'application/octet-stream',
+        'content-encoding': 'gzip',
+      },
+      body: new Uint8Array(4096).fill(7),
+    });
+    assert.equal(garbled.status, 400, await garbled.text());
+    assert.equal(await sandbox.files.exists('/tmp/e2b/garbled.bin'), false);
     await sandbox.files.remove('/tmp/e2b/streamed.bin');
     await sandbox.files.remove('/tmp/e2b/gzipped.bin');
     assert.deepEqual(Buffer.from(await sandbox.files.read('/tmp/e2b/a.txt', { format: 'bytes' })).toString(), 'alpha');

@@ -32,7 +32,13 @@ const unusableObject = new Set<string>([ErrorCode.OBJECT_NOT_FOUND, ErrorCode.OB
 export class SessionMover {
   constructor(private readonly deps: SessionMoverDeps) {}
 
-  /** Moves the session if the node holding its volume is lost; the moved row and what its history should tell, or null when it stays. */
+  /**
+   * Moves the session if the node holding its volume is lost; the moved row and what its history
+   * should tell, or null when it stays. The one question of loss that decides a move: asked here,
+   * in the session's lifecycle turn, of the volume's node, since a call that saw its sandbox's node
+   * fail (session-calls.ts asks only to know whether to forget that sandbox) may wait behind other
+   * operations, and the node may be back by then.
+   */
   async moveIfLost(row: SessionRow): Promise<{ row: SessionRow; note: string } | null> {
     const from = row.volumeNodeId;
     if (!from || !(await this.deps.nodes.isLost(from))) return null;

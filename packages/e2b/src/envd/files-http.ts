@@ -39,7 +39,12 @@ export async function serveEnvdHttp(spaceFor: SpaceFor, req: IncomingMessage, re
       if (!query.path) throw new E2bError(400, 'path is required');
       const encoding = req.headers['content-encoding'];
       if (encoding && encoding !== 'gzip' && encoding !== 'identity') throw new E2bError(415, `content-encoding ${encoding} is not supported (gzip is)`);
-      const entry = await sandbox.files.upload(query.path, encoding === 'gzip' ? req.pipe(createGunzip()) : req);
+      // A body that is not gzip fails the upload as a broken stream: it is the client's mistake, not SPACE unreachable.
+      let undecodable: Error | null = null;
+      const body = encoding === 'gzip' ? req.pipe(createGunzip()).once('error', (err) => (undecodable = err)) : req;
+      const entry = await sandbox.files.upload(query.path, body).catch((err: unknown) => {
+        throw undecodable ? new E2bError(400, `the body is not gzip (${(undecodable as Error).message}); nothing was written`) : err;
+      });
       sendJson(res, 200, [{ name: entry.name, type: 'file', path: entry.path }]);
       return true;
     }
