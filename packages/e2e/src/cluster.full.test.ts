@@ -16,6 +16,7 @@ const adminKey = `cluster-test-${process.pid}-${Date.now()}`;
 let cluster: LocalCluster;
 let apis: Api[];
 const sessions: string[] = [];
+const memberLines: string[] = [];
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -43,7 +44,9 @@ async function untilShipped(sessionId: string): Promise<void> {
 
 before(async () => {
   // A cluster of its own each run, removed after.
-  cluster = await smallCluster({ dataDir: `${testDataDir}-cluster`, adminKey });
+  // The members' last lines, for what a failure or a retried fetch left in their logs.
+  const output = (member: string, line: string): void => void (memberLines.push(`[${member}] ${line}`), memberLines.splice(0, memberLines.length - 500));
+  cluster = await smallCluster({ dataDir: `${testDataDir}-cluster`, adminKey, output });
   await cluster.start();
   apis = cluster.controlPlaneUrls.map((url) => new Api(url, adminKey));
 });
@@ -208,8 +211,11 @@ test('space node drain: every session of the node moves to the others with its f
     return JSON.parse((await run(process.execPath, [cliMain, ...args, '--json'], { env })).stdout);
   };
   const started = Date.now();
-  const result = await cli('node', 'drain', victim);
+  const result = await cli('node', 'drain', victim).catch((err: Error) => {
+    throw new Error(`${err.message}\nthe members' warnings and errors:\n${memberLines.filter((l) => /warn|error/i.test(l)).join('\n')}`);
+  });
   console.log(`# drained ${result.moved.length} session(s) off ${victim} in ${Date.now() - started} ms`);
+  for (const line of memberLines.filter((l) => l.includes('reading it again'))) console.log(`# ${line}`);
   assert.deepEqual(result.failed, []);
   assert.deepEqual(result.moved.map((m: { sessionId: string }) => m.sessionId).sort(), [...theirs].sort());
   const view = await nodes(apis[0]!);

@@ -216,8 +216,7 @@ export class Router {
     return null;
   }
 
-  /** The error as the client will see it; a 500 (our own bug, never the client's) is logged with its cause. */
-  /** A 500 is the server's own fault: its cause goes to the log under the request id the client saw. */
+  /** A 500 is the server's own fault (never the client's): its cause goes to the log under the request id the client saw. */
   private logIfInternal(err: unknown, status: number, req: IncomingMessage, requestId: string): void {
     if (status === 500) this.options.log.error(`${requestId} ${req.method} ${(req.url ?? '').slice(0, 200)}: ${(err as Error)?.stack ?? String(err)}`);
   }

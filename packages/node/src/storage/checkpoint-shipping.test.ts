@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { Transform } from 'node:stream';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { ShipBase } from '@space/protocol';
@@ -177,6 +178,55 @@ async function childRunning(words: string[]): Promise<number> {
   }
   throw new Error(`no child running ${words.join(' ')}`);
 }
+
+test('a read of the store that breaks off is tried again: the checkpoint arrives whole, and the first failure says how far it got', async () => {
+  const objects = new FileObjectStore(path.join(scratch, 'objects-flaky'));
+  const a = node(volumes[0]!, objects);
+  const volume = a.volume.dir('volumes', id('ses'));
+  await subvolumes.create(volume);
+  const content = randomBytes(512 * 1024);
+  await writeFile(path.join(volume, 'file'), content);
+  const checkpoint = id('ckp');
+  await a.checkpoints.take(volume, checkpoint);
+  const baseId = id('bse');
+  const base: ShipBase = { id: baseId, object: await a.shipping.createBase(baseId, checkpoint) };
+  const shipped = await a.shipping.ship(checkpoint, base);
+  // The base's first read breaks off after 64 KiB, as a reset connection would.
+  let broken = false;
+  const flaky: ObjectStore = {
+    description: 'a store whose first read breaks off',
+    put: (key, body) => objects.put(key, body),
+    delete: (key) => objects.delete(key),
+    get: async (key) => {
+      const whole = await objects.get(key);
+      if (broken || key !== base.object.key) return whole;
+      broken = true;
+      let sent = 0;
+      return whole.pipe(
+        new Transform({
+          transform(chunk: Buffer, _encoding, done) {
+            sent += chunk.length;
+            done(sent > 64 * 1024 ? new Error('read ECONNRESET') : null, chunk);
+          },
+        }),
+      );
+    },
+  };
+  const warnings: string[] = [];
+  const checkpointsB = new CheckpointStore(volumes[1]!, subvolumes);
+  const shippingB = new CheckpointShipping({
+    volume: volumes[1]!,
+    checkpoints: checkpointsB,
+    subvolumes,
+    objects: flaky,
+    log: { ...quiet, warn: (m) => void warnings.push(m) },
+  });
+  await shippingB.fetch(checkpoint, base, shipped);
+  assert.ok(broken, 'the first read broke off');
+  assert.equal(warnings.length, 1, warnings.join('\n'));
+  assert.match(warnings[0]!, /attempt 1 of 3.*bytes of bases\/.* read; the read broke off: read ECONNRESET/);
+  assert.ok(readFileSync(path.join(checkpointsB.path(checkpoint), 'file')).equals(content), 'the checkpoint arrived whole');
+});
 
 /** A node whose store is slow to start reading (a send's child fills its pipe and waits meanwhile), and a checkpoint of 8 MiB on it. */
 async function sendToASlowStore(dir: string) {

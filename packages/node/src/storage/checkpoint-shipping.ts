@@ -22,6 +22,36 @@ export interface CheckpointShippingDeps {
   log: Logger;
 }
 
+/** How long a receive whose child failed reads its object on, to tell a short object from a refused one. */
+const readOnMs = 60_000;
+
+/** How `read` ends within `ms`: read to its end, broken off (its error), or still going. */
+async function readOn(read: Promise<void>, ms: number): Promise<'ended' | 'late' | Error> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), ms);
+  });
+  try {
+    return await Promise.race([
+      read.then(
+        () => 'ended' as const,
+        (err: Error) => err,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** How many times a fetch is tried: a read of the object store can break off (a reset, a stall) and may simply be repeated. */
+const fetchAttempts = 3;
+
+/** Whether a failed fetch is worth another read: not when the object or the store is missing, or the node stops. */
+function worthAnotherRead(err: unknown): boolean {
+  return !(err instanceof SpaceError) || err.code === ErrorCode.OBJECT_CORRUPT;
+}
+
 /** OBJECT_CORRUPT unless what was read of the object is what was stored. */
 function checkReadBack(digest: Digest, object: StoredObject): void {
   const sha256 = digest.sha256();
@@ -79,7 +109,18 @@ export class CheckpointShipping {
 
   /** Brings a checkpoint this node lacks from the object store (its base first). Nothing is done for one it holds. */
   fetch(checkpointId: string, base: ShipBase, stored: StoredObject[]): Promise<void> {
-    return this.receiving.run(checkpointId, () => this.fetchOnce(checkpointId, base, stored));
+    return this.receiving.run(checkpointId, async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await this.fetchOnce(checkpointId, base, stored);
+        } catch (err) {
+          if (attempt >= fetchAttempts || !worthAnotherRead(err)) throw err;
+          this.deps.log.warn(
+            `fetch of checkpoint ${checkpointId} failed (attempt ${attempt} of ${fetchAttempts}), reading it again: ${(err as Error).message}`,
+          );
+        }
+      }
+    });
   }
 
   private async fetchOnce(checkpointId: string, base: ShipBase, stored: StoredObject[]): Promise<void> {
@@ -243,16 +284,15 @@ export class CheckpointShipping {
       child.kill();
       await done.catch(() => undefined);
       // A child that refused its stream may have been fed a short or changed object (a store that
-      // served less than it stored): the rest is read on, to the end, to say which of the two failed.
-      if (
-        await read.then(
-          () => true,
-          () => false,
-        )
-      )
-        checkReadBack(digest, object);
+      // served less than it stored): the rest is read on, to the end, to say which of the two failed
+      // (for a minute at most: a store that stalls then leaves the child's error standing).
+      const outcome = await readOn(read, readOnMs);
+      if (outcome === 'ended') checkReadBack(digest, object);
       body.destroy();
-      throw err;
+      if (err instanceof SpaceError) throw err;
+      const how =
+        outcome === 'ended' ? 'read whole' : outcome === 'late' ? `still reading after ${readOnMs / 1000} s` : `the read broke off: ${outcome.message}`;
+      throw new Error(`${(err as Error).message} (${digest.bytes} of the ${object.bytes} bytes of ${object.key} read; ${how})`);
     }
     checkReadBack(digest, object);
   }
