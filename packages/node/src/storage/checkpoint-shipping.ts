@@ -11,7 +11,7 @@ import type { CheckpointStore } from './checkpoint-store.js';
 import { Digest, type ObjectStore } from './object-store.js';
 import type { Subvolumes } from './subvolumes.js';
 import { pathExists } from './path-exists.js';
-import { endChild, finished, produce, toStdin } from './child-pipes.js';
+import { endChild, finished, produce, readOn, toStdin } from './child-pipes.js';
 
 export interface CheckpointShippingDeps {
   volume: BtrfsVolume;
@@ -24,25 +24,6 @@ export interface CheckpointShippingDeps {
 
 /** How long a receive whose child failed reads its object on, to tell a short object from a refused one. */
 const readOnMs = 60_000;
-
-/** How `read` ends within `ms`: read to its end, broken off (its error), or still going. */
-async function readOn(read: Promise<void>, ms: number): Promise<'ended' | 'late' | Error> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), ms);
-  });
-  try {
-    return await Promise.race([
-      read.then(
-        () => 'ended' as const,
-        (err: Error) => err,
-      ),
-      late,
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** How many times a fetch is tried: a read of the object store can break off (a reset, a stall) and may simply be repeated. */
 const fetchAttempts = 3;

@@ -1,7 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { PassThrough, type Readable, Writable } from 'node:stream';
 
-// The ends of the btrfs and tar children that shipping streams objects through.
+// The ends of the btrfs and tar children that shipping streams objects through, and how a read of one ends.
 
 /** Waits for a child process to end; its stderr in the error when it fails. */
 export function finished(child: ChildProcess, what: string): Promise<void> {
@@ -77,4 +77,23 @@ export function endChild(child: ChildProcess): Promise<void> {
     });
     child.kill('SIGTERM');
   });
+}
+
+/** How `read` ends within `ms`: read to its end, broken off (its error), or still going. */
+export async function readOn(read: Promise<void>, ms: number): Promise<'ended' | 'late' | Error> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), ms);
+  });
+  try {
+    return await Promise.race([
+      read.then(
+        () => 'ended' as const,
+        (err: Error) => err,
+      ),
+      late,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
