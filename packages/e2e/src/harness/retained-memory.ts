@@ -16,12 +16,12 @@ export async function retainedMemory(output: string, pid: number): Promise<{ rss
   const ws = new WebSocket(address);
   await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
   let nextId = 0;
-  const call = (method: string, params: object = {}): Promise<{ result?: { value?: string } }> =>
+  const call = (method: string, params: object = {}): Promise<{ result?: { value?: unknown } }> =>
     new Promise((resolve, reject) => {
       const id = ++nextId;
       const timer = setTimeout(() => reject(new Error(`the inspector did not answer ${method} within 30 s`)), 30_000);
       const onMessage = (data: Buffer): void => {
-        const message = JSON.parse(data.toString()) as { id?: number; result?: { result?: { value?: string } } };
+        const message = JSON.parse(data.toString()) as { id?: number; result?: { result?: { value?: unknown } } };
         if (message.id !== id) return;
         clearTimeout(timer);
         ws.off('message', onMessage);
@@ -32,7 +32,7 @@ export async function retainedMemory(output: string, pid: number): Promise<{ rss
     });
   try {
     await call('HeapProfiler.collectGarbage');
-    const reply = (await call('Runtime.evaluate', { expression: 'process.memoryUsage().heapUsed' })) as { result?: { value?: number } };
+    const reply = await call('Runtime.evaluate', { expression: 'process.memoryUsage().heapUsed' });
     return { rssMb: processRssMb(pid), heapMb: Number(reply.result?.value ?? Number.NaN) / 2 ** 20 };
   } finally {
     ws.close();

@@ -74,7 +74,8 @@ export function registerPortProxy(router: Router, manager: SandboxManager, autho
   serve(nodeRoutes.listeningPorts, async ({ params }) => {
     const live = await manager.getAlive(params.sandboxId);
     const { stdout } = await callDaemon(live, () => manager.run(live, ['cat', '/proc/net/tcp', '/proc/net/tcp6']));
-    return { ports: listeningPorts(stdout) };
+    // Read from inside the sandbox: checked against the reply's schema here too, as before the table.
+    return nodeRoutes.listeningPorts.response.parse({ ports: listeningPorts(stdout) });
   });
 }
 
