@@ -32,7 +32,10 @@ for (const route of publicRoutes) {
   lines.push(`## \`${route.method} ${route.path}\``, '', route.summary, '');
   if (route.transport === 'websocket') lines.push('WebSocket: JSON messages (see api.md, "Streams").', '');
   if (route.transport === 'binary') lines.push('Bytes, streamed (`application/octet-stream`).', '');
-  const parts = [block('Query', route.query), block('Body', route.body), block(`Response (${route.status ?? 200})`, route.response)].filter(Boolean);
+  if (route.transport === 'ndjson')
+    lines.push('A stream of JSON lines (`application/x-ndjson`), each one event as below (see api.md, "Code interpreter").', '');
+  const response = route.transport === 'ndjson' ? 'Each event' : `Response (${route.status ?? 200})`;
+  const parts = [block('Query', route.query), block('Body', route.body), block(response, route.response)].filter(Boolean);
   lines.push(...parts);
 }
 const text = `${lines

@@ -3,7 +3,7 @@
 // reaper and PTY) and the compatibility library preloaded into sandbox programs; and the node
 // agent's own host-side helper (the subreaper that runs runsc).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeAgentProtocol } from './agent-protocol.mjs';
@@ -22,6 +22,8 @@ execFileSync(go, ['build', '-trimpath', '-ldflags=-s -w', '-o', path.join(out, '
 for (const helper of ['space-init', 'space-pty']) {
   execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(out, helper), path.join(agentDir, `native/${helper}.c`)], { stdio: 'inherit' });
 }
+// The code interpreter's server, started by the agent in templates with Python and ipykernel.
+copyFileSync(path.join(agentDir, 'code-server/space_code_server.py'), path.join(out, 'space-code-server.py'));
 // Preloaded into the sandbox's programs (glibc templates): works around gaps of gVisor.
 execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-o', path.join(out, 'space-compat.so'), path.join(agentDir, 'native/space-compat.c')], {
   stdio: 'inherit',

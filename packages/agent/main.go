@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -55,14 +56,20 @@ func run() error {
 	if defaultCwd != "" && !validDefaultCwd(defaultCwd) {
 		return fmt.Errorf("SPACE_DAEMON_CWD must be an absolute path without \"..\" segments")
 	}
+	logf := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "space-agent: "+format+"\n", args...) }
 	paths := sandboxPaths{workdir: workdir}
 	processes := newProcessTable(paths, baseEnv, ptyHelper, time.Duration(defaultTimeout)*time.Millisecond)
 	processes.setDefaultCwd(defaultCwd)
+	codeCwd := defaultCwd
+	if codeCwd == "" {
+		codeCwd = workdir
+	}
 	a := &agent{
+		code:      newCodeServer(codeCwd, baseEnv, logf),
 		processes: processes,
 		files:     fileService{paths: paths},
 		token:     token,
-		logf:      func(format string, args ...any) { fmt.Fprintf(os.Stderr, "space-agent: "+format+"\n", args...) },
+		logf:      logf,
 	}
 	a.routes = a.routeTable()
 	a.channel = newChannel(host+":"+port, a)
@@ -73,6 +80,10 @@ func run() error {
 	signal.Notify(signals, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPIPE)
 	if err := a.channel.Listen(); err != nil {
 		return err
+	}
+	// A template with a code interpreter has its default Python context ready before the first cell.
+	if _, err := os.Stat(codeInterpreterMarker); err == nil && codeInterpreterAvailable() {
+		go func() { _ = a.code.ensure(context.Background()) }()
 	}
 	fmt.Printf("space-daemon listening on %s%s\n", port, startupTimes())
 	for sig := range signals {

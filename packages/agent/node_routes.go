@@ -58,6 +58,11 @@ func (a *agent) rebind(w http.ResponseWriter, r *http.Request) error {
 	if body.Cwd != nil {
 		a.processes.setDefaultCwd(*body.Cwd)
 	}
+	cwd := ""
+	if body.Cwd != nil {
+		cwd = *body.Cwd
+	}
+	a.code.setSession(a.processes.sessionEnv(), cwd)
 	if *body.NewSession {
 		a.processes.forgetFinished()
 	}

@@ -61,6 +61,17 @@ func (t *processTable) setSessionEnv(env map[string]string) {
 	t.baseEnv = merged
 }
 
+// sessionEnv is a copy of the environment processes start with.
+func (t *processTable) sessionEnv() map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	env := make(map[string]string, len(t.baseEnv))
+	for k, v := range t.baseEnv {
+		env[k] = v
+	}
+	return env
+}
+
 func (t *processTable) start(o startOptions) (*managedProcess, error) {
 	argv := o.Cmd.argv()
 	cwd, err := t.workingDirectory(o.Cwd)

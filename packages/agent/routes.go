@@ -15,6 +15,7 @@ type agent struct {
 	channel   *channel
 	processes *processTable
 	files     fileService
+	code      *codeServer
 	logf      func(format string, args ...any)
 	routes    map[string]handler
 
@@ -88,6 +89,9 @@ func (a *agent) routeTable() map[string]handler {
 
 func (a *agent) route(w http.ResponseWriter, r *http.Request) error {
 	path := r.URL.Path
+	if strings.HasPrefix(path, "/code/") {
+		return a.code.serve(w, r)
+	}
 	if m := processPath.FindStringSubmatch(path); m != nil {
 		pid, _ := strconv.Atoi(m[1])
 		if m[2] == "signal" && r.Method == http.MethodPost {

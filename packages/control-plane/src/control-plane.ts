@@ -120,6 +120,7 @@ export class ControlPlane {
     const s = this.services;
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     await s.maintenance.stop();
+    s.cells.close();
     this.e2b?.close();
     s.events.stop();
     s.metricsHistory.stop();

@@ -15,6 +15,7 @@ import { VolumeService } from './sessions/volume-service.js';
 import { TenantEvents } from './tenants/tenant-events.js';
 import { MetricsHistory, MetricsReport } from './api/metrics-report.js';
 import { Activity, recordActivityIn } from './sessions/activity.js';
+import { CellCheckpoints } from './sessions/cell-checkpoints.js';
 import { Maintenance } from './maintenance/maintenance.js';
 import { LifecycleQueue } from './sessions/lifecycle-queue.js';
 import { SessionCalls } from './sessions/session-calls.js';
@@ -110,6 +111,7 @@ export function wireServices(deps: ServiceGraphDeps) {
   const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper, volumes);
   const keepAutomatic = settings.checkpointKeep;
   const pauser = new SessionPauser({ store, nodes, sessions, checkpoints, metrics, keepAutomatic, now });
+  const cells = new CellCheckpoints({ sessions, checkpoints, activity, keepAutomatic, log, now });
   const templates = new TemplateService(store, nodes, checkpoints, catalog);
   const maxContextBytes = settings.templateMaxContextMb * 1024 * 1024;
   const builds = new TemplateBuilds(
@@ -156,6 +158,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     drain,
     calls,
     checkpoints,
+    cells,
     pauser,
     templates,
     builds,
@@ -172,6 +175,7 @@ export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, l
     auth: s.auth,
     sessions: s.sessions,
     calls: s.calls,
+    cells: s.cells,
     checkpoints: s.checkpoints,
     pauser: s.pauser,
     services: new SessionServices(s.sessions, s.store, s.nodes),

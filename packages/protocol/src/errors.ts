@@ -58,6 +58,8 @@ export const ErrorCode = {
   VOLUME_BUSY: 'VOLUME_BUSY',
   VOLUME_IN_USE: 'VOLUME_IN_USE',
   VOLUME_UNAVAILABLE: 'VOLUME_UNAVAILABLE',
+  CONTEXT_NOT_FOUND: 'CONTEXT_NOT_FOUND',
+  CODE_INTERPRETER_UNAVAILABLE: 'CODE_INTERPRETER_UNAVAILABLE',
   INTERNAL: 'INTERNAL',
 } as const;
 
@@ -122,6 +124,8 @@ export const errorStatus: Record<ErrorCode, number> = {
   VOLUME_IN_USE: 409,
   /** Its node cannot serve it now (lost), or volumes asked together live on different nodes. */
   VOLUME_UNAVAILABLE: 409,
+  CONTEXT_NOT_FOUND: 404,
+  CODE_INTERPRETER_UNAVAILABLE: 409,
   INTERNAL: 500,
 };
 

@@ -2,6 +2,8 @@ export * from './errors.js';
 export * from './limits.js';
 export * from './common.js';
 export * from './exec.js';
+export * from './code.js';
+export * from './event-stream.js';
 export * from './files.js';
 export * from './sessions.js';
 export * from './tenants.js';

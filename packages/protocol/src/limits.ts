@@ -24,4 +24,16 @@ export const Limits = {
   bodyIdleTimeoutMs: 30_000,
   /** Longest request target (path and query) accepted; ids are far shorter. */
   maxUrlLength: 8192,
+  /** Largest cell of code a run accepts. */
+  maxCodeBytes: 1024 * 1024,
+  /** Largest code event (one line of a run's stream: a result's MIME bundle, base64 images included). */
+  maxCodeEventBytes: 8 * 1024 * 1024,
+  /** Output one cell may send in all (stdout, stderr and results); past it one notice, then nothing but its error and end. */
+  maxCellOutputBytes: 32 * 1024 * 1024,
+  /** stdout and stderr arrive in chunks of at most this much (coalesced for up to 50 ms). */
+  maxCodeStreamChunkBytes: 64 * 1024,
+  /** Code contexts (kernels) one sandbox holds at once. */
+  maxCodeContexts: 16,
+  /** A run's timeout when the caller gives none. */
+  defaultCodeTimeoutMs: 300_000,
 } as const;

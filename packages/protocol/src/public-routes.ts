@@ -40,8 +40,8 @@ export interface PublicRoute {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   summary: string;
-  /** `websocket` for streams; `binary` for raw bytes (file upload and download). */
-  transport?: 'websocket' | 'binary';
+  /** `websocket` for streams; `binary` for raw bytes (file upload and download); `ndjson`: a stream of JSON lines, each one of `response`. */
+  transport?: 'websocket' | 'binary' | 'ndjson';
   body?: z.ZodTypeAny;
   query?: z.ZodTypeAny;
   status?: number;
@@ -332,6 +332,15 @@ const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
   switch (route.kind) {
     case 'json':
       return { method: route.method, path, summary: `Sandbox operation ${route.path}.`, body: route.body, query: route.query, response: route.response };
+    case 'events':
+      return {
+        method: route.method,
+        path,
+        summary: `Sandbox operation ${route.path}, answered as a stream of events.`,
+        transport: 'ndjson',
+        body: route.body,
+        response: route.stream.event,
+      };
     case 'download':
       return { method: route.method, path, summary: 'Download a file (streamed bytes).', transport: 'binary', query: route.query };
     case 'upload':

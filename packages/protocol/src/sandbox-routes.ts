@@ -2,7 +2,16 @@ import { z } from 'zod';
 import { AttachQuerySchema, BackgroundStartedSchema, ExecRequestSchema, ExecResultSchema, ProcessListSchema, SignalRequestSchema } from './exec.js';
 import { OkSchema as ok } from './common.js';
 import { FileListSchema, FileStatSchema, MkdirRequestSchema, MoveRequestSchema, PathQuerySchema, RemoveQuerySchema } from './files.js';
+import type { EventStream } from './event-stream.js';
 import { type RouteMatch, findRoute } from './path-pattern.js';
+import {
+  CodeContextListSchema,
+  CodeContextParamsSchema,
+  CodeContextSchema,
+  codeEventStream,
+  CreateCodeContextRequestSchema,
+  RunCodeRequestSchema,
+} from './code.js';
 
 /**
  * The sandbox operations: served by the daemon, relayed unchanged in shape by the node agent
@@ -10,7 +19,9 @@ import { type RouteMatch, findRoute } from './path-pattern.js';
  * Each side validates what it receives against this one table.
  */
 export type SandboxRoute =
-  | { kind: 'json'; method: 'GET' | 'POST' | 'DELETE'; path: string; body?: z.ZodTypeAny; query?: z.ZodTypeAny; response: z.ZodTypeAny }
+  | { kind: 'json'; method: 'GET' | 'POST' | 'DELETE'; path: string; params?: z.ZodTypeAny; body?: z.ZodTypeAny; query?: z.ZodTypeAny; response: z.ZodTypeAny }
+  /** A JSON request answered by a stream of JSON lines (`application/x-ndjson`), each checked against `stream.event` and bounded. */
+  | { kind: 'events'; method: 'POST'; path: string; body: z.ZodTypeAny; stream: EventStream }
   | { kind: 'download'; method: 'GET'; path: string; query: z.ZodTypeAny }
   | { kind: 'upload'; method: 'PUT'; path: string; query: z.ZodTypeAny; response: z.ZodTypeAny }
   | { kind: 'websocket'; method: 'GET'; path: string; query?: z.ZodTypeAny };
@@ -32,6 +43,12 @@ export const sandboxRoutes: readonly SandboxRoute[] = [
   { kind: 'json', method: 'POST', path: '/files/mkdir', body: MkdirRequestSchema, response: ok },
   { kind: 'json', method: 'POST', path: '/files/move', body: MoveRequestSchema, response: ok },
   { kind: 'websocket', method: 'GET', path: '/files/watch', query: PathQuerySchema },
+  { kind: 'json', method: 'GET', path: '/code/contexts', response: CodeContextListSchema },
+  { kind: 'json', method: 'POST', path: '/code/contexts', body: CreateCodeContextRequestSchema, response: CodeContextSchema },
+  { kind: 'json', method: 'GET', path: '/code/contexts/:contextId', params: CodeContextParamsSchema, response: CodeContextSchema },
+  { kind: 'json', method: 'DELETE', path: '/code/contexts/:contextId', params: CodeContextParamsSchema, response: ok },
+  { kind: 'json', method: 'POST', path: '/code/contexts/:contextId/restart', params: CodeContextParamsSchema, response: CodeContextSchema },
+  { kind: 'events', method: 'POST', path: '/code/run', body: RunCodeRequestSchema, stream: codeEventStream },
 ];
 
 export function findSandboxRoute(method: string, path: string): RouteMatch<SandboxRoute> {

@@ -7,6 +7,9 @@ import { VolumeMountListSchema, VolumeMountSchema } from './volumes.js';
 
 export const TemplateNameSchema = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'template names are lowercase letters, digits and dashes');
 
+/** Other names of built-in templates: E2B's code interpreter template is SPACE's `code-interpreter`. */
+export const builtinTemplateAliases: Readonly<Record<string, string>> = { 'code-interpreter-v1': 'code-interpreter' };
+
 export const ResourcesSchema = z
   .object({
     /** Memory limit of the sandbox, MiB. */
@@ -70,7 +73,8 @@ const maxTimeoutSec = 30 * 24 * 3600;
 
 export const CreateSessionRequestSchema = z
   .object({
-    template: TemplateNameSchema.default('base'),
+    /** A built-in (`base`, `tiny`, `code-interpreter`, alias `code-interpreter-v1`) or one of the tenant's templates. */
+    template: TemplateNameSchema.default('base').transform((name) => builtinTemplateAliases[name] ?? name),
     env: EnvSchema.default({}),
     resources: ResourcesSchema.default({}),
     metadata: MetadataSchema.default({}),
@@ -111,6 +115,12 @@ export const CreateSessionRequestSchema = z
       .max(30 * 24 * 3600)
       .default(900),
     onResume: OnResumeSchema.default('processes'),
+    /**
+     * Milliseconds after a code cell ends (POST /code/run) with no other call meanwhile, after which a
+     * full checkpoint holds the session's kernels, so a sandbox that dies afterwards resumes with their
+     * variables; 0 turns these checkpoints off (the periodic ones still come).
+     */
+    codeCheckpointDelayMs: z.number().int().min(0).max(3_600_000).default(1000),
     /** Seconds from now after which the session is deleted or paused (`onTimeout`); unset: it lives until deleted. */
     timeoutSec: z.number().int().min(1).max(maxTimeoutSec).optional(),
     onTimeout: OnTimeoutSchema.default('delete'),
@@ -152,6 +162,7 @@ export const SessionSchema = z
     fullCheckpointIntervalSec: z.number().int(),
     idleTimeoutSec: z.number().int(),
     onResume: OnResumeSchema,
+    codeCheckpointDelayMs: z.number().int(),
     /** When the session is deleted or paused (`onTimeout`); null: never. */
     expiresAt: z.string().nullable(),
     onTimeout: OnTimeoutSchema,

@@ -3,13 +3,13 @@ import { CheckpointIdSchema } from './checkpoints.js';
 import { EnvSchema } from './common.js';
 import { CommandSchema } from './exec.js';
 import { SecretNameSchema } from './egress.js';
-import { ResourcesSchema, TemplateNameSchema } from './sessions.js';
+import { ResourcesSchema, TemplateNameSchema, builtinTemplateAliases } from './sessions.js';
 
 /** A tenant's template version as the node names it: `tpl_…`. */
 export const TemplateIdSchema = z.string().regex(/^tpl_[a-z0-9]{12}$/, 'template ids look like tpl_ and 12 lowercase letters or digits');
 
-/** The templates every tenant has. Their names are not available for a tenant's own. */
-export const builtinTemplateNames: readonly string[] = ['base', 'tiny'];
+/** The templates every tenant has. Their names (and their aliases') are not available for a tenant's own. */
+export const builtinTemplateNames: readonly string[] = ['base', 'tiny', 'code-interpreter'];
 
 /** A build context file's path: relative, no `..`, `.` or empty segments. */
 export const ContextPathSchema = z
@@ -28,7 +28,7 @@ export const ContextPathSchema = z
  */
 export const CreateTemplateRequestSchema = z
   .object({
-    name: TemplateNameSchema.refine((name) => !builtinTemplateNames.includes(name), 'that name is a built-in template'),
+    name: TemplateNameSchema.refine((name) => !builtinTemplateNames.includes(name) && !(name in builtinTemplateAliases), 'that name is a built-in template'),
     fromCheckpoint: z.string().min(1).max(64).optional(),
     fromSession: z.string().min(1).max(64).optional(),
     /** The Dockerfile's text: FROM a template, then RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, LABEL, EXPOSE, CMD, ENTRYPOINT. */

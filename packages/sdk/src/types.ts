@@ -15,6 +15,7 @@ export interface SessionData {
   idleTimeoutSec: number;
   /** What a resume brings back when the newest checkpoint is full and files changed since (docs/api.md). */
   onResume: 'processes' | 'files';
+  codeCheckpointDelayMs: number;
   /** When the session is deleted or paused (`onTimeout`); null: it lives until deleted. */
   expiresAt: string | null;
   onTimeout: 'delete' | 'pause';
@@ -64,6 +65,8 @@ export interface CreateSessionOptions {
   idleTimeoutSec?: number;
   /** `processes` (default): a resume restores the newest full checkpoint; `files`: it boots on the newest files. */
   onResume?: 'processes' | 'files';
+  /** After a code cell, how long without calls before a full checkpoint holds the kernels (default 1000; 0: none). */
+  codeCheckpointDelayMs?: number;
   /** Seconds from now after which the session is deleted, or paused with `onTimeout: 'pause'`; unset: never. */
   timeoutSec?: number;
   onTimeout?: 'delete' | 'pause';

@@ -1,5 +1,6 @@
 import { Limits, type SandboxRoute, routeUrl } from '@space/protocol';
-import { parseQuery, readJson } from './body.js';
+import { parseQuery, parseWith, readJson } from './body.js';
+import { relayEvents } from './event-relay.js';
 import { sendJson } from './respond.js';
 import type { RequestContext } from './router.js';
 import type { Upstream } from './upstream.js';
@@ -9,11 +10,18 @@ export type HttpSandboxRoute = Exclude<SandboxRoute, { kind: 'websocket' }>;
 /** Exec replies carry up to two buffered streams, JSON-escaped: bounded well above that, still bounded. */
 const execReplyLimit = Limits.maxBufferedOutputBytes * 2 * 6 + 64 * 1024;
 
-/** Validates a sandbox route's query and JSON body at the boundary, before anything is forwarded. */
+/** Validates a sandbox route's path params, query and JSON body at the boundary, before anything is forwarded. */
 export async function readRouteInput(route: HttpSandboxRoute, ctx: RequestContext): Promise<{ body: unknown }> {
+  if ('params' in route && route.params) parseWith(route.params, pathParams(route, ctx.params), 'path');
   if ('query' in route && route.query) parseQuery(ctx.url, route.query);
-  const body = route.kind === 'json' && route.body ? await readJson(ctx.req, route.body) : undefined;
+  const body = (route.kind === 'json' || route.kind === 'events') && route.body ? await readJson(ctx.req, route.body) : undefined;
   return { body };
+}
+
+/** The params a route's path names (the request's params also hold the layer's own, such as the session id). */
+function pathParams(route: HttpSandboxRoute, params: Record<string, string>): Record<string, string> {
+  const names = [...route.path.matchAll(/:([a-zA-Z]+)/g)].map((m) => m[1]!);
+  return Object.fromEntries(names.map((name) => [name, params[name] ?? '']));
 }
 
 /** Replaces `:name` segments of a route with the request's params. */
@@ -23,7 +31,8 @@ export function routePath(route: SandboxRoute, params: Record<string, string>): 
 
 /**
  * Forwards one validated sandbox operation to the layer below at `targetPath` and relays the reply,
- * whose JSON is checked against the route's response schema and bounded in size.
+ * whose JSON is checked against the route's response schema and bounded in size (an event stream:
+ * each event; resolves with its final event, or null when it had none).
  */
 export async function forwardRoute(
   route: HttpSandboxRoute,
@@ -31,7 +40,7 @@ export async function forwardRoute(
   input: { body: unknown },
   upstream: Upstream,
   targetPath: string,
-): Promise<void> {
+): Promise<unknown> {
   const target = targetPath + ctx.url.search;
   switch (route.kind) {
     case 'json': {
@@ -46,6 +55,15 @@ export async function forwardRoute(
       if (typeof length === 'string') headers['content-length'] = length;
       const reply = await upstream.send('PUT', target, ctx.req, headers);
       return sendJson(ctx.res, 200, await upstream.readJsonReply(reply, route.response, 64 * 1024));
+    }
+    case 'events': {
+      const reply = await upstream.send(route.method, target, Buffer.from(JSON.stringify(input.body)));
+      if (reply.statusCode !== 200) throw await upstream.errorFrom(reply);
+      return relayEvents(reply, ctx.res, route.stream, {
+        maxEventBytes: Limits.maxCodeEventBytes,
+        maxTotalBytes: Limits.maxCellOutputBytes,
+        label: upstream.label,
+      });
     }
   }
 }

@@ -46,7 +46,7 @@ export class Upstream {
     private readonly token: string,
     /** The error code for "cannot reach it at all". */
     private readonly unreachable: ErrorCode,
-    private readonly label: string,
+    readonly label: string,
     /** A peer that does not accept the connection within this long counts as unreachable. */
     private readonly connectTimeoutMs = 3000,
   ) {}

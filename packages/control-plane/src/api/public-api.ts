@@ -30,6 +30,7 @@ import type { SessionCalls } from '../sessions/session-calls.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
+import type { CellCheckpoints } from '../sessions/cell-checkpoints.js';
 import { type PreviewOptions, registerPortRoutes } from './port-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
 import { registerEventRoutes } from './event-routes.js';
@@ -42,6 +43,7 @@ export interface PublicApiDeps {
   auth: Authenticator;
   sessions: SessionService;
   calls: SessionCalls;
+  cells: CellCheckpoints;
   checkpoints: SessionCheckpointService;
   pauser: SessionPauser;
   services: SessionServices;
@@ -223,7 +225,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     sendJson(res, 200, await deps.egress.audit(await sessions.row(caller, params.sessionId!), limit));
   });
 
-  registerSandboxRoutes(router, auth, sessions, deps.calls);
+  registerSandboxRoutes(router, auth, sessions, deps.calls, deps.cells);
   registerPortRoutes(router, auth, sessions, deps.calls, store, deps.preview);
   registerVolumeRoutes(router, auth, deps.volumes);
   registerTemplateRoutes(router, auth, deps.templates);

@@ -4,6 +4,7 @@ import type { Authenticator } from '../tenants/auth.js';
 import { bindStream } from './stream-binding.js';
 import type { SessionCalls } from '../sessions/session-calls.js';
 import type { SessionService } from '../sessions/session-service.js';
+import type { CellCheckpoints } from '../sessions/cell-checkpoints.js';
 
 /**
  * `/v1/sessions/:id/<op>` for every sandbox operation: validated here, routed by session id to the
@@ -11,7 +12,7 @@ import type { SessionService } from '../sessions/session-service.js';
  * repeated); streams and uploads resume on the next call, and a stream re-attached after a death
  * finds its own process or SANDBOX_DIED (stream-binding.ts).
  */
-export function registerSandboxRoutes(router: Router, auth: Authenticator, sessions: SessionService, calls: SessionCalls): void {
+export function registerSandboxRoutes(router: Router, auth: Authenticator, sessions: SessionService, calls: SessionCalls, cells: CellCheckpoints): void {
   for (const route of sandboxRoutes) {
     const pattern = `/v1/sessions/:sessionId${route.path}`;
     if (route.kind === 'websocket') {
@@ -45,9 +46,10 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
       const caller = await auth.authenticate(ctx.req);
       await sessions.row(caller, ctx.params.sessionId!);
       const input = await readRouteInput(route, ctx);
-      await calls.withSandbox(caller, ctx.params.sessionId!, { repeatable: route.kind === 'json' }, (target) =>
+      const final = await calls.withSandbox(caller, ctx.params.sessionId!, { repeatable: route.kind === 'json' }, (target) =>
         target.node.forward(route, ctx, input, target.sandboxId),
       );
+      if (route.kind === 'events' && final !== null) await cells.ended(caller, ctx.params.sessionId!);
     });
   }
 }

@@ -218,7 +218,8 @@ export class NodeClient {
   }
 
   /** Forwards a validated sandbox operation of the public API to the sandbox and relays the reply. */
-  forward(route: HttpSandboxRoute, ctx: RequestContext, input: { body: unknown }, sandboxId: string): Promise<void> {
+  /** Forwards a sandbox operation; an event stream resolves with its final event (null without one). */
+  forward(route: HttpSandboxRoute, ctx: RequestContext, input: { body: unknown }, sandboxId: string): Promise<unknown> {
     return forwardRoute(route, ctx, input, this.upstream, this.sandboxPath(sandboxId, routePath(route, ctx.params)));
   }
 

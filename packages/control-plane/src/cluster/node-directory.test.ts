@@ -51,6 +51,7 @@ async function cluster() {
       volumes: [],
       publicPorts: [],
       cwd: null,
+      codeCheckpointDelayMs: 1000,
       lastActiveAt: null,
       volumeNodeId: nodeId,
       secrets: [],

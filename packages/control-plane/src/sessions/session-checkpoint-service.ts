@@ -42,6 +42,17 @@ export class SessionCheckpointService {
     return this.sessions.inTurn(caller, sessionId, 'checkpoint', (session) => this.createLocked(session, kind, trigger));
   }
 
+  /** An automatic checkpoint taken in the session's turn, the oldest automatic ones beyond `keep` pruned (a code cell's). */
+  async createAutomatic(caller: Caller, sessionId: string, kind: CheckpointKind, keep: number): Promise<Checkpoint> {
+    return this.sessions.inTurn(caller, sessionId, 'checkpoint', async (session) => {
+      try {
+        return await this.createLocked(session, kind, 'auto');
+      } finally {
+        await this.pruneLocked(session.id, keep);
+      }
+    });
+  }
+
   /** `create` for a caller that holds the session's lifecycle queue (maintenance, in the session's turn). */
   async createLocked(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<Checkpoint> {
     try {
@@ -115,6 +126,7 @@ export class SessionCheckpointService {
       fullCheckpointIntervalSec: parent.fullCheckpointIntervalSec,
       idleTimeoutSec: parent.idleTimeoutSec,
       onResume: parent.onResume,
+      codeCheckpointDelayMs: parent.codeCheckpointDelayMs,
       // A fork lives until deleted unless it is given a timeout of its own.
       onTimeout: parent.onTimeout,
       services: parent.services,

@@ -98,6 +98,7 @@ export class SessionService {
       volumes,
       publicPorts: request.publicPorts,
       cwd,
+      codeCheckpointDelayMs: request.codeCheckpointDelayMs,
     };
     await this.deps.lifecycle.run(row.id, 'create', async () => {
       await this.deps.store.insertSession(row);
@@ -362,6 +363,7 @@ function toSession(row: SessionRow, lastCheckpointAt: string | null): Session {
     fullCheckpointIntervalSec: row.fullCheckpointIntervalSec,
     idleTimeoutSec: row.idleTimeoutSec,
     onResume: row.onResume,
+    codeCheckpointDelayMs: row.codeCheckpointDelayMs,
     expiresAt: row.expiresAt,
     onTimeout: row.onTimeout,
     services: row.services,

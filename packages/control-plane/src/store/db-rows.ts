@@ -45,6 +45,7 @@ export interface SessionDbRow {
   volumes: string;
   public_ports: string;
   cwd: string | null;
+  code_checkpoint_delay_ms: number;
 }
 
 export interface SecretDbRow {
@@ -150,6 +151,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     volumes: JSON.parse(row.volumes) as SessionRow['volumes'],
     publicPorts: JSON.parse(row.public_ports) as number[],
     cwd: row.cwd,
+    codeCheckpointDelayMs: Number(row.code_checkpoint_delay_ms),
   };
 }
 

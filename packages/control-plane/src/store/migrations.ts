@@ -194,6 +194,11 @@ export const migrations: Migration[] = [
     description: "sessions' default working directory (their template's WORKDIR)",
     statements: (dialect) => [`ALTER TABLE sessions ADD COLUMN cwd ${text(dialect)}`],
   },
+  {
+    version: 14,
+    description: "how long after a code cell sessions' kernels are held by a full checkpoint",
+    statements: () => ['ALTER TABLE sessions ADD COLUMN code_checkpoint_delay_ms INTEGER NOT NULL DEFAULT 1000'],
+  },
 ];
 
 export const migrationsTable =

@@ -34,6 +34,7 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   volumes: [],
   publicPorts: [8000],
   cwd: '/app',
+  codeCheckpointDelayMs: 1000,
   lastActiveAt: null,
   volumeNodeId: 'node_x',
   idleTimeoutSec: 900,

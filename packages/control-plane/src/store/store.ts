@@ -77,6 +77,8 @@ export interface SessionRow {
   publicPorts: number[];
   /** Where a process started without a cwd runs: the template's WORKDIR; null: the workspace. */
   cwd: string | null;
+  /** How long after a code cell a full checkpoint holds the kernels; 0: none. */
+  codeCheckpointDelayMs: number;
 }
 
 /** A volume a session mounts: which, where, how. */

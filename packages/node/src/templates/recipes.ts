@@ -11,7 +11,9 @@ export interface TemplateRecipe {
   description: string;
   /** Everything that determines the result: a change here means a rebuild. */
   fingerprint: string;
-  /** Fills `root` (an empty directory) with the template's filesystem. */
+  /** The template this one is built on: `root` starts as a writable snapshot of it (and a rebuild of it rebuilds this one). */
+  from?: TemplateRecipe;
+  /** Fills `root` (an empty directory, or a snapshot of `from`) with the template's filesystem. */
   build(root: string, progress: Progress, environment: RecipeEnvironment): Promise<void>;
 }
 
@@ -23,7 +25,10 @@ export interface RecipeEnvironment {
 }
 
 export function recipeHash(recipe: TemplateRecipe): string {
-  return createHash('sha256').update(recipe.fingerprint).digest('hex').slice(0, 12);
+  return createHash('sha256')
+    .update(recipe.from ? `${recipe.fingerprint}\nfrom ${recipeHash(recipe.from)}` : recipe.fingerprint)
+    .digest('hex')
+    .slice(0, 12);
 }
 
 const baseEtcPasswd = 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n';
@@ -88,45 +93,111 @@ async function installNpm(root: string, cacheDir: string, progress: Progress): P
   }
 }
 
-export const baseRecipe: TemplateRecipe = {
+/** A Debian bookworm template: debootstrap minbase with `packages`, npm from its registry, then `finish` on the tree. */
+function debianRecipe(options: { name: string; description: string; fingerprint: string; packages: readonly string[] }): TemplateRecipe {
+  return {
+    name: options.name,
+    description: options.description,
+    fingerprint: options.fingerprint,
+    async build(root, progress, { cacheDir, debianMirror }) {
+      const mirror = debianMirror ?? (await findAptMirror('bookworm'));
+      await mkdir(cacheDir, { recursive: true });
+      progress(`debootstrap bookworm from ${mirror} (${options.packages.length} packages and what they need; minutes the first time)`);
+      await debootstrap(root, mirror, cacheDir, options.packages, progress);
+      await addSandboxLayout(root);
+      await installNpm(root, cacheDir, progress);
+      // A sandbox is the agent's own machine: `pip install` goes to the system's Python, as in a
+      // container's, instead of refusing (PEP 668's marker); a venv still works as anywhere.
+      for (const dir of (await readdir(path.join(root, 'usr/lib'))).filter((d) => /^python3\.\d+$/.test(d))) {
+        await rm(path.join(root, 'usr/lib', dir, 'EXTERNALLY-MANAGED'), { force: true });
+      }
+      await removeAptCaches(root);
+    },
+  };
+}
+
+/** Package caches and lists only make a template bigger. */
+async function removeAptCaches(root: string): Promise<void> {
+  await runCommand(['rm', '-rf', path.join(root, 'var/cache/apt/archives'), path.join(root, 'var/lib/apt/lists')]);
+  await mkdir(path.join(root, 'var/cache/apt/archives/partial'), { recursive: true });
+  await mkdir(path.join(root, 'var/lib/apt/lists/partial'), { recursive: true });
+}
+
+/**
+ * debootstrap prints a line per package and phase: each phase is reported the first time it
+ * appears (they interleave, e.g. Retrieving/Validating per package) and a count every 50 steps.
+ * Downloaded packages stay in `cacheDir`, so another template with the same packages fetches none again.
+ */
+async function debootstrap(root: string, mirror: string, cacheDir: string, packages: readonly string[], progress: Progress): Promise<void> {
+  let steps = 0;
+  const phases = new Set<string>();
+  await runCommand(['debootstrap', '--variant=minbase', `--include=${packages.join(',')}`, `--cache-dir=${cacheDir}`, 'bookworm', root, mirror], {
+    onLine: (line) => {
+      if (!line.startsWith('I: ')) return;
+      const word = line.slice(3).split(' ')[0] ?? '';
+      if (!phases.has(word)) {
+        phases.add(word);
+        progress(`debootstrap: ${line.slice(3).replace(/\.\.\.$/, '')}`);
+      } else if (++steps % 50 === 0) {
+        progress(`debootstrap: ${steps} steps`);
+      }
+    },
+  });
+}
+
+export const baseRecipe = debianRecipe({
   name: 'base',
   description: `Debian bookworm (debootstrap minbase) with ${basePackages.join(', ')}, ${baseNpm}`,
   fingerprint: `base:v2:bookworm:minbase:pip-unmanaged:${baseNpm}:${basePackages.join(',')}`,
-  async build(root, progress, { cacheDir, debianMirror }) {
-    const mirror = debianMirror ?? (await findAptMirror('bookworm'));
-    await mkdir(cacheDir, { recursive: true });
-    progress(`debootstrap bookworm from ${mirror} (about a minute the first time)`);
-    // debootstrap prints a line per package and phase: report each phase the first time it appears
-    // (they interleave, e.g. Retrieving/Validating per package) and a count every 50 steps.
-    let steps = 0;
-    const phases = new Set<string>();
-    await runCommand(['debootstrap', '--variant=minbase', `--include=${basePackages.join(',')}`, `--cache-dir=${cacheDir}`, 'bookworm', root, mirror], {
-      onLine: (line) => {
-        if (!line.startsWith('I: ')) return;
-        const word = line.slice(3).split(' ')[0] ?? '';
-        if (!phases.has(word)) {
-          phases.add(word);
-          progress(`debootstrap: ${line.slice(3).replace(/\.\.\.$/, '')}`);
-        } else if (++steps % 50 === 0) {
-          progress(`debootstrap: ${steps} steps`);
-        }
-      },
-    });
-    await addSandboxLayout(root);
-    await installNpm(root, cacheDir, progress);
-    // A sandbox is the agent's own machine: `pip install` goes to the system's Python, as in a
-    // container's, instead of refusing (PEP 668's marker); a venv still works as anywhere.
-    for (const dir of (await readdir(path.join(root, 'usr/lib'))).filter((d) => /^python3\.\d+$/.test(d))) {
-      await rm(path.join(root, 'usr/lib', dir, 'EXTERNALLY-MANAGED'), { force: true });
-    }
-    // Package caches and lists only make the template bigger.
-    await runCommand(['rm', '-rf', path.join(root, 'var/cache/apt/archives'), path.join(root, 'var/lib/apt/lists')]);
-    await mkdir(path.join(root, 'var/cache/apt/archives/partial'), { recursive: true });
-    await mkdir(path.join(root, 'var/lib/apt/lists/partial'), { recursive: true });
+  packages: basePackages,
+});
+
+/** What the code interpreter's kernels and the usual data work need, all Debian's (no PyPI). */
+const codeInterpreterPackages = [
+  'python3-ipykernel',
+  'python3-jupyter-client',
+  'python3-numpy',
+  'python3-pandas',
+  'python3-matplotlib',
+  'python3-scipy',
+  'python3-pil',
+  'fonts-dejavu-core',
+];
+
+/** Where a template says it has a code interpreter: the in-sandbox agent starts its server at boot when this exists. */
+export const codeInterpreterMarker = 'etc/space/code-interpreter';
+
+export const codeInterpreterRecipe: TemplateRecipe = {
+  name: 'code-interpreter',
+  description: `base, with an IPython kernel and ${codeInterpreterPackages.join(', ')}; the code interpreter's server starts with the sandbox`,
+  fingerprint: `code-interpreter:v1:apt-no-recommends:${codeInterpreterPackages.join(',')}:agg:marker`,
+  from: baseRecipe,
+  async build(root, progress) {
+    // apt in the template itself, from the mirror base was made from: Debian resolves and orders the
+    // packages' configuration (debootstrap's --include, tried first, failed configuring python3-zmq).
+    const apt = (args: string[]) =>
+      runCommand(['chroot', root, '/usr/bin/env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin', 'DEBIAN_FRONTEND=noninteractive', 'apt-get', '-q', ...args], {
+        onLine: (line) => {
+          if (line.startsWith('Get:') && ++fetched % 25 === 0) progress(`apt-get: ${fetched} packages fetched`);
+          if (line.startsWith('Setting up') && ++configured % 25 === 0) progress(`apt-get: ${configured} packages set up`);
+        },
+      });
+    let fetched = 0;
+    let configured = 0;
+    progress('apt-get update');
+    await apt(['update']);
+    progress(`apt-get install ${codeInterpreterPackages.join(' ')} (a minute or two the first time)`);
+    await apt(['install', '-y', '--no-install-recommends', ...codeInterpreterPackages]);
+    progress(`apt-get: ${configured} packages set up`);
+    await mkdir(path.join(root, path.dirname(codeInterpreterMarker)), { recursive: true });
+    await writeFile(path.join(root, codeInterpreterMarker), 'python bash\n');
+    // Charts render to images, never to a display the sandbox does not have: in kernels and scripts alike.
+    await writeFile(path.join(root, 'etc/matplotlibrc'), 'backend: Agg\n');
+    await removeAptCaches(root);
   },
 };
 
-export const builtinRecipes: readonly TemplateRecipe[] = [baseRecipe, tinyRecipe];
+export const builtinRecipes: readonly TemplateRecipe[] = [baseRecipe, tinyRecipe, codeInterpreterRecipe];
 
 async function firstExisting(paths: string[]): Promise<string> {
   for (const p of paths) {

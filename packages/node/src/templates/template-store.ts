@@ -112,7 +112,8 @@ export class TemplateStore {
     const scratch = this.volume.dir('templates', `.build-${recipe.name}-${randomBytes(4).toString('hex')}`);
     const started = Date.now();
     progress(`building template ${recipe.name}: ${recipe.description}`);
-    await this.subvolumes.create(scratch);
+    if (recipe.from) await this.subvolumes.snapshot(await this.ensure(recipe.from.name, progress), scratch, { readOnly: false });
+    else await this.subvolumes.create(scratch);
     try {
       await recipe.build(scratch, (m) => progress(`[${recipe.name}] ${m}`), {
         cacheDir: path.join(this.buildEnvironment.cacheDir, recipe.name),
