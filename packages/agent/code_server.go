@@ -83,7 +83,39 @@ func (s *codeServer) serve(w http.ResponseWriter, r *http.Request) error {
 	if err := s.ensure(r.Context()); err != nil {
 		return err
 	}
-	s.proxy.ServeHTTP(w, r)
+	s.proxy.ServeHTTP(headerFlusher{w}, r)
+	return nil
+}
+
+// headerFlusher sends the reply's headers as soon as they are written: a cell that prints nothing
+// for a while must still answer, so its caller can tell it runs (and can leave, interrupting it).
+type headerFlusher struct{ http.ResponseWriter }
+
+func (h headerFlusher) WriteHeader(status int) {
+	h.ResponseWriter.WriteHeader(status)
+	h.Flush()
+}
+
+func (h headerFlusher) Flush() {
+	if f, ok := h.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (h headerFlusher) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// contextsIfRunning answers the server's contexts, or none when it does not run (never starting
+// it): the node's question after a restore, which cell each kernel went back to.
+func (s *codeServer) contextsIfRunning(w http.ResponseWriter, r *http.Request) error {
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	if !running {
+		writeJSON(w, 200, map[string]any{"contexts": []any{}})
+		return nil
+	}
+	r.URL.Path = "/code/contexts"
+	s.proxy.ServeHTTP(headerFlusher{w}, r)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import { nodeOnly } from './commands/node.js';
 import { controlPlaneOnly } from './commands/control-plane.js';
 import { registerSessionCommands } from './commands/sessions.js';
 import { registerExecCommands } from './commands/exec.js';
+import { registerRunCodeCommand } from './commands/run-code.js';
 import { registerCheckpointCommands } from './commands/checkpoints.js';
 import { registerShellCommand } from './commands/shell.js';
 import { registerEgressCommands } from './commands/egress.js';
@@ -31,6 +32,7 @@ program
 
 registerSessionCommands(program);
 registerExecCommands(program);
+registerRunCodeCommand(program);
 registerCheckpointCommands(program);
 registerShellCommand(program);
 registerEgressCommands(program);

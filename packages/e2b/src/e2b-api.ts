@@ -6,6 +6,7 @@ import { createControlApi } from './control-api.js';
 import { sendE2bError, toE2bError } from './errors.js';
 import { filesystemService } from './envd/filesystem-service.js';
 import { serveEnvdHttp } from './envd/files-http.js';
+import { codeInterpreterPort, serveCodeInterpreter } from './envd/code-interpreter.js';
 import { connectHandler } from './envd/connect-handler.js';
 import { processService } from './envd/process-service.js';
 import type { SpaceFor } from './envd/sandbox-access.js';
@@ -58,6 +59,10 @@ export function createE2bApi(options: E2bApiOptions): E2bApi {
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
       const url = new URL(req.url ?? '/', 'http://local');
+      if (url.pathname.startsWith(`${sandboxPrefix}/`) && req.headers['e2b-sandbox-port'] === codeInterpreterPort) {
+        await serveCodeInterpreter(spaceFor, req, res, url.pathname.slice(sandboxPrefix.length));
+        return;
+      }
       if (url.pathname.startsWith(`${sandboxPrefix}/`)) {
         if (await serveEnvdHttp(spaceFor, req, res, url, url.pathname.slice(sandboxPrefix.length))) return;
         envdRpc(req, res);

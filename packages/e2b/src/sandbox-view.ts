@@ -19,6 +19,8 @@ export function createdSandbox(session: SessionData, accessToken: string): Recor
     clientID: 'space',
     envdVersion: e2bEnvdVersion,
     envdAccessToken: accessToken,
+    // The code interpreter's context calls carry this one instead of envd's (the same session token).
+    trafficAccessToken: accessToken,
     domain: null,
   };
 }

@@ -43,6 +43,7 @@ describe('MCP server', () => {
         'list_sessions',
         'read_file',
         'restore',
+        'run_code',
         'run_command',
         'set_egress',
         'write_file',

@@ -26,6 +26,8 @@ import type {
   VolumeSnapshot,
   TemplateBuild,
   TenantEvent,
+  CodeContext,
+  CodeEvent,
 } from '@space/protocol';
 import type {
   CheckpointData,
@@ -49,6 +51,8 @@ import type {
   VolumeSnapshotData,
   TemplateBuildData,
   TenantEventData,
+  CodeContextData,
+  CodeEventData,
 } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
@@ -56,6 +60,8 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 
 export const sdkMatchesWire: Record<string, true> = {
   session: true satisfies Same<SessionData, Session>,
+  codeContext: true satisfies Same<CodeContextData, CodeContext>,
+  codeEvent: true satisfies Same<CodeEventData, CodeEvent>,
   sessionStatus: true satisfies Same<SessionData['status'], SessionStatus>,
   checkpoint: true satisfies Same<CheckpointData, Checkpoint>,
   egressPolicy: true satisfies Same<EgressPolicy, WirePolicy>,

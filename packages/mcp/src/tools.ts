@@ -1,6 +1,6 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { isSpaceApiError, type Space } from '@space/sdk';
+import { type Execution, isSpaceApiError, type Space } from '@space/sdk';
 import { z } from 'zod';
 
 /** What a tool returns at most of a command's output or a file, per stream: an agent's context is small. */
@@ -23,6 +23,28 @@ async function run(work: () => Promise<CallToolResult>): Promise<CallToolResult>
     const text = isSpaceApiError(err) ? `${err.code}: ${err.message}` : (err as Error).message;
     return { isError: true, content: [{ type: 'text', text }] };
   }
+}
+
+/** Images a run_code answer carries at most, and the largest (base64): the rest are named, not sent. */
+const maxImages = 4;
+const maxImageBase64 = 4 * 1024 * 1024;
+
+/** A cell's execution as MCP content: its text (bounded) first, then its images. */
+function cellContent(execution: Execution): CallToolResult {
+  const text: string[] = [];
+  const images: CallToolResult['content'] = [];
+  if (execution.logs.stdout.length) text.push(`stdout:\n${bounded(execution.logs.stdout.join(''))}`);
+  if (execution.logs.stderr.length) text.push(`stderr:\n${bounded(execution.logs.stderr.join(''))}`);
+  for (const result of execution.results) {
+    const image = (['image/png', 'image/jpeg'] as const).find((mime) => typeof result.data[mime] === 'string');
+    const data = image ? (result.data[image] as string) : '';
+    if (image && images.length < maxImages && data.length <= maxImageBase64) images.push({ type: 'image', data, mimeType: image });
+    else if (image) text.push(`[an ${image} of ${data.length} base64 bytes not sent]`);
+    const plain = result.data['text/plain'];
+    if (typeof plain === 'string' && (!image || result.isMainResult)) text.push(`${result.isMainResult ? 'value' : 'display'}:\n${bounded(plain)}`);
+  }
+  if (execution.error) text.push(`error: ${execution.error.name}: ${execution.error.value}\n${bounded(execution.error.traceback.join('\n'))}`);
+  return { isError: execution.error !== null, content: [{ type: 'text', text: text.join('\n\n') || '(no output)' }, ...images] };
 }
 
 const sessionId = z.string().min(1).max(64).describe('the session id (ses_…)');
@@ -70,6 +92,25 @@ export function registerSpaceTools(server: McpServer, space: Space): void {
       run(async () => {
         const result = await space.sessions.handle(id).exec(command, { cwd, timeoutMs });
         return ok({ exitCode: result.exitCode, timedOut: result.timedOut ?? false, stdout: bounded(result.stdout), stderr: bounded(result.stderr) });
+      }),
+  );
+  server.registerTool(
+    'run_code',
+    {
+      description:
+        "Run a cell of Python (or bash) in the session's code interpreter (template code-interpreter): variables stay between cells and survive the sandbox's death. Returns stdout, stderr, the cell's value and error as text, and charts as images.",
+      inputSchema: {
+        sessionId,
+        code: z.string().min(1).max(1_000_000),
+        contextId: z.string().max(64).optional().describe("a context made for this (default: the language's own)"),
+        language: z.enum(['python', 'bash']).optional(),
+        timeoutMs: z.number().int().min(1).max(600_000).optional().describe('default 300000'),
+      },
+    },
+    ({ sessionId: id, code, contextId, language, timeoutMs }) =>
+      run(async () => {
+        const execution = await space.sessions.handle(id).runCode(code, { context: contextId, language, timeoutMs });
+        return cellContent(execution);
       }),
   );
   server.registerTool(

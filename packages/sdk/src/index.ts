@@ -1,6 +1,16 @@
 export { Space } from './space.js';
 export { Session, SessionHandle, SessionFiles, type StreamOptions } from './session.js';
 export { ExecStream } from './exec-stream.js';
+export {
+  CodeContexts,
+  type CodeContextData,
+  type CodeErrorData,
+  type CodeEventData,
+  type CodeLanguage,
+  type CodeResultData,
+  type Execution,
+  type RunCodeOptions,
+} from './code.js';
 export { FileWatch, type FileChange } from './file-watch.js';
 export { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 export type { SpaceOptions, CallOptions } from './options.js';

@@ -2,6 +2,7 @@
 import { Readable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { FileWatch } from './file-watch.js';
+import { CodeContexts, codeEvents, runCode, type CodeEventData, type Execution, type RunCodeOptions } from './code.js';
 import { ExecStream, type ProcessBinding, type Reattach } from './exec-stream.js';
 import { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 import type { CallOptions } from './options.js';
@@ -106,6 +107,8 @@ export interface StreamOptions {
  */
 export class SessionHandle {
   readonly files: SessionFiles;
+  /** The code interpreter's contexts (templates with one: `code-interpreter`). */
+  readonly codeContexts: CodeContexts;
   private readonly base: string;
 
   constructor(
@@ -114,6 +117,21 @@ export class SessionHandle {
   ) {
     this.base = `/v1/sessions/${encodeURIComponent(id)}`;
     this.files = new SessionFiles(t, this.base);
+    this.codeContexts = new CodeContexts(t, this.base);
+  }
+
+  /**
+   * Runs a cell in a code context (state kept between cells; by default the Python context):
+   * `(await session.runCode('x = 6 * 7; x')).text` is `'42'`. Output streams to the callbacks as
+   * the cell runs; an aborted `signal` interrupts the cell in the sandbox.
+   */
+  runCode(code: string, opts: RunCodeOptions = {}): Promise<Execution> {
+    return runCode(this.t, this.base, code, opts);
+  }
+
+  /** `runCode`'s events one by one, as they come: `for await (const event of await session.codeEvents('print(1)'))`. */
+  codeEvents(code: string, opts: Omit<RunCodeOptions, `on${string}`> = {}): Promise<AsyncIterable<CodeEventData>> {
+    return codeEvents(this.t, this.base, code, opts);
   }
 
   /** Runs a command to completion: `{exitCode, stdout, stderr}`. */

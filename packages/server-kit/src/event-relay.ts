@@ -19,6 +19,8 @@ export interface EventRelayBounds {
  */
 export function relayEvents(up: IncomingMessage, res: ServerResponse, stream: EventStream, bounds: EventRelayBounds): Promise<unknown> {
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  // At once: the caller learns the cell runs even while it prints nothing.
+  res.flushHeaders();
   let relayed = 0;
   let spent = false;
   let final: unknown = null;

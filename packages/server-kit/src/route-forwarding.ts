@@ -57,7 +57,10 @@ export async function forwardRoute(
       return sendJson(ctx.res, 200, await upstream.readJsonReply(reply, route.response, 64 * 1024));
     }
     case 'events': {
-      const reply = await upstream.send(route.method, target, Buffer.from(JSON.stringify(input.body)));
+      // A caller that leaves before the layer below answers ends the request there too (a cell that prints nothing yet).
+      const left = new AbortController();
+      ctx.res.once('close', () => left.abort());
+      const reply = await upstream.send(route.method, target, Buffer.from(JSON.stringify(input.body)), {}, undefined, left.signal);
       if (reply.statusCode !== 200) throw await upstream.errorFrom(reply);
       return relayEvents(reply, ctx.res, route.stream, {
         maxEventBytes: Limits.maxCodeEventBytes,

@@ -77,15 +77,17 @@ export class Upstream {
     body?: Buffer | Readable,
     extraHeaders: Record<string, string> = {},
     timeoutMs?: number,
+    /** Aborting ends the request, also before the peer answered (its caller left). */
+    signal?: AbortSignal,
   ): Promise<IncomingMessage> {
     const cutsBefore = this.cuts;
     try {
-      return await this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs);
+      return await this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs, signal);
     } catch (err) {
       if (!(err instanceof StaleConnection)) throw err;
       // Cut by this side (the sandbox stopped, a checkpoint's quiesce), or a body already sent: not again.
       if (this.cuts !== cutsBefore || (body !== undefined && !Buffer.isBuffer(body))) throw err.cause;
-      return this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs).catch((again: unknown) => {
+      return this.sendOnce(method, pathAndQuery, body, extraHeaders, timeoutMs, signal).catch((again: unknown) => {
         throw again instanceof StaleConnection ? again.cause : again;
       });
     }
@@ -97,15 +99,17 @@ export class Upstream {
     body: Buffer | Readable | undefined,
     extraHeaders: Record<string, string>,
     timeoutMs: number | undefined,
+    signal?: AbortSignal,
   ): Promise<IncomingMessage> {
     const url = new URL(pathAndQuery, this.baseUrl);
     return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(new SpaceError(ErrorCode.REQUEST_ABORTED, 'the caller left before the request was sent'));
       const headers: Record<string, string | number> = { authorization: `Bearer ${this.token}`, ...extraHeaders };
       if (Buffer.isBuffer(body)) {
         headers['content-type'] = 'application/json';
         headers['content-length'] = body.length;
       }
-      const req = request(url, { method, headers, agent: this.agent }, resolve);
+      const req = request(url, { method, headers, agent: this.agent, ...(signal ? { signal } : {}) }, resolve);
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
         const timer = setTimeout(
@@ -117,6 +121,7 @@ export class Upstream {
       });
       if (timeoutMs) req.setTimeout(timeoutMs, () => req.destroy(new SpaceError(this.unreachable, `${this.label} did not answer within ${timeoutMs} ms`)));
       req.on('error', (err: Error & { code?: string }) => {
+        if (signal?.aborted) return reject(new SpaceError(ErrorCode.REQUEST_ABORTED, 'the caller left before the answer'));
         const failure = err instanceof SpaceError ? err : new SpaceError(this.unreachable, `${this.label} unreachable: ${err.message}`);
         // The peer closed the idle connection as it was reused: nothing was read there.
         if (req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) reject(new StaleConnection(failure));

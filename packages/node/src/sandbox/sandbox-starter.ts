@@ -1,4 +1,4 @@
-import type { SandboxInfo, StartSandboxRequest } from '@space/protocol';
+import { CodeContextListSchema, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import { type KeyedQueue, SingleFlight } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
@@ -74,6 +74,17 @@ export class SandboxStarter {
     return { ...info, note: info.note ? `${info.note}; ${note}` : note };
   }
 
+  /** A sandbox restored from memory says in its history which cell each code context's kernel went back to (when it has any). */
+  private async withKernelNote(info: SandboxInfo): Promise<SandboxInfo> {
+    const reply = await this.deps.manager
+      .get(info.sandboxId)
+      .daemon.json('GET', '/code-state', undefined, CodeContextListSchema, { timeoutMs: 3000 })
+      .catch(() => null);
+    if (!reply?.contexts.length) return info;
+    const note = `code contexts back at: ${reply.contexts.map((c) => `${c.id} (${c.language}) cell ${c.executionCount}`).join(', ')}`;
+    return { ...info, note: info.note ? `${info.note}; ${note}` : note };
+  }
+
   private async startNew(request: StartSandboxRequest): Promise<SandboxInfo> {
     const { manager, volumes } = this.deps;
     const phases = new PhaseTimer();
@@ -97,7 +108,7 @@ export class SandboxStarter {
     let note = pending && 'note' in pending ? pending.note : null;
     if (pending && !('note' in pending)) {
       try {
-        return this.counted('checkpoint', await manager.boot(request, { memory: pending }, phases));
+        return this.counted('checkpoint', await this.withKernelNote(await manager.boot(request, { memory: pending }, phases)));
       } catch (err) {
         // The volume already holds the checkpoint's files: a fresh boot on it loses only the processes.
         this.deps.log.warn(`restoring ${request.sessionId} from ${pending.label} failed, booting fresh instead: ${(err as Error).message}`);
