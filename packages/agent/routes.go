@@ -68,7 +68,7 @@ func (a *agent) routeTable() map[string]handler {
 		},
 		// The node's, after a restore: the code contexts the memory image held, without starting the server.
 		"GET /code-state": func(w http.ResponseWriter, r *http.Request) error { return a.code.contextsIfRunning(w, r) },
-		"POST /exec": a.exec,
+		"POST /exec":      a.exec,
 		"GET /exec/stream": func(w http.ResponseWriter, r *http.Request) error {
 			return a.stream(w, r, false)
 		},

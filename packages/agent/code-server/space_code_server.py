@@ -18,6 +18,7 @@ since everything in the sandbox (this server included) may be hostile.
 """
 
 import argparse
+import collections
 import json
 import os
 import queue
@@ -36,6 +37,11 @@ from http.server import BaseHTTPRequestHandler
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 STREAM_FLUSH_S = 0.05
 INTERRUPT_GRACE_S = 3.0
+# Cells a context remembers (the console's notebook view), and the output each keeps: in the
+# kernel server's memory, so a full checkpoint holds them with the kernel.
+HISTORY_CELLS = 20
+HISTORY_CELL_BYTES = 512 * 1024
+HISTORY_CODE_BYTES = 64 * 1024
 
 
 class ApiError(Exception):
@@ -57,6 +63,7 @@ class Cell:
 
     def __init__(self, write, limits, gone):
         self.write, self.limits, self.gone = write, limits, gone
+        self.kept, self.kept_bytes = [], 0
         self.sent = 0
         self.cut = False
         self.buffers = {"stdout": [], "stderr": []}
@@ -64,7 +71,17 @@ class Cell:
 
     def emit(self, event):
         line = json.dumps(event, ensure_ascii=True, separators=(",", ":")) + "\n"
+        self.keep(event, len(line))
         self.write(line.encode("ascii"))
+
+    def keep(self, event, size):
+        """The cell's events for its history, up to HISTORY_CELL_BYTES; past it one notice (errors and the end always)."""
+        if self.kept_bytes + size <= HISTORY_CELL_BYTES or event["type"] in ("error", "end"):
+            self.kept.append(event)
+            self.kept_bytes += size
+        elif self.kept_bytes <= HISTORY_CELL_BYTES:
+            self.kept.append({"type": "stderr", "text": "[space: the rest of this cell's output is not kept in its history]\n"})
+            self.kept_bytes = HISTORY_CELL_BYTES + 1
 
     def stream(self, name, text):
         if self.cut or not text:
@@ -331,6 +348,7 @@ class Context:
         self.id, self.language, self.cwd, self.run_dir = context_id, language, cwd, run_dir
         self.created_at = now_iso()
         self.execution_count = 0
+        self.history = collections.deque(maxlen=HISTORY_CELLS)
         self.lock = threading.Lock()
         self.busy = False
         self.kernel = KERNELS[language](context_id, cwd, run_dir)
@@ -440,6 +458,8 @@ class Handler(BaseHTTPRequestHandler):
                     return self.reply(200, contexts.create(body.get("language", "python"), body.get("cwd")).view())
                 if len(parts) == 2 and method == "GET":
                     return self.reply(200, contexts.get(parts[1]).view())
+                if len(parts) == 3 and parts[2] == "history" and method == "GET":
+                    return self.reply(200, {"cells": list(contexts.get(parts[1]).history)})
                 if len(parts) == 2 and method == "DELETE":
                     contexts.delete(parts[1])
                     return self.reply(200, {"ok": True})
@@ -494,14 +514,16 @@ class Handler(BaseHTTPRequestHandler):
         timeout_s = min(float(body.get("timeoutMs") or 300000), 24 * 3600 * 1000) / 1000
         if not context.lock.acquire(timeout=timeout_s):
             raise ApiError(409, "SESSION_BUSY", f"context {context.id} is still running another cell")
+        cell = Cell(self.write_line, self.server.limits, self.gone)
+        started = time.monotonic()
+        record = {"code": code[:HISTORY_CODE_BYTES], "startedAt": now_iso(), "executionCount": None, "events": cell.kept}
+        context.history.append(record)
+        context.busy = True
         try:
             self.send_response(200)
             self.send_header("content-type", "application/x-ndjson")
             self.end_headers()
             self.wfile.flush()
-            cell = Cell(self.write_line, self.server.limits, self.gone)
-            started = time.monotonic()
-            context.busy = True
             if not context.kernel.alive():
                 code_before = context.kernel.exit_code()
                 context.restart()
@@ -512,9 +534,11 @@ class Handler(BaseHTTPRequestHandler):
             elif count is not None:
                 context.execution_count = count
             cell.end(context.id, context.execution_count, started)
-        except (BrokenPipeError, ConnectionResetError):
+        except (BrokenPipeError, ConnectionResetError, ClientGone):
+            cell.kept.append({"type": "error", "name": "Interrupted", "value": "the caller left; the cell was interrupted", "traceback": []})
             raise ClientGone()
         finally:
+            record["executionCount"] = context.execution_count
             context.busy = False
             context.lock.release()
 

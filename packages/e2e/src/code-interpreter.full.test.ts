@@ -10,7 +10,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Sandbox as CodeSandbox } from '@e2b/code-interpreter';
 import { type Session, Space, isSpaceApiError } from '@space/sdk';
 import type { Api } from './client.js';
-import { cliMain, type RunningPlatform } from './platform.js';
+import { chromium } from 'playwright-core';
+import { cliMain, repoRoot, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
 const execFileAsync = promisify(execFile);
@@ -260,6 +261,46 @@ describe('code interpreter', () => {
       assert.match(failed.content[0]?.text ?? '', /NameError/);
     } finally {
       await client.close();
+    }
+  });
+
+  test("the console's notebook: an agent's cells with their outputs, images rendered, HTML in an iframe that runs no script; a cell run from the page", {
+    timeout: 180_000,
+  }, async () => {
+    const session = await create({ codeCheckpointDelayMs: 0 });
+    await session.runCode('import pandas as pd\npd.DataFrame({"col": ["<b>v</b>"]})');
+    await session.runCode('from IPython.display import HTML, display\ndisplay(HTML("<p id=marker>html</p><script>parent.pwned = 1</script>"))');
+    await session.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2, 1])\nplt.show()');
+    const history = await session.codeContexts.history('python');
+    assert.deepEqual(
+      history.map((c) => c.executionCount),
+      [1, 2, 3],
+    );
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    try {
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 1400 } })).newPage();
+      await page.goto(`${platform.url}/console`);
+      await page.getByLabel('API key').fill(platform.adminKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Sessions' }).waitFor();
+      await page.goto(`${platform.url}/console#/sessions/${session.id}`);
+      await page.getByRole('tab', { name: 'Code' }).click();
+      await page.locator('[data-cell="3"] img.cell-image').waitFor();
+      const frame = page.frameLocator('[data-cell="1"] iframe.cell-html');
+      await frame.locator('table.dataframe').waitFor();
+      assert.equal(await frame.locator('td', { hasText: '<b>v</b>' }).count(), 1, "the DataFrame's value is text in its table");
+      assert.equal(await frame.locator('b').count(), 0);
+      await page.frameLocator('[data-cell="2"] iframe.cell-html').locator('#marker').waitFor();
+      assert.equal(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned), undefined, 'no script of a result ran');
+      assert.equal(await page.locator('[data-cell="2"] iframe').getAttribute('sandbox'), '');
+
+      await page.getByLabel('Code to run').fill('print(len(pd.__version__) > 0)\n6 * 7');
+      await page.getByRole('button', { name: 'Run' }).click();
+      await page.locator('[data-cell="4"] .cell-text', { hasText: '42' }).waitFor();
+      assert.match((await page.locator('[data-cell="4"] .cell-stdout').textContent()) ?? '', /True/);
+      await page.screenshot({ path: path.join(repoRoot, 'docs/images/console-notebook.png') });
+    } finally {
+      await browser.close();
     }
   });
 

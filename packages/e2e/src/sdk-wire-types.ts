@@ -28,6 +28,7 @@ import type {
   TenantEvent,
   CodeContext,
   CodeEvent,
+  CodeCell,
 } from '@space/protocol';
 import type {
   CheckpointData,
@@ -53,6 +54,7 @@ import type {
   TenantEventData,
   CodeContextData,
   CodeEventData,
+  CodeCellData,
 } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
@@ -62,6 +64,7 @@ export const sdkMatchesWire: Record<string, true> = {
   session: true satisfies Same<SessionData, Session>,
   codeContext: true satisfies Same<CodeContextData, CodeContext>,
   codeEvent: true satisfies Same<CodeEventData, CodeEvent>,
+  codeCell: true satisfies Same<CodeCellData, CodeCell>,
   sessionStatus: true satisfies Same<SessionData['status'], SessionStatus>,
   checkpoint: true satisfies Same<CheckpointData, Checkpoint>,
   egressPolicy: true satisfies Same<EgressPolicy, WirePolicy>,

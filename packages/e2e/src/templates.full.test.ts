@@ -86,7 +86,7 @@ describe('templates from sessions and checkpoints', () => {
     const b = await newTenant('template-stranger');
     assert.deepEqual(
       (await b.call('GET', '/v1/templates')).body.templates.map((t: { name: string }) => t.name),
-      ['base', 'tiny'],
+      ['base', 'tiny', 'code-interpreter'],
     );
     const refused = await b.call('POST', '/v1/sessions', { template: 'tool-env' });
     assert.deepEqual([refused.status, refused.body.error.code], [400, 'UNKNOWN_TEMPLATE']);

@@ -98,6 +98,22 @@ export const CodeEventSchema = z.discriminatedUnion('type', [
 ]);
 export type CodeEvent = z.infer<typeof CodeEventSchema>;
 
+/**
+ * A cell a context remembers (its newest 20, each with up to 512 KiB of its events): kept with the
+ * kernel, so a full checkpoint holds it too. `executionCount` is null while the cell runs.
+ */
+export const CodeCellSchema = z
+  .object({
+    code: z.string().max(64 * 1024),
+    startedAt: z.string().max(64),
+    executionCount: z.number().int().nonnegative().nullable(),
+    /** What the cell sent, as the run's stream did; a cell whose caller left ends with an `Interrupted` error. */
+    events: z.array(CodeEventSchema).max(10_000),
+  })
+  .strict();
+export type CodeCell = z.infer<typeof CodeCellSchema>;
+export const CodeHistorySchema = z.object({ cells: z.array(CodeCellSchema).max(20) }).strict();
+
 /** A run's stream between the layers: `end` is last; errors and the end pass any output bound; what a relay says comes as stderr, or as an error when the stream broke off. */
 export const codeEventStream: EventStream = {
   event: CodeEventSchema,

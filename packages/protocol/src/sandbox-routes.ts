@@ -8,6 +8,7 @@ import {
   CodeContextListSchema,
   CodeContextParamsSchema,
   CodeContextSchema,
+  CodeHistorySchema,
   codeEventStream,
   CreateCodeContextRequestSchema,
   RunCodeRequestSchema,
@@ -48,6 +49,7 @@ export const sandboxRoutes: readonly SandboxRoute[] = [
   { kind: 'json', method: 'GET', path: '/code/contexts/:contextId', params: CodeContextParamsSchema, response: CodeContextSchema },
   { kind: 'json', method: 'DELETE', path: '/code/contexts/:contextId', params: CodeContextParamsSchema, response: ok },
   { kind: 'json', method: 'POST', path: '/code/contexts/:contextId/restart', params: CodeContextParamsSchema, response: CodeContextSchema },
+  { kind: 'json', method: 'GET', path: '/code/contexts/:contextId/history', params: CodeContextParamsSchema, response: CodeHistorySchema },
   { kind: 'events', method: 'POST', path: '/code/run', body: RunCodeRequestSchema, stream: codeEventStream },
 ];
 

@@ -33,6 +33,14 @@ export type CodeEventData =
   | ({ type: 'error' } & CodeErrorData)
   | { type: 'end'; contextId: string; executionCount: number; durationMs: number };
 
+/** A cell a context remembers (its newest 20): the code and the events it sent. */
+export interface CodeCellData {
+  code: string;
+  startedAt: string;
+  executionCount: number | null;
+  events: CodeEventData[];
+}
+
 /** What a cell did, whole. */
 export interface Execution {
   results: CodeResultData[];
@@ -175,6 +183,11 @@ export class CodeContexts {
   /** A new kernel in the context: its state is gone, its id stays. */
   async restart(id: string, opts: CallOptions = {}): Promise<CodeContextData> {
     return this.t.json<CodeContextData>('POST', `${this.path(id)}/restart`, opts);
+  }
+
+  /** The context's newest cells with their output (what the console's notebook view shows). */
+  async history(id: string, opts: CallOptions = {}): Promise<CodeCellData[]> {
+    return (await this.t.json<{ cells: CodeCellData[] }>('GET', `${this.path(id)}/history`, opts)).cells;
   }
 
   async delete(id: string, opts: CallOptions = {}): Promise<void> {

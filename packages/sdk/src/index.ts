@@ -3,6 +3,7 @@ export { Session, SessionHandle, SessionFiles, type StreamOptions } from './sess
 export { ExecStream } from './exec-stream.js';
 export {
   CodeContexts,
+  type CodeCellData,
   type CodeContextData,
   type CodeErrorData,
   type CodeEventData,

@@ -44,8 +44,10 @@ export function relayEvents(up: IncomingMessage, res: ServerResponse, stream: Ev
     if (!res.writableEnded) res.end();
     up.destroy();
   };
+  const oversized = (): void => say(`${bounds.label} sent an event of more than ${bounds.maxEventBytes} bytes; dropped`);
   const line = (raw: Buffer): void => {
     if (final !== null || raw.length === 0) return;
+    if (raw.length > bounds.maxEventBytes) return oversized();
     let event: unknown;
     try {
       event = JSON.parse(raw.toString('utf8'));
@@ -84,7 +86,7 @@ export function relayEvents(up: IncomingMessage, res: ServerResponse, stream: Ev
       pending.push(chunk.subarray(start));
       pendingBytes += chunk.length - start;
       if (pendingBytes > bounds.maxEventBytes) {
-        say(`${bounds.label} sent an event of more than ${bounds.maxEventBytes} bytes; dropped`);
+        oversized();
         pending = [];
         pendingBytes = 0;
         dropping = true;

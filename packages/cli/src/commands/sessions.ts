@@ -13,11 +13,14 @@ export function registerSessionCommands(program: Command): void {
   egressOptions(program.command('create'))
     .description('create a session (and its sandbox); prints the session id')
     .option('-s, --secret <name...>', 'secrets the sandbox may use (env var NAME holds the placeholder)', [])
-    .option('-t, --template <name>', 'template: base, tiny or one of yours ("space template ls")', 'base')
+    .option('-t, --template <name>', 'template: base, tiny, code-interpreter or one of yours ("space template ls")', 'base')
     .option('-e, --env <NAME=VALUE...>', 'environment variables', [])
     .option('--checkpoint-interval <sec>', 'seconds between automatic fs checkpoints (0: off)', (v) => Number(v))
     .option('--full-checkpoint-interval <sec>', 'seconds between automatic full (memory) checkpoints (0: off)', (v) => Number(v))
     .option('--idle-timeout <sec>', 'seconds without calls before the sandbox is checkpointed and stopped (0: never)', (v) => Number(v))
+    .option('--code-checkpoint-delay <ms>', 'after a code cell, ms of quiet before a full checkpoint holds the kernels (default 1000; 0: off)', (v) =>
+      Number(v),
+    )
     .option('--disk <gb>', 'disk the session may fill, GB (default: the platform\'s, see "space limits")', (v) => Number(v))
     .option('--memory <mb>', 'memory, MB (default 1024; past it the biggest process is killed, the sandbox lives)', (v) => Number(v))
     .option('--cpus <n>', 'CPUs (default 1)', (v) => Number(v))
@@ -33,6 +36,7 @@ export function registerSessionCommands(program: Command): void {
           checkpointInterval?: number;
           fullCheckpointInterval?: number;
           idleTimeout?: number;
+          codeCheckpointDelay?: number;
           disk?: number;
           memory?: number;
           cpus?: number;
@@ -51,6 +55,7 @@ export function registerSessionCommands(program: Command): void {
           checkpointIntervalSec: opts.checkpointInterval,
           fullCheckpointIntervalSec: opts.fullCheckpointInterval,
           idleTimeoutSec: opts.idleTimeout,
+          codeCheckpointDelayMs: opts.codeCheckpointDelay,
           ...(Object.keys(resources).length === 0 ? {} : { resources }),
           secrets: opts.secret,
           egress: policyFromFlags(opts),

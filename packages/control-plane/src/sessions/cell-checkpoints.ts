@@ -1,4 +1,4 @@
-import { isSpaceError } from '@space/protocol';
+import { ErrorCode, isSpaceError } from '@space/protocol';
 import type { Caller } from '../tenants/auth.js';
 import type { Activity } from './activity.js';
 import type { SessionCheckpointService } from './session-checkpoint-service.js';
@@ -52,7 +52,8 @@ export class CellCheckpoints {
       if (!row.sandboxId) return;
       await this.deps.checkpoints.createAutomatic(caller, sessionId, 'full', this.deps.keepAutomatic);
     } catch (err) {
-      // Refused (an fs checkpoint was taken instead), the session gone or stopped: the next cell tries again.
+      // Deleted meanwhile: nothing to hold. Refused (an fs checkpoint was taken instead) or stopped: the next cell tries again.
+      if (isSpaceError(err) && err.code === ErrorCode.SESSION_NOT_FOUND) return;
       const what = isSpaceError(err) ? `${err.code}: ${err.message}` : String(err);
       this.deps.log(`session ${sessionId}: no full checkpoint after its code cell: ${what.slice(0, 300)}`);
     }
