@@ -24,6 +24,7 @@ for (const helper of ['space-init', 'space-pty']) {
 }
 // The code interpreter's server, started by the agent in templates with Python and ipykernel.
 copyFileSync(path.join(agentDir, 'code-server/space_code_server.py'), path.join(out, 'space-code-server.py'));
+copyFileSync(path.join(agentDir, 'code-server/space_js_kernel.js'), path.join(out, 'space-js-kernel.js'));
 // Preloaded into the sandbox's programs (glibc templates): works around gaps of gVisor.
 execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-o', path.join(out, 'space-compat.so'), path.join(agentDir, 'native/space-compat.c')], {
   stdio: 'inherit',

@@ -336,11 +336,114 @@ class BashKernel:
         return self.count
 
 
+class JavaScriptKernel:
+    """A long-lived Node.js (space-js-kernel.js, beside this file): its global scope carries over between cells."""
+
+    language = "javascript"
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "space-js-kernel.js")
+
+    def __init__(self, context_id, cwd, run_dir):
+        self.count = 0
+        self.cwd = cwd
+        self.start()
+
+    def start(self):
+        self.process = subprocess.Popen(
+            ["node", self.script], cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        )
+        self.lines = b""
+        ready, _, _ = select.select([self.process.stdout], [], [], 60)
+        if not ready or b"ready" not in os.read(self.process.stdout.fileno(), 65536):
+            self.shutdown()
+            raise ApiError(503, "CODE_INTERPRETER_UNAVAILABLE", "the JavaScript context did not start (is node installed in the template?)")
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def exit_code(self):
+        return self.process.poll()
+
+    def shutdown(self):
+        if self.alive():
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def interrupt(self):
+        os.killpg(self.process.pid, signal.SIGINT)
+
+    def set_session(self, env, cwd):
+        exports = "".join(f"process.env[{json.dumps(str(k))}] = {json.dumps(str(v))};" for k, v in env.items())
+        self.process.stdin.write((json.dumps({"code": f"{exports} process.chdir({json.dumps(cwd)}); undefined"}) + "\n").encode())
+        self.process.stdin.flush()
+        self.read_until_done(Cell(lambda _: None, {"maxCellOutputBytes": 1 << 20, "maxCodeStreamChunkBytes": 65536, "maxCodeEventBytes": 1 << 20}, lambda: False), time.monotonic() + 10)
+
+    def run(self, code, env, cell, should_stop, deadline):
+        if env:
+            code = "".join(f"process.env[{json.dumps(str(k))}] = {json.dumps(str(v))};\n" for k, v in env.items()) + code
+        self.process.stdin.write((json.dumps({"code": code}) + "\n").encode())
+        self.process.stdin.flush()
+        interrupted_at = None
+        while True:
+            stop = should_stop()
+            if (stop or time.monotonic() > deadline) and interrupted_at is None:
+                cell.flush()
+                self.interrupt()
+                interrupted_at = time.monotonic()
+            if interrupted_at is not None and time.monotonic() - interrupted_at > INTERRUPT_GRACE_S:
+                self.shutdown()
+                self.start()
+                cell.error("KernelRestarted", "the cell did not stop on an interrupt; Node.js was started again and its state is lost", [])
+                if stop:
+                    raise ClientGone()
+                return None
+            done = self.read_until_done(cell, time.monotonic() + STREAM_FLUSH_S, drop_interrupt=interrupted_at is not None)
+            if done:
+                if interrupted_at is not None and not should_stop():
+                    cell.error("TimeoutError", "the cell ran past its timeout and was interrupted", [])
+                if should_stop():
+                    raise ClientGone()
+                self.count += 1
+                return self.count
+            cell.flush()
+            if not self.alive():
+                return None
+
+    def read_until_done(self, cell, until, drop_interrupt=False):
+        """Relays the kernel's events into `cell` until `until`; True once the cell's `done` came."""
+        streams = {self.process.stdout.fileno(): "stdout", self.process.stderr.fileno(): "stderr"}
+        while time.monotonic() < until:
+            ready, _, _ = select.select(list(streams), [], [], max(0, until - time.monotonic()))
+            if not ready:
+                return False
+            for fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    return False
+                if streams[fd] == "stderr":
+                    # Node's own messages (a crash): shown as the cell's stderr.
+                    cell.stream("stderr", chunk.decode("utf-8", "replace"))
+                    continue
+                self.lines += chunk
+                while b"\n" in self.lines:
+                    line, self.lines = self.lines.split(b"\n", 1)
+                    event = json.loads(line)
+                    kind = event.get("type")
+                    if kind == "done":
+                        return True
+                    if kind in ("stdout", "stderr"):
+                        cell.stream(kind, event.get("text", ""))
+                    elif kind == "result":
+                        cell.result(event.get("data", {}), True)
+                    elif kind == "error" and not (drop_interrupt and event.get("name") == "KeyboardInterrupt"):
+                        cell.error(event.get("name", "Error"), event.get("value", ""), event.get("traceback", []))
+        return False
+
+
 def shell_quote(value):
     return "'" + str(value).replace("'", "'\"'\"'") + "'"
 
 
-KERNELS = {"python": PythonKernel, "bash": BashKernel}
+KERNELS = {"python": PythonKernel, "bash": BashKernel, "javascript": JavaScriptKernel}
 
 
 class Context:
@@ -397,7 +500,7 @@ class Contexts:
         return context
 
     def default_for(self, language):
-        """The default context of a language: `python` (made at start) or `bash`, made on first use."""
+        """The default context of a language: `python` (made at start), `bash` or `javascript`, made on first use."""
         with self.lock:
             found = self.items.get(language)
         return found or self.create(language, None, context_id=language)

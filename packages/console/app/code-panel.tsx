@@ -25,11 +25,15 @@ interface Context {
 /** One result: an image as an image, HTML in an iframe that may run nothing (no scripts, no forms, its own origin), else its text. */
 function Result({ data }: { data: Record<string, unknown> }) {
   for (const mime of ['image/png', 'image/jpeg'] as const) {
-    if (typeof data[mime] === 'string') return <img class="cell-image" alt="a result image" src={`data:${mime};base64,${data[mime]}`} />;
+    if (typeof data[mime] === 'string') return <img class="cell-image" alt="what the cell displayed" src={`data:${mime};base64,${data[mime]}`} />;
   }
   if (typeof data['image/svg+xml'] === 'string')
     return (
-      <img class="cell-image" alt="a result image" src={`data:image/svg+xml;base64,${btoa(unescape(encodeURIComponent(data['image/svg+xml'] as string)))}`} />
+      <img
+        class="cell-image"
+        alt="what the cell displayed"
+        src={`data:image/svg+xml;base64,${btoa(unescape(encodeURIComponent(data['image/svg+xml'] as string)))}`}
+      />
     );
   if (typeof data['text/html'] === 'string') return <iframe class="cell-html" title="an HTML result" sandbox="" srcdoc={data['text/html'] as string} />;
   return <pre class="cell-text">{String(data['text/plain'] ?? JSON.stringify(data))}</pre>;

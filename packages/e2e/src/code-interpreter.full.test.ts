@@ -104,6 +104,20 @@ describe('code interpreter', () => {
     const again = await session.runCode('pwd; echo $N; exit_code() { return 3; }; exit_code', { language: 'bash' });
     assert.equal(again.logs.stdout.join(''), '/tmp\n5\n', 'bash keeps its directory and variables');
     assert.equal(again.error?.name, 'ExitStatus');
+
+    // JavaScript: a long-lived Node.js whose globals carry over; promises awaited; an interrupt keeps its state.
+    const js = { language: 'javascript' as const };
+    const logged = await session.runCode('let n = 20; const os = require("os"); console.log("js", n, typeof os.cpus)', js);
+    assert.equal(logged.logs.stdout.join(''), 'js 20 function\n');
+    assert.equal((await session.runCode('n + 22', js)).text, '42');
+    assert.equal((await session.runCode('await new Promise((r) => setTimeout(r, 10)); return n * 2', js)).text, '40');
+    assert.equal((await session.runCode('Promise.resolve({ a: [1, 2] })', js)).text, '{ a: [ 1, 2 ] }');
+    const thrown = await session.runCode('null.x', js);
+    assert.equal(thrown.error?.name, 'TypeError');
+    assert.ok(thrown.error.traceback.some((line) => line.includes('cell.js')));
+    const jsSpun = await session.runCode('while (true) {}', { ...js, timeoutMs: 1500 });
+    assert.equal(jsSpun.error?.name, 'TimeoutError');
+    assert.equal((await session.runCode('n', js)).text, '20', 'the interrupt kept the globals');
   });
 
   test('contexts: isolated, a crashed kernel reported and usable again, restart, bad input', { timeout: 180_000 }, async () => {
@@ -134,7 +148,7 @@ describe('code interpreter', () => {
     await refusal(session.codeContexts.get('ctx_000000000000'), 'CONTEXT_NOT_FOUND', 404);
     const unsupported = await api.call('POST', `/v1/sessions/${session.id}/code/run`, { code: '1', language: 'cobol' });
     assert.equal(unsupported.status, 400);
-    assert.match(unsupported.body.error.message, /supported languages: python, bash/);
+    assert.match(unsupported.body.error.message, /supported languages: python, javascript, bash/);
     const huge = await api.call('POST', `/v1/sessions/${session.id}/code/run`, { code: `# ${'x'.repeat(1_100_000)}` });
     assert.equal(huge.status, 413);
     const base = await space.sessions.create({ template: 'tiny' });
@@ -216,6 +230,8 @@ describe('code interpreter', () => {
     await assert.rejects(sandbox.runCode('1', { context }), /CONTEXT_NOT_FOUND|not found/i);
 
     assert.equal((await sandbox.runCode('echo $((6 * 7))', { language: 'bash' })).logs.stdout.join(''), '42\n');
+    assert.equal((await sandbox.runCode('[1, 2, 3].map((x) => x * 2)', { language: 'js' })).text, '[ 2, 4, 6 ]');
+    await assert.rejects(sandbox.runCode('1', { language: 'r' }), /supported languages/);
     await sandbox.kill();
   });
 

@@ -98,12 +98,12 @@ export function registerSpaceTools(server: McpServer, space: Space): void {
     'run_code',
     {
       description:
-        "Run a cell of Python (or bash) in the session's code interpreter (template code-interpreter): variables stay between cells and survive the sandbox's death. Returns stdout, stderr, the cell's value and error as text, and charts as images.",
+        "Run a cell of Python (or JavaScript, or bash) in the session's code interpreter (template code-interpreter): variables stay between cells and survive the sandbox's death. Returns stdout, stderr, the cell's value and error as text, and charts as images.",
       inputSchema: {
         sessionId,
         code: z.string().min(1).max(1_000_000),
         contextId: z.string().max(64).optional().describe("a context made for this (default: the language's own)"),
-        language: z.enum(['python', 'bash']).optional(),
+        language: z.enum(['python', 'javascript', 'bash']).optional(),
         timeoutMs: z.number().int().min(1).max(600_000).optional().describe('default 300000'),
       },
     },

@@ -8,16 +8,16 @@ import { Limits } from './limits.js';
  * answered as a stream of events. Served inside the sandbox by the code interpreter's server,
  * which its agent starts and alone reaches (over a Unix socket).
  */
-export const codeLanguages = ['python', 'bash'] as const;
+export const codeLanguages = ['python', 'javascript', 'bash'] as const;
 export const CodeLanguageSchema = z.enum(codeLanguages, {
   errorMap: () => ({ message: `supported languages: ${codeLanguages.join(', ')}` }),
 });
 export type CodeLanguage = z.infer<typeof CodeLanguageSchema>;
 
-/** A context's id: `python` and `bash` name each language's default context, made on first use (python's at start). */
+/** A context's id: `python`, `javascript` and `bash` name each language's default context, made on first use (python's at start). */
 export const CodeContextIdSchema = z
   .string()
-  .regex(/^(python|bash|ctx_[a-z0-9]{12})$/, 'context ids are python, bash or ctx_ and 12 lowercase letters or digits');
+  .regex(/^(python|javascript|bash|ctx_[a-z0-9]{12})$/, 'context ids are python, javascript, bash or ctx_ and 12 lowercase letters or digits');
 
 export const CreateCodeContextRequestSchema = z
   .object({

@@ -3,7 +3,7 @@ import { SpaceClientError } from './errors.js';
 import type { CallOptions } from './options.js';
 import type { Transport } from './transport.js';
 
-export type CodeLanguage = 'python' | 'bash';
+export type CodeLanguage = 'python' | 'javascript' | 'bash';
 
 export interface CodeContextData {
   id: string;

@@ -14,7 +14,7 @@ export function registerRunCodeCommand(program: Command): void {
     .description('run a cell in the session\'s code interpreter (template code-interpreter): state stays between runs; "-" or no file reads stdin')
     .option('-c, --code <code>', 'the code (instead of a file)')
     .option('--context <id>', "the context to run in (default: the language's own)")
-    .option('--language <language>', 'python (default) or bash')
+    .option('--language <language>', 'python (default), javascript or bash')
     .option('--timeout <ms>', 'interrupt the cell after this long', (v) => Number(v))
     .option('--out <dir>', 'save images and PDFs of the results into this directory (default: the current one)')
     .option('--json', 'print the whole execution as JSON (images stay base64, nothing is saved)')

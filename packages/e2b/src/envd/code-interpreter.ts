@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { Limits } from '@space/protocol';
-import type { CodeContextData, CodeEventData, SessionHandle } from '@space/sdk';
+import type { CodeContextData, CodeEventData, CodeLanguage, SessionHandle } from '@space/sdk';
 import { readJson, sendJson } from '@space/server-kit';
 import { E2bError, sendE2bError, toE2bError } from '../errors.js';
 import { type SpaceFor, accessTokenHeader, sandboxSession } from './sandbox-access.js';
@@ -101,9 +101,10 @@ function e2bContext(context: CodeContextData): Record<string, unknown> {
   return { id: context.id, language: context.language, cwd: context.cwd };
 }
 
-/** E2B's language names as SPACE's; SPACE refuses one it does not run, naming those it does. */
-function language(name: string | null | undefined): 'python' | 'bash' {
-  return (name ?? 'python') as 'python' | 'bash';
+/** E2B's language names as SPACE's (`js` is `javascript`); SPACE refuses one it does not run, naming those it does. */
+function language(name: string | null | undefined): CodeLanguage {
+  const given = (name ?? 'python').toLowerCase();
+  return (given === 'js' ? 'javascript' : given) as CodeLanguage;
 }
 
 function header(req: IncomingMessage, names: string[]): string | undefined {

@@ -13,7 +13,7 @@ export const inSandbox = {
   compat: '/.space/space-compat.so',
 } as const;
 
-const runtimeFiles = ['space-agent', 'space-init', 'space-pty', 'space-compat.so', 'space-code-server.py'];
+const runtimeFiles = ['space-agent', 'space-init', 'space-pty', 'space-compat.so', 'space-code-server.py', 'space-js-kernel.js'];
 
 /**
  * Prepares the read-only directory mounted into every sandbox: the agent and its helpers, all
