@@ -251,7 +251,25 @@ class PythonKernel:
                 return count
 
 
-class BashKernel:
+class ChildKernel:
+    """A kernel that is one child process (and its group), talked to over its stdin and stdout."""
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def exit_code(self):
+        return self.process.poll()
+
+    def shutdown(self):
+        if self.alive():
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def interrupt(self):
+        os.killpg(self.process.pid, signal.SIGINT)
+
+
+class BashKernel(ChildKernel):
     """A long-lived bash: variables, functions and the working directory carry over between cells."""
 
     language = "bash"
@@ -266,25 +284,11 @@ class BashKernel:
             ["bash", "--noprofile", "--norc"], cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
         )
 
-    def alive(self):
-        return self.process.poll() is None
-
     def set_session(self, env, cwd):
         self.cwd = cwd
         exports = "".join(f"export {k}={shell_quote(v)}\n" for k, v in env.items())
         self.process.stdin.write(f"{exports}cd {shell_quote(cwd)}\n".encode())
         self.process.stdin.flush()
-
-    def exit_code(self):
-        return self.process.poll()
-
-    def shutdown(self):
-        if self.alive():
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def interrupt(self):
-        os.killpg(self.process.pid, signal.SIGINT)
 
     def run(self, code, env, cell, should_stop, deadline):
         marker = f"__space_end_{uuid.uuid4().hex}"
@@ -336,7 +340,7 @@ class BashKernel:
         return self.count
 
 
-class JavaScriptKernel:
+class JavaScriptKernel(ChildKernel):
     """A long-lived Node.js (space-js-kernel.js, beside this file): its global scope carries over between cells."""
 
     language = "javascript"
@@ -357,19 +361,6 @@ class JavaScriptKernel:
             self.shutdown()
             raise ApiError(503, "CODE_INTERPRETER_UNAVAILABLE", "the JavaScript context did not start (is node installed in the template?)")
 
-    def alive(self):
-        return self.process.poll() is None
-
-    def exit_code(self):
-        return self.process.poll()
-
-    def shutdown(self):
-        if self.alive():
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def interrupt(self):
-        os.killpg(self.process.pid, signal.SIGINT)
 
     def set_session(self, env, cwd):
         exports = "".join(f"process.env[{json.dumps(str(k))}] = {json.dumps(str(v))};" for k, v in env.items())

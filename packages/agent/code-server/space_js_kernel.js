@@ -51,7 +51,8 @@ async function run(code) {
       value = vm.runInContext(code, context, { filename: 'cell.js', breakOnSigint: true });
     } catch (err) {
       // `await` at the top of a cell: run it as an async function.
-      if (!(err instanceof SyntaxError) || !/await is only valid/.test(err.message)) throw err;
+      // The context's own SyntaxError, not this realm's: compared by name.
+      if (err?.name !== 'SyntaxError' || !/await is only valid/.test(err.message)) throw err;
       value = vm.runInContext(`(async () => {\n${code}\n})()`, context, { filename: 'cell.js', breakOnSigint: true });
     }
     if (value && typeof value.then === 'function') value = await value;

@@ -56,3 +56,20 @@ export function socket(path: string): WebSocket {
 }
 
 export const q = (p: string) => `?path=${encodeURIComponent(p)}`;
+
+/** Reads a streamed reply as text records ending in `separator` (`\n` for JSON lines, `\n\n` for server-sent events), each as it comes. */
+export async function readRecords(res: Response, separator: string, onRecord: (record: string) => void): Promise<void> {
+  if (!res.body) throw new Error('the reply has no body');
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    for (let end = buffer.indexOf(separator); end !== -1; end = buffer.indexOf(separator)) {
+      const record = buffer.slice(0, end);
+      buffer = buffer.slice(end + separator.length);
+      if (record) onRecord(record);
+    }
+  }
+}

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-import { call, json } from './api.js';
+import { call, json, readRecords } from './api.js';
 import { EmptyState, ErrorAlert } from './ui.js';
 
 type CodeEvent =
@@ -65,22 +65,6 @@ function CellView({ cell }: { cell: Cell }) {
   );
 }
 
-/** Reads a run's stream of JSON lines, calling `onEvent` for each as it comes. */
-async function readEvents(res: Response, onEvent: (event: CodeEvent) => void): Promise<void> {
-  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffered += value;
-    for (let nl = buffered.indexOf('\n'); nl !== -1; nl = buffered.indexOf('\n')) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      if (line) onEvent(JSON.parse(line) as CodeEvent);
-    }
-  }
-}
-
 /** The session's code interpreter as a notebook: each context's newest cells with their outputs, and a cell to run. */
 export function CodePanel({ sessionId }: { sessionId: string }) {
   const base = `/v1/sessions/${sessionId}/code`;
@@ -108,7 +92,8 @@ export function CodePanel({ sessionId }: { sessionId: string }) {
     setRunning(true);
     try {
       const res = await call('POST', `${base}/run`, { code, contextId });
-      await readEvents(res, (event) => {
+      await readRecords(res, '\n', (line) => {
+        const event = JSON.parse(line) as CodeEvent;
         if (event.type === 'end') cell.executionCount = event.executionCount;
         else cell.events = [...cell.events, event];
         setCells((old) => [...old.slice(0, -1), { ...cell }]);

@@ -1,5 +1,5 @@
 import { useEffect, useRef } from 'preact/hooks';
-import { call } from './api.js';
+import { call, readRecords } from './api.js';
 
 export interface TenantEvent {
   type: 'session.created' | 'session.status' | 'session.deleted' | 'checkpoint.created' | 'checkpoint.deleted';
@@ -19,24 +19,14 @@ function subscribe(onEvent: (event: TenantEvent) => void): () => void {
     while (!abort.signal.aborted) {
       try {
         const res = await call('GET', '/v1/events', undefined, undefined, abort.signal);
-        if (!res.body) throw new Error('events: no body');
-        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-        let buffer = '';
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          buffer += value;
-          for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
-            const data = buffer
-              .slice(0, end)
-              .split('\n')
-              .filter((line) => line.startsWith('data: '))
-              .map((line) => line.slice(6))
-              .join('\n');
-            buffer = buffer.slice(end + 2);
-            if (data) onEvent(JSON.parse(data) as TenantEvent);
-          }
-        }
+        await readRecords(res, '\n\n', (record) => {
+          const data = record
+            .split('\n')
+            .filter((line) => line.startsWith('data: '))
+            .map((line) => line.slice(6))
+            .join('\n');
+          if (data) onEvent(JSON.parse(data) as TenantEvent);
+        });
       } catch {
         // Dropped or refused: tried again shortly.
       }
