@@ -2,7 +2,7 @@
 // compiled to dist); end-to-end tests are in packages/e2e. `--fast` runs the unit tests and the
 // fast end-to-end suite; the default adds the full end-to-end suite.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { goBinary, goEnvironment } from './go-toolchain.mjs';
@@ -103,5 +103,30 @@ function prepareTemplates() {
   }
 }
 // One file at a time: the end-to-end files share the machine's sandboxes, cores and test data directory.
-const result = spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], { stdio: 'inherit', cwd: root });
-process.exit(result.status ?? 1);
+const result = files.length
+  ? spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], { stdio: 'inherit', cwd: root })
+  : { status: 0 };
+const python = !fast && (only.length === 0 || only.some((o) => 'packages/python'.includes(o))) ? runPythonTests() : 0;
+process.exit(result.status || python);
+
+/**
+ * The Python SDK's tests (pytest, Debian's) against a real platform: the SDK installed into a venv of
+ * Debian's Python (`.tools/python-venv`, its system packages visible), offline, as a user would install it.
+ */
+function runPythonTests() {
+  const venv = path.join(root, '.tools/python-venv');
+  const python = path.join(venv, 'bin/python');
+  const step = (what, argv, options = {}) => {
+    const ran = spawnSync(argv[0], argv.slice(1), { stdio: 'inherit', cwd: root, ...options });
+    if (ran.status !== 0) console.error(`${what} failed`);
+    return ran.status ?? 1;
+  };
+  console.log('the Python SDK: pip install ./packages/python into .tools/python-venv, pyflakes, then pytest packages/python/tests');
+  if (!existsSync(python) && step('python3 -m venv', ['/usr/bin/python3', '-m', 'venv', '--system-site-packages', venv]) !== 0) return 1;
+  const install = ['-m', 'pip', 'install', '--quiet', '--no-index', '--no-build-isolation', '--no-deps', '--force-reinstall', './packages/python'];
+  if (step('pip install ./packages/python', [python, ...install]) !== 0) return 1;
+  if (step('pyflakes (unused names, undefined names)', [python, '-m', 'pyflakes', 'packages/python', 'examples']) !== 0) return 1;
+  return step('pytest', [python, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'packages/python/tests'], {
+    env: { ...process.env, SPACE_NODE: process.execPath },
+  });
+}

@@ -40,7 +40,8 @@ export interface E2bApi {
 }
 
 export function createE2bApi(options: E2bApiOptions): E2bApi {
-  const spaceFor: SpaceFor = (key) => new Space({ apiUrl: options.apiUrl(), apiKey: key });
+  // A 429 goes back to the E2B client as E2B's own (RateLimitError), not waited out here.
+  const spaceFor: SpaceFor = (key) => new Space({ apiUrl: options.apiUrl(), apiKey: key, retry: false });
   const watchers = new PollingWatchers();
   const envdRpc = connectHandler({
     prefix: sandboxPrefix,

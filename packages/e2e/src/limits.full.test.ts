@@ -3,6 +3,7 @@ import { execFile } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { Space, isSpaceApiError } from '@space/sdk';
 import { Api, metricValue } from './client.js';
 import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
@@ -62,6 +63,15 @@ describe('limits: what one tenant or session may take', () => {
     assert.ok(replies.every((r) => r.status === 200 || r.status === 429));
     assert.equal(limited[0]!.body.error.details.limit, 'requestsPerSec');
     assert.equal((await admin.call('GET', '/v1/sessions')).status, 200);
+    await new Promise((r) => setTimeout(r, 2100));
+
+    // The SDK waits such refusals out by their Retry-After: the same burst through it all succeeds; with retry off it throws.
+    const patient = new Space({ apiUrl: platform.url, apiKey: tenant.key! });
+    assert.equal((await Promise.all(Array.from({ length: 80 }, () => patient.limits()))).length, 80);
+    await new Promise((r) => setTimeout(r, 2100));
+    const strict = new Space({ apiUrl: platform.url, apiKey: tenant.key!, retry: false });
+    const outcomes = await Promise.allSettled(Array.from({ length: 80 }, () => strict.limits()));
+    assert.ok(outcomes.some((o) => o.status === 'rejected' && isSpaceApiError(o.reason, 'TOO_MANY_REQUESTS')));
     await new Promise((r) => setTimeout(r, 2100));
 
     const view = (await tenant.call('GET', '/v1/limits')).body;

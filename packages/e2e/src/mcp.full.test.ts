@@ -98,7 +98,7 @@ describe('MCP server', () => {
       (await client.callTool({ name, arguments: args })) as ToolResult;
     const text = (result: ToolResult): string => result.content.map((c) => c.text).join('');
     try {
-      assert.equal((await mine.listTools()).tools.length, 12);
+      assert.equal((await mine.listTools()).tools.length, 13);
       const created = JSON.parse(text(await call(mine, 'create_session', { template: 'tiny' })));
       const ran = JSON.parse(text(await call(mine, 'run_command', { sessionId: created.id, command: 'echo over-http > f; cat f' })));
       assert.deepEqual([ran.exitCode, ran.stdout], [0, 'over-http\n']);

@@ -46,7 +46,8 @@ export function createMcpHttpApi(options: McpHttpOptions): (req: IncomingMessage
       return sendRpcError(res, isSpaceError(err) ? err.status : 400, -32700, isSpaceError(err) ? err.message : 'the body is not JSON');
     }
     const server = new McpServer({ name: 'space', version: '0.1.0' });
-    registerSpaceTools(server, new Space({ apiUrl: options.apiUrl(), apiKey: key! }));
+    // A 429 goes back to the MCP client as a tool error naming it, not waited out in the server.
+    registerSpaceTools(server, new Space({ apiUrl: options.apiUrl(), apiKey: key!, retry: false }));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.once('close', () => {
       void transport.close();

@@ -9,6 +9,12 @@ export interface SpaceOptions {
   apiKey?: string;
   /** Default timeout of each call, ms. Default 120 000 (sandbox starts and resumes take seconds). */
   timeoutMs?: number;
+  /**
+   * A `429` (a per-tenant limit refused the call before doing anything) is waited out by its
+   * `Retry-After` and sent again: at most `attempts` times (default 8), each wait at most
+   * `maxWaitMs` (default 10 000). `false`: never (the 429 is thrown at once).
+   */
+  retry?: { attempts?: number; maxWaitMs?: number } | false;
 }
 
 /** Options every call takes. */
@@ -22,6 +28,7 @@ export interface ResolvedOptions {
   apiUrls: string[];
   apiKey: string;
   timeoutMs: number;
+  retry: { attempts: number; maxWaitMs: number };
 }
 
 /** Resolves options once, reading the environment in this one place. */
@@ -32,6 +39,7 @@ export function resolveOptions(options: SpaceOptions, env: Record<string, string
     apiUrls: urlList(options.apiUrl ?? env.SPACE_API_URL ?? 'http://127.0.0.1:7070'),
     apiKey,
     timeoutMs: options.timeoutMs ?? 120_000,
+    retry: options.retry === false ? { attempts: 0, maxWaitMs: 0 } : { attempts: options.retry?.attempts ?? 8, maxWaitMs: options.retry?.maxWaitMs ?? 10_000 },
   };
 }
 

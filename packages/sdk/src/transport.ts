@@ -29,6 +29,7 @@ export class Transport {
     method: string,
     path: string,
     init: CallOptions & { json?: unknown; body?: BodyInit; headers?: Record<string, string> } = {},
+    attemptsOf429 = 0,
   ): Promise<Response> {
     const timeoutMs = init.timeoutMs ?? this.options.timeoutMs;
     const timeout = AbortSignal.timeout(timeoutMs);
@@ -62,6 +63,13 @@ export class Transport {
         }
         throw new SpaceClientError('NETWORK', `cannot reach SPACE at ${url}: ${(err as Error).message} (is "space up" running? is SPACE_API_URL right?)`);
       }
+    }
+    if (res.status === 429 && attemptsOf429 < this.options.retry.attempts && !(body instanceof ReadableStream) && !init.signal?.aborted) {
+      // Refused before anything was done: waited out and sent again (the same body, not a stream).
+      const waitMs = Math.min(this.options.retry.maxWaitMs, 1000 * (Number(res.headers.get('retry-after')) || 1));
+      await res.body?.cancel();
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      return this.request(method, path, init, attemptsOf429 + 1);
     }
     if (!res.ok) throw await errorFrom(res);
     return res;

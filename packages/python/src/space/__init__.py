@@ -1,0 +1,75 @@
+"""SPACE's Python SDK: sessions whose files and processes outlive their sandboxes.
+
+    from space import Space
+    space = Space()                                   # SPACE_API_URL, SPACE_API_KEY
+    session = space.sessions.create(template="base")
+    print(session.exec("python3 -c 'print(6*7)'").stdout)
+"""
+
+from ._transport import RetryPolicy
+from .client import Checkpoints, Sessions, Space
+from .code import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution
+from .errors import (
+    CheckpointNotFound,
+    CodeInterpreterUnavailable,
+    ContextNotFound,
+    FileNotFound,
+    FullCheckpointRefused,
+    PayloadTooLarge,
+    QuotaExceeded,
+    SandboxDied,
+    SandboxStopped,
+    SessionBusy,
+    SessionNotFound,
+    SpaceApiError,
+    SpaceClientError,
+    SpaceError,
+    TooManyRequests,
+    Unauthorized,
+    ValidationFailed,
+)
+from .exec_stream import ExecEvent, ExecStream
+from .session import ExecResult, Session, SessionFiles, SessionHandle
+from .types import CheckpointData, CodeCellData, CodeContextData, ExecResultData, FileEntry, ProcessData, SessionData
+
+__all__ = [
+    "CheckpointData",
+    "CheckpointNotFound",
+    "Checkpoints",
+    "CodeCellData",
+    "CodeContextData",
+    "CodeContexts",
+    "CodeError",
+    "CodeInterpreterUnavailable",
+    "CodeLanguage",
+    "CodeResult",
+    "ContextNotFound",
+    "ExecEvent",
+    "ExecResult",
+    "ExecStream",
+    "ExecResultData",
+    "Execution",
+    "FileEntry",
+    "FileNotFound",
+    "FullCheckpointRefused",
+    "PayloadTooLarge",
+    "ProcessData",
+    "QuotaExceeded",
+    "RetryPolicy",
+    "SandboxDied",
+    "SandboxStopped",
+    "Session",
+    "SessionBusy",
+    "SessionData",
+    "SessionFiles",
+    "SessionHandle",
+    "SessionNotFound",
+    "Sessions",
+    "Space",
+    "SpaceApiError",
+    "SpaceClientError",
+    "SpaceError",
+    "TooManyRequests",
+    "Unauthorized",
+    "ValidationFailed",
+]

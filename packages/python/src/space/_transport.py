@@ -1,0 +1,99 @@
+"""HTTP to SPACE's API: the key, fail-over between control planes, timeouts, errors by code, and
+waiting out a `429` by its `Retry-After` (a refusal before anything was done, so safe to repeat)."""
+
+from __future__ import annotations
+
+import http.client
+import json as jsonlib
+import time
+import urllib.parse
+from dataclasses import dataclass
+from typing import IO, Any, Iterable
+
+from .errors import SpaceClientError, TooManyRequests, api_error
+
+#: Errors that mean "nothing listens there": the next control plane is tried.
+_not_connected = (ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a refused `429` is waited out: at most `attempts` retries, each waiting its `Retry-After` (at most `max_wait` seconds); `attempts=0` turns it off."""
+
+    attempts: int = 8
+    max_wait: float = 10.0
+
+
+Body = bytes | IO[bytes] | Iterable[bytes] | None
+
+
+class Transport:
+    def __init__(self, api_urls: list[str], api_key: str, timeout: float, retry: RetryPolicy) -> None:
+        self.api_urls = api_urls
+        self.api_key = api_key
+        self.timeout = timeout
+        self.retry = retry
+        self._current = 0
+
+    @property
+    def api_url(self) -> str:
+        return self.api_urls[self._current]
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        body: Body = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> http.client.HTTPResponse:
+        """Sends a call and returns its response (2xx; anything else raises its SpaceError). Read it, then `close()` it."""
+        sent_headers = {"authorization": f"Bearer {self.api_key}", **(headers or {})}
+        if json is not None:
+            body = jsonlib.dumps(json).encode()
+            sent_headers["content-type"] = "application/json"
+        replayable = body is None or isinstance(body, bytes)
+        retries = 0
+        failovers = 0
+        while True:
+            url = urllib.parse.urlsplit(self.api_url)
+            conn = (http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection)(url.netloc, timeout=timeout or self.timeout)
+            try:
+                conn.request(method, url.path.rstrip("/") + path, body=body, headers=sent_headers, encode_chunked=not replayable)
+                res = conn.getresponse()
+            except TimeoutError as err:
+                conn.close()
+                raise SpaceClientError("TIMEOUT", f"{method} {path} took longer than {timeout or self.timeout} s (pass timeout= to wait longer)") from err
+            except _not_connected as err:
+                conn.close()
+                if replayable and failovers + 1 < len(self.api_urls):
+                    failovers += 1
+                    self._current = (self._current + 1) % len(self.api_urls)
+                    continue
+                raise SpaceClientError("NETWORK", f"cannot reach SPACE at {self.api_url}: {err} (is \"space up\" running? is SPACE_API_URL right?)") from err
+            except OSError as err:
+                conn.close()
+                raise SpaceClientError("NETWORK", f"{method} {path} at {self.api_url}: {err}") from err
+            if res.status < 400:
+                return res
+            error = api_error(res.status, res.read(64 * 1024), res.getheader("x-request-id"), res.getheader("retry-after"))
+            conn.close()
+            if isinstance(error, TooManyRequests) and replayable and retries < self.retry.attempts:
+                retries += 1
+                time.sleep(min(self.retry.max_wait, error.retry_after or 1.0))
+                continue
+            raise error
+
+    def json(self, method: str, path: str, *, json: Any = None, timeout: float | None = None) -> Any:
+        """A JSON call: its reply parsed; a reply that is not JSON raises PROTOCOL with the status and an excerpt."""
+        res = self.request(method, path, json=json, timeout=timeout)
+        try:
+            raw = res.read()
+        finally:
+            res.close()
+        try:
+            return jsonlib.loads(raw) if raw else None
+        except ValueError as err:
+            raise SpaceClientError("PROTOCOL", f"{method} {path}: HTTP {res.status} answered something that is not JSON: {raw[:200]!r}") from err

@@ -1,0 +1,75 @@
+"""`Space`: the client. Its configuration is read once, here: arguments, else SPACE_API_URL and SPACE_API_KEY."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import quote
+
+from ._transport import RetryPolicy, Transport
+from .errors import SpaceClientError
+from .session import Session, SessionHandle
+
+
+class Sessions:
+    def __init__(self, t: Transport) -> None:
+        self._t = t
+
+    def create(self, *, timeout: float | None = None, **options: Any) -> Session:
+        """Creates a session and its sandbox. `options` are the API's, in its names: `template="code-interpreter"`, `env={...}`, `idleTimeoutSec=0`, ..."""
+        return Session(self._t, self._t.json("POST", "/v1/sessions", json=options, timeout=timeout))
+
+    def get(self, session_id: str, *, timeout: float | None = None) -> Session:
+        return Session(self._t, self._t.json("GET", f"/v1/sessions/{quote(session_id, safe='')}", timeout=timeout))
+
+    def list(self, *, timeout: float | None = None) -> list[Session]:
+        return [Session(self._t, data) for data in self._t.json("GET", "/v1/sessions", timeout=timeout)["sessions"]]
+
+    def handle(self, session_id: str) -> SessionHandle:
+        """A handle on a session by id, made without a call: for operations that need only the id."""
+        return SessionHandle(self._t, session_id)
+
+    def delete(self, session_id: str, *, timeout: float | None = None) -> None:
+        self.handle(session_id).delete(timeout=timeout)
+
+
+class Checkpoints:
+    def __init__(self, t: Transport) -> None:
+        self._t = t
+
+    def fork(self, checkpoint_id: str, *, count: int = 1, timeout: float | None = None) -> list[Session]:
+        """`count` new sessions from a checkpoint, each with a parent link (processes continue in every fork of a full one)."""
+        reply = self._t.json("POST", f"/v1/checkpoints/{quote(checkpoint_id, safe='')}/fork", json={"count": count}, timeout=timeout)
+        return [Session(self._t, data) for data in reply["sessions"]]
+
+
+class Space:
+    """SPACE's API. `api_url`: one URL or several control planes' (a call that cannot connect to one goes to the next).
+
+    Every call takes `timeout` (seconds to wait on the network, default `timeout` here: 120);
+    a `429` refused before anything was done is waited out by its `Retry-After` (`retry`).
+    """
+
+    def __init__(self, api_url: str | list[str] | None = None, api_key: str | None = None, *, timeout: float = 120.0,
+                 retry: RetryPolicy = RetryPolicy(), env: dict[str, str] | None = None) -> None:
+        environ = os.environ if env is None else env
+        key = api_key or environ.get("SPACE_API_KEY")
+        if not key:
+            raise SpaceClientError("CONFIGURATION", "no API key: pass api_key= or set SPACE_API_KEY")
+        urls = api_url if isinstance(api_url, list) else (api_url or environ.get("SPACE_API_URL") or "http://127.0.0.1:7070").split(",")
+        urls = [u.strip().rstrip("/") for u in urls if u.strip()]
+        for url in urls:
+            if not url.startswith(("http://", "https://")):
+                raise SpaceClientError("CONFIGURATION", f"SPACE_API_URL (or api_url) must be http:// or https:// URLs, not {url!r}")
+        self._t = Transport(urls, key, timeout, retry)
+        self.sessions = Sessions(self._t)
+        self.checkpoints = Checkpoints(self._t)
+
+    @property
+    def api_url(self) -> str:
+        """The URL of the control plane in use."""
+        return self._t.api_url
+
+    def limits(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """The tenant's limits and what it uses of them."""
+        return self._t.json("GET", "/v1/limits", timeout=timeout)

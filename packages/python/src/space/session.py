@@ -1,0 +1,226 @@
+"""A session's handle: one method per session operation of the API, mirroring the TypeScript SDK's (snake_case)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import IO, Any, Callable, Iterator
+from urllib.parse import quote, urlencode
+
+from ._transport import Body, Transport
+from .code import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution, code_events, run_code
+from ._websocket import WebSocket
+from .errors import SandboxDied, SandboxStopped
+from .exec_stream import ExecStream
+from .types import CheckpointData, ExecResultData, FileEntry, ProcessData, SessionData
+
+#: Bytes read or written at a time when a file is streamed.
+_chunk = 1024 * 1024
+
+
+@dataclass
+class ExecResult:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    truncated: bool = False
+    signal: str | None = None
+
+    @classmethod
+    def of(cls, data: ExecResultData) -> ExecResult:
+        return cls(data["exitCode"], data["stdout"], data["stderr"], bool(data.get("timedOut")), bool(data.get("truncated")), data.get("signal"))
+
+
+def _retry_once_if_sandbox_lost(call: Callable[[], Any]) -> Any:
+    """Reads and other calls that may be repeated wait out a sandbox dying (or stopped by the session's own restore or kill) under them."""
+    try:
+        return call()
+    except (SandboxDied, SandboxStopped):
+        return call()
+
+
+def _path_query(path: str) -> str:
+    return f"?path={quote(path, safe='')}"
+
+
+class SessionFiles:
+    """Files of a session's sandbox. Relative paths are under /workspace."""
+
+    def __init__(self, t: Transport, base: str) -> None:
+        self._t, self._base = t, f"{base}/files"
+
+    def read(self, path: str, *, timeout: float | None = None) -> bytes:
+        def call() -> bytes:
+            res = self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout)
+            try:
+                return res.read()
+            finally:
+                res.close()
+
+        return _retry_once_if_sandbox_lost(call)
+
+    def write(self, path: str, data: str | bytes | IO[bytes], *, timeout: float | None = None) -> FileEntry:
+        """Writes a file (parents made), atomically. A file object is streamed: nothing is held whole."""
+        body: Body = data.encode() if isinstance(data, str) else data if isinstance(data, bytes) else _chunks(data)
+        res = self._t.request("PUT", f"{self._base}{_path_query(path)}", body=body, headers={"content-type": "application/octet-stream"}, timeout=timeout)
+        try:
+            return json.loads(res.read())
+        finally:
+            res.close()
+
+    def upload(self, path: str, source: IO[bytes], *, timeout: float | None = None) -> FileEntry:
+        """Streams an open binary file into a file in the sandbox (`write` with a file object)."""
+        return self.write(path, source, timeout=timeout)
+
+    def download(self, path: str, target: IO[bytes], *, timeout: float | None = None) -> int:
+        """Streams a file into `target` (an open binary file); returns the bytes written."""
+        res = self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout)
+        written = 0
+        try:
+            while chunk := res.read(_chunk):
+                target.write(chunk)
+                written += len(chunk)
+        finally:
+            res.close()
+        return written
+
+    def list(self, path: str, *, timeout: float | None = None) -> list[FileEntry]:
+        return _retry_once_if_sandbox_lost(lambda: self._t.json("GET", f"{self._base}/list{_path_query(path)}", timeout=timeout)["entries"])
+
+    def stat(self, path: str, *, timeout: float | None = None) -> FileEntry:
+        return _retry_once_if_sandbox_lost(lambda: self._t.json("GET", f"{self._base}/stat{_path_query(path)}", timeout=timeout))
+
+    def mkdir(self, path: str, *, recursive: bool = True, timeout: float | None = None) -> None:
+        self._t.json("POST", f"{self._base}/mkdir", json={"path": path, "recursive": recursive}, timeout=timeout)
+
+    def move(self, source: str, target: str, *, overwrite: bool = False, timeout: float | None = None) -> None:
+        self._t.json("POST", f"{self._base}/move", json={"from": source, "to": target, "overwrite": overwrite}, timeout=timeout)
+
+    def remove(self, path: str, *, recursive: bool = False, timeout: float | None = None) -> None:
+        self._t.json("DELETE", f"{self._base}{_path_query(path)}{'&recursive=true' if recursive else ''}", timeout=timeout)
+
+
+def _chunks(source: IO[bytes]) -> Iterator[bytes]:
+    while chunk := source.read(_chunk):
+        yield chunk
+
+
+class SessionHandle:
+    """A session by id, for calls that need nothing but the id (`space.sessions.handle(id)` makes one without a round trip)."""
+
+    def __init__(self, t: Transport, session_id: str) -> None:
+        self._t = t
+        self.id = session_id
+        self._base = f"/v1/sessions/{quote(session_id, safe='')}"
+        self.files = SessionFiles(t, self._base)
+        #: The code interpreter's contexts (templates with one: `code-interpreter`).
+        self.code_contexts = CodeContexts(t, self._base)
+
+    def exec(self, cmd: str | list[str], *, cwd: str | None = None, env: dict[str, str] | None = None, stdin: str | None = None,
+             command_timeout: float | None = None, timeout: float | None = None) -> ExecResult:
+        """Runs a command to completion (a string runs under `sh -c`); `command_timeout` kills it past that many seconds."""
+        return ExecResult.of(self._t.json("POST", f"{self._base}/exec", json=_exec_body(cmd, cwd, env, stdin, command_timeout), timeout=timeout))
+
+    def start_background(self, cmd: str | list[str], *, cwd: str | None = None, env: dict[str, str] | None = None, timeout: float | None = None) -> int:
+        """Starts a command that keeps running; returns its pid."""
+        body = {**_exec_body(cmd, cwd, env, None, None), "background": True}
+        return self._t.json("POST", f"{self._base}/exec", json=body, timeout=timeout)["pid"]
+
+    def exec_stream(self, cmd: str | list[str], *, cwd: str | None = None, env: dict[str, str] | None = None,
+                    command_timeout: float | None = None, reattach: bool = True) -> ExecStream:
+        """Runs a command and streams its events: `for event in session.exec_stream("npm test")`; re-attaches after a dropped connection."""
+        start = {"type": "start", **_exec_body(cmd, cwd, env, None, command_timeout)}
+        return ExecStream(self._socket, f"{self._base}/exec/stream", start, self._attach_path if reattach else None)
+
+    def attach(self, pid: int, *, sandbox: str | None = None, instance: str | None = None, reattach: bool = True) -> ExecStream:
+        """Re-attaches to a process by pid, its kept output replayed first; with `sandbox` and `instance` (from a stream's start), only to that same process."""
+        binding = {k: v for k, v in {"sandbox": sandbox, "instance": instance}.items() if v}
+        return ExecStream(self._socket, self._attach_path(int(pid), 0, binding), None, self._attach_path if reattach else None)
+
+    def pty(self, cmd: str | list[str] | None = None, *, cols: int = 80, rows: int = 24, env: dict[str, str] | None = None, cwd: str | None = None) -> ExecStream:
+        """An interactive terminal: `write` keystrokes, read `stdout` events, `resize` it."""
+        start: dict[str, Any] = {"type": "start", "cols": cols, "rows": rows}
+        for key, value in {"cmd": cmd, "env": env, "cwd": cwd}.items():
+            if value is not None:
+                start[key] = value
+        return ExecStream(self._socket, f"{self._base}/pty", start, self._attach_path)
+
+    def _socket(self, path: str) -> WebSocket:
+        return WebSocket(self._t.api_url, path, self._t.api_key, self._t.timeout)
+
+    def _attach_path(self, pid: int, after: int, binding: dict[str, str]) -> str:
+        return f"{self._base}/processes/{pid}/attach?{urlencode({'after': after, **binding})}"
+
+    def processes(self, *, timeout: float | None = None) -> list[ProcessData]:
+        return _retry_once_if_sandbox_lost(lambda: self._t.json("GET", f"{self._base}/processes", timeout=timeout)["processes"])
+
+    def signal(self, pid: int, signal: str = "SIGTERM", *, timeout: float | None = None) -> None:
+        self._t.json("POST", f"{self._base}/processes/{int(pid)}/signal", json={"signal": signal}, timeout=timeout)
+
+    def run_code(self, code: str, *, context: str | None = None, language: CodeLanguage | None = None, env: dict[str, str] | None = None,
+                 timeout: float | None = None, on_stdout: Callable[[str], None] | None = None, on_stderr: Callable[[str], None] | None = None,
+                 on_result: Callable[[CodeResult], None] | None = None, on_error: Callable[[CodeError], None] | None = None) -> Execution:
+        """Runs a cell in a code context (state kept between cells; by default the Python context): `session.run_code("6 * 7").text` is `"42"`."""
+        return run_code(self._t, self._base, code, context=context, language=language, env=env, timeout=timeout,
+                        on_stdout=on_stdout, on_stderr=on_stderr, on_result=on_result, on_error=on_error)
+
+    def code_events(self, code: str, *, context: str | None = None, language: CodeLanguage | None = None, env: dict[str, str] | None = None,
+                    timeout: float | None = None) -> Iterator[dict[str, Any]]:
+        """`run_code`'s events one by one as they come; closing the iterator early interrupts the cell."""
+        return code_events(self._t, self._base, code, context=context, language=language, env=env, timeout=timeout)
+
+    def checkpoint(self, *, kind: str = "fs", timeout: float | None = None) -> CheckpointData:
+        """`fs` (default) snapshots the files; `full` also memory and processes (FullCheckpointRefused with `details["fallbackCheckpointId"]` when it cannot be now)."""
+        return self._t.json("POST", f"{self._base}/checkpoints", json={"kind": kind}, timeout=timeout)
+
+    def checkpoints(self, *, timeout: float | None = None) -> list[CheckpointData]:
+        return self._t.json("GET", f"{self._base}/checkpoints", timeout=timeout)["checkpoints"]
+
+    def restore(self, checkpoint_id: str, *, restore_volumes: bool = False, timeout: float | None = None) -> Session:
+        """Resets the session to a checkpoint of its lineage (its own, or one taken in a fork)."""
+        return Session(self._t, self._t.json("POST", f"{self._base}/restore", json={"checkpointId": checkpoint_id, "restoreVolumes": restore_volumes}, timeout=timeout))
+
+    def kill_sandbox(self, *, timeout: float | None = None) -> None:
+        """Kills only the sandbox; the session resumes on its next call."""
+        self._t.json("POST", f"{self._base}/sandbox/kill", timeout=timeout)
+
+    def pause(self, *, timeout: float | None = None) -> CheckpointData:
+        """Saves the sandbox in a checkpoint (full where it can) and stops it; the next call resumes the session."""
+        return self._t.json("POST", f"{self._base}/pause", timeout=timeout)["checkpoint"]
+
+    def create_token(self, *, timeout: float | None = None) -> str:
+        """A token that acts on this session only (its sandbox operations and reading it)."""
+        return self._t.json("POST", f"{self._base}/tokens", timeout=timeout)["token"]
+
+    def refresh(self, *, timeout: float | None = None) -> Session:
+        """The session as it is now, with its sandbox history and checkpoints."""
+        return Session(self._t, self._t.json("GET", self._base, timeout=timeout))
+
+    def delete(self, *, timeout: float | None = None) -> None:
+        self._t.json("DELETE", self._base, timeout=timeout)
+
+
+class Session(SessionHandle):
+    """A session: the durable thing, with its data as last fetched (`data`). Its sandbox may die; calls resume it."""
+
+    def __init__(self, t: Transport, data: SessionData) -> None:
+        super().__init__(t, data["id"])
+        self.data = data
+
+    def refresh(self, *, timeout: float | None = None) -> Session:
+        self.data = self._t.json("GET", self._base, timeout=timeout)
+        return self
+
+
+def _exec_body(cmd: str | list[str], cwd: str | None, env: dict[str, str] | None, stdin: str | None, command_timeout: float | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"cmd": cmd}
+    if cwd is not None:
+        body["cwd"] = cwd
+    if env is not None:
+        body["env"] = env
+    if stdin is not None:
+        body["stdin"] = stdin
+    if command_timeout is not None:
+        body["timeoutMs"] = int(command_timeout * 1000)
+    return body

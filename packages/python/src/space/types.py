@@ -1,0 +1,122 @@
+"""The wire's shapes, as the API sends them (camelCase keys). A test holds each to the protocol's
+JSON schema, so an SDK type cannot drift from the server's (as sdk-wire-types.ts does for TypeScript)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+
+class SandboxRefData(TypedDict):
+    id: str
+    nodeId: str
+    startedAt: str
+
+
+class SandboxHistoryData(TypedDict):
+    id: str
+    nodeId: str
+    startedAt: str
+    endedAt: str | None
+    endReason: str | None
+    restoredFrom: str | None
+    note: str | None
+
+
+class SessionData(TypedDict):
+    id: str
+    tenantId: str
+    template: str
+    status: Literal["starting", "running", "idle", "stopped", "failed"]
+    createdAt: str
+    env: dict[str, str]
+    resources: dict[str, Any]
+    metadata: dict[str, str]
+    secrets: list[str]
+    egress: dict[str, Any]
+    checkpointIntervalSec: int
+    fullCheckpointIntervalSec: int
+    idleTimeoutSec: int
+    onResume: Literal["processes", "files"]
+    codeCheckpointDelayMs: int
+    expiresAt: str | None
+    onTimeout: Literal["delete", "pause"]
+    services: list[dict[str, Any]]
+    volumes: list[dict[str, Any]]
+    publicPorts: list[int]
+    cwd: str
+    sandbox: SandboxRefData | None
+    nodeId: str | None
+    parentCheckpointId: str | None
+    lastCheckpointAt: str | None
+    sandboxHistory: NotRequired[list[SandboxHistoryData]]
+    checkpoints: NotRequired[list[dict[str, Any]]]
+
+
+class ExecResultData(TypedDict):
+    exitCode: int | None
+    stdout: str
+    stderr: str
+    signal: NotRequired[str | None]
+    timedOut: NotRequired[bool]
+    truncated: NotRequired[bool]
+    durationMs: NotRequired[int]
+
+
+class FileEntry(TypedDict):
+    path: str
+    name: str
+    type: str
+    size: int
+    mode: int
+    mtime: str
+    target: NotRequired[str]
+
+
+class CheckpointData(TypedDict):
+    id: str
+    sessionId: str
+    kind: Literal["fs", "full"]
+    trigger: Literal["manual", "auto", "resume", "rescue"]
+    createdAt: str
+    sizeBytes: int | None
+    pauseMs: int | None
+    shippedAt: str | None
+    volumes: list[dict[str, Any]]
+
+
+class ProcessData(TypedDict):
+    pid: int
+    instance: NotRequired[str]
+    cmd: str | list[str]
+    startedAt: str
+    running: bool
+    exitCode: int | None
+    pty: bool
+
+
+class CodeContextData(TypedDict):
+    id: str
+    language: Literal["python", "javascript", "bash"]
+    cwd: str
+    createdAt: str
+    executionCount: int
+    state: Literal["idle", "busy", "dead"]
+
+
+class CodeCellData(TypedDict):
+    code: str
+    startedAt: str
+    executionCount: int | None
+    events: list[dict[str, Any]]
+
+
+#: The wire's shapes by the protocol schema each must match (the drift test's table).
+WIRE_TYPES: dict[str, type] = {
+    "SessionSchema": SessionData,
+    "ExecResultSchema": ExecResultData,
+    "FileStatSchema": FileEntry,
+    "CheckpointSchema": CheckpointData,
+    "ProcessInfoSchema": ProcessData,
+    "CodeContextSchema": CodeContextData,
+    "CodeCellSchema": CodeCellData,
+}
