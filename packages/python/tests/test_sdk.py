@@ -77,6 +77,7 @@ def test_an_agent_loop_keeps_working_while_its_sandbox_is_killed(space: Space):
         assert session.exec(f"echo {step} >> journal && wc -l < journal").stdout.strip() == str(step)
         if step % 3 == 0:
             session.kill_sandbox()
+    assert session.files.read("journal") == b"".join(f"{i}\n".encode() for i in range(1, 7)), "nothing written was lost"
     assert len(session.refresh().data["sandboxHistory"]) == 3
 
 

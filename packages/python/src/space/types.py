@@ -1,7 +1,6 @@
 """The wire's shapes, as the API sends them (camelCase keys). A test holds each to the protocol's
-JSON schema, so an SDK type cannot drift from the server's (as sdk-wire-types.ts does for TypeScript)."""
-
-from __future__ import annotations
+JSON schema, so an SDK type cannot drift from the server's (as sdk-wire-types.ts does for TypeScript).
+No `from __future__ import annotations` here: Python 3.11 then misses `NotRequired` in `__required_keys__`."""
 
 from typing import Any, Literal, NotRequired, TypedDict
 
