@@ -7,7 +7,7 @@
 """
 
 from ._transport import RetryPolicy
-from .client import Checkpoints, Sessions, Space
+from .client import Checkpoints, Secrets, Sessions, Space, Templates, Volumes
 from .code import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution
 from .errors import (
     CheckpointNotFound,
@@ -58,6 +58,7 @@ __all__ = [
     "RetryPolicy",
     "SandboxDied",
     "SandboxStopped",
+    "Secrets",
     "Session",
     "SessionBusy",
     "SessionData",
@@ -69,7 +70,9 @@ __all__ = [
     "SpaceApiError",
     "SpaceClientError",
     "SpaceError",
+    "Templates",
     "TooManyRequests",
     "Unauthorized",
     "ValidationFailed",
+    "Volumes",
 ]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import os
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import quote
 
 from ._transport import RetryPolicy, Transport
@@ -43,6 +44,85 @@ class Checkpoints:
         return [Session(self._t, data) for data in reply["sessions"]]
 
 
+class Secrets:
+    """The tenant's secrets: values go in, never come out; a sandbox sees a placeholder the gateway swaps at egress."""
+
+    def __init__(self, t: Transport) -> None:
+        self._t = t
+
+    def set(self, name: str, value: str, *, hosts: list[str], timeout: float | None = None) -> dict[str, Any]:
+        return self._t.json("PUT", f"/v1/secrets/{quote(name, safe='')}", json={"value": value, "hosts": hosts}, timeout=timeout)
+
+    def list(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return self._t.json("GET", "/v1/secrets", timeout=timeout)["secrets"]
+
+    def delete(self, name: str, *, timeout: float | None = None) -> None:
+        self._t.json("DELETE", f"/v1/secrets/{quote(name, safe='')}", timeout=timeout)
+
+
+class Templates:
+    """The built-in templates and the tenant's own (from a session, a checkpoint or a Dockerfile)."""
+
+    def __init__(self, t: Transport) -> None:
+        self._t = t
+
+    def list(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return self._t.json("GET", "/v1/templates", timeout=timeout)["templates"]
+
+    def create(self, name: str, *, from_session: str | None = None, from_checkpoint: str | None = None, timeout: float | None = None) -> dict[str, Any]:
+        body = {k: v for k, v in {"name": name, "fromSession": from_session, "fromCheckpoint": from_checkpoint}.items() if v is not None}
+        return self._t.json("POST", "/v1/templates", json=body, timeout=timeout)
+
+    def build(self, name: str, dockerfile: str, *, files: dict[str, bytes] | None = None, timeout: float | None = None, **options: Any) -> dict[str, Any]:
+        """Starts a Dockerfile build (`files`: its context, path to content); `build_log(name, build["id"])` follows it."""
+        encoded = {path: base64.b64encode(data).decode() for path, data in (files or {}).items()}
+        return self._t.json("POST", "/v1/templates", json={"name": name, "dockerfile": dockerfile, "files": encoded, **options}, timeout=timeout)
+
+    def get_build(self, name: str, build_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+        return self._t.json("GET", f"/v1/templates/{quote(name, safe='')}/builds/{quote(build_id, safe='')}", timeout=timeout)
+
+    def build_log(self, name: str, build_id: str, *, follow: bool = True) -> Iterator[str]:
+        """The build's log as it is written (until the build ends, with `follow`)."""
+        res = self._t.request("GET", f"/v1/templates/{quote(name, safe='')}/builds/{quote(build_id, safe='')}/logs{'?follow=1' if follow else ''}", timeout=24 * 3600)
+        try:
+            while line := res.readline():
+                yield line.decode("utf-8", "replace")
+        finally:
+            res.close()
+
+    def delete(self, name: str, *, force: bool = False, timeout: float | None = None) -> None:
+        self._t.json("DELETE", f"/v1/templates/{quote(name, safe='')}{'?force=1' if force else ''}", timeout=timeout)
+
+
+class Volumes:
+    """The tenant's volumes: named filesystems that outlive sessions (one writer at a time)."""
+
+    def __init__(self, t: Transport) -> None:
+        self._t = t
+
+    def create(self, name: str, *, size_gb: float | None = None, from_snapshot: str | None = None, timeout: float | None = None) -> dict[str, Any]:
+        body = {k: v for k, v in {"name": name, "sizeGb": size_gb, "fromSnapshot": from_snapshot}.items() if v is not None}
+        return self._t.json("POST", "/v1/volumes", json=body, timeout=timeout)
+
+    def list(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return self._t.json("GET", "/v1/volumes", timeout=timeout)["volumes"]
+
+    def get(self, name: str, *, timeout: float | None = None) -> dict[str, Any]:
+        return self._t.json("GET", f"/v1/volumes/{quote(name, safe='')}", timeout=timeout)
+
+    def delete(self, name: str, *, timeout: float | None = None) -> None:
+        self._t.json("DELETE", f"/v1/volumes/{quote(name, safe='')}", timeout=timeout)
+
+    def snapshot(self, name: str, *, timeout: float | None = None) -> dict[str, Any]:
+        return self._t.json("POST", f"/v1/volumes/{quote(name, safe='')}/snapshots", timeout=timeout)
+
+    def snapshots(self, name: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return self._t.json("GET", f"/v1/volumes/{quote(name, safe='')}/snapshots", timeout=timeout)["snapshots"]
+
+    def delete_snapshot(self, name: str, snapshot_id: str, *, timeout: float | None = None) -> None:
+        self._t.json("DELETE", f"/v1/volumes/{quote(name, safe='')}/snapshots/{quote(snapshot_id, safe='')}", timeout=timeout)
+
+
 class Space:
     """SPACE's API. `api_url`: one URL or several control planes' (a call that cannot connect to one goes to the next).
 
@@ -64,6 +144,9 @@ class Space:
         self._t = Transport(urls, key, timeout, retry)
         self.sessions = Sessions(self._t)
         self.checkpoints = Checkpoints(self._t)
+        self.secrets = Secrets(self._t)
+        self.templates = Templates(self._t)
+        self.volumes = Volumes(self._t)
 
     @property
     def api_url(self) -> str:

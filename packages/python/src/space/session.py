@@ -153,7 +153,11 @@ class SessionHandle:
         return f"{self._base}/processes/{pid}/attach?{urlencode({'after': after, **binding})}"
 
     def processes(self, *, timeout: float | None = None) -> list[ProcessData]:
-        return _retry_once_if_sandbox_lost(lambda: self._t.json("GET", f"{self._base}/processes", timeout=timeout)["processes"])
+        return self.process_list(timeout=timeout)["processes"]
+
+    def process_list(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """`processes()` and how many live processes run that the agent did not start (`untracked`)."""
+        return _retry_once_if_sandbox_lost(lambda: self._t.json("GET", f"{self._base}/processes", timeout=timeout))
 
     def signal(self, pid: int, signal: str = "SIGTERM", *, timeout: float | None = None) -> None:
         self._t.json("POST", f"{self._base}/processes/{int(pid)}/signal", json={"signal": signal}, timeout=timeout)
@@ -188,6 +192,47 @@ class SessionHandle:
     def pause(self, *, timeout: float | None = None) -> CheckpointData:
         """Saves the sandbox in a checkpoint (full where it can) and stops it; the next call resumes the session."""
         return self._t.json("POST", f"{self._base}/pause", timeout=timeout)["checkpoint"]
+
+    def set_timeout(self, timeout_sec: int, *, on_timeout: str | None = None, timeout: float | None = None) -> Session:
+        """Deletes the session (or pauses it, `on_timeout="pause"`) `timeout_sec` from now; 0: never."""
+        body: dict[str, Any] = {"timeoutSec": timeout_sec, **({"onTimeout": on_timeout} if on_timeout else {})}
+        return Session(self._t, self._t.json("POST", f"{self._base}/timeout", json=body, timeout=timeout))
+
+    def metrics(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """What the sandbox uses now (CPU, memory, disk); SESSION_NOT_RUNNING when no sandbox runs."""
+        return self._t.json("GET", f"{self._base}/metrics", timeout=timeout)
+
+    def ports(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        """The TCP ports something listens on in the sandbox."""
+        return self._t.json("GET", f"{self._base}/ports", timeout=timeout)["ports"]
+
+    def preview(self, port: int, *, ttl_sec: int | None = None, timeout: float | None = None) -> dict[str, Any]:
+        """A preview URL for a port that works without a key until it expires (default 1 hour)."""
+        return self._t.json("POST", f"{self._base}/preview-tokens/{int(port)}", json={} if ttl_sec is None else {"ttlSec": ttl_sec}, timeout=timeout)
+
+    def revoke_previews(self, port: int, *, timeout: float | None = None) -> int:
+        return self._t.json("DELETE", f"{self._base}/preview-tokens/{int(port)}", timeout=timeout)["revoked"]
+
+    def set_port_public(self, port: int, public: bool, *, timeout: float | None = None) -> Session:
+        """Makes a port public (its preview URLs work for anyone), or private again."""
+        return Session(self._t, self._t.json("PUT" if public else "DELETE", f"{self._base}/public-ports/{int(port)}", timeout=timeout))
+
+    def set_service(self, name: str, cmd: str | list[str], *, port: int | None = None, cwd: str | None = None, env: dict[str, str] | None = None,
+                    timeout: float | None = None) -> Session:
+        """Declares (or replaces) a service: started in every new sandbox that did not restore the processes, and now in a running one."""
+        spec = {k: v for k, v in {"cmd": cmd, "port": port, "cwd": cwd, "env": env}.items() if v is not None}
+        return Session(self._t, self._t.json("PUT", f"{self._base}/services/{quote(name, safe='')}", json=spec, timeout=timeout))
+
+    def remove_service(self, name: str, *, timeout: float | None = None) -> Session:
+        return Session(self._t, self._t.json("DELETE", f"{self._base}/services/{quote(name, safe='')}", timeout=timeout))
+
+    def set_egress(self, policy: dict[str, Any], *, timeout: float | None = None) -> Session:
+        """The session's egress policy, changed live: `{"mode": "deny-all"}`, `{"mode": "allow-list", "domains": [...]}`."""
+        return Session(self._t, self._t.json("PUT", f"{self._base}/egress", json=policy, timeout=timeout))
+
+    def egress_log(self, *, limit: int = 100, timeout: float | None = None) -> list[dict[str, Any]]:
+        """The newest `limit` requests the sandbox sent out, oldest first."""
+        return self._t.json("GET", f"{self._base}/egress/audit?limit={int(limit)}", timeout=timeout)["entries"]
 
     def create_token(self, *, timeout: float | None = None) -> str:
         """A token that acts on this session only (its sandbox operations and reading it)."""
