@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.server
 import json
 import os
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import space as sdk
-from space import RetryPolicy, Space
+from space import AsyncSpace, RetryPolicy, Space
 from space.types import WIRE_TYPES
 
 from conftest import NODE, ROOT
@@ -239,6 +240,27 @@ def test_429_is_waited_out_by_retry_after_or_raised_when_retries_are_off(platfor
     patient = Space(platform.url, platform.admin_key)
     with ThreadPoolExecutor(8) as pool:
         assert len(list(pool.map(lambda _: patient.limits(), range(60)))) == 60
+
+
+def test_async_space_50_concurrent_creates_get_through_the_limits(platform):
+    """50 creates at once (the tenant may run 16 at a time): each refused one waits its Retry-After, none raises."""
+
+    async def main() -> None:
+        async with AsyncSpace(platform.url, platform.admin_key) as space:
+            sessions = await asyncio.gather(*(space.sessions.create(template="tiny", **QUIET) for _ in range(50)))
+            try:
+                assert len({s.id for s in sessions}) == 50
+                echoed = await asyncio.gather(*(s.exec("printf %s $SPACE_SESSION_ID") for s in sessions[:8]))
+                assert [r.stdout for r in echoed] == [s.id for s in sessions[:8]]
+                await sessions[0].files.write("a.txt", "async")
+                assert await sessions[0].files.read("a.txt") == b"async"
+                stream = await sessions[0].exec_stream("echo streamed")
+                events = [event async for event in stream]
+                assert [e.type for e in events] == ["started", "stdout", "exit"] and events[1].data == b"streamed\n"
+            finally:
+                await asyncio.gather(*(s.delete() for s in sessions))
+
+    asyncio.run(main())
 
 
 @pytest.mark.parametrize("example, expected", [("ab-fork.py", "kept the winner: strategy B: patch"), ("resilient-agent.py", "done: 6 steps across 3 sandboxes")])

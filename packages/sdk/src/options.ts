@@ -11,7 +11,7 @@ export interface SpaceOptions {
   timeoutMs?: number;
   /**
    * A `429` (a per-tenant limit refused the call before doing anything) is waited out by its
-   * `Retry-After` and sent again: at most `attempts` times (default 8), each wait at most
+   * `Retry-After` and sent again: at most `attempts` times (default 20), each wait at most
    * `maxWaitMs` (default 10 000). `false`: never (the 429 is thrown at once).
    */
   retry?: { attempts?: number; maxWaitMs?: number } | false;
@@ -39,7 +39,7 @@ export function resolveOptions(options: SpaceOptions, env: Record<string, string
     apiUrls: urlList(options.apiUrl ?? env.SPACE_API_URL ?? 'http://127.0.0.1:7070'),
     apiKey,
     timeoutMs: options.timeoutMs ?? 120_000,
-    retry: options.retry === false ? { attempts: 0, maxWaitMs: 0 } : { attempts: options.retry?.attempts ?? 8, maxWaitMs: options.retry?.maxWaitMs ?? 10_000 },
+    retry: options.retry === false ? { attempts: 0, maxWaitMs: 0 } : { attempts: options.retry?.attempts ?? 20, maxWaitMs: options.retry?.maxWaitMs ?? 10_000 },
   };
 }
 

@@ -25,10 +25,10 @@ export class CellCheckpoints {
     },
   ) {}
 
-  /** A cell of the session ended: its checkpoint is (re)scheduled. */
+  /** A cell of the session ended (its answer is sent): its checkpoint is (re)scheduled. Never fails: a session gone meanwhile needs none. */
   async ended(caller: Caller, sessionId: string): Promise<void> {
-    const row = await this.deps.sessions.row(caller, sessionId);
-    this.schedule(caller, sessionId, row.codeCheckpointDelayMs, row.codeCheckpointDelayMs);
+    const row = await this.deps.sessions.row(caller, sessionId).catch(() => null);
+    if (row) this.schedule(caller, sessionId, row.codeCheckpointDelayMs, row.codeCheckpointDelayMs);
   }
 
   private schedule(caller: Caller, sessionId: string, waitMs: number, delayMs: number): void {

@@ -7,6 +7,7 @@
 """
 
 from ._transport import RetryPolicy
+from .asyncio_client import AsyncProxy, AsyncSpace
 from .client import Checkpoints, Secrets, Sessions, Space, Templates, Volumes
 from .code import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution
 from .errors import (
@@ -33,6 +34,8 @@ from .session import ExecResult, Session, SessionFiles, SessionHandle
 from .types import CheckpointData, CodeCellData, CodeContextData, ExecResultData, FileEntry, ProcessData, SessionData
 
 __all__ = [
+    "AsyncProxy",
+    "AsyncSpace",
     "CheckpointData",
     "CheckpointNotFound",
     "Checkpoints",

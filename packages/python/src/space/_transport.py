@@ -20,7 +20,7 @@ _not_connected = (ConnectionRefusedError, ConnectionResetError, ConnectionAborte
 class RetryPolicy:
     """How a refused `429` is waited out: at most `attempts` retries, each waiting its `Retry-After` (at most `max_wait` seconds); `attempts=0` turns it off."""
 
-    attempts: int = 8
+    attempts: int = 20
     max_wait: float = 10.0
 
 
