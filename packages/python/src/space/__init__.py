@@ -8,7 +8,8 @@
 
 from ._transport import RetryPolicy
 from .asyncio_client import AsyncProxy, AsyncSpace
-from .client import Checkpoints, Secrets, Sessions, Space, Templates, Volumes
+from .client import Checkpoints, Nodes, Secrets, Sessions, Space, Templates, Volumes
+from .file_watch import FileChange, FileWatch
 from .code import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution
 from .errors import (
     CheckpointNotFound,
@@ -52,9 +53,12 @@ __all__ = [
     "ExecStream",
     "ExecResultData",
     "Execution",
+    "FileChange",
     "FileEntry",
+    "FileWatch",
     "FileNotFound",
     "FullCheckpointRefused",
+    "Nodes",
     "PayloadTooLarge",
     "ProcessData",
     "QuotaExceeded",

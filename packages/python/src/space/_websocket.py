@@ -28,6 +28,7 @@ class WebSocket:
         except OSError as err:
             raise SpaceClientError("NETWORK", f"cannot reach SPACE at {url}: {err} (is \"space up\" running? is SPACE_API_URL right?)") from err
         self._buffer = b""
+        self._close_sent = False
         key = base64.b64encode(os.urandom(16)).decode()
         request = (
             f"GET {parts.path.rstrip('/')}{path} HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -88,11 +89,17 @@ class WebSocket:
         except (OSError, ConnectionError):
             return None
 
+    def close_write(self) -> None:
+        """Sends the close frame and keeps reading: the server's own close (and what it sent before) still arrives."""
+        if not self._close_sent:
+            self._close_sent = True
+            try:
+                self._control(0x8, struct.pack("!H", 1000))
+            except OSError:
+                pass
+
     def close(self) -> None:
-        try:
-            self._control(0x8, struct.pack("!H", 1000))
-        except OSError:
-            pass
+        self.close_write()
         self._sock.close()
 
     def _control(self, opcode: int, payload: bytes) -> None:

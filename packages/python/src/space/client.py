@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 from typing import Any, Iterator
 from urllib.parse import quote
@@ -123,6 +124,23 @@ class Volumes:
         self._t.json("DELETE", f"/v1/volumes/{quote(name, safe='')}/snapshots/{quote(snapshot_id, safe='')}", timeout=timeout)
 
 
+class Nodes:
+    """The cluster's nodes (the admin key)."""
+
+    def __init__(self, t: Transport) -> None:
+        self._t = t
+
+    def list(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
+        return self._t.json("GET", "/v1/nodes", timeout=timeout)["nodes"]
+
+    def drain(self, node_id: str, *, timeout: float | None = 3600) -> dict[str, Any]:
+        """The node takes no new sessions, and each of its sessions moves to another node."""
+        return self._t.json("POST", f"/v1/nodes/{quote(node_id, safe='')}/drain", timeout=timeout)
+
+    def undrain(self, node_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+        return self._t.json("POST", f"/v1/nodes/{quote(node_id, safe='')}/undrain", timeout=timeout)
+
+
 class Space:
     """SPACE's API. `api_url`: one URL or several control planes' (a call that cannot connect to one goes to the next).
 
@@ -147,6 +165,27 @@ class Space:
         self.secrets = Secrets(self._t)
         self.templates = Templates(self._t)
         self.volumes = Volumes(self._t)
+        self.nodes = Nodes(self._t)
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """The tenant's events from now on (sessions created, changing status, deleted; checkpoints taken, deleted), until the iterator is closed."""
+        # Subscribed here, not at the first next(): what happens after this call is seen.
+        res = self._t.request("GET", "/v1/events", timeout=24 * 3600)
+
+        def records() -> Iterator[dict[str, Any]]:
+            try:
+                data: list[str] = []
+                while line := res.readline():
+                    text = line.decode("utf-8", "replace").rstrip("\r\n")
+                    if text.startswith("data: "):
+                        data.append(text[6:])
+                    elif not text and data:
+                        yield json.loads("\n".join(data))
+                        data = []
+            finally:
+                res.close()
+
+        return records()
 
     @property
     def api_url(self) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterator
@@ -10,8 +11,9 @@ from urllib.parse import quote, urlencode
 from ._transport import Body, Transport
 from .code import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution, code_events, run_code
 from ._websocket import WebSocket
-from .errors import SandboxDied, SandboxStopped
+from .errors import SandboxDied, SandboxStopped, SpaceApiError
 from .exec_stream import ExecStream
+from .file_watch import FileWatch
 from .types import CheckpointData, ExecResultData, FileEntry, ProcessData, SessionData
 
 #: Bytes read or written at a time when a file is streamed.
@@ -49,6 +51,10 @@ class SessionFiles:
 
     def __init__(self, t: Transport, base: str) -> None:
         self._t, self._base = t, f"{base}/files"
+
+    def watch(self, path: str) -> FileWatch:
+        """Watches a file or a directory tree: `with session.files.watch("src") as w: for change in w: ...`; returns once the watch is in place."""
+        return FileWatch(WebSocket(self._t.api_url, f"{self._base}/watch{_path_query(path)}", self._t.api_key, self._t.timeout))
 
     def read(self, path: str, *, timeout: float | None = None) -> bytes:
         def call() -> bytes:
@@ -145,6 +151,25 @@ class SessionHandle:
             if value is not None:
                 start[key] = value
         return ExecStream(self._socket, f"{self._base}/pty", start, self._attach_path)
+
+    def send_to_process(self, pid: int, *, stdin: str | bytes | None = None, eof: bool = False, resize: tuple[int, int] | None = None) -> None:
+        """Sends stdin, its end, or a terminal size (cols, rows) to a running process without holding a stream to it (PROCESS_NOT_FOUND when none runs)."""
+        ws = self._socket(self._attach_path(int(pid), 2**53 - 1, {}))
+        try:
+            if stdin is not None:
+                ws.send_text(json.dumps({"type": "stdin", "data": base64.b64encode(stdin.encode() if isinstance(stdin, str) else stdin).decode()}))
+            if resize is not None:
+                ws.send_text(json.dumps({"type": "resize", "cols": resize[0], "rows": resize[1]}))
+            if eof:
+                ws.send_text(json.dumps({"type": "stdin-eof"}))
+            ws.close_write()
+            # A refusal comes as an error message before the server closes.
+            while (text := ws.receive_text()) is not None:
+                message = json.loads(text)
+                if message.get("type") == "error":
+                    raise SpaceApiError(str(message.get("code", "INTERNAL")), str(message.get("message", "the process refused the input")))
+        finally:
+            ws.close()
 
     def _socket(self, path: str) -> WebSocket:
         return WebSocket(self._t.api_url, path, self._t.api_key, self._t.timeout)
