@@ -125,7 +125,7 @@ function runPythonTests() {
   if (!existsSync(python) && step('python3 -m venv', ['/usr/bin/python3', '-m', 'venv', '--system-site-packages', venv]) !== 0) return 1;
   const install = ['-m', 'pip', 'install', '--quiet', '--no-index', '--no-build-isolation', '--no-deps', '--force-reinstall', './packages/python'];
   if (step('pip install ./packages/python', [python, ...install]) !== 0) return 1;
-  if (step('pyflakes (unused names, undefined names)', [python, '-m', 'pyflakes', 'packages/python', 'examples']) !== 0) return 1;
+  if (step('pyflakes (unused names, undefined names)', [python, '-m', 'pyflakes', 'packages/python', 'examples', 'packages/agent/code-server']) !== 0) return 1;
   return step('pytest', [python, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'packages/python/tests'], {
     env: { ...process.env, SPACE_NODE: process.execPath },
   });

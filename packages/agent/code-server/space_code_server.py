@@ -252,7 +252,17 @@ class PythonKernel:
 
 
 class ChildKernel:
-    """A kernel that is one child process (and its group), talked to over its stdin and stdout."""
+    """A kernel that is one child process (and its group), talked to over its stdin and stdout: `argv`, started in the context's directory."""
+
+    argv = []
+
+    def __init__(self, context_id, cwd, run_dir):
+        self.count = 0
+        self.cwd = cwd
+        self.start()
+
+    def start(self):
+        self.process = subprocess.Popen(self.argv, cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
 
     def alive(self):
         return self.process.poll() is None
@@ -273,16 +283,7 @@ class BashKernel(ChildKernel):
     """A long-lived bash: variables, functions and the working directory carry over between cells."""
 
     language = "bash"
-
-    def __init__(self, context_id, cwd, run_dir):
-        self.count = 0
-        self.cwd = cwd
-        self.start()
-
-    def start(self):
-        self.process = subprocess.Popen(
-            ["bash", "--noprofile", "--norc"], cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-        )
+    argv = ["bash", "--noprofile", "--norc"]
 
     def set_session(self, env, cwd):
         self.cwd = cwd
@@ -344,17 +345,10 @@ class JavaScriptKernel(ChildKernel):
     """A long-lived Node.js (space-js-kernel.js, beside this file): its global scope carries over between cells."""
 
     language = "javascript"
-    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "space-js-kernel.js")
-
-    def __init__(self, context_id, cwd, run_dir):
-        self.count = 0
-        self.cwd = cwd
-        self.start()
+    argv = ["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "space-js-kernel.js")]
 
     def start(self):
-        self.process = subprocess.Popen(
-            ["node", self.script], cwd=self.cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-        )
+        super().start()
         self.lines = b""
         ready, _, _ = select.select([self.process.stdout], [], [], 60)
         if not ready or b"ready" not in os.read(self.process.stdout.fileno(), 65536):

@@ -19,7 +19,7 @@ import pytest
 
 import space as sdk
 from space import AsyncSpace, RetryPolicy, Space
-from space.types import WIRE_TYPES
+from space.wire_types import WIRE_TYPES
 
 from conftest import NODE, ROOT
 

@@ -32,7 +32,7 @@ from .errors import (
 )
 from .exec_stream import ExecEvent, ExecStream
 from .session import ExecResult, Session, SessionFiles, SessionHandle
-from .types import CheckpointData, CodeCellData, CodeContextData, ExecResultData, FileEntry, ProcessData, SessionData
+from .wire_types import CheckpointData, CodeCellData, CodeContextData, ExecResultData, FileEntry, ProcessData, SessionData
 
 __all__ = [
     "AsyncProxy",

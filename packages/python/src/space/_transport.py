@@ -27,6 +27,11 @@ class RetryPolicy:
 Body = bytes | IO[bytes] | Iterable[bytes] | None
 
 
+def present(**fields: Any) -> dict[str, Any]:
+    """A request body of the fields given (not None), in the API's names."""
+    return {name: value for name, value in fields.items() if value is not None}
+
+
 class Transport:
     def __init__(self, api_urls: list[str], api_key: str, timeout: float, retry: RetryPolicy) -> None:
         self.api_urls = api_urls

@@ -8,7 +8,7 @@ import os
 from typing import Any, Iterator
 from urllib.parse import quote
 
-from ._transport import RetryPolicy, Transport
+from ._transport import RetryPolicy, Transport, present
 from .errors import SpaceClientError
 from .session import Session, SessionHandle
 
@@ -71,8 +71,7 @@ class Templates:
         return self._t.json("GET", "/v1/templates", timeout=timeout)["templates"]
 
     def create(self, name: str, *, from_session: str | None = None, from_checkpoint: str | None = None, timeout: float | None = None) -> dict[str, Any]:
-        body = {k: v for k, v in {"name": name, "fromSession": from_session, "fromCheckpoint": from_checkpoint}.items() if v is not None}
-        return self._t.json("POST", "/v1/templates", json=body, timeout=timeout)
+        return self._t.json("POST", "/v1/templates", json=present(name=name, fromSession=from_session, fromCheckpoint=from_checkpoint), timeout=timeout)
 
     def build(self, name: str, dockerfile: str, *, files: dict[str, bytes] | None = None, timeout: float | None = None, **options: Any) -> dict[str, Any]:
         """Starts a Dockerfile build (`files`: its context, path to content); `build_log(name, build["id"])` follows it."""
@@ -102,8 +101,7 @@ class Volumes:
         self._t = t
 
     def create(self, name: str, *, size_gb: float | None = None, from_snapshot: str | None = None, timeout: float | None = None) -> dict[str, Any]:
-        body = {k: v for k, v in {"name": name, "sizeGb": size_gb, "fromSnapshot": from_snapshot}.items() if v is not None}
-        return self._t.json("POST", "/v1/volumes", json=body, timeout=timeout)
+        return self._t.json("POST", "/v1/volumes", json=present(name=name, sizeGb=size_gb, fromSnapshot=from_snapshot), timeout=timeout)
 
     def list(self, *, timeout: float | None = None) -> list[dict[str, Any]]:
         return self._t.json("GET", "/v1/volumes", timeout=timeout)["volumes"]

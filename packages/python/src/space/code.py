@@ -7,9 +7,9 @@ from urllib.parse import quote
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal
 
-from ._transport import Transport
+from ._transport import Transport, present
 from .errors import SpaceClientError
-from .types import CodeCellData, CodeContextData
+from .wire_types import CodeCellData, CodeContextData
 
 CodeLanguage = Literal["python", "javascript", "bash"]
 
@@ -58,15 +58,7 @@ class Execution:
 def code_events(t: Transport, base: str, code: str, *, context: str | None = None, language: CodeLanguage | None = None,
                 env: dict[str, str] | None = None, timeout: float | None = None) -> Iterator[dict[str, Any]]:
     """Starts a cell and yields its events (dicts of SPACE's code protocol) as they come; closing the iterator interrupts the cell."""
-    body: dict[str, Any] = {"code": code}
-    if context is not None:
-        body["contextId"] = context
-    if language is not None:
-        body["language"] = language
-    if env is not None:
-        body["env"] = env
-    if timeout is not None:
-        body["timeoutMs"] = int(timeout * 1000)
+    body = present(code=code, contextId=context, language=language, env=env, timeoutMs=None if timeout is None else int(timeout * 1000))
     res = t.request("POST", f"{base}/code/run", json=body, timeout=(timeout or 300.0) + _request_slack)
     try:
         while line := res.readline():
@@ -115,8 +107,7 @@ class CodeContexts:
         self._t, self._base = t, f"{base}/code/contexts"
 
     def create(self, *, language: CodeLanguage | None = None, cwd: str | None = None, timeout: float | None = None) -> CodeContextData:
-        body = {k: v for k, v in {"language": language, "cwd": cwd}.items() if v is not None}
-        return self._t.json("POST", self._base, json=body, timeout=timeout)
+        return self._t.json("POST", self._base, json=present(language=language, cwd=cwd), timeout=timeout)
 
     def list(self, *, timeout: float | None = None) -> list[CodeContextData]:
         return self._t.json("GET", self._base, timeout=timeout)["contexts"]

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterator
 from urllib.parse import quote, urlencode
 
-from ._transport import Body, Transport
+from ._transport import Body, Transport, present
 from .code import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution, code_events, run_code
 from ._websocket import WebSocket
 from .errors import SandboxDied, SandboxStopped, SpaceApiError
 from .exec_stream import ExecStream
 from .file_watch import FileWatch
-from .types import CheckpointData, ExecResultData, FileEntry, ProcessData, SessionData
+from .wire_types import CheckpointData, ExecResultData, FileEntry, ProcessData, SessionData
 
 #: Bytes read or written at a time when a file is streamed.
 _chunk = 1024 * 1024
@@ -141,15 +141,12 @@ class SessionHandle:
 
     def attach(self, pid: int, *, sandbox: str | None = None, instance: str | None = None, reattach: bool = True) -> ExecStream:
         """Re-attaches to a process by pid, its kept output replayed first; with `sandbox` and `instance` (from a stream's start), only to that same process."""
-        binding = {k: v for k, v in {"sandbox": sandbox, "instance": instance}.items() if v}
+        binding = present(sandbox=sandbox, instance=instance)
         return ExecStream(self._socket, self._attach_path(int(pid), 0, binding), None, self._attach_path if reattach else None)
 
     def pty(self, cmd: str | list[str] | None = None, *, cols: int = 80, rows: int = 24, env: dict[str, str] | None = None, cwd: str | None = None) -> ExecStream:
         """An interactive terminal: `write` keystrokes, read `stdout` events, `resize` it."""
-        start: dict[str, Any] = {"type": "start", "cols": cols, "rows": rows}
-        for key, value in {"cmd": cmd, "env": env, "cwd": cwd}.items():
-            if value is not None:
-                start[key] = value
+        start = present(type="start", cols=cols, rows=rows, cmd=cmd, env=env, cwd=cwd)
         return ExecStream(self._socket, f"{self._base}/pty", start, self._attach_path)
 
     def send_to_process(self, pid: int, *, stdin: str | bytes | None = None, eof: bool = False, resize: tuple[int, int] | None = None) -> None:
@@ -245,7 +242,7 @@ class SessionHandle:
     def set_service(self, name: str, cmd: str | list[str], *, port: int | None = None, cwd: str | None = None, env: dict[str, str] | None = None,
                     timeout: float | None = None) -> Session:
         """Declares (or replaces) a service: started in every new sandbox that did not restore the processes, and now in a running one."""
-        spec = {k: v for k, v in {"cmd": cmd, "port": port, "cwd": cwd, "env": env}.items() if v is not None}
+        spec = present(cmd=cmd, port=port, cwd=cwd, env=env)
         return Session(self._t, self._t.json("PUT", f"{self._base}/services/{quote(name, safe='')}", json=spec, timeout=timeout))
 
     def remove_service(self, name: str, *, timeout: float | None = None) -> Session:
@@ -284,13 +281,4 @@ class Session(SessionHandle):
 
 
 def _exec_body(cmd: str | list[str], cwd: str | None, env: dict[str, str] | None, stdin: str | None, command_timeout: float | None) -> dict[str, Any]:
-    body: dict[str, Any] = {"cmd": cmd}
-    if cwd is not None:
-        body["cwd"] = cwd
-    if env is not None:
-        body["env"] = env
-    if stdin is not None:
-        body["stdin"] = stdin
-    if command_timeout is not None:
-        body["timeoutMs"] = int(command_timeout * 1000)
-    return body
+    return present(cmd=cmd, cwd=cwd, env=env, stdin=stdin, timeoutMs=None if command_timeout is None else int(command_timeout * 1000))
