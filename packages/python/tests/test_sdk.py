@@ -154,6 +154,49 @@ def test_watch_send_to_process_and_events(space: Space):
     assert gone.value.code == "PROCESS_NOT_FOUND"
 
 
+def _open_sockets() -> int:
+    """The sockets this process holds (an fd may close while it is listed: skipped)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except FileNotFoundError:
+            pass
+    return count
+
+
+def test_abandoned_iterators_close_their_connections_and_async_space_its_threads(space: Space, platform):
+    session = space.sessions.create(template="code-interpreter", codeCheckpointDelayMs=0, **QUIET)
+    session.run_code("1")
+    before = _open_sockets()
+    for i in range(3):
+        for event in session.exec_stream("for i in 1 2 3 4 5; do echo $i; sleep 0.2; done"):
+            break  # abandoned after its first event
+        for event in session.code_events("import time\nprint(1, flush=True)\ntime.sleep(5)"):
+            break
+        watch = session.files.watch("/workspace")
+        session.exec(f"touch /workspace/abandoned-{i}")
+        for change in watch:
+            break
+        del watch
+        events = space.events()
+        session.checkpoint()
+        for event in events:
+            break
+        del events
+    assert _open_sockets() <= before, "an abandoned iterator kept its connection"
+    assert session.run_code("2 + 2").text == "4", "the abandoned cell was interrupted, the kernel is free"
+
+    threads = threading.active_count()
+
+    async def main() -> None:
+        async with AsyncSpace(platform.url, platform.admin_key) as client:
+            await asyncio.gather(*(client.limits() for _ in range(10)))
+
+    asyncio.run(main())
+    assert threading.active_count() == threads, "AsyncSpace left worker threads behind"
+
+
 def test_pty_round_trip(space: Space):
     session = space.sessions.create(template="tiny", **QUIET)
     with session.pty(["sh"], cols=100, rows=30) as terminal:
