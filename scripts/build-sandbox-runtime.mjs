@@ -22,8 +22,9 @@ execFileSync(go, ['build', '-trimpath', '-ldflags=-s -w', '-o', path.join(out, '
 for (const helper of ['space-init', 'space-pty']) {
   execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(out, helper), path.join(agentDir, `native/${helper}.c`)], { stdio: 'inherit' });
 }
-// The code interpreter's server, started by the agent in templates with Python and ipykernel.
+// The code interpreter's server and its modules (imported from beside it), started by the agent in templates with Python and ipykernel.
 copyFileSync(path.join(agentDir, 'code-server/space_code_server.py'), path.join(out, 'space-code-server.py'));
+for (const module of ['space_code_cell.py', 'space_code_kernels.py']) copyFileSync(path.join(agentDir, 'code-server', module), path.join(out, module));
 copyFileSync(path.join(agentDir, 'code-server/space_js_kernel.js'), path.join(out, 'space-js-kernel.js'));
 // Preloaded into the sandbox's programs (glibc templates): works around gaps of gVisor.
 execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-o', path.join(out, 'space-compat.so'), path.join(agentDir, 'native/space-compat.c')], {

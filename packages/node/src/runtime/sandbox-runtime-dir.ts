@@ -13,7 +13,16 @@ export const inSandbox = {
   compat: '/.space/space-compat.so',
 } as const;
 
-const runtimeFiles = ['space-agent', 'space-init', 'space-pty', 'space-compat.so', 'space-code-server.py', 'space-js-kernel.js'];
+const runtimeFiles = [
+  'space-agent',
+  'space-init',
+  'space-pty',
+  'space-compat.so',
+  'space-code-server.py',
+  'space_code_cell.py',
+  'space_code_kernels.py',
+  'space-js-kernel.js',
+];
 
 /**
  * Prepares the read-only directory mounted into every sandbox: the agent and its helpers, all
