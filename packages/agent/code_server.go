@@ -16,7 +16,7 @@ import (
 )
 
 // The code interpreter: its server (space-code-server.py, in the runtime directory) runs Python
-// kernels and bash contexts, and listens on a Unix socket only this agent reaches, so it is never
+// kernels and JavaScript and bash contexts, and listens on a Unix socket only this agent reaches, so it is never
 // a way into the sandbox of its own and never holds a connection with the outside (which a full
 // checkpoint would refuse). The agent starts it at boot in templates that say they have one (the
 // marker file), else on the first /code call, again after it exits, and relays /code/* to it.
@@ -55,7 +55,8 @@ func newCodeServer(cwd string, env map[string]string, logf func(string, ...any))
 			p.Out.URL.Path = strings.TrimPrefix(p.In.URL.Path, "/code")
 			p.Out.Header.Del("Authorization")
 		},
-		Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true, ResponseHeaderTimeout: 0},
+		// No keep-alive: the server answers each request on a connection of its own (HTTP/1.0).
+		Transport: &http.Transport{DialContext: dial, DisableKeepAlives: true},
 		// Cell output reaches the caller as it comes, not when a buffer fills.
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -68,7 +69,7 @@ func newCodeServer(cwd string, env map[string]string, logf func(string, ...any))
 	return s
 }
 
-// available says whether this sandbox's template has the code interpreter's server and Python.
+// codeInterpreterAvailable says whether this sandbox's template has the code interpreter's server and Python.
 func codeInterpreterAvailable() bool {
 	_, script := os.Stat(codeServerScript)
 	_, python := os.Stat("/usr/bin/python3")

@@ -25,8 +25,8 @@ class ClientGone(Exception):
 class Cell:
     """One cell's output on its way to the caller, held to the per-event and per-cell caps."""
 
-    def __init__(self, write, limits, gone):
-        self.write, self.limits, self.gone = write, limits, gone
+    def __init__(self, write, limits):
+        self.write, self.limits = write, limits
         self.kept, self.kept_bytes = [], 0
         self.sent = 0
         self.cut = False

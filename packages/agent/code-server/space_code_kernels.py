@@ -230,7 +230,9 @@ class JavaScriptKernel(ChildKernel):
         exports = "".join(f"process.env[{json.dumps(str(k))}] = {json.dumps(str(v))};" for k, v in env.items())
         self.process.stdin.write((json.dumps({"code": f"{exports} process.chdir({json.dumps(cwd)}); undefined"}) + "\n").encode())
         self.process.stdin.flush()
-        self.read_until_done(Cell(lambda _: None, {"maxCellOutputBytes": 1 << 20, "maxCodeStreamChunkBytes": 65536, "maxCodeEventBytes": 1 << 20}, lambda: False), time.monotonic() + 10)
+        # What that cell prints goes nowhere: nobody asked for it.
+        discard = Cell(lambda _: None, {"maxCellOutputBytes": 1 << 20, "maxCodeStreamChunkBytes": 65536, "maxCodeEventBytes": 1 << 20})
+        self.read_until_done(discard, time.monotonic() + 10)
 
     def run(self, code, env, cell, should_stop, deadline):
         if env:

@@ -4,7 +4,7 @@
 The in-sandbox agent starts this server and is its only client: it listens on a Unix socket
 (never TCP), so nothing outside reaches it but through the agent, and it never stands in the way
 of a full checkpoint. Python contexts are IPython kernels reached over ZMQ's `ipc` transport
-(Unix sockets too); bash contexts are a long-lived bash. A cell answers a stream of SPACE's code
+(Unix sockets too); JavaScript and bash contexts are a long-lived Node.js and bash. A cell answers a stream of SPACE's code
 events, one JSON object per line (the protocol package's `CodeEventSchema`):
 
   stdout / stderr {text}     streamed while the cell runs, coalesced for up to 50 ms
@@ -215,7 +215,7 @@ class Handler(BaseHTTPRequestHandler):
         timeout_s = min(float(body.get("timeoutMs") or 300000), 24 * 3600 * 1000) / 1000
         if not context.lock.acquire(timeout=timeout_s):
             raise ApiError(409, "SESSION_BUSY", f"context {context.id} is still running another cell")
-        cell = Cell(self.write_line, self.server.limits, self.gone)
+        cell = Cell(self.write_line, self.server.limits)
         started = time.monotonic()
         record = {"code": code[:HISTORY_CODE_BYTES], "startedAt": now_iso(), "executionCount": None, "events": cell.kept}
         context.history.append(record)

@@ -10,7 +10,7 @@ from ._transport import RetryPolicy
 from .asyncio_client import AsyncProxy, AsyncSpace
 from .client import Checkpoints, Nodes, Secrets, Sessions, Space, Templates, Volumes
 from .file_watch import FileChange, FileWatch
-from .code import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution
+from .code_interpreter import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution
 from .errors import (
     CheckpointNotFound,
     CodeInterpreterUnavailable,

@@ -91,9 +91,9 @@ class Transport:
                 continue
             raise error
 
-    def json(self, method: str, path: str, *, json: Any = None, timeout: float | None = None) -> Any:
-        """A JSON call: its reply parsed; a reply that is not JSON raises PROTOCOL with the status and an excerpt."""
-        res = self.request(method, path, json=json, timeout=timeout)
+    def json(self, method: str, path: str, *, json: Any = None, body: Body = None, headers: dict[str, str] | None = None, timeout: float | None = None) -> Any:
+        """A call whose reply is JSON, parsed; a reply that is not JSON raises PROTOCOL with the status and an excerpt."""
+        res = self.request(method, path, json=json, body=body, headers=headers, timeout=timeout)
         try:
             raw = res.read()
         finally:

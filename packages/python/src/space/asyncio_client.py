@@ -12,7 +12,7 @@ from typing import Any
 
 from ._transport import RetryPolicy
 from .client import Space
-from .code import CodeContexts
+from .code_interpreter import CodeContexts
 from .exec_stream import ExecStream
 from .session import SessionFiles, SessionHandle
 

@@ -9,7 +9,7 @@ from typing import IO, Any, Callable, Iterator
 from urllib.parse import quote, urlencode
 
 from ._transport import Body, Transport, present
-from .code import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution, code_events, run_code
+from .code_interpreter import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution, code_events, run_code
 from ._websocket import WebSocket
 from .errors import SandboxDied, SandboxStopped, SpaceApiError
 from .exec_stream import ExecStream
@@ -69,11 +69,7 @@ class SessionFiles:
     def write(self, path: str, data: str | bytes | IO[bytes], *, timeout: float | None = None) -> FileEntry:
         """Writes a file (parents made), atomically. A file object is streamed: nothing is held whole."""
         body: Body = data.encode() if isinstance(data, str) else data if isinstance(data, bytes) else _chunks(data)
-        res = self._t.request("PUT", f"{self._base}{_path_query(path)}", body=body, headers={"content-type": "application/octet-stream"}, timeout=timeout)
-        try:
-            return json.loads(res.read())
-        finally:
-            res.close()
+        return self._t.json("PUT", f"{self._base}{_path_query(path)}", body=body, headers={"content-type": "application/octet-stream"}, timeout=timeout)
 
     def upload(self, path: str, source: IO[bytes], *, timeout: float | None = None) -> FileEntry:
         """Streams an open binary file into a file in the sandbox (`write` with a file object)."""
