@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import http.client
 import json as jsonlib
+import ssl
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import IO, Any, Iterable
+from typing import IO, Any, Iterable, Iterator
 
+from ._websocket import WebSocket
 from .errors import SpaceClientError, TooManyRequests, api_error
 
 #: Errors that mean "nothing listens there": the next control plane is tried.
@@ -27,17 +29,28 @@ class RetryPolicy:
 Body = bytes | IO[bytes] | Iterable[bytes] | None
 
 
+#: Bytes read or written at a time when a file is streamed.
+CHUNK = 1024 * 1024
+
+
+def file_chunks(source: IO[bytes]) -> Iterator[bytes]:
+    """A file object as a streamed body: read a chunk at a time, never whole."""
+    while chunk := source.read(CHUNK):
+        yield chunk
+
+
 def present(**fields: Any) -> dict[str, Any]:
     """A request body of the fields given (not None), in the API's names."""
     return {name: value for name, value in fields.items() if value is not None}
 
 
 class Transport:
-    def __init__(self, api_urls: list[str], api_key: str, timeout: float, retry: RetryPolicy) -> None:
+    def __init__(self, api_urls: list[str], api_key: str, timeout: float, retry: RetryPolicy, tls: ssl.SSLContext | None) -> None:
         self.api_urls = api_urls
         self.api_key = api_key
         self.timeout = timeout
         self.retry = retry
+        self.tls = tls
         self._current = 0
 
     @property
@@ -64,7 +77,11 @@ class Transport:
         failovers = 0
         while True:
             url = urllib.parse.urlsplit(self.api_url)
-            conn = (http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection)(url.netloc, timeout=timeout or self.timeout)
+            conn = (
+                http.client.HTTPSConnection(url.netloc, timeout=timeout or self.timeout, context=self.tls)
+                if url.scheme == "https"
+                else http.client.HTTPConnection(url.netloc, timeout=timeout or self.timeout)
+            )
             try:
                 conn.request(method, url.path.rstrip("/") + path, body=body, headers=sent_headers, encode_chunked=not replayable)
                 res = conn.getresponse()
@@ -78,6 +95,9 @@ class Transport:
                     self._current = (self._current + 1) % len(self.api_urls)
                     continue
                 raise SpaceClientError("NETWORK", f"cannot reach SPACE at {self.api_url}: {err} (is \"space up\" running? is SPACE_API_URL right?)") from err
+            except ssl.SSLError as err:
+                conn.close()
+                raise SpaceClientError("NETWORK", f"TLS to SPACE at {self.api_url} failed: {err} (pass tls= an ssl.SSLContext that trusts its certificate)") from err
             except OSError as err:
                 conn.close()
                 raise SpaceClientError("NETWORK", f"{method} {path} at {self.api_url}: {err}") from err
@@ -90,6 +110,10 @@ class Transport:
                 time.sleep(min(self.retry.max_wait, error.retry_after or 1.0))
                 continue
             raise error
+
+    def websocket(self, path: str) -> WebSocket:
+        """A stream (WebSocket) to the control plane in use."""
+        return WebSocket(self.api_url, path, self.api_key, self.timeout, self.tls)
 
     def json(self, method: str, path: str, *, json: Any = None, body: Body = None, headers: dict[str, str] | None = None, timeout: float | None = None) -> Any:
         """A call whose reply is JSON, parsed; a reply that is not JSON raises PROTOCOL with the status and an excerpt."""

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import os
 import socket
+import ssl
 import struct
 import urllib.parse
 
@@ -18,15 +19,21 @@ _MAX_FRAME = 4 * 1024 * 1024
 
 
 class WebSocket:
-    def __init__(self, url: str, path: str, api_key: str, timeout: float) -> None:
+    """`url`: http:// or https:// (TLS, verified by `tls`: the system's trusted CAs unless given another context)."""
+
+    def __init__(self, url: str, path: str, api_key: str, timeout: float, tls: ssl.SSLContext | None = None) -> None:
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme == "https":
-            raise SpaceClientError("CONFIGURATION", "streams over https:// are not supported by this SDK yet; use http:// on a trusted network")
-        host, _, port = parts.netloc.partition(":")
+        secure = parts.scheme == "https"
+        host = parts.hostname or "127.0.0.1"
         try:
-            self._sock = socket.create_connection((host, int(port or 80)), timeout=timeout)
+            sock = socket.create_connection((host, parts.port or (443 if secure else 80)), timeout=timeout)
         except OSError as err:
             raise SpaceClientError("NETWORK", f"cannot reach SPACE at {url}: {err} (is \"space up\" running? is SPACE_API_URL right?)") from err
+        try:
+            self._sock = (tls or ssl.create_default_context()).wrap_socket(sock, server_hostname=host) if secure else sock
+        except OSError as err:
+            sock.close()
+            raise SpaceClientError("NETWORK", f"TLS to SPACE at {url} failed: {err} (pass tls= an ssl.SSLContext that trusts its certificate)") from err
         self._buffer = b""
         self._close_sent = False
         key = base64.b64encode(os.urandom(16)).decode()

@@ -7,17 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from typing import Any
 
 from ._transport import RetryPolicy
-from .client import Space
+from .client import Checkpoints, Nodes, Secrets, Sessions, Space, Templates, Volumes
 from .code_interpreter import CodeContexts
 from .exec_stream import ExecStream
-from .session import SessionFiles, SessionHandle
+from .file_watch import FileWatch
+from .session import Session, SessionFiles, SessionHandle
 
-#: What an awaited call may return that is itself the SDK's and gets awaitable methods too.
-_wrapped_types = (SessionHandle, SessionFiles, CodeContexts, ExecStream)
+#: The SDK's classes whose objects, met as a call's result or an attribute, get awaitable methods too.
+#: `asyncio_client.pyi` types each as `Async<Name>`, generated from this table (tools/async_stub.py).
+WRAPPED: tuple[type, ...] = (Sessions, Checkpoints, Secrets, Templates, Volumes, Nodes, SessionHandle, Session, SessionFiles, CodeContexts, ExecStream, FileWatch)
 
 
 class AsyncProxy:
@@ -51,6 +55,13 @@ class AsyncProxy:
 
         return events()
 
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        """Leaving `async with` over a stream or a watch closes it (in a worker thread: closing may wait on the network)."""
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._target.close)
+
     def __repr__(self) -> str:
         return f"<async {self._target!r}>"
 
@@ -58,10 +69,8 @@ class AsyncProxy:
 def _wrap(value: Any, pool: ThreadPoolExecutor) -> Any:
     if isinstance(value, list):
         return [_wrap(v, pool) for v in value]
-    if isinstance(value, _wrapped_types) or type(value).__module__.startswith("space.") and hasattr(value, "_t"):
-        return AsyncProxy(value, pool)
-    if hasattr(value, "__next__") and not isinstance(value, (str, bytes)):
-        return AsyncProxy(value, pool)  # a generator: cell events, a build's log
+    if isinstance(value, WRAPPED) or isinstance(value, Iterator):
+        return AsyncProxy(value, pool)  # an iterator: cell events, a build's log, the tenant's events
     return value
 
 
@@ -69,8 +78,9 @@ class AsyncSpace(AsyncProxy):
     """`Space`, awaitable: `space = AsyncSpace(); session = await space.sessions.create(template="base")`."""
 
     def __init__(self, api_url: str | list[str] | None = None, api_key: str | None = None, *, timeout: float = 120.0,
-                 retry: RetryPolicy = RetryPolicy(), env: dict[str, str] | None = None, max_concurrency: int = 64) -> None:
-        super().__init__(Space(api_url, api_key, timeout=timeout, retry=retry, env=env), ThreadPoolExecutor(max_concurrency, thread_name_prefix="space"))
+                 retry: RetryPolicy = RetryPolicy(), env: dict[str, str] | None = None, tls: ssl.SSLContext | None = None,
+                 max_concurrency: int = 64) -> None:
+        super().__init__(Space(api_url, api_key, timeout=timeout, retry=retry, env=env, tls=tls), ThreadPoolExecutor(max_concurrency, thread_name_prefix="space"))
 
     def close(self) -> None:
         """Ends the worker threads (calls under way finish first)."""

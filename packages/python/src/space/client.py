@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import builtins
 import json
 import os
-from typing import Any, Iterator
+import ssl
+from typing import IO, Any, Iterator
 from urllib.parse import quote
 
-from ._transport import RetryPolicy, Transport, present
+from ._transport import Body, RetryPolicy, Transport, file_chunks, present
 from .errors import SpaceClientError
 from .session import Session, SessionHandle
 
@@ -90,6 +92,17 @@ class Templates:
         finally:
             res.close()
 
+    def import_(self, name: str, *, archive: bytes | IO[bytes] | None = None, image: str | None = None, timeout: float = 3600.0) -> dict[str, Any]:
+        """Makes a template of an OCI image: `archive` (an OCI layout or `docker save` tar, bytes or a file object,
+        streamed), or `image` (a reference the server may pull). TypeScript's `templates.import`."""
+        path = f"/v1/templates/{quote(name, safe='')}/image"
+        if (archive is None) == (image is None):
+            raise SpaceClientError("BAD_REQUEST", "templates.import_ takes one of archive= or image=")
+        if archive is None:
+            return self._t.json("POST", path, json={"image": image}, timeout=timeout)
+        body: Body = archive if isinstance(archive, bytes) else file_chunks(archive)
+        return self._t.json("POST", path, body=body, headers={"content-type": "application/x-tar"}, timeout=timeout)
+
     def delete(self, name: str, *, force: bool = False, timeout: float | None = None) -> None:
         self._t.json("DELETE", f"/v1/templates/{quote(name, safe='')}{'?force=1' if force else ''}", timeout=timeout)
 
@@ -115,7 +128,7 @@ class Volumes:
     def snapshot(self, name: str, *, timeout: float | None = None) -> dict[str, Any]:
         return self._t.json("POST", f"/v1/volumes/{quote(name, safe='')}/snapshots", timeout=timeout)
 
-    def snapshots(self, name: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
+    def snapshots(self, name: str, *, timeout: float | None = None) -> builtins.list[dict[str, Any]]:
         return self._t.json("GET", f"/v1/volumes/{quote(name, safe='')}/snapshots", timeout=timeout)["snapshots"]
 
     def delete_snapshot(self, name: str, snapshot_id: str, *, timeout: float | None = None) -> None:
@@ -144,10 +157,20 @@ class Space:
 
     Every call takes `timeout` (seconds to wait on the network, default `timeout` here: 120);
     a `429` refused before anything was done is waited out by its `Retry-After` (`retry`).
+    `https://` URLs are verified against the system's trusted CAs, or against `tls` (an `ssl.SSLContext`),
+    calls and streams alike.
     """
 
+    sessions: Sessions
+    checkpoints: Checkpoints
+    secrets: Secrets
+    templates: Templates
+    volumes: Volumes
+    #: The cluster's nodes (the admin key).
+    nodes: Nodes
+
     def __init__(self, api_url: str | list[str] | None = None, api_key: str | None = None, *, timeout: float = 120.0,
-                 retry: RetryPolicy = RetryPolicy(), env: dict[str, str] | None = None) -> None:
+                 retry: RetryPolicy = RetryPolicy(), env: dict[str, str] | None = None, tls: ssl.SSLContext | None = None) -> None:
         environ = os.environ if env is None else env
         key = api_key or environ.get("SPACE_API_KEY")
         if not key:
@@ -157,7 +180,7 @@ class Space:
         for url in urls:
             if not url.startswith(("http://", "https://")):
                 raise SpaceClientError("CONFIGURATION", f"SPACE_API_URL (or api_url) must be http:// or https:// URLs, not {url!r}")
-        self._t = Transport(urls, key, timeout, retry)
+        self._t = Transport(urls, key, timeout, retry, tls)
         self.sessions = Sessions(self._t)
         self.checkpoints = Checkpoints(self._t)
         self.secrets = Secrets(self._t)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 from urllib.parse import quote
 from dataclasses import dataclass, field
@@ -119,7 +120,7 @@ class CodeContexts:
         """A new kernel in the context: its state is gone, its id stays."""
         return self._t.json("POST", f"{self._base}/{quote(context_id, safe='')}/restart", timeout=timeout)
 
-    def history(self, context_id: str, *, timeout: float | None = None) -> list[CodeCellData]:
+    def history(self, context_id: str, *, timeout: float | None = None) -> builtins.list[CodeCellData]:
         return self._t.json("GET", f"{self._base}/{quote(context_id, safe='')}/history", timeout=timeout)["cells"]
 
     def delete(self, context_id: str, *, timeout: float | None = None) -> None:

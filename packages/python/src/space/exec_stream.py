@@ -39,18 +39,22 @@ class ExecStream:
     leaving a `with` block) closes the connection; the process keeps running (re-attach by pid).
     """
 
+    #: The process's pid, once started.
+    pid: int | None
+    #: Times the stream re-attached after a dropped connection.
+    reconnects: int
+
     def __init__(self, connect: Callable[[str], WebSocket], path: str, start: dict[str, Any] | None, attach_path: Callable[[int, int, dict[str, str]], str] | None) -> None:
         self._connect = connect
         self._attach_path = attach_path
         self._ws = connect(path)
         if start is not None:
             self._ws.send_text(json.dumps(start))
-        self.pid: int | None = None
+        self.pid = None
         self._binding: dict[str, str] = {}
         self._received = 0
         self._exited = False
         self._closed = False
-        #: Times the stream re-attached after a dropped connection.
         self.reconnects = 0
 
     def __enter__(self) -> ExecStream:

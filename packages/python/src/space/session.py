@@ -8,17 +8,12 @@ from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterator
 from urllib.parse import quote, urlencode
 
-from ._transport import Body, Transport, present
+from ._transport import CHUNK, Body, Transport, file_chunks, present
 from .code_interpreter import CodeContexts, CodeError, CodeLanguage, CodeResult, Execution, code_events, run_code
-from ._websocket import WebSocket
 from .errors import SandboxDied, SandboxStopped, SpaceApiError
 from .exec_stream import ExecStream
 from .file_watch import FileWatch
 from .wire_types import CheckpointData, ExecResultData, FileEntry, ProcessData, SessionData
-
-#: Bytes read or written at a time when a file is streamed.
-_chunk = 1024 * 1024
-
 
 @dataclass
 class ExecResult:
@@ -54,7 +49,7 @@ class SessionFiles:
 
     def watch(self, path: str) -> FileWatch:
         """Watches a file or a directory tree: `with session.files.watch("src") as w: for change in w: ...`; returns once the watch is in place."""
-        return FileWatch(WebSocket(self._t.api_url, f"{self._base}/watch{_path_query(path)}", self._t.api_key, self._t.timeout))
+        return FileWatch(self._t.websocket(f"{self._base}/watch{_path_query(path)}"))
 
     def read(self, path: str, *, timeout: float | None = None) -> bytes:
         def call() -> bytes:
@@ -68,7 +63,7 @@ class SessionFiles:
 
     def write(self, path: str, data: str | bytes | IO[bytes], *, timeout: float | None = None) -> FileEntry:
         """Writes a file (parents made), atomically. A file object is streamed: nothing is held whole."""
-        body: Body = data.encode() if isinstance(data, str) else data if isinstance(data, bytes) else _chunks(data)
+        body: Body = data.encode() if isinstance(data, str) else data if isinstance(data, bytes) else file_chunks(data)
         return self._t.json("PUT", f"{self._base}{_path_query(path)}", body=body, headers={"content-type": "application/octet-stream"}, timeout=timeout)
 
     def upload(self, path: str, source: IO[bytes], *, timeout: float | None = None) -> FileEntry:
@@ -80,7 +75,7 @@ class SessionFiles:
         res = self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout)
         written = 0
         try:
-            while chunk := res.read(_chunk):
+            while chunk := res.read(CHUNK):
                 target.write(chunk)
                 written += len(chunk)
         finally:
@@ -103,20 +98,19 @@ class SessionFiles:
         self._t.json("DELETE", f"{self._base}{_path_query(path)}{'&recursive=true' if recursive else ''}", timeout=timeout)
 
 
-def _chunks(source: IO[bytes]) -> Iterator[bytes]:
-    while chunk := source.read(_chunk):
-        yield chunk
-
-
 class SessionHandle:
     """A session by id, for calls that need nothing but the id (`space.sessions.handle(id)` makes one without a round trip)."""
+
+    id: str
+    files: SessionFiles
+    #: The code interpreter's contexts (templates with one: `code-interpreter`).
+    code_contexts: CodeContexts
 
     def __init__(self, t: Transport, session_id: str) -> None:
         self._t = t
         self.id = session_id
         self._base = f"/v1/sessions/{quote(session_id, safe='')}"
         self.files = SessionFiles(t, self._base)
-        #: The code interpreter's contexts (templates with one: `code-interpreter`).
         self.code_contexts = CodeContexts(t, self._base)
 
     def exec(self, cmd: str | list[str], *, cwd: str | None = None, env: dict[str, str] | None = None, stdin: str | None = None,
@@ -133,21 +127,21 @@ class SessionHandle:
                     command_timeout: float | None = None, reattach: bool = True) -> ExecStream:
         """Runs a command and streams its events: `for event in session.exec_stream("npm test")`; re-attaches after a dropped connection."""
         start = {"type": "start", **_exec_body(cmd, cwd, env, None, command_timeout)}
-        return ExecStream(self._socket, f"{self._base}/exec/stream", start, self._attach_path if reattach else None)
+        return ExecStream(self._t.websocket, f"{self._base}/exec/stream", start, self._attach_path if reattach else None)
 
     def attach(self, pid: int, *, sandbox: str | None = None, instance: str | None = None, reattach: bool = True) -> ExecStream:
         """Re-attaches to a process by pid, its kept output replayed first; with `sandbox` and `instance` (from a stream's start), only to that same process."""
         binding = present(sandbox=sandbox, instance=instance)
-        return ExecStream(self._socket, self._attach_path(int(pid), 0, binding), None, self._attach_path if reattach else None)
+        return ExecStream(self._t.websocket, self._attach_path(int(pid), 0, binding), None, self._attach_path if reattach else None)
 
     def pty(self, cmd: str | list[str] | None = None, *, cols: int = 80, rows: int = 24, env: dict[str, str] | None = None, cwd: str | None = None) -> ExecStream:
         """An interactive terminal: `write` keystrokes, read `stdout` events, `resize` it."""
         start = present(type="start", cols=cols, rows=rows, cmd=cmd, env=env, cwd=cwd)
-        return ExecStream(self._socket, f"{self._base}/pty", start, self._attach_path)
+        return ExecStream(self._t.websocket, f"{self._base}/pty", start, self._attach_path)
 
     def send_to_process(self, pid: int, *, stdin: str | bytes | None = None, eof: bool = False, resize: tuple[int, int] | None = None) -> None:
         """Sends stdin, its end, or a terminal size (cols, rows) to a running process without holding a stream to it (PROCESS_NOT_FOUND when none runs)."""
-        ws = self._socket(self._attach_path(int(pid), 2**53 - 1, {}))
+        ws = self._t.websocket(self._attach_path(int(pid), 2**53 - 1, {}))
         try:
             if stdin is not None:
                 ws.send_text(json.dumps({"type": "stdin", "data": base64.b64encode(stdin.encode() if isinstance(stdin, str) else stdin).decode()}))
@@ -163,9 +157,6 @@ class SessionHandle:
                     raise SpaceApiError(str(message.get("code", "INTERNAL")), str(message.get("message", "the process refused the input")))
         finally:
             ws.close()
-
-    def _socket(self, path: str) -> WebSocket:
-        return WebSocket(self._t.api_url, path, self._t.api_key, self._t.timeout)
 
     def _attach_path(self, pid: int, after: int, binding: dict[str, str]) -> str:
         return f"{self._base}/processes/{pid}/attach?{urlencode({'after': after, **binding})}"
@@ -266,6 +257,8 @@ class SessionHandle:
 
 class Session(SessionHandle):
     """A session: the durable thing, with its data as last fetched (`data`). Its sandbox may die; calls resume it."""
+
+    data: SessionData
 
     def __init__(self, t: Transport, data: SessionData) -> None:
         super().__init__(t, data["id"])
