@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { type SettingValues, readSettings, setting, sharedSettings } from '@space/server-kit';
+import { SettingsError, type SettingValues, readSettings, setting, sharedSettings } from '@space/server-kit';
 import { defaultTenantLimits, limitSettings } from './tenants/tenant-limits.js';
 
 const domainName = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
@@ -98,7 +98,20 @@ export const controlPlaneSettings = {
 export type ControlPlaneSettings = SettingValues<typeof sharedSettings & typeof controlPlaneSettings>;
 
 export function readControlPlaneSettings(env: NodeJS.ProcessEnv): ControlPlaneSettings {
-  return readSettings({ ...sharedSettings, ...controlPlaneSettings }, env);
+  const settings = readSettings({ ...sharedSettings, ...controlPlaneSettings }, env);
+  checkFenceOrdering(settings.nodeFenceAfterSec * 1000, settings.nodeLostAfterSec * 1000);
+  return settings;
+}
+
+/**
+ * A node must freeze its sandboxes before any control plane may find it lost and move its sessions,
+ * or a cut-off copy and the moved one would both act: the fence delay below the lost delay.
+ */
+export function checkFenceOrdering(fenceAfterMs: number, lostAfterMs: number): void {
+  if (fenceAfterMs >= lostAfterMs)
+    throw new SettingsError([
+      `SPACE_NODE_FENCE_AFTER_SEC (${fenceAfterMs / 1000}) must be below SPACE_NODE_LOST_AFTER_SEC (${lostAfterMs / 1000}): a node cut off from every control plane must pause its sandboxes before its sessions may move`,
+    ]);
 }
 
 /** The defaults, for tests and tools that build a control plane's services without an environment. */

@@ -16,6 +16,8 @@ export interface RecordedRequest {
   body: string;
   /** sha256 of the body's bytes, hex. */
   sha256: string;
+  /** When it arrived (Date.now()). */
+  at: number;
 }
 
 /**
@@ -106,7 +108,7 @@ export class TestUpstream {
     ] as const) {
       server.on('upgrade', (req, socket, head) => {
         if (this.requests.length < 10_000)
-          this.requests.push({ scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '', sha256: '' });
+          this.requests.push({ scheme, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '', sha256: '', at: Date.now() });
         // `/echo` answers an upgrade request as it would any request (200 and what it received), as
         // servers that do not speak the protocol asked for do.
         if (req.url?.startsWith('/echo')) {
@@ -152,6 +154,7 @@ export class TestUpstream {
         headers: req.headers,
         body: bytes.toString(),
         sha256: createHash('sha256').update(bytes).digest('hex'),
+        at: Date.now(),
       };
       if (this.requests.length < 10_000) this.requests.push(recorded);
       const url = new URL(req.url ?? '/', 'http://upstream');

@@ -8,10 +8,16 @@ export interface ClusterHeartbeatOptions {
   apiKey: string;
   /** How often (`SPACE_HEARTBEAT_MS`, default 2000): control planes mark a node lost after `SPACE_NODE_LOST_AFTER_SEC` without one. */
   intervalMs: number;
+  /** After how long without an acknowledged heartbeat the node fences itself (`SPACE_NODE_FENCE_AFTER_SEC`, default 6 s). */
+  fenceAfterMs: number;
   /** The heartbeat as it is now; `joining` with the sessions the node runs. */
   beat: (joining: boolean) => NodeHeartbeat;
   /** Stops the sessions a control plane said moved away while the node was not heard. */
   stopMoved: (sessionIds: string[]) => Promise<void>;
+  /** Cut off: freezes the node's sandboxes. Called again while cut off (for sandboxes started meanwhile). */
+  fence: () => Promise<void>;
+  /** Heard again, the moved sessions stopped: lets the others run. */
+  liftFence: () => Promise<void>;
   log: Logger;
 }
 
@@ -21,18 +27,31 @@ export interface ClusterHeartbeatOptions {
  * until a heartbeat gets through again. When it joins (the first heartbeat, and the first after
  * failures: the control planes may have found it lost and moved its sessions) it sends its sessions
  * and stops those the reply names before it counts as joined.
+ *
+ * Fencing: when no heartbeat was acknowledged for `fenceAfterMs` (less than the control planes'
+ * lost delay, which they check), the node fences itself, so the copy cut off stops acting before a
+ * control plane may start its session elsewhere. The fence is lifted only by an acknowledged joining
+ * heartbeat, after the sessions that moved away were stopped: they never run again here.
  */
 export class ClusterHeartbeat {
   private timer: NodeJS.Timeout | null = null;
+  private fenceTimer: NodeJS.Timeout | null = null;
   private next = 0;
   private failing = false;
   private joining = true;
   private sending: Promise<void> | null = null;
+  private lastAckAt = Date.now();
+  private fenced = false;
+  private fencing: Promise<void> | null = null;
 
   constructor(private readonly options: ClusterHeartbeatOptions) {}
 
   /** Sends the first heartbeat now (resolves once one control plane took it or all refused), then every interval. */
   async start(): Promise<boolean> {
+    this.lastAckAt = Date.now();
+    // Its own timer: a send can wait seconds on control planes that do not answer.
+    this.fenceTimer = setInterval(() => this.checkFence(), Math.min(250, this.options.fenceAfterMs / 4));
+    this.fenceTimer.unref();
     const registered = await this.send();
     this.timer = setInterval(() => {
       if (this.sending) return;
@@ -46,14 +65,32 @@ export class ClusterHeartbeat {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.fenceTimer) clearInterval(this.fenceTimer);
     this.timer = null;
+    this.fenceTimer = null;
     await this.sending;
+    await this.fencing;
+  }
+
+  private checkFence(): void {
+    if (this.fencing || Date.now() - this.lastAckAt <= this.options.fenceAfterMs) return;
+    if (!this.fenced)
+      this.options.log.warn(
+        `no control plane acknowledged a heartbeat for ${this.options.fenceAfterMs / 1000} s (SPACE_NODE_FENCE_AFTER_SEC): fencing this node`,
+      );
+    this.fenced = true;
+    this.fencing = this.options
+      .fence()
+      .catch((err: Error) => this.options.log.error(`fencing: ${err.message}`))
+      .finally(() => {
+        this.fencing = null;
+      });
   }
 
   private async send(): Promise<boolean> {
     const { controlPlanes, apiKey, log } = this.options;
     const joining = this.joining;
-    const body = JSON.stringify(this.options.beat(joining));
+    const body = JSON.stringify({ ...this.options.beat(joining), fenceAfterMs: this.options.fenceAfterMs });
     const errors: string[] = [];
     for (let i = 0; i < controlPlanes.length; i++) {
       const url = controlPlanes[(this.next + i) % controlPlanes.length]!;
@@ -65,10 +102,14 @@ export class ClusterHeartbeat {
           signal: AbortSignal.timeout(Math.max(1000, this.options.intervalMs)),
         });
         if (res.ok) {
+          this.lastAckAt = Date.now();
           // A control plane older than these replies answers `{ok: true}` only.
           const reply = NodeHeartbeatReplySchema.safeParse(await res.json().catch(() => null));
           if (reply.success && reply.data.stop.length > 0) await this.options.stopMoved(reply.data.stop);
-          if (joining) this.joining = false;
+          if (joining) {
+            this.joining = false;
+            if (this.fenced) await this.lift();
+          } else if (this.fenced) this.joining = true; // sent before the fence: the next one joins, naming the sessions
           this.next = (this.next + i) % controlPlanes.length;
           if (this.failing) log.info(`heartbeats reach the control plane again (${url})`);
           this.failing = false;
@@ -83,5 +124,11 @@ export class ClusterHeartbeat {
     this.failing = true;
     this.joining = true;
     return false;
+  }
+
+  private async lift(): Promise<void> {
+    await this.fencing;
+    this.fenced = false;
+    await this.options.liftFence().catch((err: Error) => this.options.log.error(`lifting the fence: ${err.message}`));
   }
 }

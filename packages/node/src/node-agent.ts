@@ -43,6 +43,7 @@ import { Resolver, lookup } from 'node:dns/promises';
 import { DnsCache } from './gateway/dns-cache.js';
 import { MemoryWatch } from './sandbox/memory-watch.js';
 import { readWorkingSet } from './runtime/cgroup-usage.js';
+import { NodeFence } from './node-fence.js';
 
 /**
  * The gateway's DNS bounds: one try waits 1 s (the host resolver's default of 5 s is what stalled
@@ -64,6 +65,7 @@ export class NodeAgent {
   private dns: DnsResponder | null = null;
   private sweeper: NodeJS.Timeout | null = null;
   private memoryWatch: MemoryWatch | null = null;
+  private fence: NodeFence | null = null;
   private readonly lock: DataDirLock;
   private server: Server | null = null;
   port = 0;
@@ -115,6 +117,16 @@ export class NodeAgent {
       await this.manager!.kill(sandbox.sandboxId);
       this.log.warn(`stopped sandbox ${sandbox.sandboxId}: session ${sandbox.sessionId} moved to another node while this node was away`);
     }
+  }
+
+  /** Cut off from every control plane: pauses every sandbox and refuses their egress and the node API's calls (`NodeFence`). */
+  async fenceSelf(): Promise<void> {
+    await this.fence?.fence();
+  }
+
+  /** Heard again (and the sessions that moved away stopped): resumes what the fence paused. */
+  async liftFence(): Promise<void> {
+    await this.fence?.lift();
   }
 
   /** Mounts storage, adopts or cleans up what a previous run left, and starts serving. */
@@ -220,6 +232,14 @@ export class NodeAgent {
       runtimeDir,
       log,
     });
+    const manager = this.manager;
+    this.fence = new NodeFence({
+      sandboxIds: () => manager.list().map((s) => s.sandboxId),
+      pause: (id) => driver.pause(id),
+      resume: (id) => driver.resume(id),
+      gateway: this.gateway,
+      log,
+    });
     const api = createNodeApi({
       nodeId: config.nodeId,
       capacity: config.capacity,
@@ -233,6 +253,7 @@ export class NodeAgent {
       shipping,
       templates: this.templates,
       gateway: this.gateway,
+      fence: this.fence,
       log,
     });
     const { server, port } = await listen(api, config.host, config.port);

@@ -22,6 +22,8 @@ export const NodeHeartbeatSchema = z
     token: z.string().min(16).max(256),
     capacity: NodeCapacitySchema,
     sandboxes: z.number().int().nonnegative(),
+    /** After how long without an acknowledged heartbeat the node fences itself (`SPACE_NODE_FENCE_AFTER_SEC`): a control plane refuses a node that would fence too late. */
+    fenceAfterMs: z.number().int().positive().optional(),
     /**
      * The sessions whose sandboxes the node runs, sent when it joins (its first heartbeat, and the
      * first after heartbeats failed): the reply names those it must stop.

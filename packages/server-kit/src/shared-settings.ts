@@ -25,5 +25,9 @@ export const sharedSettings = {
     expects: 'file:///dir or s3://bucket/prefix',
     doc: "where nodes ship checkpoints so that any node can resume a session (unset: they stay on their node); the nodes' setting, and the control planes' so they ship and move",
   }),
+  nodeFenceAfterSec: setting.positive('SPACE_NODE_FENCE_AFTER_SEC', {
+    default: 6,
+    doc: "a cluster node that no control plane has acknowledged for this long pauses its sandboxes and refuses their egress until one does, seconds; below the control planes' `SPACE_NODE_LOST_AFTER_SEC` (checked at start), so a cut-off copy is frozen before its session moves",
+  }),
   quiet: setting.flag('SPACE_QUIET', { default: false, doc: '`1`: a process logs only warnings and errors' }),
 };

@@ -31,6 +31,8 @@ export async function nodeOnly(): Promise<void> {
         ...cluster,
         beat: (joining) => node.heartbeat(cluster.advertiseUrl, joining),
         stopMoved: (sessionIds) => node.stopMovedSessions(sessionIds),
+        fence: () => node.fenceSelf(),
+        liftFence: () => node.liftFence(),
         log,
       });
       const registered = await heartbeat.start();
@@ -47,9 +49,17 @@ export async function nodeOnly(): Promise<void> {
 }
 
 /** The cluster this node joins (`SPACE_CONTROL_PLANE_URL`), or null for a node a control plane is configured with. */
-function clusterMembership(settings: NodeSettings): { controlPlanes: string[]; apiKey: string; intervalMs: number; advertiseUrl: string | null } | null {
+function clusterMembership(
+  settings: NodeSettings,
+): { controlPlanes: string[]; apiKey: string; intervalMs: number; fenceAfterMs: number; advertiseUrl: string | null } | null {
   const controlPlanes = settings.controlPlaneUrls;
   if (controlPlanes.length === 0) return null;
   if (!settings.apiKey) throw new Error('SPACE_CONTROL_PLANE_URL is set: set SPACE_API_KEY to the admin key too, so the control planes accept this node');
-  return { controlPlanes, apiKey: settings.apiKey, intervalMs: settings.heartbeatMs, advertiseUrl: settings.advertiseUrl ?? null };
+  return {
+    controlPlanes,
+    apiKey: settings.apiKey,
+    intervalMs: settings.heartbeatMs,
+    fenceAfterMs: settings.nodeFenceAfterSec * 1000,
+    advertiseUrl: settings.advertiseUrl ?? null,
+  };
 }

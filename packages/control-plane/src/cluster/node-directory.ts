@@ -48,6 +48,11 @@ export class NodeDirectory {
 
   /** Registers or refreshes a node; of the sessions a joining node sent, names those it must not run. */
   async heartbeat(beat: NodeHeartbeat): Promise<NodeHeartbeatReply> {
+    if (beat.fenceAfterMs !== undefined && beat.fenceAfterMs >= this.options.lostAfterMs)
+      throw new SpaceError(
+        ErrorCode.VALIDATION_FAILED,
+        `node ${beat.id} fences itself after ${beat.fenceAfterMs / 1000} s without a heartbeat acknowledged (SPACE_NODE_FENCE_AFTER_SEC), not before this control plane finds it lost after ${this.options.lostAfterMs / 1000} s (SPACE_NODE_LOST_AFTER_SEC): lower the first or raise the second`,
+      );
     await this.options.store.recordHeartbeat({
       id: beat.id,
       url: beat.url,

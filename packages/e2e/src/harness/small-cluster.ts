@@ -15,7 +15,7 @@ async function twoFreePorts(): Promise<number> {
 /**
  * The cluster the cluster test and `bench/cluster.mjs` run (not started): PostgreSQL, two control
  * planes, three nodes with only `tiny` (each starts in about a second), no warm pool, heartbeats
- * every 500 ms and loss after 3 s; in a data directory of its own, removed when it stops.
+ * every 500 ms, a node fencing itself after 2 s cut off and lost after 3 s; in a data directory of its own, removed when it stops.
  */
 export async function smallCluster(options: {
   dataDir: string;
@@ -38,6 +38,7 @@ export async function smallCluster(options: {
       SPACE_VOLUME_SIZE_GB: '8',
       SPACE_HEARTBEAT_MS: '500',
       SPACE_NODE_LOST_AFTER_SEC: '3',
+      SPACE_NODE_FENCE_AFTER_SEC: '2',
       SPACE_QUIET: '1',
       ...options.env,
     },

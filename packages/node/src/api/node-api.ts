@@ -19,6 +19,7 @@ import type { SandboxMetricsReader } from '../sandbox/sandbox-metrics.js';
 import type { CheckpointShipping } from '../storage/checkpoint-shipping.js';
 import type { NamedVolumes } from '../storage/named-volumes.js';
 import { registryHost } from '../templates/registry-host.js';
+import type { NodeFence } from '../node-fence.js';
 
 export interface NodeApiDeps {
   nodeId: string;
@@ -33,13 +34,14 @@ export interface NodeApiDeps {
   shipping: CheckpointShipping;
   templates: TemplateStore;
   gateway: EgressGateway;
+  fence: NodeFence;
   log: ServerLog;
 }
 
 /**
  * The node API: what the control plane uses, locally or across the network, each operation as
  * protocol's `nodeRoutes` declares it (a route missing there is refused). Every route needs the
- * node token.
+ * node token; while the node is fenced every route but its health is refused.
  */
 export function createNodeApi(deps: NodeApiDeps): Router {
   const { manager } = deps;
@@ -47,8 +49,12 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     const token = bearerToken(ctx.req);
     if (!token || !secretsEqual(token, deps.token)) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'node token missing or wrong');
   };
+  const admit = (ctx: { req: IncomingMessage }): void => {
+    authorize(ctx);
+    deps.fence.refuseIfFenced();
+  };
   const router = new Router({ log: deps.log, service: 'node', table: nodeRouteTable });
-  const serve: ServeRoute = (route, handler) => serveRoute(router, route, authorize, handler);
+  const serve: ServeRoute = (route, handler) => serveRoute(router, route, (route as unknown) === nodeRoutes.health ? authorize : admit, handler);
   const ok = { ok: true } as const;
 
   serve(nodeRoutes.health, () => ({
@@ -146,8 +152,8 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     return ok;
   });
 
-  registerSandboxProxy(router, manager, authorize);
-  registerPortProxy(router, manager, authorize, serve);
+  registerSandboxProxy(router, manager, admit);
+  registerPortProxy(router, manager, admit, serve);
   registerNamedVolumeRoutes(serve, deps.namedVolumes, manager);
   return router;
 }

@@ -55,11 +55,19 @@ export class EgressGateway {
   private readonly connections: GatewayConnections;
   /** Requests answered since start, by decision: for the node's health and the platform's /metrics. */
   private readonly counts: Record<EgressAuditEntry['decision'], number> = { allowed: 0, denied: 0, failed: 0 };
+  /** The node is cut off from every control plane (`NodeFence`): nothing goes out for any sandbox. */
+  private fenced = false;
   httpPort = 0;
   httpsPort = 0;
 
   constructor(private readonly deps: EgressGatewayDeps) {
     this.connections = new GatewayConnections(deps.sourceOf);
+  }
+
+  /** While fenced every request is refused, and the connections open when it begins are cut. */
+  setFenced(fenced: boolean): void {
+    this.fenced = fenced;
+    if (fenced) this.connections.closeAll();
   }
 
   /** Sets (or replaces) a session's policy and secrets; takes effect on the next request. */
@@ -216,6 +224,7 @@ export class EgressGateway {
       refuse(status, message, code);
       return null;
     };
+    if (this.fenced) return deny(503, 'node fenced', 'this node is cut off from every control plane: no egress until one hears it again', 'NODE_FENCED');
     if (!host) return deny(400, 'no valid host name (Host header or TLS SNI)', 'the request names no valid host (Host header or TLS SNI)');
     const mismatch = namedElsewhere(req, host, tls);
     if (mismatch) return deny(403, mismatch, `egress denied: ${mismatch}`, 'EGRESS_DENIED');

@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { after, before, test } from 'node:test';
+import type { LocalCluster } from '@space/cli';
+import { Api } from './client.js';
+import { NodePartition } from './harness/node-partition.js';
+import { smallCluster } from './harness/small-cluster.js';
+import { cliMain, testDataDir } from './platform.js';
+import { TestUpstream } from './test-upstream.js';
+
+// A node cut off by a real partition (iptables, both directions between it and every control plane;
+// the node agent, its gateway and its sandboxes alive): `smallCluster`'s nodes fence themselves after
+// 2 s without an acknowledged heartbeat, and control planes find one lost after 3 s.
+const run = promisify(execFile);
+const adminKey = `partition-test-${process.pid}-${Date.now()}`;
+const fenceAfterMs = 2000;
+let cluster: LocalCluster;
+let apis: Api[];
+let upstream: TestUpstream;
+let partition: NodePartition;
+const sessions: string[] = [];
+const memberLines: string[] = [];
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+before(async () => {
+  upstream = new TestUpstream(['plain.test.space']);
+  await upstream.start();
+  const output = (member: string, line: string): void => void (memberLines.push(`[${member}] ${line}`), memberLines.splice(0, memberLines.length - 500));
+  cluster = await smallCluster({ dataDir: `${testDataDir}-partition`, adminKey, env: upstream.platformEnv(), output });
+  await cluster.start();
+  apis = cluster.controlPlaneUrls.map((url) => new Api(url, adminKey));
+  partition = new NodePartition(cluster.root);
+});
+
+after(async () => {
+  partition?.heal();
+  for (const id of sessions) await apis?.[0]?.call('DELETE', `/v1/sessions/${id}`).catch(() => undefined);
+  await cluster?.stop();
+  await upstream?.stop();
+  const mounts = execFileSync('mount', { encoding: 'utf8' });
+  assert.ok(!mounts.includes(`${cluster.root}/`), `a node's storage is still mounted:\n${mounts}`);
+});
+
+async function nodeStatus(id: string): Promise<string | undefined> {
+  return ((await apis[0]!.call('GET', '/v1/nodes')).body.nodes as { id: string; status: string }[]).find((n) => n.id === id)?.status;
+}
+
+test('a node cut off from every control plane fences itself: its copy stops writing and sending before the session moves, and never acts again', {
+  timeout: 180_000,
+}, async () => {
+  const victim = 'node-1';
+  let session: { id: string; nodeId: string } | undefined;
+  for (let i = 0; i < 20 && session?.nodeId !== victim; i++) {
+    session = await apis[i % 2]!.createSession({
+      template: 'tiny',
+      checkpointIntervalSec: 0,
+      fullCheckpointIntervalSec: 0,
+      egress: { mode: 'allow-list', domains: ['plain.test.space'] },
+    });
+    sessions.push(session!.id);
+  }
+  assert.equal(session?.nodeId, victim, `20 new sessions and none on ${victim}`);
+  const id = session!.id;
+  // Acknowledged and in a checkpoint that reached the object store: the moved session has it.
+  await apis[0]!.exec(id, ['sh', '-c', 'echo kept > /tmp/kept']);
+  assert.equal((await apis[1]!.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'fs' })).status, 201);
+  while (!(await apis[0]!.call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
+    await pause(100);
+  // The copy's work: a line in a file and a request out through the gateway, five times a second.
+  const loop = `i=0; while true; do i=$((i+1)); echo $i >> /tmp/beats; wget -q -O /dev/null "http://plain.test.space/beat?s=${id}&i=$i"; sleep 0.2; done`;
+  assert.equal((await apis[0]!.call('POST', `/v1/sessions/${id}/exec`, { cmd: ['sh', '-c', loop], background: true })).status, 200);
+  const beats = () => upstream.requests.filter((r) => r.url.startsWith(`/beat?s=${id}&`));
+  while (beats().length < 5) await pause(100);
+
+  const nodeUrl = ((await apis[0]!.call('GET', '/v1/nodes')).body.nodes as { id: string; url: string }[]).find((n) => n.id === victim)!.url;
+  const cutAt = Date.now();
+  partition.cut({
+    nodePid: cluster.member(victim)!.process.pid!,
+    nodePort: Number(new URL(nodeUrl).port),
+    controlPlanePorts: cluster.controlPlaneUrls.map((u) => Number(new URL(u).port)),
+  });
+
+  // The session moves and serves from another node, from its shipped checkpoint.
+  let servedAt = 0;
+  for (let attempt = 0; !servedAt; attempt++) {
+    assert.ok(Date.now() - cutAt < 15_000, `the session did not serve from another node within 15 s of the cut: ${memberLines.slice(-20).join('\n')}`);
+    const reply = await apis[attempt % 2]!.call('POST', `/v1/sessions/${id}/exec`, { cmd: ['cat', '/tmp/kept'] }, { signal: AbortSignal.timeout(2000) }).catch(
+      () => null,
+    );
+    if (reply?.status === 200 && reply.body.stdout === 'kept\n') servedAt = Date.now();
+    else await pause(200);
+  }
+  const moved = (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body;
+  assert.notEqual(moved.nodeId, victim);
+  const lastBeatOfCopy = beats().at(-1)!;
+  console.log(
+    `# partition: the session served from ${moved.nodeId} ${servedAt - cutAt} ms after the cut; the cut-off copy's last request ${lastBeatOfCopy.at - cutAt} ms after it (fence after ${fenceAfterMs} ms)`,
+  );
+  assert.ok(lastBeatOfCopy.at - cutAt < fenceAfterMs + 1500, `the cut-off copy sent a request ${lastBeatOfCopy.at - cutAt} ms after the cut`);
+  assert.ok(lastBeatOfCopy.at < servedAt, 'the cut-off copy stopped sending before the session served elsewhere');
+  assert.ok(
+    memberLines.some((l) => l.startsWith(`[${victim}]`) && l.includes('fencing this node')),
+    'the node says it fenced itself',
+  );
+
+  // Partitioned for a while longer: the copy stays frozen.
+  const requestsBefore = beats().length;
+  await pause(Math.max(0, cutAt + 8000 - Date.now()));
+  assert.equal(beats().length, requestsBefore, 'no request from the fenced copy');
+  partition.heal();
+  const healedAt = Date.now();
+  while ((await nodeStatus(victim)) !== 'ready') {
+    assert.ok(Date.now() - healedAt < 15_000, 'the node is not ready again within 15 s of the heal');
+    await pause(200);
+  }
+  // Back, the node stops the moved session's copy instead of letting it run on.
+  await pause(3000);
+  assert.equal(beats().length, requestsBefore, 'the old copy never sent again after the heal');
+  const node = new Api(nodeUrl, readFileSync(path.join(cluster.root, victim, 'node', 'token'), 'utf8').trim());
+  const left = ((await node.call('GET', '/node/v1/sandboxes')).body.sandboxes as { sessionId: string }[]).filter((s) => s.sessionId === id);
+  assert.deepEqual(left, [], "the moved session's old sandbox is gone from the node");
+  assert.equal((await apis[1]!.exec(id, ['cat', '/tmp/kept'])).stdout, 'kept\n');
+
+  // What the copy wrote is rescued into a checkpoint: its last line was written before the fence, as its last request was.
+  let rescue: { id: string } | undefined;
+  for (const started = Date.now(); !rescue && Date.now() - started < 30_000; await pause(250))
+    rescue = (await apis[0]!.call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.find((c: { trigger: string }) => c.trigger === 'rescue');
+  assert.ok(rescue, 'no rescue checkpoint within 30 s');
+  const fork = await apis[1]!.call('POST', `/v1/checkpoints/${rescue.id}/fork`, {});
+  assert.equal(fork.status, 201, JSON.stringify(fork.body));
+  sessions.push(fork.body.sessions[0].id);
+  const written = (await apis[0]!.exec(fork.body.sessions[0].id, ['sh', '-c', 'tail -n 1 /tmp/beats'])).stdout.trim();
+  const lastSent = Number(new URL(lastBeatOfCopy.url, 'http://x').searchParams.get('i'));
+  assert.ok(Number(written) <= lastSent + 1, `the copy wrote line ${written} after its last request (${lastSent}): it went on writing while fenced`);
+});
+
+test('the fence delay must be below the lost delay: a control plane refuses to start otherwise, and refuses a node that would fence too late', async () => {
+  const refused = await run(process.execPath, [cliMain, 'control-plane'], {
+    env: { ...process.env, SPACE_NODE_FENCE_AFTER_SEC: '10', SPACE_NODE_LOST_AFTER_SEC: '10', SPACE_DATA_DIR: path.join(cluster.root, 'refused') },
+  }).then(
+    () => null,
+    (err: { code: number; stderr: string }) => err,
+  );
+  assert.ok(refused, 'the control plane started');
+  assert.match(refused.stderr, /SPACE_NODE_FENCE_AFTER_SEC \(10\) must be below SPACE_NODE_LOST_AFTER_SEC \(10\)/);
+  const late = await apis[0]!.call('POST', '/v1/nodes/heartbeat', {
+    id: 'node-late',
+    url: 'http://127.0.0.1:1',
+    token: 'x'.repeat(32),
+    capacity: { memoryMb: 1024, cpus: 1 },
+    sandboxes: 0,
+    fenceAfterMs: 5000,
+  });
+  assert.equal(late.status, 400);
+  assert.match(late.body.error.message, /SPACE_NODE_FENCE_AFTER_SEC.*SPACE_NODE_LOST_AFTER_SEC/);
+  assert.equal(await nodeStatus('node-late'), undefined, 'the node was not registered');
+});
