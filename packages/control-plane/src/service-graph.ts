@@ -107,7 +107,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     defaultDiskGb: settings.sessionDiskGb,
   });
   const drain = new NodeDrain({ store, nodes, lifecycle, mover, sessions, log });
-  const calls = new SessionCalls(store, sessions, lifecycle, activity);
+  const calls = new SessionCalls(store, sessions, lifecycle, activity, settings.callDeadlineSec * 1000);
   const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper, volumes);
   const keepAutomatic = settings.checkpointKeep;
   const pauser = new SessionPauser({ store, nodes, sessions, checkpoints, metrics, keepAutomatic, now });

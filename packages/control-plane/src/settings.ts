@@ -42,6 +42,10 @@ export const controlPlaneSettings = {
     min: 1,
     doc: 'how often automatic checkpoints, idle stops and repairs are considered',
   }),
+  callDeadlineSec: setting.positive('SPACE_CALL_DEADLINE_SEC', {
+    default: 300,
+    doc: 'how long a sandbox call whose client names no deadline (`x-space-timeout-ms`; the SDKs send their timeout) may wait for its session (a resume, a move) before it is dropped unrun, `DEADLINE_EXCEEDED`; a call whose client left is dropped at once',
+  }),
   lifecycleWaitMs: setting.integer('SPACE_LIFECYCLE_WAIT_MS', {
     default: 30_000,
     min: 1,

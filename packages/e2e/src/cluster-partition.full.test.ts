@@ -49,7 +49,7 @@ async function nodeStatus(id: string): Promise<string | undefined> {
   return ((await apis[0]!.call('GET', '/v1/nodes')).body.nodes as { id: string; status: string }[]).find((n) => n.id === id)?.status;
 }
 
-test('a node cut off from every control plane fences itself: its copy stops writing and sending before the session moves, and never acts again', {
+test('a node cut off from every control plane fences itself: its copy stops writing and sending before the session moves, and never acts again; calls whose callers gave up never run', {
   timeout: 180_000,
 }, async () => {
   const victim = 'node-1';
@@ -83,6 +83,15 @@ test('a node cut off from every control plane fences itself: its copy stops writ
     nodePort: Number(new URL(nodeUrl).port),
     controlPlanePorts: cluster.controlPlaneUrls.map((u) => Number(new URL(u).port)),
   });
+
+  // Calls whose callers give up after a second, as the session's node stops answering: none may run later, anywhere.
+  for (let k = 0; k < 3; k++)
+    void apis[k % 2]!.call(
+      'POST',
+      `/v1/sessions/${id}/exec`,
+      { cmd: ['sh', '-c', `echo late-${k} >> /tmp/late`] },
+      { signal: AbortSignal.timeout(1000) },
+    ).catch(() => undefined);
 
   // The session moves and serves from another node, from its shipped checkpoint.
   let servedAt = 0;
@@ -136,6 +145,8 @@ test('a node cut off from every control plane fences itself: its copy stops writ
   const written = (await apis[0]!.exec(fork.body.sessions[0].id, ['sh', '-c', 'tail -n 1 /tmp/beats'])).stdout.trim();
   const lastSent = Number(new URL(lastBeatOfCopy.url, 'http://x').searchParams.get('i'));
   assert.ok(Number(written) <= lastSent + 1, `the copy wrote line ${written} after its last request (${lastSent}): it went on writing while fenced`);
+  for (const copy of [id, fork.body.sessions[0].id])
+    assert.equal((await apis[0]!.exec(copy, ['sh', '-c', 'cat /tmp/late 2>/dev/null; true'])).stdout, '', 'a call whose caller gave up ran later');
 });
 
 test('the fence delay must be below the lost delay: a control plane refuses to start otherwise, and refuses a node that would fence too late', async () => {

@@ -29,6 +29,7 @@ import type {
   CodeContext,
   CodeEvent,
   CodeCell,
+  CALL_TIMEOUT_HEADER as WireCallTimeoutHeader,
 } from '@space/protocol';
 import type {
   CheckpointData,
@@ -55,6 +56,7 @@ import type {
   CodeContextData,
   CodeEventData,
   CodeCellData,
+  CALL_TIMEOUT_HEADER,
 } from '@space/sdk';
 
 /** `true` only when A and B are assignable to each other. */
@@ -86,4 +88,5 @@ export const sdkMatchesWire: Record<string, true> = {
   volumeSnapshot: true satisfies Same<VolumeSnapshotData, VolumeSnapshot>,
   templateBuild: true satisfies Same<TemplateBuildData, TemplateBuild>,
   tenantEvent: true satisfies Same<TenantEventData, TenantEvent>,
+  callTimeoutHeader: true satisfies Same<typeof CALL_TIMEOUT_HEADER, typeof WireCallTimeoutHeader>,
 };

@@ -23,3 +23,4 @@ export * from './sandbox-layout.js';
 export * from './e2b.js';
 export * from './ports.js';
 export * from './volumes.js';
+export * from './call-deadline.js';

@@ -21,6 +21,7 @@ import pytest
 
 import space as sdk
 from space import AsyncSpace, RetryPolicy, Space
+from space._transport import CALL_TIMEOUT_HEADER
 from space.wire_types import WIRE_TYPES
 
 from conftest import NODE, ROOT
@@ -40,6 +41,9 @@ def test_wire_types_match_the_protocol_schemas():
         cwd=ROOT, capture_output=True, text=True, check=True,
     )
     schemas = json.loads(reply.stdout)
+    header = subprocess.run([NODE, "--input-type=module", "-e", "console.log((await import(process.argv[1])).CALL_TIMEOUT_HEADER)",
+                             str(ROOT / "packages/protocol/dist/index.js")], capture_output=True, text=True, check=True)
+    assert header.stdout.strip() == CALL_TIMEOUT_HEADER
     for name, typed in WIRE_TYPES.items():
         hints = typing.get_type_hints(typed)
         assert sorted(hints) == sorted(schemas[name]["keys"]), f"{typed.__name__} vs {name}"

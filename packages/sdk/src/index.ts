@@ -14,6 +14,7 @@ export {
 } from './code.js';
 export { FileWatch, type FileChange } from './file-watch.js';
 export { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
+export { CALL_TIMEOUT_HEADER } from './transport.js';
 export type { SpaceOptions, CallOptions } from './options.js';
 export type {
   SessionData,

@@ -2,6 +2,15 @@ import { WebSocket } from 'ws';
 import { SpaceApiError, SpaceClientError } from './errors.js';
 import type { CallOptions, ResolvedOptions } from './options.js';
 
+/**
+ * Where each call names its timeout to the server, which then drops it unrun if it is still
+ * waiting for its session (a resume, a move) when the caller has given up (the protocol's header of
+ * that name; a type check in the tests holds them equal).
+ */
+export const CALL_TIMEOUT_HEADER = 'x-space-timeout-ms';
+/** The longest timeout the server takes from the header (a day); a longer one is not sent. */
+const maxNamedTimeoutMs = 86_400_000;
+
 /** Errors of a connection that never reached a control plane: the call can go to another one unchanged. */
 const notConnected = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -35,6 +44,7 @@ export class Transport {
     const timeout = AbortSignal.timeout(timeoutMs);
     const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, ...init.headers };
+    if (timeoutMs <= maxNamedTimeoutMs) headers[CALL_TIMEOUT_HEADER] = String(Math.max(1, Math.round(timeoutMs)));
     let body = init.body;
     if (init.json !== undefined) {
       headers['content-type'] = 'application/json';

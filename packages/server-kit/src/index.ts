@@ -22,6 +22,7 @@ export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from '
 export { serveRoute, type RouteHandler, type ServeRoute } from './serve-route.js';
 export { SingleFlight } from './single-flight.js';
 export { KeyedQueue, type QueueWait } from './keyed-queue.js';
+export { CallDeadline } from './call-deadline.js';
 export { writeFreshFile } from './fresh-file.js';
 export { freePort } from './free-port.js';
 export { resetAgentSockets } from './agent-sockets.js';

@@ -147,7 +147,7 @@ export function registerPortRoutes(
       const release = open.take(sessionId);
       res.once('close', release);
       if (setCookie) res.setHeader('set-cookie', setCookie);
-      await calls.withSandbox(caller, sessionId, { repeatable: false }, (target) =>
+      await calls.withSandbox(caller, sessionId, { repeatable: false, deadline: calls.deadline(req, res) }, (target) =>
         proxyRequest(
           req,
           res,
@@ -182,7 +182,9 @@ export function registerPortRoutes(
   router.on('GET', '/v1/sessions/:sessionId/ports', async ({ req, res, params }) => {
     const caller = await auth.authenticate(req);
     sendJson(res, 200, {
-      ports: await calls.withSandbox(caller, params.sessionId!, { repeatable: true }, (target) => target.node.listeningPorts(target.sandboxId)),
+      ports: await calls.withSandbox(caller, params.sessionId!, { repeatable: true, deadline: calls.deadline(req, res) }, (target) =>
+        target.node.listeningPorts(target.sandboxId),
+      ),
     });
   });
 

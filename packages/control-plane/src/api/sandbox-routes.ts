@@ -46,9 +46,8 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
       const caller = await auth.authenticate(ctx.req);
       await sessions.row(caller, ctx.params.sessionId!);
       const input = await readRouteInput(route, ctx);
-      const final = await calls.withSandbox(caller, ctx.params.sessionId!, { repeatable: route.kind === 'json' }, (target) =>
-        target.node.forward(route, ctx, input, target.sandboxId),
-      );
+      const options = { repeatable: route.kind === 'json', deadline: calls.deadline(ctx.req, ctx.res) };
+      const final = await calls.withSandbox(caller, ctx.params.sessionId!, options, (target) => target.node.forward(route, ctx, input, target.sandboxId));
       if (route.kind === 'events' && final !== null) await cells.ended(caller, ctx.params.sessionId!);
     });
   }

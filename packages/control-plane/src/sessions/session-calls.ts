@@ -1,4 +1,6 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, SpaceError, isSpaceError } from '@space/protocol';
+import { CallDeadline } from '@space/server-kit';
 import type { Activity } from './activity.js';
 import type { Caller } from '../tenants/auth.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
@@ -14,11 +16,19 @@ function deathReason(err: SpaceError): 'died' | 'oom' | 'pids' {
 /** What a call gets when the sandbox under it is gone, dies, or stops answering as it is stopped. */
 const lostSandboxCodes = new Set<string>([ErrorCode.SANDBOX_NOT_FOUND, ErrorCode.SANDBOX_DIED, ErrorCode.SANDBOX_UNAVAILABLE]);
 
+/** How a call is sent to the sandbox: whether it may be sent again, and until when it is worth sending. */
+export interface SandboxCallOptions {
+  /** Its input is still in hand: a sandbox found gone before the call reached it is replaced and the call sent again. */
+  repeatable: boolean;
+  /** Past it (or once its client left) a call that waited is dropped before it is sent (`DEADLINE_EXCEEDED`). */
+  deadline?: CallDeadline;
+}
+
 /**
  * Calls that use a session's sandbox (exec, files, streams): each runs on the sandbox serving the
  * session, resuming the session first when there is none, and counts as activity (the session is
  * not idle while one runs). They run side by side; one arriving during a lifecycle operation waits
- * for it.
+ * for it, and is dropped instead if its deadline passed or its client left meanwhile.
  */
 export class SessionCalls {
   constructor(
@@ -26,7 +36,14 @@ export class SessionCalls {
     private readonly sessions: SessionService,
     private readonly lifecycle: LifecycleQueue,
     private readonly activity: Activity,
+    /** The budget of a call whose client names none (`SPACE_CALL_DEADLINE_SEC`). */
+    private readonly defaultDeadlineMs: number,
   ) {}
+
+  /** A request's deadline: its `x-space-timeout-ms`, else the default; over once its client leaves. */
+  deadline(req: IncomingMessage, res: ServerResponse): CallDeadline {
+    return CallDeadline.of(req, res, this.defaultDeadlineMs);
+  }
 
   /**
    * Runs `op` against the session's sandbox, resuming the session first when its sandbox is gone.
@@ -36,13 +53,17 @@ export class SessionCalls {
    * retried, since the call may have partly run; the next call resumes the session. One that the
    * session's own restore or kill stopped during the call answers SANDBOX_STOPPED (409).
    */
-  async withSandbox<T>(caller: Caller, id: string, { repeatable }: { repeatable: boolean }, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
+  async withSandbox<T>(caller: Caller, id: string, { repeatable, deadline }: SandboxCallOptions, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
     await this.sessions.row(caller, id);
     const done = this.activity.begin(id);
     try {
       // A call that arrives during a restore or delete runs on what it leaves (or finds no session).
       await this.lifecycle.settled(id);
-      return await this.runOnSandbox(await this.sessions.row(caller, id), repeatable, op);
+      const send = (target: SandboxTarget): Promise<T> => {
+        deadline?.check(`session ${id}`);
+        return op(target);
+      };
+      return await this.runOnSandbox(await this.sessions.row(caller, id), repeatable, send);
     } finally {
       done();
     }

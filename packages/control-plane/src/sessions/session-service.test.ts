@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import type { SandboxTarget } from './session-service.js';
+import { CallDeadline } from '@space/server-kit';
 import { servicesOnFakeNode } from '../test-support/services.js';
 
 test('a repeatable call whose sandbox died before it arrived is sent again to a new sandbox', async () => {
@@ -22,6 +23,23 @@ test('a repeatable call whose sandbox died before it arrived is sent again to a 
     history.map((h) => h.endReason),
     ['died', null],
   );
+});
+
+test('a call that waited behind a lifecycle operation past its deadline is dropped unrun; one within it runs', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  let release = (): void => undefined;
+  const holding = s.lifecycle.run(session.id, 'maintenance', () => new Promise<void>((resolve) => (release = resolve)));
+  let ran = 0;
+  const op = async (): Promise<void> => void ran++;
+  const late = s.calls.withSandbox(s.caller, session.id, { repeatable: true, deadline: CallDeadline.after(50) }, op);
+  const patient = s.calls.withSandbox(s.caller, session.id, { repeatable: true, deadline: CallDeadline.after(60_000) }, op);
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  release();
+  await holding;
+  await assert.rejects(late, (err: SpaceError) => err.code === ErrorCode.DEADLINE_EXCEEDED && /was not run/.test(err.message));
+  await patient;
+  assert.equal(ran, 1, 'only the call within its deadline ran');
 });
 
 test('a call during which the sandbox died is not repeated; the next call resumes the session', async () => {

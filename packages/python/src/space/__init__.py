@@ -27,6 +27,7 @@ from .errors import (
     SpaceClientError,
     SpaceError,
     TooManyRequests,
+    DeadlineExceeded,
     Unauthorized,
     ValidationFailed,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "SpaceError",
     "Templates",
     "TooManyRequests",
+    "DeadlineExceeded",
     "Unauthorized",
     "ValidationFailed",
     "Volumes",

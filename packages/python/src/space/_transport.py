@@ -14,6 +14,12 @@ from typing import IO, Any, Iterable, Iterator
 from ._websocket import WebSocket
 from .errors import SpaceClientError, TooManyRequests, api_error
 
+#: Where each call names its timeout to the server, which drops it unrun if it is still waiting for
+#: its session (a resume, a move) when the caller has given up (the protocol's header of that name).
+CALL_TIMEOUT_HEADER = "x-space-timeout-ms"
+#: The longest timeout the server takes from the header (a day); a longer one is not sent.
+_MAX_NAMED_TIMEOUT = 86_400.0
+
 #: Errors that mean "nothing listens there": the next control plane is tried.
 _not_connected = (ConnectionRefusedError, ConnectionResetError, ConnectionAbortedError)
 
@@ -69,6 +75,8 @@ class Transport:
     ) -> http.client.HTTPResponse:
         """Sends a call and returns its response (2xx; anything else raises its SpaceError). Read it, then `close()` it."""
         sent_headers = {"authorization": f"Bearer {self.api_key}", **(headers or {})}
+        if (timeout or self.timeout) <= _MAX_NAMED_TIMEOUT:
+            sent_headers[CALL_TIMEOUT_HEADER] = str(max(1, round((timeout or self.timeout) * 1000)))
         if json is not None:
             body = jsonlib.dumps(json).encode()
             sent_headers["content-type"] = "application/json"

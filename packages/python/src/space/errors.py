@@ -80,6 +80,10 @@ class PayloadTooLarge(SpaceApiError):
     pass
 
 
+class DeadlineExceeded(SpaceApiError):
+    """The call waited for its session (a resume, a move) past its timeout and was dropped unrun: safe to send again."""
+
+
 class TooManyRequests(SpaceApiError):
     """A per-tenant limit refused the call before anything was done; `retry_after` seconds, from the server."""
 
@@ -103,6 +107,7 @@ _by_code: dict[str, type[SpaceApiError]] = {
     "CODE_INTERPRETER_UNAVAILABLE": CodeInterpreterUnavailable,
     "PAYLOAD_TOO_LARGE": PayloadTooLarge,
     "TOO_MANY_REQUESTS": TooManyRequests,
+    "DEADLINE_EXCEEDED": DeadlineExceeded,
 }
 
 
