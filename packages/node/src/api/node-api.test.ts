@@ -4,6 +4,7 @@ import { WebSocket } from 'ws';
 import { nodeRouteTable, nodeRoutes, routeUrl } from '@space/protocol';
 import { closeServer, lineLog, listen } from '@space/server-kit';
 import { type NodeApiDeps, createNodeApi } from './node-api.js';
+import { NodeFence } from '../node-fence.js';
 
 /** A value for each kind of path segment the node's routes take. */
 const sample: Record<string, string> = {
@@ -36,11 +37,48 @@ function upgradeRefusal(url: string): Promise<number> {
 }
 
 // Nothing behind the API: a request that got past the token and the checks would fail with a 500.
-async function nodeApi(): Promise<{ url: string; close(): Promise<void> }> {
-  const router = createNodeApi({ nodeId: 'n1', token: 'right', log: lineLog(() => undefined) } as unknown as NodeApiDeps);
+async function nodeApi(fence = unfenced()): Promise<{ url: string; close(): Promise<void> }> {
+  const router = createNodeApi({ nodeId: 'n1', token: 'right', fence, log: lineLog(() => undefined) } as unknown as NodeApiDeps);
   const { server, port } = await listen(router, '127.0.0.1', 0);
   return { url: `http://127.0.0.1:${port}`, close: () => closeServer(server) };
 }
+
+function unfenced(sandboxIds: () => string[] = () => [], calls: string[] = []): NodeFence {
+  return new NodeFence({
+    sandboxIds,
+    pause: async (id) => void calls.push(`pause ${id}`),
+    resume: async (id) => void calls.push(`resume ${id}`),
+    gateway: { setFenced: (on) => void calls.push(`gateway ${on ? 'fenced' : 'open'}`) },
+    log: { info: () => undefined, warn: () => undefined, error: () => undefined },
+  });
+}
+
+test('fenced, the node pauses each sandbox once (one started meanwhile too), refuses calls but its health; lifted, it resumes those still there', async () => {
+  const live = ['sbx_a', 'sbx_b'];
+  const calls: string[] = [];
+  const fence = unfenced(() => live, calls);
+  const api = await nodeApi(fence);
+  try {
+    await fence.fence();
+    live.push('sbx_c');
+    await fence.fence();
+    assert.deepEqual(calls, ['gateway fenced', 'pause sbx_a', 'pause sbx_b', 'pause sbx_c']);
+    const res = await fetch(api.url + routeUrl(nodeRoutes.sandboxInfo, { sandboxId: 'sbx_a' }), { headers: { authorization: 'Bearer right' } });
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    assert.equal(res.status, 503);
+    assert.equal(body.error.code, 'NODE_UNAVAILABLE');
+    assert.match(body.error.message, /fenced/);
+    // Health is answered by its handler (which has nothing behind it here), not refused by the fence.
+    const health = await fetch(api.url + routeUrl(nodeRoutes.health), { headers: { authorization: 'Bearer right' } });
+    assert.notEqual(((await health.json()) as { error?: { code: string } }).error?.code, 'NODE_UNAVAILABLE');
+    live.splice(live.indexOf('sbx_b'), 1); // stopped: its session moved away
+    await fence.lift();
+    assert.deepEqual(calls.slice(4), ['resume sbx_a', 'resume sbx_c', 'gateway open']);
+    assert.equal(fence.fenced, false);
+  } finally {
+    await api.close();
+  }
+});
 
 test('the node serves every route of its table, and each wants the node token', async () => {
   const api = await nodeApi();
