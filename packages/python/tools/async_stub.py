@@ -69,14 +69,10 @@ def render() -> str:
         result = returns if returns is not None else annotation(sig.return_annotation, module)
         return f"({', '.join(params)}) -> {result}"
 
-    classes = []
-    for cls in asyncio_client.WRAPPED:
+    def members(cls: type) -> list[str]:
+        """A sync class's attributes and methods as its async twin's: each method awaitable, iterators async ones."""
         module = sys.modules[cls.__module__]
-        bases = [wrapped[b.__name__] for b in cls.__bases__ if b.__name__ in wrapped] or ["AsyncProxy"]
-        lines = [f"class {wrapped[cls.__name__]}({', '.join(bases)}):"]
-        lines.append(f'    """`{cls.__name__}`, awaitable."""')
-        for name, text in cls.__dict__.get("__annotations__", {}).items():
-            lines.append(f"    {name}: {annotation(text, module)}")
+        lines = [f"    {name}: {annotation(text, module)}" for name, text in cls.__dict__.get("__annotations__", {}).items()]
         for name, member in cls.__dict__.items():
             if isinstance(member, property):
                 lines.append(f"    {name}: {annotation(inspect.signature(member.fget).return_annotation, module)}")  # type: ignore[arg-type]
@@ -97,21 +93,17 @@ def render() -> str:
                 else:
                     returns = annotation(returns, module)
                 lines.append(f"    async def {name}{signature(member, module, returns)}: ...")
+        return lines
+
+    classes = []
+    for cls in asyncio_client.WRAPPED:
+        bases = [wrapped[b.__name__] for b in cls.__bases__ if b.__name__ in wrapped] or ["AsyncProxy"]
+        lines = [f"class {wrapped[cls.__name__]}({', '.join(bases)}):", f'    """`{cls.__name__}`, awaitable."""', *members(cls)]
         classes.append("\n".join(lines))
 
-    space_module = sys.modules[asyncio_client.Space.__module__]
     own = sys.modules[asyncio_client.__name__]
     space_lines = ["class AsyncSpace(AsyncProxy):", '    """`Space`, awaitable: `session = await space.sessions.create(template="base")`."""']
-    for name, text in asyncio_client.Space.__annotations__.items():
-        space_lines.append(f"    {name}: {annotation(text, space_module)}")
-    for name, member in asyncio_client.Space.__dict__.items():
-        if isinstance(member, property):
-            space_lines.append(f"    {name}: {annotation(inspect.signature(member.fget).return_annotation, space_module)}")
-        elif callable(member) and not name.startswith("_"):
-            returns = inspect.signature(member).return_annotation
-            generator = re.fullmatch(r"Iterator\[(.*)\]", returns)
-            returns = f"AsyncIterator[{annotation(generator.group(1), space_module)}]" if generator else annotation(returns, space_module)
-            space_lines.append(f"    async def {name}{signature(member, space_module, returns)}: ...")
+    space_lines += members(asyncio_client.Space)
     space_lines.append(f"    def __init__{signature(asyncio_client.AsyncSpace.__init__, own)}: ...")
     space_lines.append("    def close(self) -> None: ...")
     space_lines.append("    async def __aenter__(self) -> AsyncSpace: ...")
