@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator
 
 from ._websocket import WebSocket
-from .errors import SpaceClientError, TooManyRequests, api_error
+from .errors import SpaceClientError, TooManyRequests, api_error, tls_failed, unreachable
 
 #: Where each call names its timeout to the server, which drops it unrun if it is still waiting for
 #: its session (a resume, a move) when the caller has given up (the protocol's header of that name).
@@ -74,9 +74,10 @@ class Transport:
         timeout: float | None = None,
     ) -> http.client.HTTPResponse:
         """Sends a call and returns its response (2xx; anything else raises its SpaceError). Read it, then `close()` it."""
+        wait = timeout or self.timeout
         sent_headers = {"authorization": f"Bearer {self.api_key}", **(headers or {})}
-        if (timeout or self.timeout) <= _MAX_NAMED_TIMEOUT:
-            sent_headers[CALL_TIMEOUT_HEADER] = str(max(1, round((timeout or self.timeout) * 1000)))
+        if wait <= _MAX_NAMED_TIMEOUT:
+            sent_headers[CALL_TIMEOUT_HEADER] = str(max(1, round(wait * 1000)))
         if json is not None:
             body = jsonlib.dumps(json).encode()
             sent_headers["content-type"] = "application/json"
@@ -86,26 +87,26 @@ class Transport:
         while True:
             url = urllib.parse.urlsplit(self.api_url)
             conn = (
-                http.client.HTTPSConnection(url.netloc, timeout=timeout or self.timeout, context=self.tls)
+                http.client.HTTPSConnection(url.netloc, timeout=wait, context=self.tls)
                 if url.scheme == "https"
-                else http.client.HTTPConnection(url.netloc, timeout=timeout or self.timeout)
+                else http.client.HTTPConnection(url.netloc, timeout=wait)
             )
             try:
                 conn.request(method, url.path.rstrip("/") + path, body=body, headers=sent_headers, encode_chunked=not replayable)
                 res = conn.getresponse()
             except TimeoutError as err:
                 conn.close()
-                raise SpaceClientError("TIMEOUT", f"{method} {path} took longer than {timeout or self.timeout} s (pass timeout= to wait longer)") from err
+                raise SpaceClientError("TIMEOUT", f"{method} {path} took longer than {wait} s (pass timeout= to wait longer)") from err
             except _not_connected as err:
                 conn.close()
                 if replayable and failovers + 1 < len(self.api_urls):
                     failovers += 1
                     self._current = (self._current + 1) % len(self.api_urls)
                     continue
-                raise SpaceClientError("NETWORK", f"cannot reach SPACE at {self.api_url}: {err} (is \"space up\" running? is SPACE_API_URL right?)") from err
+                raise unreachable(self.api_url, err) from err
             except ssl.SSLError as err:
                 conn.close()
-                raise SpaceClientError("NETWORK", f"TLS to SPACE at {self.api_url} failed: {err} (pass tls= an ssl.SSLContext that trusts its certificate)") from err
+                raise tls_failed(self.api_url, err) from err
             except OSError as err:
                 conn.close()
                 raise SpaceClientError("NETWORK", f"{method} {path} at {self.api_url}: {err}") from err

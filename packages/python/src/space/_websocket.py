@@ -11,7 +11,7 @@ import ssl
 import struct
 import urllib.parse
 
-from .errors import SpaceClientError, api_error
+from .errors import SpaceClientError, api_error, tls_failed, unreachable
 
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #: The largest frame accepted from the server (SPACE's streams send at most 1 MiB per message).
@@ -28,12 +28,12 @@ class WebSocket:
         try:
             sock = socket.create_connection((host, parts.port or (443 if secure else 80)), timeout=timeout)
         except OSError as err:
-            raise SpaceClientError("NETWORK", f"cannot reach SPACE at {url}: {err} (is \"space up\" running? is SPACE_API_URL right?)") from err
+            raise unreachable(url, err) from err
         try:
             self._sock = (tls or ssl.create_default_context()).wrap_socket(sock, server_hostname=host) if secure else sock
         except OSError as err:
             sock.close()
-            raise SpaceClientError("NETWORK", f"TLS to SPACE at {url} failed: {err} (pass tls= an ssl.SSLContext that trusts its certificate)") from err
+            raise tls_failed(url, err) from err
         self._buffer = b""
         self._close_sent = False
         key = base64.b64encode(os.urandom(16)).decode()

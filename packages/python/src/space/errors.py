@@ -28,6 +28,16 @@ class SpaceClientError(SpaceError):
     """Raised here, never by the server: CONFIGURATION, TIMEOUT, NETWORK, PROTOCOL."""
 
 
+def unreachable(url: str, err: OSError) -> SpaceClientError:
+    """Nothing answered at `url` (calls and streams alike)."""
+    return SpaceClientError("NETWORK", f"cannot reach SPACE at {url}: {err} (is \"space up\" running? is SPACE_API_URL right?)")
+
+
+def tls_failed(url: str, err: OSError) -> SpaceClientError:
+    """The TLS handshake with `url` failed, most often an untrusted certificate (calls and streams alike)."""
+    return SpaceClientError("NETWORK", f"TLS to SPACE at {url} failed: {err} (pass tls= an ssl.SSLContext that trusts its certificate)")
+
+
 class Unauthorized(SpaceApiError):
     pass
 
