@@ -34,6 +34,8 @@ for (const route of publicRoutes) {
   if (route.transport === 'binary') lines.push('Bytes, streamed (`application/octet-stream`).', '');
   if (route.transport === 'ndjson')
     lines.push('A stream of JSON lines (`application/x-ndjson`), each one event as below (see api.md, "Code interpreter").', '');
+  if (route.idempotent)
+    lines.push('Takes an `Idempotency-Key` header: a retry with it gets the first outcome (see api.md, "Retries and idempotency keys").', '');
   const response = route.transport === 'ndjson' ? 'Each event' : `Response (${route.status ?? 200})`;
   const parts = [block('Query', route.query), block('Body', route.body), block(response, route.response)].filter(Boolean);
   lines.push(...parts);

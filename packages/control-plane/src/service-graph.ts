@@ -23,6 +23,7 @@ import { TenantLimits, type TenantLimitOptions } from './tenants/tenant-limits.j
 import { Metrics } from './metrics/metrics.js';
 import type { Store } from './store/store.js';
 import { EgressService } from './tenants/egress-service.js';
+import { IdempotentCalls } from './api/idempotent-calls.js';
 import type { SecretCipher } from './store/secret-cipher.js';
 import type { ControlPlaneSettings } from './settings.js';
 import type { PublicApiDeps } from './api/public-api.js';
@@ -45,6 +46,9 @@ export interface ServiceGraphDeps {
   /** How often a call waiting for a session's lease looks again; tests poll faster. */
   lifecyclePollMs?: number;
 }
+
+/** A call under way holds its idempotency key this long past its control plane's last renewal: a retry after that control plane died waits at most this. */
+const idempotencyClaimMs = 30_000;
 
 /** Per-tenant limits from their settings. */
 function tenantLimitsOf(settings: ControlPlaneSettings): TenantLimitOptions {
@@ -83,9 +87,9 @@ export function wireServices(deps: ServiceGraphDeps) {
   });
   const shipper = new CheckpointShipper({ store, nodes, metrics, log, enabled: Boolean(settings.objectStore) });
   const taker = new CheckpointTaker(store, nodes, metrics, shipper);
-  const leftVolumes = new LeftVolumes({ store, taker, lifecycle, log });
-  const mover = new SessionMover({ store, nodes, shipper, taker, leftVolumes, metrics, log });
   const egress = new EgressService(store, nodes, deps.secrets, log);
+  const leftVolumes = new LeftVolumes({ store, taker, lifecycle, audit: egress, log });
+  const mover = new SessionMover({ store, nodes, shipper, taker, leftVolumes, audit: egress, metrics, log });
   const catalog = new TemplateCatalog(store);
   const volumes = new VolumeService(store, nodes);
   const events = new TenantEvents(store);
@@ -108,6 +112,14 @@ export function wireServices(deps: ServiceGraphDeps) {
   });
   const drain = new NodeDrain({ store, nodes, lifecycle, mover, sessions, log });
   const calls = new SessionCalls(store, sessions, lifecycle, activity, settings.callDeadlineSec * 1000);
+  const idempotency = new IdempotentCalls({
+    store,
+    tenantOf: async (req) => (await auth.authenticate(req)).tenantId,
+    keepMs: settings.idempotencyKeepSec * 1000,
+    claimMs: idempotencyClaimMs,
+    now,
+    log,
+  });
   const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper, volumes);
   const keepAutomatic = settings.checkpointKeep;
   const pauser = new SessionPauser({ store, nodes, sessions, checkpoints, metrics, keepAutomatic, now });
@@ -157,6 +169,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     sessions,
     drain,
     calls,
+    idempotency,
     checkpoints,
     cells,
     pauser,
@@ -175,6 +188,7 @@ export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, l
     auth: s.auth,
     sessions: s.sessions,
     calls: s.calls,
+    idempotency: s.idempotency,
     cells: s.cells,
     checkpoints: s.checkpoints,
     pauser: s.pauser,

@@ -46,6 +46,10 @@ export const controlPlaneSettings = {
     default: 300,
     doc: 'how long a sandbox call whose client names no deadline (`x-space-timeout-ms`; the SDKs send their timeout) may wait for its session (a resume, a move) before it is dropped unrun, `DEADLINE_EXCEEDED`; a call whose client left is dropped at once',
   }),
+  idempotencyKeepSec: setting.positive('SPACE_IDEMPOTENCY_KEEP_SEC', {
+    default: 86_400,
+    doc: 'how long the outcome of a call made with an `Idempotency-Key` is kept: a retry with the key within it gets that outcome instead of running again, seconds',
+  }),
   lifecycleWaitMs: setting.integer('SPACE_LIFECYCLE_WAIT_MS', {
     default: 30_000,
     min: 1,

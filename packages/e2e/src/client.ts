@@ -3,6 +3,7 @@ import { WebSocket } from 'ws';
 export interface ApiReply<T = any> {
   status: number;
   body: T;
+  headers: Headers;
 }
 
 /** A series' value in a /metrics text, e.g. `space_pool_ready{template="tiny"}`; NaN when absent. */
@@ -39,7 +40,7 @@ export class Api {
     } catch {
       // raw body
     }
-    return { status: res.status, body: parsed as T };
+    return { status: res.status, body: parsed as T, headers: res.headers };
   }
 
   async bytes(path: string): Promise<{ status: number; data: Buffer }> {

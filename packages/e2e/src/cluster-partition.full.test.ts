@@ -76,6 +76,7 @@ test('a node cut off from every control plane fences itself: its copy stops writ
   const beats = () => upstream.requests.filter((r) => r.url.startsWith(`/beat?s=${id}&`));
   while (beats().length < 5) await pause(100);
 
+  const copySandboxId: string = (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.sandbox.id;
   const nodeUrl = ((await apis[0]!.call('GET', '/v1/nodes')).body.nodes as { id: string; url: string }[]).find((n) => n.id === victim)!.url;
   const cutAt = Date.now();
   partition.cut({
@@ -147,6 +148,30 @@ test('a node cut off from every control plane fences itself: its copy stops writ
   assert.ok(Number(written) <= lastSent + 1, `the copy wrote line ${written} after its last request (${lastSent}): it went on writing while fenced`);
   for (const copy of [id, fork.body.sessions[0].id])
     assert.equal((await apis[0]!.exec(copy, ['sh', '-c', 'cat /tmp/late 2>/dev/null; true'])).stdout, '', 'a call whose caller gave up ran later');
+
+  // What the copy did stays on record: every request it sent is in the session's egress audit
+  // (kept in the store before its node deleted its own), and its history says it ended at the fence.
+  const audit = (await apis[1]!.call('GET', `/v1/sessions/${id}/egress/audit?limit=1000`)).body.entries as {
+    sandboxId: string;
+    path: string;
+    decision: string;
+  }[];
+  // Those the gateway let through, as the upstream saw them (one refused as the fence began never left).
+  const auditedBeats = audit.filter((e) => e.sandboxId === copySandboxId && e.decision !== 'denied' && e.path.startsWith(`/beat?s=${id}&`)).map((e) => e.path);
+  assert.deepEqual(
+    auditedBeats,
+    beats().map((r) => r.url),
+    "the session's audit holds each request of the cut-off copy, once, in order",
+  );
+  const history = (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.sandboxHistory as { id: string; endedAt: string; endReason: string; note: string }[];
+  const copy = history.find((h) => h.id === copySandboxId)!;
+  console.log(`# partition: the cut-off copy's history: ended ${copy.endReason} at +${Date.parse(copy.endedAt) - cutAt} ms (${copy.note})`);
+  assert.equal(copy.endReason, 'fenced', JSON.stringify(copy));
+  assert.ok(
+    Date.parse(copy.endedAt) - cutAt < fenceAfterMs + 1500 && Date.parse(copy.endedAt) >= lastBeatOfCopy.at - 50,
+    `the copy is recorded ended at the fence: ${JSON.stringify(copy)}`,
+  );
+  assert.match(copy.note, /paused by its node's fence at .* and stopped at .* when the node was heard again/);
 });
 
 test('the fence delay must be below the lost delay: a control plane refuses to start otherwise, and refuses a node that would fence too late', async () => {

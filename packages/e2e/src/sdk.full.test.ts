@@ -192,6 +192,42 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.deepEqual(exit, { type: 'exit', exitCode: 0, signal: null, timedOut: false });
   });
 
+  test('a call whose answer is lost is sent again with its idempotency key and runs once', { timeout: 120_000 }, async () => {
+    // A TCP proxy in front of the API that loses the answer to the first exec it carries (the
+    // request reached the API and ran), as a connection cut at the wrong moment would.
+    const target = new URL(platform.url);
+    let lost = 0;
+    let replayed = 0;
+    const proxy = createNetServer((client) => {
+      const upstream = connect(Number(target.port), target.hostname);
+      let loseNextAnswer = false;
+      for (const s of [client, upstream]) s.on('error', () => undefined);
+      client.on('data', (chunk: Buffer) => {
+        if (lost === 0 && /^POST \/v1\/sessions\/[^/]+\/exec /.test(chunk.toString('latin1'))) loseNextAnswer = true;
+        upstream.write(chunk);
+      });
+      upstream.on('data', (chunk: Buffer) => {
+        if (/^idempotent-replayed: true\r$/im.test(chunk.toString('latin1'))) replayed++;
+        if (!loseNextAnswer) return void client.write(chunk);
+        lost++;
+        client.destroy();
+        upstream.destroy();
+      });
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    cleanup.push(() => new Promise((resolve) => proxy.close(resolve)));
+    const session = await space.sessions.create({ template: 'tiny' });
+    cleanup.push(() => session.delete());
+    const flaky = new Space({ apiUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, apiKey: platform.adminKey });
+
+    const answer = await flaky.sessions.handle(session.id).exec('echo once >> /tmp/log; wc -l < /tmp/log');
+    assert.deepEqual([lost, replayed], [1, 1]);
+    assert.equal(answer.stdout, '1\n');
+    assert.equal((await session.exec('cat /tmp/log')).stdout, 'once\n');
+  });
+
   test('a stream cut by a sandbox kill never shows another process that got its pid: SANDBOX_DIED', { timeout: 120_000 }, async () => {
     const session = await space.sessions.create({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
     cleanup.push(() => session.delete());

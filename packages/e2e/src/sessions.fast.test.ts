@@ -85,6 +85,42 @@ describe('sessions end to end (base template, real gVisor)', () => {
     assert.equal(missing.body.error.code, 'EXEC_FAILED');
   });
 
+  test('a call retried with its Idempotency-Key runs once and answers the first outcome', { timeout: 60_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny' });
+    created.push(session.id);
+    const execPath = `/v1/sessions/${session.id}/exec`;
+    // Keys of this run only: the platform's database outlives it.
+    const run = session.id;
+    const keyed = (key: string, cmd: string) => api.call('POST', execPath, { cmd }, { headers: { 'idempotency-key': `${run}-${key}` } });
+
+    const first = await keyed('append-1', 'echo one >> /tmp/log; date +%s%N');
+    const again = await keyed('append-1', 'echo one >> /tmp/log; date +%s%N');
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('idempotent-replayed'), null);
+    assert.deepEqual([again.status, again.body, again.headers.get('idempotent-replayed')], [200, first.body, 'true']);
+
+    // A retry while the first call still runs is told to wait, and then gets its outcome.
+    const slow = keyed('append-2', 'sleep 2; echo two >> /tmp/log');
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    const early = await keyed('append-2', 'sleep 2; echo two >> /tmp/log');
+    assert.equal(early.status, 409, JSON.stringify(early.body));
+    assert.equal(early.body.error.code, 'IDEMPOTENCY_IN_PROGRESS');
+    assert.equal(early.headers.get('retry-after'), '1');
+    assert.equal((await slow).status, 200);
+    assert.equal((await keyed('append-2', 'sleep 2; echo two >> /tmp/log')).headers.get('idempotent-replayed'), 'true');
+    assert.equal((await api.exec(session.id, 'cat /tmp/log')).stdout, 'one\ntwo\n');
+
+    // A key names one call: used for another operation it is refused; a malformed one too.
+    const reused = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, {}, { headers: { 'idempotency-key': `${run}-append-1` } });
+    assert.deepEqual([reused.status, reused.body.error.code], [422, 'IDEMPOTENCY_KEY_REUSED']);
+    const malformed = await keyed('has spaces', 'true');
+    assert.deepEqual([malformed.status, malformed.body.error.code], [400, 'VALIDATION_FAILED']);
+    // A refused call is kept too: its retry is refused the same way without running.
+    const refused = await api.call('POST', '/v1/sessions/ses_missing/exec', { cmd: 'true' }, { headers: { 'idempotency-key': `${run}-missing-1` } });
+    const refusedAgain = await api.call('POST', '/v1/sessions/ses_missing/exec', { cmd: 'true' }, { headers: { 'idempotency-key': `${run}-missing-1` } });
+    assert.deepEqual([refusedAgain.status, refusedAgain.body, refusedAgain.headers.get('idempotent-replayed')], [refused.status, refused.body, 'true']);
+  });
+
   test('bad input gets a clear 4xx with a stable code', { timeout: 60_000 }, async () => {
     const session = await api.createSession({ template: 'tiny' });
     created.push(session.id);

@@ -90,7 +90,7 @@ export class NodeAgent {
   /**
    * This node as the cluster's control planes see it (its heartbeat); `advertiseUrl` when they reach
    * it by another address. `joining`: with the sessions it runs, for the control plane to name those
-   * that moved away (see `stopMovedSessions`).
+   * that moved away (see `stopMovedSessions`), and since when it is fenced if it is.
    */
   heartbeat(advertiseUrl: string | null = null, joining = false): NodeHeartbeat {
     const { nodeId, token, capacity } = this.config;
@@ -102,6 +102,7 @@ export class NodeAgent {
       capacity,
       sandboxes: sandboxes.length,
       ...(joining ? { sessions: sandboxes.map((s) => s.sessionId) } : {}),
+      ...(joining && this.fence?.fencedSince ? { fencedSince: this.fence.fencedSince } : {}),
     };
   }
 

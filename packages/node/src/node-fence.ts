@@ -30,6 +30,11 @@ export class NodeFence {
     return this.since !== null;
   }
 
+  /** Since when the node has been fenced (ISO time), or null. */
+  get fencedSince(): string | null {
+    return this.since === null ? null : new Date(this.since).toISOString();
+  }
+
   async fence(): Promise<void> {
     if (this.since === null) {
       this.since = Date.now();

@@ -18,6 +18,8 @@ export const ErrorCode = {
   TOO_MANY_REQUESTS: 'TOO_MANY_REQUESTS',
   QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
   SESSION_BUSY: 'SESSION_BUSY',
+  IDEMPOTENCY_KEY_REUSED: 'IDEMPOTENCY_KEY_REUSED',
+  IDEMPOTENCY_IN_PROGRESS: 'IDEMPOTENCY_IN_PROGRESS',
   UNKNOWN_TEMPLATE: 'UNKNOWN_TEMPLATE',
   TEMPLATE_IN_USE: 'TEMPLATE_IN_USE',
   TEMPLATE_NOT_FOUND: 'TEMPLATE_NOT_FOUND',
@@ -82,6 +84,10 @@ export const errorStatus: Record<ErrorCode, number> = {
   TOO_MANY_REQUESTS: 429,
   QUOTA_EXCEEDED: 403,
   SESSION_BUSY: 409,
+  /** The key was used for another operation (method and path) of this tenant. */
+  IDEMPOTENCY_KEY_REUSED: 422,
+  /** The first call with this key is still running: retry after it (`Retry-After`). */
+  IDEMPOTENCY_IN_PROGRESS: 409,
   UNKNOWN_TEMPLATE: 400,
   TEMPLATE_IN_USE: 409,
   TEMPLATE_NOT_FOUND: 404,

@@ -24,3 +24,4 @@ export * from './e2b.js';
 export * from './ports.js';
 export * from './volumes.js';
 export * from './call-deadline.js';
+export * from './idempotency.js';

@@ -32,6 +32,11 @@ export const NodeHeartbeatSchema = z
       .array(z.string().regex(/^ses_[a-z0-9]{1,40}$/, 'a session id'))
       .max(10_000)
       .optional(),
+    /**
+     * Sent when it joins while fenced: since when (the node's clock) its sandboxes have been paused.
+     * A session that moved away meanwhile records its copy here ended then, not when it was found lost.
+     */
+    fencedSince: z.string().datetime().optional(),
   })
   .strict();
 export type NodeHeartbeat = z.infer<typeof NodeHeartbeatSchema>;

@@ -48,6 +48,8 @@ export interface PublicRoute {
   response?: z.ZodTypeAny;
   /** Served without a key (health and aggregate metrics, for load balancers and Prometheus). */
   withoutKey?: true;
+  /** Takes an `Idempotency-Key`: a retry with the same key gets the first call's outcome instead of running again. */
+  idempotent?: true;
 }
 
 const serviceRoutes: PublicRoute[] = [
@@ -71,6 +73,7 @@ const sessionRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/sessions',
+    idempotent: true,
     summary: 'Create a session and start its sandbox (from the warm pool when one fits).',
     body: CreateSessionRequestSchema,
     status: 201,
@@ -86,8 +89,14 @@ const sessionRoutes: PublicRoute[] = [
     response: TenantEventSchema,
   },
   { method: 'GET', path: '/v1/sessions/:sessionId', summary: 'One session, with its sandbox history and checkpoints.', response: SessionSchema },
-  { method: 'DELETE', path: '/v1/sessions/:sessionId', summary: 'Delete a session: its sandbox, volume and checkpoints.', response: ok },
-  { method: 'POST', path: '/v1/sessions/:sessionId/sandbox/kill', summary: 'Kill only the sandbox; the next call resumes the session.', response: ok },
+  { method: 'DELETE', path: '/v1/sessions/:sessionId', summary: 'Delete a session: its sandbox, volume and checkpoints.', response: ok, idempotent: true },
+  {
+    method: 'POST',
+    path: '/v1/sessions/:sessionId/sandbox/kill',
+    summary: 'Kill only the sandbox; the next call resumes the session.',
+    response: ok,
+    idempotent: true,
+  },
   {
     method: 'PUT',
     path: '/v1/sessions/:sessionId/services/:name',
@@ -150,6 +159,7 @@ const sessionRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/sessions/:sessionId/pause',
+    idempotent: true,
     summary:
       'Checkpoint (full where allowed, else fs) and stop the sandbox; the next call resumes the session. 409 SESSION_NOT_RUNNING when it has no sandbox.',
     response: PauseResultSchema,
@@ -171,6 +181,7 @@ const sessionRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/sessions/:sessionId/checkpoints',
+    idempotent: true,
     summary: 'Take a checkpoint (fs, or full with memory and processes).',
     body: CreateCheckpointRequestSchema,
     status: 201,
@@ -180,6 +191,7 @@ const sessionRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/checkpoints/:checkpointId/fork',
+    idempotent: true,
     summary: 'New sessions from a checkpoint (all or nothing).',
     body: ForkRequestSchema,
     status: 201,
@@ -188,6 +200,7 @@ const sessionRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/sessions/:sessionId/restore',
+    idempotent: true,
     summary:
       "Reset the session to a checkpoint of its lineage; its volumes keep their files unless `restoreVolumes` (then the read-write ones go back to the checkpoint's copies).",
     body: RestoreRequestSchema,
@@ -199,6 +212,7 @@ const volumeRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/volumes',
+    idempotent: true,
     summary: 'Create a volume (empty, or a copy of one of its snapshots), held to `sizeGb`; sessions mount it with `volumes` at create. It outlives them.',
     body: CreateVolumeRequestSchema,
     status: 201,
@@ -215,6 +229,7 @@ const volumeRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/volumes/:name/snapshots',
+    idempotent: true,
     summary: "A read-only snapshot of the volume (a running writer's writes flushed first); new volumes can start from it.",
     status: 201,
     response: VolumeSnapshotSchema,
@@ -227,6 +242,7 @@ const templateRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/templates',
+    idempotent: true,
     summary:
       "Make a template of the tenant's from a checkpoint or a session (an fs checkpoint is taken first): 201 with the template; or build one from a Dockerfile: 202 with the build, which runs in the background (follow its log). A name made again gets a new version.",
     body: CreateTemplateRequestSchema,
@@ -331,7 +347,15 @@ const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
   const path = `/v1/sessions/:sessionId${route.path}`;
   switch (route.kind) {
     case 'json':
-      return { method: route.method, path, summary: `Sandbox operation ${route.path}.`, body: route.body, query: route.query, response: route.response };
+      return {
+        method: route.method,
+        path,
+        summary: `Sandbox operation ${route.path}.`,
+        body: route.body,
+        query: route.query,
+        response: route.response,
+        ...(route.method === 'GET' ? {} : { idempotent: true as const }),
+      };
     case 'events':
       return {
         method: route.method,
@@ -351,6 +375,7 @@ const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
         transport: 'binary',
         query: route.query,
         response: route.response,
+        idempotent: true,
       };
     case 'websocket':
       return { method: route.method, path, summary: `WebSocket stream ${route.path}.`, transport: 'websocket', query: route.query };

@@ -7,6 +7,7 @@ import http.server
 import json
 import keyword
 import os
+import re
 import resource
 import socket
 import ssl
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import threading
 import typing
+import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -419,6 +421,75 @@ def test_templates_import_streams_an_image_archive(space: Space, tmp_path: Path)
         assert refused.value.status == 400 and "not a tar archive" in refused.value.message
     finally:
         space.templates.delete("py-image", force=True)
+
+
+class _AnswerLosingProxy:
+    """A TCP proxy in front of the API that loses the answer to the first exec it carries (the
+    request reached the API and ran), as a connection cut at the wrong moment would."""
+
+    def __init__(self, api_url: str) -> None:
+        target = urllib.parse.urlsplit(api_url)
+        self._target = (target.hostname or "127.0.0.1", target.port or 80)
+        self.lost = 0
+        self.replayed = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def close(self) -> None:
+        self._listener.close()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self._target)
+            lose = threading.Event()
+
+            def request(chunk: bytes, lose: threading.Event = lose) -> bool:
+                if self.lost == 0 and re.match(rb"POST /v1/sessions/[^/]+/exec ", chunk):
+                    lose.set()
+                return True
+
+            def answer(chunk: bytes, lose: threading.Event = lose) -> bool:
+                self.replayed += bool(re.search(rb"^idempotent-replayed: true\r$", chunk, re.M | re.I))
+                if lose.is_set():
+                    self.lost += 1
+                    return False
+                return True
+
+            threading.Thread(target=_pipe, args=(client, upstream, request), daemon=True).start()
+            threading.Thread(target=_pipe, args=(upstream, client, answer), daemon=True).start()
+
+
+def _pipe(source: socket.socket, sink: socket.socket, passes: typing.Callable[[bytes], bool]) -> None:
+    try:
+        while (chunk := source.recv(65536)) and passes(chunk):
+            sink.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+
+def test_a_call_whose_answer_is_lost_is_sent_again_with_its_idempotency_key_and_runs_once(space: Space, platform):
+    session = space.sessions.create(template="tiny", **QUIET)
+    proxy = _AnswerLosingProxy(platform.url)
+    try:
+        flaky = Space(proxy.url, platform.admin_key)
+        answer = flaky.sessions.handle(session.id).exec("echo once >> /tmp/log; wc -l < /tmp/log")
+    finally:
+        proxy.close()
+    assert (proxy.lost, proxy.replayed) == (1, 1)
+    assert answer.stdout == "1\n"
+    assert session.exec("cat /tmp/log").stdout == "once\n"
 
 
 def test_429_is_waited_out_by_retry_after_or_raised_when_retries_are_off(platform):

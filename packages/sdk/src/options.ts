@@ -22,6 +22,12 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Overrides the client's default timeout for this call. */
   timeoutMs?: number;
+  /**
+   * The call's idempotency key, for a call that changes something (a fresh UUID by default, the
+   * same on each retry the SDK makes): pass your own to retry it yourself, later or from another
+   * process, and get the first outcome instead of running it again.
+   */
+  idempotencyKey?: string;
 }
 
 export interface ResolvedOptions {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { WebSocket } from 'ws';
 import { SpaceApiError, SpaceClientError } from './errors.js';
 import type { CallOptions, ResolvedOptions } from './options.js';
@@ -8,6 +9,11 @@ import type { CallOptions, ResolvedOptions } from './options.js';
  * that name; a type check in the tests holds them equal).
  */
 export const CALL_TIMEOUT_HEADER = 'x-space-timeout-ms';
+/**
+ * Where each call that changes something names its idempotency key: a retry with it gets the first
+ * outcome instead of running again (the protocol's header of that name).
+ */
+export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 /** The longest timeout the server takes from the header (a day); a longer one is not sent. */
 const maxNamedTimeoutMs = 86_400_000;
 
@@ -21,8 +27,10 @@ function causeCode(err: unknown): string | undefined {
 
 /**
  * HTTP and WebSocket calls to the API with the key, timeouts, cancellation and typed errors. With
- * several control planes, a call that cannot connect to the one in use goes to the next (never a
- * call that reached one: it may have run), and that one is used from then on.
+ * several control planes, a call that cannot connect to the one in use goes to the next, and that
+ * one is used from then on. A call that changes something carries an idempotency key (the same on
+ * each retry): one whose connection broke after it was sent is sent again once, and the server
+ * answers with the first outcome if it had run.
  */
 export class Transport {
   private current = 0;
@@ -45,14 +53,22 @@ export class Transport {
     const signal = init.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, ...init.headers };
     if (timeoutMs <= maxNamedTimeoutMs) headers[CALL_TIMEOUT_HEADER] = String(Math.max(1, Math.round(timeoutMs)));
+    if (method !== 'GET') {
+      // One key for the call, kept for its retries below.
+      init = { ...init, idempotencyKey: init.idempotencyKey ?? randomUUID() };
+      headers[IDEMPOTENCY_KEY_HEADER] = init.idempotencyKey!;
+    }
     let body = init.body;
     if (init.json !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(init.json);
     }
     let res: Response | null = null;
-    // A streamed body can be sent once only; anything else may go to each control plane in turn.
-    const attempts = body instanceof ReadableStream ? 1 : this.options.apiUrls.length;
+    // A streamed body can be sent once only; anything else may go to each control plane in turn,
+    // and once more after its answer was lost (a GET changes nothing, anything else has its key).
+    const streamed = body instanceof ReadableStream;
+    const attempts = streamed ? 1 : this.options.apiUrls.length;
+    let resent = streamed;
     for (let attempt = 0; res === null; attempt++) {
       const url = this.apiUrl;
       try {
@@ -66,16 +82,19 @@ export class Transport {
       } catch (err) {
         if (timeout.aborted) throw new SpaceClientError('TIMEOUT', `${method} ${path} took longer than ${timeoutMs} ms (pass timeoutMs to wait longer)`);
         if (init.signal?.aborted) throw new SpaceClientError('ABORTED', `${method} ${path} was aborted`);
-        const failOver = notConnected.has(causeCode(err) ?? '') && attempt + 1 < attempts;
-        if (failOver) {
+        const reached = !notConnected.has(causeCode(err) ?? '');
+        // Never reached the one in use: the next one. Reached, and the answer lost: once more, with its key.
+        if ((!reached && attempt + 1 < attempts) || (reached && !resent)) {
+          if (reached) resent = true;
           this.current = (this.current + 1) % this.options.apiUrls.length;
           continue;
         }
         throw new SpaceClientError('NETWORK', `cannot reach SPACE at ${url}: ${(err as Error).message} (is "space up" running? is SPACE_API_URL right?)`);
       }
     }
-    if (res.status === 429 && attemptsOf429 < this.options.retry.attempts && !(body instanceof ReadableStream) && !init.signal?.aborted) {
-      // Refused before anything was done: waited out and sent again (the same body, not a stream).
+    const waitOut = res.status === 429 || (res.status === 409 && res.headers.get('retry-after') !== null && (await isInProgress(res)));
+    if (waitOut && attemptsOf429 < this.options.retry.attempts && !streamed && !init.signal?.aborted) {
+      // Refused before anything was done, or its first sending still runs: waited out and sent again (the same body and key).
       const waitMs = Math.min(this.options.retry.maxWaitMs, 1000 * (Number(res.headers.get('retry-after')) || 1));
       await res.body?.cancel();
       await new Promise((resolve) => setTimeout(resolve, waitMs));
@@ -112,6 +131,16 @@ export class Transport {
     });
     return ws;
   }
+}
+
+/** Whether a 409 says the first call with this idempotency key still runs (read from a clone: the body stays readable). */
+async function isInProgress(res: Response): Promise<boolean> {
+  return (
+    await res
+      .clone()
+      .text()
+      .catch(() => '')
+  ).includes('"IDEMPOTENCY_IN_PROGRESS"');
 }
 
 async function errorFrom(res: Response): Promise<SpaceApiError> {

@@ -40,6 +40,8 @@ export interface RouterOptions {
    * logged with its cause) and its reply. SPACE's `{error: {code, message}}` by default.
    */
   errors?: ErrorShape;
+  /** Wraps the handler of a route as it is registered (e.g. idempotency keys on the routes whose table entry takes them). */
+  around?: (method: string, path: string, handler: Handler) => Handler;
 }
 
 export interface ErrorShape {
@@ -103,7 +105,7 @@ export class Router {
 
   on(method: string, path: string, handler: Handler): this {
     this.declared(method, path);
-    this.routes.push({ method, path, handler });
+    this.routes.push({ method, path, handler: this.options.around?.(method, path, handler) ?? handler });
     return this;
   }
 

@@ -38,6 +38,7 @@ import type { TenantEvents } from '../tenants/tenant-events.js';
 import type { MetricsHistory, MetricsReport } from './metrics-report.js';
 import { type TemplateRouteDeps, registerTemplateRoutes } from './template-routes.js';
 import type { VolumeService } from '../sessions/volume-service.js';
+import type { IdempotentCalls } from './idempotent-calls.js';
 
 export interface PublicApiDeps {
   auth: Authenticator;
@@ -59,13 +60,22 @@ export interface PublicApiDeps {
   events: TenantEvents;
   metricsReport: MetricsReport;
   metricsHistory: MetricsHistory;
+  idempotency: IdempotentCalls;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
 export function createPublicApi(deps: PublicApiDeps): Router {
   const { auth, sessions, checkpoints, store } = deps;
   // Every route is declared in protocol's table (its schemas and reference entry) before it is served here.
-  const router = new Router({ log: deps.log, service: 'cp', admit: deps.limits.admit, table: publicRoutes });
+  // A route whose table entry takes an Idempotency-Key runs at most once per key (idempotent-calls.ts).
+  const idempotent = new Set(publicRoutes.filter((r) => r.idempotent).map((r) => `${r.method} ${r.path}`));
+  const router = new Router({
+    log: deps.log,
+    service: 'cp',
+    admit: deps.limits.admit,
+    table: publicRoutes,
+    around: (method, path, handler) => (idempotent.has(`${method} ${path}`) ? deps.idempotency.wrap(handler) : handler),
+  });
 
   router.on('GET', '/healthz', async ({ res }) => sendJson(res, 200, { ok: true }));
 

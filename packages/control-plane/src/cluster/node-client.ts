@@ -217,8 +217,7 @@ export class NodeClient {
     return this.call(nodeRoutes.egressAudit, { params: { sessionId }, query: { limit } });
   }
 
-  /** Forwards a validated sandbox operation of the public API to the sandbox and relays the reply. */
-  /** Forwards a sandbox operation; an event stream resolves with its final event (null without one). */
+  /** Forwards a validated sandbox operation of the public API to the sandbox and relays the reply; an event stream resolves with its final event (null without one). */
   forward(route: HttpSandboxRoute, ctx: RequestContext, input: { body: unknown }, sandboxId: string): Promise<unknown> {
     return forwardRoute(route, ctx, input, this.upstream, this.sandboxPath(sandboxId, routePath(route, ctx.params)));
   }

@@ -132,3 +132,41 @@ test('a joining node is told which of the sessions it runs moved to another node
   await store.updateSession('ses_0', { volumeNodeId: null });
   assert.deepEqual((await nodes.heartbeat({ ...joining, id: 'node-3', sessions: ['ses_0'] })).stop, []);
 });
+
+test("a moved session's copy on a node heard again is recorded as it really ended: at the node's fence, or when heard again if it did not fence", async () => {
+  const { nodes, store, sessionOn, clock } = await cluster();
+  await sessionOn('node-2'); // ses_0 and ses_1 moved to node-2 while node-1 was cut off
+  await sessionOn('node-2');
+  for (const sessionId of ['ses_0', 'ses_1']) {
+    const sandbox = (id: string, nodeId: string) => ({
+      id,
+      sessionId,
+      nodeId,
+      startedAt: '2026-11-30T11:00:00.000Z',
+      endedAt: null,
+      endReason: null,
+      restoredFrom: null,
+      note: null,
+    });
+    await store.recordSandboxStart(sandbox(`sbx_${sessionId}`, 'node-1'));
+    await store.recordSandboxEnd(`sbx_${sessionId}`, 'lost');
+  }
+  const joining = { id: 'node-1', url: 'http://node-1.invalid:7071', token: 'token-of-node-1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 2 };
+  await nodes.heartbeat({ ...joining, sessions: ['ses_0'], fencedSince: '2026-11-30T11:59:00.000Z' });
+  await nodes.heartbeat({ ...joining, sessions: ['ses_1'] });
+  const ended = async (sessionId: string) => (await store.listSandboxHistory(sessionId)).map((h) => [h.endedAt, h.endReason, h.note]);
+  assert.deepEqual(await ended('ses_0'), [
+    [
+      '2026-11-30T11:59:00.000Z',
+      'fenced',
+      `cut off from every control plane, paused by its node's fence at 2026-11-30T11:59:00.000Z and stopped at ${new Date(clock.now).toISOString()} when the node was heard again`,
+    ],
+  ]);
+  assert.deepEqual(await ended('ses_1'), [
+    [
+      new Date(clock.now).toISOString(),
+      'cut-off',
+      `cut off from every control plane, it ran on until its node was heard again at ${new Date(clock.now).toISOString()}`,
+    ],
+  ]);
+});

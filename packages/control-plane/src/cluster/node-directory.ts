@@ -63,7 +63,25 @@ export class NodeDirectory {
     });
     const stop: string[] = [];
     for (const sessionId of beat.sessions ?? []) if (!mayRunOn(await this.options.store.findSession(sessionId), beat.id)) stop.push(sessionId);
+    for (const sessionId of stop) await this.recordCutOffEnd(sessionId, beat);
     return { ok: true, stop };
+  }
+
+  /**
+   * A session moved off this node while it was cut off, and the node now stops its copy there: the
+   * copy's history said `lost` from when the session moved, and gets when it really stopped acting,
+   * the node's fence (paused: nothing ran after) or, a node that did not fence, now.
+   */
+  private async recordCutOffEnd(sessionId: string, beat: NodeHeartbeat): Promise<void> {
+    const now = new Date(this.now()).toISOString();
+    const end = beat.fencedSince
+      ? {
+          endedAt: beat.fencedSince,
+          reason: 'fenced',
+          note: `cut off from every control plane, paused by its node's fence at ${beat.fencedSince} and stopped at ${now} when the node was heard again`,
+        }
+      : { endedAt: now, reason: 'cut-off', note: `cut off from every control plane, it ran on until its node was heard again at ${now}` };
+    await this.options.store.correctSandboxEnd(sessionId, beat.id, end);
   }
 
   status(row: NodeRow): NodeStatus {

@@ -6,9 +6,10 @@ import type { NodeClient } from '../cluster/node-client.js';
 import { type NodeDirectory, mayRunOn } from '../cluster/node-directory.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { EgressService } from '../tenants/egress-service.js';
-import type { SessionRow } from '../store/store.js';
+import type { SessionRow, Store } from '../store/store.js';
 
 export interface ClusterSweepDeps {
+  store: Pick<Store, 'deleteExpiredIdempotencyKeys'>;
   nodes: NodeDirectory;
   shipper: CheckpointShipper;
   checkpoints: SessionCheckpointService;
@@ -30,7 +31,7 @@ const orphanGraceMs = 60_000;
 /**
  * The maintenance that looks at the cluster rather than at one session's policy: egress settings a
  * restarted node lost, checkpoints the store does not know or that were not shipped, unused ship
- * bases, builds whose control plane died, sandboxes of sessions that moved off a node that came
+ * bases, expired idempotency keys, builds whose control plane died, sandboxes of sessions that moved off a node that came
  * back, and volumes sessions left on a node that was lost.
  */
 export class ClusterSweeps {
@@ -56,6 +57,7 @@ export class ClusterSweeps {
     const shipped = await this.deps.shipper.retryUnshipped(orphanGraceMs);
     if (shipped) this.deps.log(`shipped ${shipped} checkpoint(s) an earlier attempt did not`);
     await this.deps.shipper.collectBases().catch((err: Error) => this.deps.log(`unused ship bases not collected: ${err.message}`));
+    await this.deps.store.deleteExpiredIdempotencyKeys(now).catch((err: Error) => this.deps.log(`expired idempotency keys not deleted: ${err.message}`));
     const failed = await this.deps.builds.failStale(now).catch(() => 0);
     if (failed) this.deps.log(`failed ${failed} template build(s) whose control plane stopped`);
   }

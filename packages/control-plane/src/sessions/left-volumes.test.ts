@@ -1,16 +1,35 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ErrorCode, SpaceError } from '@space/protocol';
+import { ErrorCode, SpaceError, type EgressAuditEntry } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { CheckpointRow, SessionRow } from '../store/store.js';
 import { servicesOnFakeNode } from '../test-support/services.js';
 import { LeftVolumes } from './left-volumes.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
 
-/** A node that only notes which volumes it was asked to delete. */
+/** A node that notes which volumes it was asked to delete, and holds one egress audit entry of each session until then. */
 function fakeNode(nodeId: string) {
   const deleted: string[] = [];
-  return { node: { nodeId, deleteVolume: async (id: string) => void deleted.push(id) } as unknown as NodeClient, deleted };
+  const audited = (sessionId: string): EgressAuditEntry => ({
+    time: '2026-01-01T00:00:00.000Z',
+    sandboxId: `sbx_on_${nodeId}`,
+    scheme: 'http',
+    host: 'plain.test',
+    method: 'GET',
+    path: `/from/${sessionId}`,
+    status: 200,
+    decision: 'allowed',
+    bytesSent: 1,
+    bytesReceived: 1,
+    durationMs: 1,
+    secrets: [],
+  });
+  const node = {
+    nodeId,
+    deleteVolume: async (id: string) => void deleted.push(id),
+    egressAudit: async (id: string) => ({ entries: deleted.includes(id) ? [] : [audited(id)] }),
+  };
+  return { node: node as unknown as NodeClient, deleted };
 }
 
 /** A checkpoint taker that notes each rescue (session, node) and can be made to fail or to wait. */
@@ -36,7 +55,7 @@ async function leftBehind() {
   await s.store.updateSession(session.id, { volumeNodeId: 'node-b', sandboxId: null, nodeId: null, status: 'stopped' });
   const { taker, taken } = fakeTaker();
   const log: string[] = [];
-  const left = new LeftVolumes({ store: s.store, taker, lifecycle: s.lifecycle, log: (m) => log.push(m) });
+  const left = new LeftVolumes({ store: s.store, taker, lifecycle: s.lifecycle, audit: s.egress, log: (m) => log.push(m) });
   await left.record(session.id, 'node-a');
   const a = fakeNode('node-a');
   const row = async () => (await s.store.findSession(session.id))!;
@@ -46,13 +65,18 @@ async function leftBehind() {
 const records = async (s: { store: { listLeftVolumes(): Promise<{ sessionId: string; nodeId: string }[]> } }) =>
   (await s.store.listLeftVolumes()).map((l) => `${l.sessionId}@${l.nodeId}`);
 
-test('a left volume waits for its node, then is kept in a rescue checkpoint taken there and deleted there', async () => {
+test('a left volume waits for its node, then is kept in a rescue checkpoint taken there, its egress audit kept in the store, and deleted there', async () => {
   const t = await leftBehind();
   await t.left.sweep(() => undefined);
   assert.deepEqual([t.taken, await records(t.s)], [[], [`${t.id}@node-a`]], 'nothing while the node does not answer');
   await t.left.sweep((nodeId) => (nodeId === 'node-a' ? t.a.node : undefined));
   assert.deepEqual(t.taken, [`rescue of ${t.id} on node-a`]);
   assert.deepEqual(t.a.deleted, [t.id]);
+  assert.deepEqual(
+    (await t.s.store.listArchivedEgressAudit(t.id, 10)).map((e) => [e.sandboxId, e.path]),
+    [['sbx_on_node-a', `/from/${t.id}`]],
+    "what the session's copy on node-a sent out is in the store before node-a deleted it",
+  );
   assert.deepEqual(await records(t.s), []);
   await t.left.sweep(() => t.a.node);
   assert.equal(t.taken.length, 1, 'rescued once');
@@ -111,6 +135,7 @@ test('two control planes sweeping at once rescue the volume once', async () => {
     store: t.s.store,
     taker: t.taker,
     lifecycle: new LifecycleQueue(t.s.store, () => undefined, { pollMs: 5 }),
+    audit: t.s.egress,
     log: () => undefined,
   });
   const b = fakeNode('node-a');

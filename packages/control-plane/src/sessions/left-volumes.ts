@@ -2,6 +2,7 @@ import { ErrorCode, isSpaceError } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { SessionRow, Store } from '../store/store.js';
+import type { EgressService } from '../tenants/egress-service.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
 
 export interface LeftVolumesDeps {
@@ -9,6 +10,8 @@ export interface LeftVolumesDeps {
   /** Takes the `rescue` checkpoints, on the node that holds the left volume. */
   taker: Pick<CheckpointTaker, 'take'>;
   lifecycle: LifecycleQueue;
+  /** Keeps the egress audit a node holds of a session in the store before that node deletes it. */
+  audit: Pick<EgressService, 'keepAudit'>;
   log: (message: string) => void;
 }
 
@@ -17,7 +20,8 @@ export interface LeftVolumesDeps {
  * A session that moves off a lost node goes on from its newest shipped checkpoint; what it wrote
  * there after that checkpoint is still in its volume on the lost node. It is recorded before the
  * move (a crash after the move must not forget it) and, once that node answers again, kept in a
- * `rescue` checkpoint of the session (shipped like any other) and deleted there. Either of two
+ * `rescue` checkpoint of the session (shipped like any other), its egress audit kept in the store,
+ * and deleted there. Either of two
  * paths gets there first, each in the session's lifecycle turn and on what the store says then:
  * - the session moves back onto that node (`rescueBeforeArrival`, by the mover, which holds the turn);
  * - a maintenance pass finds the node answering (`sweep`).
@@ -78,6 +82,7 @@ export class LeftVolumes {
     if (row.volumeNodeId !== node.nodeId) {
       const taken = await this.deps.taker.take(row, 'fs', 'rescue', node);
       this.deps.log(`session ${row.id}: what it wrote on node ${node.nodeId} after the checkpoint it moved on from is kept in ${taken.id}`);
+      await this.deps.audit.keepAudit(sessionId, node);
       await node.deleteVolume(sessionId);
     }
     await this.deps.store.deleteLeftVolume(sessionId, node.nodeId);

@@ -5,6 +5,7 @@ import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
 import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { CheckpointRow, SessionRow, Store } from '../store/store.js';
+import type { EgressService } from '../tenants/egress-service.js';
 import type { LeftVolumes } from './left-volumes.js';
 
 export interface SessionMoverDeps {
@@ -14,6 +15,8 @@ export interface SessionMoverDeps {
   taker: CheckpointTaker;
   /** What a session leaves on a lost node: recorded before it moves, rescued before it moves back. */
   leftVolumes: LeftVolumes;
+  /** Keeps the egress audit the drained node holds of a session in the store before its volume there is deleted. */
+  audit: Pick<EgressService, 'keepAudit'>;
   metrics: Metrics;
   log: (message: string) => void;
 }
@@ -70,7 +73,7 @@ export class SessionMover {
    * `onResume` is `files` (or no full checkpoint could be taken). Both reach the object store,
    * and the one moving becomes its volume on another node (a caller that holds the session's turn
    * starts its sandbox there: `hadSandbox`). Its volume on the drained node is deleted once it is
-   * safe in the object store. Runs in the session's lifecycle turn.
+   * safe in the object store (and its egress audit there kept in the store). Runs in the session's lifecycle turn.
    */
   async moveOff(row: SessionRow): Promise<{ row: SessionRow; note: string; hadSandbox: boolean }> {
     refuseWithVolumes(row, 'its node is being drained');
@@ -97,7 +100,10 @@ export class SessionMover {
     const moved = await this.relocate({ ...row, sandboxId: null }, to, [moving], `node ${from.nodeId} was drained`, false, wentBack);
     // Told by the session's next start, wherever it happens.
     await this.deps.store.updateSession(row.id, { resumeNote: moved.note });
-    await from.deleteVolume(row.id).catch((err: Error) => this.deps.log(`volume of moved session ${row.id} left on node ${from.nodeId}: ${err.message}`));
+    await this.deps.audit
+      .keepAudit(row.id, from)
+      .then(() => from.deleteVolume(row.id))
+      .catch((err: Error) => this.deps.log(`volume of moved session ${row.id} left on node ${from.nodeId}: ${err.message}`));
     return { ...moved, hadSandbox: row.sandboxId !== null };
   }
 

@@ -199,6 +199,26 @@ export const migrations: Migration[] = [
     description: "how long after a code cell sessions' kernels are held by a full checkpoint",
     statements: () => ['ALTER TABLE sessions ADD COLUMN code_checkpoint_delay_ms INTEGER NOT NULL DEFAULT 1000'],
   },
+  {
+    version: 15,
+    description: 'the egress audit of sandboxes that served a session on a node since left, kept before that node deletes its own',
+    statements: (dialect) => [
+      `CREATE TABLE IF NOT EXISTS egress_audit (
+        session_id ${text(dialect)} NOT NULL, entry_key ${text(dialect)} NOT NULL, time ${text(dialect)} NOT NULL, entry ${text(dialect)} NOT NULL,
+        PRIMARY KEY (session_id, entry_key))`,
+      'CREATE INDEX IF NOT EXISTS egress_audit_by_time ON egress_audit (session_id, time)',
+    ],
+  },
+  {
+    version: 16,
+    description: "idempotency keys: a retried call's first outcome, kept for a while across control planes",
+    statements: (dialect) => [
+      `CREATE TABLE IF NOT EXISTS idempotency_keys (
+        tenant_id ${text(dialect)} NOT NULL, idem_key ${text(dialect)} NOT NULL, operation ${text(dialect)} NOT NULL,
+        status INTEGER, body ${text(dialect)}, expires_at BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, idem_key))`,
+    ],
+  },
 ];
 
 export const migrationsTable =

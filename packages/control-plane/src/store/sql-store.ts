@@ -1,5 +1,6 @@
 // Every query of the store, written once for both engines (SQLite, PostgreSQL): the transactions that span tables are why it is one class, over ~300 lines.
-import type { StoredObject } from '@space/protocol';
+import { createHash } from 'node:crypto';
+import { EgressAuditEntrySchema, type EgressAuditEntry, type StoredObject } from '@space/protocol';
 import {
   toCheckpoint,
   toHistory,
@@ -30,6 +31,8 @@ import type { SqlDatabase, SqlValue } from './sql-database.js';
 import type {
   ApiKeyRow,
   CheckpointRow,
+  IdempotencyKeyRow,
+  IdempotentOutcome,
   SandboxHistoryRow,
   SecretRow,
   NodeLoad,
@@ -50,6 +53,7 @@ import type {
   VolumeRow,
   VolumeSnapshotRow,
 } from './store.js';
+import { archivedAuditEntries } from './store.js';
 
 const sessionColumns: Record<keyof SessionPatch, string> = {
   status: 'status',
@@ -243,6 +247,7 @@ export class SqlStore implements Store {
     await this.db.transaction(async (tx) => {
       await tx.run('DELETE FROM sessions WHERE id = ?', [id]);
       await tx.run('DELETE FROM sandbox_history WHERE session_id = ?', [id]);
+      await tx.run('DELETE FROM egress_audit WHERE session_id = ?', [id]);
       await tx.run('DELETE FROM api_keys WHERE session_id = ?', [id]);
       await tx.run('DELETE FROM volume_mounts WHERE session_id = ?', [id]);
     });
@@ -310,12 +315,97 @@ export class SqlStore implements Store {
     ]);
   }
 
+  async correctSandboxEnd(sessionId: string, nodeId: string, end: { endedAt: string; reason: string; note: string }): Promise<void> {
+    await this.db.run(
+      `UPDATE sandbox_history SET ended_at = ?, end_reason = ?, note = CASE WHEN note IS NULL THEN ? ELSE note || '; ' || ? END
+       WHERE id = (SELECT id FROM sandbox_history WHERE session_id = ? AND node_id = ? AND end_reason = 'lost' ORDER BY started_at DESC, id DESC LIMIT 1)`,
+      [end.endedAt, end.reason, end.note, end.note, sessionId, nodeId],
+    );
+  }
+
+  async archiveEgressAudit(sessionId: string, entries: EgressAuditEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.db.transaction(async (tx) => {
+      for (const entry of entries) {
+        const json = JSON.stringify(entry);
+        // Keyed by content: the same node's entries kept again (a collection retried) are kept once.
+        const key = createHash('sha256').update(json).digest('hex');
+        await tx.run('INSERT INTO egress_audit (session_id, entry_key, time, entry) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, entry_key) DO NOTHING', [
+          sessionId,
+          key,
+          entry.time,
+          json,
+        ]);
+      }
+      await tx.run(
+        'DELETE FROM egress_audit WHERE session_id = ? AND time < (SELECT time FROM egress_audit WHERE session_id = ? ORDER BY time DESC LIMIT 1 OFFSET ?)',
+        [sessionId, sessionId, archivedAuditEntries - 1],
+      );
+    });
+  }
+
+  async listArchivedEgressAudit(sessionId: string, limit: number): Promise<EgressAuditEntry[]> {
+    const rows = await this.db.all<{ entry: string }>('SELECT entry FROM egress_audit WHERE session_id = ? ORDER BY time DESC, entry_key LIMIT ?', [
+      sessionId,
+      limit,
+    ]);
+    return rows.reverse().flatMap((r) => {
+      const parsed = EgressAuditEntrySchema.safeParse(JSON.parse(r.entry));
+      return parsed.success ? [parsed.data] : [];
+    });
+  }
+
   async listSandboxHistory(sessionId: string): Promise<SandboxHistoryRow[]> {
     return (await this.db.all<HistoryDbRow>('SELECT * FROM sandbox_history WHERE session_id = ? ORDER BY started_at, id', [sessionId])).map(toHistory);
   }
 
   async setSessionEgress(id: string, egress: SessionRow['egress']): Promise<void> {
     await this.db.run('UPDATE sessions SET egress = ? WHERE id = ?', [JSON.stringify(egress), id]);
+  }
+
+  async claimIdempotencyKey(claim: Omit<IdempotencyKeyRow, 'outcome'>, now: number): Promise<IdempotencyKeyRow | null> {
+    const claimed = await this.db.run(
+      `INSERT INTO idempotency_keys (tenant_id, idem_key, operation, status, body, expires_at) VALUES (?, ?, ?, NULL, NULL, ?)
+       ON CONFLICT (tenant_id, idem_key) DO UPDATE SET operation = excluded.operation, status = NULL, body = NULL, expires_at = excluded.expires_at
+       WHERE idempotency_keys.expires_at <= ?`,
+      [claim.tenantId, claim.key, claim.operation, claim.expiresAt, now],
+    );
+    if (claimed > 0) return null;
+    const row = await this.db.get<{ operation: string; status: number | null; body: string | null; expires_at: number | string }>(
+      'SELECT operation, status, body, expires_at FROM idempotency_keys WHERE tenant_id = ? AND idem_key = ?',
+      [claim.tenantId, claim.key],
+    );
+    // Released between the two statements: claimed by nobody now, so the caller tries again.
+    if (!row) return this.claimIdempotencyKey(claim, now);
+    return {
+      tenantId: claim.tenantId,
+      key: claim.key,
+      operation: row.operation,
+      outcome: row.status === null || row.body === null ? null : { status: Number(row.status), body: row.body },
+      expiresAt: Number(row.expires_at),
+    };
+  }
+
+  async renewIdempotencyKey(tenantId: string, key: string, expiresAt: number): Promise<void> {
+    await this.db.run('UPDATE idempotency_keys SET expires_at = ? WHERE tenant_id = ? AND idem_key = ? AND status IS NULL', [expiresAt, tenantId, key]);
+  }
+
+  async finishIdempotencyKey(tenantId: string, key: string, outcome: IdempotentOutcome, expiresAt: number): Promise<void> {
+    await this.db.run('UPDATE idempotency_keys SET status = ?, body = ?, expires_at = ? WHERE tenant_id = ? AND idem_key = ? AND status IS NULL', [
+      outcome.status,
+      outcome.body,
+      expiresAt,
+      tenantId,
+      key,
+    ]);
+  }
+
+  async releaseIdempotencyKey(tenantId: string, key: string): Promise<void> {
+    await this.db.run('DELETE FROM idempotency_keys WHERE tenant_id = ? AND idem_key = ? AND status IS NULL', [tenantId, key]);
+  }
+
+  async deleteExpiredIdempotencyKeys(now: number): Promise<number> {
+    return this.db.run('DELETE FROM idempotency_keys WHERE expires_at <= ?', [now]);
   }
 
   async acquireSessionLease(lease: SessionLeaseRow, now: number): Promise<boolean> {

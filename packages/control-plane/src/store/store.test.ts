@@ -5,7 +5,7 @@ import { Authenticator, adminTenantId, hashKey } from '../tenants/auth.js';
 import { migrations } from './migrations.js';
 import { openSqliteStore, openStore } from './open-store.js';
 import { PostgresDatabase } from './postgres-database.js';
-import type { SessionRow } from './store.js';
+import { archivedAuditEntries, type SessionRow } from './store.js';
 import { storeEngines } from '../test-support/store-engines.js';
 
 // One contract, two engines: every test below runs on SQLite and on a real PostgreSQL server.
@@ -116,6 +116,89 @@ for (const engine of engines.all) {
     await store.deleteSession('ses_1');
     assert.equal(await store.getSession('tn_a', 'ses_1'), null);
     assert.deepEqual(await store.listSandboxHistory('ses_1'), [], 'its history goes with it');
+  });
+
+  test(
+    named("a cut-off copy's record: its real end corrects 'lost', and its egress audit is kept once, newest first bounded, gone with the session"),
+    async () => {
+      const store = await engine.open('cut-off');
+      await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+      await store.insertSession(session('ses_c', 'tn_a'));
+      const started = (id: string, nodeId: string, startedAt: string) => ({
+        id,
+        sessionId: 'ses_c',
+        nodeId,
+        startedAt,
+        endedAt: null,
+        endReason: null,
+        restoredFrom: null,
+        note: null,
+      });
+      await store.recordSandboxStart(started('sbx_old', 'node-1', '2026-01-01T00:00:00.000Z'));
+      await store.recordSandboxStart(started('sbx_new', 'node-2', '2026-01-01T00:01:00.000Z'));
+      await store.recordSandboxEnd('sbx_old', 'lost');
+      await store.correctSandboxEnd('ses_c', 'node-2', { endedAt: 'x', reason: 'fenced', note: 'not lost' });
+      await store.correctSandboxEnd('ses_c', 'node-1', { endedAt: '2026-01-01T00:00:06.000Z', reason: 'fenced', note: 'paused by its node' });
+      assert.deepEqual(
+        (await store.listSandboxHistory('ses_c')).map((h) => [h.id, h.endedAt, h.endReason, h.note]),
+        [
+          ['sbx_old', '2026-01-01T00:00:06.000Z', 'fenced', 'paused by its node'],
+          ['sbx_new', null, null, null],
+        ],
+        'only a sandbox recorded lost on that node is corrected',
+      );
+
+      const entry = (i: number) => ({
+        time: new Date(Date.UTC(2026, 0, 1, 0, 0, 0, i)).toISOString(),
+        sandboxId: 'sbx_old',
+        scheme: 'http' as const,
+        host: 'plain.test',
+        method: 'GET',
+        path: `/beat?i=${i}`,
+        status: 200,
+        decision: 'allowed' as const,
+        bytesSent: 10,
+        bytesReceived: 20,
+        durationMs: 1.5,
+        secrets: [],
+      });
+      await store.archiveEgressAudit('ses_c', [entry(2), entry(1)]);
+      await store.archiveEgressAudit('ses_c', [entry(1), entry(2), entry(3)]);
+      assert.deepEqual(
+        (await store.listArchivedEgressAudit('ses_c', 10)).map((e) => e.path),
+        ['/beat?i=1', '/beat?i=2', '/beat?i=3'],
+        'oldest first, each entry once though kept twice',
+      );
+      assert.deepEqual(
+        (await store.listArchivedEgressAudit('ses_c', 1)).map((e) => e.path),
+        ['/beat?i=3'],
+        'the newest of a page',
+      );
+      await store.archiveEgressAudit(
+        'ses_c',
+        Array.from({ length: archivedAuditEntries + 5 }, (_, i) => entry(10 + i)),
+      );
+      const kept = await store.listArchivedEgressAudit('ses_c', archivedAuditEntries + 100);
+      assert.equal(kept.length, archivedAuditEntries, 'only the newest are kept');
+      assert.equal(kept.at(-1)?.path, `/beat?i=${10 + archivedAuditEntries + 4}`);
+      await store.deleteSession('ses_c');
+      assert.deepEqual(await store.listArchivedEgressAudit('ses_c', 10), [], 'the audit goes with the session');
+    },
+  );
+
+  test(named('idempotency keys: claimed once per tenant, hold their outcome, taken over once expired, swept'), async () => {
+    const store = await engine.open('idempotency');
+    const claim = (tenantId: string, expiresAt: number) => ({ tenantId, key: 'k1', operation: 'POST /v1/x', expiresAt });
+    assert.equal(await store.claimIdempotencyKey(claim('tn_a', 2000), 1000), null, 'claimed');
+    assert.equal(await store.claimIdempotencyKey(claim('tn_b', 2000), 1000), null, "another tenant's key of the same name");
+    assert.deepEqual(await store.claimIdempotencyKey(claim('tn_a', 2500), 1500), { ...claim('tn_a', 2000), outcome: null }, 'held by the call under way');
+    await store.renewIdempotencyKey('tn_a', 'k1', 3000);
+    await store.finishIdempotencyKey('tn_a', 'k1', { status: 201, body: '{"id":"x"}' }, 5_000_000_000_000);
+    await store.finishIdempotencyKey('tn_a', 'k1', { status: 500, body: '{}' }, 1);
+    await store.releaseIdempotencyKey('tn_a', 'k1');
+    assert.deepEqual((await store.claimIdempotencyKey(claim('tn_a', 9000), 8000))?.outcome, { status: 201, body: '{"id":"x"}' }, 'the first outcome stands');
+    assert.equal(await store.claimIdempotencyKey(claim('tn_b', 9000), 8000), null, 'an expired claim is taken over');
+    assert.equal(await store.deleteExpiredIdempotencyKeys(5_000_000_000_001), 2);
   });
 
   test(named('checkpoints: memory-image bytes per tenant, fork parents and children'), async () => {

@@ -4,6 +4,7 @@ import type {
   CheckpointVolume,
   TemplateBuild,
   TemplateConfig,
+  EgressAuditEntry,
   EgressPolicy,
   NodeCapacity,
   OnResume,
@@ -13,6 +14,9 @@ import type {
   SessionStatus,
   StoredObject,
 } from '@space/protocol';
+
+/** How many egress audit entries the store keeps per session, of sandboxes that served it on nodes it left (the audit API's largest page). */
+export const archivedAuditEntries = 1000;
 
 export interface TenantRow {
   id: string;
@@ -181,6 +185,23 @@ export interface LeftVolumeRow {
   leftAt: string;
 }
 
+/** What a call made with an idempotency key answered: a retry with that key gets it again. */
+export interface IdempotentOutcome {
+  status: number;
+  /** The JSON it answered with. */
+  body: string;
+}
+
+/** An idempotency key of a tenant: claimed by a call under way (`outcome` null) or holding its outcome, until `expiresAt` (ms since the epoch). */
+export interface IdempotencyKeyRow {
+  tenantId: string;
+  key: string;
+  /** The method and path the key was first used for. */
+  operation: string;
+  outcome: IdempotentOutcome | null;
+  expiresAt: number;
+}
+
 export interface SessionLeaseRow {
   sessionId: string;
   /** Names one holding (process and operation), never reused. */
@@ -286,7 +307,7 @@ export interface Store {
   /** How many sessions the tenant has. */
   countSessions(tenantId: string): Promise<number>;
   updateSession(id: string, patch: SessionPatch): Promise<void>;
-  /** Deletes the session, its sandbox history, its session tokens and its volume mounts. */
+  /** Deletes the session, its sandbox history, its archived egress audit, its session tokens and its volume mounts. */
   deleteSession(id: string): Promise<void>;
   /** Records that the session's volume stayed on a lost node when the session moved off it. */
   recordLeftVolume(left: LeftVolumeRow): Promise<void>;
@@ -308,8 +329,33 @@ export interface Store {
   /** Records a sandbox start; recording the same sandbox again changes nothing. */
   recordSandboxStart(row: SandboxHistoryRow): Promise<void>;
   recordSandboxEnd(sandboxId: string, reason: string): Promise<void>;
+  /**
+   * Corrects how the session's newest sandbox on `nodeId` ended: it was recorded `lost` when the
+   * session moved off that node, and the node, heard again, tells when it really stopped.
+   */
+  correctSandboxEnd(sessionId: string, nodeId: string, end: { endedAt: string; reason: string; note: string }): Promise<void>;
+  /**
+   * Keeps egress audit entries of the session that a node held (entries already kept are not kept
+   * twice); only the newest `archivedAuditEntries` of a session stay.
+   */
+  archiveEgressAudit(sessionId: string, entries: EgressAuditEntry[]): Promise<void>;
+  /** The newest `limit` archived entries of the session, oldest first. */
+  listArchivedEgressAudit(sessionId: string, limit: number): Promise<EgressAuditEntry[]>;
   listSandboxHistory(sessionId: string): Promise<SandboxHistoryRow[]>;
   setSessionEgress(id: string, egress: EgressPolicy): Promise<void>;
+  /**
+   * Claims an idempotency key for a call (outcome null) until `expiresAt`: null when claimed, else
+   * the row that holds the key. A row expired by `now` is taken over.
+   */
+  claimIdempotencyKey(claim: Omit<IdempotencyKeyRow, 'outcome'>, now: number): Promise<IdempotencyKeyRow | null>;
+  /** Extends the claim of a call still under way. */
+  renewIdempotencyKey(tenantId: string, key: string, expiresAt: number): Promise<void>;
+  /** Records the outcome of the call that claimed the key, kept until `expiresAt`. */
+  finishIdempotencyKey(tenantId: string, key: string, outcome: IdempotentOutcome, expiresAt: number): Promise<void>;
+  /** Drops a claim whose call did not run or whose outcome is not known: a retry with the key runs. */
+  releaseIdempotencyKey(tenantId: string, key: string): Promise<void>;
+  /** Deletes the keys expired by `now`; how many. */
+  deleteExpiredIdempotencyKeys(now: number): Promise<number>;
   /** Takes the session's lease if no one holds it or the holder's has expired by `now`; false if it is held. */
   acquireSessionLease(lease: SessionLeaseRow, now: number): Promise<boolean>;
   /** Extends a lease this holder still holds; false if it lost it (expired and taken). */

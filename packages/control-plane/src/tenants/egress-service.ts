@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, SpaceError, type EgressAuditEntry, type EgressPolicy, type PutSecretRequest, type Secret, type SessionEgressConfig } from '@space/protocol';
 import type { Caller } from './auth.js';
+import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
-import type { SecretRow, SessionRow, Store } from '../store/store.js';
+import { archivedAuditEntries, type SecretRow, type SessionRow, type Store } from '../store/store.js';
 import type { SecretCipher } from '../store/secret-cipher.js';
 
 /**
@@ -71,8 +72,25 @@ export class EgressService {
     await this.push({ ...row, egress: policy }, true);
   }
 
+  /**
+   * The session's egress audit: what its node holds, with what the store kept of nodes it left
+   * (see `keepAudit`), each request once, oldest first.
+   */
   async audit(row: SessionRow, limit: number): Promise<{ entries: EgressAuditEntry[] }> {
-    return (await this.nodes.forVolume(row)).egressAudit(row.id, limit);
+    const [kept, live] = await Promise.all([this.store.listArchivedEgressAudit(row.id, limit), (await this.nodes.forVolume(row)).egressAudit(row.id, limit)]);
+    const byContent = new Map([...kept, ...live.entries].map((e) => [JSON.stringify(e), e]));
+    return { entries: [...byContent.values()].sort((a, b) => a.time.localeCompare(b.time)).slice(-limit) };
+  }
+
+  /**
+   * Keeps in the store the session's audit that `node` holds, before that node deletes it (the
+   * session left it: a move, a drain, a copy cut off by a partition): what any sandbox of the
+   * session did out there stays in its audit. Throws if the node does not answer, so the caller
+   * keeps what the node holds until it does.
+   */
+  async keepAudit(sessionId: string, node: Pick<NodeClient, 'egressAudit'>): Promise<void> {
+    const { entries } = await node.egressAudit(sessionId, archivedAuditEntries);
+    await this.store.archiveEgressAudit(sessionId, entries);
   }
 
   /**

@@ -59,15 +59,24 @@ export class NodePartition {
     }
     this.rules = [];
     if (!existsSync(this.group)) return;
-    // The node agent and what it started meanwhile go back to the root group (one may have exited since).
-    for (const pid of readFileSync(path.join(this.group, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+    // The node agent and what it started meanwhile go back to the root group (one may have exited
+    // since); a child forked while they move lands in the group, so until the group is empty.
+    for (let round = 0; ; round++) {
+      for (const pid of readFileSync(path.join(this.group, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) {
+        try {
+          writeFileSync(path.join(this.mountDir, 'cgroup.procs'), pid);
+        } catch {
+          // exited
+        }
+      }
       try {
-        writeFileSync(path.join(this.mountDir, 'cgroup.procs'), pid);
-      } catch {
-        // exited
+        rmdirSync(this.group);
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EBUSY' || round >= 100) throw err;
+        execFileSync('sleep', ['0.02']);
       }
     }
-    rmdirSync(this.group);
     execFileSync('umount', [this.mountDir]);
     rmdirSync(this.mountDir);
   }

@@ -1,5 +1,7 @@
-"""HTTP to SPACE's API: the key, fail-over between control planes, timeouts, errors by code, and
-waiting out a `429` by its `Retry-After` (a refusal before anything was done, so safe to repeat)."""
+"""HTTP to SPACE's API: the key, fail-over between control planes, timeouts, errors by code,
+waiting out a `429` by its `Retry-After` (a refusal before anything was done, so safe to repeat),
+and an idempotency key on every call that changes something, so that a call whose connection broke
+after it was sent is sent again safely: the server answers a retry with the first outcome."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json as jsonlib
 import ssl
 import time
 import urllib.parse
+import uuid
 from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator
 
@@ -17,6 +20,8 @@ from .errors import SpaceClientError, TooManyRequests, api_error, tls_failed, un
 #: Where each call names its timeout to the server, which drops it unrun if it is still waiting for
 #: its session (a resume, a move) when the caller has given up (the protocol's header of that name).
 CALL_TIMEOUT_HEADER = "x-space-timeout-ms"
+#: Where each call that changes something names its idempotency key (the protocol's header of that name).
+IDEMPOTENCY_KEY_HEADER = "idempotency-key"
 #: The longest timeout the server takes from the header (a day); a longer one is not sent.
 _MAX_NAMED_TIMEOUT = 86_400.0
 
@@ -78,12 +83,16 @@ class Transport:
         sent_headers = {"authorization": f"Bearer {self.api_key}", **(headers or {})}
         if wait <= _MAX_NAMED_TIMEOUT:
             sent_headers[CALL_TIMEOUT_HEADER] = str(max(1, round(wait * 1000)))
+        if method != "GET":
+            # One key for the call, the same on each of its retries.
+            sent_headers.setdefault(IDEMPOTENCY_KEY_HEADER, str(uuid.uuid4()))
         if json is not None:
             body = jsonlib.dumps(json).encode()
             sent_headers["content-type"] = "application/json"
         replayable = body is None or isinstance(body, bytes)
         retries = 0
         failovers = 0
+        resent = False
         while True:
             url = urllib.parse.urlsplit(self.api_url)
             conn = (
@@ -91,32 +100,41 @@ class Transport:
                 if url.scheme == "https"
                 else http.client.HTTPConnection(url.netloc, timeout=wait)
             )
+            sent = False
             try:
                 conn.request(method, url.path.rstrip("/") + path, body=body, headers=sent_headers, encode_chunked=not replayable)
+                sent = True
                 res = conn.getresponse()
             except TimeoutError as err:
                 conn.close()
                 raise SpaceClientError("TIMEOUT", f"{method} {path} took longer than {wait} s (pass timeout= to wait longer)") from err
-            except _not_connected as err:
-                conn.close()
-                if replayable and failovers + 1 < len(self.api_urls):
-                    failovers += 1
-                    self._current = (self._current + 1) % len(self.api_urls)
-                    continue
-                raise unreachable(self.api_url, err) from err
             except ssl.SSLError as err:
                 conn.close()
                 raise tls_failed(self.api_url, err) from err
             except OSError as err:
                 conn.close()
-                raise SpaceClientError("NETWORK", f"{method} {path} at {self.api_url}: {err}") from err
+                if sent and replayable and not resent:
+                    # Sent, but the answer was lost: sent again once, to the next control plane if several
+                    # (safe: a GET changes nothing, anything else carries its idempotency key).
+                    resent = True
+                    self._current = (self._current + 1) % len(self.api_urls)
+                    continue
+                if sent or not isinstance(err, _not_connected):
+                    raise SpaceClientError("NETWORK", f"{method} {path} at {self.api_url}: {err}") from err
+                if replayable and failovers + 1 < len(self.api_urls):
+                    failovers += 1
+                    self._current = (self._current + 1) % len(self.api_urls)
+                    continue
+                raise unreachable(self.api_url, err) from err
             if res.status < 400:
                 return res
             error = api_error(res.status, res.read(64 * 1024), res.getheader("x-request-id"), res.getheader("retry-after"))
             conn.close()
-            if isinstance(error, TooManyRequests) and replayable and retries < self.retry.attempts:
+            # Refused before it ran, or its first sending still runs: waited out and sent again.
+            if (isinstance(error, TooManyRequests) or error.code == "IDEMPOTENCY_IN_PROGRESS") and replayable and retries < self.retry.attempts:
                 retries += 1
-                time.sleep(min(self.retry.max_wait, error.retry_after or 1.0))
+                retry_after = res.getheader("retry-after")
+                time.sleep(min(self.retry.max_wait, float(retry_after) if retry_after else 1.0))
                 continue
             raise error
 

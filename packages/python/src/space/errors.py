@@ -94,6 +94,10 @@ class DeadlineExceeded(SpaceApiError):
     """The call waited for its session (a resume, a move) past its timeout and was dropped unrun: safe to send again."""
 
 
+class IdempotencyKeyReused(SpaceApiError):
+    """The idempotency key was used for another method or path: each call needs a key of its own."""
+
+
 class TooManyRequests(SpaceApiError):
     """A per-tenant limit refused the call before anything was done; `retry_after` seconds, from the server."""
 
@@ -118,6 +122,7 @@ _by_code: dict[str, type[SpaceApiError]] = {
     "PAYLOAD_TOO_LARGE": PayloadTooLarge,
     "TOO_MANY_REQUESTS": TooManyRequests,
     "DEADLINE_EXCEEDED": DeadlineExceeded,
+    "IDEMPOTENCY_KEY_REUSED": IdempotencyKeyReused,
 }
 
 
