@@ -1,4 +1,5 @@
 import { TemplateCatalog } from './templates/template-catalog.js';
+import { NodeCredentials } from './tenants/node-credentials.js';
 import { TemplateService } from './builds/template-service.js';
 import { TemplateBuilds } from './builds/template-builds.js';
 import { Authenticator } from './tenants/auth.js';
@@ -85,6 +86,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     lostAfterMs: settings.nodeLostAfterSec * 1000,
     ...(deps.connect ? { connect: deps.connect } : {}),
   });
+  const nodeCredentials = new NodeCredentials({ store, auth, now, log });
   const shipper = new CheckpointShipper({ store, nodes, metrics, log, enabled: Boolean(settings.objectStore) });
   const taker = new CheckpointTaker(store, nodes, metrics, shipper);
   const egress = new EgressService(store, nodes, deps.secrets, log);
@@ -156,6 +158,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     activity,
     lifecycle,
     nodes,
+    nodeCredentials,
     shipper,
     taker,
     leftVolumes,
@@ -195,6 +198,7 @@ export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, l
     services: new SessionServices(s.sessions, s.store, s.nodes),
     store: s.store,
     nodes: s.nodes,
+    nodeCredentials: s.nodeCredentials,
     drain: s.drain,
     egress: s.egress,
     log: lineLog(log),

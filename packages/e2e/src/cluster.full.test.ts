@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { LocalCluster } from '@space/cli';
@@ -20,10 +20,10 @@ const memberLines: string[] = [];
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function nodes(api: Api): Promise<Record<string, { status: string; sessions: number; sandboxes: number }>> {
+async function nodes(api: Api): Promise<Record<string, { status: string; sessions: number; sandboxes: number; url: string }>> {
   const reply = await api.call('GET', '/v1/nodes');
   assert.equal(reply.status, 200, JSON.stringify(reply.body));
-  return Object.fromEntries((reply.body.nodes as { id: string; status: string; sessions: number; sandboxes: number }[]).map((n) => [n.id, n]));
+  return Object.fromEntries((reply.body.nodes as { id: string; status: string; sessions: number; sandboxes: number; url: string }[]).map((n) => [n.id, n]));
 }
 
 /** A new session on `nodeId`: placement decides, so sessions are created until one lands there (all are deleted after). */
@@ -40,6 +40,12 @@ async function sessionOn(nodeId: string): Promise<{ id: string; nodeId: string }
 async function untilShipped(sessionId: string): Promise<void> {
   while (!(await apis[0]!.call('GET', `/v1/sessions/${sessionId}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
     await pause(100);
+}
+
+/** The CLI with the admin key, its --json output parsed. Not execFileSync: the loopback S3 server runs in this process and must keep answering. */
+async function cli(...args: string[]): Promise<any> {
+  const env = { ...process.env, SPACE_API_URL: cluster.controlPlaneUrls.join(','), SPACE_API_KEY: adminKey };
+  return JSON.parse((await run(process.execPath, [cliMain, ...args, '--json'], { env })).stdout);
 }
 
 before(async () => {
@@ -205,11 +211,6 @@ test('space node drain: every session of the node moves to the others with its f
     await apis[1]!.exec(id, ['sh', '-c', `echo drained-${id} > /tmp/drain`]);
     files.set(id, `drained-${id}\n`);
   }
-  // Not execFileSync: the loopback S3 server runs in this process and must keep answering.
-  const cli = async (...args: string[]) => {
-    const env = { ...process.env, SPACE_API_URL: cluster.controlPlaneUrls.join(','), SPACE_API_KEY: adminKey };
-    return JSON.parse((await run(process.execPath, [cliMain, ...args, '--json'], { env })).stdout);
-  };
   const started = Date.now();
   const result = await cli('node', 'drain', victim).catch((err: Error) => {
     throw new Error(`${err.message}\nthe members' warnings and errors:\n${memberLines.filter((l) => /warn|error/i.test(l)).join('\n')}`);
@@ -240,4 +241,58 @@ test('space node drain: every session of the node moves to the others with its f
   sessions.push(fresh.id);
   assert.notEqual(fresh.nodeId, victim, 'no new session on a draining node');
   assert.equal((await cli('node', 'undrain', victim)).status, 'ready');
+});
+
+test('nodes heartbeat with credentials of their own: scoped to their node, issued once per join token, revocable', async () => {
+  const credentialOf = (name: string) => path.join(cluster.root, name, 'node', 'credential');
+  for (const name of cluster.nodeNames) {
+    assert.equal(statSync(credentialOf(name)).mode & 0o777, 0o600, `${name}'s credential is root's only`);
+    assert.match(readFileSync(credentialOf(name), 'utf8'), /^snc_/);
+  }
+  assert.deepEqual(
+    memberLines.filter((l) => /heartbeats with the admin key/.test(l)),
+    [],
+    'no node was given the admin key',
+  );
+  // A node's credential reaches its own heartbeat only: no admin route, no tenant route, no other node's heartbeat.
+  const asNode = new Api(cluster.controlPlaneUrls[0]!, readFileSync(credentialOf('node-1'), 'utf8').trim());
+  assert.equal((await asNode.call('GET', '/v1/nodes')).status, 401);
+  assert.equal((await asNode.call('POST', '/v1/sessions', { template: 'tiny' })).status, 401);
+  const impostor = await asNode.call('POST', '/v1/nodes/heartbeat', {
+    id: 'node-2',
+    url: 'http://127.0.0.1:9',
+    token: 'a-token-of-my-own-choosing',
+    capacity: { memoryMb: 1024, cpus: 1 },
+    sandboxes: 0,
+  });
+  assert.deepEqual([impostor.status, impostor.body.error.code], [403, 'FORBIDDEN']);
+  assert.match(impostor.body.error.message, /node node-1's: it heartbeats for that node only, not node-2/);
+  assert.equal((await nodes(apis[0]!))['node-2']?.url.includes(':9'), false, 'nothing of it was recorded');
+
+  // A join token is used once.
+  const { token } = await cli('node', 'join-token', '--ttl', '600');
+  const keyless = new Api(cluster.controlPlaneUrls[1]!, null);
+  assert.equal((await keyless.call('POST', '/v1/nodes/join', { nodeId: 'node-probe', joinToken: token })).status, 201);
+  const twice = await keyless.call('POST', '/v1/nodes/join', { nodeId: 'node-probe-2', joinToken: token });
+  assert.equal(twice.status, 401);
+  assert.match(twice.body.error.message, /used by node node-probe at .*used once/);
+
+  // Revoked, a node's heartbeats are refused (it says why), it is found lost; given a new join token, it is back.
+  const victim = 'node-1';
+  assert.deepEqual(await cli('node', 'revoke', victim), { nodeId: victim, revoked: true });
+  const revokedAt = Date.now();
+  while ((await nodes(apis[0]!))[victim]?.status !== 'lost') {
+    assert.ok(Date.now() - revokedAt < 15_000, `${victim} not found lost within 15 s of its revocation`);
+    await pause(200);
+  }
+  console.log(`# ${victim} found lost ${Date.now() - revokedAt} ms after its credential was revoked (lost after 3 s)`);
+  assert.ok(
+    memberLines.some((l) => l.startsWith(`[${victim}]`) && /credential of node node-1 was revoked/.test(l)),
+    "the node's log says why it is refused",
+  );
+  await cluster.stopMember(victim);
+  rmSync(credentialOf(victim));
+  await cluster.startNode(victim);
+  while ((await nodes(apis[1]!))[victim]?.status !== 'ready') await pause(200);
+  assert.match(readFileSync(credentialOf(victim), 'utf8'), /^snc_/);
 });

@@ -4,8 +4,8 @@ import type { Logger } from './logger.js';
 export interface ClusterHeartbeatOptions {
   /** The control planes' URLs (`SPACE_CONTROL_PLANE_URL`, comma-separated); any one of them takes a heartbeat. */
   controlPlanes: string[];
-  /** The admin key the control planes accept heartbeats with (`SPACE_API_KEY`). */
-  apiKey: string;
+  /** What heartbeats carry: the node's own credential (`<data>/node/credential`), else the admin key. */
+  credential: string;
   /** How often (`SPACE_HEARTBEAT_MS`, default 2000): control planes mark a node lost after `SPACE_NODE_LOST_AFTER_SEC` without one. */
   intervalMs: number;
   /** After how long without an acknowledged heartbeat the node fences itself (`SPACE_NODE_FENCE_AFTER_SEC`, default 6 s). */
@@ -88,7 +88,7 @@ export class ClusterHeartbeat {
   }
 
   private async send(): Promise<boolean> {
-    const { controlPlanes, apiKey, log } = this.options;
+    const { controlPlanes, credential, log } = this.options;
     const joining = this.joining;
     const body = JSON.stringify({ ...this.options.beat(joining), fenceAfterMs: this.options.fenceAfterMs });
     const errors: string[] = [];
@@ -97,7 +97,7 @@ export class ClusterHeartbeat {
       try {
         const res = await fetch(`${url.replace(/\/$/, '')}/v1/nodes/heartbeat`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
           body,
           signal: AbortSignal.timeout(Math.max(1000, this.options.intervalMs)),
         });

@@ -111,7 +111,12 @@ export const nodeSettings = {
     default: [],
     check: /^https?:\/\/[^/]+/,
     expects: 'http(s) URLs, comma-separated',
-    doc: 'control planes this node registers with, as a cluster member (needs `SPACE_API_KEY`)',
+    doc: 'control planes this node registers with, as a cluster member (with `SPACE_NODE_JOIN_TOKEN` the first time)',
+  }),
+  joinToken: setting.text('SPACE_NODE_JOIN_TOKEN', {
+    default: undefined,
+    expects: 'a join token (`space node join-token`)',
+    doc: 'a one-time token a cluster member trades for its own credential at its first start (kept in `<data>/node/credential`; its heartbeats carry it, never the admin key)',
   }),
   heartbeatMs: setting.integer('SPACE_HEARTBEAT_MS', {
     default: 2000,

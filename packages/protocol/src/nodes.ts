@@ -8,7 +8,7 @@ export const NodeCapacitySchema = z.object({ memoryMb: z.number().int().positive
 export type NodeCapacity = z.infer<typeof NodeCapacitySchema>;
 
 /**
- * Node agent -> control plane (admin key), every few seconds: registers the node on the first one,
+ * Node agent -> control plane (its node credential), every few seconds: registers the node on the first one,
  * and says it is alive. `url` and `token` are how control planes reach its node API.
  */
 export const NodeHeartbeatSchema = z
@@ -82,3 +82,20 @@ export type DrainResult = z.infer<typeof DrainResultSchema>;
 /** One sample of the control plane's aggregate numbers (`/metrics`), for the console's charts. */
 export const MetricsSampleSchema = z.object({ at: z.string(), values: z.record(z.string(), z.number()) }).strict();
 export const MetricsHistorySchema = z.object({ samples: z.array(MetricsSampleSchema) }).strict();
+
+/** How long a join token stays usable when none is asked for (an hour), and the longest (a week). */
+export const defaultJoinTokenTtlSec = 3600;
+export const maxJoinTokenTtlSec = 7 * 86_400;
+
+/** Admin -> control plane: a one-time token for a new node to join with (`space node join-token`). */
+export const CreateJoinTokenRequestSchema = z.object({ ttlSec: z.number().int().min(60).max(maxJoinTokenTtlSec).optional() }).strict();
+export const JoinTokenSchema = z.object({ token: z.string(), expiresAt: z.string() }).strict();
+export type JoinToken = z.infer<typeof JoinTokenSchema>;
+
+/** Node agent -> control plane, once: trades a join token for the node's own credential. */
+export const NodeJoinRequestSchema = z.object({ nodeId: NodeIdSchema, joinToken: z.string().min(1).max(256) }).strict();
+export type NodeJoinRequest = z.infer<typeof NodeJoinRequestSchema>;
+/** The node's credential (shown once): it heartbeats with it, and it reaches nothing but the node routes. */
+export const NodeJoinReplySchema = z.object({ nodeId: NodeIdSchema, credential: z.string() }).strict();
+export type NodeJoinReply = z.infer<typeof NodeJoinReplySchema>;
+export const RevokedCredentialSchema = z.object({ nodeId: NodeIdSchema, revoked: z.boolean() }).strict();

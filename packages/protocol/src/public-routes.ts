@@ -32,7 +32,19 @@ import { SandboxMetricsSchema } from './node-api.js';
 
 import { CreateVolumeRequestSchema, VolumeListSchema, VolumeSchema, VolumeSnapshotListSchema, VolumeSnapshotSchema } from './volumes.js';
 import { CreatePreviewTokenRequestSchema, ListeningPortsSchema, PreviewTokenSchema } from './ports.js';
-import { DrainResultSchema, MetricsHistorySchema, NodeHeartbeatReplySchema, NodeHeartbeatSchema, NodeListSchema, NodeViewSchema } from './nodes.js';
+import {
+  CreateJoinTokenRequestSchema,
+  DrainResultSchema,
+  JoinTokenSchema,
+  MetricsHistorySchema,
+  NodeHeartbeatReplySchema,
+  NodeHeartbeatSchema,
+  NodeJoinReplySchema,
+  NodeJoinRequestSchema,
+  NodeListSchema,
+  NodeViewSchema,
+  RevokedCredentialSchema,
+} from './nodes.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
 /** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
@@ -336,9 +348,33 @@ const adminRoutes: PublicRoute[] = [
     method: 'POST',
     path: '/v1/nodes/heartbeat',
     summary:
-      'A node agent registers and says it is alive (admin key); sent by node agents every few seconds. When it joins it sends its sessions, and the reply names those that moved away meanwhile, to stop.',
+      'A node agent registers and says it is alive (its node credential; the admin key is taken too, with a warning); sent by node agents every few seconds. When it joins it sends its sessions, and the reply names those that moved away meanwhile, to stop.',
     body: NodeHeartbeatSchema,
     response: NodeHeartbeatReplySchema,
+  },
+  {
+    method: 'POST',
+    path: '/v1/nodes/join-tokens',
+    summary: 'A one-time token for a new node to join the cluster with (admin key), usable for `ttlSec` (an hour by default).',
+    body: CreateJoinTokenRequestSchema,
+    status: 201,
+    response: JoinTokenSchema,
+  },
+  {
+    method: 'POST',
+    path: '/v1/nodes/join',
+    summary:
+      'A node trades a join token for its own credential, once (no key: the token is the proof). The credential heartbeats for that node id only and reaches no other route; joining again replaces it.',
+    body: NodeJoinRequestSchema,
+    status: 201,
+    response: NodeJoinReplySchema,
+    withoutKey: true,
+  },
+  {
+    method: 'DELETE',
+    path: '/v1/nodes/:nodeId/credential',
+    summary: "Revoke a node's credential (admin key): its heartbeats are refused, it fences itself, and its sessions move on once it is found lost.",
+    response: RevokedCredentialSchema,
   },
 ];
 

@@ -35,6 +35,7 @@ export type {
   EgressAuditEntry,
   TenantLimitsData,
   NodeData,
+  JoinTokenData,
   DrainResultData,
   TemplateData,
   TemplateConfigData,

@@ -351,6 +351,12 @@ export interface NodeData {
   lastHeartbeatAt: string;
 }
 
+/** A one-time token a new node joins the cluster with (`SPACE_NODE_JOIN_TOKEN`). */
+export interface JoinTokenData {
+  token: string;
+  expiresAt: string;
+}
+
 /** What draining a node did to each of its sessions. */
 export interface DrainResultData {
   nodeId: string;

@@ -11,7 +11,7 @@ export const sharedSettings = {
     default: undefined,
     shownDefault: 'generated into `<data>/api-key`',
     expects: 'a key',
-    doc: 'the admin key: the control plane accepts it, a node of a cluster heartbeats with it, the CLI calls with it',
+    doc: 'the admin key: the control plane accepts it, the CLI calls with it (a cluster node heartbeats with it only when it has no credential of its own, with a warning)',
   }),
   nodeToken: setting.text('SPACE_NODE_TOKEN', {
     default: undefined,

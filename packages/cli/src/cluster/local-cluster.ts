@@ -107,7 +107,7 @@ export class LocalCluster {
 
   /** Starts node `name` (again, after it stopped or was killed) on its own data directory. */
   async startNode(name: string, progress: (message: string) => void = () => undefined): Promise<void> {
-    await this.startMember(name, 'node', this.nodeEnv(name), /node \S+ registered with the control plane/);
+    await this.startMember(name, 'node', await this.nodeEnv(name), /node \S+ registered with the control plane/);
     progress(`${name} registered (data in ${path.join(this.root, name)})`);
   }
 
@@ -164,16 +164,39 @@ export class LocalCluster {
     };
   }
 
-  private nodeEnv(name: string): Record<string, string> {
+  /** A node's settings: it joins with a join token the first time, then heartbeats with the credential it was issued (never the admin key). */
+  private async nodeEnv(name: string): Promise<Record<string, string>> {
+    const dataDir = path.join(this.root, name);
+    const joined = existsSync(path.join(dataDir, 'node', 'credential'));
     return {
-      SPACE_DATA_DIR: path.join(this.root, name),
+      SPACE_DATA_DIR: dataDir,
       SPACE_NODE_ID: name,
       SPACE_NODE_PORT: '0',
       SPACE_CONTROL_PLANE_URL: this.controlPlaneUrls.join(','),
-      SPACE_API_KEY: this.options.adminKey,
+      ...(joined ? {} : { SPACE_NODE_JOIN_TOKEN: await this.joinToken() }),
       SPACE_GATEWAY_CA_DIR: path.join(this.root, 'gateway-ca'),
       ...this.objectStoreEnv(),
     };
+  }
+
+  /** A new join token from the first control plane that answers, as `space node join-token` makes one. */
+  private async joinToken(): Promise<string> {
+    const errors: string[] = [];
+    for (const url of this.controlPlaneUrls) {
+      try {
+        const res = await fetch(`${url}/v1/nodes/join-tokens`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${this.options.adminKey}`, 'content-type': 'application/json' },
+          body: '{}',
+        });
+        const text = await res.text();
+        if (res.status === 201) return (JSON.parse(text) as { token: string }).token;
+        errors.push(`${url}: ${res.status} ${text.slice(0, 200)}`);
+      } catch (err) {
+        errors.push(`${url}: ${(err as Error).message}`);
+      }
+    }
+    throw new Error(`no control plane made a join token: ${errors.join('; ')}`);
   }
 
   /** The loopback S3 server (s3rver, for this command and tests only), its objects in `<root>/objects`. */

@@ -1,11 +1,11 @@
-import { ClusterHeartbeat, NodeAgent, type NodeSettings, consoleLogger, readNodeSettings, resolveNodeConfig } from '@space/node';
+import path from 'node:path';
+import { ClusterHeartbeat, type Logger, NodeAgent, type NodeSettings, consoleLogger, nodeCredential, readNodeSettings, resolveNodeConfig } from '@space/node';
 import { sandboxRuntimeBuildDir } from '../sandbox-runtime.js';
 
 /** `space node`: the node agent alone, serving the node API for a separate control plane. */
 export async function nodeOnly(): Promise<void> {
   const settings = readNodeSettings(process.env);
   const log = consoleLogger('node', settings.quiet);
-  const cluster = clusterMembership(settings);
   const nodeConfig = await resolveNodeConfig(settings, { sandboxRuntimeBuildDir: sandboxRuntimeBuildDir() }, process.env);
   const node = new NodeAgent(nodeConfig, log);
   let heartbeat: ClusterHeartbeat | null = null;
@@ -24,6 +24,7 @@ export async function nodeOnly(): Promise<void> {
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
   try {
+    const cluster = await clusterMembership(settings, nodeConfig.nodeId, nodeConfig.dataDir, log);
     await node.start({ templates: settings.templates });
     process.stdout.write(`node ${nodeConfig.nodeId} up: ${node.url} (token in ${nodeConfig.dataDir}/node/token)\n`);
     if (cluster) {
@@ -48,16 +49,36 @@ export async function nodeOnly(): Promise<void> {
   }
 }
 
-/** The cluster this node joins (`SPACE_CONTROL_PLANE_URL`), or null for a node a control plane is configured with. */
-function clusterMembership(
+/**
+ * The cluster this node joins (`SPACE_CONTROL_PLANE_URL`) and what its heartbeats carry: its own
+ * credential (issued for `SPACE_NODE_JOIN_TOKEN` at its first start), else the admin key, with a
+ * warning. Null for a node a control plane is configured with.
+ */
+async function clusterMembership(
   settings: NodeSettings,
-): { controlPlanes: string[]; apiKey: string; intervalMs: number; fenceAfterMs: number; advertiseUrl: string | null } | null {
+  nodeId: string,
+  dataDir: string,
+  log: Logger,
+): Promise<{ controlPlanes: string[]; credential: string; intervalMs: number; fenceAfterMs: number; advertiseUrl: string | null } | null> {
   const controlPlanes = settings.controlPlaneUrls;
   if (controlPlanes.length === 0) return null;
-  if (!settings.apiKey) throw new Error('SPACE_CONTROL_PLANE_URL is set: set SPACE_API_KEY to the admin key too, so the control planes accept this node');
+  const credential = await nodeCredential({
+    file: path.join(dataDir, 'node', 'credential'),
+    nodeId,
+    controlPlanes,
+    joinToken: settings.joinToken ?? null,
+    waitMs: 60_000,
+    log,
+  });
+  if (!credential && !settings.apiKey)
+    throw new Error(
+      'SPACE_CONTROL_PLANE_URL is set: set SPACE_NODE_JOIN_TOKEN to a join token ("space node join-token" on a machine with the admin key), so the control planes accept this node',
+    );
+  if (!credential)
+    log.warn('this node heartbeats with the admin key (SPACE_API_KEY): give it SPACE_NODE_JOIN_TOKEN instead, so the admin key stays on the control planes');
   return {
     controlPlanes,
-    apiKey: settings.apiKey,
+    credential: credential ?? settings.apiKey!,
     intervalMs: settings.heartbeatMs,
     fenceAfterMs: settings.nodeFenceAfterSec * 1000,
     advertiseUrl: settings.advertiseUrl ?? null,

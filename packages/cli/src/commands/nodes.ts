@@ -20,7 +20,7 @@ function drained(result: DrainResultData): string {
   ].join('\n');
 }
 
-/** `space nodes` and `space node drain|undrain NODE` (admin key): the cluster's nodes. */
+/** `space nodes`, `space node drain|undrain|revoke NODE` and `space node join-token` (admin key): the cluster's nodes. */
 export function registerNodeCommands(program: Command, node: Command): void {
   program
     .command('nodes')
@@ -39,6 +39,36 @@ export function registerNodeCommands(program: Command, node: Command): void {
       const result = await cliClient(process.env).nodes.drain(nodeId);
       output(Boolean(opts.json), result, () => drained(result));
       if (result.failed.length) process.exitCode = 1;
+    });
+  node
+    .command('join-token')
+    .description('a one-time token for a new node: start it with SPACE_NODE_JOIN_TOKEN=<token> (admin key)')
+    .option('--ttl <seconds>', 'how long it stays usable (60 to 604800)', '3600')
+    .option('--json', 'print JSON')
+    .action(async (opts: { ttl: string; json?: boolean }) => {
+      const ttlSec = Number(opts.ttl);
+      if (!Number.isInteger(ttlSec)) throw new Error(`--ttl must be a whole number of seconds, got ${JSON.stringify(opts.ttl)}`);
+      const made = await cliClient(process.env).nodes.joinToken({ ttlSec });
+      output(Boolean(opts.json), made, () =>
+        [
+          made.token,
+          `usable once, until ${made.expiresAt}: start the new node with SPACE_NODE_JOIN_TOKEN=${made.token} and SPACE_CONTROL_PLANE_URL;`,
+          'it keeps the credential it is issued in $SPACE_DATA_DIR/node/credential',
+        ].join('\n'),
+      );
+    });
+  node
+    .command('revoke <nodeId>')
+    .description("revoke a node's credential: its heartbeats are refused, it fences itself, and its sessions move on once it is found lost")
+    .option('--json', 'print JSON')
+    .action(async (nodeId: string, opts: { json?: boolean }) => {
+      const result = await cliClient(process.env).nodes.revokeCredential(nodeId);
+      output(Boolean(opts.json), result, () =>
+        result.revoked
+          ? `revoked the credential of node ${nodeId}`
+          : `node ${nodeId} has no credential to revoke (revoked already, or it heartbeats with the admin key)`,
+      );
+      if (!result.revoked) process.exitCode = 1;
     });
   node
     .command('undrain <nodeId>')

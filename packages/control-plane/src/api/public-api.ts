@@ -11,6 +11,8 @@ import {
   RestoreRequestSchema,
   newId,
   NodeHeartbeatSchema,
+  NodeJoinRequestSchema,
+  CreateJoinTokenRequestSchema,
   NodeIdSchema,
   SetTimeoutRequestSchema,
   ServiceNameSchema,
@@ -39,6 +41,7 @@ import type { MetricsHistory, MetricsReport } from './metrics-report.js';
 import { type TemplateRouteDeps, registerTemplateRoutes } from './template-routes.js';
 import type { VolumeService } from '../sessions/volume-service.js';
 import type { IdempotentCalls } from './idempotent-calls.js';
+import type { NodeCredentials } from '../tenants/node-credentials.js';
 
 export interface PublicApiDeps {
   auth: Authenticator;
@@ -61,6 +64,7 @@ export interface PublicApiDeps {
   metricsReport: MetricsReport;
   metricsHistory: MetricsHistory;
   idempotency: IdempotentCalls;
+  nodeCredentials: NodeCredentials;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
@@ -119,8 +123,24 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   });
 
   router.on('POST', '/v1/nodes/heartbeat', async ({ req, res }) => {
+    const sender = await deps.nodeCredentials.senderOf(req);
+    const beat = await readJson(req, NodeHeartbeatSchema);
+    deps.nodeCredentials.checkSender(sender, beat.id);
+    sendJson(res, 200, await deps.nodes.heartbeat(beat));
+  });
+
+  router.on('POST', '/v1/nodes/join-tokens', async ({ req, res }) => {
     auth.requireAdmin(await auth.authenticate(req));
-    sendJson(res, 200, await deps.nodes.heartbeat(await readJson(req, NodeHeartbeatSchema)));
+    sendJson(res, 201, await deps.nodeCredentials.createJoinToken((await readJson(req, CreateJoinTokenRequestSchema)).ttlSec));
+  });
+
+  router.on('POST', '/v1/nodes/join', async ({ req, res }) => {
+    sendJson(res, 201, await deps.nodeCredentials.join(await readJson(req, NodeJoinRequestSchema)));
+  });
+
+  router.on('DELETE', '/v1/nodes/:nodeId/credential', async ({ req, res, params }) => {
+    auth.requireAdmin(await auth.authenticate(req));
+    sendJson(res, 200, await deps.nodeCredentials.revoke(parseWith(NodeIdSchema, params.nodeId, 'node id')));
   });
 
   router.on('POST', '/v1/sessions', async ({ req, res }) => {

@@ -219,6 +219,17 @@ export const migrations: Migration[] = [
         PRIMARY KEY (tenant_id, idem_key))`,
     ],
   },
+  {
+    version: 17,
+    description: "nodes' own credentials (instead of the admin key) and the one-time join tokens that issue them",
+    statements: (dialect) => [
+      `CREATE TABLE IF NOT EXISTS node_join_tokens (
+        hash ${text(dialect)} PRIMARY KEY, created_at ${text(dialect)} NOT NULL, expires_at ${text(dialect)} NOT NULL,
+        used_by ${text(dialect)}, used_at ${text(dialect)})`,
+      `CREATE TABLE IF NOT EXISTS node_credentials (
+        node_id ${text(dialect)} PRIMARY KEY, hash ${text(dialect)} NOT NULL UNIQUE, created_at ${text(dialect)} NOT NULL, revoked_at ${text(dialect)})`,
+    ],
+  },
 ];
 
 export const migrationsTable =

@@ -32,6 +32,9 @@ import type {
   ApiKeyRow,
   CheckpointRow,
   IdempotencyKeyRow,
+  JoinTokenUse,
+  NodeCredentialRow,
+  NodeJoinTokenRow,
   IdempotentOutcome,
   SandboxHistoryRow,
   SecretRow,
@@ -578,6 +581,44 @@ export class SqlStore implements Store {
 
   async setNodeStatus(id: string, status: NodeRow['status']): Promise<void> {
     await this.db.run('UPDATE nodes SET status = ? WHERE id = ?', [status, id]);
+  }
+
+  async insertNodeJoinToken(row: NodeJoinTokenRow): Promise<void> {
+    await this.db.run('INSERT INTO node_join_tokens (hash, created_at, expires_at) VALUES (?, ?, ?)', [row.hash, row.createdAt, row.expiresAt]);
+  }
+
+  async useNodeJoinToken(hash: string, nodeId: string, at: string): Promise<JoinTokenUse> {
+    return this.db.transaction(async (tx): Promise<JoinTokenUse> => {
+      const row = await tx.get<{ expires_at: string; used_by: string | null; used_at: string | null }>(
+        'SELECT expires_at, used_by, used_at FROM node_join_tokens WHERE hash = ?',
+        [hash],
+      );
+      if (!row) return { outcome: 'unknown' };
+      if (row.used_by !== null) return { outcome: 'used-before', usedBy: row.used_by, usedAt: row.used_at ?? '' };
+      if (row.expires_at <= at) return { outcome: 'expired', expiresAt: row.expires_at };
+      // Of two nodes presenting it at once, the one whose update lands first has it.
+      const changed = await tx.run('UPDATE node_join_tokens SET used_by = ?, used_at = ? WHERE hash = ? AND used_by IS NULL', [nodeId, at, hash]);
+      return changed > 0 ? { outcome: 'used' } : { outcome: 'used-before', usedBy: 'another node', usedAt: at };
+    });
+  }
+
+  async putNodeCredential(row: Omit<NodeCredentialRow, 'revokedAt'>): Promise<void> {
+    await this.db.run(
+      'INSERT INTO node_credentials (node_id, hash, created_at, revoked_at) VALUES (?, ?, ?, NULL) ON CONFLICT (node_id) DO UPDATE SET hash = excluded.hash, created_at = excluded.created_at, revoked_at = NULL',
+      [row.nodeId, row.hash, row.createdAt],
+    );
+  }
+
+  async findNodeCredential(hash: string): Promise<NodeCredentialRow | null> {
+    const row = await this.db.get<{ node_id: string; hash: string; created_at: string; revoked_at: string | null }>(
+      'SELECT * FROM node_credentials WHERE hash = ?',
+      [hash],
+    );
+    return row ? { nodeId: row.node_id, hash: row.hash, createdAt: row.created_at, revokedAt: row.revoked_at } : null;
+  }
+
+  async revokeNodeCredential(nodeId: string, at: string): Promise<boolean> {
+    return (await this.db.run('UPDATE node_credentials SET revoked_at = ? WHERE node_id = ? AND revoked_at IS NULL', [at, nodeId])) > 0;
   }
 
   async markShipped(checkpointId: string, shipped: { at: string; baseId: string; objects: StoredObject[] }): Promise<boolean> {

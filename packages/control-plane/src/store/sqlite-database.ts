@@ -64,22 +64,24 @@ export class SqliteDatabase implements SqlDatabase {
   }
 
   async run(sql: string, params?: SqlValue[]): Promise<number> {
-    await this.outsideTransactions();
+    while (this.inTransaction) await this.inTransaction;
     return this.direct.run(sql, params);
   }
 
   async get<T>(sql: string, params?: SqlValue[]): Promise<T | undefined> {
-    await this.outsideTransactions();
+    while (this.inTransaction) await this.inTransaction;
     return this.direct.get<T>(sql, params);
   }
 
   async all<T>(sql: string, params?: SqlValue[]): Promise<T[]> {
-    await this.outsideTransactions();
+    while (this.inTransaction) await this.inTransaction;
     return this.direct.all<T>(sql, params);
   }
 
   async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
-    await this.outsideTransactions();
+    // Checked again after each wait, and acted on in the same turn: a helper awaited here would
+    // leave a gap in which another transaction begins (two at once then met "within a transaction").
+    while (this.inTransaction) await this.inTransaction;
     let end!: () => void;
     this.inTransaction = new Promise((resolve) => {
       end = resolve;
@@ -101,12 +103,8 @@ export class SqliteDatabase implements SqlDatabase {
     }
   }
 
-  private async outsideTransactions(): Promise<void> {
-    while (this.inTransaction) await this.inTransaction;
-  }
-
   async close(): Promise<void> {
-    await this.outsideTransactions();
+    while (this.inTransaction) await this.inTransaction;
     this.db.close();
   }
 }

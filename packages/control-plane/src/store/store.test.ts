@@ -201,6 +201,34 @@ for (const engine of engines.all) {
     assert.equal(await store.deleteExpiredIdempotencyKeys(5_000_000_000_001), 2);
   });
 
+  test(named('node join tokens are used once, before they expire; node credentials are replaced by a new join and revoked'), async () => {
+    const store = await engine.open('node-credentials');
+    await store.insertNodeJoinToken({ hash: 'j1', createdAt: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z' });
+    await store.insertNodeJoinToken({ hash: 'j2', createdAt: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z' });
+    assert.deepEqual(await store.useNodeJoinToken('nope', 'node-a', '2026-01-01T00:10:00Z'), { outcome: 'unknown' });
+    const [first, second] = await Promise.all([
+      store.useNodeJoinToken('j1', 'node-a', '2026-01-01T00:10:00Z'),
+      store.useNodeJoinToken('j1', 'node-b', '2026-01-01T00:10:00Z'),
+    ]);
+    assert.deepEqual([first.outcome, second.outcome].sort(), ['used', 'used-before'], 'one of two at once');
+    assert.deepEqual(await store.useNodeJoinToken('j1', 'node-a', '2026-01-01T00:20:00Z'), {
+      outcome: 'used-before',
+      usedBy: first.outcome === 'used' ? 'node-a' : 'node-b',
+      usedAt: '2026-01-01T00:10:00Z',
+    });
+    assert.deepEqual(await store.useNodeJoinToken('j2', 'node-c', '2026-01-01T01:00:00Z'), { outcome: 'expired', expiresAt: '2026-01-01T01:00:00Z' });
+
+    await store.putNodeCredential({ nodeId: 'node-a', hash: 'c1', createdAt: '2026-01-01T00:10:00Z' });
+    assert.deepEqual(await store.findNodeCredential('c1'), { nodeId: 'node-a', hash: 'c1', createdAt: '2026-01-01T00:10:00Z', revokedAt: null });
+    assert.equal(await store.revokeNodeCredential('node-a', '2026-01-02T00:00:00Z'), true);
+    assert.equal(await store.revokeNodeCredential('node-a', '2026-01-03T00:00:00Z'), false, 'revoked once');
+    assert.equal((await store.findNodeCredential('c1'))?.revokedAt, '2026-01-02T00:00:00Z');
+    await store.putNodeCredential({ nodeId: 'node-a', hash: 'c2', createdAt: '2026-01-04T00:00:00Z' });
+    assert.equal(await store.findNodeCredential('c1'), null, 'joined again: the old credential is gone');
+    assert.equal((await store.findNodeCredential('c2'))?.revokedAt, null);
+    assert.equal(await store.revokeNodeCredential('node-z', '2026-01-04T00:00:00Z'), false);
+  });
+
   test(named('checkpoints: memory-image bytes per tenant, fork parents and children'), async () => {
     const store = await engine.open('checkpoints');
     await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });

@@ -242,6 +242,28 @@ export interface NodeRow {
   lastHeartbeatAt: string;
 }
 
+/** A one-time token that lets a node join the cluster (stored as its sha256 hash). */
+export interface NodeJoinTokenRow {
+  hash: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
+/** What presenting a join token came to: used now, or why not. */
+export type JoinTokenUse =
+  | { outcome: 'used' }
+  | { outcome: 'unknown' }
+  | { outcome: 'expired'; expiresAt: string }
+  | { outcome: 'used-before'; usedBy: string; usedAt: string };
+
+/** A node's own credential, issued when it joined (stored as its sha256 hash). */
+export interface NodeCredentialRow {
+  nodeId: string;
+  hash: string;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
 /** Sessions whose volume is on a node, and how many of them run (or start) now. */
 export interface NodeLoad {
   sessions: number;
@@ -390,6 +412,14 @@ export interface Store {
   listNodes(): Promise<NodeRow[]>;
   getNode(id: string): Promise<NodeRow | null>;
   setNodeStatus(id: string, status: NodeRow['status']): Promise<void>;
+  insertNodeJoinToken(row: NodeJoinTokenRow): Promise<void>;
+  /** Uses a join token for `nodeId`, once, unless it expired by `at`. */
+  useNodeJoinToken(hash: string, nodeId: string, at: string): Promise<JoinTokenUse>;
+  /** Records the node's credential, in place of any it had (a node joined again). */
+  putNodeCredential(row: Omit<NodeCredentialRow, 'revokedAt'>): Promise<void>;
+  findNodeCredential(hash: string): Promise<NodeCredentialRow | null>;
+  /** Revokes the node's credential; false when it had none (or it was revoked already). */
+  revokeNodeCredential(nodeId: string, at: string): Promise<boolean>;
   /** Records `nodeId` as the node of sessions and templates from before nodes were recorded (they are on the configured node). */
   adoptUnplaced(nodeId: string): Promise<void>;
   /** Records that a checkpoint is in the object store; false when it was deleted meanwhile. */

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import type { IncomingMessage } from 'node:http';
+import { test } from 'node:test';
+import { ErrorCode, SpaceError } from '@space/protocol';
+import { NodeCredentials } from './node-credentials.js';
+import { openSqliteStore } from '../store/open-store.js';
+import { Authenticator } from './auth.js';
+
+async function credentials() {
+  const clock = { now: Date.parse('2026-12-03T12:00:00.000Z') };
+  const store = await openSqliteStore(':memory:');
+  const auth = new Authenticator(store);
+  await auth.installAdminKey('admin-key-0123456789abcdef');
+  const logged: string[] = [];
+  const nodes = new NodeCredentials({ store, auth, now: () => clock.now, log: (line) => logged.push(line) });
+  const request = (key: string) => ({ headers: { authorization: `Bearer ${key}` } }) as unknown as IncomingMessage;
+  return { clock, auth, nodes, logged, request };
+}
+
+const refusedWith = (code: ErrorCode, message: RegExp) => (err: unknown) => err instanceof SpaceError && err.code === code && message.test(err.message);
+
+test('a join token is used once, before it expires, and issues a credential that heartbeats for its node only', async () => {
+  const { clock, nodes, logged, request } = await credentials();
+  const { token, expiresAt } = await nodes.createJoinToken();
+  assert.equal(expiresAt, '2026-12-03T13:00:00.000Z', 'an hour by default');
+  const { credential } = await nodes.join({ nodeId: 'node-a', joinToken: token });
+  assert.match(credential, /^snc_/);
+  await assert.rejects(nodes.join({ nodeId: 'node-b', joinToken: token }), refusedWith(ErrorCode.UNAUTHORIZED, /used by node node-a at .*used once/));
+  assert.ok(
+    logged.some((l) => /node node-b may not join: the join token was used by node node-a/.test(l)),
+    'the refusal is logged here too',
+  );
+  await assert.rejects(nodes.join({ nodeId: 'node-b', joinToken: 'snj_never-made' }), refusedWith(ErrorCode.UNAUTHORIZED, /no such join token/));
+  const late = await nodes.createJoinToken(60);
+  clock.now += 61_000;
+  await assert.rejects(nodes.join({ nodeId: 'node-b', joinToken: late.token }), refusedWith(ErrorCode.UNAUTHORIZED, /expired at/));
+
+  const sender = await nodes.senderOf(request(credential));
+  assert.deepEqual(sender, { nodeId: 'node-a' });
+  nodes.checkSender(sender, 'node-a');
+  assert.throws(() => nodes.checkSender(sender, 'node-b'), refusedWith(ErrorCode.FORBIDDEN, /node node-a's: it heartbeats for that node only, not node-b/));
+  await assert.rejects(nodes.senderOf(request('snc_forged')), refusedWith(ErrorCode.UNAUTHORIZED, /unknown node credential/));
+});
+
+test('the admin key still heartbeats (with a warning, once per node); other keys do not; a revoked credential is refused', async () => {
+  const { auth, nodes, logged, request } = await credentials();
+  const admin = await nodes.senderOf(request('admin-key-0123456789abcdef'));
+  nodes.checkSender(admin, 'node-a');
+  nodes.checkSender(admin, 'node-a');
+  assert.equal(logged.filter((l) => /node node-a heartbeats with the admin key/.test(l)).length, 1);
+  const { key } = await auth.createKey('tn_admin000');
+  await assert.rejects(nodes.senderOf(request(key)), refusedWith(ErrorCode.FORBIDDEN, /admin key/));
+
+  const { credential } = await nodes.join({ nodeId: 'node-a', joinToken: (await nodes.createJoinToken()).token });
+  assert.deepEqual(await nodes.revoke('node-a'), { nodeId: 'node-a', revoked: true });
+  assert.deepEqual(await nodes.revoke('node-a'), { nodeId: 'node-a', revoked: false });
+  await assert.rejects(nodes.senderOf(request(credential)), refusedWith(ErrorCode.UNAUTHORIZED, /node node-a was revoked at .*new SPACE_NODE_JOIN_TOKEN/));
+  // Joined again with a new token: a new credential, the old one gone.
+  const again = await nodes.join({ nodeId: 'node-a', joinToken: (await nodes.createJoinToken()).token });
+  assert.deepEqual(await nodes.senderOf(request(again.credential)), { nodeId: 'node-a' });
+  await assert.rejects(nodes.senderOf(request(credential)), refusedWith(ErrorCode.UNAUTHORIZED, /unknown node credential/));
+  // A node credential is no API key: it reaches no other route.
+  await assert.rejects(auth.authenticate(request(again.credential)), refusedWith(ErrorCode.UNAUTHORIZED, /invalid API key/));
+});
