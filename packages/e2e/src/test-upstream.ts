@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -7,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { WebSocketServer } from 'ws';
+import { makeTestCertificates } from '@space/server-kit';
 
 export interface RecordedRequest {
   scheme: 'http' | 'https';
@@ -41,64 +41,8 @@ export class TestUpstream {
   ) {}
 
   async start(): Promise<void> {
-    const file = (name: string): string => path.join(this.dir, name);
-    const openssl = (args: string[]): void => void execFileSync('openssl', args, { stdio: 'ignore' });
-    openssl([
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      file('ca.key'),
-      '-out',
-      this.caFile,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=SPACE test upstream CA',
-      '-addext',
-      'basicConstraints=critical,CA:TRUE',
-      '-addext',
-      'keyUsage=critical,keyCertSign',
-    ]);
-    writeFileSync(file('leaf.ext'), `basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=${this.names.map((n) => `DNS:${n}`).join(',')}\n`);
-    openssl([
-      'req',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      file('leaf.key'),
-      '-out',
-      file('leaf.csr'),
-      '-subj',
-      `/CN=${this.names[0]}`,
-    ]);
-    openssl([
-      'x509',
-      '-req',
-      '-in',
-      file('leaf.csr'),
-      '-CA',
-      this.caFile,
-      '-CAkey',
-      file('ca.key'),
-      '-CAcreateserial',
-      '-out',
-      file('leaf.crt'),
-      '-days',
-      '2',
-      '-extfile',
-      file('leaf.ext'),
-    ]);
-    const https = createHttpsServer({ key: readFileSync(file('leaf.key')), cert: readFileSync(file('leaf.crt')) }, (req, res) =>
-      this.handle('https', req, res),
-    );
+    const made = makeTestCertificates(this.dir, this.names, 'SPACE test upstream CA');
+    const https = createHttpsServer({ key: readFileSync(made.keyFile), cert: readFileSync(made.certFile) }, (req, res) => this.handle('https', req, res));
     const http = createHttpServer((req, res) => this.handle('http', req, res));
     // WebSocket echo on both: the handshake is recorded like a request, each message comes back.
     const sockets = new WebSocketServer({ noServer: true });

@@ -107,6 +107,12 @@ export const nodeSettings = {
   }),
   s3Region: setting.text('SPACE_S3_REGION', { default: 'us-east-1', expects: 'a region', doc: "the object store's region" }),
   s3ForcePathStyle: setting.flag('SPACE_S3_FORCE_PATH_STYLE', { default: false, doc: '`1`: the bucket in the path, as most S3-compatible stores want' }),
+  s3CaFile: setting.text('SPACE_S3_CA_FILE', {
+    default: undefined,
+    expects: 'a PEM file',
+    shownDefault: "the system's CAs",
+    doc: "a CA that an `https://` `SPACE_S3_ENDPOINT`'s certificate may be signed by, besides the system's (a private CA); the certificate is verified always",
+  }),
   controlPlaneUrls: setting.list('SPACE_CONTROL_PLANE_URL', {
     default: [],
     check: /^https?:\/\/[^/]+/,

@@ -1,5 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -65,7 +65,15 @@ async function waitForPreviousServer(data: string, ms: number): Promise<void> {
  * removed by `stop()`. Stopped when the process exits in any case. A server of an earlier start
  * still stopping in `dir` is waited for (`previousServerWaitMs`, default 30 s).
  */
-export async function startLocalPostgres(options: { dir?: string; port?: number; previousServerWaitMs?: number } = {}): Promise<LocalPostgres> {
+export async function startLocalPostgres(
+  options: {
+    dir?: string;
+    port?: number;
+    previousServerWaitMs?: number;
+    /** TLS connections only (`hostssl`) with this certificate; its `url()`s then ask for `sslmode=verify-full` against `caFile`. */
+    tls?: { caFile: string; certFile: string; keyFile: string };
+  } = {},
+): Promise<LocalPostgres> {
   const bin = binDir();
   const temporary = !options.dir;
   const dir = options.dir ?? mkdtempSync(path.join(tmpdir(), 'space-pg-'));
@@ -80,6 +88,7 @@ export async function startLocalPostgres(options: { dir?: string; port?: number;
   chownSync(dir, uid, gid);
   const asPostgres = (command: string, args: string[]) => run('runuser', ['-u', 'postgres', '--', path.join(bin, command), ...args], { cwd: dir });
   const port = options.port ?? (await freePort());
+  const tlsOptions = options.tls ? ` -c ssl=on -c ssl_cert_file=${path.join(dir, 'server.crt')} -c ssl_key_file=${path.join(dir, 'server.key')}` : '';
   const ctl = (action: 'start' | 'stop', extra: string[] = []) =>
     asPostgres('pg_ctl', [
       '-D',
@@ -87,7 +96,9 @@ export async function startLocalPostgres(options: { dir?: string; port?: number;
       '-w',
       '-l',
       path.join(dir, 'server.log'),
-      ...(action === 'start' ? ['-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200${temporary ? ' -c fsync=off' : ''}`] : []),
+      ...(action === 'start'
+        ? ['-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200${temporary ? ' -c fsync=off' : ''}${tlsOptions}`]
+        : []),
       ...extra,
       action,
     ]);
@@ -102,12 +113,25 @@ export async function startLocalPostgres(options: { dir?: string; port?: number;
   try {
     if (!existsSync(path.join(data, 'PG_VERSION')))
       await asPostgres('initdb', ['-D', data, '--auth=trust', '--username=postgres', '--no-locale', '--encoding=UTF8']);
+    if (options.tls) {
+      // The server reads its key only when the key is its own and no one else's.
+      for (const [from, name] of [
+        [options.tls.certFile, 'server.crt'],
+        [options.tls.keyFile, 'server.key'],
+      ] as const) {
+        copyFileSync(from, path.join(dir, name));
+        chownSync(path.join(dir, name), uid, gid);
+        chmodSync(path.join(dir, name), 0o600);
+      }
+      writeFileSync(path.join(data, 'pg_hba.conf'), 'local all all trust\nhostssl all all 127.0.0.1/32 trust\n');
+    }
     await ctl('start');
   } catch (err) {
     removeAll();
     throw err;
   }
-  const urlOf = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
+  const tlsQuery = options.tls ? `?sslmode=verify-full&sslrootcert=${encodeURIComponent(options.tls.caFile)}` : '';
+  const urlOf = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}${tlsQuery}`;
   const create = async (database: string) => {
     const admin = new pg.Client({ connectionString: urlOf('postgres') });
     await admin.connect();

@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
+import { makeTestCertificates } from '@space/server-kit';
 import { startLoopbackS3 } from './loopback-s3.js';
 import { Digest, S3ObjectStore } from './object-store.js';
 
@@ -41,5 +42,32 @@ test('the loopback S3 server: what a PUT or a multipart upload stored reads back
   } finally {
     await s3.stop();
     await rm(directory, { recursive: true, force: true });
+  }
+});
+
+test('an https:// object store: its certificate is verified against SPACE_S3_CA_FILE (added to the system CAs); without it the call fails on the certificate', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'space-s3-tls-'));
+  const certificates = makeTestCertificates(path.join(dir, 'tls'), ['127.0.0.1'], 'SPACE test object store CA');
+  const s3 = await startLoopbackS3({ directory: path.join(dir, 'objects'), tls: certificates });
+  const store = (caFile?: string) =>
+    new S3ObjectStore({
+      bucket: s3.bucket,
+      prefix: 'tls',
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+      ...(caFile ? { caFile } : {}),
+    });
+  try {
+    assert.match(s3.endpoint, /^https:\/\/127\.0\.0\.1:\d+$/);
+    const trusted = store(certificates.caFile);
+    const stored = await trusted.put('object', Readable.from([Buffer.from('over TLS')]));
+    const chunks: Buffer[] = [];
+    for await (const chunk of await trusted.get('object')) chunks.push(chunk as Buffer);
+    assert.deepEqual([Buffer.concat(chunks).toString(), stored.bytes], ['over TLS', 8]);
+    await assert.rejects(store().get('object'), /self-signed certificate|unable to get local issuer certificate|certificate/i);
+  } finally {
+    await s3.stop();
+    await rm(dir, { recursive: true, force: true });
   }
 });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,18 +12,19 @@ import type { S3rverStore } from 's3rver';
  * only (production points at S3, MinIO, Ceph RGW, R2, ...). Loaded only when used.
  */
 export async function startLoopbackS3(
-  options: { bucket?: string; directory?: string } = {},
+  options: { bucket?: string; directory?: string; tls?: { certFile: string; keyFile: string } } = {},
 ): Promise<{ endpoint: string; bucket: string; stop(): Promise<void> }> {
   const { default: S3rver } = await import('s3rver');
   const bucket = options.bucket ?? 'space';
   // In `directory` the objects are kept across starts; otherwise in a temporary one, removed by stop().
   const directory = options.directory ?? mkdtempSync(path.join(tmpdir(), 'space-s3-'));
   mkdirSync(directory, { recursive: true, mode: 0o700 });
-  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: bucket }] });
+  const tls = options.tls ? { cert: readFileSync(options.tls.certFile), key: readFileSync(options.tls.keyFile) } : {};
+  const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: bucket }], ...tls });
   writeWholeBeforeAnswering(server.store);
   const { port } = await server.run();
   return {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     bucket,
     async stop() {
       await server.close();

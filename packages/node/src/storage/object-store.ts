@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
+import { Agent } from 'node:https';
+import { rootCertificates } from 'node:tls';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { PassThrough, type Readable, Transform } from 'node:stream';
@@ -102,6 +104,8 @@ export interface S3Settings {
   forcePathStyle?: boolean;
   /** Credentials: `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` or any source of the AWS SDK's default chain. */
   credentials?: { accessKeyId: string; secretAccessKey: string };
+  /** `SPACE_S3_CA_FILE`: a CA (PEM) an `https://` endpoint's certificate may be signed by, besides the system's. */
+  caFile?: string;
 }
 
 /** Objects in an S3-compatible bucket (`s3://bucket/prefix`); uploads are multipart and streamed. */
@@ -116,6 +120,10 @@ export class S3ObjectStore implements ObjectStore {
       ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
       forcePathStyle: settings.forcePathStyle ?? false,
       ...(settings.credentials ? { credentials: settings.credentials } : {}),
+      // Added to the system's CAs, not in their place; certificates are verified either way.
+      ...(settings.caFile
+        ? { requestHandler: { httpsAgent: new Agent({ keepAlive: true, ca: [...rootCertificates, readFileSync(settings.caFile, 'utf8')] }) } }
+        : {}),
     });
   }
 
@@ -159,6 +167,7 @@ export interface ObjectStoreSettings {
   s3Endpoint: string | undefined;
   s3Region: string;
   s3ForcePathStyle: boolean;
+  s3CaFile: string | undefined;
 }
 
 /**
@@ -178,6 +187,7 @@ export function objectStoreFrom(settings: ObjectStoreSettings, env: NodeJS.Proce
     endpoint: settings.s3Endpoint,
     region: settings.s3Region,
     forcePathStyle: settings.s3ForcePathStyle,
+    ...(settings.s3CaFile ? { caFile: settings.s3CaFile } : {}),
     ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
   });
 }
