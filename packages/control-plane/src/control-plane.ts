@@ -11,6 +11,7 @@ import type { Store } from './store/store.js';
 import type { SecretCipher } from './store/secret-cipher.js';
 import type { ControlPlaneSettings } from './settings.js';
 import { type ServiceGraph, publicApiDeps, wireServices } from './service-graph.js';
+import type { ClusterCa } from './tenants/cluster-ca.js';
 
 export interface ControlPlaneOptions {
   /** Its settings (`readControlPlaneSettings`): address, store, tunables, limits. */
@@ -24,6 +25,8 @@ export interface ControlPlaneOptions {
   node?: { url: string; token: string };
   /** Encrypts secret values in the store. */
   secrets: SecretCipher;
+  /** The cluster CA (`SPACE_CLUSTER_CA_DIR`): signs the certificates of nodes that join, and calls to nodes check them. */
+  clusterCa?: ClusterCa | null;
   log?: (message: string) => void;
 }
 
@@ -56,7 +59,15 @@ export class ControlPlane {
     const { settings } = options;
     // A control plane is known by its host and port (two live ones cannot share both); on a random port, by nothing lasting.
     const seat = this.sharedStore ? (settings.port ? `${hostname()}:${settings.port}` : '') : 'local';
-    this.services = wireServices({ store: options.store, secrets: options.secrets, settings, log: this.log, apiUrl: () => this.selfUrl(), seat });
+    this.services = wireServices({
+      store: options.store,
+      secrets: options.secrets,
+      settings,
+      log: this.log,
+      apiUrl: () => this.selfUrl(),
+      seat,
+      clusterCa: options.clusterCa ?? null,
+    });
     this.configuredNode = options.node ? new NodeClient('configured', options.node.url, options.node.token) : null;
   }
 

@@ -1,5 +1,6 @@
 import { TemplateCatalog } from './templates/template-catalog.js';
 import { NodeCredentials } from './tenants/node-credentials.js';
+import type { ClusterCa } from './tenants/cluster-ca.js';
 import { TemplateService } from './builds/template-service.js';
 import { TemplateBuilds } from './builds/template-builds.js';
 import { Authenticator } from './tenants/auth.js';
@@ -44,6 +45,8 @@ export interface ServiceGraphDeps {
   now?: () => number;
   /** How the directory reaches a node; tests hand it a fake one. */
   connect?: NodeDirectoryOptions['connect'];
+  /** The cluster CA (`SPACE_CLUSTER_CA_DIR`): it signs node APIs' certificates, which calls to nodes are checked against. */
+  clusterCa?: ClusterCa | null;
   /** How often a call waiting for a session's lease looks again; tests poll faster. */
   lifecyclePollMs?: number;
 }
@@ -85,8 +88,9 @@ export function wireServices(deps: ServiceGraphDeps) {
     cipher: deps.secrets,
     lostAfterMs: settings.nodeLostAfterSec * 1000,
     ...(deps.connect ? { connect: deps.connect } : {}),
+    ...(deps.clusterCa ? { nodeCa: deps.clusterCa.certificate } : {}),
   });
-  const nodeCredentials = new NodeCredentials({ store, auth, now, log });
+  const nodeCredentials = new NodeCredentials({ store, auth, ca: deps.clusterCa ?? null, now, log });
   const shipper = new CheckpointShipper({ store, nodes, metrics, log, enabled: Boolean(settings.objectStore) });
   const taker = new CheckpointTaker(store, nodes, metrics, shipper);
   const egress = new EgressService(store, nodes, deps.secrets, log);

@@ -27,6 +27,12 @@ export const controlPlaneSettings = {
     shownDefault: '`<data>/secrets.key`',
     doc: 'the key that encrypts secret values in the store; the same file on every control plane of a cluster',
   }),
+  clusterCaDir: setting.text('SPACE_CLUSTER_CA_DIR', {
+    default: undefined,
+    expects: 'a directory (`space cluster ca init`)',
+    shownDefault: 'none: node APIs over plain HTTP',
+    doc: 'the cluster CA (`ca.crt`, `ca.key`), the same on every control plane: nodes that join get a certificate of it for their node API, served over HTTPS, and calls to nodes check it',
+  }),
   nodeLostAfterSec: setting.positive('SPACE_NODE_LOST_AFTER_SEC', {
     default: 10,
     doc: 'a node without a heartbeat for this long is lost and its sessions move, seconds',

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import type { LocalCluster } from '@space/cli';
 import { Api } from './client.js';
 import { NodePartition } from './harness/node-partition.js';
-import { smallCluster } from './harness/small-cluster.js';
+import { nodeClientOf, smallCluster } from './harness/small-cluster.js';
 import { cliMain, testDataDir } from './platform.js';
 import { TestUpstream } from './test-upstream.js';
 
@@ -130,8 +130,9 @@ test('a node cut off from every control plane fences itself: its copy stops writ
   // Back, the node stops the moved session's copy instead of letting it run on.
   await pause(3000);
   assert.equal(beats().length, requestsBefore, 'the old copy never sent again after the heal');
-  const node = new Api(nodeUrl, readFileSync(path.join(cluster.root, victim, 'node', 'token'), 'utf8').trim());
-  const left = ((await node.call('GET', '/node/v1/sandboxes')).body.sandboxes as { sessionId: string }[]).filter((s) => s.sessionId === id);
+  const node = nodeClientOf(cluster, victim, nodeUrl);
+  const left = (await node.listSandboxes()).filter((s) => s.sessionId === id);
+  node.close();
   assert.deepEqual(left, [], "the moved session's old sandbox is gone from the node");
   assert.equal((await apis[1]!.exec(id, ['cat', '/tmp/kept'])).stdout, 'kept\n');
 

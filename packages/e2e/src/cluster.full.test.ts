@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
 import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { LocalCluster } from '@space/cli';
 import { Api } from './client.js';
-import { smallCluster } from './harness/small-cluster.js';
+import { nodeClientOf, smallCluster } from './harness/small-cluster.js';
 import { cliMain, testDataDir } from './platform.js';
 
 // `space cluster up` in a test: one PostgreSQL, two control planes and three node agents on this
@@ -149,8 +150,9 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
   // Back, the node adopts its old sandboxes; the reply to its first heartbeat names the moved sessions, and it stops theirs before it counts as registered.
   await cluster.startNode(victim);
   const nodeUrl = (await apis[0]!.call('GET', '/v1/nodes')).body.nodes.find((n: { id: string }) => n.id === victim).url;
-  const node = new Api(nodeUrl, readFileSync(path.join(cluster.root, victim, 'node', 'token'), 'utf8').trim());
-  const stillThere = ((await node.call('GET', '/node/v1/sandboxes')).body.sandboxes as { sessionId: string }[]).filter((s) => mine.includes(s.sessionId));
+  const node = nodeClientOf(cluster, victim, nodeUrl);
+  const stillThere = (await node.listSandboxes()).filter((s) => mine.includes(s.sessionId));
+  node.close();
   assert.deepEqual(stillThere, [], "the moved sessions' old sandboxes run on the node that came back");
   // What they wrote there after the shipped checkpoint is rescued into a checkpoint of each (by a maintenance pass), and the volume deleted there.
   for (const id of mine) {
@@ -254,6 +256,16 @@ test('nodes heartbeat with credentials of their own: scoped to their node, issue
     [],
     'no node was given the admin key',
   );
+  // Each node API is served over HTTPS with a certificate the cluster CA issued for that node, of a key that never left it.
+  const clusterCa = new X509Certificate(readFileSync(path.join(cluster.clusterCaDir, 'ca.crt')));
+  const view = await nodes(apis[0]!);
+  for (const name of cluster.nodeNames) {
+    assert.match(view[name]!.url, /^https:\/\/127\.0\.0\.1:\d+$/);
+    const certificate = new X509Certificate(readFileSync(path.join(cluster.root, name, 'node', 'tls.crt')));
+    assert.ok(certificate.checkIssued(clusterCa) && certificate.subject === `CN=${name}`, certificate.subject);
+    assert.equal(statSync(path.join(cluster.root, name, 'node', 'tls.key')).mode & 0o777, 0o600);
+  }
+  await assert.rejects(fetch(`${view['node-2']!.url.replace('https:', 'http:')}/health`), 'no plain HTTP on the node API');
   // A node's credential reaches its own heartbeat only: no admin route, no tenant route, no other node's heartbeat.
   const asNode = new Api(cluster.controlPlaneUrls[0]!, readFileSync(credentialOf('node-1'), 'utf8').trim());
   assert.equal((await asNode.call('GET', '/v1/nodes')).status, 401);

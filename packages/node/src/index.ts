@@ -1,6 +1,6 @@
 export { NodeAgent } from './node-agent.js';
 export { ClusterHeartbeat } from './cluster-heartbeat.js';
-export { nodeCredential } from './node-credential.js';
+export { nodeIdentity, type NodeIdentity } from './node-identity.js';
 export { resolveNodeConfig, readNodeSettings, persistentValue, type NodeConfig, type NodeSettings } from './node-config.js';
 export { nodeSettings } from './node-settings.js';
 export { consoleLogger, type Logger } from './logger.js';

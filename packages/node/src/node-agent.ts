@@ -84,7 +84,7 @@ export class NodeAgent {
   }
 
   get url(): string {
-    return `http://${this.config.host === '0.0.0.0' ? '127.0.0.1' : this.config.host}:${this.port}`;
+    return `${this.config.tls ? 'https' : 'http'}://${this.config.host === '0.0.0.0' ? '127.0.0.1' : this.config.host}:${this.port}`;
   }
 
   /**
@@ -257,7 +257,7 @@ export class NodeAgent {
       fence: this.fence,
       log,
     });
-    const { server, port } = await listen(api, config.host, config.port);
+    const { server, port } = await listen(api, config.host, config.port, {}, config.tls);
     this.server = server;
     this.port = port;
     log.info(`node ${config.nodeId} serving the node API on ${this.url}`);

@@ -20,6 +20,8 @@ export interface NodeConfig {
   port: number;
   /** Token the control plane presents (`SPACE_NODE_TOKEN`, else generated into `<data>/node/token`). */
   token: string;
+  /** The node API's certificate and key (PEM), issued by the cluster CA when the node joined: served over HTTPS. */
+  tls?: { cert: string; key: string };
   nodeId: string;
   /** What the node offers to placement (`SPACE_NODE_MEMORY_MB`, `SPACE_NODE_CPUS`; the host's by default). */
   capacity: NodeCapacity;
@@ -115,7 +117,10 @@ export async function resolveNodeConfig(
       refillDelayMs: settings.poolRefillDelayMs,
       templateImages: settings.templateImages,
     },
-    objectStore: overrides.objectStore !== undefined ? overrides.objectStore : objectStoreFrom(settings, env),
+    objectStore:
+      overrides.objectStore !== undefined
+        ? overrides.objectStore
+        : objectStoreFrom(settings, env, settings.s3CaFile ? await readFile(settings.s3CaFile, 'utf8') : undefined),
     gateway: overrides.gateway ?? {
       caDir: path.resolve(settings.gatewayCaDir ?? path.join(dataDir, 'gateway-ca')),
       testHosts: parseTestHosts(settings.gatewayTestHosts),

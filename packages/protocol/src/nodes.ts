@@ -92,10 +92,35 @@ export const CreateJoinTokenRequestSchema = z.object({ ttlSec: z.number().int().
 export const JoinTokenSchema = z.object({ token: z.string(), expiresAt: z.string() }).strict();
 export type JoinToken = z.infer<typeof JoinTokenSchema>;
 
-/** Node agent -> control plane, once: trades a join token for the node's own credential. */
-export const NodeJoinRequestSchema = z.object({ nodeId: NodeIdSchema, joinToken: z.string().min(1).max(256) }).strict();
+/** A name the control planes reach a node by, for its certificate: a host name or an IP address. */
+const NodeHostSchema = z
+  .string()
+  .max(253)
+  .regex(/^([A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}$|^[0-9.]{7,15}$|^[0-9A-Fa-f:]{2,39}$/, 'a host name or an IP address');
+
+/**
+ * Node agent -> control plane, once: trades a join token for the node's own credential and, with
+ * `csr` (a certificate request for the key it keeps), a certificate for its node API naming `hosts`.
+ */
+export const NodeJoinRequestSchema = z
+  .object({
+    nodeId: NodeIdSchema,
+    joinToken: z.string().min(1).max(256),
+    csr: z
+      .string()
+      .max(8192)
+      .regex(/^-----BEGIN CERTIFICATE REQUEST-----/, 'a PEM certificate request')
+      .optional(),
+    hosts: z.array(NodeHostSchema).min(1).max(8).optional(),
+  })
+  .strict();
 export type NodeJoinRequest = z.infer<typeof NodeJoinRequestSchema>;
-/** The node's credential (shown once): it heartbeats with it, and it reaches nothing but the node routes. */
-export const NodeJoinReplySchema = z.object({ nodeId: NodeIdSchema, credential: z.string() }).strict();
+/**
+ * The node's credential (shown once): it heartbeats with it, and it reaches nothing but the node
+ * routes. With a cluster CA (`SPACE_CLUSTER_CA_DIR`), the node API's certificate and the CA's.
+ */
+export const NodeJoinReplySchema = z
+  .object({ nodeId: NodeIdSchema, credential: z.string(), certificate: z.string().optional(), caCertificate: z.string().optional() })
+  .strict();
 export type NodeJoinReply = z.infer<typeof NodeJoinReplySchema>;
 export const RevokedCredentialSchema = z.object({ nodeId: NodeIdSchema, revoked: z.boolean() }).strict();

@@ -1,5 +1,7 @@
 import { type Agent, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, request } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { request as tlsRequest } from 'node:https';
+import { connect, isIP, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, SpaceError } from '@space/protocol';
 
@@ -15,6 +17,8 @@ export interface ProxyTarget {
   drop?: string[];
   /** The keep-alive pool requests go through (Node's global one by default). */
   agent?: Agent;
+  /** Over TLS, the target's certificate signed by this CA (PEM). */
+  tls?: { ca: string };
 }
 
 /** Headers that belong to one connection, never passed on (RFC 9110 7.6.1), and those a `Connection` header names. */
@@ -56,10 +60,11 @@ export function proxyRequest(
   answerHeaders: Record<string, string> = {},
 ): Promise<void> {
   return new Promise((resolve, reject) => {
-    const upstream = request(
+    const upstream = (target.tls ? tlsRequest : request)(
       {
         host: target.host,
         port: target.port,
+        ...(target.tls ? { ca: target.tls.ca } : {}),
         method: req.method,
         path: target.path,
         headers: { ...passedOn(req.headers, target.drop), ...target.headers },
@@ -89,9 +94,11 @@ export function proxyRequest(
  */
 export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, target: ProxyTarget): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const upstream: Socket = connect({ host: target.host, port: target.port });
+    const upstream: Socket = target.tls
+      ? tlsConnect({ host: target.host, port: target.port, ca: target.tls.ca, ...(isIP(target.host) ? {} : { servername: target.host }) })
+      : connect({ host: target.host, port: target.port });
     upstream.once('error', (err) => reject(new SpaceError(ErrorCode.SANDBOX_UNAVAILABLE, `${target.host}:${target.port} did not answer: ${err.message}`)));
-    upstream.once('connect', () => {
+    upstream.once(target.tls ? 'secureConnect' : 'connect', () => {
       const headers = { ...passedOn(req.headers, target.drop), ...target.headers, connection: 'Upgrade', upgrade: String(req.headers.upgrade ?? '') };
       const lines = Object.entries(headers).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((v) => `${name}: ${v}`));
       upstream.write(`${req.method} ${target.path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);

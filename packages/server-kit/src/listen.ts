@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, SpaceError } from '@space/protocol';
@@ -24,8 +25,15 @@ const defaultConnectionBounds: ConnectionBounds = {
 };
 
 /** Starts an HTTP server for a router; resolves once it listens (port 0 picks a free port). */
-export async function listen(router: Router, host: string, port: number, bounds: Partial<ConnectionBounds> = {}): Promise<{ server: Server; port: number }> {
-  const server = createBoundedServer(router, { ...defaultConnectionBounds, ...bounds });
+export async function listen(
+  router: Router,
+  host: string,
+  port: number,
+  bounds: Partial<ConnectionBounds> = {},
+  /** Serves HTTPS with this certificate and key (PEM) instead of HTTP. */
+  tls?: { cert: string; key: string },
+): Promise<{ server: Server; port: number }> {
+  const server = createBoundedServer(router, { ...defaultConnectionBounds, ...bounds }, tls);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -42,17 +50,16 @@ export async function listen(router: Router, host: string, port: number, bounds:
  * request line, headers too large, `CONNECT`) is answered with a JSON error and the connection
  * closed, never dropped silently.
  */
-function createBoundedServer(router: Router, bounds: ConnectionBounds): Server {
-  const server = createServer(
-    {
-      headersTimeout: bounds.headersTimeoutMs,
-      requestTimeout: bounds.requestTimeoutMs,
-      keepAliveTimeout: bounds.keepAliveTimeoutMs,
-      // Checks for expired header and request timers this often (Node's default is 30 s).
-      connectionsCheckingInterval: Math.min(5_000, bounds.headersTimeoutMs),
-    },
-    (req, res) => void router.handle(req, res),
-  );
+function createBoundedServer(router: Router, bounds: ConnectionBounds, tls?: { cert: string; key: string }): Server {
+  const options = {
+    headersTimeout: bounds.headersTimeoutMs,
+    requestTimeout: bounds.requestTimeoutMs,
+    keepAliveTimeout: bounds.keepAliveTimeoutMs,
+    // Checks for expired header and request timers this often (Node's default is 30 s).
+    connectionsCheckingInterval: Math.min(5_000, bounds.headersTimeoutMs),
+  };
+  const handle = (req: IncomingMessage, res: ServerResponse) => void router.handle(req, res);
+  const server: Server = tls ? createTlsServer({ ...options, ...tls }, handle) : createServer(options, handle);
   server.maxConnections = bounds.maxConnections;
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void router.handleUpgrade(req, socket, head));
   server.on('connect', (_req: IncomingMessage, socket: Duplex) =>

@@ -1,4 +1,5 @@
 import { Agent, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent as TlsAgent, request as tlsRequest } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { WebSocket } from 'ws';
@@ -39,7 +40,7 @@ export class Upstream {
   // No socket cap: long-running calls (an exec may last hours) must not queue the short ones behind them.
   // Idle connections are closed from this side well before the peer's keep-alive timeout, so the
   // TIME_WAIT endpoint stays here (a daemon's sandbox cannot be checkpointed while it holds one).
-  private readonly agent = new Agent({ keepAlive: true, timeout: 30_000 });
+  private readonly agent: Agent;
 
   constructor(
     readonly baseUrl: string,
@@ -49,7 +50,13 @@ export class Upstream {
     readonly label: string,
     /** A peer that does not accept the connection within this long counts as unreachable. */
     private readonly connectTimeoutMs = 3000,
-  ) {}
+    /** For an `https://` peer: the CA (PEM) its certificate must be signed by, in place of the system's. */
+    private readonly ca?: string,
+  ) {
+    this.agent = baseUrl.startsWith('https:')
+      ? new TlsAgent({ keepAlive: true, timeout: 30_000, ...(ca ? { ca } : {}) })
+      : new Agent({ keepAlive: true, timeout: 30_000 });
+  }
 
   /** Times this side cut its connections (close, reset): a request lost to that is not sent again. */
   private cuts = 0;
@@ -109,7 +116,7 @@ export class Upstream {
         headers['content-type'] = 'application/json';
         headers['content-length'] = body.length;
       }
-      const req = request(url, { method, headers, agent: this.agent, ...(signal ? { signal } : {}) }, resolve);
+      const req = (url.protocol === 'https:' ? tlsRequest : request)(url, { method, headers, agent: this.agent, ...(signal ? { signal } : {}) }, resolve);
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
         const timer = setTimeout(
@@ -215,6 +222,11 @@ export class Upstream {
   /** Opens a WebSocket to the upstream path. */
   socket(pathAndQuery: string): WebSocket {
     const url = new URL(pathAndQuery, this.baseUrl.replace(/^http/, 'ws'));
-    return new WebSocket(url, { headers: { authorization: `Bearer ${this.token}` }, maxPayload: Limits.maxStreamMessageBytes * 2, agent: undefined });
+    return new WebSocket(url, {
+      headers: { authorization: `Bearer ${this.token}` },
+      maxPayload: Limits.maxStreamMessageBytes * 2,
+      agent: undefined,
+      ...(this.ca ? { ca: this.ca } : {}),
+    });
   }
 }

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type LocalPostgres, startLocalPostgres } from '@space/control-plane';
+import { type LocalPostgres, createClusterCa, startLocalPostgres } from '@space/control-plane';
 import { startLoopbackS3 } from '@space/node';
 
 /** The CLI's entry point, which runs every member of the cluster. */
@@ -64,6 +64,11 @@ export class LocalCluster {
     return clusterPostgresDir(this.options.dataDir);
   }
 
+  /** The cluster CA the control planes sign nodes' certificates with. */
+  get clusterCaDir(): string {
+    return path.join(this.root, 'cluster-ca');
+  }
+
   /** The node agents' names (their ids): node-1 … node-N. */
   get nodeNames(): string[] {
     return Array.from({ length: this.options.nodes }, (_, i) => `node-${i + 1}`);
@@ -75,6 +80,8 @@ export class LocalCluster {
 
   async start(progress: (message: string) => void = () => undefined): Promise<void> {
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
+    // Node APIs over HTTPS with certificates of the cluster's CA, which every control plane holds.
+    await createClusterCa(this.clusterCaDir);
     this.postgres = await startLocalPostgres({ dir: this.postgresDir });
     this.databaseUrl = await this.postgres.url('space');
     progress(`PostgreSQL on ${this.databaseUrl}`);
@@ -160,6 +167,7 @@ export class LocalCluster {
       SPACE_API_KEY: this.options.adminKey,
       // Every control plane opens node tokens and secret values with the same key.
       SPACE_SECRETS_KEY_FILE: path.join(dir, 'secrets.key'),
+      SPACE_CLUSTER_CA_DIR: this.clusterCaDir,
       ...this.objectStoreEnv(),
     };
   }

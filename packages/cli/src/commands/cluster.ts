@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import path from 'node:path';
 import { resolveAdminKey } from '../admin-key.js';
 import { LocalCluster } from '../cluster/local-cluster.js';
-import { readControlPlaneSettings } from '@space/control-plane';
+import { createClusterCa, readControlPlaneSettings } from '@space/control-plane';
 
 function count(value: string, name: string): number {
   const n = Number(value);
@@ -12,7 +12,24 @@ function count(value: string, name: string): number {
 
 /** `space cluster up`: a whole cluster on this machine, in the foreground until Ctrl-C. */
 export function registerClusterCommands(program: Command): void {
-  const cluster = program.command('cluster').description('a local cluster on this machine: PostgreSQL, control planes and node agents');
+  const cluster = program.command('cluster').description('a local cluster on this machine: PostgreSQL, control planes and node agents; the cluster CA');
+  cluster
+    .command('ca')
+    .description("the cluster CA, which signs node APIs' certificates")
+    .command('init')
+    .description('make a cluster CA in --dir (ca.key, root only, and ca.crt) unless one is there; give every control plane SPACE_CLUSTER_CA_DIR=<dir>')
+    .option('--dir <dir>', 'where to keep it', '/etc/space/cluster-ca')
+    .option('--json', 'print JSON')
+    .action(async (opts: { dir: string; json?: boolean }) => {
+      const dir = path.resolve(opts.dir);
+      const created = await createClusterCa(dir);
+      const result = { dir, created, certificate: path.join(dir, 'ca.crt') };
+      if (opts.json) process.stdout.write(`${JSON.stringify(result)}\n`);
+      else
+        process.stdout.write(
+          `${created ? 'made a cluster CA' : 'a cluster CA is there already'} in ${dir}: copy the directory to every control plane (SPACE_CLUSTER_CA_DIR=${dir}); nodes that join from now on serve their node API over HTTPS with a certificate of it\n`,
+        );
+    });
   cluster
     .command('up')
     .description('run PostgreSQL, M control planes (ports from SPACE_PORT) and N node agents in the foreground; Ctrl-C stops them all')

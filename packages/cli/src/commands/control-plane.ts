@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ControlPlane, SecretCipher, openStore, readControlPlaneSettings, secretsKeyFileOf } from '@space/control-plane';
+import { ClusterCa, ControlPlane, SecretCipher, openStore, readControlPlaneSettings, secretsKeyFileOf } from '@space/control-plane';
 import { consoleLogger } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
 
@@ -22,7 +22,12 @@ export async function controlPlaneOnly(): Promise<void> {
   const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stdout.write(`${line}\n`));
   const node = nodeUrl && nodeToken ? { url: nodeUrl, token: nodeToken } : undefined;
   const secrets = await SecretCipher.load(secretsKeyFileOf(settings));
-  const controlPlane = new ControlPlane({ settings, adminKey, store, secrets, node, log: (m) => log.warn(m) });
+  const clusterCa = settings.clusterCaDir ? await ClusterCa.open(path.resolve(settings.clusterCaDir)) : null;
+  if (!clusterCa && settings.databaseUrl)
+    log.warn(
+      'no SPACE_CLUSTER_CA_DIR: nodes that join serve their node API over plain HTTP (node tokens and secret values cross the network in the clear); see deploy.md, "Node agents"',
+    );
+  const controlPlane = new ControlPlane({ settings, adminKey, store, secrets, node, clusterCa, log: (m) => log.warn(m) });
   await controlPlane.start();
   const stop = async (): Promise<void> => {
     await controlPlane.stop();

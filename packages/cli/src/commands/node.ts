@@ -1,12 +1,28 @@
 import path from 'node:path';
-import { ClusterHeartbeat, type Logger, NodeAgent, type NodeSettings, consoleLogger, nodeCredential, readNodeSettings, resolveNodeConfig } from '@space/node';
+import {
+  ClusterHeartbeat,
+  type Logger,
+  NodeAgent,
+  type NodeConfig,
+  type NodeSettings,
+  consoleLogger,
+  nodeIdentity,
+  readNodeSettings,
+  resolveNodeConfig,
+} from '@space/node';
 import { sandboxRuntimeBuildDir } from '../sandbox-runtime.js';
 
 /** `space node`: the node agent alone, serving the node API for a separate control plane. */
 export async function nodeOnly(): Promise<void> {
   const settings = readNodeSettings(process.env);
   const log = consoleLogger('node', settings.quiet);
-  const nodeConfig = await resolveNodeConfig(settings, { sandboxRuntimeBuildDir: sandboxRuntimeBuildDir() }, process.env);
+  const resolved = await resolveNodeConfig(settings, { sandboxRuntimeBuildDir: sandboxRuntimeBuildDir() }, process.env);
+  // Joined first: a node of a cluster with a CA serves its node API over HTTPS with what it was issued.
+  const cluster = await clusterMembership(settings, resolved, log).catch((err: Error) => {
+    log.error(`cannot start: ${err.message}`);
+    process.exit(1);
+  });
+  const nodeConfig: NodeConfig = cluster?.tls ? { ...resolved, tls: cluster.tls } : resolved;
   const node = new NodeAgent(nodeConfig, log);
   let heartbeat: ClusterHeartbeat | null = null;
   let stopping = false;
@@ -24,7 +40,6 @@ export async function nodeOnly(): Promise<void> {
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
   try {
-    const cluster = await clusterMembership(settings, nodeConfig.nodeId, nodeConfig.dataDir, log);
     await node.start({ templates: settings.templates });
     process.stdout.write(`node ${nodeConfig.nodeId} up: ${node.url} (token in ${nodeConfig.dataDir}/node/token)\n`);
     if (cluster) {
@@ -49,38 +64,51 @@ export async function nodeOnly(): Promise<void> {
   }
 }
 
+interface ClusterMembership {
+  controlPlanes: string[];
+  credential: string;
+  intervalMs: number;
+  fenceAfterMs: number;
+  advertiseUrl: string | null;
+  tls: NodeConfig['tls'] | null;
+}
+
 /**
  * The cluster this node joins (`SPACE_CONTROL_PLANE_URL`) and what its heartbeats carry: its own
- * credential (issued for `SPACE_NODE_JOIN_TOKEN` at its first start), else the admin key, with a
- * warning. Null for a node a control plane is configured with.
+ * credential (issued for `SPACE_NODE_JOIN_TOKEN` at its first start, with its node API's
+ * certificate when the cluster has a CA), else the admin key, with a warning. Null for a node a
+ * control plane is configured with.
  */
-async function clusterMembership(
-  settings: NodeSettings,
-  nodeId: string,
-  dataDir: string,
-  log: Logger,
-): Promise<{ controlPlanes: string[]; credential: string; intervalMs: number; fenceAfterMs: number; advertiseUrl: string | null } | null> {
+async function clusterMembership(settings: NodeSettings, config: NodeConfig, log: Logger): Promise<ClusterMembership | null> {
   const controlPlanes = settings.controlPlaneUrls;
   if (controlPlanes.length === 0) return null;
-  const credential = await nodeCredential({
-    file: path.join(dataDir, 'node', 'credential'),
-    nodeId,
+  const advertised = settings.advertiseUrl ? new URL(settings.advertiseUrl).hostname.replace(/^\[|\]$/g, '') : null;
+  const identity = await nodeIdentity({
+    dir: path.join(config.dataDir, 'node'),
+    nodeId: config.nodeId,
+    hosts: [advertised ?? (config.host === '0.0.0.0' ? '127.0.0.1' : config.host)],
     controlPlanes,
     joinToken: settings.joinToken ?? null,
     waitMs: 60_000,
     log,
   });
-  if (!credential && !settings.apiKey)
+  if (!identity && !settings.apiKey)
     throw new Error(
       'SPACE_CONTROL_PLANE_URL is set: set SPACE_NODE_JOIN_TOKEN to a join token ("space node join-token" on a machine with the admin key), so the control planes accept this node',
     );
-  if (!credential)
+  if (!identity)
     log.warn('this node heartbeats with the admin key (SPACE_API_KEY): give it SPACE_NODE_JOIN_TOKEN instead, so the admin key stays on the control planes');
+  let advertiseUrl = settings.advertiseUrl ?? null;
+  if (identity?.tls && advertiseUrl?.startsWith('http:')) {
+    advertiseUrl = advertiseUrl.replace(/^http:/, 'https:');
+    log.warn(`the node API is served over HTTPS (the cluster CA issued its certificate): advertised as ${advertiseUrl}, not ${settings.advertiseUrl}`);
+  }
   return {
     controlPlanes,
-    credential: credential ?? settings.apiKey!,
+    credential: identity?.credential ?? settings.apiKey!,
     intervalMs: settings.heartbeatMs,
     fenceAfterMs: settings.nodeFenceAfterSec * 1000,
-    advertiseUrl: settings.advertiseUrl ?? null,
+    advertiseUrl,
+    tls: identity?.tls ?? null,
   };
 }

@@ -36,8 +36,10 @@ export class NodeClient {
     readonly nodeId: string,
     private readonly url: string,
     private readonly token: string,
+    /** For a node API served over `https://`: the cluster CA its certificate must be signed by. */
+    private readonly ca?: string,
   ) {
-    this.upstream = new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`);
+    this.upstream = new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`, undefined, ca);
   }
 
   /**
@@ -45,10 +47,12 @@ export class NodeClient {
    * port), with the node's token; `drop`: client headers not passed on (its cookies come in `headers`).
    */
   portTarget(sandboxId: string, port: number, pathAndQuery: string, headers: Record<string, string>, drop: string[] = []): ProxyTarget {
-    const { hostname, port: nodePort } = new URL(this.url);
+    const { hostname, port: nodePort, protocol } = new URL(this.url);
+    const tls = protocol === 'https:';
     return {
       host: hostname.replace(/^\[|\]$/g, ''),
-      port: Number(nodePort || 80),
+      port: Number(nodePort || (tls ? 443 : 80)),
+      ...(tls && this.ca ? { tls: { ca: this.ca } } : {}),
       path: `${this.sandboxPath(sandboxId, `/ports/${port}`)}${pathAndQuery}`,
       headers: { ...headers, authorization: `Bearer ${this.token}` },
       // The client's cookies come in `headers`, SPACE's token taken out.

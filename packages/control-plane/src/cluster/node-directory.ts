@@ -12,6 +12,8 @@ export interface NodeDirectoryOptions {
   now?: () => number;
   /** Makes the client of a node (tests give a fake node's). */
   connect?: (nodeId: string, url: string, token: string) => NodeClient;
+  /** The cluster CA (PEM) node APIs served over `https://` are checked against. */
+  nodeCa?: string;
 }
 
 /**
@@ -189,7 +191,7 @@ export class NodeDirectory {
       return cached.client;
     }
     cached?.client.close();
-    const connect = this.options.connect ?? ((id, url, secret) => new NodeClient(id, url, secret));
+    const connect = this.options.connect ?? ((id, url, secret) => new NodeClient(id, url, secret, this.options.nodeCa));
     const client = connect(row.id, row.url, token);
     this.clients.set(row.id, { key, client, at: this.now() });
     return client;

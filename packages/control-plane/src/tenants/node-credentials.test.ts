@@ -1,18 +1,24 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { IncomingMessage } from 'node:http';
 import { test } from 'node:test';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import { NodeCredentials } from './node-credentials.js';
 import { openSqliteStore } from '../store/open-store.js';
 import { Authenticator } from './auth.js';
+import { ClusterCa, createClusterCa } from './cluster-ca.js';
 
-async function credentials() {
+async function credentials(ca: ClusterCa | null = null) {
   const clock = { now: Date.parse('2026-12-03T12:00:00.000Z') };
   const store = await openSqliteStore(':memory:');
   const auth = new Authenticator(store);
   await auth.installAdminKey('admin-key-0123456789abcdef');
   const logged: string[] = [];
-  const nodes = new NodeCredentials({ store, auth, now: () => clock.now, log: (line) => logged.push(line) });
+  const nodes = new NodeCredentials({ store, auth, ca, now: () => clock.now, log: (line) => logged.push(line) });
   const request = (key: string) => ({ headers: { authorization: `Bearer ${key}` } }) as unknown as IncomingMessage;
   return { clock, auth, nodes, logged, request };
 }
@@ -61,4 +67,40 @@ test('the admin key still heartbeats (with a warning, once per node); other keys
   await assert.rejects(nodes.senderOf(request(credential)), refusedWith(ErrorCode.UNAUTHORIZED, /unknown node credential/));
   // A node credential is no API key: it reaches no other route.
   await assert.rejects(auth.authenticate(request(again.credential)), refusedWith(ErrorCode.UNAUTHORIZED, /invalid API key/));
+});
+
+test("with a cluster CA, a join with a certificate request gets the node API's certificate: for that node and its hosts, whatever the request says", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'space-cluster-ca-'));
+  try {
+    assert.equal(await createClusterCa(path.join(dir, 'ca')), true);
+    assert.equal(await createClusterCa(path.join(dir, 'ca')), false, 'made once');
+    const ca = await ClusterCa.open(path.join(dir, 'ca'));
+    const { nodes } = await credentials(ca);
+    execFileSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', path.join(dir, 'node.key')]);
+    // The request names another node and asks to be a CA: neither is granted.
+    const csr = execFileSync('openssl', ['req', '-new', '-key', path.join(dir, 'node.key'), '-subj', '/CN=node-b', '-addext', 'basicConstraints=CA:TRUE'], {
+      encoding: 'utf8',
+    });
+    const reply = await nodes.join({ nodeId: 'node-a', joinToken: (await nodes.createJoinToken()).token, csr, hosts: ['127.0.0.1', 'node-a.internal'] });
+    assert.equal(reply.caCertificate, ca.certificate);
+    const certificate = new X509Certificate(reply.certificate!);
+    assert.ok(certificate.checkIssued(new X509Certificate(ca.certificate)) && certificate.verify(new X509Certificate(ca.certificate).publicKey));
+    assert.equal(certificate.subject, 'CN=node-a');
+    assert.equal(certificate.subjectAltName, 'IP Address:127.0.0.1, DNS:node-a.internal');
+    assert.equal(certificate.ca, false);
+    assert.ok(certificate.checkPrivateKey(createPrivateKey(readFileSync(path.join(dir, 'node.key')))), "the certificate is of the node's own key");
+
+    await assert.rejects(
+      nodes.join({
+        nodeId: 'node-c',
+        joinToken: (await nodes.createJoinToken()).token,
+        csr: '-----BEGIN CERTIFICATE REQUEST-----\nbm9wZQ==\n-----END CERTIFICATE REQUEST-----\n',
+        hosts: ['10.0.0.3'],
+      }),
+      refusedWith(ErrorCode.VALIDATION_FAILED, /not a certificate request/),
+    );
+    await assert.rejects(nodes.join({ nodeId: 'node-c', joinToken: 'snj_x', csr }), refusedWith(ErrorCode.VALIDATION_FAILED, /hosts/));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -4,10 +4,13 @@ import { ErrorCode, type JoinToken, type NodeJoinReply, type NodeJoinRequest, Sp
 import { bearerToken } from '@space/server-kit';
 import type { Store } from '../store/store.js';
 import { type Authenticator, hashKey } from './auth.js';
+import type { ClusterCa } from './cluster-ca.js';
 
 export interface NodeCredentialsDeps {
   store: Store;
   auth: Authenticator;
+  /** The cluster CA (`SPACE_CLUSTER_CA_DIR`) that signs node APIs' certificates; null: nodes serve plain HTTP. */
+  ca: ClusterCa | null;
   /** Milliseconds since the epoch. */
   now: () => number;
   log: (message: string) => void;
@@ -41,6 +44,8 @@ export class NodeCredentials {
   }
 
   async join(request: NodeJoinRequest): Promise<NodeJoinReply> {
+    if (request.csr && !request.hosts)
+      throw new SpaceError(ErrorCode.VALIDATION_FAILED, 'hosts: the names the control planes reach the node by, for its certificate');
     const at = new Date(this.deps.now()).toISOString();
     const use = await this.deps.store.useNodeJoinToken(hashKey(request.joinToken), request.nodeId, at);
     if (use.outcome !== 'used') {
@@ -53,10 +58,16 @@ export class NodeCredentials {
       this.deps.log(`node ${request.nodeId} may not join: ${why}`);
       throw new SpaceError(ErrorCode.UNAUTHORIZED, `${why}: make a new one with "space node join-token" (admin key)`);
     }
+    // After the token (which a bad request then uses up): no one without one makes this side sign anything.
+    const { ca } = this.deps;
+    const tls =
+      ca && request.csr ? { certificate: await ca.issueNodeCertificate(request.nodeId, request.csr, request.hosts!), caCertificate: ca.certificate } : {};
     const credential = `${credentialPrefix}${randomBytes(32).toString('base64url')}`;
     await this.deps.store.putNodeCredential({ nodeId: request.nodeId, hash: hashKey(credential), createdAt: at });
-    this.deps.log(`node ${request.nodeId} joined with a join token; its heartbeats carry its own credential from now on`);
-    return { nodeId: request.nodeId, credential };
+    this.deps.log(
+      `node ${request.nodeId} joined with a join token; its heartbeats carry its own credential from now on${tls.certificate ? `, and its API a certificate of the cluster CA for ${request.hosts!.join(', ')}` : ''}`,
+    );
+    return { nodeId: request.nodeId, credential, ...tls };
   }
 
   async revoke(nodeId: string): Promise<{ nodeId: string; revoked: boolean }> {

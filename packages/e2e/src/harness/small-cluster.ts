@@ -1,5 +1,8 @@
 import { createServer } from 'node:net';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { LocalCluster } from '@space/cli';
+import { NodeClient } from '@space/control-plane';
 
 /** A port with the next one free too: the control planes listen on consecutive ports. */
 async function twoFreePorts(): Promise<number> {
@@ -44,4 +47,10 @@ export async function smallCluster(options: {
     },
     output: options.output,
   });
+}
+
+/** The node API of a node of `cluster`, as its control planes reach it: its URL, its token, the cluster CA. */
+export function nodeClientOf(cluster: LocalCluster, nodeId: string, url: string): NodeClient {
+  const token = readFileSync(path.join(cluster.root, nodeId, 'node', 'token'), 'utf8').trim();
+  return new NodeClient(nodeId, url, token, readFileSync(path.join(cluster.clusterCaDir, 'ca.crt'), 'utf8'));
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -49,18 +49,18 @@ test('an https:// object store: its certificate is verified against SPACE_S3_CA_
   const dir = await mkdtemp(path.join(tmpdir(), 'space-s3-tls-'));
   const certificates = makeTestCertificates(path.join(dir, 'tls'), ['127.0.0.1'], 'SPACE test object store CA');
   const s3 = await startLoopbackS3({ directory: path.join(dir, 'objects'), tls: certificates });
-  const store = (caFile?: string) =>
+  const store = (ca?: string) =>
     new S3ObjectStore({
       bucket: s3.bucket,
       prefix: 'tls',
       endpoint: s3.endpoint,
       forcePathStyle: true,
       credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
-      ...(caFile ? { caFile } : {}),
+      ...(ca ? { ca } : {}),
     });
   try {
     assert.match(s3.endpoint, /^https:\/\/127\.0\.0\.1:\d+$/);
-    const trusted = store(certificates.caFile);
+    const trusted = store(readFileSync(certificates.caFile, 'utf8'));
     const stored = await trusted.put('object', Readable.from([Buffer.from('over TLS')]));
     const chunks: Buffer[] = [];
     for await (const chunk of await trusted.get('object')) chunks.push(chunk as Buffer);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, createWriteStream, readFileSync } from 'node:fs';
+import { createReadStream, createWriteStream } from 'node:fs';
 import { Agent } from 'node:https';
 import { rootCertificates } from 'node:tls';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
@@ -104,8 +104,8 @@ export interface S3Settings {
   forcePathStyle?: boolean;
   /** Credentials: `AWS_ACCESS_KEY_ID`/`AWS_SECRET_ACCESS_KEY` or any source of the AWS SDK's default chain. */
   credentials?: { accessKeyId: string; secretAccessKey: string };
-  /** `SPACE_S3_CA_FILE`: a CA (PEM) an `https://` endpoint's certificate may be signed by, besides the system's. */
-  caFile?: string;
+  /** The CA of `SPACE_S3_CA_FILE` (PEM): an `https://` endpoint's certificate may be signed by it, besides the system's. */
+  ca?: string;
 }
 
 /** Objects in an S3-compatible bucket (`s3://bucket/prefix`); uploads are multipart and streamed. */
@@ -121,9 +121,7 @@ export class S3ObjectStore implements ObjectStore {
       forcePathStyle: settings.forcePathStyle ?? false,
       ...(settings.credentials ? { credentials: settings.credentials } : {}),
       // Added to the system's CAs, not in their place; certificates are verified either way.
-      ...(settings.caFile
-        ? { requestHandler: { httpsAgent: new Agent({ keepAlive: true, ca: [...rootCertificates, readFileSync(settings.caFile, 'utf8')] }) } }
-        : {}),
+      ...(settings.ca ? { requestHandler: { httpsAgent: new Agent({ keepAlive: true, ca: [...rootCertificates, settings.ca] }) } } : {}),
     });
   }
 
@@ -167,15 +165,14 @@ export interface ObjectStoreSettings {
   s3Endpoint: string | undefined;
   s3Region: string;
   s3ForcePathStyle: boolean;
-  s3CaFile: string | undefined;
 }
 
 /**
  * The object store `SPACE_OBJECT_STORE` names: `file:///dir` or `s3://bucket/prefix` (with
- * `SPACE_S3_ENDPOINT`, `SPACE_S3_REGION`, `SPACE_S3_FORCE_PATH_STYLE`, and the AWS SDK's
- * credentials from `env`), or null when unset.
+ * `SPACE_S3_ENDPOINT`, `SPACE_S3_REGION`, `SPACE_S3_FORCE_PATH_STYLE`, the AWS SDK's credentials
+ * from `env`, and `s3Ca`, the PEM of `SPACE_S3_CA_FILE`), or null when unset.
  */
-export function objectStoreFrom(settings: ObjectStoreSettings, env: NodeJS.ProcessEnv): ObjectStore | null {
+export function objectStoreFrom(settings: ObjectStoreSettings, env: NodeJS.ProcessEnv, s3Ca?: string): ObjectStore | null {
   if (!settings.objectStore) return null;
   const url = new URL(settings.objectStore);
   if (url.protocol === 'file:') return new FileObjectStore(decodeURIComponent(url.pathname));
@@ -187,7 +184,7 @@ export function objectStoreFrom(settings: ObjectStoreSettings, env: NodeJS.Proce
     endpoint: settings.s3Endpoint,
     region: settings.s3Region,
     forcePathStyle: settings.s3ForcePathStyle,
-    ...(settings.s3CaFile ? { caFile: settings.s3CaFile } : {}),
+    ...(s3Ca ? { ca: s3Ca } : {}),
     ...(accessKeyId && secretAccessKey ? { credentials: { accessKeyId, secretAccessKey } } : {}),
   });
 }
