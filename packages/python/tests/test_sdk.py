@@ -333,21 +333,8 @@ class TlsProxy:
             client.close()
             return
 
-        def pump(source: socket.socket, sink: socket.socket) -> None:
-            try:
-                while data := source.recv(65536):
-                    sink.sendall(data)
-            except OSError:
-                pass
-            finally:
-                for s in (source, sink):
-                    try:
-                        s.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-
-        threading.Thread(target=pump, args=(upstream, client), daemon=True).start()
-        pump(client, upstream)
+        threading.Thread(target=_pipe, args=(upstream, client, _passes_all), daemon=True).start()
+        _pipe(client, upstream, _passes_all)
         client.close()
         upstream.close()
 
@@ -464,7 +451,12 @@ class _AnswerLosingProxy:
             threading.Thread(target=_pipe, args=(upstream, client, answer), daemon=True).start()
 
 
+def _passes_all(chunk: bytes) -> bool:
+    return True
+
+
 def _pipe(source: socket.socket, sink: socket.socket, passes: typing.Callable[[bytes], bool]) -> None:
+    """Copies `source` to `sink` while `passes` says so, then shuts both down (both directions end)."""
     try:
         while (chunk := source.recv(65536)) and passes(chunk):
             sink.sendall(chunk)
