@@ -17,8 +17,8 @@ export interface ProxyTarget {
   drop?: string[];
   /** The keep-alive pool requests go through (Node's global one by default). */
   agent?: Agent;
-  /** Over TLS, the target's certificate signed by this CA (PEM). */
-  tls?: { ca: string };
+  /** Over TLS: the target's certificate signed by `ca` (PEM), else by one of the system's CAs. */
+  tls?: { ca?: string };
 }
 
 /** Headers that belong to one connection, never passed on (RFC 9110 7.6.1), and those a `Connection` header names. */
@@ -64,7 +64,7 @@ export function proxyRequest(
       {
         host: target.host,
         port: target.port,
-        ...(target.tls ? { ca: target.tls.ca } : {}),
+        ...(target.tls?.ca ? { ca: target.tls.ca } : {}),
         method: req.method,
         path: target.path,
         headers: { ...passedOn(req.headers, target.drop), ...target.headers },
@@ -95,7 +95,12 @@ export function proxyRequest(
 export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, target: ProxyTarget): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const upstream: Socket = target.tls
-      ? tlsConnect({ host: target.host, port: target.port, ca: target.tls.ca, ...(isIP(target.host) ? {} : { servername: target.host }) })
+      ? tlsConnect({
+          host: target.host,
+          port: target.port,
+          ...(target.tls.ca ? { ca: target.tls.ca } : {}),
+          ...(isIP(target.host) ? {} : { servername: target.host }),
+        })
       : connect({ host: target.host, port: target.port });
     upstream.once('error', (err) => reject(new SpaceError(ErrorCode.SANDBOX_UNAVAILABLE, `${target.host}:${target.port} did not answer: ${err.message}`)));
     upstream.once(target.tls ? 'secureConnect' : 'connect', () => {

@@ -25,7 +25,7 @@ export { KeyedQueue, type QueueWait } from './keyed-queue.js';
 export { CallDeadline } from './call-deadline.js';
 export { writeFreshFile } from './fresh-file.js';
 export { freePort } from './free-port.js';
-export { makeTestCertificates, type TestCertificates } from './test-certificates.js';
+export { makeTestCertificates, subjectAltNames, type TestCertificates } from './test-certificates.js';
 export { resetAgentSockets } from './agent-sockets.js';
 export { proxyRequest, proxyUpgrade, waitForListener, type ProxyTarget } from './http-proxy.js';
 export { setting, readSettings, SettingsError, type Setting, type SettingTable, type SettingValues } from './settings.js';

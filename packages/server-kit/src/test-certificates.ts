@@ -9,6 +9,11 @@ export interface TestCertificates {
   keyFile: string;
 }
 
+/** The `subjectAltName` of an openssl extension file for `names`: `IP:` for addresses, `DNS:` for host names. */
+export function subjectAltNames(names: string[]): string {
+  return names.map((n) => (/^[\d.]+$|:/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(',');
+}
+
 /**
  * Makes, with `openssl` (P-256, valid two days), a CA named `caName` and a server certificate for
  * `names` (host names, or IP addresses such as 127.0.0.1), in `dir`. For tests and the loopback
@@ -37,8 +42,7 @@ export function makeTestCertificates(dir: string, names: string[], caName = 'SPA
     '-addext',
     'keyUsage=critical,keyCertSign',
   ]);
-  const alternatives = names.map((n) => (/^[\d.]+$|:/.test(n) ? `IP:${n}` : `DNS:${n}`)).join(',');
-  writeFileSync(file('server.ext'), `basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=${alternatives}\n`);
+  writeFileSync(file('server.ext'), `basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=${subjectAltNames(names)}\n`);
   openssl(['req', ...key, '-keyout', ca.keyFile, '-out', file('server.csr'), '-subj', `/CN=${names[0]}`]);
   openssl([
     'x509',

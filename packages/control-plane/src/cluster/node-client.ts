@@ -52,7 +52,8 @@ export class NodeClient {
     return {
       host: hostname.replace(/^\[|\]$/g, ''),
       port: Number(nodePort || (tls ? 443 : 80)),
-      ...(tls && this.ca ? { tls: { ca: this.ca } } : {}),
+      // An https:// node is reached over TLS also without the cluster CA (then the system's CAs check it).
+      ...(tls ? { tls: this.ca ? { ca: this.ca } : {} } : {}),
       path: `${this.sandboxPath(sandboxId, `/ports/${port}`)}${pathAndQuery}`,
       headers: { ...headers, authorization: `Bearer ${this.token}` },
       // The client's cookies come in `headers`, SPACE's token taken out.

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { ErrorCode, SpaceError } from '@space/protocol';
+import { subjectAltNames } from '@space/server-kit';
 
 const run = promisify(execFile);
 
@@ -74,10 +75,9 @@ export class ClusterCa {
       await run('openssl', ['req', '-in', path.join(work, 'node.csr'), '-noout', '-verify']).catch(() => {
         throw new SpaceError(ErrorCode.VALIDATION_FAILED, 'csr: not a certificate request signed by its own key (PEM)');
       });
-      const names = hosts.map((h) => (/^[\d.]+$|:/.test(h) ? `IP:${h}` : `DNS:${h}`)).join(',');
       await writeFile(
         path.join(work, 'node.ext'),
-        `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${names}\n`,
+        `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltNames(hosts)}\n`,
       );
       await run('openssl', [
         'x509',
