@@ -12,6 +12,7 @@ import type { SecretCipher } from './store/secret-cipher.js';
 import type { ControlPlaneSettings } from './settings.js';
 import { type ServiceGraph, publicApiDeps, wireServices } from './service-graph.js';
 import type { ClusterCa } from './tenants/cluster-ca.js';
+import type { KeyWrap } from './checkpoints/data-keys.js';
 
 export interface ControlPlaneOptions {
   /** Its settings (`readControlPlaneSettings`): address, store, tunables, limits. */
@@ -27,6 +28,8 @@ export interface ControlPlaneOptions {
   secrets: SecretCipher;
   /** The cluster CA (`SPACE_CLUSTER_CA_DIR`): signs the certificates of nodes that join, and calls to nodes check them. */
   clusterCa?: ClusterCa | null;
+  /** A KMS that wraps the tenants' data keys (checkpoint objects are sealed with them); the secrets key wraps them otherwise. */
+  keyWrap?: KeyWrap;
   log?: (message: string) => void;
 }
 
@@ -67,6 +70,7 @@ export class ControlPlane {
       apiUrl: () => this.selfUrl(),
       seat,
       clusterCa: options.clusterCa ?? null,
+      ...(options.keyWrap ? { keyWrap: options.keyWrap } : {}),
     });
     this.configuredNode = options.node ? new NodeClient('configured', options.node.url, options.node.token) : null;
   }

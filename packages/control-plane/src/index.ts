@@ -5,6 +5,7 @@ export { Authenticator, hashKey, generateKey } from './tenants/auth.js';
 export { SessionService } from './sessions/session-service.js';
 export { NodeClient } from './cluster/node-client.js';
 export { SecretCipher } from './store/secret-cipher.js';
+export { type KeyWrap, secretsKeyWrap } from './checkpoints/data-keys.js';
 export { ClusterCa, createClusterCa } from './tenants/cluster-ca.js';
 export { controlPlaneSettings, readControlPlaneSettings, defaultControlPlaneSettings, secretsKeyFileOf, type ControlPlaneSettings } from './settings.js';
 export { startLocalPostgres, type LocalPostgres } from './store/local-postgres.js';

@@ -26,6 +26,7 @@ import { Metrics } from './metrics/metrics.js';
 import type { Store } from './store/store.js';
 import { EgressService } from './tenants/egress-service.js';
 import { IdempotentCalls } from './api/idempotent-calls.js';
+import { DataKeys, type KeyWrap, secretsKeyWrap } from './checkpoints/data-keys.js';
 import type { SecretCipher } from './store/secret-cipher.js';
 import type { ControlPlaneSettings } from './settings.js';
 import type { PublicApiDeps } from './api/public-api.js';
@@ -47,6 +48,8 @@ export interface ServiceGraphDeps {
   connect?: NodeDirectoryOptions['connect'];
   /** The cluster CA (`SPACE_CLUSTER_CA_DIR`): it signs node APIs' certificates, which calls to nodes are checked against. */
   clusterCa?: ClusterCa | null;
+  /** What wraps the tenants' data keys: the secrets key unless a KMS is given. */
+  keyWrap?: KeyWrap;
   /** How often a call waiting for a session's lease looks again; tests poll faster. */
   lifecyclePollMs?: number;
 }
@@ -91,7 +94,8 @@ export function wireServices(deps: ServiceGraphDeps) {
     ...(deps.clusterCa ? { nodeCa: deps.clusterCa.certificate } : {}),
   });
   const nodeCredentials = new NodeCredentials({ store, auth, ca: deps.clusterCa ?? null, now, log });
-  const shipper = new CheckpointShipper({ store, nodes, metrics, log, enabled: Boolean(settings.objectStore) });
+  const dataKeys = new DataKeys({ store, wrap: deps.keyWrap ?? secretsKeyWrap(deps.secrets), now });
+  const shipper = new CheckpointShipper({ store, nodes, dataKeys, metrics, log, enabled: Boolean(settings.objectStore) });
   const taker = new CheckpointTaker(store, nodes, metrics, shipper);
   const egress = new EgressService(store, nodes, deps.secrets, log);
   const leftVolumes = new LeftVolumes({ store, taker, lifecycle, audit: egress, log });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { LocalCluster } from '@space/cli';
@@ -28,9 +28,9 @@ async function nodes(api: Api): Promise<Record<string, { status: string; session
 }
 
 /** A new session on `nodeId`: placement decides, so sessions are created until one lands there (all are deleted after). */
-async function sessionOn(nodeId: string): Promise<{ id: string; nodeId: string }> {
+async function sessionOn(nodeId: string, options: { secrets?: string[] } = {}): Promise<{ id: string; nodeId: string }> {
   for (let i = 0; i < 20; i++) {
-    const session = await apis[i % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    const session = await apis[i % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, ...options });
     sessions.push(session.id);
     if (session.nodeId === nodeId) return session;
   }
@@ -177,14 +177,48 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
   for (const id of mine) assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/kept'])).stdout, `kept-${id}\n`);
 });
 
-test('a node agent SIGKILLed after a full checkpoint reached the object store: the session goes on on another node with its processes', async () => {
+/** Every file under `dir` (not following links). */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? filesUnder(path.join(dir, e.name)) : e.isFile() ? [path.join(dir, e.name)] : [],
+  );
+}
+
+/** The files (under `dir`) whose bytes hold `text`. */
+function filesHolding(dir: string, text: string): string[] {
+  return filesUnder(dir).filter((file) => readFileSync(file).includes(text));
+}
+
+test('a node agent SIGKILLed after a full checkpoint reached the object store (sealed: none of its bytes readable there): the session goes on on another node with its processes', async () => {
   const victim = 'node-2';
-  const session = await sessionOn(victim);
+  const put = await apis[0]!.call('PUT', '/v1/secrets/SEALED_TOKEN', { value: `value-${process.pid}`, hosts: ['api.test.space'] });
+  assert.equal(put.status, 200, JSON.stringify(put.body));
+  const placeholder: string = put.body.placeholder;
+  const session = await sessionOn(victim, { secrets: ['SEALED_TOKEN'] });
+  // A file of known bytes, and a process holding the secret's placeholder in its memory (its environment).
+  const known = `SPACE-KNOWN-BYTES-${process.pid}-${Date.now()}`;
+  const written = await apis[0]!.call('POST', `/v1/sessions/${session.id}/exec`, {
+    cmd: ['sh', '-c', `for i in $(seq 100); do echo ${known}; done > /tmp/known.txt`],
+  });
+  assert.equal(written.body.exitCode, 0, JSON.stringify(written.body));
   const started = await apis[1]!.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: ['sleep', '100000'], background: true });
   assert.equal(started.status, 200, JSON.stringify(started.body));
   const full = await apis[0]!.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
   assert.equal(full.status, 201, JSON.stringify(full.body));
   await untilShipped(session.id);
+  // On the node, unsealed, both are there (so the look into the store below can find them)...
+  const image = path.join(
+    execFileSync('find', [path.join(cluster.root, victim), '-maxdepth', '6', '-type', 'd', '-name', `${full.body.id}.memory`], { encoding: 'utf8' }).trim(),
+  );
+  assert.ok(filesHolding(image, placeholder).length > 0, `the node's memory image ${image} holds the placeholder`);
+  // ...and in the object store's raw objects neither is.
+  const objects = path.join(cluster.root, 'objects');
+  assert.ok(
+    filesUnder(objects).some((f) => f.includes(full.body.id)),
+    'the checkpoint is in the store',
+  );
+  assert.deepEqual(filesHolding(objects, known), [], "no stored object holds the file's bytes");
+  assert.deepEqual(filesHolding(objects, placeholder), [], "no stored object holds the secret's placeholder");
   cluster.member(victim)!.process.kill('SIGKILL');
   while ((await nodes(apis[0]!))[victim]?.status !== 'lost') await pause(100);
   // The first call moves it (each node has a data directory of its own: the memory image is restored under another path).
@@ -197,6 +231,9 @@ test('a node agent SIGKILLed after a full checkpoint reached the object store: t
   const moved = (await apis[0]!.call('GET', `/v1/sessions/${session.id}`)).body;
   assert.notEqual(moved.nodeId, victim);
   assert.equal(moved.sandboxHistory.at(-1).restoredFrom, full.body.id, JSON.stringify(moved.sandboxHistory.at(-1)));
+  const read = await apis[0]!.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: ['sh', '-c', 'head -1 /tmp/known.txt; echo "$SEALED_TOKEN"'] });
+  assert.equal(read.body.stdout, `${known}\n${placeholder}\n`, 'opened on the new node: the file and the secret are back');
+  await apis[0]!.call('DELETE', '/v1/secrets/SEALED_TOKEN');
   await cluster.startNode(victim);
   while ((await nodes(apis[1]!))[victim]?.status !== 'ready') await pause(200);
 });

@@ -4,7 +4,17 @@ import { CheckpointIdSchema } from './checkpoints.js';
 /** A ship base: a full copy of one of a session's checkpoints in the object store, which later checkpoints are sent as differences to. */
 export const ShipBaseIdSchema = z.string().regex(/^bse_[a-z0-9]{6,40}$/);
 
-/** An object in the object store, with what it must read back as. */
+/** A tenant's data key, which its checkpoint objects are encrypted under (kept wrapped by the cluster key in the store). */
+export const DataKeyIdSchema = z.string().regex(/^dk_[a-z0-9]{6,40}$/);
+
+/**
+ * Control plane -> node, with every call that stores or reads a session's objects: its tenant's data
+ * key, unwrapped (256 bits, base64); the node holds it for that call only.
+ */
+export const DataKeySchema = z.object({ id: DataKeyIdSchema, key: z.string().regex(/^[A-Za-z0-9+/]{43}=$/, 'a 256-bit key in base64') }).strict();
+export type DataKey = z.infer<typeof DataKeySchema>;
+
+/** An object in the object store, with what it must read back as (its stored, encrypted bytes) and the data key it is sealed with. */
 export const StoredObjectSchema = z
   .object({
     key: z
@@ -13,6 +23,8 @@ export const StoredObjectSchema = z
       .regex(/^(checkpoints|bases)\/[a-z0-9_]+\.(send|memory\.tar)$/),
     bytes: z.number().int().nonnegative(),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
+    /** Absent on objects stored before encryption at rest: those are read as they are. */
+    dataKeyId: DataKeyIdSchema.optional(),
   })
   .strict();
 export type StoredObject = z.infer<typeof StoredObjectSchema>;
@@ -20,15 +32,15 @@ export type StoredObject = z.infer<typeof StoredObjectSchema>;
 export const ShipBaseSchema = z.object({ id: ShipBaseIdSchema, object: StoredObjectSchema }).strict();
 export type ShipBase = z.infer<typeof ShipBaseSchema>;
 
-/** Control plane -> node: make a base of a checkpoint the node holds and store it. */
-export const NodeCreateBaseRequestSchema = z.object({ baseId: ShipBaseIdSchema, fromCheckpointId: CheckpointIdSchema }).strict();
+/** Control plane -> node: make a base of a checkpoint the node holds and store it, sealed with `dataKey`. */
+export const NodeCreateBaseRequestSchema = z.object({ baseId: ShipBaseIdSchema, fromCheckpointId: CheckpointIdSchema, dataKey: DataKeySchema }).strict();
 
-/** Control plane -> node: store the checkpoint as its difference to `base` (fetched first if the node lacks it), and its memory image. */
-export const NodeShipRequestSchema = z.object({ base: ShipBaseSchema }).strict();
+/** Control plane -> node: store the checkpoint as its difference to `base` (fetched first if the node lacks it), and its memory image, sealed with `dataKey`. */
+export const NodeShipRequestSchema = z.object({ base: ShipBaseSchema, dataKey: DataKeySchema }).strict();
 export const NodeShippedSchema = z.object({ objects: z.array(StoredObjectSchema).min(1).max(2) }).strict();
 
-/** Control plane -> node: bring a checkpoint from the object store onto this node (its base first), checking every byte. */
-export const NodeFetchRequestSchema = z.object({ base: ShipBaseSchema, objects: z.array(StoredObjectSchema).min(1).max(2) }).strict();
+/** Control plane -> node: bring a checkpoint from the object store onto this node (its base first), checking every byte and opening it with `dataKey`. */
+export const NodeFetchRequestSchema = z.object({ base: ShipBaseSchema, objects: z.array(StoredObjectSchema).min(1).max(2), dataKey: DataKeySchema }).strict();
 
 /** Control plane -> node: delete objects of checkpoints and bases nothing needs any more. */
 export const NodeDeleteObjectsRequestSchema = z.object({ keys: z.array(StoredObjectSchema.shape.key).max(1000) }).strict();

@@ -4,10 +4,13 @@ import { KeyedQueue } from '@space/server-kit';
 import type { Metrics } from '../metrics/metrics.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
 import type { CheckpointRow, ShipBaseRow, Store } from '../store/store.js';
+import type { DataKeys } from './data-keys.js';
 
 export interface CheckpointShipperDeps {
   store: Store;
   nodes: NodeDirectory;
+  /** The tenants' keys, which every object is sealed with. */
+  dataKeys: DataKeys;
   metrics: Metrics;
   log: (message: string) => void;
   /** Whether the nodes have an object store (`SPACE_OBJECT_STORE`); without one nothing is shipped. */
@@ -25,7 +28,7 @@ const rebaseAfterMs = 24 * 3600_000;
  * session's base, a full copy of one of its checkpoints made when it has none or the differences
  * grew large. What fails is tried again by maintenance; until then the checkpoint is usable on its
  * node and shows `shippedAt: null`. Deleting a checkpoint deletes its objects; a base goes once no
- * checkpoint needs it.
+ * checkpoint needs it. Every object is sealed with its tenant's data key (`DataKeys`).
  */
 export class CheckpointShipper {
   private readonly perSession = new KeyedQueue();
@@ -55,8 +58,9 @@ export class CheckpointShipper {
       if (!current || current.shippedAt) return;
       const started = this.now();
       const node = await this.deps.nodes.client(current.nodeId);
+      const dataKey = await this.deps.dataKeys.forTenant(current.tenantId);
       const base = await this.baseFor(current);
-      const objects = await node.shipCheckpoint(current.id, { id: base.id, object: base.object });
+      const objects = await node.shipCheckpoint(current.id, { id: base.id, object: base.object }, dataKey);
       if (!(await this.deps.store.markShipped(current.id, { at: new Date(this.now()).toISOString(), baseId: base.id, objects }))) {
         // Deleted while it was being stored: its objects go too.
         await node.deleteObjects(objects.map((o) => o.key)).catch(() => undefined);
@@ -105,7 +109,7 @@ export class CheckpointShipper {
         ErrorCode.NODE_UNAVAILABLE,
         `checkpoint ${checkpoint.id} is on node ${checkpoint.nodeId} only (${this.deps.enabled ? 'not in the object store yet' : 'no object store: SPACE_OBJECT_STORE'}); node ${node.nodeId} cannot use it`,
       );
-    await node.fetchCheckpoint(checkpoint.id, form.base, form.objects);
+    await node.fetchCheckpoint(checkpoint.id, form.base, form.objects, await this.deps.dataKeys.forTenant(checkpoint.tenantId));
   }
 
   /** Deletes a deleted checkpoint's objects (through any node that answers); what fails stays as garbage and is logged. */
@@ -135,7 +139,8 @@ export class CheckpointShipper {
     if (base && !(await this.stale(base))) return base;
     const node = await this.deps.nodes.client(row.nodeId);
     const id = newId('bse');
-    const made: ShipBaseRow = { id, sessionId: row.sessionId, object: await node.createBase(id, row.id), createdAt: new Date(this.now()).toISOString() };
+    const object = await node.createBase(id, row.id, await this.deps.dataKeys.forTenant(row.tenantId));
+    const made: ShipBaseRow = { id, sessionId: row.sessionId, object, createdAt: new Date(this.now()).toISOString() };
     await this.deps.store.insertShipBase(made);
     return made;
   }

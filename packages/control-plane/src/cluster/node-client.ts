@@ -20,6 +20,7 @@ import {
   type ShipBase,
   type StartSandboxRequest,
   type StoredObject,
+  type DataKey,
   type TemplateConfig,
   nodeRoutes,
   nodeSandboxPrefix,
@@ -170,22 +171,22 @@ export class NodeClient {
   }
 
   /** Makes `baseId` a full copy of a checkpoint on the node in the object store. */
-  createBase(baseId: string, fromCheckpointId: string): Promise<StoredObject> {
-    return this.call(nodeRoutes.createBase, { body: { baseId, fromCheckpointId } });
+  createBase(baseId: string, fromCheckpointId: string, dataKey: DataKey): Promise<StoredObject> {
+    return this.call(nodeRoutes.createBase, { body: { baseId, fromCheckpointId, dataKey } });
   }
 
   deleteBase(baseId: string): Promise<unknown> {
     return this.call(nodeRoutes.deleteBase, { params: { baseId } });
   }
 
-  /** Stores a checkpoint on the node in the object store as its difference to `base`. */
-  async shipCheckpoint(checkpointId: string, base: ShipBase): Promise<StoredObject[]> {
-    return (await this.call(nodeRoutes.shipCheckpoint, { params: { checkpointId }, body: { base } })).objects;
+  /** Stores a checkpoint on the node in the object store as its difference to `base`, sealed with its tenant's `dataKey`. */
+  async shipCheckpoint(checkpointId: string, base: ShipBase, dataKey: DataKey): Promise<StoredObject[]> {
+    return (await this.call(nodeRoutes.shipCheckpoint, { params: { checkpointId }, body: { base, dataKey } })).objects;
   }
 
-  /** Brings a checkpoint from the object store onto the node (its base first). */
-  fetchCheckpoint(checkpointId: string, base: ShipBase, objects: StoredObject[]): Promise<unknown> {
-    return this.call(nodeRoutes.fetchCheckpoint, { params: { checkpointId }, body: { base, objects } });
+  /** Brings a checkpoint from the object store onto the node (its base first), opened with its tenant's `dataKey`. */
+  fetchCheckpoint(checkpointId: string, base: ShipBase, objects: StoredObject[], dataKey: DataKey): Promise<unknown> {
+    return this.call(nodeRoutes.fetchCheckpoint, { params: { checkpointId }, body: { base, objects, dataKey } });
   }
 
   deleteObjects(keys: string[]): Promise<unknown> {

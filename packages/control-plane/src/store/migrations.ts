@@ -230,6 +230,14 @@ export const migrations: Migration[] = [
         node_id ${text(dialect)} PRIMARY KEY, hash ${text(dialect)} NOT NULL UNIQUE, created_at ${text(dialect)} NOT NULL, revoked_at ${text(dialect)})`,
     ],
   },
+  {
+    version: 18,
+    description: "tenants' data keys, which their checkpoint objects are sealed with, wrapped by the cluster key",
+    statements: (dialect) => [
+      `CREATE TABLE IF NOT EXISTS data_keys (
+        id ${text(dialect)} PRIMARY KEY, tenant_id ${text(dialect)} NOT NULL UNIQUE, wrapped ${text(dialect)} NOT NULL, created_at ${text(dialect)} NOT NULL)`,
+    ],
+  },
 ];
 
 export const migrationsTable =

@@ -32,6 +32,7 @@ import type {
   ApiKeyRow,
   CheckpointRow,
   IdempotencyKeyRow,
+  DataKeyRow,
   JoinTokenUse,
   NodeCredentialRow,
   NodeJoinTokenRow,
@@ -619,6 +620,23 @@ export class SqlStore implements Store {
 
   async revokeNodeCredential(nodeId: string, at: string): Promise<boolean> {
     return (await this.db.run('UPDATE node_credentials SET revoked_at = ? WHERE node_id = ? AND revoked_at IS NULL', [at, nodeId])) > 0;
+  }
+
+  async insertDataKey(row: DataKeyRow): Promise<boolean> {
+    const changed = await this.db.run('INSERT INTO data_keys (id, tenant_id, wrapped, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING', [
+      row.id,
+      row.tenantId,
+      row.wrapped,
+      row.createdAt,
+    ]);
+    return changed > 0;
+  }
+
+  async tenantDataKey(tenantId: string): Promise<DataKeyRow | null> {
+    const row = await this.db.get<{ id: string; tenant_id: string; wrapped: string; created_at: string }>('SELECT * FROM data_keys WHERE tenant_id = ?', [
+      tenantId,
+    ]);
+    return row ? { id: row.id, tenantId: row.tenant_id, wrapped: row.wrapped, createdAt: row.created_at } : null;
   }
 
   async markShipped(checkpointId: string, shipped: { at: string; baseId: string; objects: StoredObject[] }): Promise<boolean> {

@@ -229,6 +229,18 @@ for (const engine of engines.all) {
     assert.equal(await store.revokeNodeCredential('node-z', '2026-01-04T00:00:00Z'), false);
   });
 
+  test(named("a tenant's data key: one per tenant, the first of two made at once stands"), async () => {
+    const store = await engine.open('data-keys');
+    const row = (id: string, tenantId: string) => ({ id, tenantId, wrapped: `v1:${id}`, createdAt: '2026-01-01T00:00:00Z' });
+    const outcomes = await Promise.all([store.insertDataKey(row('dk_a1', 'tn_a')), store.insertDataKey(row('dk_a2', 'tn_a'))]);
+    assert.deepEqual([...outcomes].sort(), [false, true]);
+    const first = row(outcomes[0] ? 'dk_a1' : 'dk_a2', 'tn_a');
+    assert.deepEqual(await store.tenantDataKey('tn_a'), first);
+    assert.equal(await store.insertDataKey(row('dk_a3', 'tn_a')), false);
+    assert.deepEqual(await store.tenantDataKey('tn_a'), first, 'the first stays');
+    assert.equal(await store.tenantDataKey('tn_b'), null);
+  });
+
   test(named('checkpoints: memory-image bytes per tenant, fork parents and children'), async () => {
     const store = await engine.open('checkpoints');
     await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });

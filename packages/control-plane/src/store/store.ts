@@ -264,6 +264,14 @@ export interface NodeCredentialRow {
   revokedAt: string | null;
 }
 
+/** A tenant's data key as stored: wrapped by the cluster key (never in the clear). */
+export interface DataKeyRow {
+  id: string;
+  tenantId: string;
+  wrapped: string;
+  createdAt: string;
+}
+
 /** Sessions whose volume is on a node, and how many of them run (or start) now. */
 export interface NodeLoad {
   sessions: number;
@@ -420,6 +428,9 @@ export interface Store {
   findNodeCredential(hash: string): Promise<NodeCredentialRow | null>;
   /** Revokes the node's credential; false when it had none (or it was revoked already). */
   revokeNodeCredential(nodeId: string, at: string): Promise<boolean>;
+  /** Adds the tenant's data key; false when it has one already (another control plane made it first). */
+  insertDataKey(row: DataKeyRow): Promise<boolean>;
+  tenantDataKey(tenantId: string): Promise<DataKeyRow | null>;
   /** Records `nodeId` as the node of sessions and templates from before nodes were recorded (they are on the configured node). */
   adoptUnplaced(nodeId: string): Promise<void>;
   /** Records that a checkpoint is in the object store; false when it was deleted meanwhile. */

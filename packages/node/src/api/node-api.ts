@@ -106,14 +106,14 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     await deps.checkpoints.delete(params.checkpointId);
     return ok;
   });
-  serve(nodeRoutes.createBase, ({ body }) => deps.shipping.createBase(body.baseId, body.fromCheckpointId));
+  serve(nodeRoutes.createBase, ({ body }) => deps.shipping.createBase(body.baseId, body.fromCheckpointId, body.dataKey));
   serve(nodeRoutes.deleteBase, async ({ params }) => {
     await deps.shipping.deleteBase(params.baseId);
     return ok;
   });
-  serve(nodeRoutes.shipCheckpoint, async ({ params, body }) => ({ objects: await deps.shipping.ship(params.checkpointId, body.base) }));
+  serve(nodeRoutes.shipCheckpoint, async ({ params, body }) => ({ objects: await deps.shipping.ship(params.checkpointId, body.base, body.dataKey) }));
   serve(nodeRoutes.fetchCheckpoint, async ({ params, body }) => {
-    await deps.shipping.fetch(params.checkpointId, body.base, body.objects);
+    await deps.shipping.fetch(params.checkpointId, body.base, body.objects, body.dataKey);
     return ok;
   });
   serve(nodeRoutes.deleteObjects, async ({ body }) => {

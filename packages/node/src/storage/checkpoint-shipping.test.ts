@@ -4,9 +4,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { Transform } from 'node:stream';
+import { buffer } from 'node:stream/consumers';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import type { ShipBase } from '@space/protocol';
+import type { DataKey, ShipBase } from '@space/protocol';
 import type { Logger } from '../logger.js';
 import { startLoopbackS3 } from './loopback-s3.js';
 import { BtrfsVolume } from './btrfs-volume.js';
@@ -53,6 +54,15 @@ const stores: [string, () => ObjectStore][] = [
   ],
 ];
 
+/** The tenant's data key, as the control plane sends it with each call. */
+const dataKey: DataKey = { id: 'dk_shippingtest', key: randomBytes(32).toString('base64') };
+
+/** Whether `text` appears in any stored object's raw bytes (as the store holds them, sealed or not). */
+async function anyObjectHolds(objects: ObjectStore, keys: string[], text: string): Promise<boolean> {
+  for (const key of keys) if ((await buffer(await objects.get(key))).includes(text)) return true;
+  return false;
+}
+
 let n = 0;
 const id = (prefix: string) => `${prefix}_${String(++n).padStart(8, '0')}${randomBytes(3).toString('hex')}`;
 
@@ -64,10 +74,14 @@ for (const [name, makeStore] of stores) {
     const volume = a!.volume.dir('volumes', session);
     await subvolumes.create(volume);
     await writeFile(path.join(volume, 'big'), randomBytes(4 * 2 ** 20));
+    // Bytes to look for in the store: a file's known content, and a secret's placeholder held in memory.
+    const known = `SPACE-KNOWN-BYTES-${randomBytes(6).toString('hex')}`;
+    const placeholder = `space-secret-placeholder-${randomBytes(6).toString('hex')}`;
+    await writeFile(path.join(volume, 'notes.txt'), known.repeat(100));
     const first = id('ckp');
     await a!.checkpoints.take(volume, first);
     const baseId = id('bse');
-    const base: ShipBase = { id: baseId, object: await a!.shipping.createBase(baseId, first) };
+    const base: ShipBase = { id: baseId, object: await a!.shipping.createBase(baseId, first, dataKey) };
     assert.ok(base.object.bytes > 4 * 2 ** 20, 'the base holds everything');
 
     await writeFile(path.join(volume, 'small'), 'written after the base');
@@ -75,29 +89,40 @@ for (const [name, makeStore] of stores) {
     await a!.checkpoints.take(volume, second);
     // A memory image as a full checkpoint leaves one.
     await mkdir(a!.checkpoints.partialImageDir(second), { recursive: true });
-    await writeFile(path.join(a!.checkpoints.partialImageDir(second), 'pages.img'), randomBytes(64 * 1024));
+    await writeFile(path.join(a!.checkpoints.partialImageDir(second), 'pages.img'), Buffer.concat([randomBytes(64 * 1024), Buffer.from(placeholder)]));
     await a!.checkpoints.commitImage(second, { token: 'tok', runtimeDir: '/runtime/x' });
-    const shipped = await a!.shipping.ship(second, base);
+    const shipped = await a!.shipping.ship(second, base, dataKey);
     assert.deepEqual(
       shipped.map((o) => o.key),
       [`checkpoints/${second}.send`, `checkpoints/${second}.memory.tar`],
     );
     assert.ok(shipped[0]!.bytes < 64 * 1024, `only the difference is stored: ${shipped[0]!.bytes} bytes`);
+    assert.ok(
+      [base.object, ...shipped].every((o) => o.dataKeyId === dataKey.id),
+      'every object is sealed with the data key',
+    );
+    const keys = [base.object, ...shipped].map((o) => o.key);
+    assert.equal(await anyObjectHolds(objects, keys, known), false, "none of the file's bytes is in the store");
+    assert.equal(await anyObjectHolds(objects, keys, placeholder), false, "nor the memory image's secret placeholder");
+    // Under another tenant's key nothing is received.
+    const otherKey: DataKey = { id: 'dk_another', key: randomBytes(32).toString('base64') };
+    await assert.rejects(b!.shipping.fetch(second, base, shipped, otherKey), { code: 'OBJECT_CORRUPT', message: /sealed with data key dk_shippingtest/ });
 
-    await b!.shipping.fetch(second, base, shipped);
-    await b!.shipping.fetch(second, base, shipped); // a second fetch finds it there
+    await b!.shipping.fetch(second, base, shipped, dataKey);
+    await b!.shipping.fetch(second, base, shipped, dataKey); // a second fetch finds it there
     const restored = b!.volume.dir('volumes', session);
     await b!.checkpoints.materialize(second, restored);
     assert.deepEqual(readFileSync(path.join(restored, 'big')), readFileSync(path.join(volume, 'big')));
     assert.equal(readFileSync(path.join(restored, 'small'), 'utf8'), 'written after the base');
+    assert.equal(readFileSync(path.join(restored, 'notes.txt'), 'utf8'), known.repeat(100));
     assert.deepEqual((await b!.checkpoints.image(second))?.meta, (await a!.checkpoints.image(second))?.meta);
 
     // The session now lives on b: its next checkpoint goes out from there against the same base, and a gets it back.
     await writeFile(path.join(restored, 'on-b'), 'b was here');
     const third = id('ckp');
     await b!.checkpoints.take(restored, third);
-    const fromB = await b!.shipping.ship(third, base);
-    await a!.shipping.fetch(third, base, fromB);
+    const fromB = await b!.shipping.ship(third, base, dataKey);
+    await a!.shipping.fetch(third, base, fromB, dataKey);
     assert.equal(readFileSync(path.join(a!.checkpoints.path(third), 'on-b'), 'utf8'), 'b was here');
     await b!.shipping.deleteObjects([...shipped, ...fromB, base.object].map((o) => o.key));
     await assert.rejects(objects.get(base.object.key), { code: 'OBJECT_NOT_FOUND' });
@@ -113,22 +138,21 @@ test('a corrupt or missing object is refused and leaves nothing on the node', as
   const checkpoint = id('ckp');
   await a!.checkpoints.take(volume, checkpoint);
   const baseId = id('bse');
-  const base: ShipBase = { id: baseId, object: await a!.shipping.createBase(baseId, checkpoint) };
-  const shipped = await a!.shipping.ship(checkpoint, base);
-  // One byte of the base changed in the store: its sha256 no longer matches.
+  const base: ShipBase = { id: baseId, object: await a!.shipping.createBase(baseId, checkpoint, dataKey) };
+  const shipped = await a!.shipping.ship(checkpoint, base, dataKey);
+  // One byte of the base changed in the store: its chunk fails its check, and nothing of it reaches btrfs.
   const file = path.join(scratch, 'objects-corrupt', base.object.key);
   const bytes = readFileSync(file);
   bytes[bytes.length - 100] ^= 0xff;
   await writeFile(file, bytes);
-  // Whether btrfs's own checks of the stream refuse it first or not, the object is named corrupt.
-  await assert.rejects(b!.shipping.fetch(checkpoint, base, shipped), { code: 'OBJECT_CORRUPT', message: /read back as \d+ bytes/ });
+  await assert.rejects(b!.shipping.fetch(checkpoint, base, shipped, dataKey), { code: 'OBJECT_CORRUPT', message: /fails its check at chunk \d+: altered/ });
   assert.equal(existsSync(b!.checkpoints.path(checkpoint)), false);
   assert.equal(existsSync(path.join(b!.volume.dir('bases'), baseId)), false, 'no half-received base is left');
   // A store that serves less than it stored (s3rver did, answering before its file was whole): the
   // stream ends mid-command and btrfs refuses it, and the error says the object was short.
   bytes[bytes.length - 100] ^= 0xff;
   await writeFile(file, bytes.subarray(0, bytes.length - 7));
-  await assert.rejects(b!.shipping.fetch(checkpoint, base, shipped), {
+  await assert.rejects(b!.shipping.fetch(checkpoint, base, shipped, dataKey), {
     code: 'OBJECT_CORRUPT',
     message: new RegExp(`read back as ${bytes.length - 7} bytes .* not the ${bytes.length} `),
   });
@@ -136,14 +160,16 @@ test('a corrupt or missing object is refused and leaves nothing on the node', as
   // With the base whole again, a checkpoint whose object is gone is refused as missing.
   await writeFile(file, bytes);
   const gone = id('ckp');
-  await assert.rejects(b!.shipping.fetch(gone, base, [{ key: `checkpoints/${gone}.send`, bytes: 1, sha256: '0'.repeat(64) }]), { code: 'OBJECT_NOT_FOUND' });
+  await assert.rejects(b!.shipping.fetch(gone, base, [{ key: `checkpoints/${gone}.send`, bytes: 1, sha256: '0'.repeat(64) }], dataKey), {
+    code: 'OBJECT_NOT_FOUND',
+  });
   assert.equal(existsSync(b!.checkpoints.path(gone)), false);
 });
 
 test('without an object store every operation says which setting is missing', async () => {
   const checkpoints = new CheckpointStore(volumes[0]!, subvolumes);
   const shipping = new CheckpointShipping({ volume: volumes[0]!, checkpoints, subvolumes, objects: null, log: quiet });
-  await assert.rejects(shipping.createBase(id('bse'), id('ckp')), { code: 'OBJECT_STORE_UNAVAILABLE', message: /SPACE_OBJECT_STORE/ });
+  await assert.rejects(shipping.createBase(id('bse'), id('ckp'), dataKey), { code: 'OBJECT_STORE_UNAVAILABLE', message: /SPACE_OBJECT_STORE/ });
 });
 
 test('at start, what an interrupted receive left (a writable subvolume) is removed; complete checkpoints and bases stay', async () => {
@@ -189,8 +215,8 @@ test('a read of the store that breaks off is tried again: the checkpoint arrives
   const checkpoint = id('ckp');
   await a.checkpoints.take(volume, checkpoint);
   const baseId = id('bse');
-  const base: ShipBase = { id: baseId, object: await a.shipping.createBase(baseId, checkpoint) };
-  const shipped = await a.shipping.ship(checkpoint, base);
+  const base: ShipBase = { id: baseId, object: await a.shipping.createBase(baseId, checkpoint, dataKey) };
+  const shipped = await a.shipping.ship(checkpoint, base, dataKey);
   // The base's first read breaks off after 64 KiB, as a reset connection would.
   let broken = false;
   const flaky: ObjectStore = {
@@ -221,7 +247,7 @@ test('a read of the store that breaks off is tried again: the checkpoint arrives
     objects: flaky,
     log: { ...quiet, warn: (m) => void warnings.push(m) },
   });
-  await shippingB.fetch(checkpoint, base, shipped);
+  await shippingB.fetch(checkpoint, base, shipped, dataKey);
   assert.ok(broken, 'the first read broke off');
   assert.equal(warnings.length, 1, warnings.join('\n'));
   assert.match(warnings[0]!, /attempt 1 of 3.*bytes of bases\/.* read; the read broke off: read ECONNRESET/);
@@ -250,14 +276,14 @@ async function sendToASlowStore(dir: string) {
 
 test('a stopping node ends the sends under way (they hold its storage busy) and starts none after', async () => {
   const { a, checkpoint, release } = await sendToASlowStore('objects-stopped');
-  const shipping = a.shipping.createBase(id('bse'), checkpoint);
+  const shipping = a.shipping.createBase(id('bse'), checkpoint, dataKey);
   shipping.catch(() => undefined);
   const pid = await childRunning(['btrfs', 'send']);
   await a.shipping.stop();
   assert.equal(existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('btrfs'), false, 'the send has ended');
   release();
   await assert.rejects(shipping, /btrfs send of .* failed/);
-  await assert.rejects(a.shipping.createBase(id('bse'), checkpoint), { code: 'NODE_UNAVAILABLE', message: /stopping/ });
+  await assert.rejects(a.shipping.createBase(id('bse'), checkpoint, dataKey), { code: 'NODE_UNAVAILABLE', message: /stopping/ });
 });
 
 test('a btrfs send that a Ctrl-C ends while its object is being stored fails the shipment cleanly, never the node', async () => {
@@ -267,7 +293,7 @@ test('a btrfs send that a Ctrl-C ends while its object is being stored fails the
   try {
     const { a, checkpoint, release } = await sendToASlowStore('objects-interrupted');
     const baseId = id('bse');
-    const shipping = a.shipping.createBase(baseId, checkpoint);
+    const shipping = a.shipping.createBase(baseId, checkpoint, dataKey);
     process.kill(await childRunning(['btrfs', 'send', baseId]), 'SIGINT');
     await new Promise((r) => setTimeout(r, 300));
     release();

@@ -3,12 +3,13 @@ import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { ErrorCode, SpaceError, type ShipBase, type StoredObject } from '@space/protocol';
+import { type DataKey, ErrorCode, SpaceError, type ShipBase, type StoredObject } from '@space/protocol';
 import { KeyedQueue } from '@space/server-kit';
 import type { Logger } from '../logger.js';
 import type { BtrfsVolume } from './btrfs-volume.js';
 import type { CheckpointStore } from './checkpoint-store.js';
 import { Digest, type ObjectStore } from './object-store.js';
+import { openObject, sealObject } from './object-sealing.js';
 import type { Subvolumes } from './subvolumes.js';
 import { pathExists } from './path-exists.js';
 import { endChild, finished, produce, readOn, toStdin } from './child-pipes.js';
@@ -49,7 +50,8 @@ function checkReadBack(digest: Digest, object: StoredObject): void {
  * checkpoints, kept read-only under `bases/`), their memory images as tar files. A node restoring a
  * checkpoint receives the base first when it lacks it, then the difference; every byte read is
  * checked against the size and sha256 recorded when it was stored, and nothing of an object that
- * does not match is kept.
+ * does not match is kept. Every object is sealed with its tenant's data key (`object-sealing.ts`),
+ * which the control plane sends with each call and the node keeps no longer.
  */
 export class CheckpointShipping {
   /** One receive per base or checkpoint at a time: forks side by side may all need the same ones. */
@@ -61,7 +63,7 @@ export class CheckpointShipping {
   constructor(private readonly deps: CheckpointShippingDeps) {}
 
   /** Makes `baseId` a read-only copy of a checkpoint this node holds and stores it whole. */
-  async createBase(baseId: string, fromCheckpointId: string): Promise<StoredObject> {
+  async createBase(baseId: string, fromCheckpointId: string, dataKey: DataKey): Promise<StoredObject> {
     const objects = this.objects();
     const source = this.deps.checkpoints.path(fromCheckpointId);
     if (!(await pathExists(source))) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${fromCheckpointId} is not on this node`);
@@ -70,30 +72,30 @@ export class CheckpointShipping {
       await this.deps.subvolumes.delete(this.basePath(baseId));
       await this.deps.subvolumes.snapshot(source, this.basePath(baseId), { readOnly: true });
     }
-    return this.send(objects, `bases/${baseId}.send`, this.basePath(baseId), null);
+    return this.send(objects, dataKey, `bases/${baseId}.send`, this.basePath(baseId), null);
   }
 
   /** Stores the checkpoint as its difference to `base` (received first when this node lacks it), and its memory image. */
-  async ship(checkpointId: string, base: ShipBase): Promise<StoredObject[]> {
+  async ship(checkpointId: string, base: ShipBase, dataKey: DataKey): Promise<StoredObject[]> {
     const objects = this.objects();
     const snapshot = this.deps.checkpoints.path(checkpointId);
     if (!(await pathExists(snapshot))) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
-    await this.ensureBase(objects, base);
-    const stored = [await this.send(objects, `checkpoints/${checkpointId}.send`, snapshot, this.basePath(base.id))];
+    await this.ensureBase(objects, base, dataKey);
+    const stored = [await this.send(objects, dataKey, `checkpoints/${checkpointId}.send`, snapshot, this.basePath(base.id))];
     const image = this.deps.checkpoints.imageDir(checkpointId);
     if (await pathExists(image)) {
       const tar = this.spawnOwn('tar', ['-C', image, '-cf', '-', '.'], ['ignore', 'pipe', 'pipe']);
-      stored.push(await this.storeOutput(objects, `checkpoints/${checkpointId}.memory.tar`, tar, `tar of ${checkpointId}'s memory image`));
+      stored.push(await this.storeOutput(objects, dataKey, `checkpoints/${checkpointId}.memory.tar`, tar, `tar of ${checkpointId}'s memory image`));
     }
     return stored;
   }
 
   /** Brings a checkpoint this node lacks from the object store (its base first). Nothing is done for one it holds. */
-  fetch(checkpointId: string, base: ShipBase, stored: StoredObject[]): Promise<void> {
+  fetch(checkpointId: string, base: ShipBase, stored: StoredObject[], dataKey: DataKey): Promise<void> {
     return this.receiving.run(checkpointId, async () => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await this.fetchOnce(checkpointId, base, stored);
+          return await this.fetchOnce(checkpointId, base, stored, dataKey);
         } catch (err) {
           if (attempt >= fetchAttempts || !worthAnotherRead(err)) throw err;
           this.deps.log.warn(
@@ -104,10 +106,10 @@ export class CheckpointShipping {
     });
   }
 
-  private async fetchOnce(checkpointId: string, base: ShipBase, stored: StoredObject[]): Promise<void> {
+  private async fetchOnce(checkpointId: string, base: ShipBase, stored: StoredObject[], dataKey: DataKey): Promise<void> {
     const objects = this.objects();
     if (await this.holds(this.deps.checkpoints.path(checkpointId))) return;
-    await this.ensureBase(objects, base);
+    await this.ensureBase(objects, base, dataKey);
     const send = stored.find((o) => o.key.endsWith('.send'));
     if (!send) throw new SpaceError(ErrorCode.OBJECT_NOT_FOUND, `checkpoint ${checkpointId} has no stored filesystem`);
     const image = stored.find((o) => o.key.endsWith('.memory.tar'));
@@ -120,6 +122,7 @@ export class CheckpointShipping {
         await this.receive(
           objects,
           image,
+          dataKey,
           () => this.spawnOwn('tar', ['-C', partial, '-xf', '-'], ['pipe', 'ignore', 'pipe']),
           `untar of ${checkpointId}'s memory image`,
         );
@@ -130,7 +133,7 @@ export class CheckpointShipping {
       }
     }
     try {
-      await this.receiveSubvolume(objects, send, this.deps.checkpoints.path(checkpointId));
+      await this.receiveSubvolume(objects, send, dataKey, this.deps.checkpoints.path(checkpointId));
     } catch (err) {
       await rm(this.deps.checkpoints.imageDir(checkpointId), { recursive: true, force: true });
       throw err;
@@ -195,26 +198,27 @@ export class CheckpointShipping {
     return this.deps.objects;
   }
 
-  private ensureBase(objects: ObjectStore, base: ShipBase): Promise<void> {
+  private ensureBase(objects: ObjectStore, base: ShipBase, dataKey: DataKey): Promise<void> {
     return this.receiving.run(base.id, async () => {
       if (await this.holds(this.basePath(base.id))) return;
-      await this.receiveSubvolume(objects, base.object, this.basePath(base.id));
+      await this.receiveSubvolume(objects, base.object, dataKey, this.basePath(base.id));
     });
   }
 
   /** `btrfs send` of a read-only subvolume (as a difference to `parent`) into the object store. */
-  private send(objects: ObjectStore, key: string, subvolume: string, parent: string | null): Promise<StoredObject> {
+  private send(objects: ObjectStore, dataKey: DataKey, key: string, subvolume: string, parent: string | null): Promise<StoredObject> {
     const child = this.spawnOwn('btrfs', ['send', '-q', ...(parent ? ['-p', parent] : []), subvolume], ['ignore', 'pipe', 'pipe']);
-    return this.storeOutput(objects, key, child, `btrfs send of ${path.basename(subvolume)}`);
+    return this.storeOutput(objects, dataKey, key, child, `btrfs send of ${path.basename(subvolume)}`);
   }
 
-  /** Stores a child's output as `key`; if either fails, the child is ended and nothing of the object kept. */
-  private async storeOutput(objects: ObjectStore, key: string, child: ChildProcess, what: string): Promise<StoredObject> {
+  /** Stores a child's output as `key`, sealed; if either fails, the child is ended and nothing of the object kept. */
+  private async storeOutput(objects: ObjectStore, dataKey: DataKey, key: string, child: ChildProcess, what: string): Promise<StoredObject> {
     const { output, done } = produce(child, what);
+    const sealed = sealObject(dataKey, key);
     try {
-      const stored = await objects.put(key, output);
+      const [stored] = await Promise.all([objects.put(key, sealed), pipeline(output, sealed)]);
       await done;
-      return stored;
+      return { ...stored, dataKeyId: dataKey.id };
     } catch (err) {
       child.kill();
       await done.catch(() => undefined);
@@ -228,13 +232,14 @@ export class CheckpointShipping {
    * name), checked; a failure or a mismatch in size or sha256 deletes it. It cannot be received
    * elsewhere and moved: a read-only subvolume cannot be renamed.
    */
-  private async receiveSubvolume(objects: ObjectStore, object: StoredObject, target: string): Promise<void> {
+  private async receiveSubvolume(objects: ObjectStore, object: StoredObject, dataKey: DataKey, target: string): Promise<void> {
     await mkdir(path.dirname(target), { recursive: true });
     await this.deps.subvolumes.delete(target);
     try {
       await this.receive(
         objects,
         object,
+        dataKey,
         () => this.spawnOwn('btrfs', ['receive', '-e', path.dirname(target)], ['pipe', 'ignore', 'pipe']),
         `btrfs receive of ${path.basename(target)}`,
       );
@@ -250,15 +255,17 @@ export class CheckpointShipping {
   }
 
   /**
-   * Streams an object into the process `start` spawns (the object is opened first: a missing one
-   * starts nothing) and checks it read back as stored; on any failure the process is ended.
+   * Streams an object, opened with `dataKey`, into the process `start` spawns (the object is
+   * fetched first: a missing one starts nothing) and checks it read back as stored; on any failure
+   * the process is ended.
    */
-  private async receive(objects: ObjectStore, object: StoredObject, start: () => ChildProcess, what: string): Promise<void> {
+  private async receive(objects: ObjectStore, object: StoredObject, dataKey: DataKey, start: () => ChildProcess, what: string): Promise<void> {
+    const opened = openObject(object, dataKey);
     const body: Readable = await objects.get(object.key);
     const child = start();
     const done = finished(child, what);
     const digest = new Digest();
-    const read = pipeline(body, digest, toStdin(child));
+    const read = pipeline(body, digest, opened, toStdin(child));
     try {
       await Promise.all([read, done]);
     } catch (err) {
@@ -268,8 +275,10 @@ export class CheckpointShipping {
       // served less than it stored): the rest is read on, to the end, to say which of the two failed
       // (for a minute at most: a store that stalls then leaves the child's error standing).
       const outcome = await readOn(read, readOnMs);
-      if (outcome === 'ended') checkReadBack(digest, object);
+      // Read to its end (opened or not): a size or sha256 that differs says the store changed it.
+      if (outcome === 'ended' || digest.complete) checkReadBack(digest, object);
       body.destroy();
+      if (outcome instanceof SpaceError) throw outcome;
       if (err instanceof SpaceError) throw err;
       const how =
         outcome === 'ended' ? 'read whole' : outcome === 'late' ? `still reading after ${readOnMs / 1000} s` : `the read broke off: ${outcome.message}`;

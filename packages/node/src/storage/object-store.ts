@@ -35,11 +35,18 @@ export interface ObjectStore {
 export class Digest extends Transform {
   private readonly hash = createHash('sha256');
   bytes = 0;
+  /** Whether everything passed: the stream it read from ended. */
+  complete = false;
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
     this.hash.update(chunk);
     this.bytes += chunk.length;
     this.push(chunk);
+    done();
+  }
+
+  override _flush(done: () => void): void {
+    this.complete = true;
     done();
   }
 
