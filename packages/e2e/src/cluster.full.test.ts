@@ -345,3 +345,21 @@ test('nodes heartbeat with credentials of their own: scoped to their node, issue
   while ((await nodes(apis[1]!))[victim]?.status !== 'ready') await pause(200);
   assert.match(readFileSync(credentialOf(victim), 'utf8'), /^snc_/);
 });
+
+test("a node refuses a call naming an older placement of a session than the newest it has seen: a stalled control plane's calls do nothing there", async () => {
+  const session = await apis[0]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+  sessions.push(session.id);
+  // Created: placement 1. Its sandbox killed, the next call resumes it: placement 2.
+  assert.equal((await apis[1]!.call('POST', `/v1/sessions/${session.id}/sandbox/kill`)).status, 200);
+  assert.equal((await apis[1]!.exec(session.id, ['true'])).exitCode, 0);
+  const { sandbox } = (await apis[0]!.call('GET', `/v1/sessions/${session.id}`)).body as { sandbox: { id: string } };
+  const node = nodeClientOf(cluster, session.nodeId, (await nodes(apis[0]!))[session.nodeId]!.url);
+  try {
+    await assert.rejects(node.placedAt({ sessionId: session.id, epoch: 1 }).sandboxInfo(sandbox.id), { code: 'PLACEMENT_STALE', status: 409 });
+    await assert.rejects(node.placedAt({ sessionId: session.id, epoch: 1 }).stopSandbox(sandbox.id), { code: 'PLACEMENT_STALE' });
+    assert.equal((await node.placedAt({ sessionId: session.id, epoch: 2 }).sandboxInfo(sandbox.id)).running, true);
+  } finally {
+    node.close();
+  }
+  assert.equal((await apis[0]!.exec(session.id, ['true'])).exitCode, 0, 'the stale stop did nothing');
+});

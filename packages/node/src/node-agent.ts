@@ -44,6 +44,7 @@ import { DnsCache } from './gateway/dns-cache.js';
 import { MemoryWatch } from './sandbox/memory-watch.js';
 import { readWorkingSet } from './runtime/cgroup-usage.js';
 import { NodeFence } from './node-fence.js';
+import { PlacementEpochs } from './placement-epochs.js';
 
 /**
  * The gateway's DNS bounds: one try waits 1 s (the host resolver's default of 5 s is what stalled
@@ -255,6 +256,7 @@ export class NodeAgent {
       templates: this.templates,
       gateway: this.gateway,
       fence: this.fence,
+      placements: await PlacementEpochs.open(path.join(config.dataDir, 'node', 'placement-epochs.json')),
       log,
     });
     const { server, port } = await listen(api, config.host, config.port, {}, config.tls);

@@ -25,3 +25,4 @@ export * from './ports.js';
 export * from './volumes.js';
 export * from './call-deadline.js';
 export * from './idempotency.js';
+export * from './placement.js';

@@ -32,7 +32,7 @@ export function routePath(route: SandboxRoute, params: Record<string, string>): 
 /**
  * Forwards one validated sandbox operation to the layer below at `targetPath` and relays the reply,
  * whose JSON is checked against the route's response schema and bounded in size (an event stream:
- * each event; resolves with its final event, or null when it had none).
+ * each event; resolves with its final event, or null when it had none). `headers` go with the request.
  */
 export async function forwardRoute(
   route: HttpSandboxRoute,
@@ -40,27 +40,28 @@ export async function forwardRoute(
   input: { body: unknown },
   upstream: Upstream,
   targetPath: string,
+  headers: Record<string, string> = {},
 ): Promise<unknown> {
   const target = targetPath + ctx.url.search;
   switch (route.kind) {
     case 'json': {
       const limit = route.path === '/exec' ? execReplyLimit : 16 * 1024 * 1024;
-      return sendJson(ctx.res, 200, await upstream.json(route.method, target, input.body, route.response, { limit }));
+      return sendJson(ctx.res, 200, await upstream.json(route.method, target, input.body, route.response, { limit, headers }));
     }
     case 'download':
-      return upstream.download(target, ctx.res);
+      return upstream.download(target, ctx.res, headers);
     case 'upload': {
-      const headers: Record<string, string> = { 'content-type': 'application/octet-stream' };
+      const uploadHeaders: Record<string, string> = { ...headers, 'content-type': 'application/octet-stream' };
       const length = ctx.req.headers['content-length'];
-      if (typeof length === 'string') headers['content-length'] = length;
-      const reply = await upstream.send('PUT', target, ctx.req, headers);
+      if (typeof length === 'string') uploadHeaders['content-length'] = length;
+      const reply = await upstream.send('PUT', target, ctx.req, uploadHeaders);
       return sendJson(ctx.res, 200, await upstream.readJsonReply(reply, route.response, 64 * 1024));
     }
     case 'events': {
       // A caller that leaves before the layer below answers ends the request there too (a cell that prints nothing yet).
       const left = new AbortController();
       ctx.res.once('close', () => left.abort());
-      const reply = await upstream.send(route.method, target, Buffer.from(JSON.stringify(input.body)), {}, undefined, left.signal);
+      const reply = await upstream.send(route.method, target, Buffer.from(JSON.stringify(input.body)), headers, undefined, left.signal);
       if (reply.statusCode !== 200) throw await upstream.errorFrom(reply);
       return relayEvents(reply, ctx.res, route.stream, {
         maxEventBytes: Limits.maxCodeEventBytes,

@@ -153,10 +153,10 @@ export class Upstream {
     pathAndQuery: string,
     body: unknown,
     schema: S,
-    options: { limit?: number; timeoutMs?: number; resetAfter?: boolean; awaitPeerClose?: boolean } = {},
+    options: { limit?: number; timeoutMs?: number; resetAfter?: boolean; awaitPeerClose?: boolean; headers?: Record<string, string> } = {},
   ): Promise<z.output<S>> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const res = await this.send(method, pathAndQuery, payload, {}, options.timeoutMs);
+    const res = await this.send(method, pathAndQuery, payload, options.headers, options.timeoutMs);
     const socket = res.socket as Socket;
     try {
       return await this.readJsonReply(res, schema, options.limit ?? Limits.maxJsonBodyBytes);
@@ -205,8 +205,8 @@ export class Upstream {
   }
 
   /** Streams a download to `res`, refusing more bytes than the upstream announced. */
-  async download(pathAndQuery: string, res: ServerResponse): Promise<void> {
-    const up = await this.send('GET', pathAndQuery);
+  async download(pathAndQuery: string, res: ServerResponse, headers: Record<string, string> = {}): Promise<void> {
+    const up = await this.send('GET', pathAndQuery, undefined, headers);
     if (up.statusCode !== 200) throw await this.errorFrom(up);
     const length = Number(up.headers['content-length']);
     if (!Number.isSafeInteger(length) || length < 0) {
@@ -220,10 +220,10 @@ export class Upstream {
   }
 
   /** Opens a WebSocket to the upstream path. */
-  socket(pathAndQuery: string): WebSocket {
+  socket(pathAndQuery: string, headers: Record<string, string> = {}): WebSocket {
     const url = new URL(pathAndQuery, this.baseUrl.replace(/^http/, 'ws'));
     return new WebSocket(url, {
-      headers: { authorization: `Bearer ${this.token}` },
+      headers: { ...headers, authorization: `Bearer ${this.token}` },
       maxPayload: Limits.maxStreamMessageBytes * 2,
       agent: undefined,
       ...(this.ca ? { ca: this.ca } : {}),

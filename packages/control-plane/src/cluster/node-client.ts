@@ -21,6 +21,9 @@ import {
   type StartSandboxRequest,
   type StoredObject,
   type DataKey,
+  PLACEMENT_HEADER,
+  type Placement,
+  placementHeaderValue,
   type TemplateConfig,
   nodeRoutes,
   nodeSandboxPrefix,
@@ -29,9 +32,15 @@ import {
 import { Upstream, forwardRoute, routePath, type HttpSandboxRoute, type ProxyTarget, type RequestContext, type UpgradeContext } from '@space/server-kit';
 import type { WebSocket } from 'ws';
 
-/** The control plane's side of the node API: every operation the control plane asks of a node. */
+/**
+ * The control plane's side of the node API: every operation the control plane asks of a node. A
+ * client `placedAt` a session's placement names it in every call (protocol's placement.ts), so the
+ * node refuses them once it has seen a newer one.
+ */
 export class NodeClient {
   private readonly upstream: Upstream;
+  /** Sent with every call: the placement this client was made for (none for the node's own client). */
+  private readonly headers: Record<string, string>;
 
   constructor(
     readonly nodeId: string,
@@ -39,8 +48,16 @@ export class NodeClient {
     private readonly token: string,
     /** For a node API served over `https://`: the cluster CA its certificate must be signed by. */
     private readonly ca?: string,
+    /** A placement's view of another client: its connections, its placement's header. */
+    placed?: { upstream: Upstream; placement: Placement },
   ) {
-    this.upstream = new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`, undefined, ca);
+    this.upstream = placed?.upstream ?? new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`, undefined, ca);
+    this.headers = placed ? { [PLACEMENT_HEADER]: placementHeaderValue(placed.placement) } : {};
+  }
+
+  /** This node, for calls about the session at `placement` (sharing this client's connections). */
+  placedAt(placement: Placement): NodeClient {
+    return new NodeClient(this.nodeId, this.url, this.token, this.ca, { upstream: this.upstream, placement });
   }
 
   /**
@@ -56,7 +73,7 @@ export class NodeClient {
       // An https:// node is reached over TLS also without the cluster CA (then the system's CAs check it).
       ...(tls ? { tls: this.ca ? { ca: this.ca } : {} } : {}),
       path: `${this.sandboxPath(sandboxId, `/ports/${port}`)}${pathAndQuery}`,
-      headers: { ...headers, authorization: `Bearer ${this.token}` },
+      headers: { ...headers, ...this.headers, authorization: `Bearer ${this.token}` },
       // The client's cookies come in `headers`, SPACE's token taken out.
       drop: ['cookie', ...drop],
     };
@@ -65,7 +82,10 @@ export class NodeClient {
   /** One operation of the node API, as protocol's `nodeRoutes` declares it; its reply checked with the route's schema. */
   private call<R extends ApiRoute>(route: R, ...[input]: unknown extends RouteCall<R> ? [RouteCall<R>?] : [RouteCall<R>]): Promise<RouteReply<R>> {
     const { params, body, query } = (input ?? {}) as { params?: Record<string, string>; body?: unknown; query?: Record<string, unknown> };
-    return this.upstream.json(route.method, routeUrl(route, params, query), body, route.response, route.timeoutMs ? { timeoutMs: route.timeoutMs } : {});
+    return this.upstream.json(route.method, routeUrl(route, params, query), body, route.response, {
+      headers: this.headers,
+      ...(route.timeoutMs ? { timeoutMs: route.timeoutMs } : {}),
+    });
   }
 
   /** Starts a service in the running sandbox now. */
@@ -98,7 +118,7 @@ export class NodeClient {
 
   /** The processes the sandbox's daemon started (a sandbox operation, relayed by the node). */
   processes(sandboxId: string): Promise<ProcessList> {
-    return this.upstream.json('GET', this.sandboxPath(sandboxId, '/processes'), undefined, ProcessListSchema);
+    return this.upstream.json('GET', this.sandboxPath(sandboxId, '/processes'), undefined, ProcessListSchema, { headers: this.headers });
   }
 
   sandboxInfo(sandboxId: string): Promise<SandboxInfo> {
@@ -225,18 +245,19 @@ export class NodeClient {
 
   /** Forwards a validated sandbox operation of the public API to the sandbox and relays the reply; an event stream resolves with its final event (null without one). */
   forward(route: HttpSandboxRoute, ctx: RequestContext, input: { body: unknown }, sandboxId: string): Promise<unknown> {
-    return forwardRoute(route, ctx, input, this.upstream, this.sandboxPath(sandboxId, routePath(route, ctx.params)));
+    return forwardRoute(route, ctx, input, this.upstream, this.sandboxPath(sandboxId, routePath(route, ctx.params)), this.headers);
   }
 
   /** Opens the sandbox's stream for a public WebSocket route (its path and query as the client asked). */
   socket(route: SandboxRoute, ctx: UpgradeContext, sandboxId: string): WebSocket {
-    return this.upstream.socket(this.sandboxPath(sandboxId, routePath(route, ctx.params)) + ctx.url.search);
+    return this.upstream.socket(this.sandboxPath(sandboxId, routePath(route, ctx.params)) + ctx.url.search, this.headers);
   }
 
   private sandboxPath(sandboxId: string, opPath: string): string {
     return routeUrl({ path: nodeSandboxPrefix }, { sandboxId }) + opPath;
   }
 
+  /** Closes the connections (of every placement's view too: they share them). */
   close(): void {
     this.upstream.close();
   }

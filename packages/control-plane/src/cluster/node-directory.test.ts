@@ -52,6 +52,7 @@ async function cluster() {
       publicPorts: [],
       cwd: null,
       codeCheckpointDelayMs: 1000,
+      placementEpoch: 0,
       lastActiveAt: null,
       volumeNodeId: nodeId,
       secrets: [],

@@ -28,6 +28,11 @@ export function mayRunOn(row: SessionRow | null, nodeId: string): boolean {
 /** How long a node's client is used before its row is read again (a new URL or token takes effect within it). */
 const clientTtlMs = 2000;
 
+/** `client` for calls about the session `row` is (at its placement), or as it is for a row of no session. */
+function placed(client: NodeClient, row: Partial<Pick<SessionRow, 'id' | 'placementEpoch'>>): NodeClient {
+  return row.id?.startsWith('ses_') && row.placementEpoch !== undefined ? client.placedAt({ sessionId: row.id, epoch: row.placementEpoch }) : client;
+}
+
 /**
  * The cluster's nodes, as their heartbeats registered them in the store: which client reaches a
  * node, which nodes are lost, and where a new session goes. Every control plane reads the same
@@ -123,16 +128,19 @@ export class NodeDirectory {
     return this.clientOf(row);
   }
 
-  /** The node holding a session's volume (rows from before nodes were recorded: the configured node). */
-  forVolume(row: { volumeNodeId: string | null }): Promise<NodeClient> {
+  /**
+   * The node holding a session's volume (rows from before nodes were recorded: the configured node),
+   * for calls naming the session's placement as `row` has it (a template version's row names none).
+   */
+  async forVolume(row: { volumeNodeId: string | null } & Partial<Pick<SessionRow, 'id' | 'placementEpoch'>>): Promise<NodeClient> {
     const nodeId = row.volumeNodeId ?? this.configuredNodeId;
     if (!nodeId) throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, 'the session has no node and this control plane has no default node');
-    return this.client(nodeId);
+    return placed(await this.client(nodeId), row);
   }
 
-  /** The node running the session's sandbox, or holding its volume when none runs. */
-  forSandbox(row: { nodeId: string | null; volumeNodeId: string | null }): Promise<NodeClient> {
-    return row.nodeId ? this.client(row.nodeId) : this.forVolume(row);
+  /** The node running the session's sandbox, or holding its volume when none runs, for calls naming its placement. */
+  async forSandbox(row: { nodeId: string | null; volumeNodeId: string | null } & Partial<Pick<SessionRow, 'id' | 'placementEpoch'>>): Promise<NodeClient> {
+    return row.nodeId ? placed(await this.client(row.nodeId), row) : this.forVolume(row);
   }
 
   /**

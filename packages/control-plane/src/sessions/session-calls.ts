@@ -6,6 +6,7 @@ import type { Caller } from '../tenants/auth.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { SandboxTarget, SessionService } from './session-service.js';
 import type { SessionRow, Store } from '../store/store.js';
+import { isPlacementStale } from './placements.js';
 
 /** Why a sandbox died, as the node said (`details.endReason`: a host limit it ran into), else `died`. */
 function deathReason(err: SpaceError): 'died' | 'oom' | 'pids' {
@@ -80,6 +81,13 @@ export class SessionCalls {
     try {
       return await op(target);
     } catch (err) {
+      if (isPlacementStale(err)) {
+        // The node has seen a newer placement than the one read here, and refused before anything ran: sent to that one.
+        const now = await this.store.getSession(row.tenantId, row.id);
+        if (!now) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted during this call`);
+        if (!repeatable) throw err;
+        return op(await this.sessions.ensureSandbox(now));
+      }
       if (await this.nodeLost(err, target)) {
         // Its node is gone: the next start moves the session to another node.
         await this.sessions.forgetSandbox(row, target.sandboxId, 'lost');

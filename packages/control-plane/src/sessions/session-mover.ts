@@ -7,6 +7,7 @@ import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { CheckpointRow, SessionRow, Store } from '../store/store.js';
 import type { EgressService } from '../tenants/egress-service.js';
 import type { LeftVolumes } from './left-volumes.js';
+import { placeAnew, updatePlaced } from './placements.js';
 
 export interface SessionMoverDeps {
   store: Store;
@@ -30,7 +31,7 @@ const unusableObject = new Set<string>([ErrorCode.OBJECT_NOT_FOUND, ErrorCode.OB
  * along); a checkpoint whose objects are missing or do not read back whole is skipped for the next
  * older one. One whose node is drained moves with its processes where a full checkpoint can be
  * taken, and with everything it wrote. Either way the session's history says from where to where,
- * and from which checkpoint.
+ * and from which checkpoint, and the move is a placement of its own (its epoch advanced).
  */
 export class SessionMover {
   constructor(private readonly deps: SessionMoverDeps) {}
@@ -86,7 +87,7 @@ export class SessionMover {
     if (row.sandboxId) {
       await (await this.deps.nodes.forSandbox(row)).stopSandbox(row.sandboxId);
       await this.deps.store.recordSandboxEnd(row.sandboxId, 'moved');
-      await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      await updatePlaced(this.deps.store, row, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
     }
     // Written after the full checkpoint (or nothing saved yet): an fs checkpoint holds it, never pruned when it is not the one moving.
     const newerFiles = full === null || (await from.volumeChanged(row.id, full.id));
@@ -148,10 +149,12 @@ export class SessionMover {
       }
       // Moving back onto a node it left while that node was lost: what it left there is kept first.
       await this.deps.leftVolumes.rescueBeforeArrival(row, to);
-      await to.restoreVolume(row.id, checkpoint.id);
+      // A placement of its own: of two control planes moving it at once (one stalled past its lease), one goes on.
+      const placed = await placeAnew(this.deps.store, row);
+      await to.placedAt({ sessionId: row.id, epoch: placed.placementEpoch }).restoreVolume(row.id, checkpoint.id);
       if (row.sandboxId) await this.deps.store.recordSandboxEnd(row.sandboxId, 'lost');
       const patch = { volumeNodeId: to.nodeId, status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null };
-      await this.deps.store.updateSession(row.id, patch);
+      await updatePlaced(this.deps.store, placed, patch);
       this.deps.metrics.inc('sessions_moved');
       const note = [
         `${why}: the session moved to node ${to.nodeId} from ${checkpoint.id} of ${checkpoint.createdAt}${newerStayBehind ? ` (what was written after it stayed on ${from})` : ''}`,
@@ -159,7 +162,7 @@ export class SessionMover {
         ...(skipped.length ? [`skipped as unreadable: ${skipped.join('; ')}`] : []),
       ].join('; ');
       this.deps.log(`session ${row.id}: ${note}`);
-      return { row: { ...row, ...patch }, note };
+      return { row: { ...placed, ...patch }, note };
     }
     throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `${why} and no shipped checkpoint of session ${row.id} could be read: ${skipped.join('; ')}`);
   }

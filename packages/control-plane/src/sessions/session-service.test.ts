@@ -144,3 +144,73 @@ test('a resume cut short after it went back, then another: the history still nam
   const wentBack = `went back to ${full.id} of ${full.createdAt} to restore its processes; the files written after it are kept in`;
   assert.equal((await s.sessions.get(s.caller, session.id)).sandboxHistory!.at(-1)!.note, `${wentBack} ${first!.id}; ${wentBack} ${second!.id}`);
 });
+
+test('each sandbox start is a placement of its own, and the node is called at the placement read', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  assert.equal((await s.store.getSession(s.caller.tenantId, session.id))?.placementEpoch, 1);
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, async (t: SandboxTarget) => s.node.sandboxInfo(t.sandboxId));
+  assert.equal((await s.store.getSession(s.caller.tenantId, session.id))?.placementEpoch, 2);
+  assert.ok(s.node.placements.includes(`${session.id} 1`) && s.node.placements.includes(`${session.id} 2`), s.node.placements.join(', '));
+});
+
+test('a start from a row another control plane placed anew since is refused before it calls a node, and leaves the row as it is', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  await s.sessions.killSandbox(s.caller, session.id);
+  const stale = (await s.store.getSession(s.caller.tenantId, session.id))!;
+  await s.store.advancePlacement(session.id, stale.placementEpoch); // the other control plane's placement
+  await s.store.updateSession(session.id, { status: 'starting' });
+  const starts = s.node.calls.filter((c) => c.startsWith('start')).length;
+  await assert.rejects(s.sessions.startSandbox(stale, { volumeReady: false }), { code: 'PLACEMENT_STALE' });
+  assert.equal(s.node.calls.filter((c) => c.startsWith('start')).length, starts, 'no sandbox started');
+  const row = await s.store.getSession(s.caller.tenantId, session.id);
+  assert.deepEqual([row?.status, row?.placementEpoch], ['starting', stale.placementEpoch + 1]);
+});
+
+test('a start placed anew while it ran stops the sandbox it got, and the call goes to the one the newer placement started', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  s.node.killBehindTheScenes(session.sandbox!.id);
+  const start = s.node.startSandbox.bind(s.node);
+  let theirs = '';
+  s.node.startSandbox = async (request) => {
+    const ours = await start(request);
+    // Meanwhile another control plane (this one stalled) placed the session and started its own.
+    s.node.startSandbox = start;
+    const read = (await s.store.getSession(s.caller.tenantId, session.id))!;
+    await s.store.advancePlacement(session.id, read.placementEpoch);
+    theirs = (await start(request)).sandboxId;
+    await s.store.updateSession(session.id, { status: 'running', sandboxId: theirs, nodeId: s.node.nodeId });
+    return ours;
+  };
+  const target = await s.calls.withSandbox(s.caller, session.id, { repeatable: false }, async (t: SandboxTarget) => t.sandboxId);
+  assert.equal(target, theirs);
+  const stops = s.node.calls.filter((c) => c.startsWith('stop'));
+  assert.equal(stops.length, 1, 'the sandbox the stale start got is stopped');
+  assert.notEqual(stops[0], `stop ${theirs}`);
+  const row = await s.store.getSession(s.caller.tenantId, session.id);
+  assert.deepEqual([row?.status, row?.sandboxId], ['running', theirs], 'the newer placement keeps its row');
+});
+
+test("a repeatable call a node refused for naming an older placement is sent once more, at the store's placement; another call is not", async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create();
+  const stale = () => new SpaceError(ErrorCode.PLACEMENT_STALE, 'placed anew');
+  let tries = 0;
+  const result = await s.calls.withSandbox(s.caller, session.id, { repeatable: true }, async () => {
+    if (++tries === 1) throw stale();
+    return 'done';
+  });
+  assert.deepEqual([result, tries], ['done', 2]);
+  tries = 0;
+  await assert.rejects(
+    s.calls.withSandbox(s.caller, session.id, { repeatable: false }, async () => {
+      tries++;
+      throw stale();
+    }),
+    { code: 'PLACEMENT_STALE' },
+  );
+  assert.equal(tries, 1);
+});

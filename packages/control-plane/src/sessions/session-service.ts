@@ -15,6 +15,7 @@ import type { TenantLimits } from '../tenants/tenant-limits.js';
 import type { TemplateCatalog } from '../templates/template-catalog.js';
 import type { VolumeService } from './volume-service.js';
 import { applyTemplateConfig } from '../templates/template-config.js';
+import { isPlacementStale, placeAnew, updatePlaced } from './placements.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -99,6 +100,7 @@ export class SessionService {
       publicPorts: request.publicPorts,
       cwd,
       codeCheckpointDelayMs: request.codeCheckpointDelayMs,
+      placementEpoch: 0,
     };
     await this.deps.lifecycle.run(row.id, 'create', async () => {
       await this.deps.store.insertSession(row);
@@ -190,10 +192,17 @@ export class SessionService {
       const current = await this.deps.store.getSession(row.tenantId, row.id);
       if (!current) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted`);
       if (current.sandboxId && current.status === 'running') return { sandboxId: current.sandboxId, node: await this.deps.nodes.forSandbox(current) };
-      // Its node lost: it goes on elsewhere from its newest shipped checkpoint.
-      const moved = await this.deps.mover.moveIfLost(current);
-      if (moved) return this.startSandbox(moved.row, { volumeReady: true, note: moved.note });
-      return this.startSandbox(current, { volumeReady: false });
+      try {
+        // Its node lost: it goes on elsewhere from its newest shipped checkpoint.
+        const moved = await this.deps.mover.moveIfLost(current);
+        if (moved) return await this.startSandbox(moved.row, { volumeReady: true, note: moved.note });
+        return await this.startSandbox(current, { volumeReady: false });
+      } catch (err) {
+        // Another control plane placed it meanwhile (this one stalled past its lease): its sandbox serves.
+        const now = isPlacementStale(err) ? await this.deps.store.getSession(row.tenantId, row.id) : null;
+        if (now?.sandboxId && now.status === 'running') return { sandboxId: now.sandboxId, node: await this.deps.nodes.forSandbox(now) };
+        throw err;
+      }
     });
   }
 
@@ -202,12 +211,15 @@ export class SessionService {
    * `volumeReady` when that caller has just made the volume (a create, fork or restore), so it is
    * not a resume onto whatever the volume held.
    */
-  async startSandbox(row: SessionRow, { volumeReady, note }: { volumeReady: boolean; note?: string }): Promise<SandboxTarget> {
+  async startSandbox(given: SessionRow, { volumeReady, note }: { volumeReady: boolean; note?: string }): Promise<SandboxTarget> {
+    // A placement of its own, from the one `given` has: another control plane that placed the
+    // session since (this one stalled past its lease) makes this start stale before it begins.
+    const row = await placeAnew(this.deps.store, given);
     // A session that had a sandbox before is being resumed; its first start is not a resume.
     const resuming = (await this.deps.store.listSandboxHistory(row.id)).length > 0;
     const started = performance.now();
     const node = await this.deps.nodes.forVolume(row);
-    await this.deps.store.updateSession(row.id, { status: 'starting' });
+    await updatePlaced(this.deps.store, row, { status: 'starting' });
     try {
       const resumeNote = resuming && !volumeReady ? await this.prepareResume(row, node) : null;
       // Read again: the policy may have changed since `row` was loaded.
@@ -229,13 +241,20 @@ export class SessionService {
       }
       // A note a crashed start left (its volume already went back) is told now, once.
       const notes = new Set([current.resumeNote, note, resumeNote, info.note].filter((n): n is string => Boolean(n)));
-      await this.deps.store.updateSession(row.id, {
-        status: 'running',
-        sandboxId: info.sandboxId,
-        nodeId: info.nodeId,
-        sandboxStartedAt: info.startedAt,
-        resumeNote: null,
-      });
+      try {
+        await updatePlaced(this.deps.store, row, {
+          status: 'running',
+          sandboxId: info.sandboxId,
+          nodeId: info.nodeId,
+          sandboxStartedAt: info.startedAt,
+          resumeNote: null,
+        });
+      } catch (err) {
+        // Placed anew while it started: the sandbox is not the session's. Stopped unless the newer
+        // placement is on the same node and found it serving (the node refuses this stop then).
+        await node.stopSandbox(info.sandboxId).catch(() => undefined);
+        throw err;
+      }
       await this.deps.store.recordSandboxStart({
         id: info.sandboxId,
         sessionId: row.id,
@@ -248,7 +267,8 @@ export class SessionService {
       });
       return { sandboxId: info.sandboxId, node };
     } catch (err) {
-      await this.deps.store.updateSession(row.id, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      // Only while it is still this placement: a stale start leaves the newer one's row as it is.
+      await this.deps.store.updatePlacedSession(row.id, row.placementEpoch, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
       throw err;
     }
   }
@@ -301,14 +321,20 @@ export class SessionService {
     return { ...resources, diskGb: resources.diskGb ?? this.deps.defaultDiskGb };
   }
 
-  /** Marks the session as having no sandbox, so the next call starts one. */
-  async forgetSandbox(row: SessionRow, sandboxId: string, reason: 'died' | 'oom' | 'pids' | 'killed' | 'restored' | 'idle' | 'paused' | 'lost'): Promise<void> {
+  /** Marks the session as having no sandbox (`status`), so the next call starts one. */
+  async forgetSandbox(
+    row: SessionRow,
+    sandboxId: string,
+    reason: 'died' | 'oom' | 'pids' | 'killed' | 'restored' | 'idle' | 'paused' | 'lost',
+    status: 'stopped' | 'idle' = 'stopped',
+  ): Promise<void> {
     // Lost: the node no longer runs it (found by reconciliation), so it died all the same.
     if (reason === 'died' || reason === 'oom' || reason === 'pids' || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
     await this.deps.store.recordSandboxEnd(sandboxId, reason);
     const current = await this.deps.store.getSession(row.tenantId, row.id);
+    // At the placement read: a sandbox another control plane started since is not forgotten.
     if (current?.sandboxId === sandboxId)
-      await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      await this.deps.store.updatePlacedSession(row.id, current.placementEpoch, { status, sandboxId: null, nodeId: null, sandboxStartedAt: null });
   }
 
   /** What the session's sandbox uses now; a session without one is not resumed for it (SESSION_NOT_RUNNING). */
@@ -329,8 +355,7 @@ export class SessionService {
 
   /** The maintenance stopped an idle session's sandbox, or a pause did: the session shows `idle` until its next call. */
   async markIdle(row: SessionRow, sandboxId: string, reason: 'idle' | 'paused' = 'idle'): Promise<void> {
-    await this.forgetSandbox(row, sandboxId, reason);
-    await this.deps.store.updateSession(row.id, { status: 'idle' });
+    await this.forgetSandbox(row, sandboxId, reason, 'idle');
   }
 
   /** After node `nodeId` stopped every sandbox (shutdown), its sessions show no sandbox until used. */

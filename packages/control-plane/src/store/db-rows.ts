@@ -46,6 +46,7 @@ export interface SessionDbRow {
   public_ports: string;
   cwd: string | null;
   code_checkpoint_delay_ms: number;
+  placement_epoch: number | string;
 }
 
 export interface SecretDbRow {
@@ -152,6 +153,8 @@ export function toSession(row: SessionDbRow): SessionRow {
     publicPorts: JSON.parse(row.public_ports) as number[],
     cwd: row.cwd,
     codeCheckpointDelayMs: Number(row.code_checkpoint_delay_ms),
+    // BIGINT: PostgreSQL's driver gives it as a string.
+    placementEpoch: Number(row.placement_epoch),
   };
 }
 

@@ -238,6 +238,11 @@ export const migrations: Migration[] = [
         id ${text(dialect)} PRIMARY KEY, tenant_id ${text(dialect)} NOT NULL UNIQUE, wrapped ${text(dialect)} NOT NULL, created_at ${text(dialect)} NOT NULL)`,
     ],
   },
+  {
+    version: 19,
+    description: "placement epochs: every placement of a session counted, a fencing token for the nodes' calls",
+    statements: () => ['ALTER TABLE sessions ADD COLUMN placement_epoch BIGINT NOT NULL DEFAULT 0'],
+  },
 ];
 
 export const migrationsTable =

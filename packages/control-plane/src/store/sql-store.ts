@@ -213,18 +213,35 @@ export class SqlStore implements Store {
     await this.updateRow('sessions', sessionColumns, id, patch, jsonColumns);
   }
 
-  /** Sets the patch's fields of row `id` of `table` (`columns` names each field's column; `json` ones are stored as JSON text). */
+  async advancePlacement(id: string, from: number): Promise<boolean> {
+    return (await this.db.run('UPDATE sessions SET placement_epoch = ? WHERE id = ? AND placement_epoch = ?', [from + 1, id, from])) > 0;
+  }
+
+  async updatePlacedSession(id: string, epoch: number, patch: SessionPatch): Promise<boolean> {
+    return (await this.updateRow('sessions', sessionColumns, id, patch, jsonColumns, { column: 'placement_epoch', value: epoch })) > 0;
+  }
+
+  /**
+   * Sets the patch's fields of row `id` of `table` (`columns` names each field's column; `json` ones
+   * are stored as JSON text), only where `also` holds; the rows changed.
+   */
   private async updateRow<P extends object>(
     table: string,
     columns: Record<keyof P, string>,
     id: string,
     patch: P,
     json: ReadonlySet<keyof P> = new Set(),
-  ): Promise<void> {
+    also?: { column: string; value: SqlValue },
+  ): Promise<number> {
     const keys = Object.keys(patch) as (keyof P)[];
-    if (keys.length === 0) return;
+    if (keys.length === 0) return 0;
     const value = (k: keyof P) => (json.has(k) ? JSON.stringify(patch[k]) : ((patch[k] as SqlValue | undefined) ?? null));
-    await this.db.run(`UPDATE ${table} SET ${keys.map((k) => `${columns[k]} = ?`).join(', ')} WHERE id = ?`, [...keys.map(value), id]);
+    const where = also ? `WHERE id = ? AND ${also.column} = ?` : 'WHERE id = ?';
+    return this.db.run(`UPDATE ${table} SET ${keys.map((k) => `${columns[k]} = ?`).join(', ')} ${where}`, [
+      ...keys.map(value),
+      id,
+      ...(also ? [also.value] : []),
+    ]);
   }
 
   async recordLeftVolume(left: LeftVolumeRow): Promise<void> {

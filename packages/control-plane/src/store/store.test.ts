@@ -35,6 +35,7 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   publicPorts: [8000],
   cwd: '/app',
   codeCheckpointDelayMs: 1000,
+  placementEpoch: 0,
   lastActiveAt: null,
   volumeNodeId: 'node_x',
   idleTimeoutSec: 900,
@@ -71,6 +72,20 @@ for (const engine of engines.all) {
     assert.deepEqual(await store.findApiKey(hashKey('admin-secret')).then((k) => [k?.tenantId, k?.admin]), [adminTenantId, true]);
     assert.equal(await store.findApiKey(hashKey('first')), null);
     await assert.rejects(auth.createKey('tn_missing'), { code: 'TENANT_NOT_FOUND' });
+  });
+
+  test(named('placements: an epoch advances only from the one read, and a placed update holds only at its placement'), async () => {
+    const store = await engine.open('placements');
+    await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+    await store.insertSession(session('ses_p', 'tn_a'));
+    assert.equal(await store.advancePlacement('ses_p', 0), true);
+    assert.equal(await store.advancePlacement('ses_p', 0), false, 'a second control plane that read epoch 0 too');
+    assert.equal((await store.getSession('tn_a', 'ses_p'))?.placementEpoch, 1);
+    assert.equal(await store.updatePlacedSession('ses_p', 0, { status: 'stopped' }), false);
+    assert.equal((await store.getSession('tn_a', 'ses_p'))?.status, 'running', 'untouched by the stale update');
+    assert.equal(await store.updatePlacedSession('ses_p', 1, { status: 'stopped', sandboxId: null }), true);
+    assert.deepEqual(await store.getSession('tn_a', 'ses_p').then((s) => [s?.status, s?.sandboxId, s?.placementEpoch]), ['stopped', null, 1]);
+    assert.equal(await store.advancePlacement('ses_missing', 0), false);
   });
 
   test(named('sessions are scoped by tenant, keep every field, and survive reopening'), async () => {

@@ -83,6 +83,8 @@ export interface SessionRow {
   cwd: string | null;
   /** How long after a code cell a full checkpoint holds the kernels; 0: none. */
   codeCheckpointDelayMs: number;
+  /** How many times the session was placed (a sandbox started, a move): the fencing token of its node calls (protocol's placement.ts). */
+  placementEpoch: number;
 }
 
 /** A volume a session mounts: which, where, how. */
@@ -337,6 +339,10 @@ export interface Store {
   /** How many sessions the tenant has. */
   countSessions(tenantId: string): Promise<number>;
   updateSession(id: string, patch: SessionPatch): Promise<void>;
+  /** Places the session anew: its epoch advanced from `from` to `from + 1`; false when another placement came first. */
+  advancePlacement(id: string, from: number): Promise<boolean>;
+  /** `updateSession`, only while the session is still at placement `epoch`; false when it was placed anew meanwhile. */
+  updatePlacedSession(id: string, epoch: number, patch: SessionPatch): Promise<boolean>;
   /** Deletes the session, its sandbox history, its archived egress audit, its session tokens and its volume mounts. */
   deleteSession(id: string): Promise<void>;
   /** Records that the session's volume stayed on a lost node when the session moved off it. */

@@ -5,6 +5,7 @@ import {
   type CheckpointKind,
   type NodeCheckpoint,
   type NodeHealth,
+  type Placement,
   type ProcessList,
   type SandboxInfo,
   type StartSandboxRequest,
@@ -32,6 +33,14 @@ export class FakeNode {
 
   asClient(): NodeClient {
     return this as unknown as NodeClient;
+  }
+
+  /** The placements clients were made for, in order (`<session> <epoch>`); the fake is its own placed view. */
+  readonly placements: string[] = [];
+
+  placedAt(placement: Placement): NodeClient {
+    this.placements.push(`${placement.sessionId} ${placement.epoch}`);
+    return this.asClient();
   }
 
   /** The sandbox dies without the control plane being told (a crash, an OOM kill). */

@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { WebSocket } from 'ws';
-import { nodeRouteTable, nodeRoutes, routeUrl } from '@space/protocol';
+import { PLACEMENT_HEADER, nodeRouteTable, nodeRoutes, parsePlacementHeader, placementHeaderValue, routeUrl } from '@space/protocol';
 import { closeServer, lineLog, listen } from '@space/server-kit';
 import { type NodeApiDeps, createNodeApi } from './node-api.js';
 import { NodeFence } from '../node-fence.js';
+import { PlacementEpochs } from '../placement-epochs.js';
 
 /** A value for each kind of path segment the node's routes take. */
 const sample: Record<string, string> = {
@@ -37,8 +41,8 @@ function upgradeRefusal(url: string): Promise<number> {
 }
 
 // Nothing behind the API: a request that got past the token and the checks would fail with a 500.
-async function nodeApi(fence = unfenced()): Promise<{ url: string; close(): Promise<void> }> {
-  const router = createNodeApi({ nodeId: 'n1', token: 'right', fence, log: lineLog(() => undefined) } as unknown as NodeApiDeps);
+async function nodeApi(fence = unfenced(), placements = PlacementEpochs.inMemory()): Promise<{ url: string; close(): Promise<void> }> {
+  const router = createNodeApi({ nodeId: 'n1', token: 'right', fence, placements, log: lineLog(() => undefined) } as unknown as NodeApiDeps);
   const { server, port } = await listen(router, '127.0.0.1', 0);
   return { url: `http://127.0.0.1:${port}`, close: () => closeServer(server) };
 }
@@ -120,6 +124,59 @@ test("the node checks a route's params, body and query with the table's schemas 
   } finally {
     await api.close();
   }
+});
+
+test('a call naming an older placement of its session than the newest the node has seen is refused before it acts; a malformed one too', async () => {
+  const placements = PlacementEpochs.inMemory();
+  const api = await nodeApi(unfenced(), placements);
+  const call = async (placement?: string) => {
+    const headers: Record<string, string> = { authorization: 'Bearer right', ...(placement === undefined ? {} : { [PLACEMENT_HEADER]: placement }) };
+    const res = await fetch(api.url + routeUrl(nodeRoutes.sandboxInfo, { sandboxId: 'sbx_abc123' }), { headers });
+    return [res.status, ((await res.json()) as { error: { code: string } }).error.code];
+  };
+  try {
+    // Admitted calls reach their handler, which has nothing behind it here (500).
+    assert.deepEqual(await call('ses_abc123 3'), [500, 'INTERNAL']);
+    assert.equal(placements.epochOf('ses_abc123'), 3);
+    assert.deepEqual(await call('ses_abc123 2'), [409, 'PLACEMENT_STALE']);
+    assert.deepEqual(await call('ses_abc123 3'), [500, 'INTERNAL']);
+    assert.deepEqual(await call('ses_other 1'), [500, 'INTERNAL'], 'another session has its own epochs');
+    assert.deepEqual(await call(), [500, 'INTERNAL'], 'a call naming none, as from an older control plane');
+    assert.deepEqual(await call('ses_abc123 two'), [400, 'VALIDATION_FAILED']);
+    assert.equal(placements.epochOf('ses_abc123'), 3);
+  } finally {
+    await api.close();
+  }
+});
+
+test('placement epochs: the newest per session rises, an older one is refused, a forgotten session starts again; kept across a restart', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'space-epochs-'));
+  const file = path.join(dir, 'placement-epochs.json');
+  try {
+    const before = await PlacementEpochs.open(file);
+    before.admit({ sessionId: 'ses_a', epoch: 4 });
+    before.admit({ sessionId: 'ses_b', epoch: 1 });
+    before.forget('ses_b');
+    const after = await PlacementEpochs.open(file);
+    assert.throws(() => after.admit({ sessionId: 'ses_a', epoch: 3 }), /PLACEMENT_STALE|placed anew/);
+    assert.equal(after.epochOf('ses_b'), 0);
+    await writeFile(file, '{"ses_a": "nope"}');
+    assert.equal((await PlacementEpochs.open(file)).epochOf('ses_a'), 0, 'a malformed file is read as none');
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  const epochs = PlacementEpochs.inMemory();
+  epochs.admit(null);
+  epochs.admit({ sessionId: 'ses_a', epoch: 2 });
+  epochs.admit({ sessionId: 'ses_a', epoch: 2 });
+  assert.throws(() => epochs.admit({ sessionId: 'ses_a', epoch: 1 }), /placed anew \(epoch 2\)/);
+  epochs.admit({ sessionId: 'ses_a', epoch: 5 });
+  assert.equal(epochs.epochOf('ses_a'), 5);
+  epochs.forget('ses_a');
+  epochs.admit({ sessionId: 'ses_a', epoch: 1 });
+  assert.equal(epochs.epochOf('ses_a'), 1);
+  assert.deepEqual(parsePlacementHeader(placementHeaderValue({ sessionId: 'ses_a', epoch: 7 })), { sessionId: 'ses_a', epoch: 7 });
+  for (const bad of ['ses_a', 'ses_a -1', 'sbx_a 1', 'ses_a 1 2', ['ses_a 1']]) assert.equal(parsePlacementHeader(bad), null, String(bad));
 });
 
 test("route urls: params encoded, query appended, a missing param refused; every route's param schemas name segments of its path", () => {

@@ -20,6 +20,7 @@ import type { CheckpointShipping } from '../storage/checkpoint-shipping.js';
 import type { NamedVolumes } from '../storage/named-volumes.js';
 import { registryHost } from '../templates/registry-host.js';
 import type { NodeFence } from '../node-fence.js';
+import { PlacementEpochs } from '../placement-epochs.js';
 
 export interface NodeApiDeps {
   nodeId: string;
@@ -35,13 +36,16 @@ export interface NodeApiDeps {
   templates: TemplateStore;
   gateway: EgressGateway;
   fence: NodeFence;
+  /** The newest placement of each session seen here: calls naming an older one are refused. */
+  placements: PlacementEpochs;
   log: ServerLog;
 }
 
 /**
  * The node API: what the control plane uses, locally or across the network, each operation as
  * protocol's `nodeRoutes` declares it (a route missing there is refused). Every route needs the
- * node token; while the node is fenced every route but its health is refused.
+ * node token; while the node is fenced every route but its health is refused, and so is a call
+ * naming an older placement of its session than the newest seen here (`PlacementEpochs`).
  */
 export function createNodeApi(deps: NodeApiDeps): Router {
   const { manager } = deps;
@@ -52,6 +56,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
   const admit = (ctx: { req: IncomingMessage }): void => {
     authorize(ctx);
     deps.fence.refuseIfFenced();
+    deps.placements.admit(PlacementEpochs.of(ctx.req));
   };
   const router = new Router({ log: deps.log, service: 'node', table: nodeRouteTable });
   const serve: ServeRoute = (route, handler) => serveRoute(router, route, (route as unknown) === nodeRoutes.health ? authorize : admit, handler);
@@ -86,6 +91,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
 
   serve(nodeRoutes.deleteVolume, async ({ params }) => {
     await manager.deleteVolume(params.sessionId);
+    deps.placements.forget(params.sessionId);
     return ok;
   });
   serve(nodeRoutes.checkpoint, ({ params, body }) => deps.checkpoints.take(params.sessionId, body.checkpointId, body.kind, body.volumes));
