@@ -11,7 +11,7 @@ import type { Store } from './store/store.js';
 import type { SecretCipher } from './store/secret-cipher.js';
 import type { ControlPlaneSettings } from './settings.js';
 import { type ServiceGraph, publicApiDeps, wireServices } from './service-graph.js';
-import type { ClusterCa } from './tenants/cluster-ca.js';
+import type { ClusterTls } from './tenants/control-plane-certificate.js';
 import type { KeyWrap } from './checkpoints/data-keys.js';
 
 export interface ControlPlaneOptions {
@@ -26,8 +26,11 @@ export interface ControlPlaneOptions {
   node?: { url: string; token: string };
   /** Encrypts secret values in the store. */
   secrets: SecretCipher;
-  /** The cluster CA (`SPACE_CLUSTER_CA_DIR`): signs the certificates of nodes that join, and calls to nodes check them. */
-  clusterCa?: ClusterCa | null;
+  /**
+   * The cluster CA (`SPACE_CLUSTER_CA_DIR`), which signs the certificates of nodes that join (calls
+   * to nodes check them), and the client certificate this control plane presents to them.
+   */
+  clusterTls?: ClusterTls | null;
   /** A KMS that wraps the tenants' data keys (checkpoint objects are sealed with them); the secrets key wraps them otherwise. */
   keyWrap?: KeyWrap;
   log?: (message: string) => void;
@@ -69,7 +72,7 @@ export class ControlPlane {
       log: this.log,
       apiUrl: () => this.selfUrl(),
       seat,
-      clusterCa: options.clusterCa ?? null,
+      clusterTls: options.clusterTls ?? null,
       ...(options.keyWrap ? { keyWrap: options.keyWrap } : {}),
     });
     this.configuredNode = options.node ? new NodeClient('configured', options.node.url, options.node.token) : null;
@@ -88,6 +91,7 @@ export class ControlPlane {
   async start(): Promise<void> {
     const s = this.services;
     await s.auth.installAdminKey(this.options.adminKey);
+    this.options.clusterTls?.certificate.startRenewal();
     if (this.configuredNode) {
       // The node says which it is; sessions and templates from before nodes were recorded are its.
       const health = await this.configuredNode.health().catch((err: Error) => {
@@ -135,6 +139,7 @@ export class ControlPlane {
     const s = this.services;
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     await s.maintenance.stop();
+    this.options.clusterTls?.certificate.stop();
     s.cells.close();
     this.e2b?.close();
     s.events.stop();

@@ -1,6 +1,6 @@
 import { TemplateCatalog } from './templates/template-catalog.js';
 import { NodeCredentials } from './tenants/node-credentials.js';
-import type { ClusterCa } from './tenants/cluster-ca.js';
+import type { ClusterTls } from './tenants/control-plane-certificate.js';
 import { TemplateService } from './builds/template-service.js';
 import { TemplateBuilds } from './builds/template-builds.js';
 import { Authenticator } from './tenants/auth.js';
@@ -46,8 +46,8 @@ export interface ServiceGraphDeps {
   now?: () => number;
   /** How the directory reaches a node; tests hand it a fake one. */
   connect?: NodeDirectoryOptions['connect'];
-  /** The cluster CA (`SPACE_CLUSTER_CA_DIR`): it signs node APIs' certificates, which calls to nodes are checked against. */
-  clusterCa?: ClusterCa | null;
+  /** The cluster CA (`SPACE_CLUSTER_CA_DIR`), which signs node APIs' certificates (calls to nodes check them), and this control plane's client certificate. */
+  clusterTls?: ClusterTls | null;
   /** What wraps the tenants' data keys: the secrets key unless a KMS is given. */
   keyWrap?: KeyWrap;
   /** How often a call waiting for a session's lease looks again; tests poll faster. */
@@ -90,10 +90,11 @@ export function wireServices(deps: ServiceGraphDeps) {
     store,
     cipher: deps.secrets,
     lostAfterMs: settings.nodeLostAfterSec * 1000,
+    allowPlainNodeApi: settings.allowPlainNodeApi,
     ...(deps.connect ? { connect: deps.connect } : {}),
-    ...(deps.clusterCa ? { nodeCa: deps.clusterCa.certificate } : {}),
+    ...(deps.clusterTls ? { nodeTls: { ca: deps.clusterTls.ca.certificate, identity: deps.clusterTls.certificate.identity } } : {}),
   });
-  const nodeCredentials = new NodeCredentials({ store, auth, ca: deps.clusterCa ?? null, now, log });
+  const nodeCredentials = new NodeCredentials({ store, auth, ca: deps.clusterTls?.ca ?? null, now, log });
   const dataKeys = new DataKeys({ store, wrap: deps.keyWrap ?? secretsKeyWrap(deps.secrets), now });
   const shipper = new CheckpointShipper({ store, nodes, dataKeys, metrics, log, enabled: Boolean(settings.objectStore) });
   const taker = new CheckpointTaker(store, nodes, metrics, shipper);

@@ -33,6 +33,10 @@ export const controlPlaneSettings = {
     shownDefault: 'none: node APIs over plain HTTP',
     doc: 'the cluster CA (`ca.crt`, `ca.key`), the same on every control plane: nodes that join get a certificate of it for their node API, served over HTTPS, and calls to nodes check it',
   }),
+  allowPlainNodeApi: setting.flag('SPACE_ALLOW_PLAIN_NODE_API', {
+    default: false,
+    doc: '`1`: take nodes whose node API is plain HTTP on an address other than loopback (node tokens and secret values then cross the network in the clear); refused otherwise',
+  }),
   nodeLostAfterSec: setting.positive('SPACE_NODE_LOST_AFTER_SEC', {
     default: 10,
     doc: 'a node without a heartbeat for this long is lost and its sessions move, seconds',

@@ -130,7 +130,7 @@ test('a node cut off from every control plane fences itself: its copy stops writ
   // Back, the node stops the moved session's copy instead of letting it run on.
   await pause(3000);
   assert.equal(beats().length, requestsBefore, 'the old copy never sent again after the heal');
-  const node = nodeClientOf(cluster, victim, nodeUrl);
+  const node = await nodeClientOf(cluster, victim, nodeUrl);
   const left = (await node.listSandboxes()).filter((s) => s.sessionId === id);
   node.close();
   assert.deepEqual(left, [], "the moved session's old sandbox is gone from the node");

@@ -4,9 +4,13 @@ import { X509Certificate } from 'node:crypto';
 import { promisify } from 'node:util';
 import { existsSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { after, before, test } from 'node:test';
 import type { LocalCluster } from '@space/cli';
 import { Api } from './client.js';
+import { ClusterCa } from '@space/control-plane';
+import { CONTROL_PLANE_CERTIFICATE_NAME, ErrorCode, nodeRoutes } from '@space/protocol';
+import { Upstream, makeTestCertificates, makeTestClientCertificate } from '@space/server-kit';
 import { nodeClientOf, smallCluster } from './harness/small-cluster.js';
 import { cliMain, testDataDir } from './platform.js';
 
@@ -18,6 +22,8 @@ let cluster: LocalCluster;
 let apis: Api[];
 const sessions: string[] = [];
 const memberLines: string[] = [];
+/** What the control planes said of node certificates they renewed (the start's, beyond the last lines kept). */
+const renewals: string[] = [];
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -52,8 +58,13 @@ async function cli(...args: string[]): Promise<any> {
 before(async () => {
   // A cluster of its own each run, removed after.
   // The members' last lines, for what a failure or a retried fetch left in their logs.
-  const output = (member: string, line: string): void => void (memberLines.push(`[${member}] ${line}`), memberLines.splice(0, memberLines.length - 500));
-  cluster = await smallCluster({ dataDir: `${testDataDir}-cluster`, adminKey, output });
+  const output = (member: string, line: string): void => {
+    memberLines.push(`[${member}] ${line}`);
+    memberLines.splice(0, memberLines.length - 500);
+    if (/renewed the node API certificate of node/.test(line)) renewals.push(line);
+  };
+  // Renewed at once: every node's certificate (397 days) has fewer days left than that.
+  cluster = await smallCluster({ dataDir: `${testDataDir}-cluster`, adminKey, output, env: { SPACE_NODE_CERT_RENEW_DAYS: '398' } });
   await cluster.start();
   apis = cluster.controlPlaneUrls.map((url) => new Api(url, adminKey));
 });
@@ -150,7 +161,7 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
   // Back, the node adopts its old sandboxes; the reply to its first heartbeat names the moved sessions, and it stops theirs before it counts as registered.
   await cluster.startNode(victim);
   const nodeUrl = (await apis[0]!.call('GET', '/v1/nodes')).body.nodes.find((n: { id: string }) => n.id === victim).url;
-  const node = nodeClientOf(cluster, victim, nodeUrl);
+  const node = await nodeClientOf(cluster, victim, nodeUrl);
   const stillThere = (await node.listSandboxes()).filter((s) => mine.includes(s.sessionId));
   node.close();
   assert.deepEqual(stillThere, [], "the moved sessions' old sandboxes run on the node that came back");
@@ -282,7 +293,7 @@ test('space node drain: every session of the node moves to the others with its f
   assert.equal((await cli('node', 'undrain', victim)).status, 'ready');
 });
 
-test('nodes heartbeat with credentials of their own: scoped to their node, issued once per join token, revocable', async () => {
+test('nodes heartbeat with credentials of their own (scoped to their node, issued once per join token, revocable); node APIs serve control planes only (mutual TLS) and renew their certificates in place', async () => {
   const credentialOf = (name: string) => path.join(cluster.root, name, 'node', 'credential');
   for (const name of cluster.nodeNames) {
     assert.equal(statSync(credentialOf(name)).mode & 0o777, 0o600, `${name}'s credential is root's only`);
@@ -303,6 +314,53 @@ test('nodes heartbeat with credentials of their own: scoped to their node, issue
     assert.equal(statSync(path.join(cluster.root, name, 'node', 'tls.key')).mode & 0o777, 0o600);
   }
   await assert.rejects(fetch(`${view['node-2']!.url.replace('https:', 'http:')}/health`), 'no plain HTTP on the node API');
+  // Each node renewed its certificate after it started serving, and serves the renewed one: no restart.
+  for (const name of cluster.nodeNames) {
+    assert.ok(
+      renewals.some((l) => l.includes(`of node ${name} for 127.0.0.1`)),
+      `${name} renewed: ${renewals.join('\n')}`,
+    );
+    const { port } = new URL(view[name]!.url);
+    const served = await new Promise<string>((resolve, reject) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port: Number(port), ca: readFileSync(path.join(cluster.clusterCaDir, 'ca.crt')) }, () => {
+        resolve(socket.getPeerCertificate().serialNumber);
+        socket.destroy();
+      }).once('error', reject);
+    });
+    assert.equal(served, new X509Certificate(readFileSync(path.join(cluster.root, name, 'node', 'tls.crt'))).serialNumber);
+    assert.equal(existsSync(path.join(cluster.root, name, 'node', 'tls.key.new')), false);
+  }
+  // Mutual TLS: node-2's API takes a control plane's certificate of the cluster CA only, the node token notwithstanding.
+  const pem = (name: string, file: string) => readFileSync(path.join(cluster.root, name, 'node', file), 'utf8');
+  const ca = await ClusterCa.open(cluster.clusterCaDir);
+  const asClient = async (identity?: { cert: string; key: string }) => {
+    const client = new Upstream(view['node-2']!.url, pem('node-2', 'token').trim(), ErrorCode.NODE_UNAVAILABLE, 'node-2', 3000, {
+      ca: ca.certificate,
+      ...(identity ? { identity: () => identity } : {}),
+    });
+    try {
+      return await client.json('GET', nodeRoutes.health.path, undefined, nodeRoutes.health.response);
+    } finally {
+      client.close();
+    }
+  };
+  assert.equal((await asClient(await ca.issueControlPlaneCertificate(1))).nodeId, 'node-2');
+  await assert.rejects(asClient(), { code: 'UNAUTHORIZED', message: /mutual TLS\): it presented no certificate/ });
+  makeTestCertificates(path.join(cluster.root, 'foreign-ca'), ['127.0.0.1'], 'not the cluster CA');
+  const foreignClient = makeTestClientCertificate(path.join(cluster.root, 'foreign-ca'), CONTROL_PLANE_CERTIFICATE_NAME);
+  await assert.rejects(asClient({ cert: readFileSync(foreignClient.certFile, 'utf8'), key: readFileSync(foreignClient.keyFile, 'utf8') }), {
+    code: 'UNAUTHORIZED',
+    message: /its certificate is not of the CA this server takes/,
+  });
+  // Another node's certificate, though of the cluster CA, does not make a control plane.
+  await assert.rejects(asClient({ cert: pem('node-1', 'tls.crt'), key: pem('node-1', 'tls.key') }), {
+    code: 'UNAUTHORIZED',
+    message: /its certificate is not one for clients \(INVALID_PURPOSE\)/,
+  });
+  assert.ok(
+    memberLines.some((l) => l.startsWith('[node-2]') && /node API: refused a TLS client at 127\.0\.0\.1: .*it presented no certificate/.test(l)),
+    'the node says why in its log',
+  );
   // A node's credential reaches its own heartbeat only: no admin route, no tenant route, no other node's heartbeat.
   const asNode = new Api(cluster.controlPlaneUrls[0]!, readFileSync(credentialOf('node-1'), 'utf8').trim());
   assert.equal((await asNode.call('GET', '/v1/nodes')).status, 401);
@@ -353,7 +411,7 @@ test("a node refuses a call naming an older placement of a session than the newe
   assert.equal((await apis[1]!.call('POST', `/v1/sessions/${session.id}/sandbox/kill`)).status, 200);
   assert.equal((await apis[1]!.exec(session.id, ['true'])).exitCode, 0);
   const { sandbox } = (await apis[0]!.call('GET', `/v1/sessions/${session.id}`)).body as { sandbox: { id: string } };
-  const node = nodeClientOf(cluster, session.nodeId, (await nodes(apis[0]!))[session.nodeId]!.url);
+  const node = await nodeClientOf(cluster, session.nodeId, (await nodes(apis[0]!))[session.nodeId]!.url);
   try {
     await assert.rejects(node.placedAt({ sessionId: session.id, epoch: 1 }).sandboxInfo(sandbox.id), { code: 'PLACEMENT_STALE', status: 409 });
     await assert.rejects(node.placedAt({ sessionId: session.id, epoch: 1 }).stopSandbox(sandbox.id), { code: 'PLACEMENT_STALE' });

@@ -1,6 +1,7 @@
 export { NodeAgent } from './node-agent.js';
 export { ClusterHeartbeat } from './cluster-heartbeat.js';
 export { nodeIdentity, type NodeIdentity } from './node-identity.js';
+export { NodeCertificateRenewal } from './node-certificate-renewal.js';
 export { resolveNodeConfig, readNodeSettings, persistentValue, type NodeConfig, type NodeSettings } from './node-config.js';
 export { nodeSettings } from './node-settings.js';
 export { consoleLogger, type Logger } from './logger.js';

@@ -1,9 +1,10 @@
 import { SandboxMetricsReader } from './sandbox/sandbox-metrics.js';
 import type { NodeHeartbeat } from '@space/protocol';
 import type { Server } from 'node:http';
+import type { Server as TlsServer } from 'node:https';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KeyedQueue, closeServer, listen } from '@space/server-kit';
+import { KeyedQueue, closeServer, listen, serverTlsOptions } from '@space/server-kit';
 import { createNodeApi } from './api/node-api.js';
 import type { Logger } from './logger.js';
 import { IpLeases } from './network/ip-leases.js';
@@ -259,10 +260,21 @@ export class NodeAgent {
       placements: await PlacementEpochs.open(path.join(config.dataDir, 'node', 'placement-epochs.json')),
       log,
     });
-    const { server, port } = await listen(api, config.host, config.port, {}, config.tls);
+    if (config.tls && !config.tls.clientCa)
+      log.warn(
+        'the node API takes calls from any client with the node token: this node joined before control planes had client certificates; join it again for mutual TLS (deploy.md, "The cluster CA")',
+      );
+    const tls = config.tls ? { ...config.tls, onRefused: (reason: string) => log.warn(`node API: ${reason}`) } : undefined;
+    const { server, port } = await listen(api, config.host, config.port, {}, tls);
     this.server = server;
     this.port = port;
     log.info(`node ${config.nodeId} serving the node API on ${this.url}`);
+  }
+
+  /** Serves the node API with a renewed certificate (and CA) from the next connection on; open ones go on. */
+  serveTls(tls: { cert: string; key: string; clientCa?: string }): void {
+    if (!this.server || !('setSecureContext' in this.server)) throw new Error('the node API is not served over HTTPS');
+    (this.server as TlsServer).setSecureContext(serverTlsOptions(tls));
   }
 
   /** Stops every sandbox and unmounts storage: nothing of this node is left running or mounted. */

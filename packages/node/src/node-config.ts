@@ -20,8 +20,11 @@ export interface NodeConfig {
   port: number;
   /** Token the control plane presents (`SPACE_NODE_TOKEN`, else generated into `<data>/node/token`). */
   token: string;
-  /** The node API's certificate and key (PEM), issued by the cluster CA when the node joined: served over HTTPS. */
-  tls?: { cert: string; key: string };
+  /**
+   * The node API's certificate and key (PEM), issued by the cluster CA when the node joined: served
+   * over HTTPS; with the CA (`clientCa`), to control planes presenting a certificate of it only.
+   */
+  tls?: { cert: string; key: string; clientCa?: string };
   nodeId: string;
   /** What the node offers to placement (`SPACE_NODE_MEMORY_MB`, `SPACE_NODE_CPUS`; the host's by default). */
   capacity: NodeCapacity;

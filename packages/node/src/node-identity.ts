@@ -9,7 +9,7 @@ import type { Logger } from './logger.js';
 const run = promisify(execFile);
 
 export interface NodeIdentityOptions {
-  /** Where what the node was issued is kept (`<data>/node`): `credential`, and `tls.crt`/`tls.key` with a cluster CA; root's only. */
+  /** Where what the node was issued is kept (`<data>/node`): `credential`, and `tls.crt`/`tls.key`/`ca.crt` with a cluster CA; root's only. */
   dir: string;
   nodeId: string;
   /** The names the control planes reach this node by (its node API URL's host), for its certificate. */
@@ -22,10 +22,14 @@ export interface NodeIdentityOptions {
   log: Logger;
 }
 
-/** What a node that joined holds: the credential its heartbeats carry, and its node API's certificate when the cluster has a CA. */
+/**
+ * What a node that joined holds: the credential its heartbeats carry, and when the cluster has a CA
+ * its node API's certificate and the CA itself, whose control plane certificates it takes as clients
+ * (none for a node that joined before control planes had them).
+ */
 export interface NodeIdentity {
   credential: string;
-  tls: { cert: string; key: string } | null;
+  tls: { cert: string; key: string; clientCa?: string } | null;
 }
 
 /**
@@ -46,10 +50,11 @@ export async function nodeIdentity(options: NodeIdentityOptions): Promise<NodeId
   for (let pass = 0; ; pass++) {
     const refusals: string[] = [];
     for (const url of options.controlPlanes) {
-      const answer = await ask(url, body).catch((err: Error) => ({ status: 0, text: err.message }));
+      const answer = await ask(url, '/v1/nodes/join', body).catch((err: Error) => ({ status: 0, text: err.message }));
       if (answer.status === 201) {
         const reply = NodeJoinReplySchema.parse(JSON.parse(answer.text));
         if (reply.certificate) {
+          if (reply.caCertificate) await keep(file('ca.crt'), reply.caCertificate);
           await keep(file('tls.crt'), reply.certificate);
           await rename(file('tls.key.new'), file('tls.key'));
         }
@@ -72,13 +77,27 @@ export async function nodeIdentity(options: NodeIdentityOptions): Promise<NodeId
 }
 
 async function kept(dir: string): Promise<NodeIdentity> {
+  await finishRenewal(dir);
   const read = (name: string) => readFile(path.join(dir, name), 'utf8');
-  const tls = existsSync(path.join(dir, 'tls.crt')) ? { cert: await read('tls.crt'), key: await read('tls.key') } : null;
+  const clientCa = existsSync(path.join(dir, 'ca.crt')) ? { clientCa: await read('ca.crt') } : {};
+  const tls = existsSync(path.join(dir, 'tls.crt')) ? { cert: await read('tls.crt'), key: await read('tls.key'), ...clientCa } : null;
   return { credential: (await read('credential')).trim(), tls };
 }
 
+/**
+ * Puts a renewed certificate and its key in place (`tls.crt.new`, `tls.key.new`): the key first, so
+ * that a stop between the two renames is finished at the next start (a `tls.crt.new` left means its
+ * key is `tls.key.new` or, renamed already, `tls.key`).
+ */
+async function finishRenewal(dir: string): Promise<void> {
+  const file = (name: string) => path.join(dir, name);
+  if (!existsSync(file('tls.crt.new'))) return;
+  if (existsSync(file('tls.key.new'))) await rename(file('tls.key.new'), file('tls.key'));
+  await rename(file('tls.crt.new'), file('tls.crt'));
+}
+
 /** A new P-256 key (`tls.key.new`, kept once a certificate comes for it) and a request for a certificate of it. */
-async function certificateRequest(dir: string, nodeId: string): Promise<string> {
+export async function certificateRequest(dir: string, nodeId: string): Promise<string> {
   const key = path.join(dir, 'tls.key.new');
   // Made root's only before openssl writes the key into it.
   await writeFile(key, '', { mode: 0o600 });
@@ -87,10 +106,11 @@ async function certificateRequest(dir: string, nodeId: string): Promise<string> 
   return stdout;
 }
 
-async function ask(url: string, body: string): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${url.replace(/\/$/, '')}/v1/nodes/join`, {
+/** POSTs `body` to a control plane's node route `route` (with the node's credential, once it has one). */
+export async function ask(url: string, route: string, body: string, credential?: string): Promise<{ status: number; text: string }> {
+  const res = await fetch(`${url.replace(/\/$/, '')}${route}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(credential ? { authorization: `Bearer ${credential}` } : {}) },
     body,
     signal: AbortSignal.timeout(10_000),
   });
@@ -98,13 +118,13 @@ async function ask(url: string, body: string): Promise<{ status: number; text: s
 }
 
 /** Written whole or not at all (a start interrupted mid-write must not leave half a file), root's only. */
-async function keep(file: string, content: string): Promise<void> {
+export async function keep(file: string, content: string): Promise<void> {
   const partial = `${file}.partial`;
   await writeFile(partial, content.endsWith('\n') ? content : `${content}\n`, { mode: 0o600 });
   await rename(partial, file);
 }
 
-function errorMessage(text: string): string {
+export function errorMessage(text: string): string {
   try {
     return String((JSON.parse(text) as { error?: { message?: string } }).error?.message ?? text);
   } catch {

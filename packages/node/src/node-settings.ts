@@ -129,6 +129,10 @@ export const nodeSettings = {
     min: 100,
     doc: 'how often a cluster member heartbeats; control planes mark it lost after `SPACE_NODE_LOST_AFTER_SEC` without one',
   }),
+  certRenewDays: setting.positive('SPACE_NODE_CERT_RENEW_DAYS', {
+    default: 30,
+    doc: "a cluster member renews its node API's certificate (of the cluster CA, valid 397 days) once fewer days than this are left, without a restart",
+  }),
   advertiseUrl: setting.text('SPACE_NODE_ADVERTISE_URL', {
     default: undefined,
     check: /^https?:\/\/[^/]+/,

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 
 /** A node's id as node agents make them (`node_…`) or as an operator names one. */
+/**
+ * The name (subject CN) on a control plane's client certificate of the cluster CA: a node API takes
+ * clients with it only (a node's own certificate names its node id, which cannot contain a space).
+ */
+export const CONTROL_PLANE_CERTIFICATE_NAME = 'SPACE control plane';
+
 export const NodeIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'a node id is 1-64 letters, digits, "_", "." or "-"');
 
 /** What a node offers; placement compares the sessions a node serves with it. */
@@ -98,6 +104,12 @@ const NodeHostSchema = z
   .max(253)
   .regex(/^([A-Za-z0-9-]{1,63}\.)*[A-Za-z0-9-]{1,63}$|^[0-9.]{7,15}$|^[0-9A-Fa-f:]{2,39}$/, 'a host name or an IP address');
 
+const CertificateRequestSchema = z
+  .string()
+  .max(8192)
+  .regex(/^-----BEGIN CERTIFICATE REQUEST-----/, 'a PEM certificate request');
+const NodeHostsSchema = z.array(NodeHostSchema).min(1).max(8);
+
 /**
  * Node agent -> control plane, once: trades a join token for the node's own credential and, with
  * `csr` (a certificate request for the key it keeps), a certificate for its node API naming `hosts`.
@@ -106,12 +118,8 @@ export const NodeJoinRequestSchema = z
   .object({
     nodeId: NodeIdSchema,
     joinToken: z.string().min(1).max(256),
-    csr: z
-      .string()
-      .max(8192)
-      .regex(/^-----BEGIN CERTIFICATE REQUEST-----/, 'a PEM certificate request')
-      .optional(),
-    hosts: z.array(NodeHostSchema).min(1).max(8).optional(),
+    csr: CertificateRequestSchema.optional(),
+    hosts: NodeHostsSchema.optional(),
   })
   .strict();
 export type NodeJoinRequest = z.infer<typeof NodeJoinRequestSchema>;
@@ -123,4 +131,12 @@ export const NodeJoinReplySchema = z
   .object({ nodeId: NodeIdSchema, credential: z.string(), certificate: z.string().optional(), caCertificate: z.string().optional() })
   .strict();
 export type NodeJoinReply = z.infer<typeof NodeJoinReplySchema>;
+/**
+ * Node agent -> control plane, with its own credential, before its node API's certificate expires:
+ * a new certificate for a new key (`csr`), naming `hosts`; the node serves it from then on.
+ */
+export const NodeCertificateRequestSchema = z.object({ nodeId: NodeIdSchema, csr: CertificateRequestSchema, hosts: NodeHostsSchema }).strict();
+export type NodeCertificateRequest = z.infer<typeof NodeCertificateRequestSchema>;
+export const NodeCertificateReplySchema = z.object({ certificate: z.string(), caCertificate: z.string() }).strict();
+export type NodeCertificateReply = z.infer<typeof NodeCertificateReplySchema>;
 export const RevokedCredentialSchema = z.object({ nodeId: NodeIdSchema, revoked: z.boolean() }).strict();

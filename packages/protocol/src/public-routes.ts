@@ -40,6 +40,8 @@ import {
   NodeHeartbeatReplySchema,
   NodeHeartbeatSchema,
   NodeJoinReplySchema,
+  NodeCertificateRequestSchema,
+  NodeCertificateReplySchema,
   NodeJoinRequestSchema,
   NodeListSchema,
   NodeViewSchema,
@@ -369,6 +371,14 @@ const adminRoutes: PublicRoute[] = [
     status: 201,
     response: NodeJoinReplySchema,
     withoutKey: true,
+  },
+  {
+    method: 'POST',
+    path: '/v1/nodes/certificate',
+    summary:
+      "A node renews its node API's certificate before it expires (its own credential, for its own node id only): a certificate of the cluster CA for the new key of `csr`, naming `hosts`.",
+    body: NodeCertificateRequestSchema,
+    response: NodeCertificateReplySchema,
   },
   {
     method: 'DELETE',

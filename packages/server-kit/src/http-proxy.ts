@@ -3,6 +3,7 @@ import { request as tlsRequest } from 'node:https';
 import { connect, isIP, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Duplex } from 'node:stream';
+import { type ClientTls, clientTlsOptions } from './peer-tls.js';
 import { ErrorCode, SpaceError } from '@space/protocol';
 
 /** Where a proxied request goes. */
@@ -17,8 +18,8 @@ export interface ProxyTarget {
   drop?: string[];
   /** The keep-alive pool requests go through (Node's global one by default). */
   agent?: Agent;
-  /** Over TLS: the target's certificate signed by `ca` (PEM), else by one of the system's CAs. */
-  tls?: { ca?: string };
+  /** Over TLS: the target's certificate signed by `ca` (PEM), else by one of the system's CAs; `identity` presented when the target asks. */
+  tls?: ClientTls;
 }
 
 /** Headers that belong to one connection, never passed on (RFC 9110 7.6.1), and those a `Connection` header names. */
@@ -64,7 +65,7 @@ export function proxyRequest(
       {
         host: target.host,
         port: target.port,
-        ...(target.tls?.ca ? { ca: target.tls.ca } : {}),
+        ...clientTlsOptions(target.tls),
         method: req.method,
         path: target.path,
         headers: { ...passedOn(req.headers, target.drop), ...target.headers },
@@ -98,7 +99,7 @@ export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer,
       ? tlsConnect({
           host: target.host,
           port: target.port,
-          ...(target.tls.ca ? { ca: target.tls.ca } : {}),
+          ...clientTlsOptions(target.tls),
           ...(isIP(target.host) ? {} : { servername: target.host }),
         })
       : connect({ host: target.host, port: target.port });

@@ -13,9 +13,10 @@ export {
   type ErrorShape,
 } from './router.js';
 export { bearerToken, secretsEqual } from './auth.js';
-export { listen, closeServer, type ConnectionBounds } from './listen.js';
+export { listen, closeServer, serverTlsOptions, type ConnectionBounds } from './listen.js';
 export { lineLog, type ServerLog } from './server-log.js';
 export { Upstream } from './upstream.js';
+export { clientTlsOptions, type ClientTls, type ServerTls } from './peer-tls.js';
 export { readBounded, type BoundedReadOptions } from './bounded-read.js';
 export { relaySockets, holdMessages, closeWithError, type RelayOptions } from './socket-relay.js';
 export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';
@@ -25,7 +26,7 @@ export { KeyedQueue, type QueueWait } from './keyed-queue.js';
 export { CallDeadline } from './call-deadline.js';
 export { writeFreshFile } from './fresh-file.js';
 export { freePort } from './free-port.js';
-export { makeTestCertificates, subjectAltNames, type TestCertificates } from './test-certificates.js';
+export { makeTestCertificates, makeTestClientCertificate, subjectAltNames, type TestCertificates } from './test-certificates.js';
 export { resetAgentSockets } from './agent-sockets.js';
 export { proxyRequest, proxyUpgrade, waitForListener, type ProxyTarget } from './http-proxy.js';
 export { setting, readSettings, SettingsError, type Setting, type SettingTable, type SettingValues } from './settings.js';

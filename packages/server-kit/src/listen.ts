@@ -1,8 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { ErrorCode, SpaceError } from '@space/protocol';
+import type { ServerTls } from './peer-tls.js';
 import type { Router } from './router.js';
 
 /** How long one server waits for a client; every bound has a default fit for the public API. */
@@ -30,8 +32,8 @@ export async function listen(
   host: string,
   port: number,
   bounds: Partial<ConnectionBounds> = {},
-  /** Serves HTTPS with this certificate and key (PEM) instead of HTTP. */
-  tls?: { cert: string; key: string },
+  /** Serves HTTPS with this certificate and key (PEM) instead of HTTP; with `clientCa`, mutual TLS. */
+  tls?: ServerTls,
 ): Promise<{ server: Server; port: number }> {
   const server = createBoundedServer(router, { ...defaultConnectionBounds, ...bounds }, tls);
   await new Promise<void>((resolve, reject) => {
@@ -50,7 +52,7 @@ export async function listen(
  * request line, headers too large, `CONNECT`) is answered with a JSON error and the connection
  * closed, never dropped silently.
  */
-function createBoundedServer(router: Router, bounds: ConnectionBounds, tls?: { cert: string; key: string }): Server {
+function createBoundedServer(router: Router, bounds: ConnectionBounds, tls?: ServerTls): Server {
   const options = {
     headersTimeout: bounds.headersTimeoutMs,
     requestTimeout: bounds.requestTimeoutMs,
@@ -58,15 +60,54 @@ function createBoundedServer(router: Router, bounds: ConnectionBounds, tls?: { c
     // Checks for expired header and request timers this often (Node's default is 30 s).
     connectionsCheckingInterval: Math.min(5_000, bounds.headersTimeoutMs),
   };
-  const handle = (req: IncomingMessage, res: ServerResponse) => void router.handle(req, res);
-  const server: Server = tls ? createTlsServer({ ...options, ...tls }, handle) : createServer(options, handle);
+  // A TLS client without a certificate of the client CA is answered why on its first request
+  // (the handshake's own refusal would only hang up on it), and nothing of it is routed.
+  const refusal = (req: IncomingMessage): SpaceError | null => (tls?.clientCa ? clientRefusal(req.socket as TLSSocket) : null);
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const refused = refusal(req);
+    if (refused) return void refuse(req.socket, refused);
+    void router.handle(req, res);
+  };
+  const server: Server = tls ? createTlsServer({ ...options, ...serverTlsOptions(tls) }, handle) : createServer(options, handle);
+  if (tls?.clientCa && tls.onRefused) {
+    const { onRefused } = tls;
+    server.on('secureConnection', (socket: TLSSocket) => {
+      const refused = clientRefusal(socket);
+      if (refused) onRefused(`refused a TLS client at ${socket.remoteAddress ?? 'an unknown address'}: ${refused.message}`);
+    });
+  }
   server.maxConnections = bounds.maxConnections;
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void router.handleUpgrade(req, socket, head));
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const refused = refusal(req);
+    if (refused) return refuse(socket, refused);
+    void router.handleUpgrade(req, socket, head);
+  });
   server.on('connect', (_req: IncomingMessage, socket: Duplex) =>
     refuse(socket, new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, 'CONNECT is not supported: this is not a proxy')),
   );
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => refuse(socket, clientErrorOf(err)));
   return server;
+}
+
+/** Node's TLS server options of `tls`: with a client CA, each client's certificate is asked for and checked against it (refused after the handshake, above). */
+export function serverTlsOptions(tls: ServerTls): { cert: string; key: string; ca?: string; requestCert?: boolean; rejectUnauthorized?: boolean } {
+  return { cert: tls.cert, key: tls.key, ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: false } : {}) };
+}
+
+/** Why a mutual TLS client is refused (no certificate, or one not of the client CA); null: it is not. */
+function clientRefusal(socket: TLSSocket): SpaceError | null {
+  if (socket.authorized) return null;
+  const error = String(socket.authorizationError);
+  const which = !socket.getPeerCertificate()?.subject
+    ? 'it presented no certificate'
+    : /EXPIRED/.test(error)
+      ? 'its certificate has expired'
+      : /NOT_YET_VALID/.test(error)
+        ? 'its certificate is not valid yet'
+        : /INVALID_PURPOSE/.test(error)
+          ? 'its certificate is not one for clients'
+          : 'its certificate is not of the CA this server takes';
+  return new SpaceError(ErrorCode.UNAUTHORIZED, `only clients with a certificate of this server's CA are served (mutual TLS): ${which} (${error})`);
 }
 
 /** What Node's HTTP parser rejected, as the client's error. */

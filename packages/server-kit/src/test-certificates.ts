@@ -21,18 +21,15 @@ export function subjectAltNames(names: string[]): string {
  */
 export function makeTestCertificates(dir: string, names: string[], caName = 'SPACE test CA'): TestCertificates {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const file = (name: string): string => path.join(dir, name);
-  const openssl = (args: string[]): void => void execFileSync('openssl', args, { stdio: 'ignore' });
-  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
-  const ca = { caFile: file('ca.crt'), certFile: file('server.crt'), keyFile: file('server.key') };
+  const caFile = path.join(dir, 'ca.crt');
   openssl([
     'req',
     '-x509',
-    ...key,
+    ...newKey,
     '-keyout',
-    file('ca.key'),
+    path.join(dir, 'ca.key'),
     '-out',
-    ca.caFile,
+    caFile,
     '-days',
     '2',
     '-subj',
@@ -42,24 +39,45 @@ export function makeTestCertificates(dir: string, names: string[], caName = 'SPA
     '-addext',
     'keyUsage=critical,keyCertSign',
   ]);
-  writeFileSync(file('server.ext'), `basicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=${subjectAltNames(names)}\n`);
-  openssl(['req', ...key, '-keyout', ca.keyFile, '-out', file('server.csr'), '-subj', `/CN=${names[0]}`]);
+  const server = signed(dir, 'server', names[0]!, `extendedKeyUsage=serverAuth\nsubjectAltName=${subjectAltNames(names)}`);
+  return { caFile, ...server };
+}
+
+/**
+ * A client certificate (for mutual TLS) named `commonName`, signed by the CA `makeTestCertificates`
+ * made in `dir`, valid `days` (0: it expires the second it is issued).
+ */
+export function makeTestClientCertificate(dir: string, commonName: string, fileName = 'client', days = 2): { certFile: string; keyFile: string } {
+  return signed(dir, fileName, commonName, 'extendedKeyUsage=clientAuth', days);
+}
+
+const newKey = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+
+function openssl(args: string[]): void {
+  execFileSync('openssl', args, { stdio: 'ignore' });
+}
+
+/** A new key and a certificate of `dir`'s CA for it, as `<name>.key` and `<name>.crt`, with the extensions `ext` adds. */
+function signed(dir: string, name: string, commonName: string, ext: string, days = 2): { certFile: string; keyFile: string } {
+  const file = (suffix: string): string => path.join(dir, `${name}.${suffix}`);
+  writeFileSync(file('ext'), `basicConstraints=CA:FALSE\n${ext}\n`);
+  openssl(['req', ...newKey, '-keyout', file('key'), '-out', file('csr'), '-subj', `/CN=${commonName}`]);
   openssl([
     'x509',
     '-req',
     '-in',
-    file('server.csr'),
+    file('csr'),
     '-CA',
-    ca.caFile,
+    path.join(dir, 'ca.crt'),
     '-CAkey',
-    file('ca.key'),
+    path.join(dir, 'ca.key'),
     '-CAcreateserial',
     '-out',
-    ca.certFile,
+    file('crt'),
     '-days',
-    '2',
+    String(days),
     '-extfile',
-    file('server.ext'),
+    file('ext'),
   ]);
-  return ca;
+  return { certFile: file('crt'), keyFile: file('key') };
 }

@@ -1,5 +1,6 @@
 import { Agent, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as TlsAgent, request as tlsRequest } from 'node:https';
+import { type ClientTls, clientTlsOptions } from './peer-tls.js';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { WebSocket } from 'ws';
@@ -50,12 +51,10 @@ export class Upstream {
     readonly label: string,
     /** A peer that does not accept the connection within this long counts as unreachable. */
     private readonly connectTimeoutMs = 3000,
-    /** For an `https://` peer: the CA (PEM) its certificate must be signed by, in place of the system's. */
-    private readonly ca?: string,
+    /** For an `https://` peer: the CA its certificate must be signed by, and this side's certificate for mutual TLS. */
+    private readonly tls: ClientTls = {},
   ) {
-    this.agent = baseUrl.startsWith('https:')
-      ? new TlsAgent({ keepAlive: true, timeout: 30_000, ...(ca ? { ca } : {}) })
-      : new Agent({ keepAlive: true, timeout: 30_000 });
+    this.agent = baseUrl.startsWith('https:') ? new TlsAgent({ keepAlive: true, timeout: 30_000 }) : new Agent({ keepAlive: true, timeout: 30_000 });
   }
 
   /** Times this side cut its connections (close, reset): a request lost to that is not sent again. */
@@ -116,7 +115,13 @@ export class Upstream {
         headers['content-type'] = 'application/json';
         headers['content-length'] = body.length;
       }
-      const req = (url.protocol === 'https:' ? tlsRequest : request)(url, { method, headers, agent: this.agent, ...(signal ? { signal } : {}) }, resolve);
+      // TLS options go with each request: the agent pools connections by them, so a renewed client certificate opens new ones.
+      const tls = url.protocol === 'https:' ? clientTlsOptions(this.tls) : {};
+      const req = (url.protocol === 'https:' ? tlsRequest : request)(
+        url,
+        { method, headers, agent: this.agent, ...tls, ...(signal ? { signal } : {}) },
+        resolve,
+      );
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
         const timer = setTimeout(
@@ -226,7 +231,7 @@ export class Upstream {
       headers: { ...headers, authorization: `Bearer ${this.token}` },
       maxPayload: Limits.maxStreamMessageBytes * 2,
       agent: undefined,
-      ...(this.ca ? { ca: this.ca } : {}),
+      ...clientTlsOptions(this.tls),
     });
   }
 }

@@ -1,6 +1,15 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { ClusterCa, ControlPlane, SecretCipher, openStore, readControlPlaneSettings, secretsKeyFileOf } from '@space/control-plane';
+import {
+  ClusterCa,
+  ControlPlane,
+  ControlPlaneCertificate,
+  plainNodeApiRefusal,
+  SecretCipher,
+  openStore,
+  readControlPlaneSettings,
+  secretsKeyFileOf,
+} from '@space/control-plane';
 import { consoleLogger } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
 
@@ -16,6 +25,8 @@ export async function controlPlaneOnly(): Promise<void> {
     throw new Error('set both SPACE_NODE_URL and SPACE_NODE_TOKEN (the node agent started with "space node"), or neither');
   if (!nodeUrl && !settings.databaseUrl)
     throw new Error('set SPACE_NODE_URL and SPACE_NODE_TOKEN, or SPACE_DATABASE_URL for a cluster whose nodes register themselves');
+  const plainConfigured = nodeUrl ? plainNodeApiRefusal(nodeUrl, settings.allowPlainNodeApi) : null;
+  if (plainConfigured) throw new Error(`SPACE_NODE_URL: ${plainConfigured}`);
   const dataDir = path.resolve(settings.dataDir);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const store = await openStore({ databaseUrl: settings.databaseUrl, dataDir });
@@ -23,11 +34,17 @@ export async function controlPlaneOnly(): Promise<void> {
   const node = nodeUrl && nodeToken ? { url: nodeUrl, token: nodeToken } : undefined;
   const secrets = await SecretCipher.load(secretsKeyFileOf(settings));
   const clusterCa = settings.clusterCaDir ? await ClusterCa.open(path.resolve(settings.clusterCaDir)) : null;
+  // Node APIs of the cluster CA take calls from control planes presenting one of its client certificates.
+  const clusterTls = clusterCa ? { ca: clusterCa, certificate: await ControlPlaneCertificate.issue(clusterCa, (m) => log.warn(m)) } : null;
   if (!clusterCa && settings.databaseUrl)
     log.warn(
-      'no SPACE_CLUSTER_CA_DIR: nodes that join serve their node API over plain HTTP (node tokens and secret values cross the network in the clear); see deploy.md, "Node agents"',
+      'no SPACE_CLUSTER_CA_DIR: nodes that join serve their node API over plain HTTP, taken on loopback only (unless SPACE_ALLOW_PLAIN_NODE_API=1); see deploy.md, "Node agents"',
     );
-  const controlPlane = new ControlPlane({ settings, adminKey, store, secrets, node, clusterCa, log: (m) => log.warn(m) });
+  if (settings.allowPlainNodeApi)
+    log.warn(
+      'SPACE_ALLOW_PLAIN_NODE_API=1: node APIs over plain HTTP on network addresses are taken; node tokens and secret values cross the network in the clear',
+    );
+  const controlPlane = new ControlPlane({ settings, adminKey, store, secrets, node, clusterTls, log: (m) => log.warn(m) });
   await controlPlane.start();
   const stop = async (): Promise<void> => {
     await controlPlane.stop();

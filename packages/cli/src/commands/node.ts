@@ -3,6 +3,7 @@ import {
   ClusterHeartbeat,
   type Logger,
   NodeAgent,
+  NodeCertificateRenewal,
   type NodeConfig,
   type NodeSettings,
   consoleLogger,
@@ -25,10 +26,12 @@ export async function nodeOnly(): Promise<void> {
   const nodeConfig: NodeConfig = cluster?.tls ? { ...resolved, tls: cluster.tls } : resolved;
   const node = new NodeAgent(nodeConfig, log);
   let heartbeat: ClusterHeartbeat | null = null;
+  let renewal: NodeCertificateRenewal | null = null;
   let stopping = false;
   const stop = async (exitCode = 0): Promise<void> => {
     if (stopping) return;
     stopping = true;
+    renewal?.stop();
     await heartbeat?.stop();
     // A stop that left something behind (storage still mounted) is not a clean one: the exit code says so.
     await node.stop().catch((err) => {
@@ -57,6 +60,19 @@ export async function nodeOnly(): Promise<void> {
           ? `node ${nodeConfig.nodeId} registered with the control plane\n`
           : `node ${nodeConfig.nodeId}: no control plane answered yet; heartbeats continue every ${cluster.intervalMs} ms\n`,
       );
+      if (cluster.tls) {
+        renewal = new NodeCertificateRenewal({
+          dir: path.join(nodeConfig.dataDir, 'node'),
+          nodeId: nodeConfig.nodeId,
+          hosts: cluster.hosts,
+          controlPlanes: cluster.controlPlanes,
+          credential: cluster.credential,
+          renewBeforeMs: settings.certRenewDays * 24 * 60 * 60_000,
+          serve: (tls) => node.serveTls(tls),
+          log,
+        });
+        await renewal.start();
+      }
     }
   } catch (err) {
     log.error(`cannot start: ${(err as Error).message}`);
@@ -71,6 +87,8 @@ interface ClusterMembership {
   fenceAfterMs: number;
   advertiseUrl: string | null;
   tls: NodeConfig['tls'] | null;
+  /** The names control planes reach the node API by: its certificate's. */
+  hosts: string[];
 }
 
 /**
@@ -83,10 +101,11 @@ async function clusterMembership(settings: NodeSettings, config: NodeConfig, log
   const controlPlanes = settings.controlPlaneUrls;
   if (controlPlanes.length === 0) return null;
   const advertised = settings.advertiseUrl ? new URL(settings.advertiseUrl).hostname.replace(/^\[|\]$/g, '') : null;
+  const hosts = [advertised ?? (config.host === '0.0.0.0' ? '127.0.0.1' : config.host)];
   const identity = await nodeIdentity({
     dir: path.join(config.dataDir, 'node'),
     nodeId: config.nodeId,
-    hosts: [advertised ?? (config.host === '0.0.0.0' ? '127.0.0.1' : config.host)],
+    hosts,
     controlPlanes,
     joinToken: settings.joinToken ?? null,
     waitMs: 60_000,
@@ -110,5 +129,6 @@ async function clusterMembership(settings: NodeSettings, config: NodeConfig, log
     fenceAfterMs: settings.nodeFenceAfterSec * 1000,
     advertiseUrl,
     tls: identity?.tls ?? null,
+    hosts,
   };
 }

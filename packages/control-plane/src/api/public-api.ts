@@ -12,6 +12,7 @@ import {
   newId,
   NodeHeartbeatSchema,
   NodeJoinRequestSchema,
+  NodeCertificateRequestSchema,
   CreateJoinTokenRequestSchema,
   NodeIdSchema,
   SetTimeoutRequestSchema,
@@ -136,6 +137,11 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   router.on('POST', '/v1/nodes/join', async ({ req, res }) => {
     sendJson(res, 201, await deps.nodeCredentials.join(await readJson(req, NodeJoinRequestSchema)));
+  });
+
+  router.on('POST', '/v1/nodes/certificate', async ({ req, res }) => {
+    const sender = await deps.nodeCredentials.senderOf(req);
+    sendJson(res, 200, await deps.nodeCredentials.renewCertificate(sender, await readJson(req, NodeCertificateRequestSchema)));
   });
 
   router.on('DELETE', '/v1/nodes/:nodeId/credential', async ({ req, res, params }) => {

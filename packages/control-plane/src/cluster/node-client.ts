@@ -29,7 +29,16 @@ import {
   nodeSandboxPrefix,
   routeUrl,
 } from '@space/protocol';
-import { Upstream, forwardRoute, routePath, type HttpSandboxRoute, type ProxyTarget, type RequestContext, type UpgradeContext } from '@space/server-kit';
+import {
+  type ClientTls,
+  Upstream,
+  forwardRoute,
+  routePath,
+  type HttpSandboxRoute,
+  type ProxyTarget,
+  type RequestContext,
+  type UpgradeContext,
+} from '@space/server-kit';
 import type { WebSocket } from 'ws';
 
 /**
@@ -46,18 +55,18 @@ export class NodeClient {
     readonly nodeId: string,
     private readonly url: string,
     private readonly token: string,
-    /** For a node API served over `https://`: the cluster CA its certificate must be signed by. */
-    private readonly ca?: string,
+    /** For a node API served over `https://`: the cluster CA its certificate must be signed by, and the client certificate presented. */
+    private readonly tls?: ClientTls,
     /** A placement's view of another client: its connections, its placement's header. */
     placed?: { upstream: Upstream; placement: Placement },
   ) {
-    this.upstream = placed?.upstream ?? new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`, undefined, ca);
+    this.upstream = placed?.upstream ?? new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`, undefined, tls);
     this.headers = placed ? { [PLACEMENT_HEADER]: placementHeaderValue(placed.placement) } : {};
   }
 
   /** This node, for calls about the session at `placement` (sharing this client's connections). */
   placedAt(placement: Placement): NodeClient {
-    return new NodeClient(this.nodeId, this.url, this.token, this.ca, { upstream: this.upstream, placement });
+    return new NodeClient(this.nodeId, this.url, this.token, this.tls, { upstream: this.upstream, placement });
   }
 
   /**
@@ -71,7 +80,7 @@ export class NodeClient {
       host: hostname.replace(/^\[|\]$/g, ''),
       port: Number(nodePort || (tls ? 443 : 80)),
       // An https:// node is reached over TLS also without the cluster CA (then the system's CAs check it).
-      ...(tls ? { tls: this.ca ? { ca: this.ca } : {} } : {}),
+      ...(tls ? { tls: this.tls ?? {} } : {}),
       path: `${this.sandboxPath(sandboxId, `/ports/${port}`)}${pathAndQuery}`,
       headers: { ...headers, ...this.headers, authorization: `Bearer ${this.token}` },
       // The client's cookies come in `headers`, SPACE's token taken out.

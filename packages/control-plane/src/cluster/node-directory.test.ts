@@ -7,7 +7,7 @@ import { SecretCipher } from '../store/secret-cipher.js';
 import { openSqliteStore } from '../store/open-store.js';
 import type { SessionRow } from '../store/store.js';
 
-async function cluster() {
+async function cluster(options: { allowPlainNodeApi?: boolean } = {}) {
   const clock = { now: Date.parse('2026-11-30T12:00:00.000Z') };
   const store = await openSqliteStore(':memory:');
   await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
@@ -16,6 +16,7 @@ async function cluster() {
     store,
     cipher: new SecretCipher(randomBytes(32)),
     lostAfterMs: 10_000,
+    ...options,
     now: () => clock.now,
     connect: (id, url, token) => {
       connected.push(`${id} ${url} ${token}`);
@@ -23,7 +24,7 @@ async function cluster() {
     },
   });
   const beat = (id: string, memoryMb = 4096) =>
-    nodes.heartbeat({ id, url: `http://${id}.invalid:7071`, token: `token-of-${id}-0000`, capacity: { memoryMb, cpus: 2 }, sandboxes: 0 });
+    nodes.heartbeat({ id, url: `https://${id}.invalid:7071`, token: `token-of-${id}-0000`, capacity: { memoryMb, cpus: 2 }, sandboxes: 0 });
   let n = 0;
   /** A running session whose volume is on `nodeId`, as placement counts them. */
   const sessionOn = (nodeId: string) =>
@@ -82,7 +83,7 @@ test('new sessions go to the ready node with the fewest active sessions for its 
       ['node_b', 'ready', 4],
     ],
   );
-  assert.equal(c.connected[0], 'node_a http://node_a.invalid:7071 token-of-node_a-0000', 'the token is stored sealed and opened for the client');
+  assert.equal(c.connected[0], 'node_a https://node_a.invalid:7071 token-of-node_a-0000', 'the token is stored sealed and opened for the client');
 });
 
 test('a node without heartbeats is lost; a draining one takes no new sessions; a session bound to a lost node is refused clearly', async () => {
@@ -126,7 +127,7 @@ test('a joining node is told which of the sessions it runs moved to another node
   const { nodes, store, sessionOn } = await cluster();
   await sessionOn('node-1'); // ses_0 stayed
   await sessionOn('node-2'); // ses_1 moved to node-2 while node-1 was away
-  const joining = { id: 'node-1', url: 'http://node-1.invalid:7071', token: 'token-of-node-1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 3 };
+  const joining = { id: 'node-1', url: 'https://node-1.invalid:7071', token: 'token-of-node-1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 3 };
   assert.deepEqual(await nodes.heartbeat({ ...joining, sessions: ['ses_0', 'ses_1', 'ses_gone'] }), { ok: true, stop: ['ses_1', 'ses_gone'] });
   assert.deepEqual(await nodes.heartbeat(joining), { ok: true, stop: [] });
   // Rows from before nodes were recorded run wherever they run.
@@ -152,7 +153,7 @@ test("a moved session's copy on a node heard again is recorded as it really ende
     await store.recordSandboxStart(sandbox(`sbx_${sessionId}`, 'node-1'));
     await store.recordSandboxEnd(`sbx_${sessionId}`, 'lost');
   }
-  const joining = { id: 'node-1', url: 'http://node-1.invalid:7071', token: 'token-of-node-1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 2 };
+  const joining = { id: 'node-1', url: 'https://node-1.invalid:7071', token: 'token-of-node-1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 2 };
   await nodes.heartbeat({ ...joining, sessions: ['ses_0'], fencedSince: '2026-11-30T11:59:00.000Z' });
   await nodes.heartbeat({ ...joining, sessions: ['ses_1'] });
   const ended = async (sessionId: string) => (await store.listSandboxHistory(sessionId)).map((h) => [h.endedAt, h.endReason, h.note]);
@@ -170,4 +171,23 @@ test("a moved session's copy on a node heard again is recorded as it really ende
       `cut off from every control plane, it ran on until its node was heard again at ${new Date(clock.now).toISOString()}`,
     ],
   ]);
+});
+
+test('a node API over plain HTTP is taken on loopback only, unless SPACE_ALLOW_PLAIN_NODE_API', async () => {
+  const beat = (url: string) => ({ id: 'node-1', url, token: 'token-of-node-1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 0 });
+  const strict = await cluster();
+  for (const url of ['http://127.0.0.1:7071', 'http://localhost:7071', 'http://[::1]:7071', 'https://10.0.0.5:7071'])
+    assert.deepEqual(await strict.nodes.heartbeat(beat(url)), { ok: true, stop: [] }, url);
+  for (const url of ['http://10.0.0.5:7071', 'http://node-1.internal:7071', 'http://[fd00::5]:7071'])
+    await assert.rejects(strict.nodes.heartbeat(beat(url)), (err: Error & { code?: string }) => {
+      assert.equal(err.code, 'VALIDATION_FAILED');
+      assert.match(
+        err.message,
+        /^node node-1: the node API at http:\S+ is plain HTTP on a network address .*SPACE_CLUSTER_CA_DIR.*SPACE_ALLOW_PLAIN_NODE_API=1/,
+      );
+      return true;
+    });
+  assert.equal((await strict.store.getNode('node-1'))?.url, 'https://10.0.0.5:7071', 'nothing of a refused one recorded');
+  const allowing = await cluster({ allowPlainNodeApi: true });
+  assert.deepEqual(await allowing.nodes.heartbeat(beat('http://10.0.0.5:7071')), { ok: true, stop: [] });
 });

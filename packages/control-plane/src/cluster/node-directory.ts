@@ -1,5 +1,7 @@
 import { ErrorCode, SpaceError, type NodeHeartbeat, type NodeHeartbeatReply, type NodeStatus, type NodeView } from '@space/protocol';
+import type { ClientTls } from '@space/server-kit';
 import { NodeClient } from './node-client.js';
+import { plainNodeApiRefusal } from './plain-node-api.js';
 import type { SecretCipher } from '../store/secret-cipher.js';
 import type { NodeRow, SessionRow, Store } from '../store/store.js';
 
@@ -12,8 +14,10 @@ export interface NodeDirectoryOptions {
   now?: () => number;
   /** Makes the client of a node (tests give a fake node's). */
   connect?: (nodeId: string, url: string, token: string) => NodeClient;
-  /** The cluster CA (PEM) node APIs served over `https://` are checked against. */
-  nodeCa?: string;
+  /** For node APIs served over `https://`: the cluster CA (PEM) they are checked against, and the client certificate presented to them. */
+  nodeTls?: ClientTls;
+  /** Take nodes whose API is plain HTTP on a network address (`SPACE_ALLOW_PLAIN_NODE_API`); loopback ones always are. */
+  allowPlainNodeApi?: boolean;
 }
 
 /**
@@ -55,6 +59,8 @@ export class NodeDirectory {
 
   /** Registers or refreshes a node; of the sessions a joining node sent, names those it must not run. */
   async heartbeat(beat: NodeHeartbeat): Promise<NodeHeartbeatReply> {
+    const plain = plainNodeApiRefusal(beat.url, this.options.allowPlainNodeApi ?? false);
+    if (plain) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `node ${beat.id}: ${plain}`);
     if (beat.fenceAfterMs !== undefined && beat.fenceAfterMs >= this.options.lostAfterMs)
       throw new SpaceError(
         ErrorCode.VALIDATION_FAILED,
@@ -199,7 +205,7 @@ export class NodeDirectory {
       return cached.client;
     }
     cached?.client.close();
-    const connect = this.options.connect ?? ((id, url, secret) => new NodeClient(id, url, secret, this.options.nodeCa));
+    const connect = this.options.connect ?? ((id, url, secret) => new NodeClient(id, url, secret, this.options.nodeTls));
     const client = connect(row.id, row.url, token);
     this.clients.set(row.id, { key, client, at: this.now() });
     return client;

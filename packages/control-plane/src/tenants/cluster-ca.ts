@@ -5,7 +5,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { ErrorCode, SpaceError } from '@space/protocol';
+import { CONTROL_PLANE_CERTIFICATE_NAME, ErrorCode, SpaceError } from '@space/protocol';
 import { subjectAltNames } from '@space/server-kit';
 
 const run = promisify(execFile);
@@ -47,7 +47,8 @@ export async function createClusterCa(dir: string): Promise<boolean> {
 
 /**
  * The cluster's CA, on the control planes: it signs the certificate each node serves its node API
- * with (from the node's own key, which never leaves it), and control planes trust node APIs by it.
+ * with (from the node's own key, which never leaves it), and control planes trust node APIs by it;
+ * it signs the control planes' client certificates too, by which node APIs trust them (mutual TLS).
  */
 export class ClusterCa {
   private constructor(
@@ -66,24 +67,46 @@ export class ClusterCa {
   /**
    * A certificate for node `nodeId`'s API, for its key in `csr` (PEM; its subject and extensions
    * are not used: the certificate names the node and `hosts`, the names the control planes reach
-   * it by). A CSR that does not verify is refused.
+   * it by). A CSR that does not verify is refused. For serving only: a node's certificate does not
+   * make it a client the node APIs take.
    */
   async issueNodeCertificate(nodeId: string, csr: string, hosts: string[]): Promise<string> {
-    const work = await mkdtemp(path.join(tmpdir(), 'space-node-cert-'));
+    return this.sign(csr, nodeId, `extendedKeyUsage=serverAuth\nsubjectAltName=${subjectAltNames(hosts)}`, nodeCertificateDays);
+  }
+
+  /**
+   * A new key and a client certificate for it, named `CONTROL_PLANE_CERTIFICATE_NAME`: what a
+   * control plane presents to node APIs (mutual TLS), valid `days`. Made in this process, never written down.
+   */
+  async issueControlPlaneCertificate(days: number): Promise<{ cert: string; key: string }> {
+    const work = await mkdtemp(path.join(tmpdir(), 'space-cp-cert-'));
     try {
-      await writeFile(path.join(work, 'node.csr'), csr, { mode: 0o600 });
-      await run('openssl', ['req', '-in', path.join(work, 'node.csr'), '-noout', '-verify']).catch(() => {
+      const keyFile = path.join(work, 'client.key');
+      await writeFile(keyFile, '', { mode: 0o600 });
+      await run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', keyFile]);
+      const { stdout: csr } = await run('openssl', ['req', '-new', '-key', keyFile, '-subj', `/CN=${CONTROL_PLANE_CERTIFICATE_NAME}`]);
+      const cert = await this.sign(csr, CONTROL_PLANE_CERTIFICATE_NAME, 'extendedKeyUsage=clientAuth', days);
+      return { cert, key: await readFile(keyFile, 'utf8') };
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** A certificate of this CA for the key of `csr` (checked), named `commonName`, with the extensions `ext` adds, valid `days`. */
+  private async sign(csr: string, commonName: string, ext: string, days: number): Promise<string> {
+    const work = await mkdtemp(path.join(tmpdir(), 'space-cert-'));
+    const file = (name: string) => path.join(work, name);
+    try {
+      await writeFile(file('request.csr'), csr, { mode: 0o600 });
+      await run('openssl', ['req', '-in', file('request.csr'), '-noout', '-verify']).catch(() => {
         throw new SpaceError(ErrorCode.VALIDATION_FAILED, 'csr: not a certificate request signed by its own key (PEM)');
       });
-      await writeFile(
-        path.join(work, 'node.ext'),
-        `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=${subjectAltNames(hosts)}\n`,
-      );
+      await writeFile(file('request.ext'), `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n${ext}\n`);
       await run('openssl', [
         'x509',
         '-req',
         '-in',
-        path.join(work, 'node.csr'),
+        file('request.csr'),
         '-CA',
         path.join(this.dir, 'ca.crt'),
         '-CAkey',
@@ -91,15 +114,15 @@ export class ClusterCa {
         '-set_serial',
         `0x${randomBytes(16).toString('hex')}`,
         '-days',
-        String(nodeCertificateDays),
+        String(days),
         '-subj',
-        `/CN=${nodeId}`,
+        `/CN=${commonName}`,
         '-extfile',
-        path.join(work, 'node.ext'),
+        file('request.ext'),
         '-out',
-        path.join(work, 'node.crt'),
+        file('issued.crt'),
       ]);
-      return await readFile(path.join(work, 'node.crt'), 'utf8');
+      return await readFile(file('issued.crt'), 'utf8');
     } finally {
       await rm(work, { recursive: true, force: true });
     }

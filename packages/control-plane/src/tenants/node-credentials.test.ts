@@ -6,11 +6,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { IncomingMessage } from 'node:http';
 import { test } from 'node:test';
-import { ErrorCode, SpaceError } from '@space/protocol';
+import { CONTROL_PLANE_CERTIFICATE_NAME, ErrorCode, SpaceError } from '@space/protocol';
 import { NodeCredentials } from './node-credentials.js';
 import { openSqliteStore } from '../store/open-store.js';
 import { Authenticator } from './auth.js';
 import { ClusterCa, createClusterCa } from './cluster-ca.js';
+import { ControlPlaneCertificate } from './control-plane-certificate.js';
+
+const serverAuth = '1.3.6.1.5.5.7.3.1';
+const clientAuth = '1.3.6.1.5.5.7.3.2';
 
 async function credentials(ca: ClusterCa | null = null) {
   const clock = { now: Date.parse('2026-12-03T12:00:00.000Z') };
@@ -88,6 +92,7 @@ test("with a cluster CA, a join with a certificate request gets the node API's c
     assert.equal(certificate.subject, 'CN=node-a');
     assert.equal(certificate.subjectAltName, 'IP Address:127.0.0.1, DNS:node-a.internal');
     assert.equal(certificate.ca, false);
+    assert.deepEqual(certificate.keyUsage, [serverAuth], "for serving only: a node's certificate is no client of other node APIs");
     assert.ok(certificate.checkPrivateKey(createPrivateKey(readFileSync(path.join(dir, 'node.key')))), "the certificate is of the node's own key");
 
     await assert.rejects(
@@ -100,6 +105,73 @@ test("with a cluster CA, a join with a certificate request gets the node API's c
       refusedWith(ErrorCode.VALIDATION_FAILED, /not a certificate request/),
     );
     await assert.rejects(nodes.join({ nodeId: 'node-c', joinToken: 'snj_x', csr }), refusedWith(ErrorCode.VALIDATION_FAILED, /hosts/));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a control plane's client certificate: of the cluster CA, named as node APIs take it, for clients only; renewed in place with a new key", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'space-cluster-ca-'));
+  try {
+    await createClusterCa(dir);
+    const ca = await ClusterCa.open(dir);
+    const issuer = new X509Certificate(ca.certificate);
+    const certificate = await ControlPlaneCertificate.issue(ca, () => undefined);
+    const first = certificate.identity();
+    const check = (identity: { cert: string; key: string }) => {
+      const cert = new X509Certificate(identity.cert);
+      assert.ok(cert.checkIssued(issuer) && cert.verify(issuer.publicKey));
+      assert.equal(cert.subject, `CN=${CONTROL_PLANE_CERTIFICATE_NAME}`);
+      assert.deepEqual(cert.keyUsage, [clientAuth]);
+      assert.equal(cert.ca, false);
+      assert.ok(cert.checkPrivateKey(createPrivateKey(identity.key)));
+      const days = (Date.parse(cert.validTo) - Date.now()) / 86_400_000;
+      assert.ok(days > 6.9 && days <= 7, `valid a week: ${days} days`);
+      return cert;
+    };
+    const firstCert = check(first);
+    await certificate.renew();
+    const renewed = check(certificate.identity());
+    assert.notEqual(renewed.serialNumber, firstCert.serialNumber);
+    assert.notEqual(certificate.identity().key, first.key, 'a new key each time');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a node renews its API's certificate with its own credential, for itself only: not with the admin key, not for another node, not without a CA", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'space-cluster-ca-'));
+  try {
+    await createClusterCa(path.join(dir, 'ca'));
+    const ca = await ClusterCa.open(path.join(dir, 'ca'));
+    const { nodes, request } = await credentials(ca);
+    const { credential } = await nodes.join({ nodeId: 'node-a', joinToken: (await nodes.createJoinToken()).token });
+    execFileSync('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', path.join(dir, 'new.key')]);
+    const csr = execFileSync('openssl', ['req', '-new', '-key', path.join(dir, 'new.key'), '-subj', '/CN=whatever'], { encoding: 'utf8' });
+    const asNode = await nodes.senderOf(request(credential));
+    const reply = await nodes.renewCertificate(asNode, { nodeId: 'node-a', csr, hosts: ['10.0.0.7'] });
+    assert.equal(reply.caCertificate, ca.certificate);
+    const renewed = new X509Certificate(reply.certificate);
+    assert.ok(renewed.checkIssued(new X509Certificate(ca.certificate)));
+    assert.equal(renewed.subject, 'CN=node-a');
+    assert.equal(renewed.subjectAltName, 'IP Address:10.0.0.7');
+    assert.ok(renewed.checkPrivateKey(createPrivateKey(readFileSync(path.join(dir, 'new.key')))), 'for the new key');
+
+    await assert.rejects(
+      nodes.renewCertificate(asNode, { nodeId: 'node-b', csr, hosts: ['10.0.0.8'] }),
+      refusedWith(ErrorCode.FORBIDDEN, /node node-a's: .*not node-b's/),
+    );
+    const asAdmin = await nodes.senderOf(request('admin-key-0123456789abcdef'));
+    await assert.rejects(
+      nodes.renewCertificate(asAdmin, { nodeId: 'node-a', csr, hosts: ['10.0.0.7'] }),
+      refusedWith(ErrorCode.FORBIDDEN, /own credential, not the admin key/),
+    );
+    const withoutCa = await credentials(null);
+    const other = await withoutCa.nodes.join({ nodeId: 'node-a', joinToken: (await withoutCa.nodes.createJoinToken()).token });
+    await assert.rejects(
+      withoutCa.nodes.renewCertificate(await withoutCa.nodes.senderOf(withoutCa.request(other.credential)), { nodeId: 'node-a', csr, hosts: ['10.0.0.7'] }),
+      refusedWith(ErrorCode.VALIDATION_FAILED, /no cluster CA/),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,6 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { ErrorCode, type JoinToken, type NodeJoinReply, type NodeJoinRequest, SpaceError, defaultJoinTokenTtlSec } from '@space/protocol';
+import {
+  ErrorCode,
+  type JoinToken,
+  type NodeCertificateReply,
+  type NodeCertificateRequest,
+  type NodeJoinReply,
+  type NodeJoinRequest,
+  SpaceError,
+  defaultJoinTokenTtlSec,
+} from '@space/protocol';
 import { bearerToken } from '@space/server-kit';
 import type { Store } from '../store/store.js';
 import { type Authenticator, hashKey } from './auth.js';
@@ -68,6 +77,24 @@ export class NodeCredentials {
       `node ${request.nodeId} joined with a join token; its heartbeats carry its own credential from now on${tls.certificate ? `, and its API a certificate of the cluster CA for ${request.hosts!.join(', ')}` : ''}`,
     );
     return { nodeId: request.nodeId, credential, ...tls };
+  }
+
+  /** A new certificate for a joined node's API (its own credential only), before its old one expires. */
+  async renewCertificate(sender: HeartbeatSender, request: NodeCertificateRequest): Promise<NodeCertificateReply> {
+    if (!('nodeId' in sender))
+      throw new SpaceError(
+        ErrorCode.FORBIDDEN,
+        "a node API's certificate is renewed with that node's own credential, not the admin key: join the node with a join token",
+      );
+    if (sender.nodeId !== request.nodeId) {
+      this.deps.log(`refused a certificate for node ${request.nodeId} asked with the credential of node ${sender.nodeId}`);
+      throw new SpaceError(ErrorCode.FORBIDDEN, `this credential is node ${sender.nodeId}'s: it renews that node's certificate only, not ${request.nodeId}'s`);
+    }
+    const { ca } = this.deps;
+    if (!ca) throw new SpaceError(ErrorCode.VALIDATION_FAILED, 'this control plane has no cluster CA (SPACE_CLUSTER_CA_DIR): there is no certificate to renew');
+    const certificate = await ca.issueNodeCertificate(request.nodeId, request.csr, request.hosts);
+    this.deps.log(`renewed the node API certificate of node ${request.nodeId} for ${request.hosts.join(', ')}`);
+    return { certificate, caCertificate: ca.certificate };
   }
 
   async revoke(nodeId: string): Promise<{ nodeId: string; revoked: boolean }> {

@@ -35,7 +35,7 @@ export async function servicesOnFakeNode(changes: Partial<ControlPlaneSettings> 
   const { nodes, sessions } = services;
   // Registered like a real node, on the real clock (the test clock jumps ahead, which would make it lost).
   nodes.setConfiguredNode(node.nodeId);
-  await nodes.heartbeat({ id: node.nodeId, url: 'http://fake-node.invalid', token: 'fake-node-token-0', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 0 });
+  await nodes.heartbeat({ id: node.nodeId, url: 'https://fake-node.invalid', token: 'fake-node-token-0', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 0 });
   const create = (fields: Record<string, unknown> = {}) => sessions.create(caller, CreateSessionRequestSchema.parse({ template: 'tiny', ...fields }));
   return { ...services, clock, store, caller, node, log, create };
 }

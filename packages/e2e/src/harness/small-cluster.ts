@@ -2,7 +2,7 @@ import { createServer } from 'node:net';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { LocalCluster } from '@space/cli';
-import { NodeClient } from '@space/control-plane';
+import { ClusterCa, NodeClient } from '@space/control-plane';
 
 /** A port with the next one free too: the control planes listen on consecutive ports. */
 async function twoFreePorts(): Promise<number> {
@@ -49,8 +49,10 @@ export async function smallCluster(options: {
   });
 }
 
-/** The node API of a node of `cluster`, as its control planes reach it: its URL, its token, the cluster CA. */
-export function nodeClientOf(cluster: LocalCluster, nodeId: string, url: string): NodeClient {
+/** The node API of a node of `cluster`, as its control planes reach it: its URL, its token, the cluster CA and a control plane's client certificate of it. */
+export async function nodeClientOf(cluster: LocalCluster, nodeId: string, url: string): Promise<NodeClient> {
   const token = readFileSync(path.join(cluster.root, nodeId, 'node', 'token'), 'utf8').trim();
-  return new NodeClient(nodeId, url, token, readFileSync(path.join(cluster.clusterCaDir, 'ca.crt'), 'utf8'));
+  const ca = await ClusterCa.open(cluster.clusterCaDir);
+  const identity = await ca.issueControlPlaneCertificate(1);
+  return new NodeClient(nodeId, url, token, { ca: ca.certificate, identity: () => identity });
 }

@@ -21,6 +21,7 @@ import type { NamedVolumes } from '../storage/named-volumes.js';
 import { registryHost } from '../templates/registry-host.js';
 import type { NodeFence } from '../node-fence.js';
 import { PlacementEpochs } from '../placement-epochs.js';
+import { refuseUnlessControlPlane } from './control-plane-peer.js';
 
 export interface NodeApiDeps {
   nodeId: string;
@@ -44,12 +45,13 @@ export interface NodeApiDeps {
 /**
  * The node API: what the control plane uses, locally or across the network, each operation as
  * protocol's `nodeRoutes` declares it (a route missing there is refused). Every route needs the
- * node token; while the node is fenced every route but its health is refused, and so is a call
+ * node token (and over mutual TLS a control plane's certificate); while the node is fenced every route but its health is refused, and so is a call
  * naming an older placement of its session than the newest seen here (`PlacementEpochs`).
  */
 export function createNodeApi(deps: NodeApiDeps): Router {
   const { manager } = deps;
   const authorize = (ctx: { req: IncomingMessage }): void => {
+    refuseUnlessControlPlane(ctx.req);
     const token = bearerToken(ctx.req);
     if (!token || !secretsEqual(token, deps.token)) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'node token missing or wrong');
   };
