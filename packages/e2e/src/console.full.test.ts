@@ -276,7 +276,7 @@ describe('web console', () => {
     };
     // A's app holds something worth taking, behind a preview token; B's page tries everything a page can.
     const victim = await server(a.api, { 'secret.txt': 'A-PREVIEW-SECRET' });
-    const attack = String.raw`<script>
+    const attack = `<script>
       (async () => {
         const out = {};
         const tryRead = (f) => { try { return String(f()); } catch (e) { return 'blocked'; } };
