@@ -121,7 +121,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     volumes,
     defaultDiskGb: settings.sessionDiskGb,
   });
-  const drain = new NodeDrain({ store, nodes, lifecycle, mover, sessions, log });
+  const drain = new NodeDrain({ store, nodes, lifecycle, mover, sessions, log, parallel: settings.drainParallel });
   const calls = new SessionCalls(store, sessions, lifecycle, activity, settings.callDeadlineSec * 1000);
   const idempotency = new IdempotentCalls({
     store,

@@ -37,6 +37,12 @@ export const controlPlaneSettings = {
     default: false,
     doc: '`1`: take nodes whose node API is plain HTTP on an address other than loopback (node tokens and secret values then cross the network in the clear); refused otherwise',
   }),
+  drainParallel: setting.integer('SPACE_DRAIN_PARALLEL', {
+    default: 4,
+    min: 1,
+    max: 64,
+    doc: 'sessions a drain moves off a node at once (each with its checkpoint, shipment and start elsewhere)',
+  }),
   nodeLostAfterSec: setting.positive('SPACE_NODE_LOST_AFTER_SEC', {
     default: 10,
     doc: 'a node without a heartbeat for this long is lost and its sessions move, seconds',

@@ -5,10 +5,13 @@ import type { SessionMover } from './session-mover.js';
 import type { SessionService } from './session-service.js';
 import type { Store } from '../store/store.js';
 
+/** What became of one session of a drain. */
+type DrainOutcome = { moved: DrainResult['moved'][number] } | { failed: DrainResult['failed'][number] } | null;
+
 /**
  * Empties a node before maintenance or an upgrade: it takes no new sessions (`draining`), and each
- * of its sessions moves to another node through the object store, one at a time, each in its own
- * lifecycle turn; one that was running runs again there at once, its processes restored where a
+ * of its sessions moves to another node through the object store, `parallel` at a time, each in its
+ * own lifecycle turn; one that was running runs again there at once, its processes restored where a
  * full checkpoint could be taken. A session that cannot move now stays and is reported; draining
  * again retries it.
  */
@@ -21,35 +24,53 @@ export class NodeDrain {
       mover: SessionMover;
       sessions: Pick<SessionService, 'startSandbox'>;
       log: (message: string) => void;
+      /** Sessions moved at once (`SPACE_DRAIN_PARALLEL`). */
+      parallel: number;
     },
   ) {}
 
   async drain(nodeId: string, progress: (message: string) => void = () => undefined): Promise<DrainResult> {
     await this.deps.nodes.setStatus(nodeId, 'draining');
-    const result: DrainResult = { nodeId, moved: [], failed: [] };
     const sessions = (await this.deps.store.listAllSessions()).filter((s) => s.volumeNodeId === nodeId);
-    for (const [i, { id, tenantId }] of sessions.entries()) {
-      try {
-        const moved = await this.deps.lifecycle.run(id, 'move', async () => {
-          const row = await this.deps.store.getSession(tenantId, id);
-          if (!row || row.volumeNodeId !== nodeId) return null;
-          const moved = await this.deps.mover.moveOff(row);
-          // Moved it is; a start that fails now is the next call's resume.
-          if (moved.hadSandbox)
-            await this.deps.sessions
-              .startSandbox(moved.row, { volumeReady: true })
-              .catch((err: Error) => this.deps.log(`session ${id} moved off node ${nodeId} but did not start on ${moved.row.volumeNodeId}: ${err.message}`));
-          return moved;
-        });
-        if (moved) result.moved.push({ sessionId: id, to: moved.row.volumeNodeId!, note: moved.note });
-        progress(`${i + 1}/${sessions.length} ${id}: ${moved ? `moved to ${moved.row.volumeNodeId}` : 'gone or moved already'}`);
-      } catch (err) {
-        const code = isSpaceError(err) ? err.code : 'INTERNAL';
-        result.failed.push({ sessionId: id, code, message: (err as Error).message });
-        progress(`${i + 1}/${sessions.length} ${id}: not moved: ${(err as Error).message}`);
+    const outcomes: DrainOutcome[] = new Array(sessions.length).fill(null);
+    let next = 0;
+    let done = 0;
+    // Each worker takes the next session until none is left: at most `parallel` move at once.
+    const worker = async (): Promise<void> => {
+      for (let i = next++; i < sessions.length; i = next++) {
+        const { id, tenantId } = sessions[i]!;
+        outcomes[i] = await this.moveOne(nodeId, id, tenantId);
+        const outcome = outcomes[i];
+        const said = !outcome ? 'gone or moved already' : 'moved' in outcome ? `moved to ${outcome.moved.to}` : `not moved: ${outcome.failed.message}`;
+        progress(`${++done}/${sessions.length} ${id}: ${said}`);
       }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.deps.parallel, sessions.length) }, worker));
+    return {
+      nodeId,
+      moved: outcomes.flatMap((o) => (o && 'moved' in o ? [o.moved] : [])),
+      failed: outcomes.flatMap((o) => (o && 'failed' in o ? [o.failed] : [])),
+    };
+  }
+
+  /** Moves one session off the node in its lifecycle turn; null when it is gone or left the node already. */
+  private async moveOne(nodeId: string, id: string, tenantId: string): Promise<DrainOutcome> {
+    try {
+      const moved = await this.deps.lifecycle.run(id, 'move', async () => {
+        const row = await this.deps.store.getSession(tenantId, id);
+        if (!row || row.volumeNodeId !== nodeId) return null;
+        const moved = await this.deps.mover.moveOff(row);
+        // Moved it is; a start that fails now is the next call's resume.
+        if (moved.hadSandbox)
+          await this.deps.sessions
+            .startSandbox(moved.row, { volumeReady: true })
+            .catch((err: Error) => this.deps.log(`session ${id} moved off node ${nodeId} but did not start on ${moved.row.volumeNodeId}: ${err.message}`));
+        return moved;
+      });
+      return moved ? { moved: { sessionId: id, to: moved.row.volumeNodeId!, note: moved.note } } : null;
+    } catch (err) {
+      return { failed: { sessionId: id, code: isSpaceError(err) ? err.code : 'INTERNAL', message: (err as Error).message } };
     }
-    return result;
   }
 
   /** Takes new sessions again. */
