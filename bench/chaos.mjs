@@ -2,8 +2,9 @@
 // processes are SIGKILLed at random moments; then every acknowledged record is accounted for against
 // the live files and the checkpoints, and every session must answer. Bounded by its fault counts.
 // Usage: node bench/chaos.mjs [SESSIONS=20] [SANDBOX_KILLS=1000] [PLATFORM_KILLS=20] [FAULT_INTERVAL_MS=1000] [SEED]
-//        node bench/chaos.mjs --cluster [SESSIONS=6] [SANDBOX_KILLS=100] [NODE_KILLS=10] [CONTROL_PLANE_KILLS=10] [FAULT_INTERVAL_MS=2000] [SEED]
-//   (--cluster: PostgreSQL, two control planes, three node agents and a loopback S3 server on this machine)
+//        node bench/chaos.mjs --cluster [SESSIONS=6] [SANDBOX_KILLS=100] [NODE_KILLS=10] [CONTROL_PLANE_KILLS=10] [FAULT_INTERVAL_MS=2000] [SEED] [PARTITIONS=5]
+//   (--cluster: PostgreSQL, two control planes, three node agents and a loopback S3 server on this machine;
+//    a partition cuts one node off from every control plane with iptables for 3-8 s)
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,9 +16,9 @@ const cluster = process.argv[2] === '--cluster';
 const args = process.argv.slice(cluster ? 3 : 2).map(Number);
 const seedOr = (value) => value ?? Date.now() % 1e9;
 const plan = cluster
-  ? (([sessions = 6, sandbox = 100, node = 10, controlPlane = 10, interval = 2000, seed]) => ({
+  ? (([sessions = 6, sandbox = 100, node = 10, controlPlane = 10, interval = 2000, seed, partition = 5]) => ({
       sessions,
-      faults: { sandbox, node, controlPlane },
+      faults: { sandbox, node, controlPlane, partition },
       faultIntervalMs: interval,
       seed: seedOr(seed),
     }))(args)

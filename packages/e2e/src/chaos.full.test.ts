@@ -25,6 +25,7 @@ async function smallRun(name: string, options: Omit<ChaosOptions, 'seed' | 'log'
   assert.equal(report.missingFromCheckpoints, 0, details);
   assert.equal(report.lost, 0, details);
   assert.deepEqual(report.stuckCalls, []);
+  assert.deepEqual(report.twoActingCopies, [], 'no session acts on two nodes');
   return report;
 }
 
@@ -32,10 +33,15 @@ test('chaos: busy sessions through sandbox and platform SIGKILLs lose no acknowl
   await smallRun('chaos', { sessions: 3, faults: { sandbox: 12, platform: 2 }, faultIntervalMs: 1500 });
 });
 
-test('chaos on a cluster: sandbox, node-agent and control-plane SIGKILLs lose no acknowledged record beyond a lost node, and all answer', {
+test('chaos on a cluster: sandbox, node-agent and control-plane SIGKILLs and node partitions lose no acknowledged record beyond a lost node, leave no session acting twice, and all answer', {
   timeout: 600_000,
 }, async () => {
-  const report = await smallRun('chaos on a cluster', { cluster: true, sessions: 3, faults: { sandbox: 6, node: 2, controlPlane: 2 }, faultIntervalMs: 2000 });
+  const report = await smallRun('chaos on a cluster', {
+    cluster: true,
+    sessions: 3,
+    faults: { sandbox: 6, node: 2, controlPlane: 2, partition: 2 },
+    faultIntervalMs: 2000,
+  });
   assert.equal(
     report.unreadableCheckpoints,
     0,

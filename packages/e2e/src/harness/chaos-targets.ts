@@ -2,7 +2,8 @@ import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { startPlatform } from '../platform.js';
 import type { Random } from './random.js';
-import { smallCluster } from './small-cluster.js';
+import { NodePartition } from './node-partition.js';
+import { nodeClientOf, smallCluster } from './small-cluster.js';
 
 /** What a chaos run faults: one `space up`, or a cluster of control planes and nodes. */
 export interface ChaosTarget {
@@ -12,8 +13,10 @@ export interface ChaosTarget {
   nodeDataDir(nodeId: string): string;
   /** Every node's data directory. */
   nodeDataDirs(): string[];
-  /** The faults besides sandbox kills, by name: each SIGKILLs a member and brings it back (as a supervisor would). */
+  /** The faults besides sandbox kills, by name: each SIGKILLs a member and brings it back (as a supervisor would), or cuts one off and heals it. */
   faults: Record<string, (rng: Random) => Promise<string>>;
+  /** The nodes each session has a running sandbox on now: more than one is two acting copies. */
+  actingCopies(): Promise<Map<string, string[]>>;
   /** Stops everything (deleting what the target made for itself). */
   stop(): Promise<void>;
 }
@@ -48,6 +51,8 @@ export async function platformTarget(options: TargetOptions): Promise<ChaosTarge
         return 'platform SIGKILLed and restarted';
       },
     },
+    // One node: a session's sandbox is on it or nowhere.
+    actingCopies: async () => new Map(),
     stop: async () => {
       await platform.stop();
       options.platformLog?.(platform.output());
@@ -58,8 +63,9 @@ export async function platformTarget(options: TargetOptions): Promise<ChaosTarge
 /**
  * The small cluster (PostgreSQL, two control planes, three nodes, loopback S3) in a data directory
  * of its own, removed when it stops. Its faults: a node agent SIGKILLed and started again after
- * 1–8 s (past 3 s it is marked lost, and its sessions move at their next call), and a control
- * plane SIGKILLed and started again on its port.
+ * 1–8 s (past 3 s it is marked lost, and its sessions move at their next call), a control plane
+ * SIGKILLed and started again on its port, and a node cut off from every control plane by iptables
+ * for 3–8 s (it fences itself after 2 s, is lost after 3 s, its sessions move) and then healed.
  */
 export async function clusterTarget(options: TargetOptions): Promise<ChaosTarget> {
   const output = options.platformLog ? (member: string, line: string) => options.platformLog!(`${member}: ${line}\n`) : undefined;
@@ -75,6 +81,12 @@ export async function clusterTarget(options: TargetOptions): Promise<ChaosTarget
     await cluster.stop();
     throw err;
   }
+  /** Each node's API URL, as the control planes have it. */
+  const nodeUrls = async (): Promise<Record<string, string>> => {
+    const res = await fetch(`${cluster.controlPlaneUrls[0]}/v1/nodes`, { headers: { authorization: `Bearer ${options.adminKey}` } });
+    const { nodes } = (await res.json()) as { nodes: { id: string; url: string }[] };
+    return Object.fromEntries(nodes.map((n) => [n.id, n.url]));
+  };
   return {
     apiUrls: () => cluster.controlPlaneUrls,
     nodeDataDir: (nodeId) => path.join(cluster.root, nodeId),
@@ -88,12 +100,41 @@ export async function clusterTarget(options: TargetOptions): Promise<ChaosTarget
         await cluster.startNode(name);
         return `node agent ${name} SIGKILLed, started again after ${downMs} ms`;
       },
+      partition: async (rng) => {
+        const name = rng.pick(cluster.nodeNames);
+        const cutMs = rng.int(3000, 8000);
+        const partition = new NodePartition(cluster.root);
+        partition.cut({
+          nodePid: cluster.member(name)!.process.pid!,
+          nodePort: Number(new URL((await nodeUrls())[name]!).port),
+          controlPlanePorts: cluster.controlPlaneUrls.map((u) => Number(new URL(u).port)),
+        });
+        try {
+          await new Promise((resolve) => setTimeout(resolve, cutMs));
+        } finally {
+          partition.heal();
+        }
+        return `node ${name} cut off from every control plane for ${cutMs} ms (iptables), then healed`;
+      },
       controlPlane: async (rng) => {
         const index = rng.int(0, cluster.controlPlaneNames.length - 1);
         await killAndWait(cluster.member(cluster.controlPlaneNames[index]!)!.process);
         await cluster.startControlPlane(index);
         return `${cluster.controlPlaneNames[index]} SIGKILLed and started again`;
       },
+    },
+    actingCopies: async () => {
+      const copies = new Map<string, string[]>();
+      for (const [name, url] of Object.entries(await nodeUrls())) {
+        const node = await nodeClientOf(cluster, name, url);
+        try {
+          for (const sandbox of await node.listSandboxes())
+            if (sandbox.running) copies.set(sandbox.sessionId, [...(copies.get(sandbox.sessionId) ?? []), name]);
+        } finally {
+          node.close();
+        }
+      }
+      return copies;
     },
     stop: () => cluster.stop(),
   };

@@ -12,7 +12,7 @@ export interface ChaosOptions {
   /**
    * How many of each fault, by name: `sandbox` is a SIGKILL of a random session's sandbox process
    * from outside (as an OOM kill or a crash would); the others are the target's (`platform` for
-   * one `space up`; `node` and `controlPlane` for a cluster), each a SIGKILL followed by a restart.
+   * one `space up`; `node`, `controlPlane` and `partition` for a cluster), each a SIGKILL followed by a restart, or a cut then a heal.
    */
   faults: Record<string, number>;
   /** Run on the small cluster (PostgreSQL, two control planes, three nodes, an object store) instead of one `space up`. */
@@ -95,6 +95,8 @@ export interface ChaosReport {
   maxRollbackMs: number;
   rollbacks: number;
   sessionsAnswering: number;
+  /** Sessions with a running sandbox on more than one node at the end (`<id> on <nodes>`): must be none. */
+  twoActingCopies: string[];
   accounts: SessionAccount[];
 }
 
@@ -191,6 +193,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     const accounts: SessionAccount[] = [];
     for (const id of ids) accounts.push(await account(id, acks.get(id)!, call, target.nodeDataDirs()));
+    // After every fault healed and every session answered: each runs on one node at most.
+    const twoActingCopies = [...(await target.actingCopies())]
+      .filter(([id, nodes]) => ids.includes(id) && nodes.length > 1)
+      .map(([id, nodes]) => `${id} on ${nodes.join(', ')}`);
     const sum = (f: (a: SessionAccount) => number) => accounts.reduce((total, a) => total + f(a), 0);
     return {
       seed: options.seed,
@@ -211,6 +217,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       maxRollbackMs: Math.max(0, ...accounts.flatMap((a) => a.rollbacksMs)),
       rollbacks: sum((a) => a.rollbacksMs.length),
       sessionsAnswering: sum((a) => (a.answering ? 1 : 0)),
+      twoActingCopies,
       accounts,
     };
   } finally {
