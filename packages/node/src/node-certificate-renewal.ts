@@ -1,4 +1,5 @@
 import { X509Certificate } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { NodeCertificateReplySchema } from '@space/protocol';
@@ -27,8 +28,9 @@ export interface NodeCertificateRenewalOptions {
 /**
  * Keeps the node API's certificate of the cluster CA valid without a restart: before it expires, the
  * node makes a new key, asks the first control plane that answers for a certificate of it (with its
- * own credential), keeps both (`tls.crt.new`/`tls.key.new`, then renamed into place; a stop between
- * is finished at the next start) and serves the new one to new connections.
+ * own credential), checks it is of the CA the node joined with, keeps both (`tls.crt.new`/`tls.key.new`,
+ * then renamed into place; a stop between is finished at the next start) and serves the new one to
+ * new connections.
  */
 export class NodeCertificateRenewal {
   private timer: NodeJS.Timeout | null = null;
@@ -65,12 +67,16 @@ export class NodeCertificateRenewal {
           continue;
         }
         const reply = NodeCertificateReplySchema.parse(JSON.parse(answer.text));
-        await keep(file('ca.crt'), reply.caCertificate);
+        // The CA stays the one the node joined with (a node that joined before keeping it takes it now):
+        // a renewal cannot make the node trust other clients, nor serve a certificate of another CA.
+        const ca = existsSync(file('ca.crt')) ? await readFile(file('ca.crt'), 'utf8') : reply.caCertificate;
+        if (!isIssuedBy(reply.certificate, ca)) throw new Error(`${url} answered with a certificate not of the cluster CA this node joined with: not taken`);
+        if (!existsSync(file('ca.crt'))) await keep(file('ca.crt'), ca);
         await keep(file('tls.crt.new'), reply.certificate);
         await rename(file('tls.key.new'), file('tls.key'));
         await rename(file('tls.crt.new'), file('tls.crt'));
         const renewed = new X509Certificate(reply.certificate);
-        options.serve({ cert: reply.certificate, key: await readFile(file('tls.key'), 'utf8'), clientCa: reply.caCertificate });
+        options.serve({ cert: reply.certificate, key: await readFile(file('tls.key'), 'utf8'), clientCa: ca });
         options.log.info(
           `renewed the node API's certificate (the old one valid until ${current.validTo}, the new one until ${renewed.validTo}), served from now on`,
         );
@@ -82,4 +88,10 @@ export class NodeCertificateRenewal {
       return false;
     }
   }
+}
+
+/** Whether `certificate` was signed by the key of `ca` (PEM both): a CA of the same name but another key is not it. */
+function isIssuedBy(certificate: string, ca: string): boolean {
+  const [cert, issuer] = [new X509Certificate(certificate), new X509Certificate(ca)];
+  return cert.checkIssued(issuer) && cert.verify(issuer.publicKey);
 }
