@@ -103,13 +103,15 @@ export async function clusterTarget(options: TargetOptions): Promise<ChaosTarget
       partition: async (rng) => {
         const name = rng.pick(cluster.nodeNames);
         const cutMs = rng.int(3000, 8000);
+        const nodePort = Number(new URL((await nodeUrls())[name]!).port);
         const partition = new NodePartition(cluster.root);
-        partition.cut({
-          nodePid: cluster.member(name)!.process.pid!,
-          nodePort: Number(new URL((await nodeUrls())[name]!).port),
-          controlPlanePorts: cluster.controlPlaneUrls.map((u) => Number(new URL(u).port)),
-        });
         try {
+          // Inside: a cut that fails halfway (its mount made, a rule not) is undone too.
+          partition.cut({
+            nodePid: cluster.member(name)!.process.pid!,
+            nodePort,
+            controlPlanePorts: cluster.controlPlaneUrls.map((u) => Number(new URL(u).port)),
+          });
           await new Promise((resolve) => setTimeout(resolve, cutMs));
         } finally {
           partition.heal();
