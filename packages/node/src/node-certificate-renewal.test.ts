@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { Router, closeServer, lineLog, listen, makeTestCertificates, readJson, sendJson } from '@space/server-kit';
+import { Router, closeServer, lineLog, listen, makeTestCertificates, readJson, sendJson, signTestCertificateRequest } from '@space/server-kit';
 import { z } from 'zod';
 import { NodeCertificateRenewal } from './node-certificate-renewal.js';
 
@@ -17,7 +16,7 @@ async function setup(signWith: 'ours' | 'theirs') {
   const dir = mkdtempSync(path.join(tmpdir(), 'space-renewal-'));
   const cas = { ours: makeTestCertificates(path.join(dir, 'ours'), ['127.0.0.1']), theirs: makeTestCertificates(path.join(dir, 'theirs'), ['127.0.0.1']) };
   const node = path.join(dir, 'node');
-  execFileSync('mkdir', ['-p', node]);
+  mkdirSync(node);
   copyFileSync(cas.ours.certFile, path.join(node, 'tls.crt'));
   copyFileSync(cas.ours.keyFile, path.join(node, 'tls.key'));
   copyFileSync(cas.ours.caFile, path.join(node, 'ca.crt'));
@@ -26,27 +25,8 @@ async function setup(signWith: 'ours' | 'theirs') {
     asked.push(String(req.headers.authorization));
     const body = await readJson(req, z.object({ nodeId: z.string(), csr: z.string(), hosts: z.array(z.string()) }));
     const ca = path.dirname(cas[signWith].caFile);
-    writeFileSync(path.join(ca, 'renew.csr'), body.csr);
-    execFileSync(
-      'openssl',
-      [
-        'x509',
-        '-req',
-        '-in',
-        path.join(ca, 'renew.csr'),
-        '-CA',
-        path.join(ca, 'ca.crt'),
-        '-CAkey',
-        path.join(ca, 'ca.key'),
-        '-CAcreateserial',
-        '-days',
-        '397',
-        '-out',
-        path.join(ca, 'renew.crt'),
-      ],
-      { stdio: 'ignore' },
-    );
-    sendJson(res, 200, { certificate: readFileSync(path.join(ca, 'renew.crt'), 'utf8'), caCertificate: readFileSync(path.join(ca, 'ca.crt'), 'utf8') });
+    const certificate = signTestCertificateRequest(ca, body.csr, 397);
+    sendJson(res, 200, { certificate, caCertificate: readFileSync(path.join(ca, 'ca.crt'), 'utf8') });
   });
   const { server, port } = await listen(router, '127.0.0.1', 0);
   const served: { cert: string; clientCa?: string }[] = [];

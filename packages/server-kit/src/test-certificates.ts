@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** A CA made for a test and one server certificate it signed, as PEM files in a directory. */
@@ -60,8 +60,25 @@ function openssl(args: string[]): void {
 /** A new key and a certificate of `dir`'s CA for it, as `<name>.key` and `<name>.crt`, with the extensions `ext` adds. */
 function signed(dir: string, name: string, commonName: string, ext: string, days = 2): { certFile: string; keyFile: string } {
   const file = (suffix: string): string => path.join(dir, `${name}.${suffix}`);
-  writeFileSync(file('ext'), `basicConstraints=CA:FALSE\n${ext}\n`);
   openssl(['req', ...newKey, '-keyout', file('key'), '-out', file('csr'), '-subj', `/CN=${commonName}`]);
+  signRequest(dir, name, ext, days);
+  return { certFile: file('crt'), keyFile: file('key') };
+}
+
+/**
+ * A certificate of the CA `makeTestCertificates` made in `dir` for the certificate request `csr`
+ * (PEM), valid `days`: what a test's stand-in for a control plane hands out.
+ */
+export function signTestCertificateRequest(dir: string, csr: string, days = 2): string {
+  writeFileSync(path.join(dir, 'request.csr'), csr);
+  signRequest(dir, 'request', '', days);
+  return readFileSync(path.join(dir, 'request.crt'), 'utf8');
+}
+
+/** Signs `<name>.csr` with `dir`'s CA into `<name>.crt`, with the extensions `ext` adds. */
+function signRequest(dir: string, name: string, ext: string, days: number): void {
+  const file = (suffix: string): string => path.join(dir, `${name}.${suffix}`);
+  writeFileSync(file('ext'), `basicConstraints=CA:FALSE\n${ext}\n`);
   openssl([
     'x509',
     '-req',
@@ -79,5 +96,4 @@ function signed(dir: string, name: string, commonName: string, ext: string, days
     '-extfile',
     file('ext'),
   ]);
-  return { certFile: file('crt'), keyFile: file('key') };
 }
