@@ -1,10 +1,10 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, rename } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { NodeCertificateReplySchema } from '@space/protocol';
 import type { Logger } from './logger.js';
-import { ask, certificateRequest, errorMessage, keep } from './node-identity.js';
+import { ask, certificateRequest, errorMessage, finishRenewal, keep } from './node-identity.js';
 
 /** How often the node looks at its certificate's expiry. */
 const checkEveryMs = 12 * 60 * 60_000;
@@ -69,12 +69,12 @@ export class NodeCertificateRenewal {
         const reply = NodeCertificateReplySchema.parse(JSON.parse(answer.text));
         // The CA stays the one the node joined with (a node that joined before keeping it takes it now):
         // a renewal cannot make the node trust other clients, nor serve a certificate of another CA.
-        const ca = existsSync(file('ca.crt')) ? await readFile(file('ca.crt'), 'utf8') : reply.caCertificate;
+        const joinedWith = existsSync(file('ca.crt'));
+        const ca = joinedWith ? await readFile(file('ca.crt'), 'utf8') : reply.caCertificate;
         if (!isIssuedBy(reply.certificate, ca)) throw new Error(`${url} answered with a certificate not of the cluster CA this node joined with: not taken`);
-        if (!existsSync(file('ca.crt'))) await keep(file('ca.crt'), ca);
+        if (!joinedWith) await keep(file('ca.crt'), ca);
         await keep(file('tls.crt.new'), reply.certificate);
-        await rename(file('tls.key.new'), file('tls.key'));
-        await rename(file('tls.crt.new'), file('tls.crt'));
+        await finishRenewal(options.dir);
         const renewed = new X509Certificate(reply.certificate);
         options.serve({ cert: reply.certificate, key: await readFile(file('tls.key'), 'utf8'), clientCa: ca });
         options.log.info(

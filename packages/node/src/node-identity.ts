@@ -89,7 +89,7 @@ async function kept(dir: string): Promise<NodeIdentity> {
  * that a stop between the two renames is finished at the next start (a `tls.crt.new` left means its
  * key is `tls.key.new` or, renamed already, `tls.key`).
  */
-async function finishRenewal(dir: string): Promise<void> {
+export async function finishRenewal(dir: string): Promise<void> {
   const file = (name: string) => path.join(dir, name);
   if (!existsSync(file('tls.crt.new'))) return;
   if (existsSync(file('tls.key.new'))) await rename(file('tls.key.new'), file('tls.key'));
