@@ -170,9 +170,13 @@ describe('dev servers across full checkpoints, kills and forks', () => {
       .map((h: string) => Number.parseInt(h, 16))
       .reverse();
     octets[3]! += 1;
+    // Upgraded, so the server has accepted it and keeps it open: one still in its listener's
+    // queue is not a socket of the sandbox yet (gVisor lists none such in /proc/net/tcp).
     const stray = connect({ host: octets.join('.'), port: 3000 });
     stray.on('error', () => undefined);
-    await new Promise((resolve) => stray.once('connect', resolve));
+    stray.write('GET /stray HTTP/1.1\r\nHost: stray\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n');
+    const switched = await new Promise<string>((resolve) => stray.once('data', (chunk) => resolve(chunk.toString())));
+    assert.match(switched, /^HTTP\/1\.1 101 /);
     try {
       const reply = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
       assert.equal(reply.status, 409, JSON.stringify(reply.body));

@@ -1,9 +1,30 @@
 import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import type { NodeClient } from '@space/control-plane';
+import { ErrorCode, type SandboxInfo, SpaceError } from '@space/protocol';
 import { startPlatform } from '../platform.js';
 import type { Random } from './random.js';
 import { NodePartition } from './node-partition.js';
 import { nodeClientOf, smallCluster } from './small-cluster.js';
+
+/** How long a node fenced at the end of a run (a heartbeat missed under load) is given to hear a control plane again. */
+const fenceLiftWaitMs = 30_000;
+
+/**
+ * A node's sandboxes, once it is not fenced: a fenced node refuses calls (NODE_UNAVAILABLE) and
+ * its sandboxes are paused, and what counts is which of them act once it is heard again, when the
+ * fence lifts and those whose session moved away were stopped.
+ */
+async function sandboxesOnceUnfenced(node: NodeClient): Promise<SandboxInfo[]> {
+  for (const deadline = Date.now() + fenceLiftWaitMs; ; ) {
+    try {
+      return await node.listSandboxes();
+    } catch (err) {
+      if (!(err instanceof SpaceError && err.code === ErrorCode.NODE_UNAVAILABLE) || Date.now() > deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
 
 /** What a chaos run faults: one `space up`, or a cluster of control planes and nodes. */
 export interface ChaosTarget {
@@ -130,7 +151,7 @@ export async function clusterTarget(options: TargetOptions): Promise<ChaosTarget
       for (const [name, url] of Object.entries(await nodeUrls())) {
         const node = await nodeClientOf(cluster, name, url);
         try {
-          for (const sandbox of await node.listSandboxes())
+          for (const sandbox of await sandboxesOnceUnfenced(node))
             if (sandbox.running) copies.set(sandbox.sessionId, [...(copies.get(sandbox.sessionId) ?? []), name]);
         } finally {
           node.close();
