@@ -78,7 +78,8 @@ test('a peer served over TLS (listen with a certificate): reached with its CA by
 test('mutual TLS (listen with a client CA): a client without a certificate of that CA is refused (401), both sides told why; a renewed client certificate is presented from the next connection on', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'space-mtls-'));
   const ours = makeTestCertificates(path.join(dir, 'ours'), ['127.0.0.1'], 'SPACE test cluster CA');
-  const theirs = makeTestCertificates(path.join(dir, 'theirs'), ['127.0.0.1'], 'another CA');
+  // Another CA, which the foreign client certificate below is signed by.
+  makeTestCertificates(path.join(dir, 'theirs'), ['127.0.0.1'], 'another CA');
   const pem = (file: string) => readFileSync(file, 'utf8');
   const identityOf = (files: { certFile: string; keyFile: string }) => ({ cert: pem(files.certFile), key: pem(files.keyFile) });
   const first = identityOf(makeTestClientCertificate(path.join(dir, 'ours'), 'control plane one', 'one'));
