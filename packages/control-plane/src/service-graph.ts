@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { TemplateCatalog } from './templates/template-catalog.js';
 import { NodeCredentials } from './tenants/node-credentials.js';
 import type { ClusterTls } from './tenants/control-plane-certificate.js';
@@ -11,6 +12,7 @@ import { CheckpointTaker } from './checkpoints/checkpoint-taker.js';
 import { CheckpointShipper } from './checkpoints/checkpoint-shipper.js';
 import { SessionMover } from './sessions/session-mover.js';
 import { LeftVolumes } from './sessions/left-volumes.js';
+import { MovingVolumes } from './sessions/moving-volumes.js';
 import { SessionCheckpointService } from './sessions/session-checkpoint-service.js';
 import { SessionPauser } from './sessions/session-pauser.js';
 import { VolumeService } from './sessions/volume-service.js';
@@ -96,11 +98,20 @@ export function wireServices(deps: ServiceGraphDeps) {
   });
   const nodeCredentials = new NodeCredentials({ store, auth, ca: deps.clusterTls?.ca ?? null, now, log });
   const dataKeys = new DataKeys({ store, wrap: deps.keyWrap ?? secretsKeyWrap(deps.secrets), now });
-  const shipper = new CheckpointShipper({ store, nodes, dataKeys, metrics, log, enabled: Boolean(settings.objectStore) });
+  const shipper = new CheckpointShipper({
+    store,
+    nodes,
+    dataKeys,
+    metrics,
+    log,
+    enabled: Boolean(settings.objectStore),
+    holder: `${deps.seat}/${randomBytes(6).toString('hex')}`,
+  });
   const taker = new CheckpointTaker(store, nodes, metrics, shipper);
   const egress = new EgressService(store, nodes, deps.secrets, log);
-  const leftVolumes = new LeftVolumes({ store, taker, lifecycle, audit: egress, log });
-  const mover = new SessionMover({ store, nodes, shipper, taker, leftVolumes, audit: egress, metrics, log });
+  const movingVolumes = new MovingVolumes(store);
+  const leftVolumes = new LeftVolumes({ store, taker, lifecycle, audit: egress, volumes: movingVolumes, log });
+  const mover = new SessionMover({ store, nodes, shipper, taker, leftVolumes, volumes: movingVolumes, audit: egress, metrics, log });
   const catalog = new TemplateCatalog(store);
   const volumes = new VolumeService(store, nodes);
   const events = new TenantEvents(store);

@@ -249,6 +249,69 @@ test('a node agent SIGKILLed after a full checkpoint reached the object store (s
   while ((await nodes(apis[1]!))[victim]?.status !== 'ready') await pause(200);
 });
 
+test("a session with a read-write volume survives its node's SIGKILL with the volume's files (shipped with its checkpoints), and takes it along when its new node is drained; back, the lost node keeps what it wrote there in a rescue checkpoint and drops its copy", async () => {
+  const name = `moving-${process.pid}`;
+  const made = await apis[0]!.call('POST', '/v1/volumes', { name, sizeGb: 1 });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  const session = await apis[1]!.createSession({
+    template: 'tiny',
+    checkpointIntervalSec: 0,
+    fullCheckpointIntervalSec: 0,
+    volumes: [{ name, path: '/data' }],
+  });
+  sessions.push(session.id);
+  const victim: string = session.nodeId;
+  assert.equal(made.body.nodeId, victim, 'a session runs where its volumes are');
+  await apis[0]!.exec(session.id, ['sh', '-c', 'echo in-the-volume > /data/kept; echo its-own > /tmp/own']);
+  const checkpoint = await apis[0]!.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' });
+  assert.equal(checkpoint.status, 201, JSON.stringify(checkpoint.body));
+  await untilShipped(session.id);
+  // The checkpoint's copy of the volume is an object of its own, sealed like the rest.
+  const copy = filesUnder(path.join(cluster.root, 'objects')).find((f) => f.includes(`${checkpoint.body.id}.vol_`));
+  assert.ok(copy, "the volume's copy is in the object store");
+  const volumeId = /\.(vol_[a-z0-9]+)\.send/.exec(copy)![1]!;
+  const copyOn = (node: string) => path.join(cluster.root, node, 'btrfs', 'named-volumes', volumeId);
+  assert.ok(existsSync(copyOn(victim)), `the volume is at ${copyOn(victim)}`);
+  await apis[0]!.exec(session.id, ['sh', '-c', 'echo after-the-checkpoint > /data/later']);
+
+  cluster.member(victim)!.process.kill('SIGKILL');
+  while ((await nodes(apis[0]!))[victim]?.status !== 'lost') await pause(100);
+  const read = await apis[1]!.exec(session.id, ['sh', '-c', 'cat /data/kept /tmp/own; ls /data']);
+  assert.equal(read.stdout, 'in-the-volume\nits-own\nkept\n', 'the volume as its checkpoint had it, on the new node');
+  const moved = (await apis[0]!.call('GET', `/v1/sessions/${session.id}`)).body;
+  assert.notEqual(moved.nodeId, victim);
+  assert.equal((await apis[0]!.call('GET', `/v1/volumes/${name}`)).body.nodeId, moved.nodeId, 'the volume lives on the new node now');
+  assert.equal((await apis[0]!.exec(session.id, ['sh', '-c', 'echo on-the-new-node > /data/new; cat /data/new'])).stdout, 'on-the-new-node\n');
+
+  // Back, the lost node's copy (with what was written there after the checkpoint) is kept in a rescue checkpoint and deleted.
+  await cluster.startNode(victim);
+  while ((await nodes(apis[1]!))[victim]?.status !== 'ready') await pause(200);
+  const deadline = Date.now() + 60_000;
+  while (existsSync(copyOn(victim)) && Date.now() < deadline) await pause(500);
+  assert.equal(existsSync(copyOn(victim)), false, "the lost node's copy of the volume is deleted once rescued");
+  const rescue = (await apis[0]!.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints.find(
+    (c: { trigger: string }) => c.trigger === 'rescue',
+  );
+  assert.ok(rescue, 'a rescue checkpoint holds what the lost node had');
+
+  // Drained, its node lets it go with the volume, and the drained node keeps no copy.
+  const from: string = moved.nodeId;
+  const drained = await cli('node', 'drain', from);
+  try {
+    assert.deepEqual(drained.failed, []);
+    const after = (await apis[0]!.call('GET', `/v1/sessions/${session.id}`)).body;
+    assert.notEqual(after.nodeId ?? after.volumeNodeId, from);
+    assert.equal((await apis[0]!.exec(session.id, ['sh', '-c', 'cat /data/kept /data/new'])).stdout, 'in-the-volume\non-the-new-node\n');
+    const volume = (await apis[0]!.call('GET', `/v1/volumes/${name}`)).body;
+    assert.notEqual(volume.nodeId, from);
+    assert.equal(existsSync(copyOn(from)), false, 'the drained node keeps no copy');
+  } finally {
+    await cli('node', 'undrain', from);
+  }
+  assert.equal((await apis[0]!.call('DELETE', `/v1/sessions/${session.id}`)).status, 200);
+  assert.equal((await apis[0]!.call('DELETE', `/v1/volumes/${name}`)).status, 200);
+});
+
 test('space node drain: every session of the node moves to the others with its files, a running one with its processes; the node takes none until undrained', async () => {
   const victim = 'node-1';
   const busy = await sessionOn(victim);

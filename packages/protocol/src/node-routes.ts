@@ -29,7 +29,7 @@ import {
   NodeShipRequestSchema,
   NodeShippedSchema,
   ShipBaseIdSchema,
-  StoredObjectSchema,
+  ShipBaseSchema,
 } from './shipping.js';
 import { NodeCreateTemplateRequestSchema, NodeImageImportedSchema, NodePullImageRequestSchema, TemplateIdSchema } from './templates.js';
 import {
@@ -93,7 +93,7 @@ export const nodeRoutes = {
   },
   listCheckpoints: { method: 'GET', path: '/node/v1/checkpoints', status: 200, response: NodeCheckpointListSchema },
   deleteCheckpoint: { method: 'DELETE', path: '/node/v1/checkpoints/:checkpointId', params: checkpoint, status: 200, response: ok },
-  createBase: { method: 'POST', path: '/node/v1/bases', body: NodeCreateBaseRequestSchema, status: 201, response: StoredObjectSchema },
+  createBase: { method: 'POST', path: '/node/v1/bases', body: NodeCreateBaseRequestSchema, status: 201, response: ShipBaseSchema },
   deleteBase: { method: 'DELETE', path: '/node/v1/bases/:baseId', params: { baseId: ShipBaseIdSchema }, status: 200, response: ok },
   shipCheckpoint: {
     method: 'POST',

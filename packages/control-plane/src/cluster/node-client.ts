@@ -21,6 +21,7 @@ import {
   type StartSandboxRequest,
   type StoredObject,
   type DataKey,
+  CALL_TIMEOUT_HEADER,
   PLACEMENT_HEADER,
   type Placement,
   placementHeaderValue,
@@ -57,16 +58,28 @@ export class NodeClient {
     private readonly token: string,
     /** For a node API served over `https://`: the cluster CA its certificate must be signed by, and the client certificate presented. */
     private readonly tls?: ClientTls,
-    /** A placement's view of another client: its connections, its placement's header. */
-    placed?: { upstream: Upstream; placement: Placement },
+    /** Another client's view for some calls: its connections, and the headers these calls carry. */
+    view?: { upstream: Upstream; headers: Record<string, string> },
   ) {
-    this.upstream = placed?.upstream ?? new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`, undefined, tls);
-    this.headers = placed ? { [PLACEMENT_HEADER]: placementHeaderValue(placed.placement) } : {};
+    this.upstream = view?.upstream ?? new Upstream(url, token, ErrorCode.NODE_UNAVAILABLE, `node ${nodeId}`, undefined, tls);
+    this.headers = view?.headers ?? {};
   }
 
   /** This node, for calls about the session at `placement` (sharing this client's connections). */
   placedAt(placement: Placement): NodeClient {
-    return new NodeClient(this.nodeId, this.url, this.token, this.tls, { upstream: this.upstream, placement });
+    return this.with({ [PLACEMENT_HEADER]: placementHeaderValue(placement) });
+  }
+
+  /**
+   * This node, for one call its client gives `ms` more (`x-space-timeout-ms`): one that waits on the
+   * node past it (behind a full checkpoint's pause) is dropped there, unrun.
+   */
+  within(ms: number): NodeClient {
+    return this.with({ [CALL_TIMEOUT_HEADER]: String(Math.max(1, Math.floor(ms))) });
+  }
+
+  private with(headers: Record<string, string>): NodeClient {
+    return new NodeClient(this.nodeId, this.url, this.token, this.tls, { upstream: this.upstream, headers: { ...this.headers, ...headers } });
   }
 
   /**
@@ -200,7 +213,7 @@ export class NodeClient {
   }
 
   /** Makes `baseId` a full copy of a checkpoint on the node in the object store. */
-  createBase(baseId: string, fromCheckpointId: string, dataKey: DataKey): Promise<StoredObject> {
+  createBase(baseId: string, fromCheckpointId: string, dataKey: DataKey): Promise<ShipBase> {
     return this.call(nodeRoutes.createBase, { body: { baseId, fromCheckpointId, dataKey } });
   }
 

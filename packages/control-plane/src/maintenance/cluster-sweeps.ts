@@ -47,6 +47,12 @@ export class ClusterSweeps {
     }
   }
 
+  /** Shipments whose control plane died with them under way: taken over at once, not at the minute's retry. */
+  async takeOverShipments(): Promise<void> {
+    const taken = await this.deps.shipper.takeOverAbandoned().catch(() => 0);
+    if (taken) this.deps.log(`shipping ${taken} checkpoint(s) whose shipment another control plane left unfinished`);
+  }
+
   /** The sweeps that need not run every pass: once a minute. */
   async slowSweeps(): Promise<void> {
     const now = this.deps.now();

@@ -80,6 +80,7 @@ export class Maintenance {
   private async pass(): Promise<void> {
     await this.deps.activity.recordOpenCalls();
     await this.sweeps.repairEgress();
+    await this.sweeps.takeOverShipments();
     await this.sweeps.slowSweeps();
     const { listed, sessions } = await this.snapshot();
     await this.sweeps.fenceMovedSessions(listed, sessions);

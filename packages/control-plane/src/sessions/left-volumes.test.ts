@@ -6,6 +6,7 @@ import type { CheckpointRow, SessionRow } from '../store/store.js';
 import { servicesOnFakeNode } from '../test-support/services.js';
 import { LeftVolumes } from './left-volumes.js';
 import { LifecycleQueue } from './lifecycle-queue.js';
+import { MovingVolumes } from './moving-volumes.js';
 
 /** A node that notes which volumes it was asked to delete, and holds one egress audit entry of each session until then. */
 function fakeNode(nodeId: string) {
@@ -27,6 +28,7 @@ function fakeNode(nodeId: string) {
   const node = {
     nodeId,
     deleteVolume: async (id: string) => void deleted.push(id),
+    deleteNamedVolume: async (id: string) => void deleted.push(id),
     egressAudit: async (id: string) => ({ entries: deleted.includes(id) ? [] : [audited(id)] }),
   };
   return { node: node as unknown as NodeClient, deleted };
@@ -55,8 +57,15 @@ async function leftBehind() {
   await s.store.updateSession(session.id, { volumeNodeId: 'node-b', sandboxId: null, nodeId: null, status: 'stopped' });
   const { taker, taken } = fakeTaker();
   const log: string[] = [];
-  const left = new LeftVolumes({ store: s.store, taker, lifecycle: s.lifecycle, audit: s.egress, log: (m) => log.push(m) });
-  await left.record(session.id, 'node-a');
+  const left = new LeftVolumes({
+    store: s.store,
+    taker,
+    lifecycle: s.lifecycle,
+    audit: s.egress,
+    volumes: new MovingVolumes(s.store),
+    log: (m) => log.push(m),
+  });
+  await left.record(session.id, 'node-a', []);
   const a = fakeNode('node-a');
   const row = async () => (await s.store.findSession(session.id))!;
   return { s, id: session.id, left, taker, taken, log, a, row };
@@ -136,6 +145,7 @@ test('two control planes sweeping at once rescue the volume once', async () => {
     taker: t.taker,
     lifecycle: new LifecycleQueue(t.s.store, () => undefined, { pollMs: 5 }),
     audit: t.s.egress,
+    volumes: new MovingVolumes(t.s.store),
     log: () => undefined,
   });
   const b = fakeNode('node-a');
@@ -160,7 +170,29 @@ test('a rescue that fails keeps the record and is tried again; one whose volume 
   await u.left.rescueBeforeArrival(await u.row(), u.a.node);
   assert.deepEqual(await records(u.s), []);
   u.taker.fail = new SpaceError(ErrorCode.NODE_UNAVAILABLE, 'down');
-  await u.left.record(u.id, 'node-a');
+  await u.left.record(u.id, 'node-a', []);
   await assert.rejects(u.left.rescueBeforeArrival(await u.row(), u.a.node), /down/);
   assert.deepEqual(await records(u.s), [`${u.id}@node-a`], 'a move that cannot rescue fails, and the record stays');
+});
+
+test("the copies on the lost node of the tenant's volumes the session took along go with its volume there; one that lives there still stays", async () => {
+  const t = await leftBehind();
+  const volume = (id: string, nodeId: string) => ({
+    id,
+    tenantId: 'tn_test0001',
+    name: id,
+    nodeId,
+    sizeGb: 1,
+    createdAt: new Date().toISOString(),
+    fromSnapshot: null,
+    ownerSessionId: null,
+  });
+  // vol_movedaway01 moved to node-b with the session; vol_stayedhere1's move never happened.
+  await t.s.store.insertVolume(volume('vol_movedaway01', 'node-b'));
+  await t.s.store.insertVolume(volume('vol_stayedhere1', 'node-a'));
+  await t.s.store.deleteLeftVolume(t.id, 'node-a');
+  await t.left.record(t.id, 'node-a', ['vol_movedaway01', 'vol_stayedhere1', 'vol_deletedsince']);
+  await t.left.sweep(() => t.a.node);
+  assert.deepEqual(t.a.deleted, [t.id, 'vol_movedaway01', 'vol_deletedsince']);
+  assert.deepEqual(await records(t.s), []);
 });

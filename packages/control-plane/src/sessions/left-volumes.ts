@@ -1,15 +1,18 @@
 import { ErrorCode, isSpaceError } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
-import type { SessionRow, Store } from '../store/store.js';
+import type { LeftVolumeRow, SessionRow, Store } from '../store/store.js';
 import type { EgressService } from '../tenants/egress-service.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
+import type { MovingVolumes } from './moving-volumes.js';
 
 export interface LeftVolumesDeps {
   store: Store;
   /** Takes the `rescue` checkpoints, on the node that holds the left volume. */
   taker: Pick<CheckpointTaker, 'take'>;
   lifecycle: LifecycleQueue;
+  /** Deletes the copies of the tenant's volumes the session took along. */
+  volumes: Pick<MovingVolumes, 'dropCopiesOn'>;
   /** Keeps the egress audit a node holds of a session in the store before that node deletes it. */
   audit: Pick<EgressService, 'keepAudit'>;
   log: (message: string) => void;
@@ -31,9 +34,9 @@ export interface LeftVolumesDeps {
 export class LeftVolumes {
   constructor(private readonly deps: LeftVolumesDeps) {}
 
-  /** Before a session moves off lost `nodeId`; the caller holds the session's turn. */
-  record(sessionId: string, nodeId: string): Promise<void> {
-    return this.deps.store.recordLeftVolume({ sessionId, nodeId, leftAt: new Date().toISOString() });
+  /** Before a session moves off lost `nodeId`, taking the tenant's volumes `namedVolumeIds` along; the caller holds the session's turn. */
+  record(sessionId: string, nodeId: string, namedVolumeIds: string[]): Promise<void> {
+    return this.deps.store.recordLeftVolume({ sessionId, nodeId, leftAt: new Date().toISOString(), namedVolumeIds });
   }
 
   /**
@@ -64,10 +67,11 @@ export class LeftVolumes {
       try {
         if (!(await this.deps.store.findSession(left.sessionId))) {
           await node.deleteVolume(left.sessionId);
+          await this.deps.volumes.dropCopiesOn(node, left.namedVolumeIds);
           await this.deps.store.deleteLeftVolume(left.sessionId, left.nodeId);
           continue;
         }
-        await this.deps.lifecycle.run(left.sessionId, 'maintenance', () => this.rescueInTurn(left.sessionId, node), { waitMs: 0 });
+        await this.deps.lifecycle.run(left.sessionId, 'maintenance', () => this.rescueInTurn(left, node), { waitMs: 0 });
       } catch (err) {
         if (isSpaceError(err) && err.code === ErrorCode.SESSION_BUSY) continue;
         this.deps.log(`the volume session ${left.sessionId} left on node ${left.nodeId} is not rescued yet: ${(err as Error).message}`);
@@ -76,14 +80,17 @@ export class LeftVolumes {
   }
 
   /** In the session's turn, on what the store says now: a move back onto that node (which rescues it itself) may have just ended. */
-  private async rescueInTurn(sessionId: string, node: NodeClient): Promise<void> {
+  private async rescueInTurn(left: LeftVolumeRow, node: NodeClient): Promise<void> {
+    const { sessionId } = left;
     const row = await this.deps.store.findSession(sessionId);
     if (!row || !(await this.isLeft(sessionId, node.nodeId))) return;
     if (row.volumeNodeId !== node.nodeId) {
+      // Its copies of the volumes the session took along are in the rescue checkpoint too.
       const taken = await this.deps.taker.take(row, 'fs', 'rescue', node);
       this.deps.log(`session ${row.id}: what it wrote on node ${node.nodeId} after the checkpoint it moved on from is kept in ${taken.id}`);
       await this.deps.audit.keepAudit(sessionId, node);
       await node.deleteVolume(sessionId);
+      await this.deps.volumes.dropCopiesOn(node, left.namedVolumeIds);
     }
     await this.deps.store.deleteLeftVolume(sessionId, node.nodeId);
   }

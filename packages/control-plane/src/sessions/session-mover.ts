@@ -7,6 +7,7 @@ import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { CheckpointRow, SessionRow, Store } from '../store/store.js';
 import type { EgressService } from '../tenants/egress-service.js';
 import type { LeftVolumes } from './left-volumes.js';
+import type { MovingVolumes } from './moving-volumes.js';
 import { placeAnew, updatePlaced } from './placements.js';
 
 export interface SessionMoverDeps {
@@ -16,6 +17,8 @@ export interface SessionMoverDeps {
   taker: CheckpointTaker;
   /** What a session leaves on a lost node: recorded before it moves, rescued before it moves back. */
   leftVolumes: LeftVolumes;
+  /** The tenant's volumes the session takes along. */
+  volumes: MovingVolumes;
   /** Keeps the egress audit the drained node holds of a session in the store before its volume there is deleted. */
   audit: Pick<EgressService, 'keepAudit'>;
   metrics: Metrics;
@@ -46,7 +49,7 @@ export class SessionMover {
   async moveIfLost(row: SessionRow): Promise<{ row: SessionRow; note: string } | null> {
     const from = row.volumeNodeId;
     if (!from || !(await this.deps.nodes.isLost(from))) return null;
-    refuseWithVolumes(row, `node ${from}, which holds it, is lost`);
+    await this.deps.volumes.refuseIfPinned(row, `node ${from}, which holds it, is lost`);
     if (!this.deps.shipper.enabled)
       throw new SpaceError(
         ErrorCode.NODE_UNAVAILABLE,
@@ -63,7 +66,7 @@ export class SessionMover {
       );
     // What it wrote there after the checkpoint it moves on from is rescued when the node is back
     // (recorded first: a crash after the move must not forget it; a move that fails leaves it in place).
-    await this.deps.leftVolumes.record(row.id, from);
+    await this.deps.leftVolumes.record(row.id, from, this.deps.volumes.taken(row));
     return this.relocate(row, await this.deps.nodes.place(), shipped, `node ${from} was lost`, true);
   }
 
@@ -77,7 +80,7 @@ export class SessionMover {
    * safe in the object store (and its egress audit there kept in the store). Runs in the session's lifecycle turn.
    */
   async moveOff(row: SessionRow): Promise<{ row: SessionRow; note: string; hadSandbox: boolean }> {
-    refuseWithVolumes(row, 'its node is being drained');
+    await this.deps.volumes.refuseIfPinned(row, 'its node is being drained');
     if (!this.deps.shipper.enabled)
       throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, 'draining a node moves its sessions through the object store: set SPACE_OBJECT_STORE');
     const from = await this.deps.nodes.forVolume(row);
@@ -104,6 +107,7 @@ export class SessionMover {
     await this.deps.audit
       .keepAudit(row.id, from)
       .then(() => from.deleteVolume(row.id))
+      .then(() => this.deps.volumes.dropCopiesOn(from, this.deps.volumes.taken(row)))
       .catch((err: Error) => this.deps.log(`volume of moved session ${row.id} left on node ${from.nodeId}: ${err.message}`));
     return { ...moved, hadSandbox: row.sandboxId !== null };
   }
@@ -121,7 +125,8 @@ export class SessionMover {
 
   /** Ships the checkpoint now and returns it as shipped; a move never deletes the only copy of what it did not ship. */
   private async shipOrFail(row: SessionRow, taken: CheckpointRow): Promise<CheckpointRow> {
-    await this.deps.shipper.ship(taken);
+    // Shipped by this control plane, or by the one whose background shipment of it is under way.
+    await this.deps.shipper.ship(taken, { awaitOthers: true });
     const shipped = await this.deps.store.getCheckpoint(row.tenantId, taken.id);
     if (!shipped?.shippedAt)
       throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, `checkpoint ${taken.id} of session ${row.id} did not reach the object store`);
@@ -140,6 +145,11 @@ export class SessionMover {
     const from = row.volumeNodeId;
     const skipped: string[] = [];
     for (const checkpoint of candidates) {
+      const missing = this.deps.volumes.missingCopies(row, checkpoint);
+      if (missing) {
+        skipped.push(`${checkpoint.id} (${missing})`);
+        continue;
+      }
       try {
         await this.deps.shipper.bringTo(to, checkpoint);
       } catch (err) {
@@ -152,6 +162,7 @@ export class SessionMover {
       // A placement of its own: of two control planes moving it at once (one stalled past its lease), one goes on.
       const placed = await placeAnew(this.deps.store, row);
       await to.placedAt({ sessionId: row.id, epoch: placed.placementEpoch }).restoreVolume(row.id, checkpoint.id);
+      await this.deps.volumes.placeOn(row, checkpoint, to);
       if (row.sandboxId) await this.deps.store.recordSandboxEnd(row.sandboxId, 'lost');
       const patch = { volumeNodeId: to.nodeId, status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null };
       await updatePlaced(this.deps.store, placed, patch);
@@ -164,15 +175,6 @@ export class SessionMover {
       this.deps.log(`session ${row.id}: ${note}`);
       return { row: { ...placed, ...patch }, note };
     }
-    throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `${why} and no shipped checkpoint of session ${row.id} could be read: ${skipped.join('; ')}`);
+    throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `${why} and no shipped checkpoint of session ${row.id} could be used: ${skipped.join('; ')}`);
   }
-}
-
-/** A session that mounts volumes stays with them: they are on its node only (not in the object store). */
-function refuseWithVolumes(row: SessionRow, why: string): void {
-  if (row.volumes.length > 0)
-    throw new SpaceError(
-      ErrorCode.VOLUME_UNAVAILABLE,
-      `session ${row.id} cannot move (${why}): it mounts volumes (${row.volumes.map((v) => v.name).join(', ')}), which live on its node and do not move`,
-    );
 }

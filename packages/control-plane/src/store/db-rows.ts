@@ -274,11 +274,18 @@ export interface ShipBaseDbRow {
   id: string;
   session_id: string;
   object: string;
+  volume_objects: string;
   created_at: string;
 }
 
 export function toShipBase(row: ShipBaseDbRow): ShipBaseRow {
-  return { id: row.id, sessionId: row.session_id, object: JSON.parse(row.object) as StoredObject, createdAt: row.created_at };
+  return {
+    id: row.id,
+    sessionId: row.session_id,
+    object: JSON.parse(row.object) as StoredObject,
+    volumeObjects: JSON.parse(row.volume_objects) as StoredObject[],
+    createdAt: row.created_at,
+  };
 }
 
 export interface VolumeDbRow {

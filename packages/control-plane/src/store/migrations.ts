@@ -243,6 +243,17 @@ export const migrations: Migration[] = [
     description: "placement epochs: every placement of a session counted, a fencing token for the nodes' calls",
     statements: () => ['ALTER TABLE sessions ADD COLUMN placement_epoch BIGINT NOT NULL DEFAULT 0'],
   },
+  {
+    version: 20,
+    description: "volumes in the object store (a base's copies of its session's volumes, the volumes a session left on a lost node); shipments claimed",
+    statements: () => [
+      "ALTER TABLE ship_bases ADD COLUMN volume_objects TEXT NOT NULL DEFAULT '[]'",
+      "ALTER TABLE left_volumes ADD COLUMN named_volume_ids TEXT NOT NULL DEFAULT '[]'",
+      // Who ships a checkpoint now, until when: another control plane takes over an expired claim at once.
+      'ALTER TABLE checkpoints ADD COLUMN ship_claim TEXT',
+      'ALTER TABLE checkpoints ADD COLUMN ship_claim_until BIGINT',
+    ],
+  },
 ];
 
 export const migrationsTable =

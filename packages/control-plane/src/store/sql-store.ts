@@ -245,19 +245,21 @@ export class SqlStore implements Store {
   }
 
   async recordLeftVolume(left: LeftVolumeRow): Promise<void> {
-    await this.db.run('INSERT INTO left_volumes (session_id, node_id, left_at) VALUES (?, ?, ?) ON CONFLICT (session_id, node_id) DO NOTHING', [
-      left.sessionId,
-      left.nodeId,
-      left.leftAt,
-    ]);
+    await this.db.run(
+      'INSERT INTO left_volumes (session_id, node_id, left_at, named_volume_ids) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, node_id) DO NOTHING',
+      [left.sessionId, left.nodeId, left.leftAt, JSON.stringify(left.namedVolumeIds)],
+    );
+  }
+
+  async moveVolume(volumeId: string, nodeId: string): Promise<void> {
+    await this.db.run('UPDATE volumes SET node_id = ? WHERE id = ?', [nodeId, volumeId]);
   }
 
   async listLeftVolumes(): Promise<LeftVolumeRow[]> {
-    return (await this.db.all<{ session_id: string; node_id: string; left_at: string }>('SELECT * FROM left_volumes ORDER BY left_at')).map((r) => ({
-      sessionId: r.session_id,
-      nodeId: r.node_id,
-      leftAt: r.left_at,
-    }));
+    const rows = await this.db.all<{ session_id: string; node_id: string; left_at: string; named_volume_ids: string }>(
+      'SELECT * FROM left_volumes ORDER BY left_at',
+    );
+    return rows.map((r) => ({ sessionId: r.session_id, nodeId: r.node_id, leftAt: r.left_at, namedVolumeIds: JSON.parse(r.named_volume_ids) as string[] }));
   }
 
   async deleteLeftVolume(sessionId: string, nodeId: string): Promise<void> {
@@ -656,13 +658,11 @@ export class SqlStore implements Store {
     return row ? { id: row.id, tenantId: row.tenant_id, wrapped: row.wrapped, createdAt: row.created_at } : null;
   }
 
-  async markShipped(checkpointId: string, shipped: { at: string; baseId: string; objects: StoredObject[] }): Promise<boolean> {
-    const changed = await this.db.run('UPDATE checkpoints SET shipped_at = ?, shipped_base_id = ?, shipped_objects = ? WHERE id = ?', [
-      shipped.at,
-      shipped.baseId,
-      JSON.stringify(shipped.objects),
-      checkpointId,
-    ]);
+  async markShipped(checkpointId: string, holder: string, shipped: { at: string; baseId: string; objects: StoredObject[] }): Promise<boolean> {
+    const changed = await this.db.run(
+      'UPDATE checkpoints SET shipped_at = ?, shipped_base_id = ?, shipped_objects = ?, ship_claim = NULL, ship_claim_until = NULL WHERE id = ? AND ship_claim = ?',
+      [shipped.at, shipped.baseId, JSON.stringify(shipped.objects), checkpointId, holder],
+    );
     return changed > 0;
   }
 
@@ -670,11 +670,33 @@ export class SqlStore implements Store {
     return (await this.db.all<CheckpointDbRow>('SELECT * FROM checkpoints WHERE shipped_at IS NULL ORDER BY created_at, id')).map(toCheckpoint);
   }
 
+  async claimShipment(checkpointId: string, holder: string, until: number, now: number): Promise<boolean> {
+    const changed = await this.db.run(
+      `UPDATE checkpoints SET ship_claim = ?, ship_claim_until = ?
+       WHERE id = ? AND shipped_at IS NULL AND (ship_claim IS NULL OR ship_claim = ? OR ship_claim_until < ?)`,
+      [holder, until, checkpointId, holder, now],
+    );
+    return changed > 0;
+  }
+
+  async releaseShipment(checkpointId: string, holder: string): Promise<void> {
+    await this.db.run('UPDATE checkpoints SET ship_claim = NULL, ship_claim_until = NULL WHERE id = ? AND ship_claim = ?', [checkpointId, holder]);
+  }
+
+  async listAbandonedShipments(now: number): Promise<CheckpointRow[]> {
+    const rows = await this.db.all<CheckpointDbRow>(
+      'SELECT * FROM checkpoints WHERE shipped_at IS NULL AND ship_claim IS NOT NULL AND ship_claim_until < ? ORDER BY created_at, id',
+      [now],
+    );
+    return rows.map(toCheckpoint);
+  }
+
   async insertShipBase(row: ShipBaseRow): Promise<void> {
-    await this.db.run('INSERT INTO ship_bases (id, session_id, object, created_at) VALUES (?, ?, ?, ?)', [
+    await this.db.run('INSERT INTO ship_bases (id, session_id, object, volume_objects, created_at) VALUES (?, ?, ?, ?, ?)', [
       row.id,
       row.sessionId,
       JSON.stringify(row.object),
+      JSON.stringify(row.volumeObjects),
       row.createdAt,
     ]);
   }
@@ -724,6 +746,11 @@ export class SqlStore implements Store {
 
   async getVolume(tenantId: string, name: string): Promise<VolumeRow | null> {
     const row = await this.db.get<VolumeDbRow>('SELECT * FROM volumes WHERE tenant_id = ? AND name = ?', [tenantId, name]);
+    return row ? toVolume(row) : null;
+  }
+
+  async findVolume(id: string): Promise<VolumeRow | null> {
+    const row = await this.db.get<VolumeDbRow>('SELECT * FROM volumes WHERE id = ?', [id]);
     return row ? toVolume(row) : null;
   }
 

@@ -256,6 +256,34 @@ for (const engine of engines.all) {
     assert.equal(await store.tenantDataKey('tn_b'), null);
   });
 
+  test(named('shipments: claimed by one holder until it expires, renewed by it, recorded only by it, and listed once abandoned'), async () => {
+    const store = await engine.open('shipments');
+    await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+    await store.insertSession(session('ses_s', 'tn_a'));
+    await store.insertCheckpoint(checkpoint('ckp_ship', 'ses_s', 'tn_a'));
+    assert.equal(await store.claimShipment('ckp_ship', 'cp-a', 2_000, 1_000), true);
+    assert.equal(await store.claimShipment('ckp_ship', 'cp-b', 2_500, 1_500), false, 'held by cp-a');
+    assert.equal(await store.claimShipment('ckp_ship', 'cp-a', 3_000, 1_900), true, 'renewed by its holder');
+    assert.deepEqual(await store.listAbandonedShipments(2_900), []);
+    assert.deepEqual(
+      (await store.listAbandonedShipments(3_001)).map((c) => c.id),
+      ['ckp_ship'],
+      'abandoned once expired',
+    );
+    assert.equal(await store.claimShipment('ckp_ship', 'cp-b', 20_000, 3_001), true, 'taken over');
+    const shipped = { at: new Date().toISOString(), baseId: 'bse_1', objects: [] };
+    assert.equal(await store.markShipped('ckp_ship', 'cp-a', shipped), false, 'the old holder records nothing');
+    assert.equal(await store.markShipped('ckp_ship', 'cp-b', shipped), true);
+    assert.equal(await store.claimShipment('ckp_ship', 'cp-c', 30_000, 25_000), false, 'a shipped checkpoint is not claimed');
+    assert.deepEqual(await store.listAbandonedShipments(Number.MAX_SAFE_INTEGER), []);
+    await store.insertCheckpoint(checkpoint('ckp_ship2', 'ses_s', 'tn_a'));
+    assert.equal(await store.claimShipment('ckp_ship2', 'cp-a', 2_000, 1_000), true);
+    await store.releaseShipment('ckp_ship2', 'cp-b');
+    assert.equal(await store.claimShipment('ckp_ship2', 'cp-b', 2_000, 1_000), false, 'released only by its holder');
+    await store.releaseShipment('ckp_ship2', 'cp-a');
+    assert.equal(await store.claimShipment('ckp_ship2', 'cp-b', 2_000, 1_000), true);
+  });
+
   test(named('checkpoints: memory-image bytes per tenant, fork parents and children'), async () => {
     const store = await engine.open('checkpoints');
     await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });

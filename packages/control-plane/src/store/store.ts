@@ -160,6 +160,8 @@ export interface ShipBaseRow {
   id: string;
   sessionId: string;
   object: StoredObject;
+  /** Its copies of the session's read-write volumes (each with its `volumeId`), which the checkpoints' copies are differences to. */
+  volumeObjects: StoredObject[];
   createdAt: string;
 }
 
@@ -185,6 +187,8 @@ export interface LeftVolumeRow {
   sessionId: string;
   nodeId: string;
   leftAt: string;
+  /** The tenant's volumes the session took along (they live on another node now): their copies on `nodeId` go too. */
+  namedVolumeIds: string[];
 }
 
 /** What a call made with an idempotency key answered: a retry with that key gets it again. */
@@ -347,6 +351,8 @@ export interface Store {
   deleteSession(id: string): Promise<void>;
   /** Records that the session's volume stayed on a lost node when the session moved off it. */
   recordLeftVolume(left: LeftVolumeRow): Promise<void>;
+  /** The volume now lives on `nodeId` (its session moved it there with a checkpoint's copy). */
+  moveVolume(volumeId: string, nodeId: string): Promise<void>;
   listLeftVolumes(): Promise<LeftVolumeRow[]>;
   deleteLeftVolume(sessionId: string, nodeId: string): Promise<void>;
   insertCheckpoint(row: NewCheckpointRow): Promise<void>;
@@ -439,10 +445,19 @@ export interface Store {
   tenantDataKey(tenantId: string): Promise<DataKeyRow | null>;
   /** Records `nodeId` as the node of sessions and templates from before nodes were recorded (they are on the configured node). */
   adoptUnplaced(nodeId: string): Promise<void>;
-  /** Records that a checkpoint is in the object store; false when it was deleted meanwhile. */
-  markShipped(checkpointId: string, shipped: { at: string; baseId: string; objects: StoredObject[] }): Promise<boolean>;
+  /** Records the checkpoint as shipped by `holder`; false when it is gone or `holder` no longer holds its shipment's claim. */
+  markShipped(checkpointId: string, holder: string, shipped: { at: string; baseId: string; objects: StoredObject[] }): Promise<boolean>;
   /** Checkpoints not in the object store yet, oldest first. */
   listUnshipped(): Promise<CheckpointRow[]>;
+  /**
+   * Claims the shipment of an unshipped checkpoint for `holder` until `until` (ms since the epoch):
+   * false when it is shipped, gone, or another holder's claim lasts past `now`. The holder renews it
+   * by claiming again.
+   */
+  claimShipment(checkpointId: string, holder: string, until: number, now: number): Promise<boolean>;
+  releaseShipment(checkpointId: string, holder: string): Promise<void>;
+  /** Unshipped checkpoints whose claim expired by `now`: their control plane died (or stalled) while shipping them. */
+  listAbandonedShipments(now: number): Promise<CheckpointRow[]>;
   insertShipBase(row: ShipBaseRow): Promise<void>;
   getShipBase(id: string): Promise<ShipBaseRow | null>;
   /** The session's newest base, which its next checkpoints are stored against. */
@@ -453,6 +468,7 @@ export interface Store {
   /** Adds the volume; false when the tenant has one of that name already. */
   insertVolume(row: VolumeRow): Promise<boolean>;
   getVolume(tenantId: string, name: string): Promise<VolumeRow | null>;
+  findVolume(id: string): Promise<VolumeRow | null>;
   listVolumes(tenantId: string): Promise<VolumeRow[]>;
   /** Volumes that belong to a session (a fork's copies). */
   listOwnedVolumes(sessionId: string): Promise<VolumeRow[]>;

@@ -78,15 +78,31 @@ for (const [name, makeStore] of stores) {
     const known = `SPACE-KNOWN-BYTES-${randomBytes(6).toString('hex')}`;
     const placeholder = `space-secret-placeholder-${randomBytes(6).toString('hex')}`;
     await writeFile(path.join(volume, 'notes.txt'), known.repeat(100));
+    // A read-write volume the session mounts: each checkpoint holds a copy of it.
+    const volumeId = `vol_${randomBytes(6).toString('hex')}`;
+    const named = a!.volume.dir('named-volumes', volumeId);
+    await mkdir(path.dirname(named), { recursive: true });
+    await subvolumes.create(named);
+    await writeFile(path.join(named, 'data'), randomBytes(2 * 2 ** 20));
+    const take = async (checkpointId: string): Promise<void> => {
+      await a!.checkpoints.take(volume, checkpointId);
+      await a!.checkpoints.copyVolumes(checkpointId, new Map([[volumeId, named]]));
+    };
     const first = id('ckp');
-    await a!.checkpoints.take(volume, first);
+    await take(first);
     const baseId = id('bse');
-    const base: ShipBase = { id: baseId, object: await a!.shipping.createBase(baseId, first, dataKey) };
+    const base: ShipBase = await a!.shipping.createBase(baseId, first, dataKey);
     assert.ok(base.object.bytes > 4 * 2 ** 20, 'the base holds everything');
+    assert.deepEqual(
+      base.volumes?.map((o) => [o.key, o.volumeId]),
+      [[`bases/${baseId}.${volumeId}.send`, volumeId]],
+    );
+    assert.ok(base.volumes![0]!.bytes > 2 * 2 ** 20, "the base holds the volume's copy whole");
 
     await writeFile(path.join(volume, 'small'), 'written after the base');
+    await writeFile(path.join(named, 'note'), 'in the volume after the base');
     const second = id('ckp');
-    await a!.checkpoints.take(volume, second);
+    await take(second);
     // A memory image as a full checkpoint leaves one.
     await mkdir(a!.checkpoints.partialImageDir(second), { recursive: true });
     await writeFile(path.join(a!.checkpoints.partialImageDir(second), 'pages.img'), Buffer.concat([randomBytes(64 * 1024), Buffer.from(placeholder)]));
@@ -94,11 +110,12 @@ for (const [name, makeStore] of stores) {
     const shipped = await a!.shipping.ship(second, base, dataKey);
     assert.deepEqual(
       shipped.map((o) => o.key),
-      [`checkpoints/${second}.send`, `checkpoints/${second}.memory.tar`],
+      [`checkpoints/${second}.send`, `checkpoints/${second}.${volumeId}.send`, `checkpoints/${second}.memory.tar`],
     );
     assert.ok(shipped[0]!.bytes < 64 * 1024, `only the difference is stored: ${shipped[0]!.bytes} bytes`);
+    assert.ok(shipped[1]!.bytes < 64 * 1024, `of the volume's copy too: ${shipped[1]!.bytes} bytes`);
     assert.ok(
-      [base.object, ...shipped].every((o) => o.dataKeyId === dataKey.id),
+      [base.object, ...base.volumes!, ...shipped].every((o) => o.dataKeyId === dataKey.id),
       'every object is sealed with the data key',
     );
     const keys = [base.object, ...shipped].map((o) => o.key);
@@ -116,6 +133,15 @@ for (const [name, makeStore] of stores) {
     assert.equal(readFileSync(path.join(restored, 'small'), 'utf8'), 'written after the base');
     assert.equal(readFileSync(path.join(restored, 'notes.txt'), 'utf8'), known.repeat(100));
     assert.deepEqual((await b!.checkpoints.image(second))?.meta, (await a!.checkpoints.image(second))?.meta);
+    assert.deepEqual(await b!.checkpoints.volumeCopies(second), [volumeId]);
+    const copy = b!.checkpoints.volumeCopyPath(second, volumeId);
+    assert.deepEqual(readFileSync(path.join(copy, 'data')), readFileSync(path.join(named, 'data')));
+    assert.equal(readFileSync(path.join(copy, 'note'), 'utf8'), 'in the volume after the base');
+    // A base without a copy of a volume the checkpoint holds is refused: the control plane makes a new one.
+    await assert.rejects(a!.shipping.ship(second, { id: base.id, object: base.object }, dataKey), {
+      code: 'OBJECT_NOT_FOUND',
+      message: new RegExp(`holds no copy of volume\\(s\\) ${volumeId}`),
+    });
 
     // The session now lives on b: its next checkpoint goes out from there against the same base, and a gets it back.
     await writeFile(path.join(restored, 'on-b'), 'b was here');
@@ -124,8 +150,10 @@ for (const [name, makeStore] of stores) {
     const fromB = await b!.shipping.ship(third, base, dataKey);
     await a!.shipping.fetch(third, base, fromB, dataKey);
     assert.equal(readFileSync(path.join(a!.checkpoints.path(third), 'on-b'), 'utf8'), 'b was here');
-    await b!.shipping.deleteObjects([...shipped, ...fromB, base.object].map((o) => o.key));
+    await b!.shipping.deleteObjects([...shipped, ...fromB, base.object, ...base.volumes!].map((o) => o.key));
     await assert.rejects(objects.get(base.object.key), { code: 'OBJECT_NOT_FOUND' });
+    await b!.shipping.deleteBase(base.id);
+    assert.equal(existsSync(`${path.join(b!.volume.dir('bases'), base.id)}.volumes`), false, "the base's volume copies go with it");
   });
 }
 
@@ -138,7 +166,7 @@ test('a corrupt or missing object is refused and leaves nothing on the node', as
   const checkpoint = id('ckp');
   await a!.checkpoints.take(volume, checkpoint);
   const baseId = id('bse');
-  const base: ShipBase = { id: baseId, object: await a!.shipping.createBase(baseId, checkpoint, dataKey) };
+  const base: ShipBase = await a!.shipping.createBase(baseId, checkpoint, dataKey);
   const shipped = await a!.shipping.ship(checkpoint, base, dataKey);
   // One byte of the base changed in the store: its chunk fails its check, and nothing of it reaches btrfs.
   const file = path.join(scratch, 'objects-corrupt', base.object.key);
@@ -181,9 +209,17 @@ test('at start, what an interrupted receive left (a writable subvolume) is remov
   await mkdir(volume.dir('bases'), { recursive: true });
   const halfCheckpoint = volume.dir('checkpoints', id('ckp'));
   const halfBase = volume.dir('bases', id('bse'));
-  for (const half of [halfCheckpoint, halfBase]) await subvolumes.create(half);
-  assert.equal(await shipping.removePartialReceives(), 2);
-  assert.deepEqual([existsSync(halfCheckpoint), existsSync(halfBase), existsSync(checkpoints.path(whole))], [false, false, true]);
+  // A volume's copy received halfway, next to a complete one.
+  const wholeCopy = checkpoints.volumeCopyPath(whole, 'vol_complete0001');
+  const halfCopy = checkpoints.volumeCopyPath(whole, 'vol_halfway00001');
+  await mkdir(path.dirname(halfCopy), { recursive: true });
+  await subvolumes.snapshot(source, wholeCopy, { readOnly: true });
+  for (const half of [halfCheckpoint, halfBase, halfCopy]) await subvolumes.create(half);
+  assert.equal(await shipping.removePartialReceives(), 3);
+  assert.deepEqual(
+    [halfCheckpoint, halfBase, halfCopy, checkpoints.path(whole), wholeCopy].map((p) => existsSync(p)),
+    [false, false, false, true, true],
+  );
 });
 
 /** The pid of this process's child whose command line holds every one of `words`, once it runs. */
@@ -215,7 +251,7 @@ test('a read of the store that breaks off is tried again: the checkpoint arrives
   const checkpoint = id('ckp');
   await a.checkpoints.take(volume, checkpoint);
   const baseId = id('bse');
-  const base: ShipBase = { id: baseId, object: await a.shipping.createBase(baseId, checkpoint, dataKey) };
+  const base: ShipBase = await a.shipping.createBase(baseId, checkpoint, dataKey);
   const shipped = await a.shipping.ship(checkpoint, base, dataKey);
   // The base's first read breaks off after 64 KiB, as a reset connection would.
   let broken = false;

@@ -62,26 +62,53 @@ export class CheckpointShipping {
 
   constructor(private readonly deps: CheckpointShippingDeps) {}
 
-  /** Makes `baseId` a read-only copy of a checkpoint this node holds and stores it whole. */
-  async createBase(baseId: string, fromCheckpointId: string, dataKey: DataKey): Promise<StoredObject> {
+  /** Makes `baseId` a read-only copy of a checkpoint this node holds, with its volume copies, and stores each whole. */
+  async createBase(baseId: string, fromCheckpointId: string, dataKey: DataKey): Promise<ShipBase> {
     const objects = this.objects();
     const source = this.deps.checkpoints.path(fromCheckpointId);
     if (!(await pathExists(source))) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${fromCheckpointId} is not on this node`);
-    await mkdir(this.basesDir(), { recursive: true });
-    if (!(await this.holds(this.basePath(baseId)))) {
-      await this.deps.subvolumes.delete(this.basePath(baseId));
-      await this.deps.subvolumes.snapshot(source, this.basePath(baseId), { readOnly: true });
+    const copies = await this.deps.checkpoints.volumeCopies(fromCheckpointId);
+    const made = [
+      { from: source, to: this.basePath(baseId) },
+      ...copies.map((volumeId) => ({ from: this.deps.checkpoints.volumeCopyPath(fromCheckpointId, volumeId), to: this.baseVolumePath(baseId, volumeId) })),
+    ];
+    for (const { from, to } of made) {
+      await mkdir(path.dirname(to), { recursive: true });
+      if (await this.holds(to)) continue;
+      await this.deps.subvolumes.delete(to);
+      await this.deps.subvolumes.snapshot(from, to, { readOnly: true });
     }
-    return this.send(objects, dataKey, `bases/${baseId}.send`, this.basePath(baseId), null);
+    const volumes: StoredObject[] = [];
+    for (const volumeId of copies)
+      volumes.push({ ...(await this.send(objects, dataKey, `bases/${baseId}.${volumeId}.send`, this.baseVolumePath(baseId, volumeId), null)), volumeId });
+    const object = await this.send(objects, dataKey, `bases/${baseId}.send`, this.basePath(baseId), null);
+    return { id: baseId, object, volumes };
   }
 
-  /** Stores the checkpoint as its difference to `base` (received first when this node lacks it), and its memory image. */
+  /**
+   * Stores the checkpoint as its difference to `base` (received first when this node lacks it),
+   * each of its volume copies as a difference to the base's copy of that volume, and its memory image.
+   */
   async ship(checkpointId: string, base: ShipBase, dataKey: DataKey): Promise<StoredObject[]> {
     const objects = this.objects();
     const snapshot = this.deps.checkpoints.path(checkpointId);
     if (!(await pathExists(snapshot))) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
+    const copies = await this.deps.checkpoints.volumeCopies(checkpointId);
+    const uncovered = copies.filter((volumeId) => !base.volumes?.some((o) => o.volumeId === volumeId));
+    if (uncovered.length > 0)
+      throw new SpaceError(
+        ErrorCode.OBJECT_NOT_FOUND,
+        `base ${base.id} holds no copy of volume(s) ${uncovered.join(', ')} of checkpoint ${checkpointId}: its copies need a base that has them`,
+      );
     await this.ensureBase(objects, base, dataKey);
     const stored = [await this.send(objects, dataKey, `checkpoints/${checkpointId}.send`, snapshot, this.basePath(base.id))];
+    for (const volumeId of copies) {
+      const copy = this.deps.checkpoints.volumeCopyPath(checkpointId, volumeId);
+      stored.push({
+        ...(await this.send(objects, dataKey, `checkpoints/${checkpointId}.${volumeId}.send`, copy, this.baseVolumePath(base.id, volumeId))),
+        volumeId,
+      });
+    }
     const image = this.deps.checkpoints.imageDir(checkpointId);
     if (await pathExists(image)) {
       const tar = this.spawnOwn('tar', ['-C', image, '-cf', '-', '.'], ['ignore', 'pipe', 'pipe']);
@@ -110,10 +137,15 @@ export class CheckpointShipping {
     const objects = this.objects();
     if (await this.holds(this.deps.checkpoints.path(checkpointId))) return;
     await this.ensureBase(objects, base, dataKey);
-    const send = stored.find((o) => o.key.endsWith('.send'));
+    const send = stored.find((o) => o.key.endsWith('.send') && !o.volumeId);
     if (!send) throw new SpaceError(ErrorCode.OBJECT_NOT_FOUND, `checkpoint ${checkpointId} has no stored filesystem`);
     const image = stored.find((o) => o.key.endsWith('.memory.tar'));
-    // The memory image first: the snapshot appearing is what makes the checkpoint count as here.
+    // The volume copies and the memory image first: the snapshot appearing is what makes the checkpoint count as here.
+    for (const copy of stored.filter((o) => o.volumeId)) {
+      const target = this.deps.checkpoints.volumeCopyPath(checkpointId, copy.volumeId!);
+      if (await this.holds(target)) continue;
+      await this.receiveSubvolume(objects, copy, dataKey, target);
+    }
     if (image) {
       const partial = this.deps.checkpoints.partialImageDir(checkpointId);
       await rm(partial, { recursive: true, force: true });
@@ -150,8 +182,9 @@ export class CheckpointShipping {
     await Promise.all([...this.children].map((child) => endChild(child)));
   }
 
-  /** Deletes a base's local copy (its object goes with `deleteObjects`). */
+  /** Deletes a base's local copy, its volume copies too (its objects go with `deleteObjects`). */
   async deleteBase(baseId: string): Promise<void> {
+    await this.deps.subvolumes.deleteDirectoryOf(`${this.basePath(baseId)}.volumes`);
     await this.deps.subvolumes.delete(this.basePath(baseId));
   }
 
@@ -168,12 +201,18 @@ export class CheckpointShipping {
     let removed = 0;
     // One listing for all: a node may hold thousands of checkpoints, and this runs at every start.
     const readOnly = await this.deps.subvolumes.readOnlyUnder(this.deps.volume.dir());
+    const remove = async (subvolume: string): Promise<void> => {
+      if (readOnly.has(subvolume)) return;
+      await this.deps.subvolumes.delete(subvolume);
+      removed++;
+    };
     for (const dir of [this.basesDir(), this.deps.volume.dir('checkpoints')]) {
       for (const name of await readdir(dir).catch(() => [] as string[])) {
-        const subvolume = path.join(dir, name);
-        if (!/^(bse|ckp)_[a-z0-9]+$/.test(name) || readOnly.has(subvolume)) continue;
-        await this.deps.subvolumes.delete(subvolume);
-        removed++;
+        if (/^(bse|ckp)_[a-z0-9]+$/.test(name)) await remove(path.join(dir, name));
+        // A base's or checkpoint's copies of volumes, received one by one.
+        if (/^(bse|ckp)_[a-z0-9]+\.volumes$/.test(name))
+          for (const volumeId of await readdir(path.join(dir, name)).catch(() => [] as string[]))
+            if (/^vol_[a-z0-9]+$/.test(volumeId)) await remove(path.join(dir, name, volumeId));
       }
     }
     return removed;
@@ -198,8 +237,13 @@ export class CheckpointShipping {
     return this.deps.objects;
   }
 
+  /** Receives what this node lacks of the base: its volume copies, then itself. */
   private ensureBase(objects: ObjectStore, base: ShipBase, dataKey: DataKey): Promise<void> {
     return this.receiving.run(base.id, async () => {
+      for (const copy of base.volumes ?? []) {
+        const target = this.baseVolumePath(base.id, copy.volumeId!);
+        if (!(await this.holds(target))) await this.receiveSubvolume(objects, copy, dataKey, target);
+      }
       if (await this.holds(this.basePath(base.id))) return;
       await this.receiveSubvolume(objects, base.object, dataKey, this.basePath(base.id));
     });
@@ -293,5 +337,10 @@ export class CheckpointShipping {
 
   private basePath(baseId: string): string {
     return path.join(this.basesDir(), baseId);
+  }
+
+  /** The base's copy of a volume, which the checkpoints' copies of it are sent as differences to. */
+  private baseVolumePath(baseId: string, volumeId: string): string {
+    return path.join(`${this.basePath(baseId)}.volumes`, volumeId);
   }
 }

@@ -82,6 +82,11 @@ export class CheckpointStore {
     return path.join(`${this.path(checkpointId)}.volumes`, volumeId);
   }
 
+  /** The volumes the checkpoint holds a copy of (read-only subvolumes `volumeCopyPath` names). */
+  async volumeCopies(checkpointId: string): Promise<string[]> {
+    return (await readdir(`${this.path(checkpointId)}.volumes`).catch(() => [] as string[])).filter((name) => /^vol_[a-z0-9]+$/.test(name)).sort();
+  }
+
   /** Read-only snapshots of the session's read-write volumes, taken with the checkpoint (`volumePaths`: volume id -> its path). */
   async copyVolumes(checkpointId: string, volumePaths: Map<string, string>): Promise<void> {
     for (const [volumeId, volumePath] of volumePaths) {
@@ -119,14 +124,8 @@ export class CheckpointStore {
   async delete(checkpointId: string): Promise<void> {
     await rm(this.partialImageDir(checkpointId), { recursive: true, force: true });
     await rm(this.imageDir(checkpointId), { recursive: true, force: true });
-    await this.deleteVolumeCopies(`${this.path(checkpointId)}.volumes`);
+    await this.subvolumes.deleteDirectoryOf(`${this.path(checkpointId)}.volumes`);
     await this.subvolumes.delete(this.path(checkpointId));
-  }
-
-  /** The copies of volumes in `dir` are read-only subvolumes: each deleted as one, then the directory. */
-  private async deleteVolumeCopies(dir: string): Promise<void> {
-    for (const volumeId of await readdir(dir).catch(() => [] as string[])) await this.subvolumes.delete(path.join(dir, volumeId));
-    await rm(dir, { recursive: true, force: true });
   }
 
   /**
@@ -142,7 +141,7 @@ export class CheckpointStore {
       if (!name.endsWith('.partial') && !orphanImage && !orphanCopies) continue;
       const age = Date.now() - ((await stat(full).catch(() => null))?.mtimeMs ?? Date.now());
       if (age >= minAgeMs) {
-        if (orphanCopies) await this.deleteVolumeCopies(full);
+        if (orphanCopies) await this.subvolumes.deleteDirectoryOf(full);
         else await rm(full, { recursive: true, force: true });
         removed++;
       }

@@ -1,4 +1,4 @@
-import { mkdir, rename as renameDir } from 'node:fs/promises';
+import { mkdir, readdir, rename as renameDir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
 import { pathExists } from './path-exists.js';
@@ -66,6 +66,12 @@ export class Subvolumes {
       for (const child of children) await this.delete(child);
       await runCommand(['btrfs', 'subvolume', 'delete', target]);
     }
+  }
+
+  /** Deletes a directory of subvolumes (a checkpoint's or a base's copies of volumes): each as one, then the directory. */
+  async deleteDirectoryOf(dir: string): Promise<void> {
+    for (const name of await readdir(dir).catch(() => [] as string[])) await this.delete(path.join(dir, name));
+    await rm(dir, { recursive: true, force: true });
   }
 
   /**
