@@ -29,6 +29,11 @@ export class CallDeadline {
     return new CallDeadline(now() + ms, now);
   }
 
+  /** What is left of the budget, ms (Infinity for a call without one). */
+  remainingMs(): number {
+    return this.at - this.now();
+  }
+
   /** Throws DEADLINE_EXCEEDED when the call should not start: `what` names where it waited. */
   check(what: string): void {
     if (this.left) throw new SpaceError(ErrorCode.DEADLINE_EXCEEDED, `the client left while the call waited for ${what}: it was not run`);

@@ -60,9 +60,11 @@ export class SessionCalls {
     try {
       // A call that arrives during a restore or delete runs on what it leaves (or finds no session).
       await this.lifecycle.settled(id);
+      // Checked here, and by the node again (where it may wait behind a full checkpoint's pause).
       const send = (target: SandboxTarget): Promise<T> => {
-        deadline?.check(`session ${id}`);
-        return op(target);
+        if (!deadline) return op(target);
+        deadline.check(`session ${id}`);
+        return op({ ...target, node: target.node.within(deadline.remainingMs()) });
       };
       return await this.runOnSandbox(await this.sessions.row(caller, id), repeatable, send);
     } finally {

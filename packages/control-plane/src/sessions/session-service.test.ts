@@ -40,6 +40,9 @@ test('a call that waited behind a lifecycle operation past its deadline is dropp
   await assert.rejects(late, (err: SpaceError) => err.code === ErrorCode.DEADLINE_EXCEEDED && /was not run/.test(err.message));
   await patient;
   assert.equal(ran, 1, 'only the call within its deadline ran');
+  // What is left of its budget goes on to the node, which checks it again after any wait there.
+  assert.equal(s.node.budgetsMs.length, 1);
+  assert.ok(s.node.budgetsMs[0]! > 59_000 && s.node.budgetsMs[0]! <= 60_000 - 120, `sent with ${s.node.budgetsMs[0]} ms left`);
 });
 
 test('a call during which the sandbox died is not repeated; the next call resumes the session', async () => {

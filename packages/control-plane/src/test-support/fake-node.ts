@@ -43,6 +43,14 @@ export class FakeNode {
     return this.asClient();
   }
 
+  /** The budgets calls were sent with (`within`), in order. */
+  readonly budgetsMs: number[] = [];
+
+  within(ms: number): NodeClient {
+    this.budgetsMs.push(ms);
+    return this.asClient();
+  }
+
   /** The sandbox dies without the control plane being told (a crash, an OOM kill). */
   killBehindTheScenes(sandboxId: string): void {
     this.sandboxes.delete(sandboxId);

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { WebSocket } from 'ws';
-import { PLACEMENT_HEADER, nodeRouteTable, nodeRoutes, parsePlacementHeader, placementHeaderValue, routeUrl } from '@space/protocol';
+import { CALL_TIMEOUT_HEADER, PLACEMENT_HEADER, nodeRouteTable, nodeRoutes, parsePlacementHeader, placementHeaderValue, routeUrl } from '@space/protocol';
 import { closeServer, lineLog, listen } from '@space/server-kit';
 import { type NodeApiDeps, createNodeApi } from './node-api.js';
 import { NodeFence } from '../node-fence.js';
@@ -146,6 +146,35 @@ test('a call naming an older placement of its session than the newest the node h
     assert.equal(placements.epochOf('ses_abc123'), 3);
   } finally {
     await api.close();
+  }
+});
+
+test("a sandbox call that waited on the node past its caller's budget (x-space-timeout-ms) is dropped there, unrun; one within it goes on", async () => {
+  // The sandbox is behind a full checkpoint's pause for 300 ms; its daemon is nothing (a call that reaches it fails with a 500).
+  const manager = { getAlive: () => new Promise((resolve) => setTimeout(() => resolve({ daemon: {} }), 300)) };
+  const router = createNodeApi({
+    nodeId: 'n1',
+    token: 'right',
+    fence: unfenced(),
+    placements: PlacementEpochs.inMemory(),
+    manager,
+    log: lineLog(() => undefined),
+  } as unknown as NodeApiDeps);
+  const { server, port } = await listen(router, '127.0.0.1', 0);
+  const processes = async (timeoutMs?: number) => {
+    const headers: Record<string, string> = { authorization: 'Bearer right', ...(timeoutMs ? { [CALL_TIMEOUT_HEADER]: String(timeoutMs) } : {}) };
+    const res = await fetch(`http://127.0.0.1:${port}/node/v1/sandboxes/sbx_abc123/processes`, { headers });
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    return [res.status, error.code, error.message];
+  };
+  try {
+    const [status, code, message] = await processes(50);
+    assert.deepEqual([status, code], [504, 'DEADLINE_EXCEEDED']);
+    assert.match(message as string, /passed while it waited for sandbox sbx_abc123 on this node: it was not run/);
+    assert.deepEqual((await processes(5000)).slice(0, 2), [500, 'INTERNAL'], 'within its budget, the call is sent to the sandbox');
+    assert.deepEqual((await processes()).slice(0, 2), [500, 'INTERNAL'], 'as is one without a budget');
+  } finally {
+    await closeServer(server);
   }
 });
 

@@ -1,5 +1,6 @@
 import { ErrorCode, ServerStreamMessageSchema, WatchEventSchema, isSpaceError, nodeSandboxPrefix, sandboxRoutes } from '@space/protocol';
 import {
+  CallDeadline,
   type Router,
   closeWithError,
   forwardRoute,
@@ -50,7 +51,10 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
       authorize(ctx);
       const sandboxId = ctx.params.sandboxId!;
       const input = await readRouteInput(route, ctx);
+      // The control plane's caller's budget: a call that waited here past it (or whose caller left) is not run.
+      const deadline = CallDeadline.of(ctx.req, ctx.res, Number.POSITIVE_INFINITY);
       const live = await manager.getAlive(sandboxId);
+      deadline.check(`sandbox ${sandboxId} on this node`);
       try {
         // A sandbox killed during the call never answers: its daemon's connections are cut, and the call fails as SANDBOX_DIED.
         await callDaemon(live, () => forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params)));
