@@ -14,8 +14,7 @@ export class MetricsReport {
   constructor(private readonly deps: { store: Store; nodes: NodeDirectory; metrics: Metrics; limits: Pick<TenantLimits, 'gauges'> }) {}
 
   async text(): Promise<string> {
-    const byStatus: Record<string, number> = {};
-    for (const row of await this.deps.store.listAllSessions()) byStatus[row.status] = (byStatus[row.status] ?? 0) + 1;
+    const byStatus = await this.deps.store.countSessionsByStatus();
     const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
     const add = (series: string, value: number) => (gauges[series] = (gauges[series] ?? 0) + value);
     const nodes = await this.deps.nodes.list();

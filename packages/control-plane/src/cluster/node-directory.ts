@@ -162,7 +162,7 @@ export class NodeDirectory {
         throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `node ${onNode}, which holds what the session starts from, is ${row ? 'lost' : 'not registered'}`);
       return this.clientOf(row);
     }
-    const [rows, load] = await Promise.all([this.options.store.listNodes(), this.options.store.loadByNode()]);
+    const [rows, active] = await Promise.all([this.options.store.listNodes(), this.options.store.activeByNode()]);
     let ready = rows.filter((r) => this.status(r) === 'ready');
     // The configured node stays eligible while no other is: a slow health answer must not stop `space up` from creating sessions.
     const configured = rows.find((r) => r.id === this.configuredNodeId && r.status === 'ready');
@@ -173,7 +173,7 @@ export class NodeDirectory {
         `no node is ready (${rows.length} registered: ${rows.map((r) => `${r.id} ${this.status(r)}`).join(', ') || 'none'})`,
       );
     // Active sessions per GiB of the node's memory: bigger nodes take more.
-    const weight = (r: NodeRow) => ((load.get(r.id)?.active ?? 0) * 1024) / r.capacity.memoryMb;
+    const weight = (r: NodeRow) => ((active.get(r.id) ?? 0) * 1024) / r.capacity.memoryMb;
     const best = ready.reduce((a, b) => (weight(b) < weight(a) ? b : a));
     return this.clientOf(best);
   }

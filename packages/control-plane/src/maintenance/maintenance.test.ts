@@ -47,6 +47,23 @@ test('automatic fs checkpoints are taken only of a volume that changed since the
   assert.equal(await count(), 2, 'after a write: one');
 });
 
+test('a session in use all along (a stream open through every pass) still gets its automatic checkpoints', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  const ended = s.calls.trackStream(session.id);
+  try {
+    for (let i = 0; i < 3; i++) {
+      s.node.changed.add(session.id);
+      s.clock.now += 2000;
+      await s.maintenance.tick();
+    }
+    assert.equal((await s.store.listCheckpoints(session.id)).length, 3, 'one per interval, with its writes');
+    assert.equal((await s.sessions.get(s.caller, session.id)).status, 'running', 'in use: not stopped as idle');
+  } finally {
+    ended();
+  }
+});
+
 test('a session busy with its own lifecycle operation is skipped, without waiting for it', async () => {
   const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
@@ -162,4 +179,29 @@ test('a template build whose control plane stopped (no heartbeat for a minute) i
   assert.deepEqual([stale?.status, /control plane running the build stopped/.test(stale?.error ?? '')], ['failed', true]);
   assert.equal((await s.store.getBuild(s.caller.tenantId, 'bld_alive0000001'))?.status, 'running', 'a build with a recent heartbeat runs on');
   assert.equal(await s.store.getSession(s.caller.tenantId, session.id), null, "the dead build's session is deleted");
+});
+
+test('a pass visits the sessions anything may be due for (a sandbox, a start, a timeout passed), not the others however many; an expired stopped one is expired', async () => {
+  const { openSqliteStore } = await import('../store/open-store.js');
+  const real = await openSqliteStore(':memory:');
+  const leased: string[] = [];
+  // The store as the services use it, noting each session a pass takes its turn for.
+  const store = new Proxy(real, {
+    get(target, prop, receiver) {
+      if (prop === 'acquireSessionLease')
+        return (lease: { sessionId: string }, now: number) => (leased.push(lease.sessionId), target.acquireSessionLease(lease as never, now));
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const s = await servicesOnFakeNode({}, store);
+  const busy = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  const model = (await s.store.findSession(busy.id))!;
+  const stopped = { status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null, expiresAt: null };
+  for (let i = 0; i < 200; i++) await s.store.insertSession({ ...model, ...stopped, id: `ses_stopped${String(i).padStart(4, '0')}` });
+  await s.store.insertSession({ ...model, ...stopped, id: 'ses_timedout01', expiresAt: new Date(s.clock.now - 1000).toISOString(), onTimeout: 'delete' });
+  leased.length = 0;
+  await s.maintenance.tick();
+  assert.deepEqual(leased.sort(), [busy.id, 'ses_timedout01'].sort());
+  assert.equal(await s.store.findSession('ses_timedout01'), null, 'its timeout deleted it');
 });

@@ -52,9 +52,11 @@ export class Maintenance {
   private running: Promise<void> | null = null;
   private readonly sweeps: ClusterSweeps;
   private readonly upkeep: SessionUpkeep;
+  private readonly now: () => number;
 
   constructor(private readonly deps: MaintenanceDeps) {
     const now = deps.now ?? Date.now;
+    this.now = now;
     this.sweeps = new ClusterSweeps({ ...deps, now });
     this.upkeep = new SessionUpkeep({ ...deps, now });
   }
@@ -96,8 +98,9 @@ export class Maintenance {
 
   /**
    * The sandboxes each live node runs, by node id (a node that does not answer is left out), then
-   * every session: in that order, since a session is recorded before its sandbox starts, each listed
-   * sandbox's session is among them.
+   * the sessions anything may be due for (`listSessionsToMaintain`: not those without a sandbox,
+   * however many), and those of the sandboxes listed: in that order, since a session is recorded
+   * before its sandbox starts, each listed sandbox's session is among them if it exists.
    */
   private async snapshot(): Promise<{ listed: ListedSandboxes; sessions: SessionRow[] }> {
     const listed: ListedSandboxes = new Map();
@@ -107,18 +110,22 @@ export class Maintenance {
         if (sandboxes) listed.set(node.nodeId, { node, sandboxes });
       }),
     );
-    return { listed, sessions: await this.deps.store.listAllSessions() };
+    const sessions = await this.deps.store.listSessionsToMaintain(new Date(this.now()).toISOString());
+    const known = new Set(sessions.map((s) => s.id));
+    const others = [...listed.values()].flatMap(({ sandboxes }) => sandboxes.map((s) => s.sessionId)).filter((id) => !known.has(id));
+    return { listed, sessions: [...sessions, ...(others.length ? await this.deps.store.findSessions([...new Set(others)]) : [])] };
   }
 
   /**
    * Runs `work` on each session in its turn of the session's queue, with the sandboxes its node runs.
    * A session busy with its own operation is skipped (the next pass comes soon), and so is one whose
-   * node did not answer (or is lost).
+   * node did not answer (or is lost). One with calls or streams open is not: a session in use all
+   * the time (an open terminal, back-to-back execs) is the one whose checkpoints matter most.
    */
   private async eachSession(listed: ListedSandboxes, sessions: SessionRow[], work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
     const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Set(sandboxes.map((s) => s.sandboxId))]));
     for (const { id, tenantId, nodeId, volumeNodeId } of sessions) {
-      if (this.deps.activity.busy(id) || this.deps.lifecycle.busyHere(id)) continue;
+      if (this.deps.lifecycle.busyHere(id)) continue;
       const onNode = running.get(nodeId ?? volumeNodeId ?? '');
       if (!onNode) continue;
       try {

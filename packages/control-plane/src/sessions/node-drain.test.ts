@@ -12,7 +12,7 @@ function drainOf(count: number, parallel: number, moveMs = 20) {
   const rows = Array.from({ length: count }, (_, i) => ({ id: `ses_${i}`, tenantId: 'tn_a', volumeNodeId: 'node-1' }) as SessionRow);
   const seen = { atOnce: 0, most: 0, statuses: [] as string[], turns: [] as string[] };
   const drain = new NodeDrain({
-    store: { listAllSessions: async () => rows, getSession: async (_t: string, id: string) => rows.find((r) => r.id === id) ?? null } as unknown as Store,
+    store: { listSessionsOnNode: async () => rows, getSession: async (_t: string, id: string) => rows.find((r) => r.id === id) ?? null } as unknown as Store,
     nodes: { setStatus: async (_id: string, status: string) => void seen.statuses.push(status) } as unknown as NodeDirectory,
     lifecycle: { run: async (id: string, op: string, fn: () => Promise<unknown>) => (seen.turns.push(`${op} ${id}`), fn()) } as unknown as LifecycleQueue,
     mover: {

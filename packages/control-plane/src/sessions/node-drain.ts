@@ -31,7 +31,7 @@ export class NodeDrain {
 
   async drain(nodeId: string, progress: (message: string) => void = () => undefined): Promise<DrainResult> {
     await this.deps.nodes.setStatus(nodeId, 'draining');
-    const sessions = (await this.deps.store.listAllSessions()).filter((s) => s.volumeNodeId === nodeId);
+    const sessions = (await this.deps.store.listSessionsOnNode(nodeId)).filter((s) => s.volumeNodeId === nodeId);
     const outcomes: DrainOutcome[] = new Array(sessions.length).fill(null);
     let next = 0;
     let done = 0;

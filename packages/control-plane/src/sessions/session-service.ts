@@ -360,7 +360,7 @@ export class SessionService {
 
   /** After node `nodeId` stopped every sandbox (shutdown), its sessions show no sandbox until used. */
   async nodeStopped(nodeId: string): Promise<void> {
-    for (const row of await this.deps.store.listAllSessions()) {
+    for (const row of await this.deps.store.listSessionsOnNode(nodeId)) {
       if ((row.nodeId ?? row.volumeNodeId) !== nodeId) continue;
       if (row.sandboxId) await this.deps.store.recordSandboxEnd(row.sandboxId, 'node stopped');
       if (row.sandboxId || row.status !== 'stopped')

@@ -254,6 +254,17 @@ export const migrations: Migration[] = [
       'ALTER TABLE checkpoints ADD COLUMN ship_claim_until BIGINT',
     ],
   },
+  {
+    version: 21,
+    description: 'what periodic work looks up, indexed: sessions with a sandbox, by node, by expiry; unshipped checkpoints',
+    statements: () => [
+      'CREATE INDEX IF NOT EXISTS sessions_sandbox ON sessions(sandbox_id)',
+      'CREATE INDEX IF NOT EXISTS sessions_node ON sessions(node_id)',
+      'CREATE INDEX IF NOT EXISTS sessions_expires ON sessions(expires_at)',
+      'CREATE INDEX IF NOT EXISTS sessions_status ON sessions(status)',
+      'CREATE INDEX IF NOT EXISTS checkpoints_unshipped ON checkpoints(shipped_at)',
+    ],
+  },
 ];
 
 export const migrationsTable =

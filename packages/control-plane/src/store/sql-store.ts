@@ -201,8 +201,34 @@ export class SqlStore implements Store {
     return (await this.db.all<SessionDbRow>('SELECT * FROM sessions WHERE tenant_id = ? ORDER BY created_at, id', [tenantId])).map(toSession);
   }
 
-  async listAllSessions(): Promise<SessionRow[]> {
-    return (await this.db.all<SessionDbRow>('SELECT * FROM sessions ORDER BY created_at, id')).map(toSession);
+  async listSessionsToMaintain(now: string): Promise<SessionRow[]> {
+    const rows = await this.db.all<SessionDbRow>(
+      `SELECT * FROM sessions WHERE status = 'starting' OR sandbox_id IS NOT NULL OR (expires_at IS NOT NULL AND expires_at <= ?)
+       ORDER BY created_at, id`,
+      [now],
+    );
+    return rows.map(toSession);
+  }
+
+  async findSessions(ids: string[]): Promise<SessionRow[]> {
+    const found: SessionRow[] = [];
+    // In bounded lists: a statement's parameters are limited (PostgreSQL: 65,535).
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      const rows = await this.db.all<SessionDbRow>(`SELECT * FROM sessions WHERE id IN (${chunk.map(() => '?').join(', ')})`, chunk);
+      found.push(...rows.map(toSession));
+    }
+    return found;
+  }
+
+  async listSessionsOnNode(nodeId: string): Promise<SessionRow[]> {
+    const rows = await this.db.all<SessionDbRow>('SELECT * FROM sessions WHERE volume_node_id = ? OR node_id = ? ORDER BY created_at, id', [nodeId, nodeId]);
+    return rows.map(toSession);
+  }
+
+  async countSessionsByStatus(): Promise<Record<string, number>> {
+    const rows = await this.db.all<{ status: string; n: number }>('SELECT status, COUNT(*) AS n FROM sessions GROUP BY status');
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   }
 
   async countSessions(tenantId: string): Promise<number> {
@@ -825,6 +851,13 @@ export class SqlStore implements Store {
       "SELECT volume_node_id AS node, COUNT(*) AS sessions, SUM(CASE WHEN status IN ('running', 'starting') THEN 1 ELSE 0 END) AS active FROM sessions GROUP BY volume_node_id",
     );
     return new Map(rows.filter((r) => r.node !== null).map((r) => [r.node!, { sessions: Number(r.sessions), active: Number(r.active) }]));
+  }
+
+  async activeByNode(): Promise<Map<string, number>> {
+    const rows = await this.db.all<{ node: string | null; active: number }>(
+      "SELECT volume_node_id AS node, COUNT(*) AS active FROM sessions WHERE status IN ('running', 'starting') GROUP BY volume_node_id",
+    );
+    return new Map(rows.filter((r) => r.node !== null).map((r) => [r.node!, Number(r.active)]));
   }
 
   close(): Promise<void> {

@@ -256,6 +256,25 @@ for (const engine of engines.all) {
     assert.equal(await store.tenantDataKey('tn_b'), null);
   });
 
+  test(named('periodic lookups: the sessions maintenance may have work for, by ids, on a node, counted by status'), async () => {
+    const store = await engine.open('periodic');
+    await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+    const stopped = { status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null, expiresAt: null };
+    await store.insertSession(session('ses_running', 'tn_a', '2026-01-01T00:00:01.000Z'));
+    await store.insertSession({ ...session('ses_starting', 'tn_a', '2026-01-01T00:00:02.000Z'), ...stopped, status: 'starting' });
+    await store.insertSession({ ...session('ses_stopped', 'tn_a', '2026-01-01T00:00:03.000Z'), ...stopped, volumeNodeId: 'node_y' });
+    await store.insertSession({ ...session('ses_expired', 'tn_a', '2026-01-01T00:00:04.000Z'), ...stopped, expiresAt: '2026-06-01T00:00:00.000Z' });
+    await store.insertSession({ ...session('ses_later', 'tn_a', '2026-01-01T00:00:05.000Z'), ...stopped, expiresAt: '2027-06-01T00:00:00.000Z' });
+    const ids = (rows: SessionRow[]) => rows.map((r) => r.id);
+    assert.deepEqual(ids(await store.listSessionsToMaintain('2026-12-01T00:00:00.000Z')), ['ses_running', 'ses_starting', 'ses_expired']);
+    assert.deepEqual(ids(await store.findSessions(['ses_later', 'ses_gone', 'ses_stopped'])).sort(), ['ses_later', 'ses_stopped']);
+    assert.deepEqual(await store.findSessions([]), []);
+    assert.deepEqual(ids(await store.listSessionsOnNode('node_y')), ['ses_stopped']);
+    assert.deepEqual(ids(await store.listSessionsOnNode('node_x')), ['ses_running', 'ses_starting', 'ses_expired', 'ses_later']);
+    assert.deepEqual(await store.countSessionsByStatus(), { running: 1, starting: 1, stopped: 3 });
+    assert.deepEqual([...(await store.activeByNode())], [['node_x', 2]], 'running and starting, by the node of their volume');
+  });
+
   test(named('shipments: claimed by one holder until it expires, renewed by it, recorded only by it, and listed once abandoned'), async () => {
     const store = await engine.open('shipments');
     await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });

@@ -339,7 +339,18 @@ export interface Store {
   /** A session whatever its tenant: only for requests that carry no key (a public port's preview URL). */
   findSession(id: string): Promise<SessionRow | null>;
   listSessions(tenantId: string): Promise<SessionRow[]>;
-  listAllSessions(): Promise<SessionRow[]>;
+  /**
+   * The sessions a maintenance pass may have something to do for, whatever their number in all: a
+   * start under way, a sandbox recorded, or a timeout passed by `now` (ISO time). A session
+   * without a sandbox has nothing else due.
+   */
+  listSessionsToMaintain(now: string): Promise<SessionRow[]>;
+  /** The sessions of these ids that exist (any tenant). */
+  findSessions(ids: string[]): Promise<SessionRow[]>;
+  /** The sessions whose volume or sandbox is on the node. */
+  listSessionsOnNode(nodeId: string): Promise<SessionRow[]>;
+  /** How many sessions have each status. */
+  countSessionsByStatus(): Promise<Record<string, number>>;
   /** How many sessions the tenant has. */
   countSessions(tenantId: string): Promise<number>;
   updateSession(id: string, patch: SessionPatch): Promise<void>;
@@ -484,5 +495,7 @@ export interface Store {
   listVolumeMounts(volumeId: string): Promise<VolumeMountRow[]>;
   /** Per node id: the sessions whose volume is there. */
   loadByNode(): Promise<Map<string, NodeLoad>>;
+  /** Per node id: the sessions running or starting there (what placement weighs; read by the status index, not a count of every session). */
+  activeByNode(): Promise<Map<string, number>>;
   close(): Promise<void>;
 }

@@ -110,8 +110,7 @@ export class EgressService {
 
   /** Re-sends settings the node lacks (it restarted while sandboxes kept running). */
   async repairNode(missing: string[]): Promise<void> {
-    const wanted = new Set(missing);
-    for (const row of await this.store.listAllSessions()) if (wanted.has(row.id)) await this.push(row);
+    for (const row of await this.store.findSessions(missing)) await this.push(row);
   }
 
   private async pushForSecret(tenantId: string, name: string): Promise<void> {
