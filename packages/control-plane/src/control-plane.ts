@@ -126,6 +126,8 @@ export class ControlPlane {
     const { server, port } = await listen(api, settings.host, settings.port);
     this.server = server;
     this.port = port;
+    await s.roster.beat().catch((err: Error) => this.log(`control plane roster not updated: ${err.message}`));
+    s.roster.start();
     s.maintenance.start(settings.maintenanceTickMs);
     s.metricsHistory.start();
   }
@@ -139,6 +141,8 @@ export class ControlPlane {
     const s = this.services;
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     await s.maintenance.stop();
+    // Left at once: the other control planes take this one's share of the sessions at their next beat.
+    await s.roster.leave();
     this.options.clusterTls?.certificate.stop();
     s.cells.close();
     this.e2b?.close();

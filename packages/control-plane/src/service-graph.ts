@@ -13,6 +13,7 @@ import { CheckpointShipper } from './checkpoints/checkpoint-shipper.js';
 import { SessionMover } from './sessions/session-mover.js';
 import { LeftVolumes } from './sessions/left-volumes.js';
 import { MovingVolumes } from './sessions/moving-volumes.js';
+import { ControlPlaneRoster, defaultRosterOptions } from './cluster/control-plane-roster.js';
 import { SessionCheckpointService } from './sessions/session-checkpoint-service.js';
 import { SessionPauser } from './sessions/session-pauser.js';
 import { VolumeService } from './sessions/volume-service.js';
@@ -98,6 +99,9 @@ export function wireServices(deps: ServiceGraphDeps) {
   });
   const nodeCredentials = new NodeCredentials({ store, auth, ca: deps.clusterTls?.ca ?? null, now, log });
   const dataKeys = new DataKeys({ store, wrap: deps.keyWrap ?? secretsKeyWrap(deps.secrets), now });
+  // This process among the control planes sharing the store: its seat and a random instance, never reused.
+  const instance = `${deps.seat}/${randomBytes(6).toString('hex')}`;
+  const roster = new ControlPlaneRoster(store, instance, { ...defaultRosterOptions, now, log });
   const shipper = new CheckpointShipper({
     store,
     nodes,
@@ -105,7 +109,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     metrics,
     log,
     enabled: Boolean(settings.objectStore),
-    holder: `${deps.seat}/${randomBytes(6).toString('hex')}`,
+    holder: instance,
   });
   const taker = new CheckpointTaker(store, nodes, metrics, shipper);
   const egress = new EgressService(store, nodes, deps.secrets, log);
@@ -115,7 +119,7 @@ export function wireServices(deps: ServiceGraphDeps) {
   const catalog = new TemplateCatalog(store);
   const volumes = new VolumeService(store, nodes);
   const events = new TenantEvents(store);
-  const metricsReport = new MetricsReport({ store, nodes, metrics, limits });
+  const metricsReport = new MetricsReport({ store, nodes, metrics, limits, roster });
   const metricsHistory = new MetricsHistory(metricsReport);
   const sessions = new SessionService({
     store,
@@ -154,6 +158,7 @@ export function wireServices(deps: ServiceGraphDeps) {
   );
   const maintenance = new Maintenance({
     store,
+    roster,
     leftVolumes,
     nodes,
     shipper,
@@ -199,6 +204,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     templates,
     builds,
     maxContextBytes,
+    roster,
     maintenance,
   };
 }

@@ -1,5 +1,6 @@
 import { builtinTemplateNames } from '@space/protocol';
 import type { Metrics } from '../metrics/metrics.js';
+import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
 import type { Store } from '../store/store.js';
 import type { TenantLimits } from '../tenants/tenant-limits.js';
@@ -11,12 +12,22 @@ import type { TenantLimits } from '../tenants/tenant-limits.js';
  * needs no key). Prometheus text format.
  */
 export class MetricsReport {
-  constructor(private readonly deps: { store: Store; nodes: NodeDirectory; metrics: Metrics; limits: Pick<TenantLimits, 'gauges'> }) {}
+  constructor(
+    private readonly deps: {
+      store: Store;
+      nodes: NodeDirectory;
+      metrics: Metrics;
+      limits: Pick<TenantLimits, 'gauges'>;
+      roster: Pick<ControlPlaneRoster, 'size'>;
+    },
+  ) {}
 
   async text(): Promise<string> {
     const byStatus = await this.deps.store.countSessionsByStatus();
     const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
     const add = (series: string, value: number) => (gauges[series] = (gauges[series] ?? 0) + value);
+    // The control planes sharing the store, as this one last saw them: they split the sessions' maintenance.
+    gauges.space_control_planes = this.deps.roster.size;
     const nodes = await this.deps.nodes.list();
     for (const status of ['ready', 'draining', 'lost']) gauges[`space_nodes{status="${status}"}`] = nodes.filter((n) => n.status === status).length;
     for (const client of await this.deps.nodes.live()) {

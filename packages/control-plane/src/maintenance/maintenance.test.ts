@@ -205,3 +205,21 @@ test('a pass visits the sessions anything may be due for (a sandbox, a start, a 
   assert.deepEqual(leased.sort(), [busy.id, 'ses_timedout01'].sort());
   assert.equal(await s.store.findSession('ses_timedout01'), null, 'its timeout deleted it');
 });
+
+test('with another control plane on the store, a pass maintains only the sessions of its share', async () => {
+  const s = await servicesOnFakeNode();
+  const sessions = [];
+  for (let i = 0; i < 16; i++) sessions.push(await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 }));
+  await s.store.heardControlPlane('another-control-plane/1', s.clock.now);
+  await s.roster.beat();
+  assert.equal(s.roster.size, 2);
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  const checkpointed = [];
+  for (const session of sessions) if ((await s.store.listCheckpoints(session.id)).length > 0) checkpointed.push(session.id);
+  assert.deepEqual(
+    checkpointed,
+    sessions.filter((x) => s.roster.owns(x.id)).map((x) => x.id),
+  );
+  assert.ok(checkpointed.length > 0 && checkpointed.length < sessions.length, `a share: ${checkpointed.length} of ${sessions.length}`);
+});

@@ -1,6 +1,7 @@
 import { ErrorCode, isSpaceError } from '@space/protocol';
 import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { Activity } from '../sessions/activity.js';
+import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
 import type { LifecycleQueue } from '../sessions/lifecycle-queue.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { TemplateBuilds } from '../builds/template-builds.js';
@@ -16,6 +17,8 @@ import { SessionUpkeep } from './session-upkeep.js';
 
 export interface MaintenanceDeps {
   store: Store;
+  /** The control planes sharing the store: each maintains the sessions of its share. */
+  roster: Pick<ControlPlaneRoster, 'owns'>;
   /** Rescues volumes sessions left on lost nodes that answer again. */
   leftVolumes: LeftVolumes;
   nodes: NodeDirectory;
@@ -43,9 +46,10 @@ export interface MaintenanceDeps {
 
 /**
  * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`), then every
- * session in its turn of its lifecycle queue (a session busy with its own operation is left for the
- * next pass), where `SessionUpkeep` carries out what the pure `sessionDue` policy says is due:
- * reconciliation, expiry, idle stop, automatic checkpoints.
+ * session of its share (`ControlPlaneRoster`: the control planes split them) in its turn of its
+ * lifecycle queue (a session busy with its own operation is left for the next pass), where
+ * `SessionUpkeep` carries out what the pure `sessionDue` policy says is due: reconciliation,
+ * expiry, idle stop, automatic checkpoints.
  */
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
@@ -87,7 +91,8 @@ export class Maintenance {
     const { listed, sessions } = await this.snapshot();
     await this.sweeps.fenceMovedSessions(listed, sessions);
     await this.sweeps.rescueLeftVolumes(listed);
-    await this.eachSession(listed, sessions, (row, running) => this.upkeep.upkeep(row, running));
+    const ours = sessions.filter((row) => this.deps.roster.owns(row.id));
+    await this.eachSession(listed, ours, (row, running) => this.upkeep.upkeep(row, running));
   }
 
   /** Only the reconciliation, for every session: run before the control plane serves its first call. */

@@ -265,6 +265,11 @@ export const migrations: Migration[] = [
       'CREATE INDEX IF NOT EXISTS checkpoints_unshipped ON checkpoints(shipped_at)',
     ],
   },
+  {
+    version: 22,
+    description: 'the control planes sharing the store, as each last said it was alive',
+    statements: (dialect) => [`CREATE TABLE IF NOT EXISTS control_planes (id ${text(dialect)} PRIMARY KEY, heard_at BIGINT NOT NULL)`],
+  },
 ];
 
 export const migrationsTable =

@@ -226,6 +226,22 @@ export class SqlStore implements Store {
     return rows.map(toSession);
   }
 
+  async heardControlPlane(id: string, at: number): Promise<void> {
+    await this.db.run('INSERT INTO control_planes (id, heard_at) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET heard_at = excluded.heard_at', [id, at]);
+  }
+
+  async liveControlPlanes(since: number): Promise<string[]> {
+    return (await this.db.all<{ id: string }>('SELECT id FROM control_planes WHERE heard_at >= ? ORDER BY id', [since])).map((r) => r.id);
+  }
+
+  async forgetControlPlane(id: string): Promise<void> {
+    await this.db.run('DELETE FROM control_planes WHERE id = ?', [id]);
+  }
+
+  async forgetControlPlanesBefore(before: number): Promise<void> {
+    await this.db.run('DELETE FROM control_planes WHERE heard_at < ?', [before]);
+  }
+
   async countSessionsByStatus(): Promise<Record<string, number>> {
     const rows = await this.db.all<{ status: string; n: number }>('SELECT status, COUNT(*) AS n FROM sessions GROUP BY status');
     return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));

@@ -351,6 +351,12 @@ export interface Store {
   listSessionsOnNode(nodeId: string): Promise<SessionRow[]>;
   /** How many sessions have each status. */
   countSessionsByStatus(): Promise<Record<string, number>>;
+  /** The control plane `id` is alive at `at` (ms since the epoch). */
+  heardControlPlane(id: string, at: number): Promise<void>;
+  /** The control planes heard since `since`. */
+  liveControlPlanes(since: number): Promise<string[]>;
+  forgetControlPlane(id: string): Promise<void>;
+  forgetControlPlanesBefore(before: number): Promise<void>;
   /** How many sessions the tenant has. */
   countSessions(tenantId: string): Promise<number>;
   updateSession(id: string, patch: SessionPatch): Promise<void>;
