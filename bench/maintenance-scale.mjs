@@ -12,6 +12,7 @@ import { PostgresDatabase } from '../packages/control-plane/dist/store/postgres-
 import { SqlStore } from '../packages/control-plane/dist/store/sql-store.js';
 import { startLocalPostgres } from '../packages/control-plane/dist/store/local-postgres.js';
 import { servicesOnFakeNode } from '../packages/control-plane/dist/test-support/services.js';
+import { countedDatabase } from './counted-statements.mjs';
 import { printTable, recorder, summarize } from './stats.mjs';
 
 const { values } = parseArgs({
@@ -22,23 +23,35 @@ const runs = Number(values.runs);
 
 const postgres = await startLocalPostgres();
 const db = await PostgresDatabase.open(await postgres.url('maintenance_scale'));
-let statements = 0;
-const counted = (target) =>
-  new Proxy(target, {
-    get(t, prop) {
-      const value = t[prop];
-      if (prop === 'run' || prop === 'get' || prop === 'all') return (...args) => (statements++, value.apply(t, args));
-      if (prop === 'transaction') return (work) => value.call(t, (tx) => work(counted(tx)));
-      return typeof value === 'function' ? value.bind(t) : value;
-    },
-  });
-const store = new SqlStore(counted(db));
+const counted = countedDatabase(db);
+const store = new SqlStore(counted.db);
 try {
   const s = await servicesOnFakeNode({}, store);
   const request = CreateSessionRequestSchema.parse({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
   const running = [];
   for (let i = 0; i < Number(values.running); i++) running.push(await s.sessions.create(s.caller, request));
   const model = await s.store.findSession(running[0].id);
+  /** `runs` maintenance passes, each after the node stand-in's heartbeat (filling the store outlasts the lost delay) and `before`: their times, and the statements of the last. */
+  const timePasses = async (before = async () => undefined) => {
+    const samples = [];
+    let statements = 0;
+    for (let r = 0; r < runs; r++) {
+      await before();
+      await s.nodes.heartbeat({
+        id: s.node.nodeId,
+        url: 'https://fake-node.invalid',
+        token: 'fake-node-token-0',
+        capacity: { memoryMb: 4096, cpus: 2 },
+        sandboxes: running.length,
+      });
+      const at = counted.count();
+      const t0 = performance.now();
+      await s.maintenance.tick();
+      samples.push(performance.now() - t0);
+      statements = counted.count() - at;
+    }
+    return { samples, statements };
+  };
   const { results, rows, record } = recorder();
   let inStore = 0;
   const statementsPerPass = {};
@@ -57,45 +70,15 @@ try {
     const filledMs = performance.now() - started;
     // As autovacuum does on a database that grew: the planner's statistics see the rows.
     await db.run('ANALYZE sessions');
-    const samples = [];
-    for (let r = 0; r < runs; r++) {
-      // The node stand-in heartbeats as a node does (filling the store outlasts the lost delay).
-      await s.nodes.heartbeat({
-        id: s.node.nodeId,
-        url: 'https://fake-node.invalid',
-        token: 'fake-node-token-0',
-        capacity: { memoryMb: 4096, cpus: 2 },
-        sandboxes: running.length,
-      });
-      const before = statements;
-      const t0 = performance.now();
-      await s.maintenance.tick();
-      samples.push(performance.now() - t0);
-      statementsPerPass[level] = statements - before;
-    }
+    const { samples, statements } = await timePasses();
+    statementsPerPass[level] = statements;
     record(`pass, ${running.length} running + ${level} stopped`, samples);
     console.error(`# ${level} stopped sessions (${Math.round(filledMs)} ms to add): pass median ${summarize(samples).median.toFixed(1)} ms`);
   }
   // A second control plane on the store (heard, as its roster beat would record it): each pass now maintains about half.
   await s.store.heardControlPlane('another-control-plane/1', Date.now());
   await s.roster.beat();
-  const shared = [];
-  let sharedStatements = 0;
-  for (let r = 0; r < runs; r++) {
-    await s.store.heardControlPlane('another-control-plane/1', Date.now());
-    await s.nodes.heartbeat({
-      id: s.node.nodeId,
-      url: 'https://fake-node.invalid',
-      token: 'fake-node-token-0',
-      capacity: { memoryMb: 4096, cpus: 2 },
-      sandboxes: running.length,
-    });
-    const before = statements;
-    const t0 = performance.now();
-    await s.maintenance.tick();
-    shared.push(performance.now() - t0);
-    sharedStatements = statements - before;
-  }
+  const { samples: shared, statements: sharedStatements } = await timePasses(() => s.store.heardControlPlane('another-control-plane/1', Date.now()));
   const owned = running.filter((r) => s.roster.owns(r.id)).length;
   record(`pass, 2 control planes: this one's share (${owned} of ${running.length} running)`, shared);
   printTable(rows);

@@ -6,26 +6,17 @@ import { CreateSessionRequestSchema } from '../packages/protocol/dist/index.js';
 import { SqlStore } from '../packages/control-plane/dist/store/sql-store.js';
 import { SqliteDatabase } from '../packages/control-plane/dist/store/sqlite-database.js';
 import { servicesOnFakeNode } from '../packages/control-plane/dist/test-support/services.js';
+import { countedDatabase } from './counted-statements.mjs';
 
-const db = await SqliteDatabase.open(':memory:');
-let statements = 0;
-const counted = (target) =>
-  new Proxy(target, {
-    get(t, prop) {
-      const value = t[prop];
-      if (prop === 'run' || prop === 'get' || prop === 'all') return (...args) => (statements++, value.apply(t, args));
-      if (prop === 'transaction') return (work) => value.call(t, (tx) => work(counted(tx)));
-      return typeof value === 'function' ? value.bind(t) : value;
-    },
-  });
-const s = await servicesOnFakeNode({}, new SqlStore(counted(db)));
+const counted = countedDatabase(await SqliteDatabase.open(':memory:'));
+const s = await servicesOnFakeNode({}, new SqlStore(counted.db));
 const caller = s.caller;
 const counts = {};
 async function count(name, fn) {
   await new Promise((r) => setTimeout(r, 20)); // background writes (activity) of the step before land first
-  const before = statements;
+  const before = counted.count();
   await fn();
-  counts[name] = statements - before;
+  counts[name] = counted.count() - before;
 }
 
 const request = CreateSessionRequestSchema.parse({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });

@@ -81,7 +81,10 @@ export function wireServices(deps: ServiceGraphDeps) {
   const now = deps.now ?? Date.now;
   const metrics = new Metrics();
   const auth = new Authenticator(store);
-  const limits = new TenantLimits(auth, store, metrics, tenantLimitsOf(settings), now);
+  // This process among the control planes sharing the store: its seat and a random instance, never reused.
+  const instance = `${deps.seat}/${randomBytes(6).toString('hex')}`;
+  const roster = new ControlPlaneRoster(store, instance, { ...defaultRosterOptions, now, log });
+  const limits = new TenantLimits(auth, store, metrics, tenantLimitsOf(settings), now, () => roster.size);
   // Recorded in the store so that no control plane stops a session another one is serving.
   const activity = new Activity(now, recordActivityIn(store));
   const lifecycle = new LifecycleQueue(store, log, {
@@ -99,9 +102,6 @@ export function wireServices(deps: ServiceGraphDeps) {
   });
   const nodeCredentials = new NodeCredentials({ store, auth, ca: deps.clusterTls?.ca ?? null, now, log });
   const dataKeys = new DataKeys({ store, wrap: deps.keyWrap ?? secretsKeyWrap(deps.secrets), now });
-  // This process among the control planes sharing the store: its seat and a random instance, never reused.
-  const instance = `${deps.seat}/${randomBytes(6).toString('hex')}`;
-  const roster = new ControlPlaneRoster(store, instance, { ...defaultRosterOptions, now, log });
   const shipper = new CheckpointShipper({
     store,
     nodes,

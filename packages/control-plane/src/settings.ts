@@ -99,22 +99,22 @@ export const controlPlaneSettings = {
   tenantMaxConcurrentCreates: setting.integer(limitSettings.concurrentCreates, {
     default: defaultTenantLimits.maxConcurrentCreates,
     min: 1,
-    doc: 'session creations and forks of one tenant under way at once, per process (429 past it)',
+    doc: 'session creations and forks of one tenant under way at once, shared by the control planes (each holds its part; 429 past it)',
   }),
   tenantRequestsPerSec: setting.integer(limitSettings.requestsPerSec, {
     default: defaultTenantLimits.requestsPerSec,
     min: 1,
-    doc: 'calls and stream openings per second of one tenant, bursts of twice as many, per process (429 with `Retry-After`)',
+    doc: 'calls and stream openings per second of one tenant, bursts of twice as many, shared by the control planes (429 with `Retry-After`)',
   }),
   tenantMaxRequests: setting.integer(limitSettings.openRequests, {
     default: defaultTenantLimits.maxRequests,
     min: 1,
-    doc: 'calls one tenant has under way at once, per control-plane process (429 past it)',
+    doc: 'calls one tenant has under way at once, shared by the control planes (429 past it)',
   }),
   tenantMaxStreams: setting.integer(limitSettings.openStreams, {
     default: defaultTenantLimits.maxStreams,
     min: 1,
-    doc: 'WebSocket streams (exec, PTY, attach, watch) one tenant has open at once, per process',
+    doc: 'WebSocket streams (exec, PTY, attach, watch) one tenant has open at once, shared by the control planes',
   }),
 };
 

@@ -56,6 +56,36 @@ test('creations at once are bounded per tenant (429 with when to retry); ending 
   assert.equal((await s.limits.view(s.caller.tenantId)).limits.concurrentCreates?.used, 0);
 });
 
+test('control planes sharing a store share the limits on what tenants do at once: each holds a tenant to its part, rounded up', async () => {
+  const s = await servicesOnFakeNode({ tenantMaxConcurrentCreates: 5, tenantRequestsPerSec: 10 });
+  // Two more control planes heard on the store: this one is one of three.
+  for (const other of ['cp-b/1', 'cp-c/1']) await s.store.heardControlPlane(other, s.clock.now);
+  await s.roster.beat();
+  assert.equal(s.roster.size, 3);
+  const end = s.limits.beginCreates(s.caller.tenantId, 2);
+  assert.throws(() => s.limits.beginCreates(s.caller.tenantId, 1), {
+    code: 'TOO_MANY_REQUESTS',
+    message: /at most 5 session creations under way at once \(2 through this control plane, one of 3 sharing the limit\)/,
+    details: { limit: 'concurrentCreates', max: 5, setting: 'SPACE_TENANT_MAX_CONCURRENT_CREATES', retryAfterSec: 1 },
+  });
+  end();
+  // The rate: 10/s and bursts of 20 for all, so a third of them here.
+  const buckets = new TokenBuckets(
+    10,
+    20,
+    () => s.clock.now,
+    () => 1 / s.roster.size,
+  );
+  let allowed = 0;
+  while (buckets.take('a') === 0) allowed++;
+  assert.equal(allowed, 6, 'a third of the burst (rounded down to whole tokens)');
+  // Alone again (the others gone), the whole limit.
+  s.clock.now += 10_000;
+  await s.roster.beat();
+  assert.equal(s.roster.size, 1);
+  s.limits.beginCreates(s.caller.tenantId, 5)();
+});
+
 test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoint: the refusal names it, nothing is lost', async () => {
   const s = await servicesOnFakeNode({ tenantMaxCheckpointGb: 1 });
   const session = await s.create();

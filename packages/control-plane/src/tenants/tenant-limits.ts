@@ -46,8 +46,11 @@ const gb = 1024 ** 3;
  * Holds every tenant to its limits, so one tenant cannot take what the platform has for all: what it
  * keeps (sessions, checkpoint storage: QUOTA_EXCEEDED, 403) and what it does at once or per second
  * (calls, streams, creations: TOO_MANY_REQUESTS, 429 with Retry-After). Every refusal names the
- * limit, its value and the setting that raises it; nothing is lost by one. Rates and concurrency are
- * counted per process; what is kept is counted in the store.
+ * limit, its value and the setting that raises it; nothing is lost by one. What is kept is counted
+ * in the store. Rates and concurrency are counted per process, each of the `replicas()` control
+ * planes sharing the store holding a tenant to its share of them (the limit divided among them,
+ * rounded up): across the cluster a tenant gets at most its limit (plus the rounding: fewer than one
+ * per replica), and through any one replica at least that replica's share.
  */
 export class TenantLimits {
   private readonly open = new InFlight();
@@ -59,8 +62,21 @@ export class TenantLimits {
     private readonly metrics: Metrics,
     private readonly options: TenantLimitOptions = defaultTenantLimits,
     now: () => number = Date.now,
+    /** How many control planes share the limits (the roster's size; 1 alone). */
+    private readonly replicas: () => number = () => 1,
   ) {
-    this.rate = new TokenBuckets(options.requestsPerSec, options.requestsPerSec * 2, now);
+    this.rate = new TokenBuckets(options.requestsPerSec, options.requestsPerSec * 2, now, () => 1 / this.replicas());
+  }
+
+  /** This process's share of a limit on what tenants do at once. */
+  private share(max: number): number {
+    return Math.max(1, Math.ceil(max / this.replicas()));
+  }
+
+  /** How a refusal names the share of a limit one control plane holds, when several share it. */
+  private ofShare(max: number): string {
+    const n = this.replicas();
+    return n > 1 ? ` (${this.share(max)} through this control plane, one of ${n} sharing the limit)` : '';
   }
 
   /** The router's admission hook: the tenant's request rate, then its calls or streams open at once. */
@@ -74,12 +90,16 @@ export class TenantLimits {
     }
     const waitMs = this.rate.take(tenantId);
     if (waitMs > 0) {
-      throw this.refusal('requestsPerSec', this.options.requestsPerSec, `more than ${this.options.requestsPerSec} calls per second`, Math.ceil(waitMs / 1000));
+      const rate = this.options.requestsPerSec;
+      const n = this.replicas();
+      const ofShare = n > 1 ? ` (${+(rate / n).toFixed(2)} through this control plane, one of ${n} sharing the limit)` : '';
+      throw this.refusal('requestsPerSec', rate, `${rate} calls per second${ofShare}`, Math.ceil(waitMs / 1000));
     }
     const limit: TenantLimitName = kind === 'request' ? 'openRequests' : 'openStreams';
     const max = kind === 'request' ? this.options.maxRequests : this.options.maxStreams;
     const key = `${kind}:${tenantId}`;
-    if (this.open.count(key) >= max) throw this.refusal(limit, max, `${max} ${kind === 'request' ? 'calls' : 'streams'} open at once`, 1);
+    if (this.open.count(key) >= this.share(max))
+      throw this.refusal(limit, max, `${max} ${kind === 'request' ? 'calls' : 'streams'} open at once${this.ofShare(max)}`, 1);
     return this.open.begin(key);
   };
 
@@ -100,7 +120,8 @@ export class TenantLimits {
   beginCreates(tenantId: string, count: number): () => void {
     const key = `create:${tenantId}`;
     const max = this.options.maxConcurrentCreates;
-    if (this.open.count(key) + count > max) throw this.refusal('concurrentCreates', max, `${max} session creations under way at once`, 1);
+    if (this.open.count(key) + count > this.share(max))
+      throw this.refusal('concurrentCreates', max, `${max} session creations under way at once${this.ofShare(max)}`, 1);
     const ends = Array.from({ length: count }, () => this.open.begin(key));
     return () => {
       for (const end of ends) end();

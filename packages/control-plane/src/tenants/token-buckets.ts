@@ -1,16 +1,26 @@
 /**
- * A token bucket per key: `ratePerSec` tokens a second up to `burst`. Each take spends one; an empty
- * bucket says how long until the next token. Keys are tenants (authenticated callers only), so the
- * map grows with tenants, not with requests.
+ * A token bucket per key: `ratePerSec` tokens a second up to `burst`, times `share` (this process's
+ * part of a rate several share). Each take spends one; an empty bucket says how long until the
+ * next token. Keys are tenants (authenticated callers only), so the map grows with tenants, not
+ * with requests.
  */
 export class TokenBuckets {
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
 
   constructor(
-    private readonly ratePerSec: number,
-    private readonly burst: number,
+    private readonly fullRatePerSec: number,
+    private readonly fullBurst: number,
     private readonly now: () => number = Date.now,
+    private readonly share: () => number = () => 1,
   ) {}
+
+  private get ratePerSec(): number {
+    return this.fullRatePerSec * this.share();
+  }
+
+  private get burst(): number {
+    return Math.max(1, this.fullBurst * this.share());
+  }
 
   /** Spends a token of `key`: 0 when there was one, else the ms until there is one (nothing spent). */
   take(key: string): number {
