@@ -24,7 +24,8 @@ export const StoredObjectSchema = z
     key: z
       .string()
       .max(512)
-      .regex(/^(checkpoints|bases)\/[a-z0-9_]+(\.vol_[a-z0-9]+)?\.(send|memory\.tar)$/),
+      // Under a spreading prefix of two hex digits (objects stored before have none).
+      .regex(/^(checkpoints|bases)\/([0-9a-f]{2}\/)?[a-z0-9_]+(\.vol_[a-z0-9]+)?\.(send|memory\.tar)$/),
     bytes: z.number().int().nonnegative(),
     sha256: z.string().regex(/^[0-9a-f]{64}$/),
     /** Absent on objects stored before encryption at rest: those are read as they are. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -63,6 +63,9 @@ async function anyObjectHolds(objects: ObjectStore, keys: string[], text: string
   return false;
 }
 
+/** The spreading prefix of an object's key: two hex digits of its checkpoint's or base's id's sha256. */
+const spread = (id: string) => createHash('sha256').update(id).digest('hex').slice(0, 2);
+
 let n = 0;
 const id = (prefix: string) => `${prefix}_${String(++n).padStart(8, '0')}${randomBytes(3).toString('hex')}`;
 
@@ -95,7 +98,7 @@ for (const [name, makeStore] of stores) {
     assert.ok(base.object.bytes > 4 * 2 ** 20, 'the base holds everything');
     assert.deepEqual(
       base.volumes?.map((o) => [o.key, o.volumeId]),
-      [[`bases/${baseId}.${volumeId}.send`, volumeId]],
+      [[`bases/${spread(baseId)}/${baseId}.${volumeId}.send`, volumeId]],
     );
     assert.ok(base.volumes![0]!.bytes > 2 * 2 ** 20, "the base holds the volume's copy whole");
 
@@ -110,7 +113,7 @@ for (const [name, makeStore] of stores) {
     const shipped = await a!.shipping.ship(second, base, dataKey);
     assert.deepEqual(
       shipped.map((o) => o.key),
-      [`checkpoints/${second}.send`, `checkpoints/${second}.${volumeId}.send`, `checkpoints/${second}.memory.tar`],
+      [`${second}.send`, `${second}.${volumeId}.send`, `${second}.memory.tar`].map((name) => `checkpoints/${spread(second)}/${name}`),
     );
     assert.ok(shipped[0]!.bytes < 64 * 1024, `only the difference is stored: ${shipped[0]!.bytes} bytes`);
     assert.ok(shipped[1]!.bytes < 64 * 1024, `of the volume's copy too: ${shipped[1]!.bytes} bytes`);

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -32,6 +33,15 @@ const fetchAttempts = 3;
 /** Whether a failed fetch is worth another read: not when the object or the store is missing, or the node stops. */
 function worthAnotherRead(err: unknown): boolean {
   return !(err instanceof SpaceError) || err.code === ErrorCode.OBJECT_CORRUPT;
+}
+
+/**
+ * The key of an object of checkpoint or base `id`: under a prefix of two hex digits of the id's
+ * hash, so a cluster's objects spread over 256 prefixes (S3 scales request rates per prefix).
+ * Objects stored before keep their keys: every key is recorded with its object.
+ */
+export function objectKey(folder: 'checkpoints' | 'bases', id: string, suffix: string): string {
+  return `${folder}/${createHash('sha256').update(id).digest('hex').slice(0, 2)}/${id}${suffix}`;
 }
 
 /** OBJECT_CORRUPT unless what was read of the object is what was stored. */
@@ -80,8 +90,11 @@ export class CheckpointShipping {
     }
     const volumes: StoredObject[] = [];
     for (const volumeId of copies)
-      volumes.push({ ...(await this.send(objects, dataKey, `bases/${baseId}.${volumeId}.send`, this.baseVolumePath(baseId, volumeId), null)), volumeId });
-    const object = await this.send(objects, dataKey, `bases/${baseId}.send`, this.basePath(baseId), null);
+      volumes.push({
+        ...(await this.send(objects, dataKey, objectKey('bases', baseId, `.${volumeId}.send`), this.baseVolumePath(baseId, volumeId), null)),
+        volumeId,
+      });
+    const object = await this.send(objects, dataKey, objectKey('bases', baseId, '.send'), this.basePath(baseId), null);
     return { id: baseId, object, volumes };
   }
 
@@ -101,18 +114,20 @@ export class CheckpointShipping {
         `base ${base.id} holds no copy of volume(s) ${uncovered.join(', ')} of checkpoint ${checkpointId}: its copies need a base that has them`,
       );
     await this.ensureBase(objects, base, dataKey);
-    const stored = [await this.send(objects, dataKey, `checkpoints/${checkpointId}.send`, snapshot, this.basePath(base.id))];
+    const stored = [await this.send(objects, dataKey, objectKey('checkpoints', checkpointId, '.send'), snapshot, this.basePath(base.id))];
     for (const volumeId of copies) {
       const copy = this.deps.checkpoints.volumeCopyPath(checkpointId, volumeId);
       stored.push({
-        ...(await this.send(objects, dataKey, `checkpoints/${checkpointId}.${volumeId}.send`, copy, this.baseVolumePath(base.id, volumeId))),
+        ...(await this.send(objects, dataKey, objectKey('checkpoints', checkpointId, `.${volumeId}.send`), copy, this.baseVolumePath(base.id, volumeId))),
         volumeId,
       });
     }
     const image = this.deps.checkpoints.imageDir(checkpointId);
     if (await pathExists(image)) {
       const tar = this.spawnOwn('tar', ['-C', image, '-cf', '-', '.'], ['ignore', 'pipe', 'pipe']);
-      stored.push(await this.storeOutput(objects, dataKey, `checkpoints/${checkpointId}.memory.tar`, tar, `tar of ${checkpointId}'s memory image`));
+      stored.push(
+        await this.storeOutput(objects, dataKey, objectKey('checkpoints', checkpointId, '.memory.tar'), tar, `tar of ${checkpointId}'s memory image`),
+      );
     }
     return stored;
   }
