@@ -68,6 +68,8 @@ function tenantLimitsOf(settings: ControlPlaneSettings): TenantLimitOptions {
     requestsPerSec: settings.tenantRequestsPerSec,
     maxSessions: settings.tenantMaxSessions,
     maxConcurrentCreates: settings.tenantMaxConcurrentCreates,
+    maxQueuedCreates: settings.tenantMaxQueuedCreates,
+    createQueueWaitMs: settings.tenantCreateQueueWaitSec * 1000,
     maxCheckpointGb: settings.tenantMaxCheckpointGb,
   };
 }

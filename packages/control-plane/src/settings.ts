@@ -101,6 +101,15 @@ export const controlPlaneSettings = {
     min: 1,
     doc: 'session creations and forks of one tenant under way at once, shared by the control planes (each holds its part; 429 past it)',
   }),
+  tenantMaxQueuedCreates: setting.integer('SPACE_TENANT_MAX_QUEUED_CREATES', {
+    default: defaultTenantLimits.maxQueuedCreates,
+    min: 0,
+    doc: 'session creations and forks of one tenant that wait (first come, first served) for room under the creations at once; 429 past them (0: none waits)',
+  }),
+  tenantCreateQueueWaitSec: setting.positive('SPACE_TENANT_CREATE_QUEUE_WAIT_SEC', {
+    default: defaultTenantLimits.createQueueWaitMs / 1000,
+    doc: 'how long a creation waits for room before it is refused (429)',
+  }),
   tenantRequestsPerSec: setting.integer(limitSettings.requestsPerSec, {
     default: defaultTenantLimits.requestsPerSec,
     min: 1,

@@ -14,6 +14,7 @@ const counterNames = [
   'checkpoints_skipped_unchanged',
   'sessions_reconciled',
   'requests_refused',
+  'creates_queued',
   'checkpoints_shipped',
   'checkpoint_shipped_bytes',
   'checkpoint_ship_seconds',

@@ -3,6 +3,8 @@ import { test } from 'node:test';
 import { servicesOnFakeNode } from '../test-support/services.js';
 import { TokenBuckets } from './token-buckets.js';
 
+const counter = (text: string, name: string): number => Number(/^(\S+) (\d+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? NaN);
+
 test('a token bucket allows its burst, then says how long until the next token, and refills at its rate', () => {
   const clock = { now: 0 };
   const buckets = new TokenBuckets(10, 20, () => clock.now);
@@ -121,4 +123,35 @@ test('sessions get the default disk unless they name one', async () => {
   const s = await servicesOnFakeNode();
   assert.equal((await s.create()).resources.diskGb, 10);
   assert.equal((await s.create({ resources: { diskGb: 0.5 } })).resources.diskGb, 0.5);
+});
+
+test('a burst of creations past the limit waits its turn, first come first served, instead of being refused; past the queue, or after waiting too long, 429', async () => {
+  const s = await servicesOnFakeNode({ tenantMaxConcurrentCreates: 2, tenantMaxQueuedCreates: 3, tenantCreateQueueWaitSec: 0.3 });
+  const tenant = s.caller.tenantId;
+  const order: number[] = [];
+  let releaseAll!: () => void;
+  const held = new Promise<void>((resolve) => (releaseAll = resolve));
+  // Two run, three wait: each one's work records when it began.
+  const creations = [0, 1, 2, 3, 4].map((i) =>
+    s.limits.whileCreating(tenant, 1, async () => {
+      order.push(i);
+      if (i < 2) await held;
+    }),
+  );
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(order, [0, 1], 'two at once');
+  await assert.rejects(s.limits.admitCreates(tenant, 1), {
+    code: 'TOO_MANY_REQUESTS',
+    message: /2 session creations under way at once and 3 waiting for room/,
+  });
+  await assert.rejects(s.limits.admitCreates(tenant, 3), { code: 'TOO_MANY_REQUESTS' }, 'a fork of more than the limit, at once');
+  releaseAll();
+  await Promise.all(creations);
+  assert.deepEqual(order, [0, 1, 2, 3, 4], 'the waiting ones in their order');
+  assert.equal(counter(s.metrics.render({}), 'space_creates_queued_total'), 3);
+  // One that waits longer than the wait allows is refused, and leaves the queue.
+  const endBoth = s.limits.beginCreates(tenant, 2);
+  await assert.rejects(s.limits.admitCreates(tenant, 1), { code: 'TOO_MANY_REQUESTS', message: /this one waited 0.3 s for room/ });
+  endBoth();
+  (await s.limits.admitCreates(tenant, 2))();
 });

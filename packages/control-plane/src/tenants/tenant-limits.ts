@@ -1,12 +1,17 @@
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, SpaceError, type TenantLimitName, type TenantLimitsView } from '@space/protocol';
 import type { Authenticator } from './auth.js';
+import { CreateQueue } from './create-queue.js';
 import { InFlight } from './in-flight.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Store } from '../store/store.js';
 import { TokenBuckets } from './token-buckets.js';
 
 export interface TenantLimitOptions {
+  /** Creations of one tenant that may wait for room under `maxConcurrentCreates` (`SPACE_TENANT_MAX_QUEUED_CREATES`); 0: none wait. */
+  maxQueuedCreates: number;
+  /** How long a creation may wait for room, ms. */
+  createQueueWaitMs: number;
   /** Calls of one tenant under way at once in this control-plane process (`SPACE_TENANT_MAX_REQUESTS`). */
   maxRequests: number;
   /** Open streams (exec, PTY, attach, watch) of one tenant in this process (`SPACE_TENANT_MAX_STREAMS`). */
@@ -27,6 +32,8 @@ export const defaultTenantLimits: TenantLimitOptions = {
   requestsPerSec: 100,
   maxSessions: 200,
   maxConcurrentCreates: 16,
+  maxQueuedCreates: 1000,
+  createQueueWaitMs: 120_000,
   maxCheckpointGb: 100,
 };
 
@@ -55,6 +62,7 @@ const gb = 1024 ** 3;
 export class TenantLimits {
   private readonly open = new InFlight();
   private readonly rate: TokenBuckets;
+  private readonly createQueue = new CreateQueue();
 
   constructor(
     private readonly auth: Authenticator,
@@ -103,9 +111,9 @@ export class TenantLimits {
     return this.open.begin(key);
   };
 
-  /** Runs `work` as `count` creations of the tenant under way (see `beginCreates`). */
+  /** Runs `work` as `count` creations of the tenant under way, once admitted (see `admitCreates`). */
   async whileCreating<T>(tenantId: string, count: number, work: () => Promise<T>): Promise<T> {
-    const done = this.beginCreates(tenantId, count);
+    const done = await this.admitCreates(tenantId, count);
     try {
       return await work();
     } finally {
@@ -118,14 +126,42 @@ export class TenantLimits {
    * checked by the services that make them. Returns the function that ends the creations.
    */
   beginCreates(tenantId: string, count: number): () => void {
-    const key = `create:${tenantId}`;
     const max = this.options.maxConcurrentCreates;
-    if (this.open.count(key) + count > this.share(max))
+    if (!this.roomForCreates(tenantId, count))
       throw this.refusal('concurrentCreates', max, `${max} session creations under way at once${this.ofShare(max)}`, 1);
-    const ends = Array.from({ length: count }, () => this.open.begin(key));
+    const ends = Array.from({ length: count }, () => this.open.begin(`create:${tenantId}`));
     return () => {
       for (const end of ends) end();
+      this.createQueue.pump(
+        tenantId,
+        (n) => this.roomForCreates(tenantId, n),
+        (n) => this.beginCreates(tenantId, n),
+      );
     };
+  }
+
+  /**
+   * Admits `count` creations: at once when the tenant has room under its limit on creations at
+   * once and none of its creations waits; else after those waiting, first come first served (at most
+   * `maxQueuedCreates` waiting, each for `createQueueWaitMs`). TOO_MANY_REQUESTS past either, and
+   * at once for more than the limit (a fork of more sessions than may be created at once).
+   */
+  async admitCreates(tenantId: string, count: number): Promise<() => void> {
+    const max = this.options.maxConcurrentCreates;
+    const waiting = this.createQueue.waiting(tenantId);
+    if ((waiting === 0 && this.roomForCreates(tenantId, count)) || count > this.share(max)) return this.beginCreates(tenantId, count);
+    const queueMax = this.options.maxQueuedCreates;
+    if (waiting + count > queueMax)
+      throw this.refusal('concurrentCreates', max, `${max} session creations under way at once${this.ofShare(max)} and ${queueMax} waiting for room`, 1);
+    this.metrics.inc('creates_queued');
+    const waitSec = +(this.options.createQueueWaitMs / 1000).toFixed(1);
+    return this.createQueue.wait(tenantId, count, this.options.createQueueWaitMs, () =>
+      this.refusal('concurrentCreates', max, `${max} session creations under way at once${this.ofShare(max)}; this one waited ${waitSec} s for room`, 1),
+    );
+  }
+
+  private roomForCreates(tenantId: string, count: number): boolean {
+    return this.open.count(`create:${tenantId}`) + count <= this.share(this.options.maxConcurrentCreates);
   }
 
   /** Refuses when the tenant's sessions and `adding` more would pass its maximum. */
