@@ -129,12 +129,9 @@ export class CheckpointShipper {
   /** Ships what is not shipped yet and older than `minAgeMs` (left by failures and restarts); returns how many shipped. */
   async retryUnshipped(minAgeMs: number): Promise<number> {
     if (!this.deps.enabled) return 0;
-    return this.shipEach((await this.deps.store.listUnshipped()).filter((row) => this.now() - Date.parse(row.createdAt) >= minAgeMs));
-  }
-
-  private async shipEach(rows: CheckpointRow[]): Promise<number> {
     let shipped = 0;
-    for (const row of rows) {
+    for (const row of await this.deps.store.listUnshipped()) {
+      if (this.now() - Date.parse(row.createdAt) < minAgeMs) continue;
       try {
         if (await this.ship(row)) shipped++;
       } catch (err) {

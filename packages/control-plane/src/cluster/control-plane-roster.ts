@@ -12,8 +12,9 @@ export interface RosterOptions {
 
 export const defaultRosterOptions = { beatMs: 1000, goneAfterMs: 3000 };
 
-/** Rows of control planes not heard for this long are deleted (one that crashed leaves one). */
+/** Rows of control planes not heard for this long are deleted (one that crashed leaves one), looked for this often. */
 const forgetAfterMs = 3600_000;
+const forgetEveryMs = 60_000;
 
 /**
  * The control planes sharing the store, as each sees them: every one records itself every
@@ -27,6 +28,7 @@ const forgetAfterMs = 3600_000;
 export class ControlPlaneRoster {
   private members: string[];
   private timer: NodeJS.Timeout | null = null;
+  private forgotAt = 0;
 
   constructor(
     private readonly store: Pick<Store, 'heardControlPlane' | 'liveControlPlanes' | 'forgetControlPlane' | 'forgetControlPlanesBefore'>,
@@ -58,6 +60,8 @@ export class ControlPlaneRoster {
     const members = [...live].sort();
     if (members.join() !== this.members.join()) this.options.log(`control planes sharing the maintenance: ${members.length} (${members.join(', ')})`);
     this.members = members;
+    if (now - this.forgotAt < forgetEveryMs) return;
+    this.forgotAt = now;
     await this.store.forgetControlPlanesBefore(now - forgetAfterMs);
   }
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Activity, recordActivityIn } from '../sessions/activity.js';
+import { openSqliteStore } from '../store/open-store.js';
 import { servicesOnFakeNode } from '../test-support/services.js';
 
 const counter = (text: string, name: string): number => Number(/^(\S+) (\d+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? NaN);
@@ -182,7 +183,6 @@ test('a template build whose control plane stopped (no heartbeat for a minute) i
 });
 
 test('a pass visits the sessions anything may be due for (a sandbox, a start, a timeout passed), not the others however many; an expired stopped one is expired', async () => {
-  const { openSqliteStore } = await import('../store/open-store.js');
   const real = await openSqliteStore(':memory:');
   const leased: string[] = [];
   // The store as the services use it, noting each session a pass takes its turn for.
