@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import type { SandboxTarget } from './session-service.js';
 import { CallDeadline } from '@space/server-kit';
+import { openSqliteStore } from '../store/open-store.js';
 import { servicesOnFakeNode } from '../test-support/services.js';
 
 test('a repeatable call whose sandbox died before it arrived is sent again to a new sandbox', async () => {
@@ -216,4 +217,33 @@ test("a repeatable call a node refused for naming an older placement is sent onc
     { code: 'PLACEMENT_STALE' },
   );
   assert.equal(tries, 1);
+});
+
+test("a node's stop marks its sessions stopped at the placement read: one another control plane placed anew meanwhile is left as that one made it", async () => {
+  const real = await openSqliteStore(':memory:');
+  let raceWith: string | null = null;
+  // Another control plane places one session anew just after the list is read.
+  const store = new Proxy(real, {
+    get(target, prop, receiver) {
+      if (prop === 'listSessionsOnNode')
+        return async (nodeId: string) => {
+          const rows = await target.listSessionsOnNode(nodeId);
+          const raced = rows.find((r) => r.id === raceWith);
+          if (raced) await target.advancePlacement(raced.id, raced.placementEpoch);
+          return rows;
+        };
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const s = await servicesOnFakeNode({}, store);
+  const stopped = await s.create();
+  const placedElsewhere = await s.create();
+  raceWith = placedElsewhere.id;
+  await s.sessions.nodeStopped(s.node.nodeId);
+  const first = await s.sessions.get(s.caller, stopped.id);
+  assert.deepEqual([first.status, first.sandbox, first.sandboxHistory!.at(-1)!.endReason], ['stopped', null, 'node stopped']);
+  const second = await s.sessions.get(s.caller, placedElsewhere.id);
+  assert.equal(second.status, 'running', 'left as the newer placement made it');
+  assert.equal(second.sandboxHistory!.at(-1)!.endReason, null);
 });

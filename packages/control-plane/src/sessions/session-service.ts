@@ -358,13 +358,20 @@ export class SessionService {
     await this.forgetSandbox(row, sandboxId, reason, 'idle');
   }
 
-  /** After node `nodeId` stopped every sandbox (shutdown), its sessions show no sandbox until used. */
+  /**
+   * After node `nodeId` stopped every sandbox (shutdown), its sessions show no sandbox until used.
+   * Each at the placement read: one placed anew meanwhile (by another control plane) is left as that one made it.
+   */
   async nodeStopped(nodeId: string): Promise<void> {
     for (const row of await this.deps.store.listSessionsOnNode(nodeId)) {
-      if ((row.nodeId ?? row.volumeNodeId) !== nodeId) continue;
+      if ((row.nodeId ?? row.volumeNodeId) !== nodeId || (!row.sandboxId && row.status === 'stopped')) continue;
+      try {
+        await updatePlaced(this.deps.store, row, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
+      } catch (err) {
+        if (isPlacementStale(err)) continue;
+        throw err;
+      }
       if (row.sandboxId) await this.deps.store.recordSandboxEnd(row.sandboxId, 'node stopped');
-      if (row.sandboxId || row.status !== 'stopped')
-        await this.deps.store.updateSession(row.id, { status: 'stopped', sandboxId: null, nodeId: null, sandboxStartedAt: null });
     }
   }
 }
