@@ -36,7 +36,9 @@ after(async () => {
 
 function node(volume: BtrfsVolume, objects: ObjectStore) {
   const checkpoints = new CheckpointStore(volume, subvolumes);
-  return { volume, checkpoints, shipping: new CheckpointShipping({ volume, checkpoints, subvolumes, objects, log: quiet }) };
+  const warnings: string[] = [];
+  const log: Logger = { ...quiet, warn: (m: string) => void warnings.push(m) };
+  return { volume, checkpoints, warnings, shipping: new CheckpointShipping({ volume, checkpoints, subvolumes, objects, log }) };
 }
 
 const stores: [string, () => ObjectStore][] = [
@@ -127,6 +129,7 @@ for (const [name, makeStore] of stores) {
     // Under another tenant's key nothing is received.
     const otherKey: DataKey = { id: 'dk_another', key: randomBytes(32).toString('base64') };
     await assert.rejects(b!.shipping.fetch(second, base, shipped, otherKey), { code: 'OBJECT_CORRUPT', message: /sealed with data key dk_shippingtest/ });
+    assert.deepEqual(b!.warnings, [], 'another key is refused once, not read again');
 
     await b!.shipping.fetch(second, base, shipped, dataKey);
     await b!.shipping.fetch(second, base, shipped, dataKey); // a second fetch finds it there

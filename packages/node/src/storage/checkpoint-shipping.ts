@@ -30,9 +30,9 @@ const readOnMs = 60_000;
 /** How many times a fetch is tried: a read of the object store can break off (a reset, a stall) and may simply be repeated. */
 const fetchAttempts = 3;
 
-/** Whether a failed fetch is worth another read: not when the object or the store is missing, or the node stops. */
+/** Whether a failed fetch is worth another read: not when the object or the store is missing, the node stops, or the object is sealed with another key. */
 function worthAnotherRead(err: unknown): boolean {
-  return !(err instanceof SpaceError) || err.code === ErrorCode.OBJECT_CORRUPT;
+  return !(err instanceof SpaceError) || (err.code === ErrorCode.OBJECT_CORRUPT && err.details?.sealedWith === undefined);
 }
 
 /**

@@ -127,7 +127,11 @@ export function sealObject(dataKey: DataKey, objectKey: string): Transform {
 export function openObject(object: StoredObject, dataKey: DataKey): Transform {
   if (!object.dataKeyId) return new PassThrough();
   const corrupt = (why: string): SpaceError => new SpaceError(ErrorCode.OBJECT_CORRUPT, `object ${object.key} ${why}`);
-  if (object.dataKeyId !== dataKey.id) throw corrupt(`is sealed with data key ${object.dataKeyId}, not the tenant's ${dataKey.id}`);
+  // Known before a byte is read, and the same at every read: `details.sealedWith` says so (not worth reading again).
+  if (object.dataKeyId !== dataKey.id)
+    throw new SpaceError(ErrorCode.OBJECT_CORRUPT, `object ${object.key} is sealed with data key ${object.dataKeyId}, not the tenant's ${dataKey.id}`, {
+      sealedWith: object.dataKeyId,
+    });
   const key = keyBytes(dataKey);
   const pending = new ByteQueue();
   let header: Buffer | null = null;
