@@ -194,7 +194,8 @@ describe('code interpreter', () => {
 
   test('@e2b/code-interpreter unmodified: runCode with callbacks, results, errors, contexts, languages', { timeout: 240_000 }, async () => {
     const opts = { apiKey: platform.adminKey, apiUrl: `${platform.url}/e2b`, sandboxUrl: `${platform.url}/e2b/sandbox` };
-    const sandbox = await CodeSandbox.create(opts);
+    // Without timeoutMs E2B's sandboxes live 15 s (the API's default, as SPACE's /e2b keeps it): this test takes longer.
+    const sandbox = await CodeSandbox.create({ ...opts, timeoutMs: 300_000 });
     sessions.push(sandbox.sandboxId);
     assert.equal((await space.sessions.get(sandbox.sandboxId)).data.template, 'code-interpreter', 'no template: code-interpreter-v1, an alias');
 

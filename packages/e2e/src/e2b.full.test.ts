@@ -39,8 +39,9 @@ describe('E2B compatibility: the e2b SDK unchanged', () => {
     tenant = new Api(platform.url, opts.apiKey);
     otherTenant = { apiKey: await tenantKey('e2b-other'), ...urls };
   };
+  // E2B's default timeout is 15 s (the API's, when the SDK sends none): longer than any test's steps.
   const create = async (extra: Record<string, unknown> = {}): Promise<Sandbox> => {
-    const sandbox = await Sandbox.create('base', { ...opts, ...extra });
+    const sandbox = await Sandbox.create('base', { ...opts, timeoutMs: 300_000, ...extra });
     sessions.push(sandbox.sandboxId);
     return sandbox;
   };
@@ -263,7 +264,7 @@ describe('E2B compatibility: the e2b SDK unchanged', () => {
     assert.equal((await fork.commands.run('test -s /tmp/count && echo forked')).stdout, 'forked\n');
 
     const snapshot = await sandbox.createSnapshot();
-    const fromSnapshot = await Sandbox.create(snapshot.snapshotId, opts);
+    const fromSnapshot = await Sandbox.create(snapshot.snapshotId, { ...opts, timeoutMs: 300_000 });
     sessions.push(fromSnapshot.sandboxId);
     assert.equal((await fromSnapshot.commands.run('test -s /tmp/count && echo from-snapshot')).stdout, 'from-snapshot\n');
     await Sandbox.kill(fromSnapshot.sandboxId, opts);
