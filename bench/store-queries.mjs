@@ -13,7 +13,9 @@ const s = await servicesOnFakeNode({}, new SqlStore(counted.db));
 const caller = s.caller;
 const counts = {};
 async function count(name, fn) {
-  await new Promise((r) => setTimeout(r, 20)); // background writes (activity) of the step before land first
+  // Background writes of the step before land first: its batch of activity, anything else it left running.
+  await s.activity.flush();
+  await new Promise((r) => setTimeout(r, 20));
   const before = counted.count();
   await fn();
   counts[name] = counted.count() - before;
@@ -22,8 +24,20 @@ async function count(name, fn) {
 const request = CreateSessionRequestSchema.parse({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
 let session;
 await count('create a session', async () => (session = await s.sessions.create(caller, request)));
-await count('exec (a call on a running sandbox)', () => s.calls.withSandbox(caller, session.id, { repeatable: true }, async () => undefined));
-await count('authenticate a request (API key lookup)', () => s.store.findApiKey('0'.repeat(64)));
+// As the public API serves an exec: the route reads the session (a 404 before the body), then the call runs on its sandbox.
+const exec = async () => {
+  await s.sessions.row(caller, session.id);
+  await s.calls.withSandbox(caller, session.id, { repeatable: true }, async () => undefined);
+};
+await count('exec (a call on a running sandbox), after authentication', exec);
+await count('the uses of 100 sessions recorded (one batch of activity)', async () => {
+  for (let i = 0; i < 100; i++) s.activity.begin(`ses_batch${i}`)();
+  await s.activity.flush();
+});
+const { key } = await s.auth.createKey(caller.tenantId);
+const keyRequest = { method: 'GET', url: '/v1/sessions', headers: { authorization: `Bearer ${key}` } };
+await count('authenticate a request, key not seen lately (a store read)', () => s.auth.authenticate({ ...keyRequest }));
+await count('authenticate a request, key seen within SPACE_AUTH_CACHE_SEC', () => s.auth.authenticate({ ...keyRequest }));
 await count('GET a session (with history and checkpoints)', () => s.sessions.get(caller, session.id));
 await count('list sessions', () => s.sessions.list(caller));
 await count('fs checkpoint', () => s.checkpoints.create(caller, session.id, 'fs'));

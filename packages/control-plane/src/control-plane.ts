@@ -150,6 +150,8 @@ export class ControlPlane {
     s.metricsHistory.stop();
     if (this.server) await closeServer(this.server);
     this.server = null;
+    // The last uses seen, for the other control planes' idle sweeps.
+    await s.activity.flush();
     s.nodes.close();
     this.configuredNode?.close();
   }

@@ -82,7 +82,7 @@ export function wireServices(deps: ServiceGraphDeps) {
   const { store, settings, log } = deps;
   const now = deps.now ?? Date.now;
   const metrics = new Metrics();
-  const auth = new Authenticator(store);
+  const auth = new Authenticator(store, { cacheMs: settings.authCacheSec * 1000, now });
   // This process among the control planes sharing the store: its seat and a random instance, never reused.
   const instance = `${deps.seat}/${randomBytes(6).toString('hex')}`;
   const roster = new ControlPlaneRoster(store, instance, { ...defaultRosterOptions, now, log });
@@ -129,6 +129,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     metrics,
     taker,
     activity,
+    keys: auth,
     egress,
     lifecycle,
     limits,

@@ -62,6 +62,12 @@ export const controlPlaneSettings = {
     default: 300,
     doc: 'how long a sandbox call whose client names no deadline (`x-space-timeout-ms`; the SDKs send their timeout) may wait for its session (a resume, a move) before it is dropped unrun, `DEADLINE_EXCEEDED`; a call whose client left is dropped at once',
   }),
+  authCacheSec: setting.integer('SPACE_AUTH_CACHE_SEC', {
+    default: 5,
+    min: 0,
+    max: 300,
+    doc: "how long a control plane keeps an API key or token it looked up, so a call reads no key from the store: a key revoked through another control plane (a preview token, a deleted session's tokens) is refused within this bound, through this one at once; 0 reads every key",
+  }),
   idempotencyKeepSec: setting.positive('SPACE_IDEMPOTENCY_KEEP_SEC', {
     default: 86_400,
     doc: 'how long the outcome of a call made with an `Idempotency-Key` is kept: a retry with the key within it gets that outcome instead of running again, seconds',

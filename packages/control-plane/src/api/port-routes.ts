@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { CreatePreviewTokenRequestSchema, ErrorCode, PreviewPortSchema, SpaceError, parsePreviewHost, previewHost } from '@space/protocol';
 import { bearerToken, type ProxyRoute, type Router, parseWith, proxyRequest, proxyUpgrade, readJson, sendJson, type UpgradeContext } from '@space/server-kit';
-import { type Authenticator, type Caller, consoleCookieName, isSpaceSubprotocol, portScope, requestCookies, webSocketKey } from '../tenants/auth.js';
+import { type Authenticator, type Caller, consoleCookieName, isSpaceSubprotocol, requestCookies, webSocketKey } from '../tenants/auth.js';
 import type { SessionCalls } from '../sessions/session-calls.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { Store } from '../store/store.js';
@@ -220,7 +220,7 @@ export function registerPortRoutes(
 
   router.on('DELETE', '/v1/sessions/:sessionId/preview-tokens/:port', async ({ req, res, params }) => {
     const session = await sessions.row(await auth.authenticate(req), params.sessionId!);
-    sendJson(res, 200, { revoked: await store.deleteScopedKeys(session.id, portScope(portOf(params))) });
+    sendJson(res, 200, { revoked: await auth.revokePreviewTokens(session.id, portOf(params)) });
   });
 }
 

@@ -98,7 +98,7 @@ test('a session in use through another control plane is not idle here, also whil
   const status = async () => (await s.sessions.get(s.caller, session.id)).status;
   s.clock.now += 2000;
   const endCall = elsewhere.begin(session.id);
-  await new Promise((resolve) => setImmediate(resolve));
+  await elsewhere.flush();
   await s.maintenance.tick();
   assert.equal(await status(), 'running', 'used there just now');
   // The call stays open for long: that control plane's maintenance records it on every pass.

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import { KeyedQueue } from '@space/server-kit';
-import type { Store } from '../store/store.js';
+import type { SessionLeaseRow, Store } from '../store/store.js';
 
 /** What changes a session's sandbox or volume; at most one runs per session at a time. */
 export type LifecycleOperation =
@@ -112,6 +112,11 @@ export class LifecycleQueue {
       if (this.options.now() >= deadline) throw this.busy(sessionId, waitMs, lease.operation);
       await pause(this.options.pollMs);
     }
+  }
+
+  /** Whether no operation of the session runs or waits here, nor holds `lease` (as read with the session's row) elsewhere: `settled` would return at once. */
+  isSettled(sessionId: string, lease: SessionLeaseRow | null): boolean {
+    return !this.local.busy(sessionId) && (!lease || lease.expiresAt <= this.options.now());
   }
 
   /**

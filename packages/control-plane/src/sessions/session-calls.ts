@@ -55,18 +55,23 @@ export class SessionCalls {
    * session's own restore or kill stopped during the call answers SANDBOX_STOPPED (409).
    */
   async withSandbox<T>(caller: Caller, id: string, { repeatable, deadline }: SandboxCallOptions, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
-    await this.sessions.row(caller, id);
+    // One read of the session (with its lease) when no lifecycle operation is under way, the usual case.
+    const first = await this.sessions.rowWithLease(caller, id);
     const done = this.activity.begin(id);
     try {
       // A call that arrives during a restore or delete runs on what it leaves (or finds no session).
-      await this.lifecycle.settled(id);
+      let row = first.row;
+      if (!this.lifecycle.isSettled(id, first.lease)) {
+        await this.lifecycle.settled(id);
+        row = await this.sessions.row(caller, id);
+      }
       // Checked here, and by the node again (where it may wait behind a full checkpoint's pause).
       const send = (target: SandboxTarget): Promise<T> => {
         if (!deadline) return op(target);
         deadline.check(`session ${id}`);
         return op({ ...target, node: target.node.within(deadline.remainingMs()) });
       };
-      return await this.runOnSandbox(await this.sessions.row(caller, id), repeatable, send);
+      return await this.runOnSandbox(row, repeatable, send);
     } finally {
       done();
     }

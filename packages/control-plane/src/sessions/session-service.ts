@@ -1,11 +1,11 @@
 // A session's lifecycle in one unit (create, start, resume, kill, delete, a lost node) because every step runs in the session's lifecycle turn and reads the same row: over ~300 lines for that.
 import { ErrorCode, SandboxLayout, SpaceError, newId, type CreateSessionRequest, type Resources, type SandboxMetrics, type Session } from '@space/protocol';
-import type { Caller } from '../tenants/auth.js';
+import type { Authenticator, Caller } from '../tenants/auth.js';
 import type { Activity } from './activity.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
-import type { CheckpointRow, SessionRow, Store } from '../store/store.js';
+import type { CheckpointRow, SessionLeaseRow, SessionRow, Store } from '../store/store.js';
 import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { SessionMover } from './session-mover.js';
@@ -28,6 +28,8 @@ export interface SessionServiceDeps {
   metrics: Metrics;
   taker: CheckpointTaker;
   activity: Activity;
+  /** Keys this control plane looked up lately: a deleted session's tokens are forgotten with it. */
+  keys: Pick<Authenticator, 'forgetSessionKeys'>;
   egress: EgressService;
   lifecycle: LifecycleQueue;
   limits: Pick<TenantLimits, 'checkSessions'>;
@@ -37,6 +39,11 @@ export interface SessionServiceDeps {
   volumes: Pick<VolumeService, 'resolve' | 'claim' | 'copyForFork' | 'deleteOwned'>;
   /** Disk of a session that names none, GB. */
   defaultDiskGb: number;
+}
+
+/** SESSION_NOT_FOUND for `id`: also what another tenant's session answers. */
+function noSession(id: string): SpaceError {
+  return new SpaceError(ErrorCode.SESSION_NOT_FOUND, `no session ${JSON.stringify(id)}`);
 }
 
 /**
@@ -129,8 +136,15 @@ export class SessionService {
   /** Another tenant's session answers exactly like one that does not exist. */
   async row(caller: Caller, id: string): Promise<SessionRow> {
     const row = await this.deps.store.getSession(caller.tenantId, id);
-    if (!row) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `no session ${JSON.stringify(id)}`);
+    if (!row) throw noSession(id);
     return row;
+  }
+
+  /** `row` with the session's lease, read in one statement (a call's one read of its session). */
+  async rowWithLease(caller: Caller, id: string): Promise<{ row: SessionRow; lease: SessionLeaseRow | null }> {
+    const found = await this.deps.store.getSessionWithLease(caller.tenantId, id);
+    if (!found) throw noSession(id);
+    return found;
   }
 
   /**
@@ -178,6 +192,7 @@ export class SessionService {
     // A fork's copies of volumes go with it (its mounts went with the session's row).
     await this.deps.volumes.deleteOwned(row.id);
     this.deps.activity.forget(row.id);
+    this.deps.keys.forgetSessionKeys(row.id);
   }
 
   /**

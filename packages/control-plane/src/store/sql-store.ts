@@ -192,6 +192,20 @@ export class SqlStore implements Store {
     return row ? toSession(row) : null;
   }
 
+  async getSessionWithLease(tenantId: string, id: string): Promise<{ row: SessionRow; lease: SessionLeaseRow | null } | null> {
+    const row = await this.db.get<SessionDbRow & { lease_holder: string | null; lease_operation: string | null; lease_expires_at: number | null }>(
+      `SELECT s.*, l.holder AS lease_holder, l.operation AS lease_operation, l.expires_at AS lease_expires_at
+       FROM sessions s LEFT JOIN session_leases l ON l.session_id = s.id WHERE s.id = ? AND s.tenant_id = ?`,
+      [id, tenantId],
+    );
+    if (!row) return null;
+    const lease =
+      row.lease_holder === null
+        ? null
+        : { sessionId: id, holder: row.lease_holder, operation: row.lease_operation ?? '', expiresAt: Number(row.lease_expires_at) };
+    return { row: toSession(row), lease };
+  }
+
   async findSession(id: string): Promise<SessionRow | null> {
     const row = await this.db.get<SessionDbRow>('SELECT * FROM sessions WHERE id = ?', [id]);
     return row ? toSession(row) : null;
@@ -253,6 +267,19 @@ export class SqlStore implements Store {
 
   async updateSession(id: string, patch: SessionPatch): Promise<void> {
     await this.updateRow('sessions', sessionColumns, id, patch, jsonColumns);
+  }
+
+  async recordSessionsUsed(uses: ReadonlyMap<string, number>): Promise<void> {
+    const entries = [...uses];
+    // In bounded lists, as findSessions: one statement per 500 sessions.
+    for (let i = 0; i < entries.length; i += 500) {
+      const chunk = entries.slice(i, i + 500);
+      const times = chunk.flatMap(([id, at]) => [id, new Date(at).toISOString()]);
+      await this.db.run(
+        `UPDATE sessions SET last_active_at = CASE id ${chunk.map(() => 'WHEN ? THEN ?').join(' ')} END WHERE id IN (${chunk.map(() => '?').join(', ')})`,
+        [...times, ...chunk.map(([id]) => id)],
+      );
+    }
   }
 
   async advancePlacement(id: string, from: number): Promise<boolean> {

@@ -275,6 +275,37 @@ for (const engine of engines.all) {
     assert.deepEqual([...(await store.activeByNode())], [['node_x', 2]], 'running and starting, by the node of their volume');
   });
 
+  test(named("a call's one read: the session with its lease; uses of many sessions recorded in one statement"), async () => {
+    const store = await engine.open('call-read');
+    await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+    const row = session('ses_c', 'tn_a', '2026-01-01T00:00:00.000Z');
+    await store.insertSession(row);
+    await store.insertSession(session('ses_d', 'tn_a', '2026-01-01T00:00:01.000Z'));
+    assert.deepEqual(await store.getSessionWithLease('tn_a', 'ses_c'), { row, lease: null });
+    assert.equal(await store.getSessionWithLease('tn_b', 'ses_c'), null, "another tenant's");
+    assert.equal(await store.getSessionWithLease('tn_a', 'ses_missing'), null);
+    const lease = { sessionId: 'ses_c', holder: 'cp-a/1', operation: 'restore', expiresAt: 2_500_000_000_000 };
+    await store.acquireSessionLease(lease, 1_000);
+    assert.deepEqual(await store.getSessionWithLease('tn_a', 'ses_c'), { row, lease });
+
+    const at = (iso: string) => Date.parse(iso);
+    await store.recordSessionsUsed(
+      new Map([
+        ['ses_c', at('2026-02-01T00:00:00.000Z')],
+        ['ses_d', at('2026-02-02T00:00:00.000Z')],
+        ['ses_gone', at('2026-02-03T00:00:00.000Z')],
+      ]),
+    );
+    await store.recordSessionsUsed(new Map());
+    const used = async (id: string) => (await store.getSession('tn_a', id))?.lastActiveAt;
+    assert.deepEqual([await used('ses_c'), await used('ses_d')], ['2026-02-01T00:00:00.000Z', '2026-02-02T00:00:00.000Z']);
+    // Past a statement's bound of 500 sessions: written in several.
+    const many = new Map<string, number>(Array.from({ length: 1_201 }, (_, i) => [`ses_${i}`, at('2026-03-01T00:00:00.000Z')]));
+    many.set('ses_d', at('2026-03-02T00:00:00.000Z'));
+    await store.recordSessionsUsed(many);
+    assert.equal(await used('ses_d'), '2026-03-02T00:00:00.000Z');
+  });
+
   test(named('shipments: claimed by one holder until it expires, renewed by it, recorded only by it, and listed once abandoned'), async () => {
     const store = await engine.open('shipments');
     await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });

@@ -336,6 +336,8 @@ export interface Store {
   deleteScopedKeys(sessionId: string, scope: string): Promise<number>;
   insertSession(row: SessionRow): Promise<void>;
   getSession(tenantId: string, id: string): Promise<SessionRow | null>;
+  /** `getSession` and the session's lease (null when none is recorded), in one statement: what a call on its sandbox reads. */
+  getSessionWithLease(tenantId: string, id: string): Promise<{ row: SessionRow; lease: SessionLeaseRow | null } | null>;
   /** A session whatever its tenant: only for requests that carry no key (a public port's preview URL). */
   findSession(id: string): Promise<SessionRow | null>;
   listSessions(tenantId: string): Promise<SessionRow[]>;
@@ -360,6 +362,8 @@ export interface Store {
   /** How many sessions the tenant has. */
   countSessions(tenantId: string): Promise<number>;
   updateSession(id: string, patch: SessionPatch): Promise<void>;
+  /** Sets `lastActiveAt` of many sessions at once (ms since the epoch, by id); sessions that no longer exist are skipped. */
+  recordSessionsUsed(uses: ReadonlyMap<string, number>): Promise<void>;
   /** Places the session anew: its epoch advanced from `from` to `from + 1`; false when another placement came first. */
   advancePlacement(id: string, from: number): Promise<boolean>;
   /** `updateSession`, only while the session is still at placement `epoch`; false when it was placed anew meanwhile. */

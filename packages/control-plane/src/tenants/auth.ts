@@ -2,7 +2,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { ErrorCode, SpaceError, findSandboxRoute, newId } from '@space/protocol';
 import { bearerToken } from '@space/server-kit';
-import type { Store } from '../store/store.js';
+import type { ApiKeyRow, Store } from '../store/store.js';
+import { KeyCache } from './key-cache.js';
 
 export interface Caller {
   tenantId: string;
@@ -12,6 +13,9 @@ export interface Caller {
 }
 
 export const adminTenantId = 'tn_admin000';
+
+/** The most keys a control plane keeps looked up (about 300 bytes each). */
+const keyCacheEntries = 50_000;
 
 export function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
@@ -125,7 +129,17 @@ export class Authenticator {
   /** The caller of each request seen, so the admission hook, the upgrade guard and the route look the key up once. */
   private readonly callers = new WeakMap<IncomingMessage, Promise<Caller>>();
 
-  constructor(private readonly store: Store) {}
+  private readonly keys: KeyCache;
+  private readonly now: () => number;
+
+  /** `cacheMs`: how long a key looked up is taken without reading it again (`SPACE_AUTH_CACHE_SEC`; 0: every request reads it). */
+  constructor(
+    private readonly store: Store,
+    { cacheMs = 0, now = Date.now }: { cacheMs?: number; now?: () => number } = {},
+  ) {
+    this.now = now;
+    this.keys = new KeyCache({ ttlMs: cacheMs, maxEntries: keyCacheEntries, now });
+  }
 
   /** Installs the admin key (its tenant is created on first use). */
   async installAdminKey(key: string): Promise<void> {
@@ -158,9 +172,9 @@ export class Authenticator {
 
   /** The caller a key (from wherever the request carried it) stands for, for this request. */
   async authenticateKey(key: string, req: IncomingMessage): Promise<Caller> {
-    const row = await this.store.findApiKey(hashKey(key));
+    const row = await this.findKey(key);
     if (!row) throw new SpaceError(ErrorCode.UNAUTHORIZED, 'invalid API key');
-    if (row.expiresAt && Date.parse(row.expiresAt) <= Date.now()) throw new SpaceError(ErrorCode.UNAUTHORIZED, `the token expired at ${row.expiresAt}`);
+    if (row.expiresAt && Date.parse(row.expiresAt) <= this.now()) throw new SpaceError(ErrorCode.UNAUTHORIZED, `the token expired at ${row.expiresAt}`);
     if (!row.sessionId) return { tenantId: row.tenantId, admin: row.admin };
     if (!sessionKeyMayCall(row.sessionId, row.scope, req.method, req.url))
       throw new SpaceError(
@@ -174,7 +188,29 @@ export class Authenticator {
 
   /** Whether `key` is one of SPACE's keys or tokens (of any tenant, scope or expiry): such a value is never passed to a tenant's app. */
   async isKnownKey(key: string): Promise<boolean> {
-    return (await this.store.findApiKey(hashKey(key))) !== null;
+    return (await this.findKey(key)) !== null;
+  }
+
+  /** Revokes the preview tokens of one port of a session; how many there were. */
+  async revokePreviewTokens(sessionId: string, port: number): Promise<number> {
+    const revoked = await this.store.deleteScopedKeys(sessionId, portScope(port));
+    this.keys.forgetSession(sessionId, portScope(port));
+    return revoked;
+  }
+
+  /** Forgets the tokens of a deleted session this process looked up (the store deleted them with it). */
+  forgetSessionKeys(sessionId: string): void {
+    this.keys.forgetSession(sessionId);
+  }
+
+  /** The stored key, from the cache when it was read lately. */
+  private async findKey(key: string): Promise<ApiKeyRow | null> {
+    const hash = hashKey(key);
+    const cached = this.keys.get(hash);
+    if (cached) return cached;
+    const row = await this.store.findApiKey(hash);
+    if (row) this.keys.set(hash, row);
+    return row;
   }
 
   requireAdmin(caller: Caller): void {
@@ -194,7 +230,7 @@ export class Authenticator {
 
   /** A preview token: one port of one session of the caller's tenant, for `ttlSec`. */
   async createPreviewToken(tenantId: string, sessionId: string, port: number, ttlSec: number): Promise<{ token: string; expiresAt: string }> {
-    const expiresAt = new Date(Date.now() + ttlSec * 1000).toISOString();
+    const expiresAt = new Date(this.now() + ttlSec * 1000).toISOString();
     return { token: (await this.mint('pt', tenantId, { sessionId, scope: portScope(port), expiresAt })).key, expiresAt };
   }
 
