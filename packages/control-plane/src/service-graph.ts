@@ -34,6 +34,7 @@ import type { SecretCipher } from './store/secret-cipher.js';
 import type { ControlPlaneSettings } from './settings.js';
 import type { PublicApiDeps } from './api/public-api.js';
 import { SessionServices } from './sessions/session-services.js';
+import { CheckpointFileReader } from './checkpoints/checkpoint-file-reader.js';
 import { lineLog } from '@space/server-kit';
 
 export interface ServiceGraphDeps {
@@ -223,6 +224,7 @@ export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, l
     idempotency: s.idempotency,
     cells: s.cells,
     checkpoints: s.checkpoints,
+    checkpointFiles: new CheckpointFileReader({ store: s.store, nodes: s.nodes, sessions: s.sessions }),
     pauser: s.pauser,
     services: new SessionServices(s.sessions, s.store, s.nodes),
     store: s.store,

@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { Space } from '@space/sdk';
 import { Api } from './client.js';
-import type { RunningPlatform } from './platform.js';
+import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
+
+const execFileAsync = promisify(execFile);
 
 describe('filesystem checkpoints, fork and restore', () => {
   let platform: RunningPlatform;
@@ -117,5 +122,85 @@ describe('filesystem checkpoints, fork and restore', () => {
     assert.ok(existsSync(subvolume));
     assert.equal((await api.call('DELETE', `/v1/sessions/${other.id}`)).status, 200);
     assert.ok(!existsSync(subvolume), 'the checkpoint subvolume is freed with its session');
+  });
+
+  test("a checkpoint's files without a sandbox: read, listed and stat'ed on a real snapshot, links kept inside it, a path's history, other tenants refused", {
+    timeout: 180_000,
+  }, async () => {
+    const session = await created({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    await api.exec(
+      session.id,
+      'mkdir -p app && echo "mode: good" > app/config.yaml && ln -s /etc/shadow shadow && ln -s ../../../../.. up && ln -s app/config.yaml config',
+    );
+    const first = await checkpoint(session.id);
+    await api.exec(session.id, 'echo "mode: broken" > app/config.yaml');
+    const second = await checkpoint(session.id);
+    await api.exec(session.id, 'rm app/config.yaml');
+    const third = await checkpoint(session.id);
+    // From here on the session has no sandbox: its checkpoints are read where they are, and none starts.
+    await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+
+    const file = (ckp: string, path: string) => api.bytes(`/v1/checkpoints/${ckp}/files?path=${encodeURIComponent(path)}`);
+    assert.equal((await file(first.id, 'app/config.yaml')).data.toString(), 'mode: good\n', 'relative to the working directory');
+    assert.equal((await file(second.id, '/workspace/config')).data.toString(), 'mode: broken\n', 'a link inside the checkpoint');
+    const shadow = await file(first.id, '/workspace/shadow');
+    assert.equal(shadow.status, 404, "the link names the checkpoint's /etc/shadow, which a sandbox has none of, never the host's");
+    assert.equal((await file(first.id, '/workspace/up/workspace/app/config.yaml')).data.toString(), 'mode: good\n', '`..` stops at the checkpoint root');
+    // (A FIFO a sandbox makes lives in gVisor's memory, never on the volume; one from an image is refused: checkpoint-files.test.ts.)
+    assert.equal((await api.call('GET', `/v1/checkpoints/${first.id}/files?path=/workspace/../etc/passwd`)).status, 400);
+
+    const listed = await api.call('GET', `/v1/checkpoints/${first.id}/files/list?path=/workspace`);
+    assert.equal(listed.status, 200, JSON.stringify(listed.body));
+    const made = new Set(['app', 'config', 'shadow', 'up']);
+    assert.deepEqual(
+      listed.body.entries.filter((e: { name: string }) => made.has(e.name)).map((e: { name: string; type: string }) => `${e.name}:${e.type}`),
+      ['app:directory', 'config:symlink', 'shadow:symlink', 'up:symlink'],
+    );
+    const stat = await api.call('GET', `/v1/checkpoints/${first.id}/files/stat?path=/workspace/shadow`);
+    assert.deepEqual([stat.body.type, stat.body.target], ['symlink', '/etc/shadow']);
+
+    const history = await api.call('GET', `/v1/sessions/${session.id}/files/history?path=app/config.yaml`);
+    assert.equal(history.status, 200, JSON.stringify(history.body));
+    assert.equal(history.body.path, '/workspace/app/config.yaml');
+    assert.deepEqual(
+      history.body.versions.map((v: { checkpointId: string; change: string; size: number | null }) => [v.checkpointId, v.change, v.size]),
+      [
+        [first.id, 'added', 11],
+        [second.id, 'modified', 13],
+        [third.id, 'removed', null],
+      ],
+    );
+    assert.match(history.body.versions[0].sha256, /^[0-9a-f]{64}$/);
+    const after = (await api.call('GET', `/v1/sessions/${session.id}`)).body;
+    assert.deepEqual([after.status, after.sandboxHistory.length], ['stopped', 1], 'no sandbox was started to read them');
+
+    const tenant = await api.call('POST', '/v1/tenants', { name: 'reader' });
+    const outsider = new Api(platform.url, (await api.call('POST', '/v1/keys', { tenantId: tenant.body.id })).body.key);
+    assert.equal((await outsider.bytes(`/v1/checkpoints/${first.id}/files?path=/etc/hostname`)).status, 404);
+    assert.equal((await outsider.call('GET', `/v1/checkpoints/${first.id}/files/list?path=/`)).status, 404);
+    assert.equal((await outsider.call('GET', `/v1/sessions/${session.id}/files/history?path=/etc/hostname`)).status, 404);
+    assert.equal((await api.call('GET', '/v1/checkpoints/ckp_nothere/files/stat?path=/')).status, 404);
+
+    // The same through the SDK.
+    const space = new Space({ apiUrl: platform.url, apiKey: platform.adminKey });
+    const files = space.checkpoints.files(second.id);
+    assert.equal((await files.read('app/config.yaml')).toString(), 'mode: broken\n');
+    assert.equal((await files.stat('/workspace/app')).type, 'directory');
+    assert.deepEqual(
+      (await space.sessions.handle(session.id).files.history('app/config.yaml')).versions.map((v) => v.change),
+      ['added', 'modified', 'removed'],
+    );
+
+    // And through the CLI.
+    const cli = (...args: string[]) =>
+      execFileAsync(process.execPath, [cliMain, ...args], { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey } });
+    assert.equal((await cli('cat', `${second.id}:app/config.yaml`)).stdout, 'mode: broken\n');
+    assert.match((await cli('ls', `${first.id}:/workspace`)).stdout, /^symlink .* shadow -> \/etc\/shadow$/m);
+    const cliHistory = JSON.parse((await cli('history', session.id, 'app/config.yaml', '--json')).stdout);
+    assert.deepEqual(
+      cliHistory.versions.map((v: { change: string }) => v.change),
+      ['added', 'modified', 'removed'],
+    );
+    await assert.rejects(cli('cat', 'app/config.yaml'), (err: { stderr?: string }) => /expected CHECKPOINT:path/.test(err.stderr ?? ''));
   });
 });

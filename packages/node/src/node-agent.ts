@@ -23,6 +23,7 @@ import { SandboxBooter } from './sandbox/sandbox-booter.js';
 import { SandboxManager } from './sandbox/sandbox-manager.js';
 import { SandboxStarter } from './sandbox/sandbox-starter.js';
 import { SessionVolumes } from './sandbox/session-volumes.js';
+import { CheckpointFiles } from './storage/checkpoint-files.js';
 import { CheckpointStore } from './storage/checkpoint-store.js';
 import { NamedVolumes } from './storage/named-volumes.js';
 import { CheckpointShipping } from './storage/checkpoint-shipping.js';
@@ -252,6 +253,7 @@ export class NodeAgent {
       starter: this.starter,
       pool: this.pool,
       checkpoints,
+      checkpointFiles: new CheckpointFiles((id) => checkpointStore.snapshotRoot(id)),
       namedVolumes,
       shipping,
       templates: this.templates,

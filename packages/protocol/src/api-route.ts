@@ -12,8 +12,11 @@ export interface ApiRoute {
   params?: Readonly<Record<string, z.ZodTypeAny>>;
   body?: z.ZodTypeAny;
   query?: z.ZodTypeAny;
-  /** `binary`: the body is raw bytes the handler streams itself (an image archive), not JSON. */
-  transport?: 'binary';
+  /**
+   * `binary`: the body is raw bytes the handler streams itself (an image archive), not JSON.
+   * `download`: the reply is raw bytes the handler writes itself (a file), not JSON.
+   */
+  transport?: 'binary' | 'download';
   status: 200 | 201;
   response: z.ZodTypeAny;
   /** How long a caller waits for the reply when not the client's default. */

@@ -17,6 +17,7 @@ export * from './node-routes.js';
 export * from './path-pattern.js';
 export * from './ids.js';
 export * from './checkpoints.js';
+export * from './checkpoint-files.js';
 export * from './public-routes.js';
 export * from './egress.js';
 export * from './sandbox-layout.js';

@@ -9,7 +9,9 @@ import {
   NodeVolumeChangedQuerySchema,
   NodeVolumeChangedSchema,
 } from './checkpoints.js';
+import { NodeCheckpointPathQuerySchema, NodePathVersionsRequestSchema, NodePathVersionsSchema } from './checkpoint-files.js';
 import { OkSchema as ok } from './common.js';
+import { FileListSchema, FileStatSchema } from './files.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, SessionEgressConfigSchema } from './egress.js';
 import {
   NodeHealthSchema,
@@ -92,6 +94,32 @@ export const nodeRoutes = {
     response: EgressAuditListSchema,
   },
   listCheckpoints: { method: 'GET', path: '/node/v1/checkpoints', status: 200, response: NodeCheckpointListSchema },
+  checkpointFile: {
+    method: 'GET',
+    path: '/node/v1/checkpoints/:checkpointId/files',
+    params: checkpoint,
+    query: NodeCheckpointPathQuerySchema,
+    transport: 'download',
+    status: 200,
+    response: z.unknown(),
+  },
+  checkpointFileList: {
+    method: 'GET',
+    path: '/node/v1/checkpoints/:checkpointId/files/list',
+    params: checkpoint,
+    query: NodeCheckpointPathQuerySchema,
+    status: 200,
+    response: FileListSchema,
+  },
+  checkpointFileStat: {
+    method: 'GET',
+    path: '/node/v1/checkpoints/:checkpointId/files/stat',
+    params: checkpoint,
+    query: NodeCheckpointPathQuerySchema,
+    status: 200,
+    response: FileStatSchema,
+  },
+  pathVersions: { method: 'POST', path: '/node/v1/path-versions', body: NodePathVersionsRequestSchema, status: 200, response: NodePathVersionsSchema },
   deleteCheckpoint: { method: 'DELETE', path: '/node/v1/checkpoints/:checkpointId', params: checkpoint, status: 200, response: ok },
   createBase: { method: 'POST', path: '/node/v1/bases', body: NodeCreateBaseRequestSchema, status: 201, response: ShipBaseSchema },
   deleteBase: { method: 'DELETE', path: '/node/v1/bases/:baseId', params: { baseId: ShipBaseIdSchema }, status: 200, response: ok },

@@ -8,7 +8,9 @@ import {
   PauseResultSchema,
   RestoreRequestSchema,
 } from './checkpoints.js';
+import { PathHistorySchema } from './checkpoint-files.js';
 import { OkSchema as ok } from './common.js';
+import { FileListSchema, FileStatSchema, PathQuerySchema } from './files.js';
 import { sandboxRoutes } from './sandbox-routes.js';
 import {
   CreateSessionRequestSchema,
@@ -222,6 +224,39 @@ const sessionRoutes: PublicRoute[] = [
   },
 ];
 
+const checkpointFileRoutes: PublicRoute[] = [
+  {
+    method: 'GET',
+    path: '/v1/checkpoints/:checkpointId/files',
+    summary:
+      "A file as it was in a checkpoint, as bytes, without starting a sandbox (symlinks resolve inside the checkpoint; a relative path from the session's working directory).",
+    transport: 'binary',
+    query: PathQuerySchema,
+  },
+  {
+    method: 'GET',
+    path: '/v1/checkpoints/:checkpointId/files/list',
+    summary: "A directory's entries as they were in a checkpoint (the session's files API's shape).",
+    query: PathQuerySchema,
+    response: FileListSchema,
+  },
+  {
+    method: 'GET',
+    path: '/v1/checkpoints/:checkpointId/files/stat',
+    summary: 'A path as it was in a checkpoint: type, size, mode, time (a symlink described, not followed).',
+    query: PathQuerySchema,
+    response: FileStatSchema,
+  },
+  {
+    method: 'GET',
+    path: '/v1/sessions/:sessionId/files/history',
+    summary:
+      "A path in each of the session's checkpoints, oldest first: size, time, sha256 and how it changed from the one before (`added`, `modified`, `removed`, `unchanged`, `absent`, `unknown`).",
+    query: PathQuerySchema,
+    response: PathHistorySchema,
+  },
+];
+
 const volumeRoutes: PublicRoute[] = [
   {
     method: 'POST',
@@ -431,6 +466,7 @@ const sandboxOperations: PublicRoute[] = sandboxRoutes.map((route) => {
 export const publicRoutes: readonly PublicRoute[] = [
   ...serviceRoutes,
   ...sessionRoutes,
+  ...checkpointFileRoutes,
   ...volumeRoutes,
   ...templateRoutes,
   ...egressRoutes,

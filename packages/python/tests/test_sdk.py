@@ -79,6 +79,14 @@ def test_ab_fork_exec_files_and_restore(space: Space):
     assert session.files.read("notes/plan.md") == b"step 1\nB\n"
     assert session.refresh().data["parentCheckpointId"] is None and a.refresh().data["parentCheckpointId"] == checkpoint["id"]
 
+    # What a checkpoint held, read without a sandbox, and when the file changed.
+    files = space.checkpoints.files(checkpoint["id"])
+    assert files.read("notes/plan.md") == b"step 1\n"
+    assert files.stat("/workspace/notes")["type"] == "directory" and [e["name"] for e in files.list("notes")] == ["plan.md"]
+    history = session.files.history("notes/plan.md")
+    assert history["path"] == "/workspace/notes/plan.md"
+    assert (history["versions"][0]["checkpointId"], history["versions"][0]["change"]) == (checkpoint["id"], "added")
+
 
 def test_an_agent_loop_keeps_working_while_its_sandbox_is_killed(space: Space):
     session = space.sessions.create(template="tiny", **QUIET)

@@ -1,5 +1,6 @@
 export { Space } from './space.js';
 export { Session, SessionHandle, SessionFiles, type StreamOptions } from './session.js';
+export { CheckpointFiles } from './checkpoint-files.js';
 export { ExecStream } from './exec-stream.js';
 export {
   CodeContexts,
@@ -27,6 +28,8 @@ export type {
   ExecResult,
   ExecEvent,
   FileEntry,
+  PathHistoryData,
+  PathVersionData,
   CheckpointData,
   ProcessData,
   ProcessListData,

@@ -14,6 +14,7 @@ import type {
   ExecOptions,
   ExecResult,
   FileEntry,
+  PathHistoryData,
   ProcessData,
   ProcessListData,
   SandboxMetricsData,
@@ -23,7 +24,8 @@ import type {
   SessionData,
 } from './types.js';
 
-const q = (path: string): string => `?path=${encodeURIComponent(path)}`;
+/** A path as the files routes' query. */
+export const q = (path: string): string => `?path=${encodeURIComponent(path)}`;
 
 /** Reads and other calls that may simply be repeated wait out a sandbox dying, or stopped by the session's own restore or kill, under them. */
 async function retryOnceIfSandboxLost<T>(call: () => Promise<T>): Promise<T> {
@@ -78,6 +80,11 @@ export class SessionFiles {
 
   async stat(path: string, opts: CallOptions = {}): Promise<FileEntry> {
     return retryOnceIfSandboxLost(() => this.t.json<FileEntry>('GET', `${this.base}/files/stat${q(path)}`, opts));
+  }
+
+  /** The path in each of the session's checkpoints, oldest first, with how it changed from the one before: "when did this file change" in one call. */
+  async history(path: string, opts: CallOptions = {}): Promise<PathHistoryData> {
+    return this.t.json<PathHistoryData>('GET', `${this.base}/files/history${q(path)}`, opts);
   }
 
   async mkdir(path: string, opts: CallOptions = {}): Promise<void> {

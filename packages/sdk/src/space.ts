@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { resolveOptions, type CallOptions, type SpaceOptions } from './options.js';
 import { Session, SessionHandle } from './session.js';
+import { CheckpointFiles } from './checkpoint-files.js';
 import { Transport } from './transport.js';
 import type {
   CreateSessionOptions,
@@ -33,6 +34,8 @@ export class Space {
   readonly checkpoints: {
     /** `count` new sessions from a checkpoint, each with a parent link. */
     fork(checkpointId: string, options?: { count?: number } & CallOptions): Promise<Session[]>;
+    /** A checkpoint's files as they were, read without a sandbox: `await space.checkpoints.files(id).read('app/config.yaml')`. */
+    files(checkpointId: string): CheckpointFiles;
   };
 
   /**
@@ -224,6 +227,7 @@ export class Space {
         });
         return reply.sessions.map((d) => new Session(t, d));
       },
+      files: (checkpointId) => new CheckpointFiles(t, checkpointId),
     };
   }
 }

@@ -157,6 +157,26 @@ export interface FileEntry {
   target?: string;
 }
 
+/** One version of a path: in one checkpoint of the session (`session.files.history`), with how it changed from the one before. */
+export interface PathVersionData {
+  checkpointId: string;
+  createdAt: string;
+  kind: 'fs' | 'full';
+  /** `unknown`: the checkpoint's node did not answer. */
+  change: 'added' | 'removed' | 'modified' | 'unchanged' | 'absent' | 'unknown';
+  type: FileEntry['type'] | null;
+  size: number | null;
+  mtime: string | null;
+  /** A regular file's sha256 (null for others, and for files over 256 MiB). */
+  sha256: string | null;
+}
+
+/** A path across a session's checkpoints, oldest first. */
+export interface PathHistoryData {
+  path: string;
+  versions: PathVersionData[];
+}
+
 /** A port something listens on in a sandbox. */
 export interface ListeningPortData {
   port: number;

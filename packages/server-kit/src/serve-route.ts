@@ -19,7 +19,9 @@ export function serveRoute<R extends ApiRoute>(router: Router, route: R, before:
     const input: Record<string, unknown> = { params };
     if (route.body && route.transport !== 'binary') input.body = await readJson(ctx.req, route.body);
     if (route.query) input.query = parseQuery(ctx.url, route.query);
-    sendJson(ctx.res, route.status, await handler(input as RouteInput<R>, ctx));
+    const reply = await handler(input as RouteInput<R>, ctx);
+    // A download's handler has written its reply itself.
+    if (route.transport !== 'download') sendJson(ctx.res, route.status, reply);
   });
 }
 

@@ -3,6 +3,7 @@ import type { SessionData } from '@space/sdk';
 import { parseVolumeFlag } from './volumes.js';
 import { cliClient, output, parseNameValues } from '../client.js';
 import { egressOptions, policyFromFlags, type EgressFlags } from './egress.js';
+import { checkpointPath, listCheckpointDirectory } from './checkpoint-files.js';
 
 function line(s: SessionData): string {
   return `${s.id}  ${s.status.padEnd(8)} ${s.template.padEnd(6)} ${s.sandbox?.id ?? '-'}  ${s.createdAt}`;
@@ -66,10 +67,15 @@ export function registerSessionCommands(program: Command): void {
     );
 
   program
-    .command('ls')
-    .description('list sessions')
+    .command('ls [checkpointPath]')
+    .description('list sessions; with "CHECKPOINT:dir", a directory as it was in a checkpoint (no sandbox starts)')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }) => {
+    .action(async (target: string | undefined, opts: { json?: boolean }) => {
+      if (target !== undefined) {
+        const at = checkpointPath(target);
+        if (!at) throw new Error(`expected CHECKPOINT:dir (ckp_…:/workspace), got ${JSON.stringify(target)}`);
+        return listCheckpointDirectory(at, Boolean(opts.json));
+      }
       const sessions = await cliClient(process.env).sessions.list();
       output(
         Boolean(opts.json),

@@ -36,6 +36,8 @@ import { registerSandboxRoutes } from './sandbox-routes.js';
 import type { CellCheckpoints } from '../sessions/cell-checkpoints.js';
 import { type PreviewOptions, registerPortRoutes } from './port-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
+import { registerCheckpointFileRoutes } from './checkpoint-file-routes.js';
+import type { CheckpointFileReader } from '../checkpoints/checkpoint-file-reader.js';
 import { registerEventRoutes } from './event-routes.js';
 import type { TenantEvents } from '../tenants/tenant-events.js';
 import type { MetricsHistory, MetricsReport } from './metrics-report.js';
@@ -50,6 +52,7 @@ export interface PublicApiDeps {
   calls: SessionCalls;
   cells: CellCheckpoints;
   checkpoints: SessionCheckpointService;
+  checkpointFiles: CheckpointFileReader;
   pauser: SessionPauser;
   services: SessionServices;
   store: Store;
@@ -264,6 +267,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   registerSandboxRoutes(router, auth, sessions, deps.calls, deps.cells);
   registerPortRoutes(router, auth, sessions, deps.calls, store, deps.preview);
   registerVolumeRoutes(router, auth, deps.volumes);
+  registerCheckpointFileRoutes(router, auth, deps.checkpointFiles);
   registerTemplateRoutes(router, auth, deps.templates);
   registerEventRoutes(router, auth, deps.events);
   return router;

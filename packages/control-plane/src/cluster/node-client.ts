@@ -1,7 +1,10 @@
+import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import {
   type ApiRoute,
   type CheckpointKind,
+  type FileList,
+  type FileStat,
   type ListeningPort,
   type NodeCheckpoint,
   type NodeCheckpointList,
@@ -206,6 +209,24 @@ export class NodeClient {
 
   listCheckpoints(): Promise<NodeCheckpointList> {
     return this.call(nodeRoutes.listCheckpoints);
+  }
+
+  /** Sends a checkpoint's file to `res` as a download (bytes, with their length). */
+  checkpointFile(checkpointId: string, path: string, res: ServerResponse): Promise<void> {
+    return this.upstream.download(routeUrl(nodeRoutes.checkpointFile, { checkpointId }, { path }), res, this.headers);
+  }
+
+  checkpointFileList(checkpointId: string, path: string): Promise<FileList> {
+    return this.call(nodeRoutes.checkpointFileList, { params: { checkpointId }, query: { path } });
+  }
+
+  checkpointFileStat(checkpointId: string, path: string): Promise<FileStat> {
+    return this.call(nodeRoutes.checkpointFileStat, { params: { checkpointId }, query: { path } });
+  }
+
+  /** The path in each of these checkpoints (all on this node). */
+  async pathVersions(checkpointIds: string[], path: string): Promise<RouteReply<typeof nodeRoutes.pathVersions>['versions']> {
+    return (await this.call(nodeRoutes.pathVersions, { body: { checkpointIds, path } })).versions;
   }
 
   deleteCheckpoint(checkpointId: string): Promise<unknown> {

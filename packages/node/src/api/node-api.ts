@@ -16,6 +16,7 @@ import { registerSandboxProxy } from './sandbox-proxy.js';
 import { registerPortProxy } from './port-proxy.js';
 import { registerNamedVolumeRoutes } from './named-volume-routes.js';
 import type { SandboxMetricsReader } from '../sandbox/sandbox-metrics.js';
+import type { CheckpointFiles } from '../storage/checkpoint-files.js';
 import type { CheckpointShipping } from '../storage/checkpoint-shipping.js';
 import type { NamedVolumes } from '../storage/named-volumes.js';
 import { registryHost } from '../templates/registry-host.js';
@@ -32,6 +33,8 @@ export interface NodeApiDeps {
   starter: SandboxStarter;
   pool: WarmPool;
   checkpoints: NodeCheckpointService;
+  /** Checkpoints' files, read without a sandbox. */
+  checkpointFiles: CheckpointFiles;
   namedVolumes: NamedVolumes;
   shipping: CheckpointShipping;
   templates: TemplateStore;
@@ -110,6 +113,14 @@ export function createNodeApi(deps: NodeApiDeps): Router {
   serve(nodeRoutes.egressAudit, async ({ params, query }) => ({ entries: await deps.gateway.auditOf(params.sessionId, query.limit) }));
 
   serve(nodeRoutes.listCheckpoints, async () => ({ checkpoints: await deps.checkpoints.list() }));
+  serve(nodeRoutes.checkpointFile, async ({ params, query }, ctx) => {
+    const { stream, size } = await deps.checkpointFiles.read(params.checkpointId, query.path);
+    ctx.res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(size) });
+    await pipeline(stream, ctx.res);
+  });
+  serve(nodeRoutes.checkpointFileList, ({ params, query }) => deps.checkpointFiles.list(params.checkpointId, query.path));
+  serve(nodeRoutes.checkpointFileStat, ({ params, query }) => deps.checkpointFiles.stat(params.checkpointId, query.path));
+  serve(nodeRoutes.pathVersions, async ({ body }) => ({ versions: await deps.checkpointFiles.versions(body.checkpointIds, body.path) }));
   serve(nodeRoutes.deleteCheckpoint, async ({ params }) => {
     await deps.checkpoints.delete(params.checkpointId);
     return ok;

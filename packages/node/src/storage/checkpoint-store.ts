@@ -41,6 +41,12 @@ export class CheckpointStore {
     return `${this.path(checkpointId)}.memory`;
   }
 
+  /** The checkpoint's snapshot (the sandbox's root filesystem as it was), or null when it is not on this node. */
+  async snapshotRoot(checkpointId: string): Promise<string | null> {
+    const root = this.path(checkpointId);
+    return (await this.subvolumes.exists(root)) ? root : null;
+  }
+
   /** Where a memory image is written before it is complete. */
   partialImageDir(checkpointId: string): string {
     return `${this.imageDir(checkpointId)}.partial`;

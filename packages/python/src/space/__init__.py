@@ -32,13 +32,14 @@ from .errors import (
     ValidationFailed,
 )
 from .exec_stream import ExecEvent, ExecStream
-from .session import ExecResult, Session, SessionFiles, SessionHandle
+from .session import CheckpointFiles, ExecResult, Session, SessionFiles, SessionHandle
 from .wire_types import CheckpointData, CodeCellData, CodeContextData, ExecResultData, FileEntry, ProcessData, SessionData
 
 __all__ = [
     "AsyncProxy",
     "AsyncSpace",
     "CheckpointData",
+    "CheckpointFiles",
     "CheckpointNotFound",
     "Checkpoints",
     "CodeCellData",

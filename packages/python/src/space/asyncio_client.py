@@ -17,11 +17,11 @@ from .client import Checkpoints, Nodes, Secrets, Sessions, Space, Templates, Vol
 from .code_interpreter import CodeContexts
 from .exec_stream import ExecStream
 from .file_watch import FileWatch
-from .session import Session, SessionFiles, SessionHandle
+from .session import CheckpointFiles, Session, SessionFiles, SessionHandle
 
 #: The SDK's classes whose objects, met as a call's result or an attribute, get awaitable methods too.
 #: `asyncio_client.pyi` types each as `Async<Name>`, generated from this table (tools/async_stub.py).
-WRAPPED: tuple[type, ...] = (Sessions, Checkpoints, Secrets, Templates, Volumes, Nodes, SessionHandle, Session, SessionFiles, CodeContexts, ExecStream, FileWatch)
+WRAPPED: tuple[type, ...] = (Sessions, Checkpoints, Secrets, Templates, Volumes, Nodes, SessionHandle, Session, SessionFiles, CheckpointFiles, CodeContexts, ExecStream, FileWatch)
 
 
 class AsyncProxy:

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from ._transport import Body, RetryPolicy, Transport, file_chunks, present
 from .errors import SpaceClientError
-from .session import Session, SessionHandle
+from .session import CheckpointFiles, Session, SessionHandle
 
 
 class Sessions:
@@ -45,6 +45,10 @@ class Checkpoints:
         """`count` new sessions from a checkpoint, each with a parent link (processes continue in every fork of a full one)."""
         reply = self._t.json("POST", f"/v1/checkpoints/{quote(checkpoint_id, safe='')}/fork", json={"count": count}, timeout=timeout)
         return [Session(self._t, data) for data in reply["sessions"]]
+
+    def files(self, checkpoint_id: str) -> CheckpointFiles:
+        """A checkpoint's files as they were, read without a sandbox: `space.checkpoints.files(c).read("app/config.yaml")`."""
+        return CheckpointFiles(self._t, checkpoint_id)
 
 
 class Secrets:

@@ -13,7 +13,7 @@ from .code_interpreter import CodeContexts, CodeError, CodeLanguage, CodeResult,
 from .errors import SandboxDied, SandboxStopped, SpaceApiError
 from .exec_stream import ExecStream
 from .file_watch import FileWatch
-from .wire_types import CheckpointData, ExecResultData, FileEntry, ProcessData, SessionData
+from .wire_types import CheckpointData, ExecResultData, FileEntry, PathHistoryData, ProcessData, SessionData
 
 @dataclass
 class ExecResult:
@@ -39,6 +39,18 @@ def _retry_once_if_sandbox_lost(call: Callable[[], Any]) -> Any:
 
 def _path_query(path: str) -> str:
     return f"?path={quote(path, safe='')}"
+
+
+def _stream_into(res: Any, target: IO[bytes]) -> int:
+    """A download's body into `target`, chunk by chunk; the bytes written."""
+    written = 0
+    try:
+        while chunk := res.read(CHUNK):
+            target.write(chunk)
+            written += len(chunk)
+    finally:
+        res.close()
+    return written
 
 
 class SessionFiles:
@@ -72,21 +84,17 @@ class SessionFiles:
 
     def download(self, path: str, target: IO[bytes], *, timeout: float | None = None) -> int:
         """Streams a file into `target` (an open binary file); returns the bytes written."""
-        res = self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout)
-        written = 0
-        try:
-            while chunk := res.read(CHUNK):
-                target.write(chunk)
-                written += len(chunk)
-        finally:
-            res.close()
-        return written
+        return _stream_into(self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout), target)
 
     def list(self, path: str, *, timeout: float | None = None) -> list[FileEntry]:
         return _retry_once_if_sandbox_lost(lambda: self._t.json("GET", f"{self._base}/list{_path_query(path)}", timeout=timeout)["entries"])
 
     def stat(self, path: str, *, timeout: float | None = None) -> FileEntry:
         return _retry_once_if_sandbox_lost(lambda: self._t.json("GET", f"{self._base}/stat{_path_query(path)}", timeout=timeout))
+
+    def history(self, path: str, *, timeout: float | None = None) -> PathHistoryData:
+        """The path in each of the session's checkpoints, oldest first, with how it changed from the one before."""
+        return self._t.json("GET", f"{self._base}/history{_path_query(path)}", timeout=timeout)
 
     def mkdir(self, path: str, *, recursive: bool = True, timeout: float | None = None) -> None:
         self._t.json("POST", f"{self._base}/mkdir", json={"path": path, "recursive": recursive}, timeout=timeout)
@@ -96,6 +104,31 @@ class SessionFiles:
 
     def remove(self, path: str, *, recursive: bool = False, timeout: float | None = None) -> None:
         self._t.json("DELETE", f"{self._base}{_path_query(path)}{'&recursive=true' if recursive else ''}", timeout=timeout)
+
+
+class CheckpointFiles:
+    """A checkpoint's files as they were, read where the checkpoint is: no sandbox starts. Read-only; a symlink resolves inside the checkpoint."""
+
+    def __init__(self, t: Transport, checkpoint_id: str) -> None:
+        self._t, self.checkpoint_id = t, checkpoint_id
+        self._base = f"/v1/checkpoints/{quote(checkpoint_id, safe='')}/files"
+
+    def read(self, path: str, *, timeout: float | None = None) -> bytes:
+        res = self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout)
+        try:
+            return res.read()
+        finally:
+            res.close()
+
+    def download(self, path: str, target: IO[bytes], *, timeout: float | None = None) -> int:
+        """Streams a file into `target` (an open binary file); returns the bytes written."""
+        return _stream_into(self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout), target)
+
+    def list(self, path: str, *, timeout: float | None = None) -> list[FileEntry]:
+        return self._t.json("GET", f"{self._base}/list{_path_query(path)}", timeout=timeout)["entries"]
+
+    def stat(self, path: str, *, timeout: float | None = None) -> FileEntry:
+        return self._t.json("GET", f"{self._base}/stat{_path_query(path)}", timeout=timeout)
 
 
 class SessionHandle:

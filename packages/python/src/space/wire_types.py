@@ -71,6 +71,26 @@ class FileEntry(TypedDict):
     target: NotRequired[str]
 
 
+class PathVersionData(TypedDict):
+    """One version of a path, in one checkpoint of the session (`session.files.history`)."""
+
+    checkpointId: str
+    createdAt: str
+    kind: str
+    #: added, removed, modified, unchanged, absent, or unknown (the checkpoint's node did not answer).
+    change: str
+    type: str | None
+    size: int | None
+    mtime: str | None
+    #: A regular file's sha256 (None for others, and for files over 256 MiB).
+    sha256: str | None
+
+
+class PathHistoryData(TypedDict):
+    path: str
+    versions: list[PathVersionData]
+
+
 class CheckpointData(TypedDict):
     id: str
     sessionId: str
@@ -115,6 +135,8 @@ WIRE_TYPES: dict[str, type] = {
     "ExecResultSchema": ExecResultData,
     "FileStatSchema": FileEntry,
     "CheckpointSchema": CheckpointData,
+    "PathVersionSchema": PathVersionData,
+    "PathHistorySchema": PathHistoryData,
     "ProcessInfoSchema": ProcessData,
     "CodeContextSchema": CodeContextData,
     "CodeCellSchema": CodeCellData,

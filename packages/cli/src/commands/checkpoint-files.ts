@@ -1,0 +1,45 @@
+import { pipeline } from 'node:stream/promises';
+import type { Command } from 'commander';
+import type { FileEntry, PathVersionData } from '@space/sdk';
+import { cliClient, output } from '../client.js';
+
+/** `CHECKPOINT:path`, as `cat` and `ls` name a file of a checkpoint. */
+export function checkpointPath(target: string): { checkpointId: string; path: string } | null {
+  const match = /^(ckp_[a-z0-9]+):(.+)$/.exec(target);
+  return match ? { checkpointId: match[1]!, path: match[2]! } : null;
+}
+
+const entryLine = (e: FileEntry): string =>
+  `${e.type.padEnd(9)} ${String(e.size).padStart(10)}  ${e.mtime}  ${e.name}${e.target === undefined ? '' : ` -> ${e.target}`}`;
+
+const versionLine = (v: PathVersionData): string =>
+  `${v.checkpointId}  ${v.createdAt}  ${v.change.padEnd(9)} ${v.size === null ? '-'.padStart(10) : String(v.size).padStart(10)}  ${v.sha256?.slice(0, 12) ?? ''}`;
+
+/** A checkpoint's files without a sandbox: `ls CHECKPOINT:dir` (in sessions.ts, beside `ls`), cat, history. */
+export function registerCheckpointFileCommands(program: Command): void {
+  program
+    .command('cat <checkpointPath>')
+    .description('print a file as it was in a checkpoint, "CHECKPOINT:path" (no sandbox starts; a relative path is from the working directory)')
+    .action(async (target: string) => {
+      const at = checkpointPath(target);
+      if (!at) throw new Error(`expected CHECKPOINT:path (ckp_…:/workspace/file), got ${JSON.stringify(target)}`);
+      await pipeline(await cliClient(process.env).checkpoints.files(at.checkpointId).download(at.path), process.stdout);
+    });
+
+  program
+    .command('history <session> <path>')
+    .description("a path in each of the session's checkpoints, oldest first: how it changed, its size and sha256")
+    .option('--json', 'print JSON')
+    .action(async (id: string, path: string, opts: { json?: boolean }) => {
+      const history = await cliClient(process.env).sessions.handle(id).files.history(path);
+      output(Boolean(opts.json), history, () =>
+        history.versions.length ? [history.path, ...history.versions.map(versionLine)].join('\n') : `${history.path}: the session has no checkpoints`,
+      );
+    });
+}
+
+/** `ls CHECKPOINT:dir`: a directory as it was in a checkpoint. */
+export async function listCheckpointDirectory(at: { checkpointId: string; path: string }, json: boolean): Promise<void> {
+  const entries = await cliClient(process.env).checkpoints.files(at.checkpointId).list(at.path);
+  output(json, entries, () => (entries.length ? entries.map(entryLine).join('\n') : 'empty directory'));
+}

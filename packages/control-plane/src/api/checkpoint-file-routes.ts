@@ -1,0 +1,29 @@
+import { CheckpointIdSchema, PathQuerySchema } from '@space/protocol';
+import { type Router, parseQuery, parseWith, sendJson } from '@space/server-kit';
+import type { Authenticator } from '../tenants/auth.js';
+import type { CheckpointFileReader } from '../checkpoints/checkpoint-file-reader.js';
+
+/** A checkpoint's files without a sandbox (/v1/checkpoints/:id/files…), and a path's history across a session's checkpoints. */
+export function registerCheckpointFileRoutes(router: Router, auth: Authenticator, files: CheckpointFileReader): void {
+  const checkpointOf = (params: Record<string, string>) => parseWith(CheckpointIdSchema, params.checkpointId, 'checkpoint id');
+
+  router.on('GET', '/v1/checkpoints/:checkpointId/files', async ({ req, res, params, url }) => {
+    const caller = await auth.authenticate(req);
+    await files.download(caller, checkpointOf(params), parseQuery(url, PathQuerySchema).path, res);
+  });
+
+  router.on('GET', '/v1/checkpoints/:checkpointId/files/list', async ({ req, res, params, url }) => {
+    const caller = await auth.authenticate(req);
+    sendJson(res, 200, await files.list(caller, checkpointOf(params), parseQuery(url, PathQuerySchema).path));
+  });
+
+  router.on('GET', '/v1/checkpoints/:checkpointId/files/stat', async ({ req, res, params, url }) => {
+    const caller = await auth.authenticate(req);
+    sendJson(res, 200, await files.stat(caller, checkpointOf(params), parseQuery(url, PathQuerySchema).path));
+  });
+
+  router.on('GET', '/v1/sessions/:sessionId/files/history', async ({ req, res, params, url }) => {
+    const caller = await auth.authenticate(req);
+    sendJson(res, 200, await files.history(caller, params.sessionId!, parseQuery(url, PathQuerySchema).path));
+  });
+}

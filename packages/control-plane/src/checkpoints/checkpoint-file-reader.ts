@@ -1,0 +1,125 @@
+import type { ServerResponse } from 'node:http';
+import path from 'node:path';
+import {
+  ErrorCode,
+  type FileList,
+  type FileStat,
+  type NodePathVersionsSchema,
+  type PathChange,
+  type PathHistory,
+  SandboxLayout,
+  SpaceError,
+} from '@space/protocol';
+import type { z } from 'zod';
+import type { NodeClient } from '../cluster/node-client.js';
+import type { NodeDirectory } from '../cluster/node-directory.js';
+import type { SessionService } from '../sessions/session-service.js';
+import type { CheckpointRow, Store } from '../store/store.js';
+import type { Caller } from '../tenants/auth.js';
+
+type NodeVersion = z.infer<typeof NodePathVersionsSchema>['versions'][number];
+
+/** The most checkpoints one request to a node asks about (the node route's bound). */
+const versionsPerRequest = 1000;
+
+export interface CheckpointFileReaderDeps {
+  store: Store;
+  nodes: NodeDirectory;
+  sessions: SessionService;
+}
+
+/**
+ * A checkpoint's files read where the checkpoint is, without starting a sandbox: its node resolves
+ * every path inside the checkpoint (storage/checkpoint-files.ts on the node). A relative path is
+ * taken from the session's working directory, as the session's own files API takes it.
+ */
+export class CheckpointFileReader {
+  constructor(private readonly deps: CheckpointFileReaderDeps) {}
+
+  async stat(caller: Caller, checkpointId: string, requested: string): Promise<FileStat> {
+    const { node, path } = await this.locate(caller, checkpointId, requested);
+    return node.checkpointFileStat(checkpointId, path);
+  }
+
+  async list(caller: Caller, checkpointId: string, requested: string): Promise<FileList> {
+    const { node, path } = await this.locate(caller, checkpointId, requested);
+    return node.checkpointFileList(checkpointId, path);
+  }
+
+  /** Sends the file's bytes to `res`. */
+  async download(caller: Caller, checkpointId: string, requested: string, res: ServerResponse): Promise<void> {
+    const { node, path } = await this.locate(caller, checkpointId, requested);
+    await node.checkpointFile(checkpointId, path, res);
+  }
+
+  /**
+   * The path in each of the session's checkpoints, oldest first, with how it changed from the one
+   * before: each node holding some of them is asked once for all of its own.
+   */
+  async history(caller: Caller, sessionId: string, requested: string): Promise<PathHistory> {
+    const session = await this.deps.sessions.row(caller, sessionId);
+    const absolute = absolutePath(requested, session.cwd);
+    const checkpoints = await this.deps.store.listCheckpoints(session.id);
+    const found = new Map<string, NodeVersion>();
+    const byNode = new Map<string, CheckpointRow[]>();
+    for (const checkpoint of checkpoints) byNode.set(checkpoint.nodeId, [...(byNode.get(checkpoint.nodeId) ?? []), checkpoint]);
+    await Promise.all(
+      [...byNode].map(async ([nodeId, rows]) => {
+        // A node that is lost or does not answer leaves its checkpoints `unknown`.
+        if (await this.deps.nodes.isLost(nodeId)) return;
+        const node = await this.deps.nodes.client(nodeId);
+        for (let i = 0; i < rows.length; i += versionsPerRequest) {
+          const ids = rows.slice(i, i + versionsPerRequest).map((c) => c.id);
+          for (const version of await node.pathVersions(ids, absolute).catch(() => [])) found.set(version.checkpointId, version);
+        }
+      }),
+    );
+    let before: NodeVersion | undefined;
+    const versions = checkpoints.map((checkpoint) => {
+      const now = found.get(checkpoint.id);
+      const change = changeOf(before, now);
+      if (now) before = now;
+      return {
+        checkpointId: checkpoint.id,
+        createdAt: checkpoint.createdAt,
+        kind: checkpoint.kind,
+        change,
+        type: now?.stat?.type ?? null,
+        size: now?.stat?.size ?? null,
+        mtime: now?.stat?.mtime ?? null,
+        sha256: now?.sha256 ?? null,
+      };
+    });
+    return { path: absolute, versions };
+  }
+
+  /** The node holding the checkpoint (of the caller's tenant) and the path made absolute. */
+  private async locate(caller: Caller, checkpointId: string, requested: string): Promise<{ node: NodeClient; path: string }> {
+    const checkpoint = await this.deps.store.getCheckpoint(caller.tenantId, checkpointId);
+    if (!checkpoint) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `no checkpoint ${JSON.stringify(checkpointId)}`);
+    if (await this.deps.nodes.isLost(checkpoint.nodeId))
+      throw new SpaceError(
+        ErrorCode.NODE_UNAVAILABLE,
+        `checkpoint ${checkpointId} is on node ${checkpoint.nodeId}, which is lost; fork it (from the object store) to read its files`,
+      );
+    const session = await this.deps.store.getSession(caller.tenantId, checkpoint.sessionId);
+    return { node: await this.deps.nodes.client(checkpoint.nodeId), path: absolutePath(requested, session?.cwd ?? null) };
+  }
+}
+
+/** A relative path from the session's working directory (the template's WORKDIR, else /workspace). */
+function absolutePath(requested: string, cwd: string | null): string {
+  return requested.startsWith('/') ? requested : path.posix.join(cwd ?? SandboxLayout.workdir, requested);
+}
+
+/** How a path changed between two checkpoints (`before`: the newest known one before; none for the first). */
+function changeOf(before: NodeVersion | undefined, now: NodeVersion | undefined): PathChange {
+  if (!now) return 'unknown';
+  if (!now.stat) return before?.stat ? 'removed' : 'absent';
+  if (!before?.stat) return 'added';
+  const a = before.stat;
+  const b = now.stat;
+  const sameContent =
+    a.type === b.type && a.size === b.size && a.target === b.target && (before.sha256 && now.sha256 ? before.sha256 === now.sha256 : a.mtime === b.mtime);
+  return sameContent && a.mode === b.mode ? 'unchanged' : 'modified';
+}
