@@ -133,7 +133,7 @@ describe('filesystem checkpoints, fork and restore', () => {
       'mkdir -p app && echo "mode: good" > app/config.yaml && ln -s /etc/shadow shadow && ln -s ../../../../.. up && ln -s app/config.yaml config',
     );
     const first = await checkpoint(session.id);
-    await api.exec(session.id, 'echo "mode: broken" > app/config.yaml');
+    await api.exec(session.id, 'echo "mode: evil" > app/config.yaml');
     const second = await checkpoint(session.id);
     await api.exec(session.id, 'rm app/config.yaml');
     const third = await checkpoint(session.id);
@@ -142,7 +142,7 @@ describe('filesystem checkpoints, fork and restore', () => {
 
     const file = (ckp: string, path: string) => api.bytes(`/v1/checkpoints/${ckp}/files?path=${encodeURIComponent(path)}`);
     assert.equal((await file(first.id, 'app/config.yaml')).data.toString(), 'mode: good\n', 'relative to the working directory');
-    assert.equal((await file(second.id, '/workspace/config')).data.toString(), 'mode: broken\n', 'a link inside the checkpoint');
+    assert.equal((await file(second.id, '/workspace/config')).data.toString(), 'mode: evil\n', 'a link inside the checkpoint');
     const shadow = await file(first.id, '/workspace/shadow');
     assert.equal(shadow.status, 404, "the link names the checkpoint's /etc/shadow, which a sandbox has none of, never the host's");
     assert.equal((await file(first.id, '/workspace/up/workspace/app/config.yaml')).data.toString(), 'mode: good\n', '`..` stops at the checkpoint root');
@@ -166,7 +166,7 @@ describe('filesystem checkpoints, fork and restore', () => {
       history.body.versions.map((v: { checkpointId: string; change: string; size: number | null }) => [v.checkpointId, v.change, v.size]),
       [
         [first.id, 'added', 11],
-        [second.id, 'modified', 13],
+        [second.id, 'modified', 11],
         [third.id, 'removed', null],
       ],
     );
@@ -184,7 +184,7 @@ describe('filesystem checkpoints, fork and restore', () => {
     // The same through the SDK.
     const space = new Space({ apiUrl: platform.url, apiKey: platform.adminKey });
     const files = space.checkpoints.files(second.id);
-    assert.equal((await files.read('app/config.yaml')).toString(), 'mode: broken\n');
+    assert.equal((await files.read('app/config.yaml')).toString(), 'mode: evil\n');
     assert.equal((await files.stat('/workspace/app')).type, 'directory');
     assert.deepEqual(
       (await space.sessions.handle(session.id).files.history('app/config.yaml')).versions.map((v) => v.change),
@@ -194,7 +194,7 @@ describe('filesystem checkpoints, fork and restore', () => {
     // And through the CLI.
     const cli = (...args: string[]) =>
       execFileAsync(process.execPath, [cliMain, ...args], { env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey } });
-    assert.equal((await cli('cat', `${second.id}:app/config.yaml`)).stdout, 'mode: broken\n');
+    assert.equal((await cli('cat', `${second.id}:app/config.yaml`)).stdout, 'mode: evil\n');
     assert.match((await cli('ls', `${first.id}:/workspace`)).stdout, /^symlink .* shadow -> \/etc\/shadow$/m);
     const cliHistory = JSON.parse((await cli('history', session.id, 'app/config.yaml', '--json')).stdout);
     assert.deepEqual(

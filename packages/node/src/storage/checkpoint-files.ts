@@ -81,6 +81,9 @@ export class CheckpointFiles {
   /** The path in each of the checkpoints held here (its stat, null when missing, and a regular file's sha256 within the bound); one not here is left out. */
   async versions(checkpointIds: string[], sandboxPath: string): Promise<NodePathVersion[]> {
     const versions: NodePathVersion[] = [];
+    // A file no one touched between two checkpoints is the same inode with the same change time in
+    // both snapshots (nothing in a sandbox sets a host file's ctime): hashed once, not per checkpoint.
+    const hashes = new Map<string, string>();
     for (const id of checkpointIds) {
       const found = await this.resolve(id, sandboxPath, false).catch((err: unknown) => {
         if (err instanceof SpaceError && (err.code === ErrorCode.FILE_NOT_FOUND || err.code === ErrorCode.NOT_A_DIRECTORY)) return null;
@@ -94,8 +97,13 @@ export class CheckpointFiles {
         continue;
       }
       const target = found.stats.isSymbolicLink() ? await readlink(found.hostPath) : undefined;
-      const hashed = found.stats.isFile() && found.stats.size <= maxHashedFileBytes;
-      versions.push({ checkpointId: id, stat: describe(found.sandboxPath, found.stats, target), sha256: hashed ? await this.sha256(found.hostPath) : null });
+      let sha256: string | null = null;
+      if (found.stats.isFile() && found.stats.size <= maxHashedFileBytes) {
+        const unchanged = `${found.stats.ino}:${found.stats.ctimeMs}:${found.stats.size}`;
+        sha256 = hashes.get(unchanged) ?? (await this.sha256(found.hostPath));
+        hashes.set(unchanged, sha256);
+      }
+      versions.push({ checkpointId: id, stat: describe(found.sandboxPath, found.stats, target), sha256 });
     }
     return versions;
   }
