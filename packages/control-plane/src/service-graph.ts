@@ -224,7 +224,7 @@ export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, l
     idempotency: s.idempotency,
     cells: s.cells,
     checkpoints: s.checkpoints,
-    checkpointFiles: new CheckpointFileReader({ store: s.store, nodes: s.nodes, sessions: s.sessions }),
+    checkpointFiles: new CheckpointFileReader({ store: s.store, nodes: s.nodes, sessions: s.sessions, checkpoints: s.checkpoints }),
     pauser: s.pauser,
     services: new SessionServices(s.sessions, s.store, s.nodes),
     store: s.store,

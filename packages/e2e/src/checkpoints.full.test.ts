@@ -135,7 +135,7 @@ describe('filesystem checkpoints, fork and restore', () => {
     const first = await checkpoint(session.id);
     await api.exec(session.id, 'echo "mode: evil" > app/config.yaml');
     const second = await checkpoint(session.id);
-    await api.exec(session.id, 'rm app/config.yaml');
+    await api.exec(session.id, 'rm app/config.yaml && echo n > new.txt && mv up up2 && chmod 700 app');
     const third = await checkpoint(session.id);
     // From here on the session has no sandbox: its checkpoints are read where they are, and none starts.
     await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
@@ -181,6 +181,38 @@ describe('filesystem checkpoints, fork and restore', () => {
     assert.equal((await outsider.call('GET', `/v1/sessions/${session.id}/files/history?path=/etc/hostname`)).status, 404);
     assert.equal((await api.call('GET', '/v1/checkpoints/ckp_nothere/files/stat?path=/')).status, 404);
 
+    // What changed between checkpoints, from btrfs: under /workspace, by path, in pages.
+    const diff = async (from: string, to: string, extra = '') => {
+      const reply = await api.call('GET', `/v1/checkpoints/${from}/diff?to=${to}${extra}`);
+      assert.equal(reply.status, 200, JSON.stringify(reply.body));
+      return reply.body;
+    };
+    const ofWorkspace = (page: { entries: { path: string; change: string; from?: string; sizeBefore: number | null; sizeAfter: number | null }[] }) =>
+      page.entries.filter((e) => e.path.startsWith('/workspace/')).map((e) => [e.path, e.change, e.from ?? null, e.sizeBefore, e.sizeAfter]);
+    assert.deepEqual(ofWorkspace(await diff(first.id, second.id)), [['/workspace/app/config.yaml', 'modified', null, 11, 11]]);
+    assert.deepEqual(ofWorkspace(await diff(second.id, third.id)), [
+      ['/workspace/app', 'mode', null, 22, 0],
+      ['/workspace/app/config.yaml', 'removed', null, 11, null],
+      ['/workspace/new.txt', 'added', null, null, 2],
+      ['/workspace/up2', 'renamed', '/workspace/up', 14, 14],
+    ]);
+    const paged: string[] = [];
+    for (let after = '', page; (page = await diff(second.id, third.id, `&limit=1${after}`)); after = `&after=${encodeURIComponent(page.next)}`) {
+      assert.ok(page.entries.length <= 1);
+      paged.push(...page.entries.map((e: { path: string }) => e.path));
+      if (page.next === null) break;
+    }
+    assert.deepEqual(
+      paged,
+      (await diff(second.id, third.id)).entries.map((e: { path: string }) => e.path),
+      'pages of one: the same entries',
+    );
+    const unrelated = await created({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    const elsewhere = await checkpoint(unrelated.id);
+    const refusedDiff = await api.call('GET', `/v1/checkpoints/${first.id}/diff?to=${elsewhere.id}`);
+    assert.deepEqual([refusedDiff.status, refusedDiff.body.error.code], [400, 'CHECKPOINT_NOT_IN_LINEAGE']);
+    assert.match(refusedDiff.body.error.message, new RegExp(`${first.id}.*${elsewhere.id}`));
+
     // The same through the SDK.
     const space = new Space({ apiUrl: platform.url, apiKey: platform.adminKey });
     const files = space.checkpoints.files(second.id);
@@ -190,6 +222,7 @@ describe('filesystem checkpoints, fork and restore', () => {
       (await space.sessions.handle(session.id).files.history('app/config.yaml')).versions.map((v) => v.change),
       ['added', 'modified', 'removed'],
     );
+    assert.ok((await space.checkpoints.diff(first.id, second.id)).entries.some((e) => e.path === '/workspace/app/config.yaml' && e.change === 'modified'));
 
     // And through the CLI.
     const cli = (...args: string[]) =>
@@ -201,6 +234,7 @@ describe('filesystem checkpoints, fork and restore', () => {
       cliHistory.versions.map((v: { change: string }) => v.change),
       ['added', 'modified', 'removed'],
     );
+    assert.match((await cli('diff', second.id, third.id)).stdout, /^renamed +symlink +\/workspace\/up2 \(from \/workspace\/up\)$/m);
     await assert.rejects(cli('cat', 'app/config.yaml'), (err: { stderr?: string }) => /expected CHECKPOINT:path/.test(err.stderr ?? ''));
   });
 });

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AbsoluteSandboxPathSchema } from './common.js';
 import { CheckpointIdSchema, CheckpointKindSchema } from './checkpoints.js';
 import { FileStatSchema, FileTypeSchema } from './files.js';
+import { Limits } from './limits.js';
 
 /**
  * How a path changed from the checkpoint before (in a session's history): `added`, `removed`,
@@ -56,3 +57,36 @@ export const NodePathVersionsSchema = z
 
 /** A path inside a checkpoint, as the node reads it: absolute (the control plane resolved a relative one against the session's working directory). */
 export const NodeCheckpointPathQuerySchema = z.object({ path: AbsoluteSandboxPathSchema }).strict();
+
+/** How a path differs between two checkpoints (`renamed`: `from` names where it was; `mode`: permissions or owner only). */
+export const DiffChangeSchema = z.enum(['added', 'removed', 'modified', 'renamed', 'mode']);
+
+export const DiffEntrySchema = z
+  .object({
+    path: z.string().max(Limits.maxPathLength),
+    change: DiffChangeSchema,
+    type: FileTypeSchema,
+    from: z.string().max(Limits.maxPathLength).optional(),
+    sizeBefore: z.number().int().nonnegative().nullable(),
+    sizeAfter: z.number().int().nonnegative().nullable(),
+  })
+  .strict();
+export type DiffEntry = z.infer<typeof DiffEntrySchema>;
+
+/** The most entries one page of a diff holds. */
+export const maxDiffPage = 1000;
+
+/** `to`: the other checkpoint; `after`: the last path of the page before (pages are by path); `limit`: entries per page. */
+export const CheckpointDiffQuerySchema = z
+  .object({
+    to: CheckpointIdSchema,
+    after: z.string().max(Limits.maxPathLength).optional(),
+    limit: z.coerce.number().int().min(1).max(maxDiffPage).default(maxDiffPage),
+  })
+  .strict();
+
+/** One page of a diff, by path; `next`: the `after` of the next page, null on the last. */
+export const CheckpointDiffSchema = z
+  .object({ from: CheckpointIdSchema, to: CheckpointIdSchema, entries: z.array(DiffEntrySchema).max(maxDiffPage), next: z.string().nullable() })
+  .strict();
+export type CheckpointDiff = z.infer<typeof CheckpointDiffSchema>;

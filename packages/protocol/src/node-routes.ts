@@ -9,7 +9,13 @@ import {
   NodeVolumeChangedQuerySchema,
   NodeVolumeChangedSchema,
 } from './checkpoints.js';
-import { NodeCheckpointPathQuerySchema, NodePathVersionsRequestSchema, NodePathVersionsSchema } from './checkpoint-files.js';
+import {
+  CheckpointDiffQuerySchema,
+  CheckpointDiffSchema,
+  NodeCheckpointPathQuerySchema,
+  NodePathVersionsRequestSchema,
+  NodePathVersionsSchema,
+} from './checkpoint-files.js';
 import { OkSchema as ok } from './common.js';
 import { FileListSchema, FileStatSchema } from './files.js';
 import { EgressAuditListSchema, EgressAuditQuerySchema, SessionEgressConfigSchema } from './egress.js';
@@ -118,6 +124,15 @@ export const nodeRoutes = {
     query: NodeCheckpointPathQuerySchema,
     status: 200,
     response: FileStatSchema,
+  },
+  checkpointDiff: {
+    method: 'GET',
+    path: '/node/v1/checkpoints/:checkpointId/diff',
+    params: checkpoint,
+    query: CheckpointDiffQuerySchema,
+    status: 200,
+    response: CheckpointDiffSchema,
+    timeoutMs: 120_000,
   },
   pathVersions: { method: 'POST', path: '/node/v1/path-versions', body: NodePathVersionsRequestSchema, status: 200, response: NodePathVersionsSchema },
   deleteCheckpoint: { method: 'DELETE', path: '/node/v1/checkpoints/:checkpointId', params: checkpoint, status: 200, response: ok },

@@ -8,7 +8,7 @@ import {
   PauseResultSchema,
   RestoreRequestSchema,
 } from './checkpoints.js';
-import { PathHistorySchema } from './checkpoint-files.js';
+import { CheckpointDiffQuerySchema, CheckpointDiffSchema, PathHistorySchema } from './checkpoint-files.js';
 import { OkSchema as ok } from './common.js';
 import { FileListSchema, FileStatSchema, PathQuerySchema } from './files.js';
 import { sandboxRoutes } from './sandbox-routes.js';
@@ -246,6 +246,14 @@ const checkpointFileRoutes: PublicRoute[] = [
     summary: 'A path as it was in a checkpoint: type, size, mode, time (a symlink described, not followed).',
     query: PathQuerySchema,
     response: FileStatSchema,
+  },
+  {
+    method: 'GET',
+    path: '/v1/checkpoints/:checkpointId/diff',
+    summary:
+      "What differs from this checkpoint to `to` (one lineage: its session and its forks), from btrfs's own change tracking: `{path, change: added|removed|modified|renamed|mode, type, from?, sizeBefore, sizeAfter}` by path, in pages (`after`, `limit`, `next`).",
+    query: CheckpointDiffQuerySchema,
+    response: CheckpointDiffSchema,
   },
   {
     method: 'GET',

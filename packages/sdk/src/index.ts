@@ -29,6 +29,8 @@ export type {
   ExecEvent,
   FileEntry,
   PathHistoryData,
+  CheckpointDiffData,
+  DiffEntryData,
   PathVersionData,
   CheckpointData,
   ProcessData,

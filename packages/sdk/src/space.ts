@@ -4,6 +4,7 @@ import { Session, SessionHandle } from './session.js';
 import { CheckpointFiles } from './checkpoint-files.js';
 import { Transport } from './transport.js';
 import type {
+  CheckpointDiffData,
   CreateSessionOptions,
   DrainResultData,
   NodeData,
@@ -36,6 +37,8 @@ export class Space {
     fork(checkpointId: string, options?: { count?: number } & CallOptions): Promise<Session[]>;
     /** A checkpoint's files as they were, read without a sandbox: `await space.checkpoints.files(id).read('app/config.yaml')`. */
     files(checkpointId: string): CheckpointFiles;
+    /** One page of what differs from checkpoint `from` to `to` (one lineage), by path: pass `next` as `after` for the next. */
+    diff(from: string, to: string, options?: { after?: string; limit?: number } & CallOptions): Promise<CheckpointDiffData>;
   };
 
   /**
@@ -228,6 +231,11 @@ export class Space {
         return reply.sessions.map((d) => new Session(t, d));
       },
       files: (checkpointId) => new CheckpointFiles(t, checkpointId),
+      async diff(from, to, opts = {}) {
+        const { after, limit, ...call } = opts;
+        const query = new URLSearchParams({ to, ...(after === undefined ? {} : { after }), ...(limit === undefined ? {} : { limit: String(limit) }) });
+        return t.json<CheckpointDiffData>('GET', `/v1/checkpoints/${encodeURIComponent(from)}/diff?${query}`, call);
+      },
     };
   }
 }

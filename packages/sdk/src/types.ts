@@ -177,6 +177,25 @@ export interface PathHistoryData {
   versions: PathVersionData[];
 }
 
+/** A path that differs between two checkpoints (`space.checkpoints.diff`). */
+export interface DiffEntryData {
+  path: string;
+  change: 'added' | 'removed' | 'modified' | 'renamed' | 'mode';
+  type: FileEntry['type'];
+  /** Where a renamed path was. */
+  from?: string;
+  sizeBefore: number | null;
+  sizeAfter: number | null;
+}
+
+/** One page of a diff, by path; `next` is the `after` of the next page (null on the last). */
+export interface CheckpointDiffData {
+  from: string;
+  to: string;
+  entries: DiffEntryData[];
+  next: string | null;
+}
+
 /** A port something listens on in a sandbox. */
 export interface ListeningPortData {
   port: number;

@@ -1,6 +1,6 @@
 import { pipeline } from 'node:stream/promises';
 import type { Command } from 'commander';
-import type { FileEntry, PathVersionData } from '@space/sdk';
+import type { DiffEntryData, FileEntry, PathVersionData } from '@space/sdk';
 import { cliClient, output } from '../client.js';
 
 /** `CHECKPOINT:path`, as `cat` and `ls` name a file of a checkpoint. */
@@ -12,10 +12,13 @@ export function checkpointPath(target: string): { checkpointId: string; path: st
 const entryLine = (e: FileEntry): string =>
   `${e.type.padEnd(9)} ${String(e.size).padStart(10)}  ${e.mtime}  ${e.name}${e.target === undefined ? '' : ` -> ${e.target}`}`;
 
+const diffLine = (e: DiffEntryData): string =>
+  `${e.change.padEnd(8)} ${e.type.padEnd(9)} ${e.path}${e.from === undefined ? '' : ` (from ${e.from})`}${e.change === 'modified' ? `  ${e.sizeBefore} -> ${e.sizeAfter} bytes` : ''}`;
+
 const versionLine = (v: PathVersionData): string =>
   `${v.checkpointId}  ${v.createdAt}  ${v.change.padEnd(9)} ${v.size === null ? '-'.padStart(10) : String(v.size).padStart(10)}  ${v.sha256?.slice(0, 12) ?? ''}`;
 
-/** A checkpoint's files without a sandbox: `ls CHECKPOINT:dir` (in sessions.ts, beside `ls`), cat, history. */
+/** A checkpoint's files without a sandbox: `ls CHECKPOINT:dir` (in sessions.ts, beside `ls`), cat, diff, history. */
 export function registerCheckpointFileCommands(program: Command): void {
   program
     .command('cat <checkpointPath>')
@@ -24,6 +27,21 @@ export function registerCheckpointFileCommands(program: Command): void {
       const at = checkpointPath(target);
       if (!at) throw new Error(`expected CHECKPOINT:path (ckp_…:/workspace/file), got ${JSON.stringify(target)}`);
       await pipeline(await cliClient(process.env).checkpoints.files(at.checkpointId).download(at.path), process.stdout);
+    });
+
+  program
+    .command('diff <from> <to>')
+    .description('what differs from one checkpoint to another of its lineage (added, removed, modified, renamed, mode), by path')
+    .option('--json', 'print JSON')
+    .action(async (from: string, to: string, opts: { json?: boolean }) => {
+      const space = cliClient(process.env);
+      const entries: DiffEntryData[] = [];
+      // Every page: a diff is listed whole here.
+      for (let after: string | undefined, page; (page = await space.checkpoints.diff(from, to, { after })); after = page.next) {
+        entries.push(...page.entries);
+        if (page.next === null) break;
+      }
+      output(Boolean(opts.json), { from, to, entries }, () => (entries.length ? entries.map(diffLine).join('\n') : 'no differences'));
     });
 
   program

@@ -1,9 +1,9 @@
-import { CheckpointIdSchema, PathQuerySchema } from '@space/protocol';
+import { CheckpointDiffQuerySchema, CheckpointIdSchema, PathQuerySchema } from '@space/protocol';
 import { type Router, parseQuery, parseWith, sendJson } from '@space/server-kit';
 import type { Authenticator } from '../tenants/auth.js';
 import type { CheckpointFileReader } from '../checkpoints/checkpoint-file-reader.js';
 
-/** A checkpoint's files without a sandbox (/v1/checkpoints/:id/files…), and a path's history across a session's checkpoints. */
+/** A checkpoint's files without a sandbox (/v1/checkpoints/:id/files…), a diff of two checkpoints, and a path's history across a session's checkpoints. */
 export function registerCheckpointFileRoutes(router: Router, auth: Authenticator, files: CheckpointFileReader): void {
   const checkpointOf = (params: Record<string, string>) => parseWith(CheckpointIdSchema, params.checkpointId, 'checkpoint id');
 
@@ -20,6 +20,11 @@ export function registerCheckpointFileRoutes(router: Router, auth: Authenticator
   router.on('GET', '/v1/checkpoints/:checkpointId/files/stat', async ({ req, res, params, url }) => {
     const caller = await auth.authenticate(req);
     sendJson(res, 200, await files.stat(caller, checkpointOf(params), parseQuery(url, PathQuerySchema).path));
+  });
+
+  router.on('GET', '/v1/checkpoints/:checkpointId/diff', async ({ req, res, params, url }) => {
+    const caller = await auth.authenticate(req);
+    sendJson(res, 200, await files.diff(caller, checkpointOf(params), parseQuery(url, CheckpointDiffQuerySchema)));
   });
 
   router.on('GET', '/v1/sessions/:sessionId/files/history', async ({ req, res, params, url }) => {

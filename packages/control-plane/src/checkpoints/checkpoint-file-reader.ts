@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import {
+  type CheckpointDiff,
   ErrorCode,
   type FileList,
   type FileStat,
@@ -13,6 +14,7 @@ import {
 import type { z } from 'zod';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
+import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { CheckpointRow, Store } from '../store/store.js';
 import type { Caller } from '../tenants/auth.js';
@@ -26,6 +28,7 @@ export interface CheckpointFileReaderDeps {
   store: Store;
   nodes: NodeDirectory;
   sessions: SessionService;
+  checkpoints: SessionCheckpointService;
 }
 
 /**
@@ -50,6 +53,21 @@ export class CheckpointFileReader {
   async download(caller: Caller, checkpointId: string, requested: string, res: ServerResponse): Promise<void> {
     const { node, path } = await this.locate(caller, checkpointId, requested);
     await node.checkpointFile(checkpointId, path, res);
+  }
+
+  /**
+   * One page of what differs from checkpoint `fromId` to `query.to`, two checkpoints of one lineage,
+   * worked out by the node that holds both from btrfs's own change tracking.
+   */
+  async diff(caller: Caller, fromId: string, query: { to: string; after?: string; limit?: number }): Promise<CheckpointDiff> {
+    const [from, to] = await this.deps.checkpoints.ofOneLineage(caller, fromId, query.to);
+    if (from.nodeId !== to.nodeId)
+      throw new SpaceError(
+        ErrorCode.NODE_UNAVAILABLE,
+        `checkpoints ${from.id} and ${to.id} are on different nodes (${from.nodeId}, ${to.nodeId}): a diff is worked out where both are`,
+      );
+    const { node } = await this.locate(caller, from.id, '/');
+    return node.checkpointDiff(from.id, query);
   }
 
   /**

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import {
   type ApiRoute,
+  type CheckpointDiff,
   type CheckpointKind,
   type FileList,
   type FileStat,
@@ -222,6 +223,11 @@ export class NodeClient {
 
   checkpointFileStat(checkpointId: string, path: string): Promise<FileStat> {
     return this.call(nodeRoutes.checkpointFileStat, { params: { checkpointId }, query: { path } });
+  }
+
+  /** One page of what differs between two checkpoints on this node. */
+  checkpointDiff(checkpointId: string, query: { to: string; after?: string; limit?: number }): Promise<CheckpointDiff> {
+    return this.call(nodeRoutes.checkpointDiff, { params: { checkpointId }, query });
   }
 
   /** The path in each of these checkpoints (all on this node). */

@@ -186,6 +186,18 @@ export class SessionCheckpointService {
     return checkpoint;
   }
 
+  /** Both checkpoints (of the caller's tenant), refused unless their sessions are related by forks (`CHECKPOINT_NOT_IN_LINEAGE`, naming both). */
+  async ofOneLineage(caller: Caller, firstId: string, secondId: string): Promise<[CheckpointRow, CheckpointRow]> {
+    const first = await this.checkpoint(caller, firstId);
+    const second = await this.checkpoint(caller, secondId);
+    if (!(await this.family(caller, first.sessionId)).has(second.sessionId))
+      throw new SpaceError(
+        ErrorCode.CHECKPOINT_NOT_IN_LINEAGE,
+        `checkpoints ${firstId} (session ${first.sessionId}) and ${secondId} (session ${second.sessionId}) are not of one lineage: their sessions are not related by forks`,
+      );
+    return [first, second];
+  }
+
   /** Every session related to `sessionId` by forks: its root ancestor and all that root's descendants. */
   private async family(caller: Caller, sessionId: string): Promise<Set<string>> {
     let root = await this.sessions.row(caller, sessionId);

@@ -120,6 +120,11 @@ export function createNodeApi(deps: NodeApiDeps): Router {
   });
   serve(nodeRoutes.checkpointFileList, ({ params, query }) => deps.checkpointFiles.list(params.checkpointId, query.path));
   serve(nodeRoutes.checkpointFileStat, ({ params, query }) => deps.checkpointFiles.stat(params.checkpointId, query.path));
+  serve(nodeRoutes.checkpointDiff, async ({ params, query }) => ({
+    from: params.checkpointId,
+    to: query.to,
+    ...(await deps.checkpointFiles.diff(params.checkpointId, query.to, query.after, query.limit)),
+  }));
   serve(nodeRoutes.pathVersions, async ({ body }) => ({ versions: await deps.checkpointFiles.versions(body.checkpointIds, body.path) }));
   serve(nodeRoutes.deleteCheckpoint, async ({ params }) => {
     await deps.checkpoints.delete(params.checkpointId);

@@ -3,8 +3,9 @@ import { constants, type Stats } from 'node:fs';
 import { lstat, open, readdir, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { ErrorCode, type FileList, type FileStat, Limits, type NodePathVersionsSchema, SpaceError } from '@space/protocol';
+import { type DiffEntry, ErrorCode, type FileList, type FileStat, Limits, type NodePathVersionsSchema, SpaceError } from '@space/protocol';
 import type { z } from 'zod';
+import { diffSnapshots } from './checkpoint-diff.js';
 
 type NodePathVersion = z.infer<typeof NodePathVersionsSchema>['versions'][number];
 
@@ -106,6 +107,21 @@ export class CheckpointFiles {
       versions.push({ checkpointId: id, stat: describe(found.sandboxPath, found.stats, target), sha256 });
     }
     return versions;
+  }
+
+  /**
+   * One page of what differs from checkpoint `fromId` to `toId` (both on this node): the paths after
+   * `after`, at most `limit`, and the `after` of the next page (null on the last). Each page is
+   * worked out again from btrfs (`diffSnapshots`): nothing is kept between calls.
+   */
+  async diff(fromId: string, toId: string, after: string | undefined, limit: number): Promise<{ entries: DiffEntry[]; next: string | null }> {
+    const [from, to] = [await this.root(fromId), await this.root(toId)];
+    for (const [id, root] of [[fromId, from] as const, [toId, to] as const])
+      if (!root) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${id} is not on this node`);
+    const all = await diffSnapshots(from!, to!);
+    const rest = after === undefined ? all : all.filter((e) => e.path > after);
+    const entries = rest.slice(0, limit);
+    return { entries, next: rest.length > limit ? entries.at(-1)!.path : null };
   }
 
   private async sha256(hostPath: string): Promise<string> {

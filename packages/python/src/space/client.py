@@ -8,11 +8,12 @@ import json
 import os
 import ssl
 from typing import IO, Any, Iterator
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from ._transport import Body, RetryPolicy, Transport, file_chunks, present
 from .errors import SpaceClientError
 from .session import CheckpointFiles, Session, SessionHandle
+from .wire_types import CheckpointDiffData
 
 
 class Sessions:
@@ -45,6 +46,11 @@ class Checkpoints:
         """`count` new sessions from a checkpoint, each with a parent link (processes continue in every fork of a full one)."""
         reply = self._t.json("POST", f"/v1/checkpoints/{quote(checkpoint_id, safe='')}/fork", json={"count": count}, timeout=timeout)
         return [Session(self._t, data) for data in reply["sessions"]]
+
+    def diff(self, source: str, to: str, *, after: str | None = None, limit: int | None = None, timeout: float | None = None) -> CheckpointDiffData:
+        """One page of what differs from checkpoint `source` to `to` (one lineage), by path: pass `next` as `after` for the next."""
+        query = urlencode({"to": to, **({"after": after} if after is not None else {}), **({"limit": limit} if limit is not None else {})})
+        return self._t.json("GET", f"/v1/checkpoints/{quote(source, safe='')}/diff?{query}", timeout=timeout)
 
     def files(self, checkpoint_id: str) -> CheckpointFiles:
         """A checkpoint's files as they were, read without a sandbox: `space.checkpoints.files(c).read("app/config.yaml")`."""

@@ -91,6 +91,17 @@ class PathHistoryData(TypedDict):
     versions: list[PathVersionData]
 
 
+#: A path that differs between two checkpoints: added, removed, modified, renamed (``from`` names where it was) or mode.
+#: The functional form: ``from`` is a keyword.
+DiffEntryData = TypedDict(
+    "DiffEntryData",
+    {"path": str, "change": str, "type": str, "from": NotRequired[str], "sizeBefore": int | None, "sizeAfter": int | None},
+)
+
+#: One page of a diff, by path; ``next`` is the ``after`` of the next page (None on the last).
+CheckpointDiffData = TypedDict("CheckpointDiffData", {"from": str, "to": str, "entries": list[DiffEntryData], "next": str | None})
+
+
 class CheckpointData(TypedDict):
     id: str
     sessionId: str
@@ -137,6 +148,8 @@ WIRE_TYPES: dict[str, type] = {
     "CheckpointSchema": CheckpointData,
     "PathVersionSchema": PathVersionData,
     "PathHistorySchema": PathHistoryData,
+    "DiffEntrySchema": DiffEntryData,
+    "CheckpointDiffSchema": CheckpointDiffData,
     "ProcessInfoSchema": ProcessData,
     "CodeContextSchema": CodeContextData,
     "CodeCellSchema": CodeCellData,
