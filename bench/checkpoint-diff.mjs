@@ -27,7 +27,9 @@ try {
     });
     const sessionPath = `/v1/sessions/${session.id}`;
     const exec = (cmd) => api(platform.url, 'POST', `${sessionPath}/exec`, { cmd, timeoutMs: 600_000 });
-    await exec(`mkdir -p /workspace/data && for i in $(seq 1 ${Math.ceil(sizeMb / 100)}); do head -c 104857600 /dev/urandom > /workspace/data/f$i; done; echo one > /workspace/notes.txt`);
+    await exec(
+      `mkdir -p /workspace/data && for i in $(seq 1 ${Math.ceil(sizeMb / 100)}); do head -c 104857600 /dev/urandom > /workspace/data/f$i; done; echo one > /workspace/notes.txt`,
+    );
     const from = (await api(platform.url, 'POST', `${sessionPath}/checkpoints`, { kind: 'fs' })).id;
     await exec('echo two >> /workspace/notes.txt');
     const to = (await api(platform.url, 'POST', `${sessionPath}/checkpoints`, { kind: 'fs' })).id;

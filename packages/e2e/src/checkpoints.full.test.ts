@@ -197,11 +197,13 @@ describe('filesystem checkpoints, fork and restore', () => {
       ['/workspace/up2', 'renamed', '/workspace/up', 14, 14],
     ]);
     const paged: string[] = [];
-    for (let after = '', page; (page = await diff(second.id, third.id, `&limit=1${after}`)); after = `&after=${encodeURIComponent(page.next)}`) {
+    let next: string | null = null;
+    do {
+      const page = await diff(second.id, third.id, `&limit=1${next === null ? '' : `&after=${encodeURIComponent(next)}`}`);
       assert.ok(page.entries.length <= 1);
       paged.push(...page.entries.map((e: { path: string }) => e.path));
-      if (page.next === null) break;
-    }
+      next = page.next;
+    } while (next !== null);
     assert.deepEqual(
       paged,
       (await diff(second.id, third.id)).entries.map((e: { path: string }) => e.path),

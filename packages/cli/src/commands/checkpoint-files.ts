@@ -37,10 +37,12 @@ export function registerCheckpointFileCommands(program: Command): void {
       const space = cliClient(process.env);
       const entries: DiffEntryData[] = [];
       // Every page: a diff is listed whole here.
-      for (let after: string | undefined, page; (page = await space.checkpoints.diff(from, to, { after })); after = page.next) {
+      let after: string | null | undefined;
+      do {
+        const page = await space.checkpoints.diff(from, to, after ? { after } : {});
         entries.push(...page.entries);
-        if (page.next === null) break;
-      }
+        after = page.next;
+      } while (after);
       output(Boolean(opts.json), { from, to, entries }, () => (entries.length ? entries.map(diffLine).join('\n') : 'no differences'));
     });
 
