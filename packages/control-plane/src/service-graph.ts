@@ -35,6 +35,7 @@ import type { ControlPlaneSettings } from './settings.js';
 import type { PublicApiDeps } from './api/public-api.js';
 import { SessionServices } from './sessions/session-services.js';
 import { CheckpointFileReader } from './checkpoints/checkpoint-file-reader.js';
+import { PathRestorer } from './checkpoints/path-restorer.js';
 import { lineLog } from '@space/server-kit';
 
 export interface ServiceGraphDeps {
@@ -217,6 +218,7 @@ export type ServiceGraph = ReturnType<typeof wireServices>;
 
 /** The public API's dependencies from the graph: the same in the process and in the tests. */
 export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, log: (message: string) => void): PublicApiDeps {
+  const checkpointFiles = new CheckpointFileReader({ store: s.store, nodes: s.nodes, sessions: s.sessions, checkpoints: s.checkpoints });
   return {
     auth: s.auth,
     sessions: s.sessions,
@@ -224,7 +226,8 @@ export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, l
     idempotency: s.idempotency,
     cells: s.cells,
     checkpoints: s.checkpoints,
-    checkpointFiles: new CheckpointFileReader({ store: s.store, nodes: s.nodes, sessions: s.sessions, checkpoints: s.checkpoints }),
+    checkpointFiles,
+    pathRestorer: new PathRestorer({ sessions: s.sessions, checkpoints: s.checkpoints, calls: s.calls, reader: checkpointFiles }),
     pauser: s.pauser,
     services: new SessionServices(s.sessions, s.store, s.nodes),
     store: s.store,

@@ -239,4 +239,61 @@ describe('filesystem checkpoints, fork and restore', () => {
     assert.match((await cli('diff', second.id, third.id)).stdout, /^renamed +symlink +\/workspace\/up2 \(from \/workspace\/up\)$/m);
     await assert.rejects(cli('cat', 'app/config.yaml'), (err: { stderr?: string }) => /expected CHECKPOINT:path/.test(err.stderr ?? ''));
   });
+
+  test('a path put back from a checkpoint into the running session: a file, a directory with its links and modes, elsewhere; undoable; refusals', {
+    timeout: 180_000,
+  }, async () => {
+    const session = await created({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    await api.exec(session.id, 'mkdir -p app/sub && echo secret > app/a.txt && chmod 600 app/a.txt && echo b > app/sub/b.txt && ln -s a.txt app/link');
+    // A process that holds the file open and keeps running through the restores.
+    const holder = await api.exec(session.id, ['sh', '-c', 'exec 3<app/a.txt; sleep 600'], { background: true });
+    const good = await checkpoint(session.id);
+    await api.exec(session.id, 'echo broken > app/a.txt && rm -r app/sub app/link');
+
+    const restore = (body: Record<string, unknown>) => api.call('POST', `/v1/sessions/${session.id}/files/restore`, body);
+    const file = await restore({ checkpointId: good.id, path: 'app/a.txt' });
+    assert.equal(file.status, 200, JSON.stringify(file.body));
+    assert.deepEqual([file.body.path, file.body.files, file.body.directories], ['/workspace/app/a.txt', 1, 0]);
+    assert.equal(await read(session.id, '/workspace/app/a.txt'), 'secret\n');
+    assert.equal((await api.exec(session.id, 'stat -c %a app/a.txt')).stdout, '600\n', 'its mode as it was');
+    const undo = await api.bytes(`/v1/checkpoints/${file.body.undoCheckpointId}/files?path=app/a.txt`);
+    assert.equal(undo.data.toString(), 'broken\n', 'the checkpoint taken first holds what the restore replaced');
+
+    const tree = await restore({ checkpointId: good.id, path: 'app' });
+    assert.equal(tree.status, 200, JSON.stringify(tree.body));
+    assert.deepEqual([tree.body.files, tree.body.directories, tree.body.symlinks], [2, 2, 1]);
+    assert.equal(await read(session.id, '/workspace/app/sub/b.txt'), 'b\n');
+    assert.equal((await api.exec(session.id, 'readlink app/link')).stdout, 'a.txt\n');
+    const elsewhere = await restore({ checkpointId: good.id, path: 'app/sub', to: '/tmp/sub-copy' });
+    assert.equal(elsewhere.status, 200, JSON.stringify(elsewhere.body));
+    assert.equal(await read(session.id, '/tmp/sub-copy/b.txt'), 'b\n');
+    const processes = (await api.call('GET', `/v1/sessions/${session.id}/processes`)).body.processes as { pid: number }[];
+    assert.ok(
+      processes.some((p) => p.pid === holder.pid),
+      'the process holding the file still runs',
+    );
+
+    const refused = async (body: Record<string, unknown>, status: number, code: string, message: RegExp) => {
+      const reply = await restore(body);
+      assert.deepEqual([reply.status, reply.body.error?.code], [status, code], JSON.stringify(reply.body));
+      assert.match(reply.body.error.message, message);
+    };
+    await refused({ checkpointId: good.id, path: 'app/a.txt', to: '/proc/self/x' }, 400, 'VALIDATION_FAILED', /\/proc/);
+    await refused({ checkpointId: good.id, path: 'nothing-here' }, 404, 'FILE_NOT_FOUND', /nothing-here/);
+    await refused({ checkpointId: good.id, path: '../etc/passwd' }, 400, 'INVALID_PATH', /\.\./);
+    const other = await created({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    await refused({ checkpointId: (await checkpoint(other.id)).id, path: 'app' }, 400, 'CHECKPOINT_NOT_IN_LINEAGE', /not related/);
+
+    // The SDK and the CLI.
+    await api.exec(session.id, 'echo broken > app/a.txt');
+    const space = new Space({ apiUrl: platform.url, apiKey: platform.adminKey });
+    assert.equal((await space.sessions.handle(session.id).files.restore(good.id, 'app/a.txt')).files, 1);
+    assert.equal(await read(session.id, '/workspace/app/a.txt'), 'secret\n');
+    await api.exec(session.id, 'rm app/sub/b.txt');
+    const cli = await execFileAsync(process.execPath, [cliMain, 'restore', session.id, good.id, '--path', 'app/sub', '--json'], {
+      env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey },
+    });
+    assert.equal(JSON.parse(cli.stdout).files, 1);
+    assert.equal(await read(session.id, '/workspace/app/sub/b.txt'), 'b\n');
+  });
 });

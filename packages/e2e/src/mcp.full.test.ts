@@ -37,12 +37,14 @@ describe('MCP server', () => {
         'checkpoint',
         'create_session',
         'delete_session',
+        'diff_checkpoints',
         'fork',
         'kill_sandbox',
         'list_files',
         'list_sessions',
         'read_file',
         'restore',
+        'restore_path',
         'run_code',
         'run_command',
         'set_egress',
@@ -68,6 +70,14 @@ describe('MCP server', () => {
       assert.match(text(await call('kill_sandbox', { sessionId: forked })), /killed/);
       assert.equal(JSON.parse(text(await call('run_command', { sessionId: forked, command: 'cat notes/plan.txt' }))).stdout, 'step 1\n');
       assert.match(text(await call('set_egress', { sessionId: forked, mode: 'deny-all' })), /deny-all/);
+      assert.equal((await call('write_file', { sessionId: created.id, path: 'notes/plan.txt', content: 'step 2\n' })).isError, undefined);
+      const later = JSON.parse(text(await call('checkpoint', { sessionId: created.id })));
+      assert.match(
+        text(await call('diff_checkpoints', { fromCheckpointId: checkpoint.id, toCheckpointId: later.id })),
+        /^modified \/workspace\/notes\/plan\.txt$/m,
+      );
+      assert.equal(JSON.parse(text(await call('restore_path', { sessionId: created.id, checkpointId: checkpoint.id, path: 'notes/plan.txt' }))).files, 1);
+      assert.equal(text(await call('read_file', { sessionId: created.id, path: 'notes/plan.txt' })), 'step 1\n');
       assert.match(text(await call('restore', { sessionId: created.id, checkpointId: checkpoint.id })), /restored/);
       assert.equal(JSON.parse(text(await call('list_sessions'))).length, 2);
 
@@ -98,7 +108,7 @@ describe('MCP server', () => {
       (await client.callTool({ name, arguments: args })) as ToolResult;
     const text = (result: ToolResult): string => result.content.map((c) => c.text).join('');
     try {
-      assert.equal((await mine.listTools()).tools.length, 13);
+      assert.equal((await mine.listTools()).tools.length, 15);
       const created = JSON.parse(text(await call(mine, 'create_session', { template: 'tiny' })));
       const ran = JSON.parse(text(await call(mine, 'run_command', { sessionId: created.id, command: 'echo over-http > f; cat f' })));
       assert.deepEqual([ran.exitCode, ran.stdout], [0, 'over-http\n']);

@@ -155,6 +155,30 @@ export function registerSpaceTools(server: McpServer, space: Space): void {
       }),
   );
   server.registerTool(
+    'diff_checkpoints',
+    {
+      description:
+        'What changed between two checkpoints of one lineage (a session, its forks): each path added, removed, modified, renamed or mode-changed. Answers in milliseconds whatever the session size.',
+      inputSchema: { fromCheckpointId: z.string().min(1).max(64), toCheckpointId: z.string().min(1).max(64) },
+    },
+    ({ fromCheckpointId, toCheckpointId }) =>
+      run(async () => {
+        const diff = await space.checkpoints.diff(fromCheckpointId, toCheckpointId, { limit: 200 });
+        const lines = diff.entries.map((e) => `${e.change} ${e.path}${e.from ? ` (from ${e.from})` : ''}`);
+        return ok(bounded([...lines, ...(diff.next ? [`[… more after ${diff.next}]`] : [])].join('\n') || 'no differences'));
+      }),
+  );
+  server.registerTool(
+    'restore_path',
+    {
+      description:
+        "Put one file or directory back as it was in a checkpoint of the session's lineage, into the running session (processes keep running). A checkpoint is taken first: restore it to undo.",
+      inputSchema: { sessionId, checkpointId: z.string().min(1).max(64), path: z.string().min(1).max(4096), to: z.string().min(1).max(4096).optional() },
+    },
+    ({ sessionId: id, checkpointId, path, to }) =>
+      run(async () => ok(await space.sessions.handle(id).files.restore(checkpointId, path, to === undefined ? {} : { to }))),
+  );
+  server.registerTool(
     'kill_sandbox',
     { description: "Kill only the session's sandbox; the next call resumes the session.", inputSchema: { sessionId } },
     ({ sessionId: id }) =>

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AbsoluteSandboxPathSchema } from './common.js';
+import { AbsoluteSandboxPathSchema, SandboxPathSchema } from './common.js';
 import { CheckpointIdSchema, CheckpointKindSchema } from './checkpoints.js';
 import { FileStatSchema, FileTypeSchema } from './files.js';
 import { Limits } from './limits.js';
@@ -90,3 +90,20 @@ export const CheckpointDiffSchema = z
   .object({ from: CheckpointIdSchema, to: CheckpointIdSchema, entries: z.array(DiffEntrySchema).max(maxDiffPage), next: z.string().nullable() })
   .strict();
 export type CheckpointDiff = z.infer<typeof CheckpointDiffSchema>;
+
+/** Puts `path` as it was in checkpoint `checkpointId` (of the session's lineage) back into the live session, at `to` (default: the same path). */
+export const PathRestoreRequestSchema = z.object({ checkpointId: CheckpointIdSchema, path: SandboxPathSchema, to: SandboxPathSchema.optional() }).strict();
+
+/** What a path restore did: the checkpoint of the session taken first (restore it to undo), and what was written. */
+export const PathRestoreResultSchema = z
+  .object({
+    undoCheckpointId: CheckpointIdSchema,
+    path: z.string().max(Limits.maxPathLength),
+    files: z.number().int().nonnegative(),
+    directories: z.number().int().nonnegative(),
+    symlinks: z.number().int().nonnegative(),
+    /** FIFOs, sockets and devices: never copied. */
+    skipped: z.array(z.string().max(Limits.maxPathLength)).max(1000),
+  })
+  .strict();
+export type PathRestoreResult = z.infer<typeof PathRestoreResultSchema>;

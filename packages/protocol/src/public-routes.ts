@@ -8,7 +8,7 @@ import {
   PauseResultSchema,
   RestoreRequestSchema,
 } from './checkpoints.js';
-import { CheckpointDiffQuerySchema, CheckpointDiffSchema, PathHistorySchema } from './checkpoint-files.js';
+import { CheckpointDiffQuerySchema, CheckpointDiffSchema, PathHistorySchema, PathRestoreRequestSchema, PathRestoreResultSchema } from './checkpoint-files.js';
 import { OkSchema as ok } from './common.js';
 import { FileListSchema, FileStatSchema, PathQuerySchema } from './files.js';
 import { sandboxRoutes } from './sandbox-routes.js';
@@ -254,6 +254,15 @@ const checkpointFileRoutes: PublicRoute[] = [
       "What differs from this checkpoint to `to` (one lineage: its session and its forks), from btrfs's own change tracking: `{path, change: added|removed|modified|renamed|mode, type, from?, sizeBefore, sizeAfter}` by path, in pages (`after`, `limit`, `next`).",
     query: CheckpointDiffQuerySchema,
     response: CheckpointDiffSchema,
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions/:sessionId/files/restore',
+    idempotent: true,
+    summary:
+      "Put one file or directory as it was in a checkpoint of the session's lineage back into the live session (at `to`, else the same path): an fs checkpoint of the session is taken first (`undoCheckpointId`), each file written atomically while processes run.",
+    body: PathRestoreRequestSchema,
+    response: PathRestoreResultSchema,
   },
   {
     method: 'GET',

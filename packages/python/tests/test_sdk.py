@@ -86,6 +86,9 @@ def test_ab_fork_exec_files_and_restore(space: Space):
     history = session.files.history("notes/plan.md")
     assert history["path"] == "/workspace/notes/plan.md"
     assert (history["versions"][0]["checkpointId"], history["versions"][0]["change"]) == (checkpoint["id"], "added")
+    assert [e["path"] for e in space.checkpoints.diff(checkpoint["id"], kept["id"])["entries"] if e["path"].startswith("/workspace/")] == ["/workspace/notes/plan.md"]
+    restored = session.files.restore(checkpoint["id"], "notes/plan.md")
+    assert restored["files"] == 1 and session.files.read("notes/plan.md") == b"step 1\n"
 
 
 def test_an_agent_loop_keeps_working_while_its_sandbox_is_killed(space: Space):

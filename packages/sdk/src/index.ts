@@ -29,6 +29,7 @@ export type {
   ExecEvent,
   FileEntry,
   PathHistoryData,
+  PathRestoreData,
   CheckpointDiffData,
   DiffEntryData,
   PathVersionData,

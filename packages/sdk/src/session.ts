@@ -15,6 +15,7 @@ import type {
   ExecResult,
   FileEntry,
   PathHistoryData,
+  PathRestoreData,
   ProcessData,
   ProcessListData,
   SandboxMetricsData,
@@ -85,6 +86,15 @@ export class SessionFiles {
   /** The path in each of the session's checkpoints, oldest first, with how it changed from the one before: "when did this file change" in one call. */
   async history(path: string, opts: CallOptions = {}): Promise<PathHistoryData> {
     return this.t.json<PathHistoryData>('GET', `${this.base}/files/history${q(path)}`, opts);
+  }
+
+  /**
+   * Puts `path` as it was in a checkpoint of the session's lineage back (at `opts.to`, else the
+   * same path), while processes run; an fs checkpoint is taken first: restore `undoCheckpointId` to undo.
+   */
+  async restore(checkpointId: string, path: string, opts: CallOptions & { to?: string } = {}): Promise<PathRestoreData> {
+    const { to, ...call } = opts;
+    return this.t.json<PathRestoreData>('POST', `${this.base}/files/restore`, { ...call, json: { checkpointId, path, ...(to === undefined ? {} : { to }) } });
   }
 
   async mkdir(path: string, opts: CallOptions = {}): Promise<void> {

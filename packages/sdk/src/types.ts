@@ -196,6 +196,17 @@ export interface CheckpointDiffData {
   next: string | null;
 }
 
+/** What `session.files.restore` did: the checkpoint taken first (restore it to undo) and what it wrote. */
+export interface PathRestoreData {
+  undoCheckpointId: string;
+  path: string;
+  files: number;
+  directories: number;
+  symlinks: number;
+  /** FIFOs, sockets and devices: never copied. */
+  skipped: string[];
+}
+
 /** A port something listens on in a sandbox. */
 export interface ListeningPortData {
   port: number;

@@ -53,13 +53,23 @@ export function registerCheckpointCommands(program: Command): void {
 
   program
     .command('restore <session> <checkpoint>')
-    .description("reset a session to a checkpoint of its lineage (its own or a fork's)")
+    .description("reset a session to a checkpoint of its lineage (its own or a fork's); with --path, put back only that file or directory")
     .option('--volumes', "also put its read-write volumes back to the checkpoint's copies (by default volumes keep their files)")
+    .option('--path <path>', 'only this file or directory, written into the running session (an fs checkpoint is taken first, to undo it)')
+    .option('--to <path>', 'with --path: where to put it (default: the same path)')
     .option('--json', 'print JSON')
-    .action(async (id: string, checkpointId: string, opts: { volumes?: boolean; json?: boolean }) => {
-      const session = await cliClient(process.env)
-        .sessions.handle(id)
-        .restore(checkpointId, { restoreVolumes: Boolean(opts.volumes) });
+    .action(async (id: string, checkpointId: string, opts: { volumes?: boolean; path?: string; to?: string; json?: boolean }) => {
+      const handle = cliClient(process.env).sessions.handle(id);
+      if (opts.path !== undefined) {
+        const restored = await handle.files.restore(checkpointId, opts.path, opts.to === undefined ? {} : { to: opts.to });
+        return output(
+          Boolean(opts.json),
+          restored,
+          () =>
+            `${restored.path} restored from ${checkpointId} (${restored.files} files, ${restored.directories} directories, ${restored.symlinks} links); undo: space restore ${id} ${restored.undoCheckpointId}`,
+        );
+      }
+      const session = await handle.restore(checkpointId, { restoreVolumes: Boolean(opts.volumes) });
       output(Boolean(opts.json), session.data, () => `${id} restored to ${checkpointId}`);
     });
 }

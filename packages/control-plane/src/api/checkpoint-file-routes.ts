@@ -1,10 +1,11 @@
-import { CheckpointDiffQuerySchema, CheckpointIdSchema, PathQuerySchema } from '@space/protocol';
-import { type Router, parseQuery, parseWith, sendJson } from '@space/server-kit';
+import { CheckpointDiffQuerySchema, CheckpointIdSchema, PathQuerySchema, PathRestoreRequestSchema } from '@space/protocol';
+import { type Router, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { Authenticator } from '../tenants/auth.js';
 import type { CheckpointFileReader } from '../checkpoints/checkpoint-file-reader.js';
+import type { PathRestorer } from '../checkpoints/path-restorer.js';
 
-/** A checkpoint's files without a sandbox (/v1/checkpoints/:id/files…), a diff of two checkpoints, and a path's history across a session's checkpoints. */
-export function registerCheckpointFileRoutes(router: Router, auth: Authenticator, files: CheckpointFileReader): void {
+/** A checkpoint's files without a sandbox (/v1/checkpoints/:id/files…), a diff of two checkpoints, a path's history across a session's checkpoints, and a path put back. */
+export function registerCheckpointFileRoutes(router: Router, auth: Authenticator, files: CheckpointFileReader, restorer: PathRestorer): void {
   const checkpointOf = (params: Record<string, string>) => parseWith(CheckpointIdSchema, params.checkpointId, 'checkpoint id');
 
   router.on('GET', '/v1/checkpoints/:checkpointId/files', async ({ req, res, params, url }) => {
@@ -25,6 +26,11 @@ export function registerCheckpointFileRoutes(router: Router, auth: Authenticator
   router.on('GET', '/v1/checkpoints/:checkpointId/diff', async ({ req, res, params, url }) => {
     const caller = await auth.authenticate(req);
     sendJson(res, 200, await files.diff(caller, checkpointOf(params), parseQuery(url, CheckpointDiffQuerySchema)));
+  });
+
+  router.on('POST', '/v1/sessions/:sessionId/files/restore', async ({ req, res, params }) => {
+    const caller = await auth.authenticate(req);
+    sendJson(res, 200, await restorer.restore(caller, params.sessionId!, await readJson(req, PathRestoreRequestSchema)));
   });
 
   router.on('GET', '/v1/sessions/:sessionId/files/history', async ({ req, res, params, url }) => {

@@ -38,6 +38,7 @@ import { type PreviewOptions, registerPortRoutes } from './port-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
 import { registerCheckpointFileRoutes } from './checkpoint-file-routes.js';
 import type { CheckpointFileReader } from '../checkpoints/checkpoint-file-reader.js';
+import type { PathRestorer } from '../checkpoints/path-restorer.js';
 import { registerEventRoutes } from './event-routes.js';
 import type { TenantEvents } from '../tenants/tenant-events.js';
 import type { MetricsHistory, MetricsReport } from './metrics-report.js';
@@ -53,6 +54,7 @@ export interface PublicApiDeps {
   cells: CellCheckpoints;
   checkpoints: SessionCheckpointService;
   checkpointFiles: CheckpointFileReader;
+  pathRestorer: PathRestorer;
   pauser: SessionPauser;
   services: SessionServices;
   store: Store;
@@ -267,7 +269,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   registerSandboxRoutes(router, auth, sessions, deps.calls, deps.cells);
   registerPortRoutes(router, auth, sessions, deps.calls, store, deps.preview);
   registerVolumeRoutes(router, auth, deps.volumes);
-  registerCheckpointFileRoutes(router, auth, deps.checkpointFiles);
+  registerCheckpointFileRoutes(router, auth, deps.checkpointFiles, deps.pathRestorer);
   registerTemplateRoutes(router, auth, deps.templates);
   registerEventRoutes(router, auth, deps.events);
   return router;

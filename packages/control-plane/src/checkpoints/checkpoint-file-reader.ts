@@ -112,7 +112,7 @@ export class CheckpointFileReader {
   }
 
   /** The node holding the checkpoint (of the caller's tenant) and the path made absolute. */
-  private async locate(caller: Caller, checkpointId: string, requested: string): Promise<{ node: NodeClient; path: string }> {
+  async locate(caller: Caller, checkpointId: string, requested: string): Promise<{ node: NodeClient; path: string }> {
     const checkpoint = await this.deps.store.getCheckpoint(caller.tenantId, checkpointId);
     if (!checkpoint) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `no checkpoint ${JSON.stringify(checkpointId)}`);
     if (await this.deps.nodes.isLost(checkpoint.nodeId))
@@ -126,7 +126,7 @@ export class CheckpointFileReader {
 }
 
 /** A relative path from the session's working directory (the template's WORKDIR, else /workspace). */
-function absolutePath(requested: string, cwd: string | null): string {
+export function absolutePath(requested: string, cwd: string | null): string {
   return requested.startsWith('/') ? requested : path.posix.join(cwd ?? SandboxLayout.workdir, requested);
 }
 

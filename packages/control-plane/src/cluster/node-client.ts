@@ -12,6 +12,8 @@ import {
   type NodeCreateVolumeRequest,
   type NodeHealth,
   ErrorCode,
+  ExecResultSchema,
+  FileStatSchema,
   ProcessListSchema,
   type ProcessList,
   type RouteCall,
@@ -45,6 +47,7 @@ import {
   type UpgradeContext,
 } from '@space/server-kit';
 import type { WebSocket } from 'ws';
+import type { z } from 'zod';
 
 /**
  * The control plane's side of the node API: every operation the control plane asks of a node. A
@@ -223,6 +226,25 @@ export class NodeClient {
 
   checkpointFileStat(checkpointId: string, path: string): Promise<FileStat> {
     return this.call(nodeRoutes.checkpointFileStat, { params: { checkpointId }, query: { path } });
+  }
+
+  /** A checkpoint's file as a stream with its length (to copy it elsewhere). */
+  async checkpointFileStream(checkpointId: string, path: string): Promise<{ stream: Readable; length: number }> {
+    const res = await this.upstream.send('GET', routeUrl(nodeRoutes.checkpointFile, { checkpointId }, { path }), undefined, this.headers);
+    if (res.statusCode !== 200) throw await this.upstream.errorFrom(res);
+    return { stream: res, length: Number(res.headers['content-length']) };
+  }
+
+  /** Writes a file in the sandbox from a stream of `length` bytes (atomically: the agent renames it into place). */
+  async sandboxUpload(sandboxId: string, path: string, body: Readable, length: number): Promise<FileStat> {
+    const headers = { ...this.headers, 'content-type': 'application/octet-stream', 'content-length': String(length) };
+    const res = await this.upstream.send('PUT', this.sandboxPath(sandboxId, `/files?path=${encodeURIComponent(path)}`), body, headers);
+    return this.upstream.readJsonReply(res, FileStatSchema, 64 * 1024);
+  }
+
+  /** Runs a command in the sandbox to its end (argv, no shell). */
+  sandboxExec(sandboxId: string, cmd: string[]): Promise<z.output<typeof ExecResultSchema>> {
+    return this.upstream.json('POST', this.sandboxPath(sandboxId, '/exec'), { cmd }, ExecResultSchema, { headers: this.headers });
   }
 
   /** One page of what differs between two checkpoints on this node. */

@@ -168,7 +168,7 @@ export class SessionCheckpointService {
   }
 
   /** The checkpoint, if it is in the session's lineage (CHECKPOINT_NOT_FOUND or CHECKPOINT_NOT_IN_LINEAGE otherwise). */
-  private async checkpointInLineage(caller: Caller, session: SessionRow, checkpointId: string): Promise<CheckpointRow> {
+  async checkpointInLineage(caller: Caller, session: SessionRow, checkpointId: string): Promise<CheckpointRow> {
     const checkpoint = await this.checkpoint(caller, checkpointId);
     if (!(await this.family(caller, session.id)).has(checkpoint.sessionId)) {
       throw new SpaceError(

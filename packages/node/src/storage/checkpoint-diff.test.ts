@@ -26,7 +26,7 @@ test('a diff of two snapshots from btrfs send: added, removed, modified, renamed
   await subvolumes.create(vol);
   sh(
     vol,
-    'mkdir -p app gone dir/sub && echo a > app/a.txt && echo keep > keep && echo x > gone/x && echo m > mode.sh && echo f > dir/sub/f && truncate -s 1G big && printf start | dd of=big conv=notrunc status=none',
+    'mkdir -p app gone dir/sub && echo a > app/a.txt && echo v1 > app/atomic && echo keep > keep && echo x > gone/x && echo m > mode.sh && echo f > dir/sub/f && truncate -s 1G big && printf start | dd of=big conv=notrunc status=none',
   );
   const first = volume.dir('checkpoints', 'ckp_diff0001');
   await subvolumes.snapshot(vol, first, { readOnly: true });
@@ -43,6 +43,8 @@ test('a diff of two snapshots from btrfs send: added, removed, modified, renamed
       'mv dir dir2',
       'mkdir d2',
       'ln app/a.txt hl',
+      // An atomic write, as the agent and editors make one: a new file renamed over the old.
+      'echo v2 > app/.swap && mv app/.swap app/atomic',
     ].join(' && '),
   );
   const second = volume.dir('checkpoints', 'ckp_diff0002');
@@ -55,6 +57,7 @@ test('a diff of two snapshots from btrfs send: added, removed, modified, renamed
     diff.map((e) => [e.path, e.change, e.type, e.from ?? null, e.sizeBefore, e.sizeAfter]),
     [
       ['/app/a.txt', 'modified', 'file', null, 2, 4],
+      ['/app/atomic', 'modified', 'file', null, 3, 3],
       ['/big', 'modified', 'file', null, 1 << 30, 1 << 30],
       ['/d2', 'added', 'directory', null, null, 0],
       ['/dir2', 'renamed', 'directory', '/dir', 6, 6],

@@ -77,7 +77,14 @@ class NameReplay {
       else if (tracked.content) found.push({ name, tracked, change: 'modified' });
       else if (tracked.mode) found.push({ name, tracked, change: 'mode' });
     }
-    for (const origin of this.lost) if (!held.has(origin)) found.push({ name: null, tracked: { origin, content: false, mode: false }, change: 'removed' });
+    for (const origin of this.lost) {
+      if (held.has(origin)) continue;
+      const now = this.named.get(origin);
+      // A path replaced by a new file (an atomic write: a new file renamed over it) was modified, not removed and added again.
+      const replacement = now && found.find((f) => f.name === origin);
+      if (replacement?.change === 'added') Object.assign(replacement, { tracked: { ...replacement.tracked, origin }, change: 'modified' });
+      else if (!now) found.push({ name: null, tracked: { origin, content: false, mode: false }, change: 'removed' });
+    }
     return found;
   }
 

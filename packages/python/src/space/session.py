@@ -13,7 +13,7 @@ from .code_interpreter import CodeContexts, CodeError, CodeLanguage, CodeResult,
 from .errors import SandboxDied, SandboxStopped, SpaceApiError
 from .exec_stream import ExecStream
 from .file_watch import FileWatch
-from .wire_types import CheckpointData, ExecResultData, FileEntry, PathHistoryData, ProcessData, SessionData
+from .wire_types import CheckpointData, ExecResultData, FileEntry, PathHistoryData, PathRestoreData, ProcessData, SessionData
 
 @dataclass
 class ExecResult:
@@ -95,6 +95,11 @@ class SessionFiles:
     def history(self, path: str, *, timeout: float | None = None) -> PathHistoryData:
         """The path in each of the session's checkpoints, oldest first, with how it changed from the one before."""
         return self._t.json("GET", f"{self._base}/history{_path_query(path)}", timeout=timeout)
+
+    def restore(self, checkpoint_id: str, path: str, *, to: str | None = None, timeout: float | None = None) -> PathRestoreData:
+        """Puts `path` as it was in a checkpoint of the session's lineage back (at `to`, else the same path); restore `undoCheckpointId` to undo."""
+        body = {"checkpointId": checkpoint_id, "path": path, **({"to": to} if to is not None else {})}
+        return self._t.json("POST", f"{self._base}/restore", json=body, timeout=timeout)
 
     def mkdir(self, path: str, *, recursive: bool = True, timeout: float | None = None) -> None:
         self._t.json("POST", f"{self._base}/mkdir", json={"path": path, "recursive": recursive}, timeout=timeout)

@@ -91,6 +91,18 @@ class PathHistoryData(TypedDict):
     versions: list[PathVersionData]
 
 
+class PathRestoreData(TypedDict):
+    """What `session.files.restore` did: the checkpoint taken first (restore it to undo) and what it wrote."""
+
+    undoCheckpointId: str
+    path: str
+    files: int
+    directories: int
+    symlinks: int
+    #: FIFOs, sockets and devices: never copied.
+    skipped: list[str]
+
+
 #: A path that differs between two checkpoints: added, removed, modified, renamed (``from`` names where it was) or mode.
 #: The functional form: ``from`` is a keyword.
 DiffEntryData = TypedDict(
@@ -150,6 +162,7 @@ WIRE_TYPES: dict[str, type] = {
     "PathHistorySchema": PathHistoryData,
     "DiffEntrySchema": DiffEntryData,
     "CheckpointDiffSchema": CheckpointDiffData,
+    "PathRestoreResultSchema": PathRestoreData,
     "ProcessInfoSchema": ProcessData,
     "CodeContextSchema": CodeContextData,
     "CodeCellSchema": CodeCellData,
