@@ -2,7 +2,8 @@
 // - a 100 MB file read from a checkpoint, against the same file read from the live session (the
 //   floor: the agent in the sandbox serves it) and against a `cat` of it inside the sandbox;
 // - a small file's stat from a checkpoint against the live session's;
-// - the history of one path over 50 checkpoints (one node asked once for all 50, a sha256 each).
+// - the history of one path over 50 checkpoints (one node asked once for all 50);
+// - a 100 MB file restored from a checkpoint into the live session, against an upload of 100 MB.
 // Usage: node bench/checkpoint-files.mjs [RUNS=20]   (writes bench/results/checkpoint-files-<time>.json)
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -57,6 +58,21 @@ try {
     api(platform.url, 'GET', `${sessionPath}/files/history?path=/workspace/big.bin`),
   );
   console.log(`history found ${changes} modifications of /workspace/notes.txt (${checkpointCount / 5} made)`);
+  // Restoring one path writes it through the sandbox and takes an fs checkpoint first: against an upload of the same bytes.
+  const restores = [];
+  const uploads = [];
+  for (let i = 0; i < Math.min(runs, 10); i++) {
+    restores.push(
+      (
+        await timed(() =>
+          api(platform.url, 'POST', `${sessionPath}/files/restore`, { checkpointId: newest, path: '/workspace/big.bin', to: '/workspace/restored.bin' }),
+        )
+      )[0],
+    );
+    uploads.push((await timed(() => transfer(platform.url, 'PUT', `${sessionPath}/files?path=/workspace/uploaded.bin`, bigBytes)))[0]);
+  }
+  record('restore a 100 MB file from a checkpoint (an fs checkpoint first, then the copy)', restores);
+  record('floor: upload 100 MB into the live session', uploads);
   await api(platform.url, 'DELETE', sessionPath);
 } finally {
   await platform.stop();

@@ -34,8 +34,8 @@ import type { SecretCipher } from './store/secret-cipher.js';
 import type { ControlPlaneSettings } from './settings.js';
 import type { PublicApiDeps } from './api/public-api.js';
 import { SessionServices } from './sessions/session-services.js';
-import { CheckpointFileReader } from './checkpoints/checkpoint-file-reader.js';
-import { PathRestorer } from './checkpoints/path-restorer.js';
+import { CheckpointFileReader } from './sessions/checkpoint-file-reader.js';
+import { PathRestorer } from './sessions/path-restorer.js';
 import { lineLog } from '@space/server-kit';
 
 export interface ServiceGraphDeps {

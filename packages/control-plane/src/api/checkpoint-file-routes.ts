@@ -1,8 +1,8 @@
 import { CheckpointDiffQuerySchema, CheckpointIdSchema, PathQuerySchema, PathRestoreRequestSchema } from '@space/protocol';
 import { type Router, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { Authenticator } from '../tenants/auth.js';
-import type { CheckpointFileReader } from '../checkpoints/checkpoint-file-reader.js';
-import type { PathRestorer } from '../checkpoints/path-restorer.js';
+import type { CheckpointFileReader } from '../sessions/checkpoint-file-reader.js';
+import type { PathRestorer } from '../sessions/path-restorer.js';
 
 /** A checkpoint's files without a sandbox (/v1/checkpoints/:id/files…), a diff of two checkpoints, a path's history across a session's checkpoints, and a path put back. */
 export function registerCheckpointFileRoutes(router: Router, auth: Authenticator, files: CheckpointFileReader, restorer: PathRestorer): void {

@@ -27,6 +27,8 @@ function checkpoints(t: { after: (fn: () => void) => void }) {
     symlinkSync('loop-a', path.join(root, 'workspace/loop-b'));
     symlinkSync('app/config.yaml', path.join(root, 'workspace/config'));
     execFileSync('mkfifo', [path.join(root, 'tmp/fifo')]);
+    // A name that is not UTF-8, as a session can make one.
+    writeFileSync(Buffer.concat([Buffer.from(`${root}/tmp/`), Buffer.from([0xff, 0xfe])]), 'x');
     execFileSync('mknod', [path.join(root, 'dev/null'), 'c', '1', '3']);
     roots.set(id, root);
   }
@@ -66,7 +68,11 @@ test('only regular files are read: a FIFO or a device is refused at once, a dire
   const tmp = await files.list('ckp_first1', '/tmp');
   assert.deepEqual(
     tmp.entries.map((e) => [e.name, e.type]),
-    [['fifo', 'other']],
+    [
+      ['fifo', 'other'],
+      ['\ufffd\ufffd', 'other'],
+    ],
+    'a FIFO, and a name that is not UTF-8, listed without failing the list',
   );
   const link = await files.stat('ckp_first1', '/workspace/shadow');
   assert.deepEqual([link.type, link.target], ['symlink', '/etc/shadow'], 'a link is described, not followed');

@@ -63,8 +63,11 @@ export class CheckpointFiles {
     const entries: FileStat[] = [];
     for (const name of names.slice(0, Limits.maxListEntries)) {
       const at = path.join(dir.hostPath, name);
-      const stats = await lstat(at);
-      entries.push(describe(path.posix.join(dir.sandboxPath, name), stats, stats.isSymbolicLink() ? await readlink(at) : undefined));
+      const entry = path.posix.join(dir.sandboxPath, name);
+      // A name that is not UTF-8 comes back altered and is not found again: listed as what it is to us, not an error of the whole list.
+      const stats = await lstat(at).catch(() => null);
+      if (!stats) entries.push({ path: entry, name, type: 'other', size: 0, mode: 0, mtime: isoTime(0) });
+      else entries.push(describe(entry, stats, stats.isSymbolicLink() ? await readlink(at) : undefined));
     }
     return { path: dir.sandboxPath, entries, truncated: names.length > Limits.maxListEntries };
   }

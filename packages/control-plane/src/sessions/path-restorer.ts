@@ -1,9 +1,9 @@
 import path from 'node:path';
 import { ErrorCode, type FileStat, type PathRestoreResult, SpaceError } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
-import type { SessionCalls } from '../sessions/session-calls.js';
-import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
-import type { SessionService } from '../sessions/session-service.js';
+import type { SessionCalls } from './session-calls.js';
+import type { SessionCheckpointService } from './session-checkpoint-service.js';
+import type { SessionService } from './session-service.js';
 import type { SessionRow } from '../store/store.js';
 import type { Caller } from '../tenants/auth.js';
 import { type CheckpointFileReader, absolutePath } from './checkpoint-file-reader.js';
@@ -96,7 +96,8 @@ class TreeCopy {
     switch (entry.type) {
       case 'file': {
         const { stream, length } = await this.source.checkpointFileStream(this.checkpointId, entry.path);
-        await this.node.sandboxUpload(this.sandboxId, target, stream, length);
+        // An upload that fails leaves the download unread: ended, so its connection is not held.
+        await this.node.sandboxUpload(this.sandboxId, target, stream, length).finally(() => stream.destroy());
         this.result.files++;
         this.mode(entry, target);
         return;
@@ -126,6 +127,8 @@ class TreeCopy {
   /** The checkpoint's mode, set at the end in batches (a file written over an existing one keeps that one's mode until then). */
   private mode(entry: FileStat, target: string): void {
     const octal = entry.mode.toString(8);
-    this.modes.set(octal, [...(this.modes.get(octal) ?? []), target]);
+    const paths = this.modes.get(octal);
+    if (paths) paths.push(target);
+    else this.modes.set(octal, [target]);
   }
 }

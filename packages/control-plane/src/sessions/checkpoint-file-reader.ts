@@ -14,8 +14,8 @@ import {
 import type { z } from 'zod';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
-import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
-import type { SessionService } from '../sessions/session-service.js';
+import type { SessionCheckpointService } from './session-checkpoint-service.js';
+import type { SessionService } from './session-service.js';
 import type { CheckpointRow, Store } from '../store/store.js';
 import type { Caller } from '../tenants/auth.js';
 
@@ -80,7 +80,11 @@ export class CheckpointFileReader {
     const checkpoints = await this.deps.store.listCheckpoints(session.id);
     const found = new Map<string, NodeVersion>();
     const byNode = new Map<string, CheckpointRow[]>();
-    for (const checkpoint of checkpoints) byNode.set(checkpoint.nodeId, [...(byNode.get(checkpoint.nodeId) ?? []), checkpoint]);
+    for (const checkpoint of checkpoints) {
+      const held = byNode.get(checkpoint.nodeId);
+      if (held) held.push(checkpoint);
+      else byNode.set(checkpoint.nodeId, [checkpoint]);
+    }
     await Promise.all(
       [...byNode].map(async ([nodeId, rows]) => {
         // A node that is lost or does not answer leaves its checkpoints `unknown`.
