@@ -196,6 +196,18 @@ describe('filesystem checkpoints, fork and restore', () => {
       ['/workspace/new.txt', 'added', null, null, 2],
       ['/workspace/up2', 'renamed', '/workspace/up', 14, 14],
     ]);
+    const fileDiff = await api.call('GET', `/v1/checkpoints/${first.id}/diff/file?to=${second.id}&path=app/config.yaml`);
+    assert.equal(fileDiff.status, 200, JSON.stringify(fileDiff.body));
+    assert.deepEqual([fileDiff.body.text, fileDiff.body.sizeBefore, fileDiff.body.sizeAfter], [true, 11, 11]);
+    assert.match(
+      fileDiff.body.unified,
+      /^--- a\/workspace\/app\/config\.yaml\n\+\+\+ b\/workspace\/app\/config\.yaml\n@@ -1 \+1 @@\n-mode: good\n\+mode: evil\n$/,
+    );
+    const goneDiff = (await api.call('GET', `/v1/checkpoints/${second.id}/diff/file?to=${third.id}&path=app/config.yaml`)).body;
+    assert.deepEqual(
+      [goneDiff.sizeAfter, goneDiff.sha256After, goneDiff.unified],
+      [null, null, '--- a/workspace/app/config.yaml\n+++ b/workspace/app/config.yaml\n@@ -1 +0,0 @@\n-mode: evil\n'],
+    );
     const paged: string[] = [];
     let next: string | null = null;
     do {
@@ -237,6 +249,7 @@ describe('filesystem checkpoints, fork and restore', () => {
       ['added', 'modified', 'removed'],
     );
     assert.match((await cli('diff', second.id, third.id)).stdout, /^renamed +symlink +\/workspace\/up2 \(from \/workspace\/up\)$/m);
+    assert.match((await cli('diff', first.id, second.id, '--path', 'app/config.yaml')).stdout, /^\+mode: evil$/m);
     await assert.rejects(cli('cat', 'app/config.yaml'), (err: { stderr?: string }) => /expected CHECKPOINT:path/.test(err.stderr ?? ''));
   });
 

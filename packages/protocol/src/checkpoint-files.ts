@@ -107,3 +107,33 @@ export const PathRestoreResultSchema = z
   })
   .strict();
 export type PathRestoreResult = z.infer<typeof PathRestoreResultSchema>;
+
+/** One file in two checkpoints of one lineage: `GET /v1/checkpoints/:a/diff/file?to=:b&path=`. */
+export const FileDiffQuerySchema = z.object({ to: CheckpointIdSchema, path: SandboxPathSchema }).strict();
+
+/** The largest file shown as text in a file diff; larger ones and binary ones get sizes and hashes only. */
+export const maxTextDiffBytes = 1024 * 1024;
+
+export const FileDiffSchema = z
+  .object({
+    path: z.string().max(Limits.maxPathLength),
+    from: CheckpointIdSchema,
+    to: CheckpointIdSchema,
+    /** null: the file is not in that checkpoint (or is not a regular file there). */
+    sizeBefore: z.number().int().nonnegative().nullable(),
+    sizeAfter: z.number().int().nonnegative().nullable(),
+    sha256Before: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
+    sha256After: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
+    /** Both sides are UTF-8 text within `maxTextDiffBytes`. */
+    text: z.boolean(),
+    /** The unified diff (`''`: the same), or null when not text or too different to show. */
+    unified: z.string().nullable(),
+  })
+  .strict();
+export type FileDiff = z.infer<typeof FileDiffSchema>;

@@ -8,7 +8,15 @@ import {
   PauseResultSchema,
   RestoreRequestSchema,
 } from './checkpoints.js';
-import { CheckpointDiffQuerySchema, CheckpointDiffSchema, PathHistorySchema, PathRestoreRequestSchema, PathRestoreResultSchema } from './checkpoint-files.js';
+import {
+  CheckpointDiffQuerySchema,
+  CheckpointDiffSchema,
+  FileDiffQuerySchema,
+  FileDiffSchema,
+  PathHistorySchema,
+  PathRestoreRequestSchema,
+  PathRestoreResultSchema,
+} from './checkpoint-files.js';
 import { OkSchema as ok } from './common.js';
 import { FileListSchema, FileStatSchema, PathQuerySchema } from './files.js';
 import { sandboxRoutes } from './sandbox-routes.js';
@@ -254,6 +262,14 @@ const checkpointFileRoutes: PublicRoute[] = [
       "What differs from this checkpoint to `to` (one lineage: its session and its forks), from btrfs's own change tracking: `{path, change: added|removed|modified|renamed|mode, type, from?, sizeBefore, sizeAfter}` by path, in pages (`after`, `limit`, `next`).",
     query: CheckpointDiffQuerySchema,
     response: CheckpointDiffSchema,
+  },
+  {
+    method: 'GET',
+    path: '/v1/checkpoints/:checkpointId/diff/file',
+    summary:
+      'One file in this checkpoint and in `to` (one lineage): sizes and sha256 of both, and a unified diff when both are UTF-8 text of at most 1 MiB (`unified: null` otherwise, or past 1,000 changed lines).',
+    query: FileDiffQuerySchema,
+    response: FileDiffSchema,
   },
   {
     method: 'POST',

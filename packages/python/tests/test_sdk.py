@@ -87,6 +87,7 @@ def test_ab_fork_exec_files_and_restore(space: Space):
     assert history["path"] == "/workspace/notes/plan.md"
     assert (history["versions"][0]["checkpointId"], history["versions"][0]["change"]) == (checkpoint["id"], "added")
     assert [e["path"] for e in space.checkpoints.diff(checkpoint["id"], kept["id"])["entries"] if e["path"].startswith("/workspace/")] == ["/workspace/notes/plan.md"]
+    assert "+B" in (space.checkpoints.diff_file(checkpoint["id"], kept["id"], "notes/plan.md")["unified"] or "").splitlines()
     restored = session.files.restore(checkpoint["id"], "notes/plan.md")
     assert restored["files"] == 1 and session.files.read("notes/plan.md") == b"step 1\n"
 

@@ -31,6 +31,7 @@ export type {
   PathHistoryData,
   PathRestoreData,
   CheckpointDiffData,
+  FileDiffData,
   DiffEntryData,
   PathVersionData,
   CheckpointData,

@@ -6,6 +6,7 @@ import { Transport } from './transport.js';
 import type {
   CheckpointDiffData,
   CreateSessionOptions,
+  FileDiffData,
   DrainResultData,
   NodeData,
   JoinTokenData,
@@ -39,6 +40,8 @@ export class Space {
     files(checkpointId: string): CheckpointFiles;
     /** One page of what differs from checkpoint `from` to `to` (one lineage), by path: pass `next` as `after` for the next. */
     diff(from: string, to: string, options?: { after?: string; limit?: number } & CallOptions): Promise<CheckpointDiffData>;
+    /** One file in checkpoints `from` and `to`: sizes, sha256, and a unified diff of text (`unified`). */
+    diffFile(from: string, to: string, path: string, options?: CallOptions): Promise<FileDiffData>;
   };
 
   /**
@@ -235,6 +238,9 @@ export class Space {
         const { after, limit, ...call } = opts;
         const query = new URLSearchParams({ to, ...(after === undefined ? {} : { after }), ...(limit === undefined ? {} : { limit: String(limit) }) });
         return t.json<CheckpointDiffData>('GET', `/v1/checkpoints/${encodeURIComponent(from)}/diff?${query}`, call);
+      },
+      async diffFile(from, to, path, opts = {}) {
+        return t.json<FileDiffData>('GET', `/v1/checkpoints/${encodeURIComponent(from)}/diff/file?${new URLSearchParams({ to, path })}`, opts);
       },
     };
   }

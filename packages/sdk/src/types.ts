@@ -196,6 +196,22 @@ export interface CheckpointDiffData {
   next: string | null;
 }
 
+/** One file in two checkpoints (`space.checkpoints.diffFile`): sizes and sha256 of both, and a unified diff of text. */
+export interface FileDiffData {
+  path: string;
+  from: string;
+  to: string;
+  /** null: not a regular file in that checkpoint. */
+  sizeBefore: number | null;
+  sizeAfter: number | null;
+  sha256Before: string | null;
+  sha256After: string | null;
+  /** Both sides are UTF-8 text of at most 1 MiB. */
+  text: boolean;
+  /** '' when the same; null when not text or too different to show. */
+  unified: string | null;
+}
+
 /** What `session.files.restore` did: the checkpoint taken first (restore it to undo) and what it wrote. */
 export interface PathRestoreData {
   undoCheckpointId: string;

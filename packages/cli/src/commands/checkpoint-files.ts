@@ -32,9 +32,15 @@ export function registerCheckpointFileCommands(program: Command): void {
   program
     .command('diff <from> <to>')
     .description('what differs from one checkpoint to another of its lineage (added, removed, modified, renamed, mode), by path')
+    .option('--path <path>', 'one file only: its unified diff (text of at most 1 MiB), else its sizes and sha256')
     .option('--json', 'print JSON')
-    .action(async (from: string, to: string, opts: { json?: boolean }) => {
+    .action(async (from: string, to: string, opts: { path?: string; json?: boolean }) => {
       const space = cliClient(process.env);
+      if (opts.path !== undefined) {
+        const file = await space.checkpoints.diffFile(from, to, opts.path);
+        const summary = `${file.path}: ${file.sizeBefore ?? '-'} -> ${file.sizeAfter ?? '-'} bytes, sha256 ${file.sha256Before ?? '-'} -> ${file.sha256After ?? '-'}`;
+        return output(Boolean(opts.json), file, () => (file.unified === '' ? 'no differences' : (file.unified ?? summary)));
+      }
       const entries: DiffEntryData[] = [];
       // Every page: a diff is listed whole here.
       let after: string | null | undefined;

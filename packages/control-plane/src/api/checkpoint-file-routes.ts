@@ -1,4 +1,4 @@
-import { CheckpointDiffQuerySchema, CheckpointIdSchema, PathQuerySchema, PathRestoreRequestSchema } from '@space/protocol';
+import { CheckpointDiffQuerySchema, CheckpointIdSchema, FileDiffQuerySchema, PathQuerySchema, PathRestoreRequestSchema } from '@space/protocol';
 import { type Router, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { Authenticator } from '../tenants/auth.js';
 import type { CheckpointFileReader } from '../sessions/checkpoint-file-reader.js';
@@ -26,6 +26,11 @@ export function registerCheckpointFileRoutes(router: Router, auth: Authenticator
   router.on('GET', '/v1/checkpoints/:checkpointId/diff', async ({ req, res, params, url }) => {
     const caller = await auth.authenticate(req);
     sendJson(res, 200, await files.diff(caller, checkpointOf(params), parseQuery(url, CheckpointDiffQuerySchema)));
+  });
+
+  router.on('GET', '/v1/checkpoints/:checkpointId/diff/file', async ({ req, res, params, url }) => {
+    const caller = await auth.authenticate(req);
+    sendJson(res, 200, await files.fileDiff(caller, checkpointOf(params), parseQuery(url, FileDiffQuerySchema)));
   });
 
   router.on('POST', '/v1/sessions/:sessionId/files/restore', async ({ req, res, params }) => {

@@ -1,8 +1,10 @@
+import { createHash } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import {
   type CheckpointDiff,
   ErrorCode,
+  type FileDiff,
   type FileList,
   type FileStat,
   type NodePathVersionsSchema,
@@ -10,7 +12,10 @@ import {
   type PathHistory,
   SandboxLayout,
   SpaceError,
+  isSpaceError,
+  maxTextDiffBytes,
 } from '@space/protocol';
+import { unifiedDiff } from '../checkpoints/unified-diff.js';
 import type { z } from 'zod';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
@@ -20,6 +25,9 @@ import type { CheckpointRow, Store } from '../store/store.js';
 import type { Caller } from '../tenants/auth.js';
 
 type NodeVersion = z.infer<typeof NodePathVersionsSchema>['versions'][number];
+
+/** The most changed lines a file diff shows; past it the files differ too much to show (`unified: null`). */
+const maxDiffEdits = 1000;
 
 /** The most checkpoints one request to a node asks about (the node route's bound). */
 const versionsPerRequest = 1000;
@@ -68,6 +76,54 @@ export class CheckpointFileReader {
       );
     const { node } = await this.locate(caller, from.id, '/');
     return node.checkpointDiff(from.id, query);
+  }
+
+  /**
+   * One file in two checkpoints of one lineage: each side read where its checkpoint is (hashed
+   * whole, kept only up to `maxTextDiffBytes`), and a unified diff when both are text within it.
+   */
+  async fileDiff(caller: Caller, fromId: string, query: { to: string; path: string }): Promise<FileDiff> {
+    const [from, to] = await this.deps.checkpoints.ofOneLineage(caller, fromId, query.to);
+    const before = await this.fileSide(caller, from.id, query.path);
+    const after = await this.fileSide(caller, to.id, query.path);
+    const text = [before, after].every((side) => side === null || side.text !== null);
+    const unified = text ? unifiedDiff(after?.path ?? before?.path ?? query.path, before?.text ?? '', after?.text ?? '', maxDiffEdits) : null;
+    return {
+      path: after?.path ?? before?.path ?? query.path,
+      from: from.id,
+      to: to.id,
+      sizeBefore: before?.size ?? null,
+      sizeAfter: after?.size ?? null,
+      sha256Before: before?.sha256 ?? null,
+      sha256After: after?.sha256 ?? null,
+      text,
+      unified,
+    };
+  }
+
+  /** A file of a checkpoint: its size, its sha256, and its text when it is UTF-8 within the bound; null when the checkpoint has no such regular file. */
+  private async fileSide(
+    caller: Caller,
+    checkpointId: string,
+    requested: string,
+  ): Promise<{ path: string; size: number; sha256: string; text: string | null } | null> {
+    const { node, path } = await this.locate(caller, checkpointId, requested);
+    const read = await node.checkpointFileStream(checkpointId, path).catch((err: unknown) => {
+      if (isSpaceError(err) && (err.code === ErrorCode.FILE_NOT_FOUND || err.code === ErrorCode.NOT_A_DIRECTORY || err.code === ErrorCode.VALIDATION_FAILED))
+        return null;
+      throw err;
+    });
+    if (!read) return null;
+    const hash = createHash('sha256');
+    const kept: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of read.stream as AsyncIterable<Buffer>) {
+      hash.update(chunk);
+      if (size <= maxTextDiffBytes) kept.push(chunk);
+      size += chunk.length;
+    }
+    const bytes = Buffer.concat(kept);
+    return { path, size, sha256: hash.digest('hex'), text: size <= maxTextDiffBytes ? utf8Text(bytes) : null };
   }
 
   /**
@@ -132,6 +188,16 @@ export class CheckpointFileReader {
 /** A relative path from the session's working directory (the template's WORKDIR, else /workspace). */
 export function absolutePath(requested: string, cwd: string | null): string {
   return requested.startsWith('/') ? requested : path.posix.join(cwd ?? SandboxLayout.workdir, requested);
+}
+
+/** The bytes as text when they are UTF-8 without NUL bytes (what a text diff can show), else null. */
+function utf8Text(bytes: Buffer): string | null {
+  if (bytes.includes(0)) return null;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return null;
+  }
 }
 
 /** How a path changed between two checkpoints (`before`: the newest known one before; none for the first). */

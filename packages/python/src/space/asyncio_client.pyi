@@ -9,7 +9,7 @@ from space.code_interpreter import CodeError, CodeResult, Execution
 from space.exec_stream import ExecEvent
 from space.file_watch import FileChange
 from space.session import CodeLanguage, ExecResult
-from space.wire_types import CheckpointData, CheckpointDiffData, CodeCellData, CodeContextData, FileEntry, PathHistoryData, PathRestoreData, ProcessData, SessionData
+from space.wire_types import CheckpointData, CheckpointDiffData, CodeCellData, CodeContextData, FileDiffData, FileEntry, PathHistoryData, PathRestoreData, ProcessData, SessionData
 from typing import Any, AsyncIterator, Callable, IO
 
 
@@ -31,6 +31,7 @@ class AsyncCheckpoints(AsyncProxy):
     """`Checkpoints`, awaitable."""
     async def fork(self, checkpoint_id: str, *, count: int = ..., timeout: float | None = ...) -> builtins.list[AsyncSession]: ...
     async def diff(self, source: str, to: str, *, after: str | None = ..., limit: int | None = ..., timeout: float | None = ...) -> CheckpointDiffData: ...
+    async def diff_file(self, source: str, to: str, path: str, *, timeout: float | None = ...) -> FileDiffData: ...
     async def files(self, checkpoint_id: str) -> AsyncCheckpointFiles: ...
 
 

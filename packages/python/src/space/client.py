@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 from ._transport import Body, RetryPolicy, Transport, file_chunks, present
 from .errors import SpaceClientError
 from .session import CheckpointFiles, Session, SessionHandle
-from .wire_types import CheckpointDiffData
+from .wire_types import CheckpointDiffData, FileDiffData
 
 
 class Sessions:
@@ -51,6 +51,10 @@ class Checkpoints:
         """One page of what differs from checkpoint `source` to `to` (one lineage), by path: pass `next` as `after` for the next."""
         query = urlencode({"to": to, **({"after": after} if after is not None else {}), **({"limit": limit} if limit is not None else {})})
         return self._t.json("GET", f"/v1/checkpoints/{quote(source, safe='')}/diff?{query}", timeout=timeout)
+
+    def diff_file(self, source: str, to: str, path: str, *, timeout: float | None = None) -> FileDiffData:
+        """One file in checkpoints `source` and `to`: sizes, sha256, and a unified diff of text (`unified`)."""
+        return self._t.json("GET", f"/v1/checkpoints/{quote(source, safe='')}/diff/file?{urlencode({'to': to, 'path': path})}", timeout=timeout)
 
     def files(self, checkpoint_id: str) -> CheckpointFiles:
         """A checkpoint's files as they were, read without a sandbox: `space.checkpoints.files(c).read("app/config.yaml")`."""

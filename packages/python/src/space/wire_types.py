@@ -91,6 +91,16 @@ class PathHistoryData(TypedDict):
     versions: list[PathVersionData]
 
 
+#: One file in two checkpoints (``space.checkpoints.diff_file``): sizes and sha256 of both, and a unified diff of text.
+FileDiffData = TypedDict(
+    "FileDiffData",
+    {
+        "path": str, "from": str, "to": str, "sizeBefore": int | None, "sizeAfter": int | None,
+        "sha256Before": str | None, "sha256After": str | None, "text": bool, "unified": str | None,
+    },
+)
+
+
 class PathRestoreData(TypedDict):
     """What `session.files.restore` did: the checkpoint taken first (restore it to undo) and what it wrote."""
 
@@ -163,6 +173,7 @@ WIRE_TYPES: dict[str, type] = {
     "DiffEntrySchema": DiffEntryData,
     "CheckpointDiffSchema": CheckpointDiffData,
     "PathRestoreResultSchema": PathRestoreData,
+    "FileDiffSchema": FileDiffData,
     "ProcessInfoSchema": ProcessData,
     "CodeContextSchema": CodeContextData,
     "CodeCellSchema": CodeCellData,
