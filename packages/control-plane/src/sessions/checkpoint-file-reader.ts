@@ -48,18 +48,18 @@ export class CheckpointFileReader {
   constructor(private readonly deps: CheckpointFileReaderDeps) {}
 
   async stat(caller: Caller, checkpointId: string, requested: string): Promise<FileStat> {
-    const { node, path } = await this.locate(caller, checkpointId, requested);
+    const { node, path } = await this.locate(await this.deps.checkpoints.checkpoint(caller, checkpointId), requested);
     return node.checkpointFileStat(checkpointId, path);
   }
 
   async list(caller: Caller, checkpointId: string, requested: string): Promise<FileList> {
-    const { node, path } = await this.locate(caller, checkpointId, requested);
+    const { node, path } = await this.locate(await this.deps.checkpoints.checkpoint(caller, checkpointId), requested);
     return node.checkpointFileList(checkpointId, path);
   }
 
   /** Sends the file's bytes to `res`. */
   async download(caller: Caller, checkpointId: string, requested: string, res: ServerResponse): Promise<void> {
-    const { node, path } = await this.locate(caller, checkpointId, requested);
+    const { node, path } = await this.locate(await this.deps.checkpoints.checkpoint(caller, checkpointId), requested);
     await node.checkpointFile(checkpointId, path, res);
   }
 
@@ -74,7 +74,7 @@ export class CheckpointFileReader {
         ErrorCode.NODE_UNAVAILABLE,
         `checkpoints ${from.id} and ${to.id} are on different nodes (${from.nodeId}, ${to.nodeId}): a diff is worked out where both are`,
       );
-    const { node } = await this.locate(caller, from.id, '/');
+    const { node } = await this.locate(from, '/');
     return node.checkpointDiff(from.id, query);
   }
 
@@ -84,8 +84,8 @@ export class CheckpointFileReader {
    */
   async fileDiff(caller: Caller, fromId: string, query: { to: string; path: string }): Promise<FileDiff> {
     const [from, to] = await this.deps.checkpoints.ofOneLineage(caller, fromId, query.to);
-    const before = await this.fileSide(caller, from.id, query.path);
-    const after = await this.fileSide(caller, to.id, query.path);
+    const before = await this.fileSide(from, query.path);
+    const after = await this.fileSide(to, query.path);
     const text = [before, after].every((side) => side === null || side.text !== null);
     const unified = text ? unifiedDiff(after?.path ?? before?.path ?? query.path, before?.text ?? '', after?.text ?? '', maxDiffEdits) : null;
     return {
@@ -102,13 +102,9 @@ export class CheckpointFileReader {
   }
 
   /** A file of a checkpoint: its size, its sha256, and its text when it is UTF-8 within the bound; null when the checkpoint has no such regular file. */
-  private async fileSide(
-    caller: Caller,
-    checkpointId: string,
-    requested: string,
-  ): Promise<{ path: string; size: number; sha256: string; text: string | null } | null> {
-    const { node, path } = await this.locate(caller, checkpointId, requested);
-    const read = await node.checkpointFileStream(checkpointId, path).catch((err: unknown) => {
+  private async fileSide(checkpoint: CheckpointRow, requested: string): Promise<{ path: string; size: number; sha256: string; text: string | null } | null> {
+    const { node, path } = await this.locate(checkpoint, requested);
+    const read = await node.checkpointFileStream(checkpoint.id, path).catch((err: unknown) => {
       if (isSpaceError(err) && (err.code === ErrorCode.FILE_NOT_FOUND || err.code === ErrorCode.NOT_A_DIRECTORY || err.code === ErrorCode.VALIDATION_FAILED))
         return null;
       throw err;
@@ -171,16 +167,14 @@ export class CheckpointFileReader {
     return { path: absolute, versions };
   }
 
-  /** The node holding the checkpoint (of the caller's tenant) and the path made absolute. */
-  async locate(caller: Caller, checkpointId: string, requested: string): Promise<{ node: NodeClient; path: string }> {
-    const checkpoint = await this.deps.store.getCheckpoint(caller.tenantId, checkpointId);
-    if (!checkpoint) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `no checkpoint ${JSON.stringify(checkpointId)}`);
+  /** The node holding a checkpoint (read for the caller: of its tenant) and the path made absolute. */
+  async locate(checkpoint: CheckpointRow, requested: string): Promise<{ node: NodeClient; path: string }> {
     if (await this.deps.nodes.isLost(checkpoint.nodeId))
       throw new SpaceError(
         ErrorCode.NODE_UNAVAILABLE,
-        `checkpoint ${checkpointId} is on node ${checkpoint.nodeId}, which is lost; fork it (from the object store) to read its files`,
+        `checkpoint ${checkpoint.id} is on node ${checkpoint.nodeId}, which is lost; fork it (from the object store) to read its files`,
       );
-    const session = await this.deps.store.getSession(caller.tenantId, checkpoint.sessionId);
+    const session = await this.deps.store.getSession(checkpoint.tenantId, checkpoint.sessionId);
     return { node: await this.deps.nodes.client(checkpoint.nodeId), path: absolutePath(requested, session?.cwd ?? null) };
   }
 }

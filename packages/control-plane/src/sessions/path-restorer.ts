@@ -40,7 +40,7 @@ export class PathRestorer {
     const checkpoint = await this.deps.checkpoints.checkpointInLineage(caller, session, request.checkpointId);
     const target = absolutePath(request.to ?? request.path, session.cwd);
     refuseTarget(target, session);
-    const { node: source, path: from } = await this.deps.reader.locate(caller, checkpoint.id, request.path);
+    const { node: source, path: from } = await this.deps.reader.locate(checkpoint, request.path);
     // Missing in the checkpoint: refused before anything is taken or written.
     const top = await source.checkpointFileStat(checkpoint.id, from);
     const undo = await this.deps.checkpoints.create(caller, session.id, 'fs');

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { type DiffEntry, ErrorCode, type FileStat, SpaceError } from '@space/protocol';
+import { fileTypeOf } from './file-types.js';
 import { finished } from './child-pipes.js';
 import { type SendCommand, sendCommands } from './send-stream.js';
 
@@ -77,13 +78,13 @@ class NameReplay {
       else if (tracked.content) found.push({ name, tracked, change: 'modified' });
       else if (tracked.mode) found.push({ name, tracked, change: 'mode' });
     }
+    const byName = new Map(found.map((f) => [f.name, f]));
     for (const origin of this.lost) {
       if (held.has(origin)) continue;
-      const now = this.named.get(origin);
       // A path replaced by a new file (an atomic write: a new file renamed over it) was modified, not removed and added again.
-      const replacement = now && found.find((f) => f.name === origin);
+      const replacement = byName.get(origin);
       if (replacement?.change === 'added') Object.assign(replacement, { tracked: { ...replacement.tracked, origin }, change: 'modified' });
-      else if (!now) found.push({ name: null, tracked: { origin, content: false, mode: false }, change: 'removed' });
+      else if (!this.named.has(origin)) found.push({ name: null, tracked: { origin, content: false, mode: false }, change: 'removed' });
     }
     return found;
   }
@@ -130,15 +131,7 @@ export async function diffSnapshots(from: string, to: string): Promise<DiffEntry
     const before = tracked.origin === null || change === 'added' ? null : await lstat(path.join(from, tracked.origin)).catch(() => null);
     const after = name === null ? null : await lstat(path.join(to, name)).catch(() => null);
     const stats = after ?? before;
-    const type: FileStat['type'] = !stats
-      ? (tracked.type ?? 'other')
-      : stats.isFile()
-        ? 'file'
-        : stats.isDirectory()
-          ? 'directory'
-          : stats.isSymbolicLink()
-            ? 'symlink'
-            : 'other';
+    const type = stats ? fileTypeOf(stats) : (tracked.type ?? 'other');
     entries.push({
       path: `/${name ?? tracked.origin}`,
       change,

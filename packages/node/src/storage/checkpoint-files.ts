@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { type DiffEntry, ErrorCode, type FileList, type FileStat, Limits, type NodePathVersionsSchema, SpaceError } from '@space/protocol';
 import type { z } from 'zod';
 import { diffSnapshots } from './checkpoint-diff.js';
+import { fileTypeOf } from './file-types.js';
 
 type NodePathVersion = z.infer<typeof NodePathVersionsSchema>['versions'][number];
 
@@ -25,11 +26,10 @@ interface Resolved {
 const isoTime = (ms: number) => new Date(ms).toISOString();
 
 function describe(sandboxPath: string, stats: Stats, target?: string): FileStat {
-  const type = stats.isFile() ? 'file' : stats.isDirectory() ? 'directory' : stats.isSymbolicLink() ? 'symlink' : 'other';
   return {
     path: sandboxPath,
     name: path.posix.basename(sandboxPath) || '/',
-    type,
+    type: fileTypeOf(stats),
     size: stats.size,
     mode: stats.mode & 0o7777,
     mtime: isoTime(stats.mtimeMs),

@@ -41,6 +41,14 @@ def _path_query(path: str) -> str:
     return f"?path={quote(path, safe='')}"
 
 
+def _read_whole(res: Any) -> bytes:
+    """A download's body, whole (for `read`; `download` streams)."""
+    try:
+        return res.read()
+    finally:
+        res.close()
+
+
 def _stream_into(res: Any, target: IO[bytes]) -> int:
     """A download's body into `target`, chunk by chunk; the bytes written."""
     written = 0
@@ -64,14 +72,7 @@ class SessionFiles:
         return FileWatch(self._t.websocket(f"{self._base}/watch{_path_query(path)}"))
 
     def read(self, path: str, *, timeout: float | None = None) -> bytes:
-        def call() -> bytes:
-            res = self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout)
-            try:
-                return res.read()
-            finally:
-                res.close()
-
-        return _retry_once_if_sandbox_lost(call)
+        return _retry_once_if_sandbox_lost(lambda: _read_whole(self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout)))
 
     def write(self, path: str, data: str | bytes | IO[bytes], *, timeout: float | None = None) -> FileEntry:
         """Writes a file (parents made), atomically. A file object is streamed: nothing is held whole."""
@@ -119,11 +120,7 @@ class CheckpointFiles:
         self._base = f"/v1/checkpoints/{quote(checkpoint_id, safe='')}/files"
 
     def read(self, path: str, *, timeout: float | None = None) -> bytes:
-        res = self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout)
-        try:
-            return res.read()
-        finally:
-            res.close()
+        return _read_whole(self._t.request("GET", f"{self._base}{_path_query(path)}", timeout=timeout))
 
     def download(self, path: str, target: IO[bytes], *, timeout: float | None = None) -> int:
         """Streams a file into `target` (an open binary file); returns the bytes written."""
