@@ -24,10 +24,10 @@ async function count(name, fn) {
 const request = CreateSessionRequestSchema.parse({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
 let session;
 await count('create a session', async () => (session = await s.sessions.create(caller, request)));
-// As the public API serves an exec: the route reads the session (a 404 before the body), then the call runs on its sandbox.
+// As the public API serves an exec: the route reads the session with its lease (a 404 before the body), and the call runs on its sandbox with that read.
 const exec = async () => {
-  await s.sessions.row(caller, session.id);
-  await s.calls.withSandbox(caller, session.id, { repeatable: true }, async () => undefined);
+  const read = await s.sessions.rowWithLease(caller, session.id);
+  await s.calls.withSandbox(caller, session.id, { repeatable: true, read }, async () => undefined);
 };
 await count('exec (a call on a running sandbox), after authentication', exec);
 await count('the uses of 100 sessions recorded (one batch of activity)', async () => {

@@ -1,9 +1,14 @@
 import { builtinTemplateNames } from '@space/protocol';
+import { SingleFlight } from '@space/server-kit';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
 import type { Store } from '../store/store.js';
 import type { TenantLimits } from '../tenants/tenant-limits.js';
+
+/** In a cluster of more nodes than this, the nodes' figures in `/metrics` stand `nodeFiguresMs` before they are collected again. */
+const askEveryScrapeUpTo = 10;
+const nodeFiguresMs = 10_000;
 
 /**
  * What `/metrics` shows: the counters of this control plane, sessions by status from the store, the
@@ -19,19 +24,50 @@ export class MetricsReport {
       metrics: Metrics;
       limits: Pick<TenantLimits, 'gauges'>;
       roster: Pick<ControlPlaneRoster, 'size'>;
+      now?: () => number;
     },
-  ) {}
+  ) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  private readonly now: () => number;
 
   async text(): Promise<string> {
     const byStatus = await this.deps.store.countSessionsByStatus();
     const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
-    const add = (series: string, value: number) => (gauges[series] = (gauges[series] ?? 0) + value);
     // The control planes sharing the store, as this one last saw them: they split the sessions' maintenance.
     gauges.space_control_planes = this.deps.roster.size;
     const nodes = await this.deps.nodes.list();
     for (const status of ['ready', 'draining', 'lost']) gauges[`space_nodes{status="${status}"}`] = nodes.filter((n) => n.status === status).length;
-    for (const client of await this.deps.nodes.live()) {
-      const health = await client.health().catch(() => null);
+    return this.deps.metrics.render({ ...gauges, ...(await this.nodeGauges()), ...this.deps.limits.gauges() });
+  }
+
+  private nodeFigures: { at: number; nodes: number; gauges: Record<string, number> } | null = null;
+  private readonly nodeRead = new SingleFlight<Record<string, number>>();
+
+  /**
+   * What the nodes report (pools, starts, gateway requests), summed over those that answer: asked
+   * of every node at each scrape in a small cluster; in a larger one at most every
+   * `nodeFiguresMs`, a scrape in between getting the last figures at once (and starting a new
+   * collection when they are older).
+   */
+  private async nodeGauges(): Promise<Record<string, number>> {
+    const figures = this.nodeFigures;
+    if (figures && figures.nodes > askEveryScrapeUpTo && this.now() - figures.at < nodeFiguresMs) return figures.gauges;
+    const collecting = this.nodeRead.run('nodes', () => this.collectNodeGauges());
+    if (figures && figures.nodes > askEveryScrapeUpTo) {
+      collecting.catch(() => undefined);
+      return figures.gauges;
+    }
+    return collecting;
+  }
+
+  private async collectNodeGauges(): Promise<Record<string, number>> {
+    const gauges: Record<string, number> = {};
+    const add = (series: string, value: number) => (gauges[series] = (gauges[series] ?? 0) + value);
+    const live = await this.deps.nodes.live();
+    const healths = await Promise.all(live.map((client) => client.health().catch(() => null)));
+    for (const health of healths) {
       for (const [template, ready] of Object.entries(health?.pool ?? {})) {
         add(`space_pool_ready{template="${templateLabel(template)}"}`, ready);
         add(`space_template_image_ready{template="${templateLabel(template)}"}`, health?.templateImages.includes(template) ? 1 : 0);
@@ -39,7 +75,8 @@ export class MetricsReport {
       for (const [origin, count] of Object.entries(health?.starts ?? {})) add(`space_node_sandbox_starts{origin="${origin}"}`, count);
       for (const [decision, count] of Object.entries(health?.gatewayRequests ?? {})) add(`space_gateway_requests{decision="${decision}"}`, count);
     }
-    return this.deps.metrics.render({ ...gauges, ...this.deps.limits.gauges() });
+    this.nodeFigures = { at: this.now(), nodes: live.length, gauges };
+    return gauges;
   }
 }
 

@@ -6,6 +6,9 @@ import type { SessionCalls } from '../sessions/session-calls.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { CellCheckpoints } from '../sessions/cell-checkpoints.js';
 
+/** How long the session read before a call's body may stand for the call's own read (longer: read again). */
+const freshReadMs = 250;
+
 /**
  * `/v1/sessions/:id/<op>` for every sandbox operation: validated here, routed by session id to the
  * node serving it. JSON operations survive a sandbox death (the sandbox is resumed and the call
@@ -44,9 +47,12 @@ export function registerSandboxRoutes(router: Router, auth: Authenticator, sessi
     }
     router.on(route.method, pattern, async (ctx) => {
       const caller = await auth.authenticate(ctx.req);
-      await sessions.row(caller, ctx.params.sessionId!);
+      // A 404 before any body is read; the read serves the call too when the body came at once (a JSON one, bounded).
+      const read = await sessions.rowWithLease(caller, ctx.params.sessionId!);
+      const readAt = performance.now();
       const input = await readRouteInput(route, ctx);
-      const options = { repeatable: route.kind === 'json', deadline: calls.deadline(ctx.req, ctx.res) };
+      const fresh = route.kind === 'json' && performance.now() - readAt < freshReadMs;
+      const options = { repeatable: route.kind === 'json', deadline: calls.deadline(ctx.req, ctx.res), ...(fresh ? { read } : {}) };
       const final = await calls.withSandbox(caller, ctx.params.sessionId!, options, (target) => target.node.forward(route, ctx, input, target.sandboxId));
       if (route.kind === 'events' && final !== null) await cells.ended(caller, ctx.params.sessionId!);
     });

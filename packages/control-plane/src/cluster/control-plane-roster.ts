@@ -44,10 +44,10 @@ export class ControlPlaneRoster {
     return this.members.length;
   }
 
-  /** Whether the session is in this control plane's share. */
-  owns(sessionId: string): boolean {
+  /** Whether the session (or node: sweeps over the nodes split them too) of this id is in this control plane's share. */
+  owns(id: string): boolean {
     if (this.members.length <= 1) return true;
-    const place = createHash('sha256').update(sessionId).digest().readUInt32BE(0) % this.members.length;
+    const place = createHash('sha256').update(id).digest().readUInt32BE(0) % this.members.length;
     return this.members[place] === this.id;
   }
 

@@ -1,5 +1,5 @@
 import { ErrorCode, SpaceError, type NodeHeartbeat, type NodeHeartbeatReply, type NodeStatus, type NodeView } from '@space/protocol';
-import type { ClientTls } from '@space/server-kit';
+import { type ClientTls, SingleFlight } from '@space/server-kit';
 import { NodeClient } from './node-client.js';
 import { plainNodeApiRefusal } from './plain-node-api.js';
 import type { SecretCipher } from '../store/secret-cipher.js';
@@ -32,6 +32,13 @@ export function mayRunOn(row: SessionRow | null, nodeId: string): boolean {
 /** How long a node's client is used before its row is read again (a new URL or token takes effect within it). */
 const clientTtlMs = 2000;
 
+/**
+ * How long placement uses one read of the nodes and their active sessions: a node lost meanwhile
+ * may still be given a session (its start fails), and a drain waits this long after it marks its
+ * node draining, so no control plane places a session there after the drain listed them.
+ */
+export const placementViewMs = 1000;
+
 /** `client` for calls about the session `row` is (at its placement), or as it is for a row of no session. */
 function placed(client: NodeClient, row: Partial<Pick<SessionRow, 'id' | 'placementEpoch'>>): NodeClient {
   return row.id?.startsWith('ses_') && row.placementEpoch !== undefined ? client.placedAt({ sessionId: row.id, epoch: row.placementEpoch }) : client;
@@ -45,6 +52,8 @@ function placed(client: NodeClient, row: Partial<Pick<SessionRow, 'id' | 'placem
 export class NodeDirectory {
   private readonly clients = new Map<string, { key: string; client: NodeClient; at: number }>();
   private readonly now: () => number;
+  private view: { at: number; rows: NodeRow[]; active: Map<string, number> } | null = null;
+  private readonly viewRead = new SingleFlight<{ at: number; rows: NodeRow[]; active: Map<string, number> }>();
   /** The node this control plane was configured with (`space up`, `SPACE_NODE_URL`), once it said its id. */
   private configuredNodeId: string | null = null;
 
@@ -74,6 +83,8 @@ export class NodeDirectory {
       sandboxes: beat.sandboxes,
       lastHeartbeatAt: new Date(this.now()).toISOString(),
     });
+    // A node new to this control plane's placement view is seen by the next placement.
+    if (this.view && !this.view.rows.some((r) => r.id === beat.id)) this.view = null;
     const stop: string[] = [];
     for (const sessionId of beat.sessions ?? []) if (!mayRunOn(await this.options.store.findSession(sessionId), beat.id)) stop.push(sessionId);
     for (const sessionId of stop) await this.recordCutOffEnd(sessionId, beat);
@@ -162,20 +173,39 @@ export class NodeDirectory {
         throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `node ${onNode}, which holds what the session starts from, is ${row ? 'lost' : 'not registered'}`);
       return this.clientOf(row);
     }
-    const [rows, active] = await Promise.all([this.options.store.listNodes(), this.options.store.activeByNode()]);
+    const { rows, active } = await this.placementView();
     let ready = rows.filter((r) => this.status(r) === 'ready');
     // The configured node stays eligible while no other is: a slow health answer must not stop `space up` from creating sessions.
     const configured = rows.find((r) => r.id === this.configuredNodeId && r.status === 'ready');
     if (ready.length === 0 && configured) ready = [configured];
-    if (ready.length === 0)
+    if (ready.length === 0) {
+      // Read again next time: a node that registers now is taken at once.
+      this.view = null;
       throw new SpaceError(
         ErrorCode.NODE_UNAVAILABLE,
         `no node is ready (${rows.length} registered: ${rows.map((r) => `${r.id} ${this.status(r)}`).join(', ') || 'none'})`,
       );
+    }
     // Active sessions per GiB of the node's memory: bigger nodes take more.
     const weight = (r: NodeRow) => ((active.get(r.id) ?? 0) * 1024) / r.capacity.memoryMb;
     const best = ready.reduce((a, b) => (weight(b) < weight(a) ? b : a));
+    // Counted here at once: the next placements of this view spread over the nodes.
+    active.set(best.id, (active.get(best.id) ?? 0) + 1);
     return this.clientOf(best);
+  }
+
+  /**
+   * The nodes and their active sessions, read at most every `placementViewMs` (creations at once
+   * share one read): placement costs no statement per create, and counts its own placements until
+   * the next read. Those of other control planes meanwhile are seen at that read.
+   */
+  private async placementView(): Promise<{ rows: NodeRow[]; active: Map<string, number> }> {
+    if (this.view && this.now() - this.view.at < placementViewMs) return this.view;
+    return this.viewRead.run('view', async () => {
+      const [rows, active] = await Promise.all([this.options.store.listNodes(), this.options.store.activeByNode()]);
+      this.view = { at: this.now(), rows, active };
+      return this.view;
+    });
   }
 
   /** Every node that is not lost, for sweeps (reconciliation, orphans, metrics). */
@@ -187,6 +217,7 @@ export class NodeDirectory {
   async setStatus(nodeId: string, status: NodeRow['status']): Promise<NodeView> {
     if (!(await this.options.store.getNode(nodeId))) throw new SpaceError(ErrorCode.NODE_NOT_FOUND, `no node ${JSON.stringify(nodeId)}`);
     await this.options.store.setNodeStatus(nodeId, status);
+    this.view = null;
     return (await this.list()).find((n) => n.id === nodeId)!;
   }
 

@@ -1,4 +1,6 @@
 import type { SandboxInfo } from '@space/protocol';
+import { eachAtMost } from '@space/server-kit';
+import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
 import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { LeftVolumes } from '../sessions/left-volumes.js';
 import type { TemplateBuilds } from '../builds/template-builds.js';
@@ -17,9 +19,14 @@ export interface ClusterSweepDeps {
   egress: EgressService;
   /** Dockerfile builds: those whose control plane died are failed here. */
   builds: Pick<TemplateBuilds, 'failStale'>;
+  /** The control planes sharing the store: each asks the nodes of its share. */
+  roster: Pick<ControlPlaneRoster, 'owns'>;
   log: (message: string) => void;
   now: () => number;
 }
+
+/** Nodes asked at once by a sweep. */
+const nodesAtOnce = 16;
 
 /** What each node that answered runs, by node id. */
 export type ListedSandboxes = Map<string, { node: NodeClient; sandboxes: SandboxInfo[] }>;
@@ -39,12 +46,16 @@ export class ClusterSweeps {
 
   constructor(private readonly deps: ClusterSweepDeps) {}
 
-  /** A node agent that restarted under running sandboxes lost their egress settings (memory only). */
+  /**
+   * A node agent that restarted under running sandboxes lost their egress settings (memory only).
+   * Each control plane asks the nodes of its share, several at once: a slow node holds up only itself.
+   */
   async repairEgress(): Promise<void> {
-    for (const node of await this.deps.nodes.live()) {
+    const ours = (await this.deps.nodes.live()).filter((node) => this.deps.roster.owns(node.nodeId));
+    await eachAtMost(ours, nodesAtOnce, async (node) => {
       const health = await node.health().catch(() => null);
       if (health?.egressUnconfigured.length) await this.deps.egress.repairNode(health.egressUnconfigured);
-    }
+    });
   }
 
   /** Shipments whose control plane died with them under way: taken over at once, not at the minute's retry. */

@@ -1,4 +1,5 @@
 import { ErrorCode, isSpaceError } from '@space/protocol';
+import { eachAtMost } from '@space/server-kit';
 import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { Activity } from '../sessions/activity.js';
 import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
@@ -17,7 +18,7 @@ import { SessionUpkeep } from './session-upkeep.js';
 
 export interface MaintenanceDeps {
   store: Store;
-  /** The control planes sharing the store: each maintains the sessions of its share. */
+  /** The control planes sharing the store: each maintains the nodes of its share and the sessions on them. */
   roster: Pick<ControlPlaneRoster, 'owns'>;
   /** Rescues volumes sessions left on lost nodes that answer again. */
   leftVolumes: LeftVolumes;
@@ -41,12 +42,15 @@ export interface MaintenanceDeps {
    * never more than every 10 s, and at least every `fullCheckpointIntervalSec`.
    */
   fullCheckpointPauseShare: number;
+  /** Nodes whose sessions a pass maintains at once, one session of each at a time (default 16). */
+  nodesAtOnce?: number;
   now?: () => number;
 }
 
 /**
  * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`), then every
- * session of its share (`ControlPlaneRoster`: the control planes split them) in its turn of its
+ * session of its share (`ControlPlaneRoster`: the control planes split the nodes, and each takes
+ * the sessions on its nodes, so it asks only its nodes what they run) in its turn of its
  * lifecycle queue (a session busy with its own operation is left for the next pass), where
  * `SessionUpkeep` carries out what the pure `sessionDue` policy says is due: reconciliation,
  * expiry, idle stop, automatic checkpoints.
@@ -84,15 +88,19 @@ export class Maintenance {
   }
 
   private async pass(): Promise<void> {
+    const started = performance.now();
     await this.deps.activity.recordOpenCalls();
     await this.sweeps.repairEgress();
     await this.sweeps.takeOverShipments();
     await this.sweeps.slowSweeps();
-    const { listed, sessions } = await this.snapshot();
+    // The nodes of this control plane's share, and the sessions on them (those on no node by their own id).
+    const owns = (nodeId: string) => this.deps.roster.owns(nodeId);
+    const { listed, sessions } = await this.snapshot(owns);
     await this.sweeps.fenceMovedSessions(listed, sessions);
     await this.sweeps.rescueLeftVolumes(listed);
-    const ours = sessions.filter((row) => this.deps.roster.owns(row.id));
+    const ours = sessions.filter((row) => owns(row.nodeId ?? row.volumeNodeId ?? row.id));
     await this.eachSession(listed, ours, (row, running) => this.upkeep.upkeep(row, running));
+    this.deps.metrics.observeMaintenancePass((performance.now() - started) / 1000, ours.length);
   }
 
   /** Only the reconciliation, for every session: run before the control plane serves its first call. */
@@ -102,20 +110,24 @@ export class Maintenance {
   }
 
   /**
-   * The sandboxes each live node runs, by node id (a node that does not answer is left out), then
-   * the sessions anything may be due for (`listSessionsToMaintain`: not those without a sandbox,
-   * however many), and those of the sandboxes listed: in that order, since a session is recorded
-   * before its sandbox starts, each listed sandbox's session is among them if it exists.
+   * The sandboxes each live node (of those `ofNode` takes) runs, by node id (a node that does not
+   * answer is left out), then the sessions anything may be due for (`listSessionsToMaintain`: not
+   * those without a sandbox, however many), and those of the sandboxes listed: in that order, since
+   * a session is recorded before its sandbox starts, each listed sandbox's session is among them if
+   * it exists.
    */
-  private async snapshot(): Promise<{ listed: ListedSandboxes; sessions: SessionRow[] }> {
+  private async snapshot(ofNode?: (nodeId: string) => boolean): Promise<{ listed: ListedSandboxes; sessions: SessionRow[] }> {
     const listed: ListedSandboxes = new Map();
+    const nodes = (await this.deps.nodes.live()).filter((node) => !ofNode || ofNode(node.nodeId));
     await Promise.all(
-      (await this.deps.nodes.live()).map(async (node) => {
+      nodes.map(async (node) => {
         const sandboxes = await node.listSandboxes().catch(() => null);
         if (sandboxes) listed.set(node.nodeId, { node, sandboxes });
       }),
     );
-    const sessions = await this.deps.store.listSessionsToMaintain(new Date(this.now()).toISOString());
+    // Only the sessions on these nodes (and on none): those on other nodes are not maintained here.
+    const now = new Date(this.now()).toISOString();
+    const sessions = await this.deps.store.listSessionsToMaintain(now, ofNode ? nodes.map((n) => n.nodeId) : undefined);
     const known = new Set(sessions.map((s) => s.id));
     const others = [...listed.values()].flatMap(({ sandboxes }) => sandboxes.map((s) => s.sessionId)).filter((id) => !known.has(id));
     return { listed, sessions: [...sessions, ...(others.length ? await this.deps.store.findSessions([...new Set(others)]) : [])] };
@@ -129,26 +141,45 @@ export class Maintenance {
    */
   private async eachSession(listed: ListedSandboxes, sessions: SessionRow[], work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
     const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Set(sandboxes.map((s) => s.sandboxId))]));
-    for (const { id, tenantId, nodeId, volumeNodeId } of sessions) {
-      if (this.deps.lifecycle.busyHere(id)) continue;
-      const onNode = running.get(nodeId ?? volumeNodeId ?? '');
-      if (!onNode) continue;
-      try {
-        await this.deps.lifecycle.run(
-          id,
-          'maintenance',
-          async () => {
-            const row = await this.deps.store.getSession(tenantId, id);
-            // Its sandbox may have moved to another node since the list was read: that node's list is the one.
-            if (row) await work(row, running.get(row.nodeId ?? row.volumeNodeId ?? '') ?? onNode);
-          },
-          { waitMs: 0 },
-        );
-      } catch (err) {
-        if (isSpaceError(err) && err.code === ErrorCode.SESSION_BUSY) continue;
-        this.deps.metrics.inc('checkpoint_failures');
-        this.deps.log(`maintenance of ${id}: ${(err as Error).message}`);
-      }
+    // Nodes side by side, each node's sessions one after another (a node is asked one thing of
+    // this pass at a time, as with one node): a slow node or a long automatic checkpoint holds up
+    // the sessions of its node, not the pass.
+    const byNode = new Map<string, SessionRow[]>();
+    for (const s of sessions) {
+      const node = s.nodeId ?? s.volumeNodeId ?? '';
+      const group = byNode.get(node);
+      if (group) group.push(s);
+      else byNode.set(node, [s]);
+    }
+    await eachAtMost([...byNode.values()], this.deps.nodesAtOnce ?? 16, async (ofNode) => {
+      for (const session of ofNode) await this.maintainOne(session, running, work);
+    });
+  }
+
+  /** `work` on one session in its lifecycle turn, unless it is busy or its node did not answer. */
+  private async maintainOne(
+    { id, tenantId, nodeId, volumeNodeId }: SessionRow,
+    running: Map<string, Set<string>>,
+    work: (row: SessionRow, running: Set<string>) => Promise<void>,
+  ): Promise<void> {
+    if (this.deps.lifecycle.busyHere(id)) return;
+    const onNode = running.get(nodeId ?? volumeNodeId ?? '');
+    if (!onNode) return;
+    try {
+      await this.deps.lifecycle.run(
+        id,
+        'maintenance',
+        async () => {
+          const row = await this.deps.store.getSession(tenantId, id);
+          // Its sandbox may have moved to another node since the list was read: that node's list is the one.
+          if (row) await work(row, running.get(row.nodeId ?? row.volumeNodeId ?? '') ?? onNode);
+        },
+        { waitMs: 0 },
+      );
+    } catch (err) {
+      if (isSpaceError(err) && err.code === ErrorCode.SESSION_BUSY) return;
+      this.deps.metrics.inc('checkpoint_failures');
+      this.deps.log(`maintenance of ${id}: ${(err as Error).message}`);
     }
   }
 }

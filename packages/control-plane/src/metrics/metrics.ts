@@ -22,6 +22,7 @@ const counterNames = [
   'sessions_moved',
   'pauses',
   'session_timeouts',
+  'maintenance_passes',
 ] as const;
 export type CounterName = (typeof counterNames)[number];
 
@@ -34,6 +35,8 @@ export class Metrics {
   private readonly bucketCounts = resumeBuckets.map(() => 0);
   private resumeCount = 0;
   private resumeSum = 0;
+  /** This control plane's last maintenance pass: how long it took and how many sessions it visited (its share of those anything may be due for). */
+  private lastPass = { seconds: 0, sessions: 0 };
 
   inc(name: CounterName, labels: Record<string, string> = {}, by = 1): void {
     const key = `space_${name}_total${formatLabels(labels)}`;
@@ -46,6 +49,11 @@ export class Metrics {
     resumeBuckets.forEach((bound, i) => {
       if (seconds <= bound) this.bucketCounts[i]!++;
     });
+  }
+
+  observeMaintenancePass(seconds: number, sessions: number): void {
+    this.inc('maintenance_passes');
+    this.lastPass = { seconds, sessions };
   }
 
   render(gauges: Record<string, number>): string {
@@ -63,7 +71,12 @@ export class Metrics {
     lines.push(`space_resume_seconds_bucket{le="+Inf"} ${this.resumeCount}`);
     lines.push(`space_resume_seconds_sum ${this.resumeSum.toFixed(3)}`);
     lines.push(`space_resume_seconds_count ${this.resumeCount}`);
-    for (const [key, value] of Object.entries(gauges)) {
+    const all = {
+      ...gauges,
+      space_maintenance_last_pass_seconds: Number(this.lastPass.seconds.toFixed(4)),
+      space_maintenance_last_pass_sessions: this.lastPass.sessions,
+    };
+    for (const [key, value] of Object.entries(all)) {
       const name = key.split('{')[0];
       if (!lines.includes(`# TYPE ${name} gauge`)) lines.push(`# TYPE ${name} gauge`);
       lines.push(`${key} ${value}`);

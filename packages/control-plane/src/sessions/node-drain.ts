@@ -1,6 +1,7 @@
 import { type DrainResult, type NodeView, isSpaceError } from '@space/protocol';
+import { eachAtMost } from '@space/server-kit';
 import type { LifecycleQueue } from './lifecycle-queue.js';
-import type { NodeDirectory } from '../cluster/node-directory.js';
+import { type NodeDirectory, placementViewMs } from '../cluster/node-directory.js';
 import type { SessionMover } from './session-mover.js';
 import type { SessionService } from './session-service.js';
 import type { Store } from '../store/store.js';
@@ -31,21 +32,17 @@ export class NodeDrain {
 
   async drain(nodeId: string, progress: (message: string) => void = () => undefined): Promise<DrainResult> {
     await this.deps.nodes.setStatus(nodeId, 'draining');
+    // Placements decided before every control plane saw it draining land before the sessions are listed.
+    await new Promise((resolve) => setTimeout(resolve, placementViewMs));
     const sessions = (await this.deps.store.listSessionsOnNode(nodeId)).filter((s) => s.volumeNodeId === nodeId);
     const outcomes: DrainOutcome[] = new Array(sessions.length).fill(null);
-    let next = 0;
     let done = 0;
-    // Each worker takes the next session until none is left: at most `parallel` move at once.
-    const worker = async (): Promise<void> => {
-      for (let i = next++; i < sessions.length; i = next++) {
-        const { id, tenantId } = sessions[i]!;
-        outcomes[i] = await this.moveOne(nodeId, id, tenantId);
-        const outcome = outcomes[i];
-        const said = !outcome ? 'gone or moved already' : 'moved' in outcome ? `moved to ${outcome.moved.to}` : `not moved: ${outcome.failed.message}`;
-        progress(`${++done}/${sessions.length} ${id}: ${said}`);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(this.deps.parallel, sessions.length) }, worker));
+    await eachAtMost(sessions, this.deps.parallel, async ({ id, tenantId }, i) => {
+      const outcome = await this.moveOne(nodeId, id, tenantId);
+      outcomes[i] = outcome;
+      const said = !outcome ? 'gone or moved already' : 'moved' in outcome ? `moved to ${outcome.moved.to}` : `not moved: ${outcome.failed.message}`;
+      progress(`${++done}/${sessions.length} ${id}: ${said}`);
+    });
     return {
       nodeId,
       moved: outcomes.flatMap((o) => (o && 'moved' in o ? [o.moved] : [])),

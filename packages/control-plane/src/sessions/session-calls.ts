@@ -5,7 +5,7 @@ import type { Activity } from './activity.js';
 import type { Caller } from '../tenants/auth.js';
 import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { SandboxTarget, SessionService } from './session-service.js';
-import type { SessionRow, Store } from '../store/store.js';
+import type { SessionLeaseRow, SessionRow, Store } from '../store/store.js';
 import { isPlacementStale } from './placements.js';
 
 /** Why a sandbox died, as the node said (`details.endReason`: a host limit it ran into), else `died`. */
@@ -23,6 +23,8 @@ export interface SandboxCallOptions {
   repeatable: boolean;
   /** Past it (or once its client left) a call that waited is dropped before it is sent (`DEADLINE_EXCEEDED`). */
   deadline?: CallDeadline;
+  /** The session with its lease, as the route just read it (`SessionService.rowWithLease`): not read again. */
+  read?: { row: SessionRow; lease: SessionLeaseRow | null };
 }
 
 /**
@@ -54,9 +56,9 @@ export class SessionCalls {
    * retried, since the call may have partly run; the next call resumes the session. One that the
    * session's own restore or kill stopped during the call answers SANDBOX_STOPPED (409).
    */
-  async withSandbox<T>(caller: Caller, id: string, { repeatable, deadline }: SandboxCallOptions, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
+  async withSandbox<T>(caller: Caller, id: string, { repeatable, deadline, read }: SandboxCallOptions, op: (target: SandboxTarget) => Promise<T>): Promise<T> {
     // One read of the session (with its lease) when no lifecycle operation is under way, the usual case.
-    const first = await this.sessions.rowWithLease(caller, id);
+    const first = read ?? (await this.sessions.rowWithLease(caller, id));
     const done = this.activity.begin(id);
     try {
       // A call that arrives during a restore or delete runs on what it leaves (or finds no session).

@@ -72,6 +72,8 @@ export async function startLocalPostgres(
     previousServerWaitMs?: number;
     /** TLS connections only (`hostssl`) with this certificate; its `url()`s then ask for `sslmode=verify-full` against `caFile`. */
     tls?: { caFile: string; certFile: string; keyFile: string };
+    /** Server settings on top of these (`-c name=value`), e.g. `shared_preload_libraries` for a benchmark's statement counts. */
+    settings?: Record<string, string>;
   } = {},
 ): Promise<LocalPostgres> {
   const bin = binDir();
@@ -89,6 +91,9 @@ export async function startLocalPostgres(
   const asPostgres = (command: string, args: string[]) => run('runuser', ['-u', 'postgres', '--', path.join(bin, command), ...args], { cwd: dir });
   const port = options.port ?? (await freePort());
   const tlsOptions = options.tls ? ` -c ssl=on -c ssl_cert_file=${path.join(dir, 'server.crt')} -c ssl_key_file=${path.join(dir, 'server.key')}` : '';
+  const extraSettings = Object.entries(options.settings ?? {})
+    .map(([name, value]) => ` -c ${name}=${value}`)
+    .join('');
   const ctl = (action: 'start' | 'stop', extra: string[] = []) =>
     asPostgres('pg_ctl', [
       '-D',
@@ -97,7 +102,7 @@ export async function startLocalPostgres(
       '-l',
       path.join(dir, 'server.log'),
       ...(action === 'start'
-        ? ['-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200${temporary ? ' -c fsync=off' : ''}${tlsOptions}`]
+        ? ['-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=200${temporary ? ' -c fsync=off' : ''}${tlsOptions}${extraSettings}`]
         : []),
       ...extra,
       action,

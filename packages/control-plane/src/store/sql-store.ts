@@ -215,13 +215,22 @@ export class SqlStore implements Store {
     return (await this.db.all<SessionDbRow>('SELECT * FROM sessions WHERE tenant_id = ? ORDER BY created_at, id', [tenantId])).map(toSession);
   }
 
-  async listSessionsToMaintain(now: string): Promise<SessionRow[]> {
-    const rows = await this.db.all<SessionDbRow>(
-      `SELECT * FROM sessions WHERE status = 'starting' OR sandbox_id IS NOT NULL OR (expires_at IS NOT NULL AND expires_at <= ?)
-       ORDER BY created_at, id`,
-      [now],
-    );
-    return rows.map(toSession);
+  async listSessionsToMaintain(now: string, nodeIds?: string[]): Promise<SessionRow[]> {
+    const due = `(status = 'starting' OR sandbox_id IS NOT NULL OR (expires_at IS NOT NULL AND expires_at <= ?))`;
+    if (!nodeIds) return (await this.db.all<SessionDbRow>(`SELECT * FROM sessions WHERE ${due} ORDER BY created_at, id`, [now])).map(toSession);
+    const rows: SessionDbRow[] = await this.db.all<SessionDbRow>(`SELECT * FROM sessions WHERE ${due} AND node_id IS NULL AND volume_node_id IS NULL`, [now]);
+    // In bounded lists: a statement's parameters are limited (PostgreSQL: 65,535).
+    for (let i = 0; i < nodeIds.length; i += 500) {
+      const chunk = nodeIds.slice(i, i + 500);
+      const marks = chunk.map(() => '?').join(', ');
+      rows.push(
+        ...(await this.db.all<SessionDbRow>(
+          `SELECT * FROM sessions WHERE ${due} AND (node_id IN (${marks}) OR (node_id IS NULL AND volume_node_id IN (${marks})))`,
+          [now, ...chunk, ...chunk],
+        )),
+      );
+    }
+    return rows.sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1)).map(toSession);
   }
 
   async findSessions(ids: string[]): Promise<SessionRow[]> {

@@ -273,6 +273,13 @@ for (const engine of engines.all) {
     assert.deepEqual(ids(await store.listSessionsOnNode('node_x')), ['ses_running', 'ses_starting', 'ses_expired', 'ses_later']);
     assert.deepEqual(await store.countSessionsByStatus(), { running: 1, starting: 1, stopped: 3 });
     assert.deepEqual([...(await store.activeByNode())], [['node_x', 2]], 'running and starting, by the node of their volume');
+    // A control plane's share: the sessions on its nodes, and those on no node.
+    const now = '2026-12-01T00:00:00.000Z';
+    assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_x'])), ['ses_running', 'ses_starting', 'ses_expired']);
+    assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y'])), []);
+    await store.insertSession({ ...session('ses_nowhere', 'tn_a', '2026-01-01T00:00:06.000Z'), ...stopped, volumeNodeId: null, expiresAt: '2026-06-01T00:00:00.000Z' });
+    assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y'])), ['ses_nowhere']);
+    assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y', 'node_x'])), ['ses_running', 'ses_starting', 'ses_expired', 'ses_nowhere']);
   });
 
   test(named("a call's one read: the session with its lease; uses of many sessions recorded in one statement"), async () => {

@@ -344,9 +344,10 @@ export interface Store {
   /**
    * The sessions a maintenance pass may have something to do for, whatever their number in all: a
    * start under way, a sandbox recorded, or a timeout passed by `now` (ISO time). A session
-   * without a sandbox has nothing else due.
+   * without a sandbox has nothing else due. With `nodeIds`, only those on these nodes (their
+   * sandbox's, else their volume's) and those on no node.
    */
-  listSessionsToMaintain(now: string): Promise<SessionRow[]>;
+  listSessionsToMaintain(now: string, nodeIds?: string[]): Promise<SessionRow[]>;
   /** The sessions of these ids that exist (any tenant). */
   findSessions(ids: string[]): Promise<SessionRow[]>;
   /** The sessions whose volume or sandbox is on the node. */

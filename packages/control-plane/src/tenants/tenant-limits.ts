@@ -49,6 +49,9 @@ export const limitSettings: Record<TenantLimitName, string> = {
 
 const gb = 1024 ** 3;
 
+/** How long a tenant's count of sessions stands for creations far below its maximum (other control planes' creations are seen at the next count). */
+const sessionCountMs = 1000;
+
 /**
  * Holds every tenant to its limits, so one tenant cannot take what the platform has for all: what it
  * keeps (sessions, checkpoint storage: QUOTA_EXCEEDED, 403) and what it does at once or per second
@@ -64,6 +67,10 @@ export class TenantLimits {
   private readonly rate: TokenBuckets;
   private readonly createQueue = new CreateQueue();
 
+  private readonly now: () => number;
+  /** Tenants' session counts as last read, with what this control plane created since (`checkSessions`). */
+  private readonly sessionCounts = new Map<string, { sessions: number; at: number }>();
+
   constructor(
     private readonly auth: Authenticator,
     private readonly store: Store,
@@ -73,6 +80,7 @@ export class TenantLimits {
     /** How many control planes share the limits (the roster's size; 1 alone). */
     private readonly replicas: () => number = () => 1,
   ) {
+    this.now = now;
     this.rate = new TokenBuckets(options.requestsPerSec, options.requestsPerSec * 2, now, () => 1 / this.replicas());
   }
 
@@ -167,9 +175,21 @@ export class TenantLimits {
   /** Refuses when the tenant's sessions and `adding` more would pass its maximum. */
   async checkSessions(tenantId: string, adding = 0): Promise<void> {
     const max = this.options.maxSessions;
-    if ((await this.store.countSessions(tenantId)) + adding > max) {
+    // Far below its maximum (under half, counted within the last second), a tenant's sessions are
+    // not counted again (the count reads all its rows). Each check is for new sessions: `adding`,
+    // or the one its caller just inserted.
+    const known = this.sessionCounts.get(tenantId);
+    if (known && this.now() - known.at < sessionCountMs && known.sessions + Math.max(adding, 1) <= max / 2) {
+      known.sessions += Math.max(adding, 1);
+      return;
+    }
+    const sessions = await this.store.countSessions(tenantId);
+    if (sessions + adding > max) {
       throw this.refusal('sessions', max, `${max} sessions; delete some (their checkpoints go with them)`);
     }
+    // Counts older than a second are of no use: with many tenants they go all at once.
+    if (this.sessionCounts.size >= 10_000) this.sessionCounts.clear();
+    this.sessionCounts.set(tenantId, { sessions: sessions + adding, at: this.now() });
   }
 
   /** Refuses a new memory image when the tenant's full checkpoints already hold their maximum. */

@@ -70,7 +70,11 @@ export class FakeNode {
     };
   }
 
+  /** Times the node was asked what it runs. */
+  listings = 0;
+
   async listSandboxes(): Promise<SandboxInfo[]> {
+    this.listings++;
     return [...this.sandboxes.values()];
   }
 

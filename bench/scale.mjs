@@ -1,0 +1,408 @@
+// The control plane at scale, measured by simulation: real control planes (`space control-plane`
+// processes) on a real PostgreSQL, and simulated nodes (bench/scale/simulated-nodes.mjs: one
+// process hosting up to a thousand node agents that register, heartbeat and answer the real node
+// API with no sandbox behind them), so what is measured is the control plane's own cost.
+//
+// Per level of sessions (created through the API; then all but `--active` of them paused or
+// stopped): creates per second, call latency under a mix at `--rate` (execs, file stats, session
+// reads, crashes and resumes, idle sessions woken, creates and deletes), the control plane's added
+// latency per exec against the same exec sent to the node directly (the floor, in the same run),
+// PostgreSQL statements per call and per second (pg_stat_statements), each control plane's CPU and
+// memory, idle and under load, the maintenance pass (its /metrics), and a node lost: detection and
+// every one of its sessions answering from another node. Then, with `--curve`, exec throughput
+// against 1..M control planes.
+//
+// It starts everything it measures (PostgreSQL on loopback, the control planes, the simulated nodes)
+// and stops it at the end: it creates and deletes sessions by the hundred thousand, so it refuses a
+// database that is not on loopback and a cluster with any node that is not one of its simulators.
+//
+// Usage: ./space script bench/scale.mjs [--levels 1000,10000,100000] [--nodes 1000] [--control-planes 2]
+//   [--active 0.2] [--rate 300] [--duration 30] [--curve] [--json out.json] [--smoke]
+import { fork } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { startLocalPostgres } from '../packages/control-plane/dist/store/local-postgres.js';
+import { ScaleApi, eachLimited } from './scale/api.mjs';
+import { SessionPool, fill, idleOut, runMix } from './scale/load-mix.mjs';
+import { cpuShare, processUse, startControlPlane, stopProcess, treeUse } from './scale/processes.mjs';
+import { summarize } from './stats.mjs';
+
+const { values } = parseArgs({
+  options: {
+    levels: { type: 'string', default: '1000,10000,100000' },
+    nodes: { type: 'string', default: '1000' },
+    'control-planes': { type: 'string', default: '2' },
+    active: { type: 'string', default: '0.2' },
+    rate: { type: 'string', default: '300' },
+    duration: { type: 'string', default: '30' },
+    concurrency: { type: 'string', default: '48' },
+    'node-latency-ms': { type: 'string', default: '2' },
+    misbehaving: { type: 'string', default: '50' },
+    'database-url': { type: 'string' },
+    curve: { type: 'boolean', default: false },
+    json: { type: 'string' },
+    smoke: { type: 'boolean', default: false },
+  },
+});
+const smoke = values.smoke;
+const settings = {
+  levels: (smoke ? '200' : values.levels).split(',').map(Number),
+  nodes: smoke ? 12 : Number(values.nodes),
+  controlPlanes: Number(values['control-planes']),
+  active: Number(values.active),
+  rate: smoke ? 60 : Number(values.rate),
+  durationSec: smoke ? 5 : Number(values.duration),
+  concurrency: Number(values.concurrency),
+  latencyMs: Number(values['node-latency-ms']),
+  misbehaving: smoke ? 4 : Number(values.misbehaving),
+};
+
+/** Only a database on this machine: the harness fills it with sessions and deletes them. */
+function refuseRemoteDatabase(url) {
+  const host = new URL(url).hostname;
+  if (!['127.0.0.1', 'localhost', '[::1]', '::1'].includes(host)) {
+    console.error(`bench/scale.mjs refuses ${host}: it creates and deletes sessions by the hundred thousand, so only a database on loopback`);
+    process.exit(2);
+  }
+}
+if (values['database-url']) refuseRemoteDatabase(values['database-url']);
+
+const adminKey = `sk_scale_${randomBytes(16).toString('hex')}`;
+const work = mkdtempSync(path.join(tmpdir(), 'space-scale-'));
+const postgres = values['database-url']
+  ? null
+  : await startLocalPostgres({ settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } });
+const databaseUrl = values['database-url'] ?? (await postgres.url('space_scale'));
+const databaseName = new URL(databaseUrl).pathname.slice(1);
+const monitor = new pg.Client({ connectionString: new URL('/postgres', databaseUrl).href });
+await monitor.connect();
+await monitor.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+/** Statements PostgreSQL ran on the harness's database so far. */
+const statements = async () =>
+  Number(
+    (
+      await monitor.query('SELECT coalesce(sum(calls), 0) AS n FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1', [
+        databaseName,
+      ])
+    ).rows[0].n,
+  );
+const postgresPid = Number((await monitor.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+/** PostgreSQL's server: the postmaster (parent of this connection's backend) and all its processes. */
+const postmasterPid = Number(readFileSync(`/proc/${postgresPid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+
+const controlPlanes = [];
+let sim = null;
+const api = new ScaleApi([], adminKey);
+const report = { date: new Date().toISOString(), settings, levels: [], curve: [] };
+try {
+  for (let i = 0; i < settings.controlPlanes; i++) {
+    controlPlanes.push(
+      await startControlPlane(`control-plane-${i + 1}`, {
+        SPACE_DATA_DIR: path.join(work, `cp-${i + 1}`),
+        SPACE_HOST: '127.0.0.1',
+        SPACE_PORT: '0',
+        SPACE_DATABASE_URL: databaseUrl,
+        SPACE_API_KEY: adminKey,
+        SPACE_SECRETS_KEY_FILE: path.join(work, 'secrets.key'),
+        // The simulated nodes keep "objects" in memory; the control planes ship and move as with a real store.
+        SPACE_OBJECT_STORE: 's3://simulated',
+        SPACE_QUIET: '1',
+        SPACE_TENANT_MAX_SESSIONS: '1000000',
+        SPACE_TENANT_MAX_CONCURRENT_CREATES: '512',
+        SPACE_TENANT_REQUESTS_PER_SEC: '1000000',
+        SPACE_TENANT_MAX_REQUESTS: '100000',
+        SPACE_TENANT_MAX_STREAMS: '100000',
+      }),
+    );
+  }
+  api.urls = controlPlanes.map((c) => c.url);
+  sim = await startSimulator();
+  await waitFor(async () => (await nodesByStatus()).ready === settings.nodes, 120_000, `${settings.nodes} simulated nodes registered`);
+  const strangers = (await api.call('nodes', 'GET', '/v1/nodes')).body.nodes.filter((n) => !n.id.startsWith('sim-'));
+  if (strangers.length)
+    throw new Error(`refused: nodes that are not simulators are registered (${strangers.map((n) => n.id).join(', ')}); the harness needs a cluster of its own`);
+  progress(`${controlPlanes.length} control planes, ${settings.nodes} simulated nodes, PostgreSQL at ${databaseUrl}`);
+
+  const pool = new SessionPool();
+  for (const level of settings.levels) report.levels.push(await measureLevel(level, pool));
+  if (values.curve) report.curve = await throughputCurve(pool);
+} finally {
+  api.close();
+  if (sim) await sim.ask('stop').catch(() => undefined);
+  await Promise.all(controlPlanes.map((c) => stopProcess(c.child)));
+  await monitor.end().catch(() => undefined);
+  await postgres?.stop();
+  rmSync(work, { recursive: true, force: true });
+}
+
+printReport(report);
+const out = values.json ?? path.join(path.dirname(fileURLToPath(import.meta.url)), 'results', `scale-${report.date.slice(0, 10)}${smoke ? '-smoke' : ''}.json`);
+writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+console.error(`# JSON in ${out}`);
+
+/** One level: the store filled to `level` sessions, then measured idle, under the mix, and through a node's loss. */
+async function measureLevel(level, pool) {
+  const filling = await measured(() => fill(api, pool, level, settings.concurrency, progress));
+  const filled = filling.result;
+  const idled = await idleOut(api, pool, settings.active, settings.concurrency);
+  progress(`${level} sessions: ${Math.round(filled.perSec)} creates/s; ${pool.active.length} active, ${pool.idle.length} paused or stopped`);
+  // Idle: only heartbeats and maintenance (one tick of each control plane at least).
+  const idle = await measured(() => new Promise((resolve) => setTimeout(resolve, 10_000)));
+  const overhead = await execOverhead(pool);
+  const mix = await measured(() => runMix(api, sim, pool, { rate: settings.rate, durationSec: settings.durationSec }));
+  const calls = Object.values(mix.result.latencies).reduce((n, s) => n + s.length, 0);
+  const maintenance = await scrapeMaintenance();
+  const loss = await loseNode();
+  const latency = Object.fromEntries(Object.entries(mix.result.latencies).map(([op, samples]) => [op, summarize(samples)]));
+  const row = {
+    sessions: pool.size,
+    active: pool.active.length,
+    nodes: settings.nodes,
+    creates: { perSec: filled.perSec, ...summarize(filled.samples), use: filling.use, statementsPerCreate: filling.use.statements / filled.samples.length },
+    pause: summarize(idled.pause),
+    stop: summarize(idled.stop),
+    overheadMs: overhead,
+    idle: idle.use,
+    mix: {
+      ...mix.use,
+      callsPerSec: calls / mix.result.seconds,
+      sent: mix.result.sent,
+      shed: mix.result.shed,
+      statementsPerCall: (mix.use.statements - idle.use.statementsPerSec * mix.result.seconds) / calls,
+      latency,
+    },
+    errors: api.takeErrors(),
+    maintenance,
+    loss,
+  };
+  progress(
+    `${level}: exec p50 ${latency.exec?.median.toFixed(1)} ms, overhead ${overhead.median.toFixed(2)} ms, ${row.mix.statementsPerCall.toFixed(1)} statements/call, pass ${maintenance.map((m) => m.passSec.toFixed(2)).join('/')} s, node loss: ${loss.moved} of ${loss.sessions} sessions answering ${(loss.movedMs / 1000).toFixed(1)} s after detection (${loss.unmovable} never checkpointed)`,
+  );
+  return row;
+}
+
+/** What `work` returned, with its time and what the control planes and PostgreSQL used meanwhile. */
+async function measured(work) {
+  const before = controlPlanes.map((c) => processUse(c.child.pid));
+  const pgBefore = treeUse(postmasterPid);
+  const stmtBefore = await statements();
+  const started = performance.now();
+  const result = await work();
+  const seconds = (performance.now() - started) / 1000;
+  const stmts = (await statements()) - stmtBefore;
+  const after = controlPlanes.map((c) => processUse(c.child.pid));
+  return {
+    result,
+    use: {
+      seconds,
+      statements: stmts,
+      statementsPerSec: stmts / seconds,
+      controlPlaneCpu: after.map((a, i) => cpuShare(before[i], a, seconds)),
+      controlPlaneRssMb: after.map((a) => a.rss / 1e6),
+      postgresCpu: cpuShare(pgBefore, treeUse(postmasterPid), seconds),
+    },
+  };
+}
+
+/** The control plane's added latency per exec: the same exec on a well-behaved node through a control plane and sent to the node directly, one at a time, interleaved. */
+async function execOverhead(pool) {
+  let target = null;
+  for (let i = 0; i < 50 && !target; i++) {
+    const id = SessionPool.pick(pool.active);
+    const where = await sim.ask('sandboxOf', { sessionId: id });
+    if (where?.behavior === 'good') target = { id, ...where };
+  }
+  const direct = new ScaleApi([target.url], target.token);
+  const through = [];
+  const straight = [];
+  for (let i = 0; i < (smoke ? 50 : 300); i++) {
+    const a = await api.call('exec (sequential)', 'POST', `/v1/sessions/${target.id}/exec`, { cmd: 'true' });
+    const b = await direct.call('exec on the node', 'POST', `/node/v1/sandboxes/${target.sandboxId}/exec`, { cmd: 'true' });
+    if (a.ok) through.push(a.ms);
+    if (b.ok) straight.push(b.ms);
+  }
+  direct.close();
+  const t = summarize(through);
+  const s = summarize(straight);
+  return { median: t.median - s.median, p90: t.p90 - s.p90, throughControlPlane: t, direct: s };
+}
+
+/** Each control plane's last maintenance pass and how long its /metrics took. */
+async function scrapeMaintenance() {
+  return Promise.all(
+    controlPlanes.map(async ({ url }) => {
+      const res = await api.call('metrics', 'GET', '/metrics', undefined, url);
+      const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(res.body)?.[1] ?? Number.NaN);
+      const byStatus = Object.fromEntries([...String(res.body).matchAll(/^space_sessions\{status="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+      return {
+        passSec: value('space_maintenance_last_pass_seconds'),
+        passSessions: value('space_maintenance_last_pass_sessions'),
+        metricsMs: res.ms,
+        byStatus,
+      };
+    }),
+  );
+}
+
+/** The busiest well-behaved node is lost: how long until it is seen lost, and until every one of its sessions answers (from another node). */
+async function loseNode() {
+  const { nodeId, sessions } = await sim.ask('busiest');
+  const lostAt = performance.now();
+  await sim.ask('lose', { nodeId });
+  await waitFor(
+    async () => (await api.call('nodes', 'GET', '/v1/nodes')).body.nodes.find((n) => n.id === nodeId)?.status === 'lost',
+    60_000,
+    `${nodeId} seen lost`,
+  );
+  const detectedMs = performance.now() - lostAt;
+  const failed = [];
+  const answered = [];
+  let unmovable = 0;
+  await eachLimited(sessions, settings.concurrency, async (id) => {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const res = await api.call('exec after node loss', 'POST', `/v1/sessions/${id}/exec`, { cmd: 'true' });
+      if (res.ok) return answered.push(res.ms);
+      // Nothing of it reached the object store (no automatic checkpoint was due yet): refused clearly, by design.
+      if (/none of its checkpoints reached the object store/.test(res.body?.error?.message ?? '')) return unmovable++;
+    }
+    failed.push(id);
+  });
+  return {
+    nodeId,
+    sessions: sessions.length,
+    moved: answered.length,
+    unmovable,
+    failed: failed.length,
+    detectedMs,
+    movedMs: performance.now() - lostAt - detectedMs,
+    exec: summarize(answered),
+  };
+}
+
+/** Exec throughput, closed loop, against the first k control planes for k = 1..M: where adding one stops helping. */
+async function throughputCurve(pool) {
+  const points = [];
+  for (let k = 1; k <= controlPlanes.length; k++) {
+    const subset = new ScaleApi(api.urls.slice(0, k), adminKey);
+    let done = 0;
+    const until = performance.now() + 15_000;
+    const m = await measured(() =>
+      Promise.all(
+        Array.from({ length: 64 }, async () => {
+          while (performance.now() < until)
+            if ((await subset.call('exec (curve)', 'POST', `/v1/sessions/${SessionPool.pick(pool.active)}/exec`, { cmd: 'true' })).ok) done++;
+        }),
+      ),
+    );
+    subset.close();
+    points.push({ controlPlanes: k, execsPerSec: done / m.use.seconds, ...m.use });
+    progress(`${k} control plane(s): ${Math.round(done / m.use.seconds)} execs/s, PostgreSQL ${Math.round(m.use.postgresCpu * 100)}% of a core`);
+  }
+  return points;
+}
+
+async function startSimulator() {
+  const child = fork(path.join(path.dirname(fileURLToPath(import.meta.url)), 'scale', 'simulated-nodes.mjs'), [
+    JSON.stringify({
+      nodes: settings.nodes,
+      controlPlanes: api.urls,
+      adminKey,
+      heartbeatMs: 2000,
+      latencyMs: settings.latencyMs,
+      misbehaving: settings.misbehaving,
+    }),
+  ]);
+  const waiting = new Map();
+  let next = 0;
+  child.on('message', (m) => {
+    const w = waiting.get(m.id);
+    if (!w) return;
+    waiting.delete(m.id);
+    if (m.error) w.reject(new Error(m.error));
+    else w.resolve(m.result);
+  });
+  await new Promise((resolve, reject) => {
+    child.once('message', resolve);
+    child.once('exit', (code) => reject(new Error(`the simulated nodes exited (${code})`)));
+  });
+  return {
+    pid: child.pid,
+    ask: (op, args = {}) =>
+      new Promise((resolve, reject) => {
+        const id = next++;
+        waiting.set(id, { resolve, reject });
+        child.send({ id, op, ...args });
+      }),
+  };
+}
+
+async function nodesByStatus() {
+  const res = await api.call('nodes', 'GET', '/v1/nodes');
+  const counts = { ready: 0, draining: 0, lost: 0 };
+  for (const n of res.body?.nodes ?? []) counts[n.status]++;
+  return counts;
+}
+
+async function waitFor(check, timeoutMs, what) {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function progress(message) {
+  console.error(`# ${message}`);
+}
+
+function printReport({ levels, curve }) {
+  const f = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '-');
+  const rows = levels.map((l) => [
+    String(l.sessions),
+    String(l.nodes),
+    f(l.creates.perSec, 0),
+    `${f(l.creates.median)} / ${f(l.creates.p99)}`,
+    `${f(l.mix.latency.exec?.median)} / ${f(l.mix.latency.exec?.p99)}`,
+    f(l.overheadMs.median, 2),
+    f(l.mix.statementsPerCall),
+    `${f(l.idle.statementsPerSec, 0)} / ${f(l.mix.statementsPerSec, 0)}`,
+    `${l.idle.controlPlaneCpu.map((c) => f(c * 100, 0)).join('+')}% / ${l.mix.controlPlaneCpu.map((c) => f(c * 100, 0)).join('+')}%`,
+    `${f(l.idle.postgresCpu * 100, 0)}% / ${f(l.mix.postgresCpu * 100, 0)}%`,
+    l.mix.controlPlaneRssMb.map((m) => f(m, 0)).join('/'),
+    l.maintenance.map((m) => `${f(m.passSec, 2)} s (${m.passSessions})`).join(', '),
+    l.maintenance.map((m) => f(m.metricsMs, 0)).join('/'),
+    `${l.loss.moved} of ${l.loss.sessions}: ${f(l.loss.detectedMs / 1000)} s + ${f(l.loss.movedMs / 1000)} s${l.loss.failed ? `, ${l.loss.failed} failed` : ''}`,
+  ]);
+  const header = [
+    'sessions',
+    'nodes',
+    'creates/s',
+    'create p50/p99 ms',
+    'exec p50/p99 ms (mix)',
+    'CP ms per exec',
+    'stmts/call',
+    'stmts/s idle/mix',
+    'CP CPU idle/mix',
+    'PG CPU idle/mix',
+    'CP RSS MB',
+    'maintenance pass (sessions)',
+    '/metrics ms',
+    'node lost: sessions moved, detected + all answering',
+  ];
+  console.log(`| ${header.join(' | ')} |`);
+  console.log(`|${header.map(() => '---').join('|')}|`);
+  for (const r of rows) console.log(`| ${r.join(' | ')} |`);
+  for (const l of levels) if (Object.keys(l.errors).length) console.log(`errors at ${l.sessions}: ${JSON.stringify(l.errors)}`);
+  if (curve.length) {
+    console.log('\n| control planes | execs/s | CP CPU | PG CPU | stmts/s |\n|---|---|---|---|---|');
+    for (const p of curve)
+      console.log(
+        `| ${p.controlPlanes} | ${f(p.execsPerSec, 0)} | ${p.controlPlaneCpu.map((c) => f(c * 100, 0)).join('+')}% | ${f(p.postgresCpu * 100, 0)}% | ${f(p.statementsPerSec, 0)} |`,
+      );
+  }
+}

@@ -1,0 +1,113 @@
+// The scale harness's node simulators, in one process of their own (forked by bench/scale.mjs with
+// an IPC channel): N simulated node agents (simulated-node.mjs), each on its own loopback port,
+// heartbeating to the control planes as node agents do. The harness asks through the channel:
+// kill a session's sandbox behind the control plane's back, lose a node, where sessions are, counts.
+// Usage (by the harness): fork('simulated-nodes.mjs', [JSON.stringify({ nodes, controlPlanes, adminKey, heartbeatMs, latencyMs, misbehaving })])
+import { randomBytes } from 'node:crypto';
+import { SimulatedNode } from './simulated-node.mjs';
+
+const config = JSON.parse(process.argv[2]);
+const objects = new Map();
+/** A node API answer's latency: `latencyMs` on average, exponentially spread (as service times are). */
+const latencyMs = () => -Math.log(1 - Math.random()) * config.latencyMs;
+
+/** One in `misbehaving` nodes misbehaves, in turn slow, wrong and flaky; the others are good. */
+const behaviorOf = (i) =>
+  config.misbehaving && i % config.misbehaving === config.misbehaving - 1 ? ['slow', 'wrong', 'flaky'][Math.floor(i / config.misbehaving) % 3] : 'good';
+
+const nodes = [];
+for (let i = 0; i < config.nodes; i++) {
+  const node = new SimulatedNode({
+    id: `sim-${String(i + 1).padStart(4, '0')}`,
+    token: randomBytes(24).toString('hex'),
+    latencyMs,
+    behavior: behaviorOf(i),
+    objects,
+  });
+  await node.listen();
+  nodes.push(node);
+}
+const byId = new Map(nodes.map((n) => [n.id, n]));
+
+/** Heartbeats as a node agent sends them, spread over the interval and over the control planes; the first one joins. */
+const joined = new Set();
+let stopping = false;
+async function beat(node, index) {
+  if (stopping || node.lost) return;
+  const url = config.controlPlanes[index % config.controlPlanes.length];
+  try {
+    const res = await fetch(`${url}/v1/nodes/heartbeat`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${config.adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify(node.heartbeat(!joined.has(node.id))),
+    });
+    const reply = await res.json();
+    if (res.ok) {
+      joined.add(node.id);
+      for (const sessionId of reply.stop) node.kill(sessionId);
+    } else joined.delete(node.id);
+  } catch {
+    joined.delete(node.id);
+  }
+}
+const timers = nodes.map((node, i) => {
+  const first = setTimeout(
+    () => {
+      void beat(node, i);
+      timers[i] = setInterval(() => void beat(node, i), config.heartbeatMs);
+    },
+    (i / nodes.length) * config.heartbeatMs,
+  );
+  return first;
+});
+
+const sum = (maps) => {
+  const total = {};
+  for (const map of maps) for (const [k, v] of map) total[k] = (total[k] ?? 0) + v;
+  return total;
+};
+
+const answer = {
+  nodes: () => nodes.map((n) => ({ id: n.id, url: n.url, token: n.token, behavior: n.options.behavior })),
+  joined: () => joined.size,
+  kill: ({ sessionId }) => nodes.some((n) => [...n.sandboxes.values()].some((s) => s.sessionId === sessionId) && (n.kill(sessionId), true)),
+  /** Where a session's sandbox runs: its node's API (URL and token) and the sandbox's id, for calls that bypass the control planes. */
+  sandboxOf: ({ sessionId }) => {
+    for (const node of nodes)
+      for (const s of node.sandboxes.values())
+        if (s.sessionId === sessionId) return { url: node.url, token: node.token, sandboxId: s.sandboxId, behavior: node.options.behavior };
+    return null;
+  },
+  /** The well-behaved node holding the most sessions' volumes, with those sessions. */
+  busiest: () => {
+    const node = nodes.filter((n) => !n.lost && n.options.behavior === 'good').reduce((a, b) => (b.volumes.size > a.volumes.size ? b : a));
+    return { nodeId: node.id, sessions: [...node.volumes.keys()] };
+  },
+  lose: async ({ nodeId }) => {
+    await byId.get(nodeId).lose();
+    return true;
+  },
+  stats: () => ({
+    sandboxes: nodes.reduce((n, node) => n + node.sandboxes.size, 0),
+    objects: objects.size,
+    calls: sum(nodes.map((n) => n.calls)),
+  }),
+  stop: async () => {
+    stopping = true;
+    for (const t of timers) clearInterval(t), clearTimeout(t);
+    await Promise.all(nodes.filter((n) => !n.lost).map((n) => n.lose()));
+    setImmediate(() => process.exit(0));
+    return true;
+  },
+};
+
+process.on('message', async ({ id, op, ...args }) => {
+  try {
+    process.send({ id, result: await answer[op](args) });
+  } catch (err) {
+    process.send({ id, error: err.message });
+  }
+});
+// The harness went away (however it stopped): so does every simulated node.
+process.on('disconnect', () => process.exit(0));
+process.send({ ready: nodes.length });

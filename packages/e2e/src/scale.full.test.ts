@@ -1,0 +1,72 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { repoRoot } from './platform.js';
+
+/** What bench/scale.mjs reports of one level (the fields this test reads). */
+interface ScaleLevel {
+  sessions: number;
+  active: number;
+  creates: { perSec: number; n: number };
+  overheadMs: { throughControlPlane: { median: number }; direct: { median: number } };
+  mix: { callsPerSec: number; statementsPerCall: number; latency: Record<string, { n: number; median: number }> };
+  errors: Record<string, { count: number; example: string }>;
+  maintenance: { passSec: number; passSessions: number }[];
+  loss: { sessions: number; moved: number; unmovable: number; failed: number; detectedMs: number };
+}
+
+/** Errors the control plane answers for what a misbehaving or lost node did; anything else is a fault of the control plane. */
+const nodeFaults = /^(DAEMON_PROTOCOL_ERROR|NODE_UNAVAILABLE|SANDBOX_UNAVAILABLE|SANDBOX_DIED|SESSION_NOT_RUNNING)$/;
+
+test('the scale harness, small: real control planes on PostgreSQL with simulated nodes (some misbehaving) serve the mix, maintain, and move the sessions of a lost node', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'space-scale-smoke-'));
+  try {
+    const out = path.join(dir, 'scale.json');
+    const child = spawn(process.execPath, [path.join(repoRoot, 'bench/scale.mjs'), '--smoke', '--json', out], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    assert.equal(code, 0, output);
+    const [level] = (JSON.parse(readFileSync(out, 'utf8')) as { levels: ScaleLevel[] }).levels as [ScaleLevel];
+
+    assert.ok(level.sessions >= 180 && level.sessions <= 220, `about 200 sessions: ${level.sessions}`);
+    assert.ok(level.active > 0 && level.active < level.sessions / 2, `most of them paused or stopped: ${level.active} active`);
+    assert.ok(level.creates.perSec > 0);
+    for (const op of ['exec', 'files/stat', 'get session', 'create'])
+      assert.ok(level.mix.latency[op]?.n, `the mix ran ${op}: ${JSON.stringify(level.mix.latency)}`);
+    assert.ok(Number.isFinite(level.mix.statementsPerCall) && level.mix.statementsPerCall > 0, 'statements counted by pg_stat_statements');
+    assert.ok(
+      level.overheadMs.throughControlPlane.median > level.overheadMs.direct.median,
+      'an exec through a control plane takes longer than on the node itself',
+    );
+
+    // Misbehaving nodes cost some calls, with the errors a real node's faults get; nothing else failed.
+    const calls = Object.values(level.mix.latency).reduce((n, s) => n + s.n, 0);
+    let failures = 0;
+    for (const [key, { count, example }] of Object.entries(level.errors)) {
+      const errorCode = key.split(' ').at(-1)!;
+      assert.match(errorCode, nodeFaults, `${key}: ${example}`);
+      if (!key.startsWith('exec after node loss')) failures += count;
+    }
+    assert.ok(failures < calls * 0.1, `${failures} failed calls of ${calls}: ${JSON.stringify(level.errors)}`);
+
+    // Both control planes maintained their share.
+    assert.equal(level.maintenance.length, 2);
+    for (const m of level.maintenance) assert.ok(Number.isFinite(m.passSec) && m.passSessions > 0, JSON.stringify(level.maintenance));
+
+    // The lost node: seen lost after SPACE_NODE_LOST_AFTER_SEC (10 s); every session with a shipped checkpoint answers from another node.
+    assert.ok(level.loss.sessions > 0);
+    assert.ok(level.loss.detectedMs > 7_000 && level.loss.detectedMs < 20_000, `detected after ${level.loss.detectedMs} ms`);
+    assert.equal(level.loss.failed, 0, JSON.stringify(level.loss));
+    assert.equal(level.loss.moved + level.loss.unmovable, level.loss.sessions);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
