@@ -4,7 +4,7 @@
 // due for them). The floor is the pass with the running sessions alone, in the same run; each level
 // is reported as its ratio to it, with the statements a pass makes. The database is analyzed after
 // each fill, as autovacuum would have.
-// Then the same with a second control plane on the store: this one maintains its share only.
+// (How control planes split the nodes between them is measured by bench/scale.mjs, on many nodes.)
 // Usage: ./space script bench/maintenance-scale.mjs [--levels 0,1000,10000,50000] [--runs 5] [--running 20]
 import { parseArgs } from 'node:util';
 import { CreateSessionRequestSchema, newId } from '../packages/protocol/dist/index.js';
@@ -75,12 +75,6 @@ try {
     record(`pass, ${running.length} running + ${level} stopped`, samples);
     console.error(`# ${level} stopped sessions (${Math.round(filledMs)} ms to add): pass median ${summarize(samples).median.toFixed(1)} ms`);
   }
-  // A second control plane on the store (heard, as its roster beat would record it): each pass now maintains about half.
-  await s.store.heardControlPlane('another-control-plane/1', Date.now());
-  await s.roster.beat();
-  const { samples: shared, statements: sharedStatements } = await timePasses(() => s.store.heardControlPlane('another-control-plane/1', Date.now()));
-  const owned = running.filter((r) => s.roster.owns(r.id)).length;
-  record(`pass, 2 control planes: this one's share (${owned} of ${running.length} running)`, shared);
   printTable(rows);
   const floor = results[`pass, ${running.length} running + 0 stopped`]?.median;
   console.log('\n| stopped sessions | pass median (ms) | P90 (ms) | vs. floor | statements per pass |\n|---|---|---|---|---|');
@@ -88,10 +82,7 @@ try {
     const r = results[`pass, ${running.length} running + ${level} stopped`];
     console.log(`| ${level} | ${r.median.toFixed(1)} | ${r.p90.toFixed(1)} | ${floor ? (r.median / floor).toFixed(2) : '-'} | ${statementsPerPass[level]} |`);
   }
-  console.log(
-    `\nwith a second control plane on the store: ${owned} of the ${running.length} running sessions in this one's share, ${sharedStatements} statements per pass`,
-  );
-  console.log(JSON.stringify({ running: running.length, runs, floorMs: floor, statementsPerPass, sharedStatements, owned, results }));
+  console.log(JSON.stringify({ running: running.length, runs, floorMs: floor, statementsPerPass, results }));
   await s.maintenance.stop?.();
 } finally {
   await store.close().catch(() => undefined);

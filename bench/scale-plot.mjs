@@ -94,12 +94,15 @@ const panels = [
     xLabel: 'control planes',
     yLabel: 'execs/s',
     logX: false,
-    series: runs.flatMap((run, i) => (run.report.curve?.length ? [{ run: i, label: run.label, points: run.report.curve.map((p) => [p.controlPlanes, p.execsPerSec]) }] : [])),
+    series: runs.flatMap((run, i) =>
+      run.report.curve?.length ? [{ run: i, label: run.label, points: run.report.curve.map((p) => [p.controlPlanes, p.execsPerSec]) }] : [],
+    ),
   },
 ];
 
 const svg = [
   `<svg xmlns="http://www.w3.org/2000/svg" width="${panelW * 2}" height="${panelH * 2}" font-family="sans-serif" font-size="11">`,
+  `<title>SPACE control plane at scale: exec latency, maintenance pass, PostgreSQL statements per second and throughput by control planes (${runs.map((r) => r.label).join(', ')})</title>`,
   '<rect width="100%" height="100%" fill="white"/>',
   ...panels.map((p, i) => `<g transform="translate(${(i % 2) * panelW} ${Math.floor(i / 2) * panelH})">${panel(p)}</g>`),
   '</svg>',

@@ -102,22 +102,26 @@ const report = { date: new Date().toISOString(), settings, levels: [], curve: []
 try {
   for (let i = 0; i < settings.controlPlanes; i++) {
     controlPlanes.push(
-      await startControlPlane(`control-plane-${i + 1}`, {
-        SPACE_DATA_DIR: path.join(work, `cp-${i + 1}`),
-        SPACE_HOST: '127.0.0.1',
-        SPACE_PORT: '0',
-        SPACE_DATABASE_URL: databaseUrl,
-        SPACE_API_KEY: adminKey,
-        SPACE_SECRETS_KEY_FILE: path.join(work, 'secrets.key'),
-        // The simulated nodes keep "objects" in memory; the control planes ship and move as with a real store.
-        SPACE_OBJECT_STORE: 's3://simulated',
-        SPACE_QUIET: '1',
-        SPACE_TENANT_MAX_SESSIONS: '1000000',
-        SPACE_TENANT_MAX_CONCURRENT_CREATES: '512',
-        SPACE_TENANT_REQUESTS_PER_SEC: '1000000',
-        SPACE_TENANT_MAX_REQUESTS: '100000',
-        SPACE_TENANT_MAX_STREAMS: '100000',
-      }),
+      await startControlPlane(
+        `control-plane-${i + 1}`,
+        {
+          SPACE_DATA_DIR: path.join(work, `cp-${i + 1}`),
+          SPACE_HOST: '127.0.0.1',
+          SPACE_PORT: '0',
+          SPACE_DATABASE_URL: databaseUrl,
+          SPACE_API_KEY: adminKey,
+          SPACE_SECRETS_KEY_FILE: path.join(work, 'secrets.key'),
+          // The simulated nodes keep "objects" in memory; the control planes ship and move as with a real store.
+          SPACE_OBJECT_STORE: 's3://simulated',
+          SPACE_QUIET: '1',
+          SPACE_TENANT_MAX_SESSIONS: '1000000',
+          SPACE_TENANT_MAX_CONCURRENT_CREATES: '512',
+          SPACE_TENANT_REQUESTS_PER_SEC: '1000000',
+          SPACE_TENANT_MAX_REQUESTS: '100000',
+          SPACE_TENANT_MAX_STREAMS: '100000',
+        },
+        (name, line) => /maintenance pass took/.test(line) && progress(`${name}: ${line}`),
+      ),
     );
   }
   api.urls = controlPlanes.map((c) => c.url);

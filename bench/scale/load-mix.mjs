@@ -125,7 +125,8 @@ export async function runMix(api, sim, pool, { rate, durationSec, maxInFlight = 
   let inFlight = 0;
   const pending = new Set();
   const started = performance.now();
-  const cumulative = mix.reduce((acc, [op, share]) => [...acc, [op, (acc.at(-1)?.[1] ?? 0) + share]], []);
+  let upTo = 0;
+  const cumulative = mix.map(([op, share]) => [op, (upTo += share)]);
   while (performance.now() - started < durationSec * 1000) {
     const due = Math.floor(((performance.now() - started) / 1000) * rate);
     for (; sent < due; sent++) {

@@ -47,6 +47,9 @@ export interface MaintenanceDeps {
   now?: () => number;
 }
 
+/** A pass that takes longer is logged with its phases. */
+const slowPassSec = 60;
+
 /**
  * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`), then every
  * session of its share (`ControlPlaneRoster`: the control planes split the nodes, and each takes
@@ -89,18 +92,33 @@ export class Maintenance {
 
   private async pass(): Promise<void> {
     const started = performance.now();
-    await this.deps.activity.recordOpenCalls();
-    await this.sweeps.repairEgress();
-    await this.sweeps.takeOverShipments();
-    await this.sweeps.slowSweeps();
+    const phases: string[] = [];
+    let at = started;
+    const phase = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
+      const result = await work();
+      phases.push(`${name} ${Math.round(performance.now() - at)} ms`);
+      at = performance.now();
+      return result;
+    };
+    await phase('sweeps', async () => {
+      await this.deps.activity.recordOpenCalls();
+      await this.sweeps.repairEgress();
+      await this.sweeps.takeOverShipments();
+      await this.sweeps.slowSweeps();
+    });
     // The nodes of this control plane's share, and the sessions on them (those on no node by their own id).
     const owns = (nodeId: string) => this.deps.roster.owns(nodeId);
-    const { listed, sessions } = await this.snapshot(owns);
-    await this.sweeps.fenceMovedSessions(listed, sessions);
-    await this.sweeps.rescueLeftVolumes(listed);
+    const { listed, sessions } = await phase('nodes listed', () => this.snapshot(owns));
+    await phase('moved and left', async () => {
+      await this.sweeps.fenceMovedSessions(listed, sessions);
+      await this.sweeps.rescueLeftVolumes(listed);
+    });
     const ours = sessions.filter((row) => owns(row.nodeId ?? row.volumeNodeId ?? row.id));
-    await this.eachSession(listed, ours, (row, running) => this.upkeep.upkeep(row, running));
-    this.deps.metrics.observeMaintenancePass((performance.now() - started) / 1000, ours.length);
+    await phase(`${ours.length} sessions`, () => this.eachSession(listed, ours, (row, running) => this.upkeep.upkeep(row, running)));
+    const seconds = (performance.now() - started) / 1000;
+    this.deps.metrics.observeMaintenancePass(seconds, ours.length);
+    // A pass longer than a minute holds up every automatic checkpoint and idle stop: said, with where the time went.
+    if (seconds > slowPassSec) this.deps.log(`maintenance pass took ${seconds.toFixed(1)} s: ${phases.join(', ')}`);
   }
 
   /** Only the reconciliation, for every session: run before the control plane serves its first call. */

@@ -277,7 +277,12 @@ for (const engine of engines.all) {
     const now = '2026-12-01T00:00:00.000Z';
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_x'])), ['ses_running', 'ses_starting', 'ses_expired']);
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y'])), []);
-    await store.insertSession({ ...session('ses_nowhere', 'tn_a', '2026-01-01T00:00:06.000Z'), ...stopped, volumeNodeId: null, expiresAt: '2026-06-01T00:00:00.000Z' });
+    await store.insertSession({
+      ...session('ses_nowhere', 'tn_a', '2026-01-01T00:00:06.000Z'),
+      ...stopped,
+      volumeNodeId: null,
+      expiresAt: '2026-06-01T00:00:00.000Z',
+    });
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y'])), ['ses_nowhere']);
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y', 'node_x'])), ['ses_running', 'ses_starting', 'ses_expired', 'ses_nowhere']);
   });
