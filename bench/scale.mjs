@@ -96,6 +96,11 @@ const postgresPid = Number((await monitor.query('SELECT pg_backend_pid() AS pid'
 const postmasterPid = Number(readFileSync(`/proc/${postgresPid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
 
 const controlPlanes = [];
+// Stopped however the harness stops (the simulated nodes leave with its IPC channel, PostgreSQL with its exit).
+process.once('exit', () => {
+  for (const { child } of controlPlanes) child.kill('SIGTERM');
+});
+for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130));
 let sim = null;
 const api = new ScaleApi([], adminKey);
 const report = { date: new Date().toISOString(), settings, levels: [], curve: [] };
@@ -125,11 +130,11 @@ try {
     );
   }
   api.urls = controlPlanes.map((c) => c.url);
-  sim = await startSimulator();
-  await waitFor(async () => (await nodesByStatus()).ready === settings.nodes, 120_000, `${settings.nodes} simulated nodes registered`);
   const strangers = (await api.call('nodes', 'GET', '/v1/nodes')).body.nodes.filter((n) => !n.id.startsWith('sim-'));
   if (strangers.length)
     throw new Error(`refused: nodes that are not simulators are registered (${strangers.map((n) => n.id).join(', ')}); the harness needs a cluster of its own`);
+  sim = await startSimulator();
+  await waitFor(async () => (await nodesByStatus()).ready === settings.nodes, 120_000, `${settings.nodes} simulated nodes registered`);
   progress(`${controlPlanes.length} control planes, ${settings.nodes} simulated nodes, PostgreSQL at ${databaseUrl}`);
 
   const pool = new SessionPool();

@@ -39,6 +39,13 @@ const clientTtlMs = 2000;
  */
 export const placementViewMs = 1000;
 
+/** What placement decides from: the nodes and their active sessions (counted on by this control plane's placements) as read `at`. */
+interface PlacementView {
+  at: number;
+  rows: NodeRow[];
+  active: Map<string, number>;
+}
+
 /** `client` for calls about the session `row` is (at its placement), or as it is for a row of no session. */
 function placed(client: NodeClient, row: Partial<Pick<SessionRow, 'id' | 'placementEpoch'>>): NodeClient {
   return row.id?.startsWith('ses_') && row.placementEpoch !== undefined ? client.placedAt({ sessionId: row.id, epoch: row.placementEpoch }) : client;
@@ -52,8 +59,8 @@ function placed(client: NodeClient, row: Partial<Pick<SessionRow, 'id' | 'placem
 export class NodeDirectory {
   private readonly clients = new Map<string, { key: string; client: NodeClient; at: number }>();
   private readonly now: () => number;
-  private view: { at: number; rows: NodeRow[]; active: Map<string, number> } | null = null;
-  private readonly viewRead = new SingleFlight<{ at: number; rows: NodeRow[]; active: Map<string, number> }>();
+  private view: PlacementView | null = null;
+  private readonly viewRead = new SingleFlight<PlacementView>();
   /** The node this control plane was configured with (`space up`, `SPACE_NODE_URL`), once it said its id. */
   private configuredNodeId: string | null = null;
 
@@ -199,7 +206,7 @@ export class NodeDirectory {
    * share one read): placement costs no statement per create, and counts its own placements until
    * the next read. Those of other control planes meanwhile are seen at that read.
    */
-  private async placementView(): Promise<{ rows: NodeRow[]; active: Map<string, number> }> {
+  private async placementView(): Promise<PlacementView> {
     if (this.view && this.now() - this.view.at < placementViewMs) return this.view;
     return this.viewRead.run('view', async () => {
       const [rows, active] = await Promise.all([this.options.store.listNodes(), this.options.store.activeByNode()]);

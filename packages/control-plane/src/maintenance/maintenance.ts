@@ -42,13 +42,14 @@ export interface MaintenanceDeps {
    * never more than every 10 s, and at least every `fullCheckpointIntervalSec`.
    */
   fullCheckpointPauseShare: number;
-  /** Nodes whose sessions a pass maintains at once, one session of each at a time (default 16). */
-  nodesAtOnce?: number;
   now?: () => number;
 }
 
 /** A pass that takes longer is logged with its phases. */
 const slowPassSec = 60;
+
+/** Nodes whose sessions a pass maintains at once, one session of each node at a time. */
+const nodesAtOnce = 16;
 
 /**
  * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`), then every
@@ -169,7 +170,7 @@ export class Maintenance {
       if (group) group.push(s);
       else byNode.set(node, [s]);
     }
-    await eachAtMost([...byNode.values()], this.deps.nodesAtOnce ?? 16, async (ofNode) => {
+    await eachAtMost([...byNode.values()], nodesAtOnce, async (ofNode) => {
       for (const session of ofNode) await this.maintainOne(session, running, work);
     });
   }
