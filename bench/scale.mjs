@@ -19,7 +19,7 @@
 // Usage: ./space script bench/scale.mjs [--levels 1000,10000,100000] [--nodes 1000] [--control-planes 2]
 //   [--active 0.2] [--rate 300] [--duration 30] [--curve] [--json out.json] [--smoke]
 import { fork } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -27,9 +27,11 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startLocalPostgres } from '../packages/control-plane/dist/store/local-postgres.js';
-import { ScaleApi, eachLimited } from './scale/api.mjs';
+import { parseMetricsText } from '../packages/control-plane/dist/api/metrics-report.js';
+import { eachAtMost } from '../packages/server-kit/dist/index.js';
+import { ScaleApi } from './scale/api.mjs';
 import { SessionPool, fill, idleOut, runMix } from './scale/load-mix.mjs';
-import { cpuShare, processUse, startControlPlane, stopProcess, treeUse } from './scale/processes.mjs';
+import { cpuShare, parentPid, processUse, startControlPlane, stopProcess, treeUse } from './scale/processes.mjs';
 import { summarize } from './stats.mjs';
 
 const { values } = parseArgs({
@@ -93,7 +95,7 @@ const statements = async () =>
   );
 const postgresPid = Number((await monitor.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
 /** PostgreSQL's server: the postmaster (parent of this connection's backend) and all its processes. */
-const postmasterPid = Number(readFileSync(`/proc/${postgresPid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+const postmasterPid = parentPid(postgresPid);
 
 const controlPlanes = [];
 // Stopped however the harness stops (the simulated nodes leave with its IPC channel, PostgreSQL with its exit).
@@ -246,11 +248,16 @@ async function scrapeMaintenance() {
   return Promise.all(
     controlPlanes.map(async ({ url }) => {
       const res = await api.call('metrics', 'GET', '/metrics', undefined, url);
-      const value = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(res.body)?.[1] ?? Number.NaN);
-      const byStatus = Object.fromEntries([...String(res.body).matchAll(/^space_sessions\{status="(\w+)"\} (\d+)$/gm)].map((m) => [m[1], Number(m[2])]));
+      const values = parseMetricsText(String(res.body));
+      const byStatus = Object.fromEntries(
+        Object.entries(values).flatMap(([series, n]) => {
+          const status = /^space_sessions\{status="(\w+)"\}$/.exec(series)?.[1];
+          return status ? [[status, n]] : [];
+        }),
+      );
       return {
-        passSec: value('space_maintenance_last_pass_seconds'),
-        passSessions: value('space_maintenance_last_pass_sessions'),
+        passSec: values.space_maintenance_last_pass_seconds ?? Number.NaN,
+        passSessions: values.space_maintenance_last_pass_sessions ?? Number.NaN,
         metricsMs: res.ms,
         byStatus,
       };
@@ -269,24 +276,24 @@ async function loseNode() {
     `${nodeId} seen lost`,
   );
   const detectedMs = performance.now() - lostAt;
-  const failed = [];
   const answered = [];
   let unmovable = 0;
-  await eachLimited(sessions, settings.concurrency, async (id) => {
+  let failed = 0;
+  await eachAtMost(sessions, settings.concurrency, async (id) => {
     for (let attempt = 0; attempt < 3; attempt++) {
       const res = await api.call('exec after node loss', 'POST', `/v1/sessions/${id}/exec`, { cmd: 'true' });
       if (res.ok) return answered.push(res.ms);
       // Nothing of it reached the object store (no automatic checkpoint was due yet): refused clearly, by design.
       if (/none of its checkpoints reached the object store/.test(res.body?.error?.message ?? '')) return unmovable++;
     }
-    failed.push(id);
+    failed++;
   });
   return {
     nodeId,
     sessions: sessions.length,
     moved: answered.length,
     unmovable,
-    failed: failed.length,
+    failed,
     detectedMs,
     movedMs: performance.now() - lostAt - detectedMs,
     exec: summarize(answered),

@@ -71,13 +71,3 @@ export class ScaleApi {
     this.agent.destroy();
   }
 }
-
-/** Runs `work(item)` over `items` with at most `concurrency` at once. */
-export async function eachLimited(items, concurrency, work) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-      while (next < items.length) await work(items[next++]);
-    }),
-  );
-}

@@ -1,7 +1,7 @@
 // What the scale harness asks of the control planes: filling the store with sessions (created
 // through the API, then most of them paused or stopped), and a realistic mix of calls at a target
 // rate for a while, each call timed by operation.
-import { eachLimited } from './api.mjs';
+import { eachAtMost } from '../../packages/server-kit/dist/index.js';
 
 /** The sessions the harness made: those with a sandbox (`active`) and those without (`idle`). */
 export class SessionPool {
@@ -35,7 +35,7 @@ export async function fill(api, pool, target, concurrency, progress = () => unde
   const started = performance.now();
   const missing = Array.from({ length: Math.max(0, target - pool.size) });
   const every = Math.max(1000, Math.round(missing.length / 10));
-  await eachLimited(missing, concurrency, async () => {
+  await eachAtMost(missing, concurrency, async () => {
     const res = await api.call('create', 'POST', '/v1/sessions', createBody);
     if (!res.ok) return;
     samples.push(res.ms);
@@ -51,7 +51,7 @@ export async function idleOut(api, pool, activeShare, concurrency) {
   const samples = { pause: [], stop: [] };
   const excess = Math.max(0, pool.active.length - Math.round(pool.size * activeShare));
   const chosen = Array.from({ length: excess }, () => SessionPool.take(pool.active));
-  await eachLimited(
+  await eachAtMost(
     chosen.map((id, i) => [id, i % 2 === 0 ? 'pause' : 'stop']),
     concurrency,
     async ([id, how]) => {

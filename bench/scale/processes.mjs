@@ -50,10 +50,20 @@ export async function stopProcess(child) {
   });
 }
 
+/** The fields of `/proc/<pid>/stat` after the command's name (which may hold spaces): [0] state, [1] parent, [11] utime, [12] stime, [13] cutime, [14] cstime. */
+function statFields(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** A process's parent's pid. */
+export function parentPid(pid) {
+  return Number(statFields(pid)[1]);
+}
+
 /** A process's CPU time (user + system, seconds) and resident memory (bytes), now. */
 export function processUse(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const fields = statFields(pid);
   const cpuSec = (Number(fields[11]) + Number(fields[12])) / ticksPerSec;
   const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
   return { cpuSec, rss };
@@ -69,15 +79,13 @@ export function treeUse(rootPid) {
   const pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
   const parentOf = (pid) => {
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      return parentPid(pid);
     } catch {
       return null;
     }
   };
   // The root's own time and that of its children which ended (cutime, cstime), then the live children's.
-  const rootStat = readFileSync(`/proc/${rootPid}/stat`, 'utf8');
-  const rootFields = rootStat.slice(rootStat.lastIndexOf(')') + 2).split(' ');
+  const rootFields = statFields(rootPid);
   let cpuSec = (Number(rootFields[13]) + Number(rootFields[14])) / ticksPerSec;
   let rss = 0;
   for (const pid of pids.map(Number).filter((p) => p === rootPid || parentOf(p) === rootPid)) {

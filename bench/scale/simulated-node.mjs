@@ -30,7 +30,7 @@ export const behaviors = {
 };
 
 const now = () => new Date().toISOString();
-const objectKey = (kind, id, suffix = 'send') => `${kind}/${createHash('sha256').update(id).digest('hex').slice(0, 2)}/${id}.${suffix}`;
+const objectKey = (kind, id) => `${kind}/${createHash('sha256').update(id).digest('hex').slice(0, 2)}/${id}.send`;
 
 export class SimulatedNode {
   /** Running sandboxes by id. */
@@ -39,8 +39,6 @@ export class SimulatedNode {
   volumes = new Map();
   /** Checkpoints held here, by id. */
   checkpoints = new Map();
-  /** Requests answered, by route name. */
-  calls = new Map();
   url = '';
   lost = false;
 
@@ -91,7 +89,6 @@ export class SimulatedNode {
       res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
       res.end(text);
     };
-    const fail = (err) => reply(err.status ?? 500, new SpaceError(err.code ?? ErrorCode.INTERNAL, err.message).toBody());
     try {
       const chunks = [];
       for await (const chunk of req) chunks.push(chunk);
@@ -100,7 +97,6 @@ export class SimulatedNode {
       const match = findRoute(routes, req.method, url.pathname);
       if (!match || 'methodMismatch' in match) throw new SpaceError(ErrorCode.ROUTE_NOT_FOUND, `${req.method} ${url.pathname} is not a node route`);
       const { route, params } = match;
-      this.calls.set(route.name, (this.calls.get(route.name) ?? 0) + 1);
       const query = Object.fromEntries(url.searchParams);
       const text = Buffer.concat(chunks).toString('utf8');
       const body = route.body ? route.body.parse(text ? JSON.parse(text) : {}) : undefined;
@@ -112,8 +108,8 @@ export class SimulatedNode {
       // What a real node would answer must be what the control plane expects: checked here too.
       reply(status, route.response ? route.response.parse(answer) : answer);
     } catch (err) {
-      if (err instanceof SpaceError) return fail(err);
-      fail(new SpaceError(ErrorCode.VALIDATION_FAILED, `simulated node ${this.id}: ${err.message}`));
+      const failure = err instanceof SpaceError ? err : new SpaceError(ErrorCode.VALIDATION_FAILED, `simulated node ${this.id}: ${err.message}`);
+      reply(failure.status, failure.toBody());
     }
   }
 
@@ -124,7 +120,7 @@ export class SimulatedNode {
     switch (`${route.method} ${route.path}`) {
       case 'POST /exec':
         if (volume) volume.changed = true;
-        return [200, body.background ? { pid: 100 + this.calls.size } : { exitCode: 0, stdout: 'ok\n', stderr: '', durationMs: 1 }];
+        return [200, body.background ? { pid: 100 } : { exitCode: 0, stdout: 'ok\n', stderr: '', durationMs: 1 }];
       case 'GET /files/stat':
         return [200, { name: 'x', path: '/home/user/x', type: 'file', size: 3, mode: 0o644, mtime: now() }];
       case 'GET /files/list':

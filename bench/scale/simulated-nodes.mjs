@@ -61,16 +61,11 @@ const timers = nodes.map((node, i) => {
   return first;
 });
 
-const sum = (maps) => {
-  const total = {};
-  for (const map of maps) for (const [k, v] of map) total[k] = (total[k] ?? 0) + v;
-  return total;
-};
-
 const answer = {
-  nodes: () => nodes.map((n) => ({ id: n.id, url: n.url, token: n.token, behavior: n.options.behavior })),
-  joined: () => joined.size,
-  kill: ({ sessionId }) => nodes.some((n) => [...n.sandboxes.values()].some((s) => s.sessionId === sessionId) && (n.kill(sessionId), true)),
+  kill: ({ sessionId }) => {
+    for (const node of nodes) node.kill(sessionId);
+    return true;
+  },
   /** Where a session's sandbox runs: its node's API (URL and token) and the sandbox's id, for calls that bypass the control planes. */
   sandboxOf: ({ sessionId }) => {
     for (const node of nodes)
@@ -87,11 +82,6 @@ const answer = {
     await byId.get(nodeId).lose();
     return true;
   },
-  stats: () => ({
-    sandboxes: nodes.reduce((n, node) => n + node.sandboxes.size, 0),
-    objects: objects.size,
-    calls: sum(nodes.map((n) => n.calls)),
-  }),
   stop: async () => {
     stopping = true;
     for (const t of timers) clearInterval(t), clearTimeout(t);

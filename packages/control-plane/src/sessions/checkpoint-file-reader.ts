@@ -86,10 +86,11 @@ export class CheckpointFileReader {
     const [from, to] = await this.deps.checkpoints.ofOneLineage(caller, fromId, query.to);
     const before = await this.fileSide(from, query.path);
     const after = await this.fileSide(to, query.path);
+    const filePath = after?.path ?? before?.path ?? query.path;
     const text = [before, after].every((side) => side === null || side.text !== null);
-    const unified = text ? unifiedDiff(after?.path ?? before?.path ?? query.path, before?.text ?? '', after?.text ?? '', maxDiffEdits) : null;
+    const unified = text ? unifiedDiff(filePath, before?.text ?? '', after?.text ?? '', maxDiffEdits) : null;
     return {
-      path: after?.path ?? before?.path ?? query.path,
+      path: filePath,
       from: from.id,
       to: to.id,
       sizeBefore: before?.size ?? null,
