@@ -25,7 +25,7 @@ export interface NodeDirectoryOptions {
  * (rows from before nodes were recorded have no volume node: wherever they run). A node that came
  * back after its sessions moved must stop theirs.
  */
-export function mayRunOn(row: SessionRow | null, nodeId: string): boolean {
+export function mayRunOn(row: Pick<SessionRow, 'volumeNodeId'> | null, nodeId: string): boolean {
   return row !== null && (row.volumeNodeId ?? nodeId) === nodeId;
 }
 

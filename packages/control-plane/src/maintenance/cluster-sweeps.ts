@@ -31,6 +31,9 @@ const nodesAtOnce = 16;
 /** What each node that answered runs, by node id. */
 export type ListedSandboxes = Map<string, { node: NodeClient; sandboxes: SandboxInfo[] }>;
 
+/** Where the volume of each listed sandbox's session is, by session id (a session that no longer exists is missing). */
+export type PlacedOn = Map<string, Pick<SessionRow, 'volumeNodeId'>>;
+
 /** Unrecorded checkpoints are swept this often, once older than the grace period. */
 const orphanSweepEveryMs = 60_000;
 const orphanGraceMs = 60_000;
@@ -84,11 +87,10 @@ export class ClusterSweeps {
    * another node meanwhile (or were deleted): they are stopped there, so a session never runs
    * twice. Their files stay on that node.
    */
-  async fenceMovedSessions(listed: ListedSandboxes, sessions: SessionRow[]): Promise<void> {
-    const byId = new Map(sessions.map((s) => [s.id, s]));
+  async fenceMovedSessions(listed: ListedSandboxes, placedOn: PlacedOn): Promise<void> {
     for (const { node, sandboxes } of listed.values()) {
       for (const sandbox of sandboxes) {
-        const row = byId.get(sandbox.sessionId) ?? null;
+        const row = placedOn.get(sandbox.sessionId) ?? null;
         if (mayRunOn(row, node.nodeId)) continue;
         await node.stopSandbox(sandbox.sandboxId).catch(() => undefined);
         this.deps.log(

@@ -133,7 +133,7 @@ test('automatic full checkpoints are taken while processes run, and not while no
   assert.deepEqual(await kinds(), ['full', 'full']);
 });
 
-test('while the volume is written, full checkpoints come as often as their pause allows (2% of the time, not under 10 s); unwritten, at the interval', async () => {
+test('while the volume is written, full checkpoints come as often as their pause allows (2% of the time, not under 10 s), a write seen at the next look; unwritten, at the interval', async () => {
   const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 60, idleTimeoutSec: 0 });
   const fulls = async () => (await s.store.listCheckpoints(session.id)).filter((c) => c.kind === 'full').length;
@@ -147,7 +147,9 @@ test('while the volume is written, full checkpoints come as often as their pause
   s.node.fullPauseMs = 100;
   assert.equal(await after(61_000, false), 1, 'the first at the interval: no pause was measured yet');
   assert.equal(await after(11_000, false), 1, 'nothing written: not before the interval');
-  assert.equal(await after(1_000, true), 2, 'written: 100 ms / 2% is 5 s, so after 10 s');
+  // Looked at 72 s (unchanged): the next look is due a busy interval later, at 82 s.
+  assert.equal(await after(1_000, true), 1, 'written at 73 s: caught by the next look');
+  assert.equal(await after(9_000, true), 2, 'written: 100 ms / 2% is 5 s, so after 10 s');
   assert.equal(await after(5_000, true), 2, 'never under 10 s');
   s.node.fullPauseMs = 800;
   assert.equal(await after(6_000, true), 3);
@@ -182,10 +184,10 @@ test('a template build whose control plane stopped (no heartbeat for a minute) i
   assert.equal(await s.store.getSession(s.caller.tenantId, session.id), null, "the dead build's session is deleted");
 });
 
-test('a pass visits the sessions anything may be due for (a sandbox, a start, a timeout passed), not the others however many; an expired stopped one is expired', async () => {
+/** Services whose store notes each session a pass takes its turn for (its lease), in `leased`. */
+async function servicesNotingVisits() {
   const real = await openSqliteStore(':memory:');
   const leased: string[] = [];
-  // The store as the services use it, noting each session a pass takes its turn for.
   const store = new Proxy(real, {
     get(target, prop, receiver) {
       if (prop === 'acquireSessionLease')
@@ -194,7 +196,11 @@ test('a pass visits the sessions anything may be due for (a sandbox, a start, a 
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  const s = await servicesOnFakeNode({}, store);
+  return { s: await servicesOnFakeNode({}, store), leased };
+}
+
+test('a pass visits the sessions anything may be due for (a sandbox, a start, a timeout passed), not the others however many; an expired stopped one is expired', async () => {
+  const { s, leased } = await servicesNotingVisits();
   const busy = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
   const model = (await s.store.findSession(busy.id))!;
   const stopped = { status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null, expiresAt: null };
@@ -204,6 +210,34 @@ test('a pass visits the sessions anything may be due for (a sandbox, a start, a 
   await s.maintenance.tick();
   assert.deepEqual(leased.sort(), [busy.id, 'ses_timedout01'].sort());
   assert.equal(await s.store.findSession('ses_timedout01'), null, 'its timeout deleted it');
+});
+
+test('a running session is visited when something comes due for it, not every pass; a sandbox gone or a new one is seen at once', async () => {
+  const { s, leased } = await servicesNotingVisits();
+  const create = () => s.create({ checkpointIntervalSec: 60, fullCheckpointIntervalSec: 0, idleTimeoutSec: 600 });
+  const created = [await create(), await create(), await create()];
+  const [a, b] = created;
+  const visits = async (ms: number) => {
+    s.clock.now += ms;
+    leased.length = 0;
+    await s.maintenance.tick();
+    return leased.sort();
+  };
+  const ids = (...sessions: typeof created) => sessions.map((x) => x.id).sort();
+  assert.deepEqual(await visits(5000), ids(...created), 'never visited: each works out when it is next due');
+  for (let i = 0; i < 10; i++) assert.deepEqual(await visits(5000), [], 'nothing due: no visit');
+  assert.deepEqual(await visits(10_000), ids(...created), 'their first checkpoint came due (60 s after the start)');
+  for (const x of created) assert.equal((await s.store.listCheckpoints(x.id)).length, 1);
+  // Its node no longer runs a's sandbox: seen by comparing the node's list with the store, not by a visit due.
+  s.node.killBehindTheScenes(a.sandbox!.id);
+  assert.deepEqual(await visits(5000), ids(a));
+  assert.equal((await s.sessions.get(s.caller, a.id)).status, 'stopped');
+  // A new sandbox (a call resumes a) and a timeout set (b): due at once.
+  await s.calls.withSandbox(s.caller, a.id, { repeatable: true }, async () => 'ok');
+  await s.pauser.setTimeout(s.caller, b.id, 30);
+  assert.deepEqual(await visits(5000), ids(a, b));
+  assert.deepEqual(await visits(5000), []);
+  assert.deepEqual(await visits(25_000), ids(b), 'its timeout came');
 });
 
 test('with another control plane on the store, a pass maintains the sessions on the nodes of its share only', async () => {

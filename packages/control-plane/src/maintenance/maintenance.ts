@@ -13,7 +13,7 @@ import type { SessionService } from '../sessions/session-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
 import type { EgressService } from '../tenants/egress-service.js';
 import type { SessionRow, Store } from '../store/store.js';
-import { ClusterSweeps, type ListedSandboxes } from './cluster-sweeps.js';
+import { ClusterSweeps, type ListedSandboxes, type PlacedOn } from './cluster-sweeps.js';
 import { SessionUpkeep } from './session-upkeep.js';
 
 export interface MaintenanceDeps {
@@ -45,6 +45,15 @@ export interface MaintenanceDeps {
   now?: () => number;
 }
 
+/** What a pass works on (see `Maintenance.snapshot`). */
+interface Snapshot {
+  listed: ListedSandboxes;
+  /** The sandbox ids each node that answered runs. */
+  running: Map<string, Set<string>>;
+  sessions: SessionRow[];
+  placedOn: PlacedOn;
+}
+
 /** A pass that takes longer is logged with its phases. */
 const slowPassSec = 60;
 
@@ -52,12 +61,14 @@ const slowPassSec = 60;
 const nodesAtOnce = 16;
 
 /**
- * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`), then every
+ * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`), then each
  * session of its share (`ControlPlaneRoster`: the control planes split the nodes, and each takes
- * the sessions on its nodes, so it asks only its nodes what they run) in its turn of its
- * lifecycle queue (a session busy with its own operation is left for the next pass), where
- * `SessionUpkeep` carries out what the pure `sessionDue` policy says is due: reconciliation,
- * expiry, idle stop, automatic checkpoints.
+ * the sessions on its nodes, so it asks only its nodes what they run) that something is due for,
+ * in its turn of its lifecycle queue (a session busy with its own operation is left for the next
+ * pass), where `SessionUpkeep` carries out what the pure `sessionDue` policy says is due:
+ * reconciliation, expiry, idle stop, automatic checkpoints. Each visit records when the session's
+ * next one is due (`nextDueAt`), so a pass reads and visits only the sessions due, not every one
+ * with a sandbox.
  */
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
@@ -109,13 +120,13 @@ export class Maintenance {
     });
     // The nodes of this control plane's share, and the sessions on them (those on no node by their own id).
     const owns = (nodeId: string) => this.deps.roster.owns(nodeId);
-    const { listed, sessions } = await phase('nodes listed', () => this.snapshot(owns));
+    const snapshot = await phase('nodes listed', () => this.snapshot(owns));
     await phase('moved and left', async () => {
-      await this.sweeps.fenceMovedSessions(listed, sessions);
-      await this.sweeps.rescueLeftVolumes(listed);
+      await this.sweeps.fenceMovedSessions(snapshot.listed, snapshot.placedOn);
+      await this.sweeps.rescueLeftVolumes(snapshot.listed);
     });
-    const ours = sessions.filter((row) => owns(row.nodeId ?? row.volumeNodeId ?? row.id));
-    await phase(`${ours.length} sessions`, () => this.eachSession(listed, ours, (row, running) => this.upkeep.upkeep(row, running)));
+    const ours = snapshot.sessions.filter((row) => owns(row.nodeId ?? row.volumeNodeId ?? row.id));
+    await phase(`${ours.length} sessions`, () => this.eachSession(snapshot.running, ours, (row, running) => this.upkeepAndSchedule(row, running)));
     const seconds = (performance.now() - started) / 1000;
     this.deps.metrics.observeMaintenancePass(seconds, ours.length);
     // A pass longer than a minute holds up every automatic checkpoint and idle stop: said, with where the time went.
@@ -124,18 +135,28 @@ export class Maintenance {
 
   /** Only the reconciliation, for every session: run before the control plane serves its first call. */
   async reconcileAll(): Promise<void> {
-    const { listed, sessions } = await this.snapshot();
-    await this.eachSession(listed, sessions, (row, running) => this.upkeep.reconcileOnly(row, running));
+    const { running, sessions } = await this.snapshot();
+    await this.eachSession(running, sessions, (row, onNode) => this.upkeep.reconcileOnly(row, onNode));
+  }
+
+  /** Everything due for the session, then when its next visit is due, unless its row changed meanwhile. */
+  private async upkeepAndSchedule(row: SessionRow, running: Set<string>): Promise<void> {
+    const next = await this.upkeep.upkeep(row, running);
+    if (next !== null) await this.deps.store.scheduleMaintenance(row.id, next, row);
   }
 
   /**
-   * The sandboxes each live node (of those `ofNode` takes) runs, by node id (a node that does not
-   * answer is left out), then the sessions anything may be due for (`listSessionsToMaintain`: not
-   * those without a sandbox, however many), and those of the sandboxes listed: in that order, since
-   * a session is recorded before its sandbox starts, each listed sandbox's session is among them if
-   * it exists.
+   * What a pass works on, read in this order (a session is recorded before its sandbox starts, so
+   * each listed sandbox's session is found if it exists):
+   * - the sandboxes each live node (of those `ofNode` takes) runs; a node that does not answer is left out;
+   * - the sessions something is due for (`listSessionsToMaintain`: a start under way, a timeout
+   *   passed, a sandbox whose next visit came), however many others there are;
+   * - which sandbox every session on those nodes records (`listSandboxClaims`, a narrow read),
+   *   compared with the lists: a recorded sandbox its node did not list (gone?) and a listed one its
+   *   session does not record (moved? deleted?) bring their sessions into the pass too.
+   * `placedOn` holds, for every listed sandbox's session, where its volume is (for fencing).
    */
-  private async snapshot(ofNode?: (nodeId: string) => boolean): Promise<{ listed: ListedSandboxes; sessions: SessionRow[] }> {
+  private async snapshot(ofNode?: (nodeId: string) => boolean): Promise<Snapshot> {
     const listed: ListedSandboxes = new Map();
     const nodes = (await this.deps.nodes.live()).filter((node) => !ofNode || ofNode(node.nodeId));
     await Promise.all(
@@ -144,12 +165,20 @@ export class Maintenance {
         if (sandboxes) listed.set(node.nodeId, { node, sandboxes });
       }),
     );
-    // Only the sessions on these nodes (and on none): those on other nodes are not maintained here.
-    const now = new Date(this.now()).toISOString();
-    const sessions = await this.deps.store.listSessionsToMaintain(now, ofNode ? nodes.map((n) => n.nodeId) : undefined);
-    const known = new Set(sessions.map((s) => s.id));
-    const others = [...listed.values()].flatMap(({ sandboxes }) => sandboxes.map((s) => s.sessionId)).filter((id) => !known.has(id));
-    return { listed, sessions: [...sessions, ...(others.length ? await this.deps.store.findSessions([...new Set(others)]) : [])] };
+    const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Set(sandboxes.map((s) => s.sandboxId))]));
+    const nodeIds = ofNode ? nodes.map((n) => n.nodeId) : undefined;
+    const due = await this.deps.store.listSessionsToMaintain(this.now(), nodeIds);
+    const claims = new Map((await this.deps.store.listSandboxClaims(nodeIds)).map((c) => [c.sessionId, c]));
+    const gone = [...claims.values()].filter((c) => running.get(c.nodeId)?.has(c.sandboxId) === false).map((c) => c.sessionId);
+    const unclaimed = [...listed].flatMap(([nodeId, { sandboxes }]) =>
+      sandboxes.filter((s) => claims.get(s.sessionId)?.sandboxId !== s.sandboxId || claims.get(s.sessionId)?.nodeId !== nodeId).map((s) => s.sessionId),
+    );
+    const known = new Set(due.map((s) => s.id));
+    const others = [...new Set([...gone, ...unclaimed])].filter((id) => !known.has(id));
+    const sessions = [...due, ...(others.length ? await this.deps.store.findSessions(others) : [])];
+    const placedOn: PlacedOn = new Map([...claims.values()].map((c) => [c.sessionId, { volumeNodeId: c.volumeNodeId }]));
+    for (const row of sessions) placedOn.set(row.id, row);
+    return { listed, running, sessions, placedOn };
   }
 
   /**
@@ -158,8 +187,7 @@ export class Maintenance {
    * node did not answer (or is lost). One with calls or streams open is not: a session in use all
    * the time (an open terminal, back-to-back execs) is the one whose checkpoints matter most.
    */
-  private async eachSession(listed: ListedSandboxes, sessions: SessionRow[], work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
-    const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Set(sandboxes.map((s) => s.sandboxId))]));
+  private async eachSession(running: Map<string, Set<string>>, sessions: SessionRow[], work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
     // Nodes side by side, each node's sessions one after another (a node is asked one thing of
     // this pass at a time, as with one node): a slow node or a long automatic checkpoint holds up
     // the sessions of its node, not the pass.

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type SessionFacts, idleForMs, sessionDue } from './session-policy.js';
+import { type SessionFacts, idleForMs, maxMaintenanceGapMs, nextDueAt, sessionDue } from './session-policy.js';
 
 const t0 = Date.parse('2026-12-01T10:00:00Z');
 const s = 1000;
@@ -97,6 +97,30 @@ test('while the volume is written, full checkpoints come as often as their pause
   assert.deepEqual(due(facts({ newestAt: t0 + 30 * s, newestFull: dear }), t0 + 40 * s, 0.02), { action: 'none' });
   // Both kinds can be due: full is tried first (if processes run), fs otherwise.
   assert.deepEqual(due(facts({ newestFull }), t0 + 60 * s), { action: 'checkpoint', full: 'if-changed', fs: true });
+});
+
+test('the next visit is due at the first of: an fs or full checkpoint, the busy look, the idle stop, the timeout; at most a gap away', () => {
+  const next = (f: SessionFacts, now: number, share = 0.02) => nextDueAt(f, now, share);
+  // fs at 60 s from the start comes before full (300 s) and idle (600 s).
+  assert.equal(next(facts(), t0 + 5 * s), t0 + 60 * s);
+  assert.equal(next(facts({ newestAt: t0 + 50 * s }), t0 + 55 * s), t0 + 110 * s);
+  assert.equal(next(facts({ newestAt: t0 + 50 * s, unchangedAt: t0 + 110 * s }), t0 + 110 * s), t0 + 170 * s, 'unchanged: counts from the look');
+  // The busy look: 400 ms pauses at 2% are 20 s, from the newest full checkpoint or the last look that found the volume unchanged.
+  const newestFull = { at: t0 + 100 * s, pauseMs: 400 };
+  assert.equal(next(facts({ newestAt: t0 + 100 * s, newestFull }), t0 + 101 * s), t0 + 120 * s);
+  assert.equal(next(facts({ newestAt: t0 + 100 * s, newestFull, unchangedAt: t0 + 125 * s }), t0 + 125 * s), t0 + 145 * s);
+  // Each mark is what sessionDue acts on at that moment.
+  const f = facts({ newestAt: t0 + 100 * s, newestFull, unchangedAt: t0 + 125 * s });
+  assert.equal(due(f, t0 + 144 * s).action, 'none');
+  assert.deepEqual(due(f, t0 + 145 * s), { action: 'checkpoint', full: 'if-changed', fs: false });
+  // Idle stop and timeout, when sooner; nothing scheduled at all: the gap.
+  const quiet = { row: { checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 } };
+  assert.equal(next(facts({ row: { ...quiet.row, idleTimeoutSec: 120 }, lastUsedAt: t0 + 30 * s }), t0 + 40 * s), t0 + 150 * s);
+  assert.equal(next(facts({ ...quiet, lastUsedAt: t0 + 30 * s }), t0 + 40 * s), t0 + 40 * s + maxMaintenanceGapMs, 'idle stop (630 s) beyond the gap');
+  assert.equal(next(facts({ row: { ...quiet.row, expiresAt: at(t0 + 90 * s) } }), t0 + 40 * s), t0 + 90 * s);
+  assert.equal(next(facts({ row: { ...quiet.row, idleTimeoutSec: 0 } }), t0 + 40 * s), t0 + 40 * s + maxMaintenanceGapMs);
+  // A session without a sandbox: only its timeout.
+  assert.equal(next(facts({ row: { status: 'stopped', sandboxId: null, expiresAt: at(t0 + 90 * s) } }), t0), t0 + 90 * s);
 });
 
 test('the policy reads nothing but its arguments', () => {

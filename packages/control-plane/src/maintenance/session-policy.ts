@@ -3,6 +3,13 @@ import type { SessionRow } from '../store/store.js';
 /** The shortest interval between automatic full checkpoints of a busy sandbox, however cheap they are. */
 export const minBusyFullIntervalMs = 10_000;
 
+/**
+ * The longest a running session goes without a visit even when nothing is due by its facts: what the
+ * store does not see (a checkpoint deleted, another control plane's memory of a try) is looked at again
+ * within it.
+ */
+export const maxMaintenanceGapMs = 300_000;
+
 /** What the policy looks at: a session's row and what maintenance knows about it, times in ms since the epoch. */
 export interface SessionFacts {
   row: Pick<
@@ -41,7 +48,7 @@ export interface SessionFacts {
  * - `checkpoint`: `full` is `due` after `fullCheckpointIntervalSec`, or `if-changed` after the busy
  *   interval (the newest full checkpoint's pause / `pauseShare`, at least 10 s) when the volume was
  *   written since; either is taken only if processes run. `fs` after `checkpointIntervalSec`, if the
- *   volume changed.
+ *   volume changed. When each comes due: `dueMarks`.
  */
 export type SessionDue =
   | { action: 'none' | 'undo-start' | 'confirm-gone' | 'expire' | 'stop-idle' }
@@ -67,19 +74,48 @@ export function sessionDue(facts: SessionFacts, now: number, pauseShare: number)
   if (row.expiresAt && Date.parse(row.expiresAt) <= now) return { action: 'expire' };
   if (row.status !== 'running' || !row.sandboxId) return { action: 'none' };
   if (row.idleTimeoutSec > 0 && idleForMs(facts, now) >= row.idleTimeoutSec * 1000) return { action: 'stop-idle' };
-  // Since the newest checkpoint (or the sandbox's start, or a later moment that counts as one).
-  const started = Date.parse(row.sandboxStartedAt ?? row.createdAt);
-  const since = (...marks: (number | null)[]) => now - Math.max(started, ...marks.map((m) => m ?? 0));
-  const full = fullDue(facts, since(facts.newestFull?.at ?? null, facts.fullTriedAt), pauseShare);
-  const fs = row.checkpointIntervalSec > 0 && since(facts.newestAt, facts.unchangedAt) >= row.checkpointIntervalSec * 1000;
+  const marks = dueMarks(facts, pauseShare);
+  const passed = (mark: number | null) => mark !== null && mark <= now;
+  const full = passed(marks.full) ? 'due' : passed(marks.fullIfChanged) ? 'if-changed' : null;
+  const fs = passed(marks.fs);
   return full || fs ? { action: 'checkpoint', full, fs } : { action: 'none' };
 }
 
-function fullDue(facts: SessionFacts, sinceFullMs: number, pauseShare: number): 'due' | 'if-changed' | null {
-  const intervalSec = facts.row.fullCheckpointIntervalSec;
-  if (intervalSec <= 0) return null;
-  if (sinceFullMs >= intervalSec * 1000) return 'due';
+/**
+ * When something next comes due for a session by these facts, if nothing changes meanwhile (ms since
+ * the epoch): what maintenance records so that a pass visits only the sessions something is due for.
+ * Anything that makes it sooner (a new sandbox, a timeout set) is a change of the session's row,
+ * which makes it due at once; a call only makes an idle stop later. At most `maxMaintenanceGapMs` away.
+ */
+export function nextDueAt(facts: SessionFacts, now: number, pauseShare: number): number {
+  const { row } = facts;
+  const marks = [now + maxMaintenanceGapMs];
+  if (row.expiresAt) marks.push(Date.parse(row.expiresAt));
+  if (row.status === 'running' && row.sandboxId) {
+    if (row.idleTimeoutSec > 0) marks.push(now - idleForMs(facts, now) + row.idleTimeoutSec * 1000);
+    const { full, fullIfChanged, fs } = dueMarks(facts, pauseShare);
+    for (const mark of [full, fullIfChanged, fs]) if (mark !== null) marks.push(mark);
+  }
+  return Math.min(...marks);
+}
+
+/**
+ * When each automatic checkpoint comes due (null: never): `full` after `fullCheckpointIntervalSec`
+ * since the newest full one or the last try; `fullIfChanged` after the busy interval (the newest full
+ * checkpoint's pause / `pauseShare`, at least 10 s) since then or since the volume was found
+ * unchanged; `fs` after `checkpointIntervalSec` since the newest checkpoint or the volume found
+ * unchanged. Each counts from the sandbox's start at the earliest.
+ */
+function dueMarks(facts: SessionFacts, pauseShare: number): { full: number | null; fullIfChanged: number | null; fs: number | null } {
+  const { row } = facts;
+  const started = Date.parse(row.sandboxStartedAt ?? row.createdAt);
+  const after = (ms: number, ...marks: (number | null)[]) => Math.max(started, ...marks.map((m) => m ?? 0)) + ms;
+  const fullSec = row.fullCheckpointIntervalSec;
   const pauseMs = facts.newestFull?.pauseMs;
-  if (!pauseMs) return null;
-  return sinceFullMs >= Math.max(minBusyFullIntervalMs, pauseMs / pauseShare) ? 'if-changed' : null;
+  const sinceFull = [facts.newestFull?.at ?? null, facts.fullTriedAt];
+  return {
+    full: fullSec > 0 ? after(fullSec * 1000, ...sinceFull) : null,
+    fullIfChanged: fullSec > 0 && pauseMs ? after(Math.max(minBusyFullIntervalMs, pauseMs / pauseShare), ...sinceFull, facts.unchangedAt) : null,
+    fs: row.checkpointIntervalSec > 0 ? after(row.checkpointIntervalSec * 1000, facts.newestAt, facts.unchangedAt) : null,
+  };
 }

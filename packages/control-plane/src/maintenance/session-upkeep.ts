@@ -5,8 +5,8 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
-import type { SessionRow, Store } from '../store/store.js';
-import { type SessionFacts, idleForMs, sessionDue } from './session-policy.js';
+import type { CheckpointRow, SessionRow, Store } from '../store/store.js';
+import { type SessionFacts, idleForMs, nextDueAt, sessionDue } from './session-policy.js';
 
 export interface SessionUpkeepDeps {
   store: Store;
@@ -38,35 +38,49 @@ export class SessionUpkeep {
 
   constructor(private readonly deps: SessionUpkeepDeps) {}
 
-  /** Everything due for the session; `running` is what its node listed this pass. */
-  async upkeep(row: SessionRow, running: Set<string>): Promise<void> {
-    let facts = await this.facts(row, running);
+  /**
+   * Everything due for the session; `running` is what its node listed this pass. Returns when its
+   * next visit is due (`nextDueAt`), or null when this one changed the session's row (then it is due
+   * at once, and the next pass works the time out from what it finds).
+   */
+  async upkeep(row: SessionRow, running: Set<string>): Promise<number | null> {
+    const checkpoints = await this.checkpointsOf(row);
+    let facts = this.facts(row, running, checkpoints);
     let due = sessionDue(facts, this.deps.now(), this.deps.fullCheckpointPauseShare);
     if (due.action === 'undo-start' || due.action === 'confirm-gone') {
-      if (await this.reconcile(row, due.action)) return;
+      if (await this.reconcile(row, due.action)) return null;
       // The node still runs it after all (the list was read before this session's turn).
       facts = { ...facts, sandboxListed: true };
       due = sessionDue(facts, this.deps.now(), this.deps.fullCheckpointPauseShare);
     }
-    if (due.action === 'expire') this.deps.log(`session ${row.id} reached its timeout: ${await this.deps.pauser.expireLocked(row)}`);
-    else if (due.action === 'stop-idle') await this.stopIdle(row);
-    else if (due.action === 'checkpoint') await this.checkpointIfNeeded(row, due.full, due.fs, facts.newestId);
+    if (due.action === 'expire') {
+      this.deps.log(`session ${row.id} reached its timeout: ${await this.deps.pauser.expireLocked(row)}`);
+      return null;
+    }
+    if (due.action === 'stop-idle') {
+      await this.stopIdle(row);
+      return null;
+    }
+    // What this visit took or found (a volume unchanged, a full checkpoint needless) counts from now.
+    const taken = due.action === 'checkpoint' && (await this.checkpointIfNeeded(row, due.full, due.fs, facts.newestId));
+    const after = taken ? await this.checkpointsOf(row) : checkpoints;
+    return nextDueAt(this.facts(row, running, after), this.deps.now(), this.deps.fullCheckpointPauseShare);
   }
 
   /** Only the reconciliation: run before the control plane serves its first call. */
   async reconcileOnly(row: SessionRow, running: Set<string>): Promise<void> {
     // Reconciliation looks at no checkpoint: none is read.
-    const due = sessionDue(await this.facts(row, running, false), this.deps.now(), this.deps.fullCheckpointPauseShare);
+    const due = sessionDue(this.facts(row, running, []), this.deps.now(), this.deps.fullCheckpointPauseShare);
     if (due.action === 'undo-start' || due.action === 'confirm-gone') await this.reconcile(row, due.action);
   }
 
-  /**
-   * The session's facts, and the id of its newest checkpoint (what a volume change is measured
-   * against). Its checkpoints are read only when it has a running sandbox, the only case the policy
-   * looks at them, and not at all for reconciliation alone.
-   */
-  private async facts(row: SessionRow, running: Set<string>, withCheckpoints = true): Promise<SessionFacts & { newestId: string | null }> {
-    const checkpoints = withCheckpoints && row.status === 'running' && row.sandboxId ? await this.deps.store.listCheckpoints(row.id) : [];
+  /** The session's checkpoints, read only when it has a running sandbox: the only case the policy looks at them. */
+  private async checkpointsOf(row: SessionRow): Promise<CheckpointRow[]> {
+    return row.status === 'running' && row.sandboxId ? this.deps.store.listCheckpoints(row.id) : [];
+  }
+
+  /** The session's facts, and the id of its newest checkpoint (what a volume change is measured against). */
+  private facts(row: SessionRow, running: Set<string>, checkpoints: CheckpointRow[]): SessionFacts & { newestId: string | null } {
     const newestFull = checkpoints.filter((c) => c.kind === 'full').at(-1);
     const newest = checkpoints.at(-1);
     return {
@@ -113,19 +127,24 @@ export class SessionUpkeep {
     this.deps.log(`session ${row.id}: ${why}; marked stopped (the next call resumes it)`);
   }
 
-  /** A full checkpoint when one is due and processes run (else it is not due again for an interval), else an fs one when due and the volume changed. */
-  private async checkpointIfNeeded(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, newestId: string | null): Promise<void> {
+  /**
+   * A full checkpoint when one is due and processes run (else it is not due again for an interval),
+   * else an fs one when due and the volume changed. True when one was taken.
+   */
+  private async checkpointIfNeeded(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, newestId: string | null): Promise<boolean> {
     let changed: boolean | undefined;
     const isChanged = async () => (changed ??= await this.changedSinceNewest(row, newestId));
     if (full === 'due' || (full === 'if-changed' && (await isChanged()))) {
       if (await this.hasRunningProcess(row)) {
         await this.autoCheckpoint(row, 'full');
-        return;
+        return true;
       }
       // Without any process the files are all there is to save.
       this.fullTried.set(row.id, this.deps.now());
     }
-    if (fs && (await isChanged())) await this.autoCheckpoint(row, 'fs');
+    if (!fs || !(await isChanged())) return false;
+    await this.autoCheckpoint(row, 'fs');
+    return true;
   }
 
   /** Whether the volume was written since the newest checkpoint (`newestId`, read in this turn); when it was not, the interval starts again from now. */

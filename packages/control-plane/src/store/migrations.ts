@@ -270,6 +270,11 @@ export const migrations: Migration[] = [
     description: 'the control planes sharing the store, as each last said it was alive',
     statements: (dialect) => [`CREATE TABLE IF NOT EXISTS control_planes (id ${text(dialect)} PRIMARY KEY, heard_at BIGINT NOT NULL)`],
   },
+  {
+    version: 23,
+    description: "when maintenance next has something to do for a session with a sandbox (ms since the epoch; null: at once), indexed by node",
+    statements: () => ['ALTER TABLE sessions ADD COLUMN maintain_after BIGINT', 'CREATE INDEX IF NOT EXISTS sessions_node_maintain ON sessions(node_id, maintain_after)'],
+  },
 ];
 
 export const migrationsTable =

@@ -46,6 +46,7 @@ import type {
   SessionLeaseRow,
   SessionPatch,
   SessionRow,
+  SandboxClaim,
   ShipBaseRow,
   Store,
   TemplateRow,
@@ -59,7 +60,8 @@ import type {
 } from './store.js';
 import { archivedAuditEntries } from './store.js';
 
-const sessionColumns: Record<keyof SessionPatch, string> = {
+const sessionColumns: Record<keyof SessionPatch | 'maintainAfter', string> = {
+  maintainAfter: 'maintain_after',
   status: 'status',
   sandboxId: 'sandbox_id',
   nodeId: 'node_id',
@@ -73,6 +75,13 @@ const sessionColumns: Record<keyof SessionPatch, string> = {
   volumes: 'volumes',
   publicPorts: 'public_ports',
 };
+
+/** The fields a session's next maintenance is worked out from (`scheduleMaintenance`): a patch of any makes it due at once. */
+const maintenanceInputs: readonly (keyof SessionPatch)[] = ['status', 'sandboxId', 'nodeId', 'sandboxStartedAt', 'expiresAt'];
+
+function withMaintenanceDue(patch: SessionPatch): SessionPatch & { maintainAfter?: null } {
+  return maintenanceInputs.some((key) => key in patch) ? { ...patch, maintainAfter: null } : patch;
+}
 
 const buildColumns: Record<keyof TemplateBuildPatch, string> = {
   status: 'status',
@@ -215,22 +224,44 @@ export class SqlStore implements Store {
     return (await this.db.all<SessionDbRow>('SELECT * FROM sessions WHERE tenant_id = ? ORDER BY created_at, id', [tenantId])).map(toSession);
   }
 
-  async listSessionsToMaintain(now: string, nodeIds?: string[]): Promise<SessionRow[]> {
-    const due = `(status = 'starting' OR sandbox_id IS NOT NULL OR (expires_at IS NOT NULL AND expires_at <= ?))`;
-    if (!nodeIds) return (await this.db.all<SessionDbRow>(`SELECT * FROM sessions WHERE ${due} ORDER BY created_at, id`, [now])).map(toSession);
-    const rows: SessionDbRow[] = await this.db.all<SessionDbRow>(`SELECT * FROM sessions WHERE ${due} AND node_id IS NULL AND volume_node_id IS NULL`, [now]);
+  async listSessionsToMaintain(now: number, nodeIds?: string[]): Promise<SessionRow[]> {
+    const due = `(status = 'starting' OR (expires_at IS NOT NULL AND expires_at <= ?) OR (sandbox_id IS NOT NULL AND (maintain_after IS NULL OR maintain_after <= ?)))`;
+    const times = [new Date(now).toISOString(), now];
+    const rows = await this.onNodes<SessionDbRow>(`SELECT * FROM sessions WHERE ${due}`, times, nodeIds, true);
+    return rows.sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1)).map(toSession);
+  }
+
+  async listSandboxClaims(nodeIds?: string[]): Promise<SandboxClaim[]> {
+    const rows = await this.onNodes<{ id: string; sandbox_id: string; node_id: string; volume_node_id: string | null }>(
+      'SELECT id, sandbox_id, node_id, volume_node_id FROM sessions WHERE sandbox_id IS NOT NULL',
+      [],
+      nodeIds,
+      false,
+    );
+    return rows.map((r) => ({ sessionId: r.id, sandboxId: r.sandbox_id, nodeId: r.node_id, volumeNodeId: r.volume_node_id }));
+  }
+
+  /**
+   * `select` (a query of sessions with a WHERE clause, and its parameters), all of them or only on
+   * `nodeIds` (their sandbox's node, else their volume's), with those on no node when `orNowhere`.
+   */
+  private async onNodes<R>(select: string, params: SqlValue[], nodeIds: string[] | undefined, orNowhere: boolean): Promise<R[]> {
+    if (!nodeIds) return this.db.all<R>(select, params);
+    const rows: R[] = orNowhere ? await this.db.all<R>(`${select} AND node_id IS NULL AND volume_node_id IS NULL`, params) : [];
     // In bounded lists: a statement's parameters are limited (PostgreSQL: 65,535).
     for (let i = 0; i < nodeIds.length; i += 500) {
       const chunk = nodeIds.slice(i, i + 500);
       const marks = chunk.map(() => '?').join(', ');
-      rows.push(
-        ...(await this.db.all<SessionDbRow>(
-          `SELECT * FROM sessions WHERE ${due} AND (node_id IN (${marks}) OR (node_id IS NULL AND volume_node_id IN (${marks})))`,
-          [now, ...chunk, ...chunk],
-        )),
-      );
+      rows.push(...(await this.db.all<R>(`${select} AND (node_id IN (${marks}) OR (node_id IS NULL AND volume_node_id IN (${marks})))`, [...params, ...chunk, ...chunk])));
     }
-    return rows.sort((a, b) => (a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1)).map(toSession);
+    return rows;
+  }
+
+  async scheduleMaintenance(id: string, at: number, basis: Pick<SessionRow, 'status' | 'sandboxId' | 'expiresAt'>): Promise<void> {
+    await this.db.run(
+      "UPDATE sessions SET maintain_after = ? WHERE id = ? AND status = ? AND COALESCE(sandbox_id, '') = ? AND COALESCE(expires_at, '') = ?",
+      [Math.round(at), id, basis.status, basis.sandboxId ?? '', basis.expiresAt ?? ''],
+    );
   }
 
   async findSessions(ids: string[]): Promise<SessionRow[]> {
@@ -275,7 +306,7 @@ export class SqlStore implements Store {
   }
 
   async updateSession(id: string, patch: SessionPatch): Promise<void> {
-    await this.updateRow('sessions', sessionColumns, id, patch, jsonColumns);
+    await this.updateRow('sessions', sessionColumns, id, withMaintenanceDue(patch), jsonColumns);
   }
 
   async recordSessionsUsed(uses: ReadonlyMap<string, number>): Promise<void> {
@@ -296,7 +327,7 @@ export class SqlStore implements Store {
   }
 
   async updatePlacedSession(id: string, epoch: number, patch: SessionPatch): Promise<boolean> {
-    return (await this.updateRow('sessions', sessionColumns, id, patch, jsonColumns, { column: 'placement_epoch', value: epoch })) > 0;
+    return (await this.updateRow('sessions', sessionColumns, id, withMaintenanceDue(patch), jsonColumns, { column: 'placement_epoch', value: epoch })) > 0;
   }
 
   /**

@@ -266,7 +266,7 @@ for (const engine of engines.all) {
     await store.insertSession({ ...session('ses_expired', 'tn_a', '2026-01-01T00:00:04.000Z'), ...stopped, expiresAt: '2026-06-01T00:00:00.000Z' });
     await store.insertSession({ ...session('ses_later', 'tn_a', '2026-01-01T00:00:05.000Z'), ...stopped, expiresAt: '2027-06-01T00:00:00.000Z' });
     const ids = (rows: SessionRow[]) => rows.map((r) => r.id);
-    assert.deepEqual(ids(await store.listSessionsToMaintain('2026-12-01T00:00:00.000Z')), ['ses_running', 'ses_starting', 'ses_expired']);
+    assert.deepEqual(ids(await store.listSessionsToMaintain(Date.parse('2026-12-01T00:00:00.000Z'))), ['ses_running', 'ses_starting', 'ses_expired']);
     assert.deepEqual(ids(await store.findSessions(['ses_later', 'ses_gone', 'ses_stopped'])).sort(), ['ses_later', 'ses_stopped']);
     assert.deepEqual(await store.findSessions([]), []);
     assert.deepEqual(ids(await store.listSessionsOnNode('node_y')), ['ses_stopped']);
@@ -274,7 +274,7 @@ for (const engine of engines.all) {
     assert.deepEqual(await store.countSessionsByStatus(), { running: 1, starting: 1, stopped: 3 });
     assert.deepEqual([...(await store.activeByNode())], [['node_x', 2]], 'running and starting, by the node of their volume');
     // A control plane's share: the sessions on its nodes, and those on no node.
-    const now = '2026-12-01T00:00:00.000Z';
+    const now = Date.parse('2026-12-01T00:00:00.000Z');
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_x'])), ['ses_running', 'ses_starting', 'ses_expired']);
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y'])), []);
     await store.insertSession({
@@ -285,6 +285,37 @@ for (const engine of engines.all) {
     });
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y'])), ['ses_nowhere']);
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y', 'node_x'])), ['ses_running', 'ses_starting', 'ses_expired', 'ses_nowhere']);
+  });
+
+  test(named('next maintenance: a sandbox not due until its time, due at once when its row changes; the sandboxes recorded, by node'), async () => {
+    const store = await engine.open('maintain-after');
+    await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+    await store.insertSession(session('ses_a', 'tn_a', '2026-01-01T00:00:01.000Z'));
+    await store.insertSession({ ...session('ses_b', 'tn_a', '2026-01-01T00:00:02.000Z'), sandboxId: 'sbx_b', nodeId: 'node_z', volumeNodeId: 'node_z' });
+    const now = Date.parse('2026-12-01T00:00:00.000Z');
+    const due = async (at: number) => (await store.listSessionsToMaintain(at)).map((r) => r.id);
+    assert.deepEqual(await due(now), ['ses_a', 'ses_b'], 'never visited: due');
+    const a = (await store.findSession('ses_a'))!;
+    await store.scheduleMaintenance('ses_a', now + 60_000, a);
+    assert.deepEqual(await due(now), ['ses_b']);
+    assert.deepEqual(await due(now + 60_000), ['ses_a', 'ses_b'], 'due at its time');
+    await store.updateSession('ses_a', { lastActiveAt: '2026-12-01T00:00:01.000Z' });
+    assert.deepEqual(await due(now), ['ses_b'], 'a use changes nothing it is worked out from');
+    await store.updateSession('ses_a', { expiresAt: '2026-12-01T00:00:30.000Z' });
+    assert.deepEqual(await due(now), ['ses_a', 'ses_b'], 'a timeout set: due at once');
+    // Worked out from a row that changed since: not recorded.
+    await store.scheduleMaintenance('ses_a', now + 60_000, a);
+    assert.deepEqual(await due(now), ['ses_a', 'ses_b']);
+    await store.scheduleMaintenance('ses_a', now + 60_000, (await store.findSession('ses_a'))!);
+    await store.scheduleMaintenance('ses_b', now + 60_000, (await store.findSession('ses_b'))!);
+    assert.deepEqual(await due(now), []);
+    assert.ok(await store.updatePlacedSession('ses_b', 0, { sandboxId: 'sbx_b2' }));
+    assert.deepEqual(await due(now), ['ses_b'], 'a new sandbox: due at once');
+    const claims = (nodeIds?: string[]) => store.listSandboxClaims(nodeIds).then((c) => c.sort((x, y) => (x.sessionId < y.sessionId ? -1 : 1)));
+    assert.deepEqual(await claims(['node_z']), [{ sessionId: 'ses_b', sandboxId: 'sbx_b2', nodeId: 'node_z', volumeNodeId: 'node_z' }]);
+    assert.deepEqual((await claims()).map((c) => c.sessionId), ['ses_a', 'ses_b']);
+    await store.updateSession('ses_b', { status: 'stopped', sandboxId: null, nodeId: null });
+    assert.deepEqual(await claims(['node_z']), [], 'no sandbox: no claim');
   });
 
   test(named("a call's one read: the session with its lease; uses of many sessions recorded in one statement"), async () => {

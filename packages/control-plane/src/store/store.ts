@@ -234,6 +234,14 @@ export type SessionPatch = Partial<
   >
 >;
 
+/** A session's recorded sandbox, where it runs, and where its volume is. */
+export interface SandboxClaim {
+  sessionId: string;
+  sandboxId: string;
+  nodeId: string;
+  volumeNodeId: string | null;
+}
+
 /** A node of the cluster, as its newest heartbeat described it. */
 export interface NodeRow {
   id: string;
@@ -342,12 +350,23 @@ export interface Store {
   findSession(id: string): Promise<SessionRow | null>;
   listSessions(tenantId: string): Promise<SessionRow[]>;
   /**
-   * The sessions a maintenance pass may have something to do for, whatever their number in all: a
-   * start under way, a sandbox recorded, or a timeout passed by `now` (ISO time). A session
-   * without a sandbox has nothing else due. With `nodeIds`, only those on these nodes (their
-   * sandbox's, else their volume's) and those on no node.
+   * The sessions a maintenance pass has something to do for at `now` (ms since the epoch), whatever
+   * their number in all: a start under way, a timeout passed, or a sandbox whose next maintenance
+   * (`scheduleMaintenance`) has come. With `nodeIds`, only those on these nodes (their sandbox's,
+   * else their volume's) and those on no node.
    */
-  listSessionsToMaintain(now: string, nodeIds?: string[]): Promise<SessionRow[]>;
+  listSessionsToMaintain(now: number, nodeIds?: string[]): Promise<SessionRow[]>;
+  /**
+   * Which sandbox each session with one records, on these nodes (all with none given): what
+   * maintenance compares the nodes' lists with, without reading the sessions nothing is due for.
+   */
+  listSandboxClaims(nodeIds?: string[]): Promise<SandboxClaim[]>;
+  /**
+   * The session's maintenance has nothing to do before `at` (ms since the epoch), as worked out from
+   * `basis`, its row as read: not set when the row changed since (any `updateSession` of its status,
+   * sandbox, node or timeout makes it due at once).
+   */
+  scheduleMaintenance(id: string, at: number, basis: Pick<SessionRow, 'status' | 'sandboxId' | 'expiresAt'>): Promise<void>;
   /** The sessions of these ids that exist (any tenant). */
   findSessions(ids: string[]): Promise<SessionRow[]>;
   /** The sessions whose volume or sandbox is on the node. */

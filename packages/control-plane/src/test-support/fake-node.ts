@@ -28,8 +28,16 @@ export class FakeNode {
   runningProcesses = false;
   /** How long each full checkpoint paused the sandbox, as the node reports it. */
   fullPauseMs: number | null = null;
-  /** Checkpoint times strictly increase, as real ones (tens of ms apart) do: the store orders by them. */
-  private lastCheckpointAt = 0;
+  /** Sandbox start and checkpoint times strictly increase, as real ones (tens of ms apart) do: the store orders by them. */
+  private lastStamp = 0;
+
+  /** `now`: the clock sandboxes start and checkpoints are taken by (the test's, as the services'). */
+  constructor(private readonly now: () => number = Date.now) {}
+
+  private stamp(): string {
+    this.lastStamp = Math.max(this.now(), this.lastStamp + 1);
+    return new Date(this.lastStamp).toISOString();
+  }
 
   asClient(): NodeClient {
     return this as unknown as NodeClient;
@@ -92,7 +100,7 @@ export class FakeNode {
       sessionId: request.sessionId,
       nodeId: this.nodeId,
       template: request.template,
-      startedAt: new Date().toISOString(),
+      startedAt: this.stamp(),
       running: true,
       restoredFrom: null,
       note: null,
@@ -122,11 +130,10 @@ export class FakeNode {
     this.calls.push(`checkpoint ${kind} ${sessionId}`);
     this.checkpoints.add(checkpointId);
     this.changed.delete(sessionId);
-    this.lastCheckpointAt = Math.max(Date.now(), this.lastCheckpointAt + 1);
     return {
       checkpointId,
       kind,
-      createdAt: new Date(this.lastCheckpointAt).toISOString(),
+      createdAt: this.stamp(),
       sizeBytes: null,
       pauseMs: kind === 'full' ? this.fullPauseMs : null,
     };

@@ -19,7 +19,7 @@ export async function servicesOnFakeNode(changes: Partial<ControlPlaneSettings> 
   const store = given ?? (await openSqliteStore(':memory:'));
   await store.insertTenant({ id: 'tn_test0001', name: 'test', createdAt: new Date().toISOString() });
   const caller: Caller = { tenantId: 'tn_test0001', admin: false };
-  const node = new FakeNode();
+  const node = new FakeNode(() => clock.now);
   const log: string[] = [];
   const services = wireServices({
     store,
