@@ -8,9 +8,11 @@
 // reads, crashes and resumes, idle sessions woken, creates and deletes), the control plane's added
 // latency per exec against the same exec sent to the node directly (the floor, in the same run),
 // PostgreSQL statements per call and per second (pg_stat_statements), each control plane's CPU and
-// memory, idle and under load, the maintenance pass (its /metrics), and a node lost: detection and
-// every one of its sessions answering from another node. Then, with `--curve`, exec throughput
-// against 1..M control planes.
+// memory, idle and under load, the maintenance pass (its /metrics) and the sessions whose
+// maintenance is overdue by more than a tick (read in PostgreSQL every second), and a node lost:
+// detection and every one of its sessions answering from another node. Then, with `--curve`, exec
+// throughput against 1..M control planes; last, one control plane killed: the overdue sessions and
+// the survivors' passes.
 //
 // It starts everything it measures (PostgreSQL on loopback, the control planes, the simulated nodes)
 // and stops it at the end: it creates and deletes sessions by the hundred thousand, so it refuses a
@@ -64,6 +66,9 @@ const settings = {
   misbehaving: smoke ? 4 : Number(values.misbehaving),
 };
 
+/** The maintenance tick of the control planes (SPACE_MAINTENANCE_TICK_MS, its default). */
+const tickMs = 5000;
+
 /** Only a database on this machine: the harness fills it with sessions and deletes them. */
 function refuseRemoteDatabase(url) {
   const host = new URL(url).hostname;
@@ -94,6 +99,8 @@ const statements = async () =>
     ).rows[0].n,
   );
 const postgresPid = Number((await monitor.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+/** The harness's own database, for what it reads there (sessions whose maintenance is overdue). */
+const reader = new pg.Client({ connectionString: databaseUrl });
 /** PostgreSQL's server: the postmaster (parent of this connection's backend) and all its processes. */
 const postmasterPid = parentPid(postgresPid);
 
@@ -132,6 +139,7 @@ try {
     );
   }
   api.urls = controlPlanes.map((c) => c.url);
+  await reader.connect();
   const strangers = (await api.call('nodes', 'GET', '/v1/nodes')).body.nodes.filter((n) => !n.id.startsWith('sim-'));
   if (strangers.length)
     throw new Error(`refused: nodes that are not simulators are registered (${strangers.map((n) => n.id).join(', ')}); the harness needs a cluster of its own`);
@@ -142,8 +150,10 @@ try {
   const pool = new SessionPool();
   for (const level of settings.levels) report.levels.push(await measureLevel(level, pool));
   if (values.curve) report.curve = await throughputCurve(pool);
+  if (controlPlanes.length > 1) report.controlPlaneKilled = await killControlPlane();
 } finally {
   api.close();
+  await reader.end().catch(() => undefined);
   if (sim) await sim.ask('stop').catch(() => undefined);
   await Promise.all(controlPlanes.map((c) => stopProcess(c.child)));
   await monitor.end().catch(() => undefined);
@@ -163,9 +173,11 @@ async function measureLevel(level, pool) {
   const idled = await idleOut(api, pool, settings.active, settings.concurrency);
   progress(`${level} sessions: ${Math.round(filled.perSec)} creates/s; ${pool.active.length} active, ${pool.idle.length} paused or stopped`);
   // Idle: only heartbeats and maintenance (one tick of each control plane at least).
+  const watch = watchOverdue();
   const idle = await measured(() => new Promise((resolve) => setTimeout(resolve, 10_000)));
   const overhead = await execOverhead(pool);
   const mix = await measured(() => runMix(api, sim, pool, { rate: settings.rate, durationSec: settings.durationSec }));
+  const overdue = await watch.end();
   const calls = Object.values(mix.result.latencies).reduce((n, s) => n + s.length, 0);
   const maintenance = await scrapeMaintenance();
   const loss = await loseNode();
@@ -189,10 +201,11 @@ async function measureLevel(level, pool) {
     },
     errors: api.takeErrors(),
     maintenance,
+    overdue,
     loss,
   };
   progress(
-    `${level}: exec p50 ${latency.exec?.median.toFixed(1)} ms, overhead ${overhead.median.toFixed(2)} ms, ${row.mix.statementsPerCall.toFixed(1)} statements/call, pass ${maintenance.map((m) => m.passSec.toFixed(2)).join('/')} s, node loss: ${loss.moved} of ${loss.sessions} sessions answering ${(loss.movedMs / 1000).toFixed(1)} s after detection (${loss.unmovable} never checkpointed)`,
+    `${level}: exec p50 ${latency.exec?.median.toFixed(1)} ms, overhead ${overhead.median.toFixed(2)} ms, ${row.mix.statementsPerCall.toFixed(1)} statements/call, pass ${maintenance.map((m) => m.passSec.toFixed(2)).join('/')} s, overdue at most ${overdue.sessions} (${overdue.lateSec.toFixed(1)} s), node loss: ${loss.moved} of ${loss.sessions} sessions answering ${(loss.movedMs / 1000).toFixed(1)} s after detection (${loss.unmovable} never checkpointed)`,
   );
   return row;
 }
@@ -258,11 +271,75 @@ async function scrapeMaintenance() {
       return {
         passSec: values.space_maintenance_last_pass_seconds ?? Number.NaN,
         passSessions: values.space_maintenance_last_pass_sessions ?? Number.NaN,
+        passes: values.space_maintenance_passes_total ?? Number.NaN,
+        visits: values.space_maintenance_visits_total ?? Number.NaN,
         metricsMs: res.ms,
         byStatus,
       };
     }),
   );
+}
+
+/**
+ * Samples, every second until `end()`, the sessions with a sandbox on a live node whose next
+ * maintenance was due more than a tick ago (not visited within one tick): the most at once, and the
+ * most overdue one's lateness beyond its due time.
+ */
+function watchOverdue() {
+  const worst = { sessions: 0, lateSec: 0, samples: 0 };
+  let running = true;
+  const sampling = (async () => {
+    while (running) {
+      const now = Date.now();
+      const { rows } = await reader.query(
+        `SELECT count(*) AS n, min(s.maintain_after) AS oldest FROM sessions s JOIN nodes n ON n.id = s.node_id
+          WHERE s.sandbox_id IS NOT NULL AND s.maintain_after < $1 AND n.last_heartbeat_at > $2`,
+        [now - tickMs, new Date(now - 5000).toISOString()],
+      );
+      worst.samples++;
+      worst.sessions = Math.max(worst.sessions, Number(rows[0].n));
+      if (rows[0].oldest !== null) worst.lateSec = Math.max(worst.lateSec, (now - Number(rows[0].oldest)) / 1000);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  })();
+  return {
+    end: async () => {
+      running = false;
+      await sampling;
+      return worst;
+    },
+  };
+}
+
+/**
+ * The last control plane is killed (SIGKILL): the others take its nodes (the roster, within ~4 s),
+ * and each maintenance pass of theirs must still cover every due session within a tick. Measured
+ * from the kill: sessions overdue during the handover (the first 10 s) and after it (20 s; smoke:
+ * 5 s), and the survivors' passes.
+ */
+async function killControlPlane() {
+  const victim = controlPlanes.pop();
+  victim.child.kill('SIGKILL');
+  api.urls = controlPlanes.map((c) => c.url);
+  const killedAt = performance.now();
+  const passes = [];
+  const watchFor = async (ms) => {
+    const watch = watchOverdue();
+    const until = performance.now() + ms;
+    while (performance.now() < until) {
+      passes.push(...(await scrapeMaintenance()).map((m, i) => ({ controlPlane: i + 1, atSec: (performance.now() - killedAt) / 1000, ...m })));
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+    return watch.end();
+  };
+  const handover = await watchFor(10_000);
+  const after = await watchFor(smoke ? 5_000 : 20_000);
+  const longest = Math.max(...passes.map((p) => p.passSec));
+  const most = Math.max(...passes.map((p) => p.passSessions));
+  progress(
+    `a control plane killed: overdue at most ${handover.sessions} sessions during the handover (${handover.lateSec.toFixed(1)} s late), ${after.sessions} after it; the survivors' passes up to ${longest.toFixed(2)} s, ${most} sessions`,
+  );
+  return { handover, after, longestPassSec: longest, mostPassSessions: most, passes };
 }
 
 /** The busiest well-behaved node is lost: how long until it is seen lost, and until every one of its sessions answers (from another node). */
@@ -376,7 +453,7 @@ function progress(message) {
   console.error(`# ${message}`);
 }
 
-function printReport({ levels, curve }) {
+function printReport({ levels, curve, controlPlaneKilled }) {
   const f = (v, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : '-');
   const rows = levels.map((l) => [
     String(l.sessions),
@@ -391,6 +468,7 @@ function printReport({ levels, curve }) {
     `${f(l.idle.postgresCpu * 100, 0)}% / ${f(l.mix.postgresCpu * 100, 0)}%`,
     l.mix.controlPlaneRssMb.map((m) => f(m, 0)).join('/'),
     l.maintenance.map((m) => `${f(m.passSec, 2)} s (${m.passSessions})`).join(', '),
+    `${l.overdue.sessions} (${f(l.overdue.lateSec)} s)`,
     l.maintenance.map((m) => f(m.metricsMs, 0)).join('/'),
     `${l.loss.moved} of ${l.loss.sessions}: ${f(l.loss.detectedMs / 1000)} s + ${f(l.loss.movedMs / 1000)} s${l.loss.failed ? `, ${l.loss.failed} failed` : ''}`,
   ]);
@@ -407,6 +485,7 @@ function printReport({ levels, curve }) {
     'PG CPU idle/mix',
     'CP RSS MB',
     'maintenance pass (sessions)',
+    'overdue > 1 tick (latest)',
     '/metrics ms',
     'node lost: sessions moved, detected + all answering',
   ];
@@ -420,5 +499,11 @@ function printReport({ levels, curve }) {
       console.log(
         `| ${p.controlPlanes} | ${f(p.execsPerSec, 0)} | ${p.controlPlaneCpu.map((c) => f(c * 100, 0)).join('+')}% | ${f(p.postgresCpu * 100, 0)}% | ${f(p.statementsPerSec, 0)} |`,
       );
+  }
+  if (controlPlaneKilled) {
+    const k = controlPlaneKilled;
+    console.log(
+      `\na control plane killed: sessions overdue by more than a tick, at most ${k.handover.sessions} during the handover (${f(k.handover.lateSec)} s the latest) and ${k.after.sessions} after it (${f(k.after.lateSec)} s); survivors' passes up to ${f(k.longestPassSec, 2)} s, ${k.mostPassSessions} sessions`,
+    );
   }
 }

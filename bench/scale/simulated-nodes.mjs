@@ -29,25 +29,31 @@ for (let i = 0; i < config.nodes; i++) {
 }
 const byId = new Map(nodes.map((n) => [n.id, n]));
 
-/** Heartbeats as a node agent sends them, spread over the interval and over the control planes; the first one joins. */
+/**
+ * Heartbeats as a node agent sends them, spread over the interval and over the control planes (one
+ * that does not answer: the next, as behind a load balancer); the first one joins.
+ */
 const joined = new Set();
 let stopping = false;
 async function beat(node, index) {
-  if (stopping || node.lost) return;
-  const url = config.controlPlanes[index % config.controlPlanes.length];
-  try {
-    const res = await fetch(`${url}/v1/nodes/heartbeat`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${config.adminKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify(node.heartbeat(!joined.has(node.id))),
-    });
-    const reply = await res.json();
-    if (res.ok) {
-      joined.add(node.id);
-      for (const sessionId of reply.stop) node.kill(sessionId);
-    } else joined.delete(node.id);
-  } catch {
-    joined.delete(node.id);
+  const urls = config.controlPlanes;
+  for (let tried = 0; tried < urls.length; tried++) {
+    if (stopping || node.lost) return;
+    try {
+      const res = await fetch(`${urls[(index + tried) % urls.length]}/v1/nodes/heartbeat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${config.adminKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(node.heartbeat(!joined.has(node.id))),
+      });
+      const reply = await res.json();
+      if (res.ok) {
+        joined.add(node.id);
+        for (const sessionId of reply.stop) node.kill(sessionId);
+      } else joined.delete(node.id);
+      return;
+    } catch {
+      joined.delete(node.id);
+    }
   }
 }
 const timers = nodes.map((node, i) => {

@@ -14,7 +14,8 @@ interface ScaleLevel {
   overheadMs: { throughControlPlane: { median: number }; direct: { median: number } };
   mix: { callsPerSec: number; statementsPerCall: number; latency: Record<string, { n: number; median: number }> };
   errors: Record<string, { count: number; example: string }>;
-  maintenance: { passSec: number; passSessions: number }[];
+  maintenance: { passSec: number; passSessions: number; passes: number; visits: number }[];
+  overdue: { sessions: number; samples: number };
   loss: { sessions: number; moved: number; unmovable: number; failed: number; detectedMs: number };
 }
 
@@ -34,7 +35,8 @@ test('the scale harness, small: real control planes on PostgreSQL with simulated
     child.stderr.on('data', (d) => (output += d));
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     assert.equal(code, 0, output);
-    const [level] = (JSON.parse(readFileSync(out, 'utf8')) as { levels: ScaleLevel[] }).levels as [ScaleLevel];
+    const report = JSON.parse(readFileSync(out, 'utf8')) as { levels: ScaleLevel[]; controlPlaneKilled: { passes: { passes: number }[] } };
+    const [level] = report.levels as [ScaleLevel];
 
     assert.ok(level.sessions >= 180 && level.sessions <= 220, `about 200 sessions: ${level.sessions}`);
     assert.ok(level.active > 0 && level.active < level.sessions / 2, `most of them paused or stopped: ${level.active} active`);
@@ -57,15 +59,19 @@ test('the scale harness, small: real control planes on PostgreSQL with simulated
     }
     assert.ok(failures < calls * 0.1, `${failures} failed calls of ${calls}: ${JSON.stringify(level.errors)}`);
 
-    // Both control planes maintained their share.
+    // Both control planes maintained their share, visiting sessions as they came due; the harness watched for overdue ones.
     assert.equal(level.maintenance.length, 2);
-    for (const m of level.maintenance) assert.ok(Number.isFinite(m.passSec) && m.passSessions > 0, JSON.stringify(level.maintenance));
+    for (const m of level.maintenance) assert.ok(Number.isFinite(m.passSec) && m.passes > 0 && m.visits > 0, JSON.stringify(level.maintenance));
+    assert.ok(level.overdue.samples > 10 && Number.isInteger(level.overdue.sessions), JSON.stringify(level.overdue));
 
     // The lost node: seen lost after SPACE_NODE_LOST_AFTER_SEC (10 s); every session with a shipped checkpoint answers from another node.
     assert.ok(level.loss.sessions > 0);
     assert.ok(level.loss.detectedMs > 7_000 && level.loss.detectedMs < 20_000, `detected after ${level.loss.detectedMs} ms`);
     assert.equal(level.loss.failed, 0, JSON.stringify(level.loss));
     assert.equal(level.loss.moved + level.loss.unmovable, level.loss.sessions);
+
+    // A control plane killed: the survivor goes on passing.
+    assert.ok(report.controlPlaneKilled.passes.length > 2 && report.controlPlaneKilled.passes.every((p) => p.passes > 0), JSON.stringify(report.controlPlaneKilled));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

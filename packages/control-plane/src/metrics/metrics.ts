@@ -23,6 +23,7 @@ const counterNames = [
   'pauses',
   'session_timeouts',
   'maintenance_passes',
+  'maintenance_visits',
 ] as const;
 export type CounterName = (typeof counterNames)[number];
 
@@ -53,6 +54,7 @@ export class Metrics {
 
   observeMaintenancePass(seconds: number, sessions: number): void {
     this.inc('maintenance_passes');
+    this.inc('maintenance_visits', {}, sessions);
     this.lastPass = { seconds, sessions };
   }
 
