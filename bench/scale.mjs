@@ -180,6 +180,7 @@ async function measureLevel(level, pool) {
   const overdue = await watch.end();
   const calls = Object.values(mix.result.latencies).reduce((n, s) => n + s.length, 0);
   const maintenance = await scrapeMaintenance();
+  const statementsTop = await topStatements();
   const loss = await loseNode();
   const latency = Object.fromEntries(Object.entries(mix.result.latencies).map(([op, samples]) => [op, summarize(samples)]));
   const row = {
@@ -202,6 +203,7 @@ async function measureLevel(level, pool) {
     errors: api.takeErrors(),
     maintenance,
     overdue,
+    statementsTop,
     loss,
   };
   progress(
@@ -254,6 +256,17 @@ async function execOverhead(pool) {
   const t = summarize(through);
   const s = summarize(straight);
   return { median: t.median - s.median, p90: t.p90 - s.p90, throughControlPlane: t, direct: s };
+}
+
+/** Where PostgreSQL's time went on the harness's database so far: the 8 statements that took the most, with their calls. */
+async function topStatements() {
+  const { rows } = await monitor.query(
+    `SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query, calls, round(total_exec_time) AS ms, round(mean_exec_time::numeric, 3) AS mean
+       FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 ORDER BY total_exec_time DESC LIMIT 8`,
+    [databaseName],
+  );
+  for (const r of rows) progress(`  PostgreSQL: ${r.ms} ms in ${r.calls} calls (${r.mean} ms each): ${r.query}`);
+  return rows.map((r) => ({ query: r.query, calls: Number(r.calls), totalMs: Number(r.ms), meanMs: Number(r.mean) }));
 }
 
 /** Each control plane's last maintenance pass and how long its /metrics took. */

@@ -1,8 +1,8 @@
 import { ErrorCode, SpaceError, newId, type ShipBase, type StoredObject } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
-import { KeyedQueue } from '@space/server-kit';
+import { KeyedQueue, eachAtMost } from '@space/server-kit';
 import type { Metrics } from '../metrics/metrics.js';
-import type { NodeDirectory } from '../cluster/node-directory.js';
+import { type NodeDirectory, nodesAskedAtOnce } from '../cluster/node-directory.js';
 import type { CheckpointRow, ShipBaseRow, Store } from '../store/store.js';
 import type { DataKeys } from './data-keys.js';
 
@@ -178,7 +178,10 @@ export class CheckpointShipper {
     let collected = 0;
     for (const base of await this.deps.store.unusedShipBases()) {
       await this.deleteObjects([base.object, ...base.volumeObjects].map((o) => o.key));
-      for (const node of await this.deps.nodes.live()) await node.deleteBase(base.id).catch(() => undefined);
+      // Any node may hold a copy (fetched for a fork or a move): all are asked, several at once.
+      await eachAtMost(await this.deps.nodes.live(), nodesAskedAtOnce, async (node) => {
+        await node.deleteBase(base.id).catch(() => undefined);
+      });
       await this.deps.store.deleteShipBase(base.id);
       collected++;
     }

@@ -29,6 +29,9 @@ export function mayRunOn(row: Pick<SessionRow, 'volumeNodeId'> | null, nodeId: s
   return row !== null && (row.volumeNodeId ?? nodeId) === nodeId;
 }
 
+/** Nodes a sweep or a maintenance pass asks at once: a slow node holds up only itself. */
+export const nodesAskedAtOnce = 16;
+
 /** How long a node's client is used before its row is read again (a new URL or token takes effect within it). */
 const clientTtlMs = 2000;
 

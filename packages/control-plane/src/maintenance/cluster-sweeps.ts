@@ -5,7 +5,7 @@ import type { SessionCheckpointService } from '../sessions/session-checkpoint-se
 import type { LeftVolumes } from '../sessions/left-volumes.js';
 import type { TemplateBuilds } from '../builds/template-builds.js';
 import type { NodeClient } from '../cluster/node-client.js';
-import { type NodeDirectory, mayRunOn } from '../cluster/node-directory.js';
+import { type NodeDirectory, mayRunOn, nodesAskedAtOnce } from '../cluster/node-directory.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { EgressService } from '../tenants/egress-service.js';
 import type { SessionRow, Store } from '../store/store.js';
@@ -24,9 +24,6 @@ export interface ClusterSweepDeps {
   log: (message: string) => void;
   now: () => number;
 }
-
-/** Nodes asked at once by a sweep. */
-const nodesAtOnce = 16;
 
 /** What each node that answered runs, by node id. */
 export type ListedSandboxes = Map<string, { node: NodeClient; sandboxes: SandboxInfo[] }>;
@@ -55,7 +52,7 @@ export class ClusterSweeps {
    */
   async repairEgress(): Promise<void> {
     const ours = (await this.deps.nodes.live()).filter((node) => this.deps.roster.owns(node.nodeId));
-    await eachAtMost(ours, nodesAtOnce, async (node) => {
+    await eachAtMost(ours, nodesAskedAtOnce, async (node) => {
       const health = await node.health().catch(() => null);
       if (health?.egressUnconfigured.length) await this.deps.egress.repairNode(health.egressUnconfigured);
     });
@@ -72,7 +69,7 @@ export class ClusterSweeps {
     const now = this.deps.now();
     if (now - this.lastSlowSweep < orphanSweepEveryMs) return;
     this.lastSlowSweep = now;
-    const removed = await this.deps.checkpoints.removeOrphans(orphanGraceMs).catch(() => 0);
+    const removed = await this.deps.checkpoints.removeOrphans(orphanGraceMs, (nodeId) => this.deps.roster.owns(nodeId)).catch(() => 0);
     if (removed) this.deps.log(`removed ${removed} checkpoint(s) the store does not know`);
     const shipped = await this.deps.shipper.retryUnshipped(orphanGraceMs);
     if (shipped) this.deps.log(`shipped ${shipped} checkpoint(s) an earlier attempt did not`);

@@ -6,7 +6,7 @@ import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
 import type { LifecycleQueue } from '../sessions/lifecycle-queue.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { TemplateBuilds } from '../builds/template-builds.js';
-import type { NodeDirectory } from '../cluster/node-directory.js';
+import { type NodeDirectory, nodesAskedAtOnce } from '../cluster/node-directory.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { LeftVolumes } from '../sessions/left-volumes.js';
 import type { SessionService } from '../sessions/session-service.js';
@@ -56,9 +56,6 @@ interface Snapshot {
 
 /** A pass that takes longer is logged with its phases. */
 const slowPassSec = 60;
-
-/** Nodes whose sessions a pass maintains at once, one session of each node at a time. */
-const nodesAtOnce = 16;
 
 /**
  * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`), then each
@@ -187,7 +184,11 @@ export class Maintenance {
    * node did not answer (or is lost). One with calls or streams open is not: a session in use all
    * the time (an open terminal, back-to-back execs) is the one whose checkpoints matter most.
    */
-  private async eachSession(running: Map<string, Set<string>>, sessions: SessionRow[], work: (row: SessionRow, running: Set<string>) => Promise<void>): Promise<void> {
+  private async eachSession(
+    running: Map<string, Set<string>>,
+    sessions: SessionRow[],
+    work: (row: SessionRow, running: Set<string>) => Promise<void>,
+  ): Promise<void> {
     // Nodes side by side, each node's sessions one after another (a node is asked one thing of
     // this pass at a time, as with one node): a slow node or a long automatic checkpoint holds up
     // the sessions of its node, not the pass.
@@ -198,7 +199,7 @@ export class Maintenance {
       if (group) group.push(s);
       else byNode.set(node, [s]);
     }
-    await eachAtMost([...byNode.values()], nodesAtOnce, async (ofNode) => {
+    await eachAtMost([...byNode.values()], nodesAskedAtOnce, async (ofNode) => {
       for (const session of ofNode) await this.maintainOne(session, running, work);
     });
   }

@@ -4,7 +4,8 @@ import type { VolumeService } from './volume-service.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { Caller } from '../tenants/auth.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { NodeDirectory } from '../cluster/node-directory.js';
+import { type NodeDirectory, nodesAskedAtOnce } from '../cluster/node-directory.js';
+import { eachAtMost } from '@space/server-kit';
 import type { SessionService } from './session-service.js';
 import type { CheckpointRow, SessionRow, Store } from '../store/store.js';
 import type { TenantLimits } from '../tenants/tenant-limits.js';
@@ -91,18 +92,21 @@ export class SessionCheckpointService {
    * node's snapshot and the store's record, or written late by a command a crashed node agent had
    * started. Checkpoints younger than `graceMs` are left alone: one may be on its way into the
    * store. Runs at start (grace 0 when this is the only control plane: nothing is in flight) and
-   * from maintenance. A node that does not answer is left for the next sweep.
+   * from maintenance, on the nodes `ofNode` takes (a control plane's share), several at once. A
+   * node that does not answer is left for the next sweep.
    */
-  async removeOrphans(graceMs = 0): Promise<number> {
+  async removeOrphans(graceMs = 0, ofNode: (nodeId: string) => boolean = () => true): Promise<number> {
     let removed = 0;
-    for (const node of await this.nodes.live()) {
+    const nodes = (await this.nodes.live()).filter((node) => ofNode(node.nodeId));
+    await eachAtMost(nodes, nodesAskedAtOnce, async (node) => {
       const listed = await node.listCheckpoints().catch(() => null);
-      for (const { id, createdAt } of listed?.checkpoints ?? []) {
-        if ((await this.store.checkpointExists(id)) || Date.now() - Date.parse(createdAt) < graceMs) continue;
+      const old = (listed?.checkpoints ?? []).filter(({ createdAt }) => Date.now() - Date.parse(createdAt) >= graceMs).map((c) => c.id);
+      const known = await this.store.knownCheckpoints(old);
+      for (const id of old.filter((id) => !known.has(id))) {
         await node.deleteCheckpoint(id);
         removed++;
       }
-    }
+    });
     return removed;
   }
 

@@ -5,7 +5,7 @@ import type { Activity } from './activity.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
-import type { CheckpointRow, SessionLeaseRow, SessionRow, Store } from '../store/store.js';
+import type { CheckpointRow, SandboxHistoryRow, SessionLeaseRow, SessionRow, Store } from '../store/store.js';
 import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { SessionMover } from './session-mover.js';
@@ -20,6 +20,12 @@ import { isPlacementStale, placeAnew, updatePlaced } from './placements.js';
 export interface SandboxTarget {
   sandboxId: string;
   node: NodeClient;
+}
+
+/** A sandbox just started: where it runs, the session's row as the start wrote it, and the start as its history records it. */
+export interface StartedSandbox extends SandboxTarget {
+  row: SessionRow;
+  start: SandboxHistoryRow;
 }
 
 export interface SessionServiceDeps {
@@ -109,7 +115,7 @@ export class SessionService {
       codeCheckpointDelayMs: request.codeCheckpointDelayMs,
       placementEpoch: 0,
     };
-    await this.deps.lifecycle.run(row.id, 'create', async () => {
+    const started = await this.deps.lifecycle.run(row.id, 'create', async () => {
       await this.deps.store.insertSession(row);
       try {
         // Counted with the new row in: creations side by side cannot together pass the maximum.
@@ -122,7 +128,7 @@ export class SessionService {
             if (row.volumes.length > 0) await this.deps.store.updateSession(row.id, { volumes: row.volumes });
           });
         await this.deps.volumes.claim(row.id, row.volumes);
-        await this.startSandbox(row, { volumeReady: true });
+        return await this.startSandbox(row, { volumeReady: true, fresh: true });
       } catch (err) {
         await node.deleteVolume(row.id).catch(() => undefined);
         await this.deps.store.deleteSession(row.id);
@@ -130,7 +136,8 @@ export class SessionService {
         throw err;
       }
     });
-    return this.get(caller, row.id);
+    // As written: a new session has this one start in its history and no checkpoint yet.
+    return sessionView(started.row, [started.start], []);
   }
 
   /** Another tenant's session answers exactly like one that does not exist. */
@@ -160,11 +167,7 @@ export class SessionService {
   async get(caller: Caller, id: string): Promise<Session> {
     const row = await this.row(caller, id);
     const checkpoints = await this.deps.store.listCheckpoints(id);
-    return {
-      ...toSession(row, checkpoints.at(-1)?.createdAt ?? null),
-      sandboxHistory: (await this.deps.store.listSandboxHistory(id)).map(({ sessionId: _session, ...entry }) => entry),
-      checkpoints: checkpoints.map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
-    };
+    return sessionView(row, await this.deps.store.listSandboxHistory(id), checkpoints);
   }
 
   async list(caller: Caller): Promise<Session[]> {
@@ -224,21 +227,26 @@ export class SessionService {
   /**
    * Starts a sandbox for the session; only for a caller that holds the session's lifecycle queue.
    * `volumeReady` when that caller has just made the volume (a create, fork or restore), so it is
-   * not a resume onto whatever the volume held.
+   * not a resume onto whatever the volume held; `fresh` when it has just inserted the row (a
+   * create): no history, already `starting`, nothing changed since. Returns the row as it wrote it
+   * and the start as recorded in the history.
    */
-  async startSandbox(given: SessionRow, { volumeReady, note }: { volumeReady: boolean; note?: string }): Promise<SandboxTarget> {
+  async startSandbox(
+    given: SessionRow,
+    { volumeReady, note, fresh = false }: { volumeReady: boolean; note?: string; fresh?: boolean },
+  ): Promise<StartedSandbox> {
     // A placement of its own, from the one `given` has: another control plane that placed the
     // session since (this one stalled past its lease) makes this start stale before it begins.
     const row = await placeAnew(this.deps.store, given);
     // A session that had a sandbox before is being resumed; its first start is not a resume.
-    const resuming = (await this.deps.store.listSandboxHistory(row.id)).length > 0;
+    const resuming = !fresh && (await this.deps.store.listSandboxHistory(row.id)).length > 0;
     const started = performance.now();
     const node = await this.deps.nodes.forVolume(row);
-    await updatePlaced(this.deps.store, row, { status: 'starting' });
+    if (!fresh) await updatePlaced(this.deps.store, row, { status: 'starting' });
     try {
       const resumeNote = resuming && !volumeReady ? await this.prepareResume(row, node) : null;
       // Read again: the policy may have changed since `row` was loaded.
-      const current = (await this.deps.store.getSession(row.tenantId, row.id)) ?? row;
+      const current = fresh ? row : ((await this.deps.store.getSession(row.tenantId, row.id)) ?? row);
       const info = await node.startSandbox({
         sessionId: row.id,
         template: await this.deps.templates.forStart(row.tenantId, row.template),
@@ -256,21 +264,16 @@ export class SessionService {
       }
       // A note a crashed start left (its volume already went back) is told now, once.
       const notes = new Set([current.resumeNote, note, resumeNote, info.note].filter((n): n is string => Boolean(n)));
+      const running = { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt, resumeNote: null } as const;
       try {
-        await updatePlaced(this.deps.store, row, {
-          status: 'running',
-          sandboxId: info.sandboxId,
-          nodeId: info.nodeId,
-          sandboxStartedAt: info.startedAt,
-          resumeNote: null,
-        });
+        await updatePlaced(this.deps.store, row, running);
       } catch (err) {
         // Placed anew while it started: the sandbox is not the session's. Stopped unless the newer
         // placement is on the same node and found it serving (the node refuses this stop then).
         await node.stopSandbox(info.sandboxId).catch(() => undefined);
         throw err;
       }
-      await this.deps.store.recordSandboxStart({
+      const start: SandboxHistoryRow = {
         id: info.sandboxId,
         sessionId: row.id,
         nodeId: info.nodeId,
@@ -279,8 +282,9 @@ export class SessionService {
         endReason: null,
         restoredFrom: info.restoredFrom,
         note: [...notes].join('; ') || null,
-      });
-      return { sandboxId: info.sandboxId, node };
+      };
+      await this.deps.store.recordSandboxStart(start);
+      return { sandboxId: info.sandboxId, node, row: { ...current, ...running }, start };
     } catch (err) {
       // Only while it is still this placement: a stale start leaves the newer one's row as it is.
       await this.deps.store.updatePlacedSession(row.id, row.placementEpoch, { status: 'failed', sandboxId: null, nodeId: null, sandboxStartedAt: null });
@@ -394,6 +398,15 @@ export class SessionService {
 /** When a timeout of `timeoutSec` from `now` passes; null for none. */
 export function expiryFrom(now: number, timeoutSec: number | undefined): string | null {
   return timeoutSec ? new Date(now + timeoutSec * 1000).toISOString() : null;
+}
+
+/** A session as the API shows it: its row, its sandbox history and its checkpoints (oldest first). */
+function sessionView(row: SessionRow, history: SandboxHistoryRow[], checkpoints: CheckpointRow[]): Session {
+  return {
+    ...toSession(row, checkpoints.at(-1)?.createdAt ?? null),
+    sandboxHistory: history.map(({ sessionId: _session, ...entry }) => entry),
+    checkpoints: checkpoints.map((c) => ({ id: c.id, kind: c.kind, createdAt: c.createdAt })),
+  };
 }
 
 function toSession(row: SessionRow, lastCheckpointAt: string | null): Session {

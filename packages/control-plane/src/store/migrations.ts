@@ -272,8 +272,11 @@ export const migrations: Migration[] = [
   },
   {
     version: 23,
-    description: "when maintenance next has something to do for a session with a sandbox (ms since the epoch; null: at once), indexed by node",
-    statements: () => ['ALTER TABLE sessions ADD COLUMN maintain_after BIGINT', 'CREATE INDEX IF NOT EXISTS sessions_node_maintain ON sessions(node_id, maintain_after)'],
+    description: 'when maintenance next has something to do for a session with a sandbox (ms since the epoch; null: at once), indexed by node',
+    statements: () => [
+      'ALTER TABLE sessions ADD COLUMN maintain_after BIGINT',
+      'CREATE INDEX IF NOT EXISTS sessions_node_maintain ON sessions(node_id, maintain_after)',
+    ],
   },
 ];
 

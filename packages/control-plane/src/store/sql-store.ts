@@ -252,16 +252,25 @@ export class SqlStore implements Store {
     for (let i = 0; i < nodeIds.length; i += 500) {
       const chunk = nodeIds.slice(i, i + 500);
       const marks = chunk.map(() => '?').join(', ');
-      rows.push(...(await this.db.all<R>(`${select} AND (node_id IN (${marks}) OR (node_id IS NULL AND volume_node_id IN (${marks})))`, [...params, ...chunk, ...chunk])));
+      rows.push(
+        ...(await this.db.all<R>(`${select} AND (node_id IN (${marks}) OR (node_id IS NULL AND volume_node_id IN (${marks})))`, [
+          ...params,
+          ...chunk,
+          ...chunk,
+        ])),
+      );
     }
     return rows;
   }
 
   async scheduleMaintenance(id: string, at: number, basis: Pick<SessionRow, 'status' | 'sandboxId' | 'expiresAt'>): Promise<void> {
-    await this.db.run(
-      "UPDATE sessions SET maintain_after = ? WHERE id = ? AND status = ? AND COALESCE(sandbox_id, '') = ? AND COALESCE(expires_at, '') = ?",
-      [Math.round(at), id, basis.status, basis.sandboxId ?? '', basis.expiresAt ?? ''],
-    );
+    await this.db.run("UPDATE sessions SET maintain_after = ? WHERE id = ? AND status = ? AND COALESCE(sandbox_id, '') = ? AND COALESCE(expires_at, '') = ?", [
+      Math.round(at),
+      id,
+      basis.status,
+      basis.sandboxId ?? '',
+      basis.expiresAt ?? '',
+    ]);
   }
 
   async findSessions(ids: string[]): Promise<SessionRow[]> {
@@ -397,8 +406,15 @@ export class SqlStore implements Store {
     return row ? toCheckpoint(row) : null;
   }
 
-  async checkpointExists(id: string): Promise<boolean> {
-    return (await this.db.get('SELECT 1 FROM checkpoints WHERE id = ?', [id])) !== undefined;
+  async knownCheckpoints(ids: string[]): Promise<Set<string>> {
+    const known = new Set<string>();
+    // In bounded lists, as findSessions.
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      const rows = await this.db.all<{ id: string }>(`SELECT id FROM checkpoints WHERE id IN (${chunk.map(() => '?').join(', ')})`, chunk);
+      for (const row of rows) known.add(row.id);
+    }
+    return known;
   }
 
   async checkpointBytes(tenantId: string): Promise<number> {

@@ -398,7 +398,8 @@ export interface Store {
   deleteLeftVolume(sessionId: string, nodeId: string): Promise<void>;
   insertCheckpoint(row: NewCheckpointRow): Promise<void>;
   getCheckpoint(tenantId: string, id: string): Promise<CheckpointRow | null>;
-  checkpointExists(id: string): Promise<boolean>;
+  /** Which of these checkpoint ids the store knows. */
+  knownCheckpoints(ids: string[]): Promise<Set<string>>;
   listCheckpoints(sessionId: string): Promise<CheckpointRow[]>;
   /** Every checkpoint of the tenant's sessions (one query, for the event stream). */
   listTenantCheckpoints(tenantId: string): Promise<CheckpointRow[]>;

@@ -111,12 +111,34 @@ test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoi
   assert.equal(refusal.code, 'QUOTA_EXCEEDED');
   assert.equal(refusal.details.limit, 'checkpointStorageBytes');
   assert.equal(refusal.details.setting, 'SPACE_TENANT_MAX_CHECKPOINT_GB');
-  assert.ok(await s.store.checkpointExists(String(refusal.details.fallbackCheckpointId)));
+  assert.equal((await s.store.knownCheckpoints([String(refusal.details.fallbackCheckpointId)])).size, 1);
   assert.match(s.metrics.render({}), /space_full_checkpoint_fallbacks_total\{reason="quota"\} 1/);
   assert.equal((await s.checkpoints.create(s.caller, session.id, 'fs')).kind, 'fs', 'fs checkpoints are not held back');
   const view = await s.limits.view(s.caller.tenantId);
   assert.equal(view.limits.checkpointStorageBytes?.used, 1024 ** 3);
   assert.equal(view.limits.sessions?.used, 1);
+});
+
+test('checkpoint storage far below its maximum is not summed again for each full checkpoint within a second', async () => {
+  const s = await servicesOnFakeNode({ tenantMaxCheckpointGb: 1 });
+  const session = await s.create();
+  await s.checkpoints.create(s.caller, session.id, 'full');
+  // Another control plane's memory image fills the storage: this one sees it at its next read, a second later.
+  await s.store.insertCheckpoint({
+    id: 'ckp_big00002',
+    sessionId: session.id,
+    tenantId: s.caller.tenantId,
+    kind: 'full',
+    trigger: 'manual',
+    nodeId: 'n',
+    createdAt: new Date(s.clock.now).toISOString(),
+    sizeBytes: 1024 ** 3,
+    pauseMs: 1,
+    volumes: [],
+  });
+  assert.equal((await s.checkpoints.create(s.caller, session.id, 'full')).kind, 'full', 'read less than a second ago, far below');
+  s.clock.now += 1000;
+  await assert.rejects(s.checkpoints.create(s.caller, session.id, 'full'), { code: 'QUOTA_EXCEEDED' });
 });
 
 test('sessions get the default disk unless they name one', async () => {

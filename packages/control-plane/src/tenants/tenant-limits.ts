@@ -49,8 +49,18 @@ export const limitSettings: Record<TenantLimitName, string> = {
 
 const gb = 1024 ** 3;
 
-/** How long a tenant's count of sessions stands for creations far below its maximum (other control planes' creations are seen at the next count). */
-const sessionCountMs = 1000;
+/**
+ * How long a tenant's count of sessions or sum of checkpoint storage (each a read of all its rows)
+ * stands while the tenant is far below its maximum (other control planes' additions are seen at the
+ * next read).
+ */
+const usageReadMs = 1000;
+
+/** Remembers a tenant's usage as read; reads older than `usageReadMs` are of no use, so with many tenants they go all at once. */
+function remember<T>(reads: Map<string, T>, tenantId: string, read: T): void {
+  if (reads.size >= 10_000) reads.clear();
+  reads.set(tenantId, read);
+}
 
 /**
  * Holds every tenant to its limits, so one tenant cannot take what the platform has for all: what it
@@ -70,6 +80,8 @@ export class TenantLimits {
   private readonly now: () => number;
   /** Tenants' session counts as last read, with what this control plane created since (`checkSessions`). */
   private readonly sessionCounts = new Map<string, { sessions: number; at: number }>();
+  /** Tenants' checkpoint storage as last read (`checkCheckpointStorage`). */
+  private readonly checkpointBytes = new Map<string, { used: number; at: number }>();
 
   constructor(
     private readonly auth: Authenticator,
@@ -179,7 +191,7 @@ export class TenantLimits {
     // not counted again (the count reads all its rows). Each check is for new sessions: `adding`,
     // or the one its caller just inserted.
     const known = this.sessionCounts.get(tenantId);
-    if (known && this.now() - known.at < sessionCountMs && known.sessions + Math.max(adding, 1) <= max / 2) {
+    if (known && this.now() - known.at < usageReadMs && known.sessions + Math.max(adding, 1) <= max / 2) {
       known.sessions += Math.max(adding, 1);
       return;
     }
@@ -187,15 +199,20 @@ export class TenantLimits {
     if (sessions + adding > max) {
       throw this.refusal('sessions', max, `${max} sessions; delete some (their checkpoints go with them)`);
     }
-    // Counts older than a second are of no use: with many tenants they go all at once.
-    if (this.sessionCounts.size >= 10_000) this.sessionCounts.clear();
-    this.sessionCounts.set(tenantId, { sessions: sessions + adding, at: this.now() });
+    remember(this.sessionCounts, tenantId, { sessions: sessions + adding, at: this.now() });
   }
 
-  /** Refuses a new memory image when the tenant's full checkpoints already hold their maximum. */
+  /**
+   * Refuses a new memory image when the tenant's full checkpoints already hold their maximum. Under
+   * half of it (read within the last second) the sum is not read again: a second's checkpoints more
+   * are far from the rest.
+   */
   async checkCheckpointStorage(tenantId: string): Promise<void> {
     const max = this.options.maxCheckpointGb * gb;
+    const known = this.checkpointBytes.get(tenantId);
+    if (known && this.now() - known.at < usageReadMs && known.used < max / 2) return;
     const used = await this.store.checkpointBytes(tenantId);
+    remember(this.checkpointBytes, tenantId, { used, at: this.now() });
     if (used >= max) {
       throw this.refusal(
         'checkpointStorageBytes',
