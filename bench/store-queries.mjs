@@ -48,6 +48,7 @@ await count('node heartbeat', () =>
   s.nodes.heartbeat({ id: s.node.nodeId, url: 'https://x.invalid', token: 'fake-node-token-0', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 2 }),
 );
 const sessionsNow = Object.values(await s.store.countSessionsByStatus()).reduce((a, b) => a + b, 0);
+await count(`maintenance pass (${sessionsNow} sessions, each visited the first time: its next visit worked out)`, () => s.maintenance.tick());
 await count(`maintenance pass (${sessionsNow} sessions, nothing due)`, () => s.maintenance.tick());
 await count('delete a session', () => s.sessions.delete(caller, session.id));
 

@@ -71,7 +71,10 @@ test('the scale harness, small: real control planes on PostgreSQL with simulated
     assert.equal(level.loss.moved + level.loss.unmovable, level.loss.sessions);
 
     // A control plane killed: the survivor goes on passing.
-    assert.ok(report.controlPlaneKilled.passes.length > 2 && report.controlPlaneKilled.passes.every((p) => p.passes > 0), JSON.stringify(report.controlPlaneKilled));
+    assert.ok(
+      report.controlPlaneKilled.passes.length > 2 && report.controlPlaneKilled.passes.every((p) => p.passes > 0),
+      JSON.stringify(report.controlPlaneKilled),
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
