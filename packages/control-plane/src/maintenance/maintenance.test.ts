@@ -184,49 +184,61 @@ test('a template build whose control plane stopped (no heartbeat for a minute) i
   assert.equal(await s.store.getSession(s.caller.tenantId, session.id), null, "the dead build's session is deleted");
 });
 
-/** Services whose store notes each session a pass takes its turn for (its lease), in `leased`. */
+/**
+ * Services whose store notes each session a pass takes its turn for (its lease), in `leased`, and
+ * each it records a next visit for (a look that found nothing to do, or after its turn), in `scheduled`.
+ */
 async function servicesNotingVisits() {
   const real = await openSqliteStore(':memory:');
   const leased: string[] = [];
+  const scheduled: string[] = [];
   const store = new Proxy(real, {
     get(target, prop, receiver) {
       if (prop === 'acquireSessionLease')
         return (lease: { sessionId: string }, now: number) => (leased.push(lease.sessionId), target.acquireSessionLease(lease as never, now));
+      if (prop === 'scheduleMaintenance') return (id: string, ...rest: [never, never]) => (scheduled.push(id), target.scheduleMaintenance(id, ...rest));
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  return { s: await servicesOnFakeNode({}, store), leased };
+  /** The sessions a pass visited: leased or scheduled. */
+  const visited = () => [...new Set([...leased, ...scheduled])].sort();
+  return { s: await servicesOnFakeNode({}, store), leased, scheduled, visited };
 }
 
 test('a pass visits the sessions anything may be due for (a sandbox, a start, a timeout passed), not the others however many; an expired stopped one is expired', async () => {
-  const { s, leased } = await servicesNotingVisits();
+  const { s, leased, scheduled, visited } = await servicesNotingVisits();
   const busy = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
   const model = (await s.store.findSession(busy.id))!;
   const stopped = { status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null, expiresAt: null };
   for (let i = 0; i < 200; i++) await s.store.insertSession({ ...model, ...stopped, id: `ses_stopped${String(i).padStart(4, '0')}` });
   await s.store.insertSession({ ...model, ...stopped, id: 'ses_timedout01', expiresAt: new Date(s.clock.now - 1000).toISOString(), onTimeout: 'delete' });
   leased.length = 0;
+  scheduled.length = 0;
   await s.maintenance.tick();
-  assert.deepEqual(leased.sort(), [busy.id, 'ses_timedout01'].sort());
+  assert.deepEqual(visited(), [busy.id, 'ses_timedout01'].sort());
+  assert.deepEqual(leased, ['ses_timedout01'], 'a look found nothing to do for the busy one: no lease');
   assert.equal(await s.store.findSession('ses_timedout01'), null, 'its timeout deleted it');
 });
 
 test('a running session is visited when something comes due for it, not every pass; a sandbox gone or a new one is seen at once', async () => {
-  const { s, leased } = await servicesNotingVisits();
+  const { s, leased, scheduled, visited } = await servicesNotingVisits();
   const create = () => s.create({ checkpointIntervalSec: 60, fullCheckpointIntervalSec: 0, idleTimeoutSec: 600 });
   const created = [await create(), await create(), await create()];
   const [a, b] = created;
   const visits = async (ms: number) => {
     s.clock.now += ms;
     leased.length = 0;
+    scheduled.length = 0;
     await s.maintenance.tick();
-    return leased.sort();
+    return visited();
   };
   const ids = (...sessions: typeof created) => sessions.map((x) => x.id).sort();
   assert.deepEqual(await visits(5000), ids(...created), 'never visited: each works out when it is next due');
+  assert.deepEqual(leased, [], 'by a look: nothing to do, no lease');
   for (let i = 0; i < 10; i++) assert.deepEqual(await visits(5000), [], 'nothing due: no visit');
   assert.deepEqual(await visits(10_000), ids(...created), 'their first checkpoint came due (60 s after the start)');
+  assert.deepEqual(leased.sort(), ids(...created), 'taken in their turn');
   for (const x of created) assert.equal((await s.store.listCheckpoints(x.id)).length, 1);
   // Its node no longer runs a's sandbox: seen by comparing the node's list with the store, not by a visit due.
   s.node.killBehindTheScenes(a.sandbox!.id);

@@ -54,6 +54,9 @@ interface Snapshot {
   placedOn: PlacedOn;
 }
 
+/** A look at a session without its turn: when its next visit is due, or null when something must be done in its turn. */
+type Look = (row: SessionRow, running: Set<string>) => Promise<number | null>;
+
 /** A pass that takes longer is logged with its phases. */
 const slowPassSec = 60;
 
@@ -123,7 +126,14 @@ export class Maintenance {
       await this.sweeps.rescueLeftVolumes(snapshot.listed);
     });
     const ours = snapshot.sessions.filter((row) => owns(row.nodeId ?? row.volumeNodeId ?? row.id));
-    await phase(`${ours.length} sessions`, () => this.eachSession(snapshot.running, ours, (row, running) => this.upkeepAndSchedule(row, running)));
+    await phase(`${ours.length} sessions`, () =>
+      this.eachSession(
+        snapshot.running,
+        ours,
+        (row, running) => this.upkeepAndSchedule(row, running),
+        (row, running) => this.upkeep.look(row, running),
+      ),
+    );
     const seconds = (performance.now() - started) / 1000;
     this.deps.metrics.observeMaintenancePass(seconds, ours.length);
     // A pass longer than a minute holds up every automatic checkpoint and idle stop: said, with where the time went.
@@ -188,6 +198,7 @@ export class Maintenance {
     running: Map<string, Set<string>>,
     sessions: SessionRow[],
     work: (row: SessionRow, running: Set<string>) => Promise<void>,
+    look?: Look,
   ): Promise<void> {
     // Nodes side by side, each node's sessions one after another (a node is asked one thing of
     // this pass at a time, as with one node): a slow node or a long automatic checkpoint holds up
@@ -200,20 +211,31 @@ export class Maintenance {
       else byNode.set(node, [s]);
     }
     await eachAtMost([...byNode.values()], nodesAskedAtOnce, async (ofNode) => {
-      for (const session of ofNode) await this.maintainOne(session, running, work);
+      for (const session of ofNode) await this.maintainOne(session, running, work, look);
     });
   }
 
-  /** `work` on one session in its lifecycle turn, unless it is busy or its node did not answer. */
+  /**
+   * `work` on one session in its lifecycle turn, unless it is busy or its node did not answer; with
+   * `look`, only when a look without its turn finds something to do (else the look's next time is
+   * recorded: no lease, no second read).
+   */
   private async maintainOne(
-    { id, tenantId, nodeId, volumeNodeId }: SessionRow,
+    session: SessionRow,
     running: Map<string, Set<string>>,
     work: (row: SessionRow, running: Set<string>) => Promise<void>,
+    look?: Look,
   ): Promise<void> {
+    const { id, tenantId, nodeId, volumeNodeId } = session;
     if (this.deps.lifecycle.busyHere(id)) return;
     const onNode = running.get(nodeId ?? volumeNodeId ?? '');
     if (!onNode) return;
     try {
+      const next = look ? await look(session, onNode) : null;
+      if (next !== null) {
+        await this.deps.store.scheduleMaintenance(id, next, session);
+        return;
+      }
       await this.deps.lifecycle.run(
         id,
         'maintenance',

@@ -67,6 +67,22 @@ export class SessionUpkeep {
     return nextDueAt(this.facts(row, running, after), this.deps.now(), this.deps.fullCheckpointPauseShare);
   }
 
+  /**
+   * A look at the session without its lease (a read of its checkpoints and, when a checkpoint is due,
+   * of its volume and processes on the node): when its next visit is due if nothing needs doing now,
+   * or null when something does (then `upkeep`, in the session's turn, decides again). Most visits
+   * end here: a running session is mostly found unchanged. `row` may be a little old: the time is
+   * recorded only if the row did not change since (`Store.scheduleMaintenance`).
+   */
+  async look(row: SessionRow, running: Set<string>): Promise<number | null> {
+    const checkpoints = await this.checkpointsOf(row);
+    const facts = this.facts(row, running, checkpoints);
+    const due = sessionDue(facts, this.deps.now(), this.deps.fullCheckpointPauseShare);
+    if (due.action === 'checkpoint' ? await this.checkpointToTake(row, due.full, due.fs, facts.newestId) : due.action !== 'none') return null;
+    // What it found (a volume unchanged, a full checkpoint needless) counts from now.
+    return nextDueAt(this.facts(row, running, checkpoints), this.deps.now(), this.deps.fullCheckpointPauseShare);
+  }
+
   /** Only the reconciliation: run before the control plane serves its first call. */
   async reconcileOnly(row: SessionRow, running: Set<string>): Promise<void> {
     // Reconciliation looks at no checkpoint: none is read.
@@ -127,24 +143,26 @@ export class SessionUpkeep {
     this.deps.log(`session ${row.id}: ${why}; marked stopped (the next call resumes it)`);
   }
 
+  /** Takes the checkpoint `checkpointToTake` says is needed, if any; true when one was taken. */
+  private async checkpointIfNeeded(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, newestId: string | null): Promise<boolean> {
+    const kind = await this.checkpointToTake(row, full, fs, newestId);
+    if (kind) await this.autoCheckpoint(row, kind);
+    return kind !== null;
+  }
+
   /**
    * A full checkpoint when one is due and processes run (else it is not due again for an interval),
-   * else an fs one when due and the volume changed. True when one was taken.
+   * else an fs one when due and the volume changed; null when neither is needed.
    */
-  private async checkpointIfNeeded(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, newestId: string | null): Promise<boolean> {
+  private async checkpointToTake(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, newestId: string | null): Promise<CheckpointKind | null> {
     let changed: boolean | undefined;
     const isChanged = async () => (changed ??= await this.changedSinceNewest(row, newestId));
     if (full === 'due' || (full === 'if-changed' && (await isChanged()))) {
-      if (await this.hasRunningProcess(row)) {
-        await this.autoCheckpoint(row, 'full');
-        return true;
-      }
+      if (await this.hasRunningProcess(row)) return 'full';
       // Without any process the files are all there is to save.
       this.fullTried.set(row.id, this.deps.now());
     }
-    if (!fs || !(await isChanged())) return false;
-    await this.autoCheckpoint(row, 'fs');
-    return true;
+    return fs && (await isChanged()) ? 'fs' : null;
   }
 
   /** Whether the volume was written since the newest checkpoint (`newestId`, read in this turn); when it was not, the interval starts again from now. */

@@ -57,7 +57,7 @@ export class SessionCheckpointService {
   /** `create` for a caller that holds the session's lifecycle queue (maintenance, in the session's turn). */
   async createLocked(session: SessionRow, kind: CheckpointKind, trigger: CheckpointRow['trigger']): Promise<Checkpoint> {
     try {
-      if (kind === 'full') await this.limits.checkCheckpointStorage(session.tenantId);
+      if (kind === 'full') await this.limits.checkCheckpointStorage(session.tenantId, session.resources.memoryMb * 1024 ** 2);
       return toCheckpoint(await this.taker.take(session, kind, trigger));
     } catch (err) {
       if (kind !== 'full' || !isSpaceError(err) || !fallbackReasons.has(err.code)) throw err;

@@ -121,7 +121,7 @@ test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoi
 
 test('checkpoint storage far below its maximum is not summed again for each full checkpoint within a second', async () => {
   const s = await servicesOnFakeNode({ tenantMaxCheckpointGb: 1 });
-  const session = await s.create();
+  const session = await s.create({ resources: { memoryMb: 128 } });
   await s.checkpoints.create(s.caller, session.id, 'full');
   // Another control plane's memory image fills the storage: this one sees it at its next read, a second later.
   await s.store.insertCheckpoint({
@@ -138,6 +138,27 @@ test('checkpoint storage far below its maximum is not summed again for each full
   });
   assert.equal((await s.checkpoints.create(s.caller, session.id, 'full')).kind, 'full', 'read less than a second ago, far below');
   s.clock.now += 1000;
+  await assert.rejects(s.checkpoints.create(s.caller, session.id, 'full'), { code: 'QUOTA_EXCEEDED' });
+});
+
+test('memory images allowed since the last read count at their largest: near half the maximum, the sum is read again', async () => {
+  const s = await servicesOnFakeNode({ tenantMaxCheckpointGb: 1 });
+  // 200 MB each: the third would pass half of 1 GB (counted at its largest), so the store is read and the refusal comes.
+  const session = await s.create({ resources: { memoryMb: 200 } });
+  await s.checkpoints.create(s.caller, session.id, 'full');
+  await s.store.insertCheckpoint({
+    id: 'ckp_big00003',
+    sessionId: session.id,
+    tenantId: s.caller.tenantId,
+    kind: 'full',
+    trigger: 'manual',
+    nodeId: 'n',
+    createdAt: new Date(s.clock.now).toISOString(),
+    sizeBytes: 1024 ** 3,
+    pauseMs: 1,
+    volumes: [],
+  });
+  assert.equal((await s.checkpoints.create(s.caller, session.id, 'full')).kind, 'full', '400 MB counted: under half');
   await assert.rejects(s.checkpoints.create(s.caller, session.id, 'full'), { code: 'QUOTA_EXCEEDED' });
 });
 

@@ -203,16 +203,19 @@ export class TenantLimits {
   }
 
   /**
-   * Refuses a new memory image when the tenant's full checkpoints already hold their maximum. Under
-   * half of it (read within the last second) the sum is not read again: a second's checkpoints more
-   * are far from the rest.
+   * Refuses a new memory image (of at most `upToBytes`: the sandbox's memory) when the tenant's full
+   * checkpoints already hold their maximum. Read within the last second, with the images allowed
+   * since counted at their largest, and under half of it, the sum is not read again.
    */
-  async checkCheckpointStorage(tenantId: string): Promise<void> {
+  async checkCheckpointStorage(tenantId: string, upToBytes: number): Promise<void> {
     const max = this.options.maxCheckpointGb * gb;
     const known = this.checkpointBytes.get(tenantId);
-    if (known && this.now() - known.at < usageReadMs && known.used < max / 2) return;
+    if (known && this.now() - known.at < usageReadMs && known.used + upToBytes <= max / 2) {
+      known.used += upToBytes;
+      return;
+    }
     const used = await this.store.checkpointBytes(tenantId);
-    remember(this.checkpointBytes, tenantId, { used, at: this.now() });
+    remember(this.checkpointBytes, tenantId, { used: used + upToBytes, at: this.now() });
     if (used >= max) {
       throw this.refusal(
         'checkpointStorageBytes',
