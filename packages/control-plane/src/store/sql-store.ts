@@ -399,6 +399,8 @@ export class SqlStore implements Store {
       'INSERT INTO checkpoints (id, session_id, tenant_id, kind, trigger, node_id, created_at, size_bytes, pause_ms, volumes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [row.id, row.sessionId, row.tenantId, row.kind, row.trigger, row.nodeId, row.createdAt, row.sizeBytes, row.pauseMs, JSON.stringify(row.volumes)],
     );
+    // Its pause sets how soon the next full checkpoint of a busy session may come: due at once, to be worked out again.
+    if (row.kind === 'full') await this.db.run('UPDATE sessions SET maintain_after = NULL WHERE id = ?', [row.sessionId]);
   }
 
   async getCheckpoint(tenantId: string, id: string): Promise<CheckpointRow | null> {

@@ -311,6 +311,12 @@ for (const engine of engines.all) {
     assert.deepEqual(await due(now), []);
     assert.ok(await store.updatePlacedSession('ses_b', 0, { sandboxId: 'sbx_b2' }));
     assert.deepEqual(await due(now), ['ses_b'], 'a new sandbox: due at once');
+    await store.scheduleMaintenance('ses_a', now + 60_000, (await store.findSession('ses_a'))!);
+    const image = { sessionId: 'ses_a', tenantId: 'tn_a', trigger: 'manual' as const, nodeId: 'node_x', createdAt: '', sizeBytes: 1, volumes: [] };
+    await store.insertCheckpoint({ ...image, id: 'ckp_fs_a', kind: 'fs', pauseMs: null });
+    assert.deepEqual(await due(now), ['ses_b'], 'an fs checkpoint makes nothing sooner');
+    await store.insertCheckpoint({ ...image, id: 'ckp_full_a', kind: 'full', pauseMs: 200 });
+    assert.deepEqual(await due(now), ['ses_a', 'ses_b'], "a full checkpoint's pause may make the next one sooner: due at once");
     const claims = (nodeIds?: string[]) => store.listSandboxClaims(nodeIds).then((c) => c.sort((x, y) => (x.sessionId < y.sessionId ? -1 : 1)));
     assert.deepEqual(await claims(['node_z']), [{ sessionId: 'ses_b', sandboxId: 'sbx_b2', nodeId: 'node_z', volumeNodeId: 'node_z' }]);
     assert.deepEqual(

@@ -364,7 +364,7 @@ export interface Store {
   /**
    * The session's maintenance has nothing to do before `at` (ms since the epoch), as worked out from
    * `basis`, its row as read: not set when the row changed since (any `updateSession` of its status,
-   * sandbox, node or timeout makes it due at once).
+   * sandbox, node or timeout makes it due at once, and so does a full checkpoint's insert).
    */
   scheduleMaintenance(id: string, at: number, basis: Pick<SessionRow, 'status' | 'sandboxId' | 'expiresAt'>): Promise<void>;
   /** The sessions of these ids that exist (any tenant). */

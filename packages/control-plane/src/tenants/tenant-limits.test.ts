@@ -88,22 +88,27 @@ test('control planes sharing a store share the limits on what tenants do at once
   s.limits.beginCreates(s.caller.tenantId, 5)();
 });
 
-test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoint: the refusal names it, nothing is lost', async () => {
-  const s = await servicesOnFakeNode({ tenantMaxCheckpointGb: 1 });
-  const session = await s.create();
-  // A memory image of 1 GiB is already kept.
-  await s.store.insertCheckpoint({
-    id: 'ckp_big00001',
-    sessionId: session.id,
+/** A memory image of 1 GiB recorded for the session, as another control plane's full checkpoint would be. */
+function keepImageOfOneGb(s: Awaited<ReturnType<typeof servicesOnFakeNode>>, sessionId: string, id: string): Promise<void> {
+  return s.store.insertCheckpoint({
+    id,
+    sessionId,
     tenantId: s.caller.tenantId,
     kind: 'full',
     trigger: 'manual',
     nodeId: 'n',
-    createdAt: new Date().toISOString(),
+    createdAt: new Date(s.clock.now).toISOString(),
     sizeBytes: 1024 ** 3,
     pauseMs: 1,
     volumes: [],
   });
+}
+
+test('a full checkpoint past the checkpoint storage limit becomes an fs checkpoint: the refusal names it, nothing is lost', async () => {
+  const s = await servicesOnFakeNode({ tenantMaxCheckpointGb: 1 });
+  const session = await s.create();
+  // A memory image of 1 GiB is already kept.
+  await keepImageOfOneGb(s, session.id, 'ckp_big00001');
   const refusal = await s.checkpoints.create(s.caller, session.id, 'full').then(
     () => assert.fail('taken past the limit'),
     (err: { code: string; details: Record<string, unknown> }) => err,
@@ -124,18 +129,7 @@ test('checkpoint storage far below its maximum is not summed again for each full
   const session = await s.create({ resources: { memoryMb: 128 } });
   await s.checkpoints.create(s.caller, session.id, 'full');
   // Another control plane's memory image fills the storage: this one sees it at its next read, a second later.
-  await s.store.insertCheckpoint({
-    id: 'ckp_big00002',
-    sessionId: session.id,
-    tenantId: s.caller.tenantId,
-    kind: 'full',
-    trigger: 'manual',
-    nodeId: 'n',
-    createdAt: new Date(s.clock.now).toISOString(),
-    sizeBytes: 1024 ** 3,
-    pauseMs: 1,
-    volumes: [],
-  });
+  await keepImageOfOneGb(s, session.id, 'ckp_big00002');
   assert.equal((await s.checkpoints.create(s.caller, session.id, 'full')).kind, 'full', 'read less than a second ago, far below');
   s.clock.now += 1000;
   await assert.rejects(s.checkpoints.create(s.caller, session.id, 'full'), { code: 'QUOTA_EXCEEDED' });
@@ -146,18 +140,7 @@ test('memory images allowed since the last read count at their largest: near hal
   // 200 MB each: the third would pass half of 1 GB (counted at its largest), so the store is read and the refusal comes.
   const session = await s.create({ resources: { memoryMb: 200 } });
   await s.checkpoints.create(s.caller, session.id, 'full');
-  await s.store.insertCheckpoint({
-    id: 'ckp_big00003',
-    sessionId: session.id,
-    tenantId: s.caller.tenantId,
-    kind: 'full',
-    trigger: 'manual',
-    nodeId: 'n',
-    createdAt: new Date(s.clock.now).toISOString(),
-    sizeBytes: 1024 ** 3,
-    pauseMs: 1,
-    volumes: [],
-  });
+  await keepImageOfOneGb(s, session.id, 'ckp_big00003');
   assert.equal((await s.checkpoints.create(s.caller, session.id, 'full')).kind, 'full', '400 MB counted: under half');
   await assert.rejects(s.checkpoints.create(s.caller, session.id, 'full'), { code: 'QUOTA_EXCEEDED' });
 });
