@@ -24,6 +24,7 @@
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
@@ -176,7 +177,7 @@ async function measureLevel(level, pool) {
   // Idle: only heartbeats and maintenance (one tick of each control plane at least).
   const backlog = await drainBacklog(pool.active.length);
   const watch = watchOverdue();
-  const idle = await measured(() => new Promise((resolve) => setTimeout(resolve, 10_000)));
+  const idle = await measured(() => sleep(10_000));
   const overhead = await execOverhead(pool);
   const mix = await measured(() => runMix(api, sim, pool, { rate: settings.rate, durationSec: settings.durationSec }));
   const overdue = await watch.end();
@@ -317,7 +318,7 @@ async function drainBacklog(active) {
   let overdue = await overdueNow();
   const limit = Math.max(10, active / 100);
   while (overdue.sessions > limit && performance.now() - started < 600_000) {
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    await sleep(2000);
     overdue = await overdueNow();
   }
   const sec = (performance.now() - started) / 1000;
@@ -339,7 +340,7 @@ function watchOverdue() {
       worst.samples++;
       worst.sessions = Math.max(worst.sessions, now.sessions);
       worst.lateSec = Math.max(worst.lateSec, now.lateSec);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await sleep(1000);
     }
   })();
   return {
@@ -368,7 +369,7 @@ async function killControlPlane() {
     const until = performance.now() + ms;
     while (performance.now() < until) {
       passes.push(...(await scrapeMaintenance()).map((m, i) => ({ controlPlane: i + 1, atSec: (performance.now() - killedAt) / 1000, ...m })));
-      await new Promise((resolve) => setTimeout(resolve, 2000));
+      await sleep(2000);
     }
     return watch.end();
   };
@@ -485,7 +486,7 @@ async function waitFor(check, timeoutMs, what) {
   const until = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
 }
 

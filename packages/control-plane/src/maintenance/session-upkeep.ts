@@ -6,7 +6,7 @@ import type { NodeDirectory } from '../cluster/node-directory.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
 import type { CheckpointRow, SessionRow, Store } from '../store/store.js';
-import { type SessionFacts, idleForMs, nextDueAt, sessionDue } from './session-policy.js';
+import { type SessionDue, type SessionFacts, idleForMs, nextDueAt, sessionDue } from './session-policy.js';
 
 export interface SessionUpkeepDeps {
   store: Store;
@@ -46,12 +46,12 @@ export class SessionUpkeep {
   async upkeep(row: SessionRow, running: Set<string>): Promise<number | null> {
     const checkpoints = await this.checkpointsOf(row);
     let facts = this.facts(row, running, checkpoints);
-    let due = sessionDue(facts, this.deps.now(), this.deps.fullCheckpointPauseShare);
+    let due = this.due(facts);
     if (due.action === 'undo-start' || due.action === 'confirm-gone') {
       if (await this.reconcile(row, due.action)) return null;
       // The node still runs it after all (the list was read before this session's turn).
       facts = { ...facts, sandboxListed: true };
-      due = sessionDue(facts, this.deps.now(), this.deps.fullCheckpointPauseShare);
+      due = this.due(facts);
     }
     if (due.action === 'expire') {
       this.deps.log(`session ${row.id} reached its timeout: ${await this.deps.pauser.expireLocked(row)}`);
@@ -64,7 +64,7 @@ export class SessionUpkeep {
     // What this visit took or found (a volume unchanged, a full checkpoint needless) counts from now.
     const taken = due.action === 'checkpoint' && (await this.checkpointIfNeeded(row, due.full, due.fs, facts.newestId));
     const after = taken ? await this.checkpointsOf(row) : checkpoints;
-    return nextDueAt(this.facts(row, running, after), this.deps.now(), this.deps.fullCheckpointPauseShare);
+    return this.nextVisit(row, running, after);
   }
 
   /**
@@ -77,17 +77,27 @@ export class SessionUpkeep {
   async look(row: SessionRow, running: Set<string>): Promise<number | null> {
     const checkpoints = await this.checkpointsOf(row);
     const facts = this.facts(row, running, checkpoints);
-    const due = sessionDue(facts, this.deps.now(), this.deps.fullCheckpointPauseShare);
+    const due = this.due(facts);
     if (due.action === 'checkpoint' ? await this.checkpointToTake(row, due.full, due.fs, facts.newestId) : due.action !== 'none') return null;
     // What it found (a volume unchanged, a full checkpoint needless) counts from now.
-    return nextDueAt(this.facts(row, running, checkpoints), this.deps.now(), this.deps.fullCheckpointPauseShare);
+    return this.nextVisit(row, running, checkpoints);
   }
 
   /** Only the reconciliation: run before the control plane serves its first call. */
   async reconcileOnly(row: SessionRow, running: Set<string>): Promise<void> {
     // Reconciliation looks at no checkpoint: none is read.
-    const due = sessionDue(this.facts(row, running, []), this.deps.now(), this.deps.fullCheckpointPauseShare);
+    const due = this.due(this.facts(row, running, []));
     if (due.action === 'undo-start' || due.action === 'confirm-gone') await this.reconcile(row, due.action);
+  }
+
+  /** What the policy says is due now. */
+  private due(facts: SessionFacts): SessionDue {
+    return sessionDue(facts, this.deps.now(), this.deps.fullCheckpointPauseShare);
+  }
+
+  /** When the session's next visit is due, from its facts as they are now (with what this visit found). */
+  private nextVisit(row: SessionRow, running: Set<string>, checkpoints: CheckpointRow[]): number {
+    return nextDueAt(this.facts(row, running, checkpoints), this.deps.now(), this.deps.fullCheckpointPauseShare);
   }
 
   /** The session's checkpoints, read only when it has a running sandbox: the only case the policy looks at them. */

@@ -5,6 +5,7 @@ import { CreateQueue } from './create-queue.js';
 import { InFlight } from './in-flight.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { Store } from '../store/store.js';
+import { RecentUsage } from './recent-usage.js';
 import { TokenBuckets } from './token-buckets.js';
 
 export interface TenantLimitOptions {
@@ -50,19 +51,6 @@ export const limitSettings: Record<TenantLimitName, string> = {
 const gb = 1024 ** 3;
 
 /**
- * How long a tenant's count of sessions or sum of checkpoint storage (each a read of all its rows)
- * stands while the tenant is far below its maximum (other control planes' additions are seen at the
- * next read).
- */
-const usageReadMs = 1000;
-
-/** Remembers a tenant's usage as read; reads older than `usageReadMs` are of no use, so with many tenants they go all at once. */
-function remember<T>(reads: Map<string, T>, tenantId: string, read: T): void {
-  if (reads.size >= 10_000) reads.clear();
-  reads.set(tenantId, read);
-}
-
-/**
  * Holds every tenant to its limits, so one tenant cannot take what the platform has for all: what it
  * keeps (sessions, checkpoint storage: QUOTA_EXCEEDED, 403) and what it does at once or per second
  * (calls, streams, creations: TOO_MANY_REQUESTS, 429 with Retry-After). Every refusal names the
@@ -77,11 +65,10 @@ export class TenantLimits {
   private readonly rate: TokenBuckets;
   private readonly createQueue = new CreateQueue();
 
-  private readonly now: () => number;
   /** Tenants' session counts as last read, with what this control plane created since (`checkSessions`). */
-  private readonly sessionCounts = new Map<string, { sessions: number; at: number }>();
-  /** Tenants' checkpoint storage as last read (`checkCheckpointStorage`). */
-  private readonly checkpointBytes = new Map<string, { used: number; at: number }>();
+  private readonly sessionCounts: RecentUsage;
+  /** Tenants' checkpoint storage as last read, with the images allowed since at their largest (`checkCheckpointStorage`). */
+  private readonly checkpointBytes: RecentUsage;
 
   constructor(
     private readonly auth: Authenticator,
@@ -92,7 +79,8 @@ export class TenantLimits {
     /** How many control planes share the limits (the roster's size; 1 alone). */
     private readonly replicas: () => number = () => 1,
   ) {
-    this.now = now;
+    this.sessionCounts = new RecentUsage(now);
+    this.checkpointBytes = new RecentUsage(now);
     this.rate = new TokenBuckets(options.requestsPerSec, options.requestsPerSec * 2, now, () => 1 / this.replicas());
   }
 
@@ -190,16 +178,12 @@ export class TenantLimits {
     // Far below its maximum (under half, counted within the last second), a tenant's sessions are
     // not counted again (the count reads all its rows). Each check is for new sessions: `adding`,
     // or the one its caller just inserted.
-    const known = this.sessionCounts.get(tenantId);
-    if (known && this.now() - known.at < usageReadMs && known.sessions + Math.max(adding, 1) <= max / 2) {
-      known.sessions += Math.max(adding, 1);
-      return;
-    }
+    if (this.sessionCounts.stands(tenantId, Math.max(adding, 1), max / 2)) return;
     const sessions = await this.store.countSessions(tenantId);
     if (sessions + adding > max) {
       throw this.refusal('sessions', max, `${max} sessions; delete some (their checkpoints go with them)`);
     }
-    remember(this.sessionCounts, tenantId, { sessions: sessions + adding, at: this.now() });
+    this.sessionCounts.record(tenantId, sessions + adding);
   }
 
   /**
@@ -209,13 +193,9 @@ export class TenantLimits {
    */
   async checkCheckpointStorage(tenantId: string, upToBytes: number): Promise<void> {
     const max = this.options.maxCheckpointGb * gb;
-    const known = this.checkpointBytes.get(tenantId);
-    if (known && this.now() - known.at < usageReadMs && known.used + upToBytes <= max / 2) {
-      known.used += upToBytes;
-      return;
-    }
+    if (this.checkpointBytes.stands(tenantId, upToBytes, max / 2)) return;
     const used = await this.store.checkpointBytes(tenantId);
-    remember(this.checkpointBytes, tenantId, { used: used + upToBytes, at: this.now() });
+    this.checkpointBytes.record(tenantId, used + upToBytes);
     if (used >= max) {
       throw this.refusal(
         'checkpointStorageBytes',
