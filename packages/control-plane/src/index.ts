@@ -7,6 +7,7 @@ export { NodeClient } from './cluster/node-client.js';
 export { SecretCipher } from './store/secret-cipher.js';
 export { type KeyWrap, secretsKeyWrap } from './checkpoints/data-keys.js';
 export { ClusterCa, createClusterCa } from './tenants/cluster-ca.js';
+export { placementViewMs } from './cluster/node-directory.js';
 export { ControlPlaneCertificate, type ClusterTls } from './tenants/control-plane-certificate.js';
 export { plainNodeApiRefusal } from './cluster/plain-node-api.js';
 export { controlPlaneSettings, readControlPlaneSettings, defaultControlPlaneSettings, secretsKeyFileOf, type ControlPlaneSettings } from './settings.js';

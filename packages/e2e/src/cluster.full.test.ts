@@ -8,7 +8,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { after, before, test } from 'node:test';
 import type { LocalCluster } from '@space/cli';
 import { Api } from './client.js';
-import { ClusterCa } from '@space/control-plane';
+import { ClusterCa, placementViewMs } from '@space/control-plane';
 import { CONTROL_PLANE_CERTIFICATE_NAME, ErrorCode, nodeRoutes } from '@space/protocol';
 import { Upstream, makeTestCertificates, makeTestClientCertificate } from '@space/server-kit';
 import { nodeClientOf, smallCluster } from './harness/small-cluster.js';
@@ -83,6 +83,9 @@ test('sessions are spread over the nodes and served through either control plane
     const session = await apis[i % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
     sessions.push(session.id);
     await apis[(i + 1) % 2]!.exec(session.id, ['sh', '-c', `echo ${session.id} > /tmp/who`]);
+    // Each control plane places from its view of the nodes, read at most once in `placementViewMs`:
+    // the other's placements are in it from the next read on.
+    await pause(placementViewMs);
   }
   const view = await nodes(apis[1]!);
   assert.deepEqual(
