@@ -104,6 +104,10 @@ for (const engine of engines.all) {
       'oldest first',
     );
     assert.equal(await store.countSessions('tn_a'), 2);
+    assert.equal(await store.countSessions('tn_b'), 0);
+    await store.deleteSession('ses_0');
+    assert.equal(await store.countSessions('tn_a'), 1, 'the count follows deletes');
+    await store.insertSession(session('ses_0', 'tn_a', '2025-12-31T23:59:59.999Z'));
     await store.updateSession('ses_1', { status: 'stopped', sandboxId: null, resumeNote: 'went back' });
     const reopened = await engine.open('sessions');
     const again = await reopened.getSession('tn_a', 'ses_1');
@@ -396,6 +400,9 @@ for (const engine of engines.all) {
     await store.insertCheckpoint(checkpoint('ckp_full2', 'ses_p', 'tn_a', 1_000));
     assert.equal(await store.checkpointBytes('tn_a'), 5_000_001_000);
     assert.equal(await store.checkpointBytes('tn_none'), 0);
+    await store.deleteCheckpoint('ckp_full2');
+    assert.equal(await store.checkpointBytes('tn_a'), 5_000_000_000, 'the sum follows deletes');
+    await store.insertCheckpoint(checkpoint('ckp_full2', 'ses_p', 'tn_a', 1_000));
     assert.equal((await store.getCheckpoint('tn_a', 'ckp_full'))?.sizeBytes, 5_000_000_000);
     assert.equal(await store.getCheckpoint('tn_b', 'ckp_full'), null);
     assert.deepEqual([...(await store.knownCheckpoints(['ckp_fs', 'ckp_none']))], ['ckp_fs']);
@@ -608,6 +615,7 @@ test('sqlite: a file from before versioned migrations is brought up to date and 
   try {
     const row = await store.getSession('tn_old', 'ses_old');
     assert.deepEqual([row?.onResume, row?.egress.mode, row?.checkpointIntervalSec, row?.secrets], ['processes', 'allow-all', 60, []]);
+    assert.equal(await store.countSessions('tn_old'), 1, 'the tenant counts start from the rows there were');
     await store.insertTemplateVersion({ id: 'tpl_new', tenantId: 'tn_old', name: 't', fromCheckpoint: 'ckp', nodeId: null, createdAt: '', config: null });
   } finally {
     await store.close();

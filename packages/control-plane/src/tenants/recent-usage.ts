@@ -1,6 +1,6 @@
 /**
- * How long a tenant's usage as read (a count of its sessions, a sum of its checkpoint storage: each
- * a read of all its rows) stands while the tenant is far below its maximum; other control planes'
+ * How long a tenant's usage as read (its count of sessions or its checkpoint storage, as the
+ * database keeps them in `tenant_usage`) stands while the tenant is far below its maximum; other control planes'
  * additions are seen at the next read.
  */
 const usageReadMs = 1000;
@@ -16,7 +16,7 @@ export class RecentUsage {
 
   /**
    * Whether the tenant's usage read within `usageReadMs`, with `growth` more, stays within `ceiling`:
-   * then `growth` is counted on and the caller need not read the store.
+   * then `growth` is counted on and the caller need not read the store (a statement saved per creation).
    */
   stands(tenantId: string, growth: number, ceiling: number): boolean {
     const known = this.reads.get(tenantId);

@@ -176,7 +176,7 @@ export class TenantLimits {
   async checkSessions(tenantId: string, adding = 0): Promise<void> {
     const max = this.options.maxSessions;
     // Far below its maximum (under half, counted within the last second), a tenant's sessions are
-    // not counted again (the count reads all its rows). Each check is for new sessions: `adding`,
+    // not read again (one statement per creation saved). Each check is for new sessions: `adding`,
     // or the one its caller just inserted.
     if (this.sessionCounts.stands(tenantId, Math.max(adding, 1), max / 2)) return;
     const sessions = await this.store.countSessions(tenantId);
