@@ -311,7 +311,8 @@ export class SqlStore implements Store {
   }
 
   async countSessions(tenantId: string): Promise<number> {
-    return Number((await this.db.get<{ n: number }>('SELECT sessions AS n FROM tenant_usage WHERE tenant_id = ?', [tenantId]))?.n ?? 0);
+    // Number: PostgreSQL's SUM of a BIGINT is NUMERIC, which its driver hands over as a string.
+    return Number((await this.db.get<{ n: number }>('SELECT COALESCE(SUM(sessions), 0) AS n FROM tenant_usage WHERE tenant_id = ?', [tenantId]))?.n ?? 0);
   }
 
   async updateSession(id: string, patch: SessionPatch): Promise<void> {
@@ -420,8 +421,9 @@ export class SqlStore implements Store {
   }
 
   async checkpointBytes(tenantId: string): Promise<number> {
-    // Number: PostgreSQL's driver hands a BIGINT over as a string.
-    return Number((await this.db.get<{ n: number }>('SELECT checkpoint_bytes AS n FROM tenant_usage WHERE tenant_id = ?', [tenantId]))?.n ?? 0);
+    return Number(
+      (await this.db.get<{ n: number }>('SELECT COALESCE(SUM(checkpoint_bytes), 0) AS n FROM tenant_usage WHERE tenant_id = ?', [tenantId]))?.n ?? 0,
+    );
   }
 
   async listCheckpoints(sessionId: string): Promise<CheckpointRow[]> {
