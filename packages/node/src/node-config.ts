@@ -117,6 +117,7 @@ export async function resolveNodeConfig(
       templates: settings.poolTemplates,
       maxMemoryMb: settings.poolMaxMemoryMb,
       sandboxMemoryMb: settings.poolSandboxMemoryMb,
+      demandMemoryMs: settings.poolDemandMemorySec * 1000,
       refillDelayMs: settings.poolRefillDelayMs,
       templateImages: settings.templateImages,
     },

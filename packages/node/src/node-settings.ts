@@ -74,6 +74,11 @@ export const nodeSettings = {
     min: 0,
     doc: 'what one idle pooled sandbox counts for in that budget, MB (bench/footprint.mjs measures it)',
   }),
+  poolDemandMemorySec: setting.integer('SPACE_POOL_DEMAND_MEMORY_SEC', {
+    default: 600,
+    min: 0,
+    doc: 'how long the pool remembers a burst of creates (the most within a minute), fading out: a repeat within it finds that many ready, within the budget',
+  }),
   poolRefillDelayMs: setting.integer('SPACE_POOL_REFILL_DELAY_MS', {
     default: 500,
     min: 0,

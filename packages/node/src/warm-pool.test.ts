@@ -44,9 +44,9 @@ async function until(check: () => boolean, ms = 2000): Promise<void> {
   assert.ok(check(), 'condition not reached in time');
 }
 
-function pool(sandboxes: FakeSandboxes, size = 2, adaptive: { maxMemoryMb: number; demandWindowMs?: number } = { maxMemoryMb: 0 }) {
+function pool(sandboxes: FakeSandboxes, size = 2, adaptive: { maxMemoryMb: number; demandWindowMs?: number; demandMemoryMs?: number } = { maxMemoryMb: 0 }) {
   return new WarmPool(
-    { size, templates: ['tiny'], refillDelayMs: 1, templateImages: false, sandboxMemoryMb: 100, ...adaptive },
+    { size, templates: ['tiny'], refillDelayMs: 1, templateImages: false, sandboxMemoryMb: 100, demandMemoryMs: 0, ...adaptive },
     sandboxes,
     null,
     consoleLogger('pool-test', true),
@@ -124,6 +124,21 @@ test('the pool sizes itself: it grows to the recent demand within the memory bud
   await until(() => warm.sizes().tiny === 1, 3000);
   assert.equal(warm.target('tiny'), 1, 'demand gone: back to the minimum');
   assert.ok(sandboxes.discarded.length >= 5, 'the extra sandboxes were discarded');
+  await warm.stop();
+});
+
+test('a burst is remembered past its window and fades out over the memory, so a repeat finds the pool ready', async () => {
+  const sandboxes = new FakeSandboxes();
+  // Budget for 6; a burst is what comes within 300 ms, remembered for 1.5 s.
+  const warm = pool(sandboxes, 1, { maxMemoryMb: 600, demandWindowMs: 300, demandMemoryMs: 1500 });
+  warm.start();
+  await until(() => warm.sizes().tiny === 1);
+  for (let i = 0; i < 5; i++) warm.take(request('tiny'));
+  await until(() => warm.sizes().tiny === 5);
+  await pause(500);
+  assert.equal(warm.sizes().tiny, 5, 'a window after the burst, still ready for it');
+  await until(() => warm.sizes().tiny < 5 && warm.sizes().tiny > 1, 1500);
+  await until(() => warm.sizes().tiny === 1, 3000);
   await warm.stop();
 });
 

@@ -13,8 +13,10 @@ export interface WarmPoolConfig {
   maxMemoryMb: number;
   /** Host memory one idle pooled sandbox takes, for the budget (`SPACE_POOL_SANDBOX_MEMORY_MB`; measured by bench/footprint.mjs). */
   sandboxMemoryMb: number;
-  /** How far back demand counts (default 60 s): the pool keeps as many ready as were asked for in that time. */
+  /** What counts as one burst of demand (default 60 s): the pool keeps as many ready as were asked for in that time. */
   demandWindowMs?: number;
+  /** How long a burst is remembered, fading out (`SPACE_POOL_DEMAND_MEMORY_SEC`, default 600 s): a repeat within it finds the pool ready. */
+  demandMemoryMs: number;
   /**
    * Templates with a pool (`SPACE_POOL_TEMPLATES`, default every template prepared at start). A
    * tenant's template version (`tpl_…`) gets one too, from its first demand, while the pool sizes
@@ -46,8 +48,8 @@ const defaultDemandWindowMs = 60_000;
  * Ready sandboxes per template (agent up, network set, fresh hostname and machine id), handed to
  * new sessions in a few milliseconds instead of a boot (the SandboxStarter takes one and claims it
  * for the session). The pool sizes itself: it keeps at least `size` per template, and as many as
- * sessions asked for in the last demand window, within the memory budget; it shrinks back when
- * demand falls. Refilled one sandbox at a time, with a pause between boots while the pool is at
+ * the largest recent burst of demand asked for (`PoolDemand`), within the memory budget; it shrinks
+ * back, a window at a time, as the burst fades from memory. Refilled one sandbox at a time, with a pause between boots while the pool is at
  * least half full, so a refill cannot take both cores from running sandboxes but keeps up with a
  * burst. Before the first pooled sandbox of a template, its memory image is built (`images`): the
  * fallback when the pool is empty.
@@ -72,7 +74,7 @@ export class WarmPool {
     for (const template of config.templates) this.ready.set(template, []);
     this.configured = new Set(config.templates);
     this.demandWindowMs = config.demandWindowMs ?? defaultDemandWindowMs;
-    this.demand = new PoolDemand(this.demandWindowMs);
+    this.demand = new PoolDemand(this.demandWindowMs, config.demandMemoryMs);
   }
 
   /** Starts filling the pools in the background. */
@@ -93,8 +95,9 @@ export class WarmPool {
   }
 
   /**
-   * How many ready sandboxes the template should have now: its recent demand within the memory
-   * budget, at least `size` for a configured template (none for a tenant's one nobody asks for).
+   * How many ready sandboxes the template should have now: the burst its recent demand asks to be
+   * ready for, within the memory budget, at least `size` for a configured template (none for a
+   * tenant's one nobody asks for).
    */
   target(template: string): number {
     const { size, maxMemoryMb, sandboxMemoryMb } = this.config;
@@ -102,7 +105,7 @@ export class WarmPool {
     if (maxMemoryMb <= 0) return size;
     const others = [...this.ready].reduce((n, [t, ids]) => (t === template ? n : n + ids.length), 0);
     const room = Math.floor(maxMemoryMb / Math.max(1, sandboxMemoryMb)) - others;
-    return Math.max(this.configured.has(template) ? size : 0, Math.min(this.demand.recent(template), room));
+    return Math.max(this.configured.has(template) ? size : 0, Math.min(this.demand.burst(template), room));
   }
 
   /** A tenant's template version asked for: pooled from now on while the pool sizes itself (null otherwise). */
@@ -193,7 +196,7 @@ export class WarmPool {
     }
   }
 
-  /** Once demand has had a window to fall, discards ready sandboxes beyond each template's target. */
+  /** A window after the last take (and every window while above the minimum), discards ready sandboxes beyond each template's target. */
   private trimLater(): void {
     if (this.trimTimer || this.config.maxMemoryMb <= 0) return;
     this.trimTimer = setTimeout(() => {
