@@ -151,7 +151,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     now,
     log,
   });
-  const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper, volumes);
+  const checkpoints = new SessionCheckpointService(store, nodes, sessions, taker, metrics, limits, shipper, volumes, egress);
   const keepAutomatic = settings.checkpointKeep;
   const pauser = new SessionPauser({ store, nodes, sessions, checkpoints, metrics, keepAutomatic, now });
   const cells = new CellCheckpoints({ sessions, checkpoints, activity, keepAutomatic, log, now });

@@ -74,7 +74,7 @@ describe('credential gateway and egress policy', () => {
   };
 
   // Registered first, so it runs before the platform stops (the data directory outlives the suite).
-  after(() => api?.call('DELETE', '/v1/secrets/API_TOKEN'));
+  after(() => Promise.all(['API_TOKEN', 'API_TOKEN_RO'].map((name) => api?.call('DELETE', `/v1/secrets/${name}`))));
   platformForSuite(sessions, (p, a) => ((platform = p), (api = a)), { upstream });
 
   test('secrets: the upstream gets the value, the sandbox only ever sees the placeholder', { timeout: 300_000 }, async () => {
@@ -166,6 +166,38 @@ describe('credential gateway and egress policy', () => {
     assert.deepEqual(child.secrets, ['API_TOKEN']);
     assert.equal((await curl(child.id, `https://api.test.space/echo -H "Authorization: Bearer $API_TOKEN"`)).status, 200);
     assert.equal(upstream.last().headers.authorization, `Bearer ${value}`);
+
+    // A fork with a token of its own under the same name: the placeholder its processes hold from
+    // the parent's memory stands for the fork's value in its gateway, never the parent's.
+    const readOnly = `${value}-read-only`;
+    assert.equal((await api.call('PUT', '/v1/secrets/API_TOKEN_RO', { value: readOnly, hosts: ['api.test.space'] })).status, 200);
+    const own = await api.call('POST', `/v1/checkpoints/${full.body.id}/fork`, { count: 1, secrets: [{ name: 'API_TOKEN', secret: 'API_TOKEN_RO' }] });
+    assert.equal(own.status, 201, JSON.stringify(own.body));
+    const scoped = own.body.sessions[0];
+    sessions.push(scoped.id);
+    assert.deepEqual(scoped.secrets, [{ name: 'API_TOKEN', secret: 'API_TOKEN_RO' }]);
+    assert.equal((await sh(scoped.id, 'printf %s "$API_TOKEN"')).stdout, placeholder);
+    assert.equal((await sh(scoped.id, 'cat /tmp/placeholder-copy')).stdout, placeholder, "the parent's placeholder, as its files and memory hold it");
+    assert.equal((await curl(scoped.id, `https://api.test.space/echo -H "Authorization: Bearer $(cat /tmp/placeholder-copy)"`)).status, 200);
+    assert.equal(upstream.last().headers.authorization, `Bearer ${readOnly}`);
+
+    // Revoked from the first fork only: its next request carries the bare placeholder; the parent
+    // and the other fork keep theirs.
+    const revoked = await api.call('DELETE', `/v1/sessions/${child.id}/secrets/API_TOKEN`);
+    assert.equal(revoked.status, 200, JSON.stringify(revoked.body));
+    assert.deepEqual(revoked.body.secrets, []);
+    assert.equal((await curl(child.id, `https://api.test.space/echo -H "Authorization: Bearer $(cat /tmp/placeholder-copy)"`)).status, 200);
+    assert.equal(upstream.last().headers.authorization, `Bearer ${placeholder}`);
+    assert.equal((await curl(session.id, `https://api.test.space/echo -H "Authorization: Bearer $API_TOKEN"`)).status, 200);
+    assert.equal(upstream.last().headers.authorization, `Bearer ${value}`);
+    assert.equal((await curl(scoped.id, `https://api.test.space/echo -H "Authorization: Bearer $API_TOKEN"`)).status, 200);
+    assert.equal(upstream.last().headers.authorization, `Bearer ${readOnly}`);
+    const scopedAudit = await api.call('GET', `/v1/sessions/${scoped.id}/egress/audit?limit=50`);
+    assert.ok(!JSON.stringify(scopedAudit.body).includes(readOnly));
+    assert.ok(
+      scopedAudit.body.entries.every((e: any) => e.secrets.join() === 'API_TOKEN'),
+      'its own audit log',
+    );
 
     // The audit log names the secret, never its value.
     const audit = await api.call('GET', `/v1/sessions/${session.id}/egress/audit?limit=50`);

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 
 import { EnvSchema } from './common.js';
+import { SecretGrantsSchema } from './egress.js';
 
 export const CheckpointKindSchema = z.enum(['fs', 'full']);
 export type CheckpointKind = z.infer<typeof CheckpointKindSchema>;
@@ -54,7 +55,17 @@ export const CheckpointListSchema = z.object({ checkpoints: z.array(CheckpointSc
 export const PauseResultSchema = z.object({ checkpoint: CheckpointSchema }).strict();
 export type PauseResult = z.infer<typeof PauseResultSchema>;
 
-export const ForkRequestSchema = z.object({ count: z.number().int().min(1).max(16).default(1) }).strict();
+export const ForkRequestSchema = z
+  .object({
+    count: z.number().int().min(1).max(16).default(1),
+    /**
+     * The forks' secrets, instead of their parent's (the default): fewer, or others under the same
+     * env var names (`{name, secret}`). A name the parent had keeps its placeholder, so a memory
+     * fork's processes, which hold the parent's placeholders, get the fork's grant, never the parent's.
+     */
+    secrets: SecretGrantsSchema.optional(),
+  })
+  .strict();
 export const RestoreRequestSchema = z
   .object({
     checkpointId: z.string().min(1).max(64),

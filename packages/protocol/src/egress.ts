@@ -52,6 +52,31 @@ export const SecretNameSchema = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'secret names are env var names: letters, digits and _, not starting with a digit');
 
+/**
+ * A secret a session may use, as requests give it and sessions show it: a name grants the tenant's
+ * secret of that name (env var NAME holds its placeholder); `{name, secret}` gives env var `name`
+ * the value and hosts of the tenant's secret `secret` (a fork with a read-only token under the name
+ * its processes already use).
+ */
+export const SecretGrantSchema = z.union([SecretNameSchema, z.object({ name: SecretNameSchema, secret: SecretNameSchema }).strict()]);
+export type SecretGrantInput = z.infer<typeof SecretGrantSchema>;
+/** A grant as the platform works with it: env var `name`, tenant secret `secret`. */
+export interface SecretGrant {
+  name: string;
+  secret: string;
+}
+
+export const grantOf = (grant: SecretGrantInput): SecretGrant => (typeof grant === 'string' ? { name: grant, secret: grant } : grant);
+/** A grant as the API shows it: a plain name when env var and secret have the same name. */
+export const grantShown = ({ name, secret }: SecretGrant): SecretGrantInput => (name === secret ? name : { name, secret });
+
+/** A session's grants: at most 64, each env var once. */
+export const SecretGrantsSchema = z
+  .array(SecretGrantSchema)
+  .max(64)
+  .transform((grants) => grants.map(grantOf))
+  .refine((grants) => new Set(grants.map((g) => g.name)).size === grants.length, 'secret names must not repeat');
+
 export const PutSecretRequestSchema = z
   .object({
     // No CR or LF: the value goes into HTTP headers.

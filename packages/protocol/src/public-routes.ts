@@ -382,6 +382,13 @@ const egressRoutes: PublicRoute[] = [
     response: SessionSchema,
   },
   {
+    method: 'DELETE',
+    path: '/v1/sessions/:sessionId/secrets/:name',
+    summary:
+      "Revoke a secret from this session only (its parent, forks and the tenant's secret keep theirs): its gateway injects it no more from the next request. Idempotent: again after a 503 to make sure the node has it.",
+    response: SessionSchema,
+  },
+  {
     method: 'GET',
     path: '/v1/sessions/:sessionId/egress/audit',
     summary: 'The newest egress requests of the session through the gateway, oldest first.',

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { EnvSchema, SandboxPathSchema } from './common.js';
 import { CommandSchema } from './exec.js';
 import { PreviewPortSchema } from './ports.js';
-import { EgressPolicySchema, SecretNameSchema } from './egress.js';
+import { EgressPolicySchema, SecretGrantSchema, SecretGrantsSchema } from './egress.js';
 import { VolumeMountListSchema, VolumeMountSchema } from './volumes.js';
 
 export const TemplateNameSchema = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'template names are lowercase letters, digits and dashes');
@@ -78,12 +78,11 @@ export const CreateSessionRequestSchema = z
     env: EnvSchema.default({}),
     resources: ResourcesSchema.default({}),
     metadata: MetadataSchema.default({}),
-    /** Secrets of the tenant the sandbox may use: each name becomes an env var holding its placeholder. */
-    secrets: z
-      .array(SecretNameSchema)
-      .max(64)
-      .default([])
-      .refine((names) => new Set(names).size === names.length, 'secret names must not repeat'),
+    /**
+     * Secrets of the tenant the sandbox may use: each name becomes an env var holding its
+     * placeholder; `{name, secret}` puts the secret `secret` under env var `name`.
+     */
+    secrets: SecretGrantsSchema.default([]),
     /** What the sandbox may reach outside; changeable later with PUT /v1/sessions/:id/egress. */
     egress: EgressPolicySchema.default({}),
     /** Seconds between automatic filesystem checkpoints while a sandbox runs; 0 turns them off. */
@@ -156,7 +155,7 @@ export const SessionSchema = z
     env: z.record(z.string()),
     resources: ResourcesSchema,
     metadata: z.record(z.string()),
-    secrets: z.array(z.string()),
+    secrets: z.array(SecretGrantSchema),
     egress: EgressPolicySchema,
     checkpointIntervalSec: z.number().int(),
     fullCheckpointIntervalSec: z.number().int(),

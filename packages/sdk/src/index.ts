@@ -39,6 +39,7 @@ export type {
   ProcessListData,
   EgressPolicy,
   SecretData,
+  SecretGrant,
   EgressAuditEntry,
   TenantLimitsData,
   NodeData,

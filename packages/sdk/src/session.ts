@@ -326,6 +326,11 @@ export class SessionHandle {
     return this.withData(await this.t.json<SessionData>('PUT', `${this.base}/egress`, { ...opts, json: policy }));
   }
 
+  /** Takes the secret under env var `name` from this session only; its gateway injects it no more from the next request. */
+  async revokeSecret(name: string, opts: CallOptions = {}): Promise<Session> {
+    return this.withData(await this.t.json<SessionData>('DELETE', `${this.base}/secrets/${encodeURIComponent(name)}`, opts));
+  }
+
   /** The newest `limit` (default 100) requests the sandbox sent out, oldest first. */
   async egressLog(opts: CallOptions & { limit?: number } = {}): Promise<EgressAuditEntry[]> {
     const { limit, ...call } = opts;

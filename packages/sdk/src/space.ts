@@ -11,6 +11,7 @@ import type {
   NodeData,
   JoinTokenData,
   SecretData,
+  SecretGrant,
   SessionData,
   TemplateData,
   TemplateBuildData,
@@ -35,7 +36,8 @@ export class Space {
   };
   readonly checkpoints: {
     /** `count` new sessions from a checkpoint, each with a parent link. */
-    fork(checkpointId: string, options?: { count?: number } & CallOptions): Promise<Session[]>;
+    /** `count` sessions from the checkpoint, with its session's secrets or `secrets` instead (fewer, or others under the same names). */
+    fork(checkpointId: string, options?: { count?: number; secrets?: SecretGrant[] } & CallOptions): Promise<Session[]>;
     /** A checkpoint's files as they were, read without a sandbox: `await space.checkpoints.files(id).read('app/config.yaml')`. */
     files(checkpointId: string): CheckpointFiles;
     /** One page of what differs from checkpoint `from` to `to` (one lineage), by path: pass `next` as `after` for the next. */
@@ -226,10 +228,10 @@ export class Space {
     };
     this.checkpoints = {
       async fork(checkpointId, opts = {}) {
-        const { count, ...call } = opts;
+        const { count, secrets, ...call } = opts;
         const reply = await t.json<{ sessions: SessionData[] }>('POST', `/v1/checkpoints/${encodeURIComponent(checkpointId)}/fork`, {
           ...call,
-          json: { count: count ?? 1 },
+          json: { count: count ?? 1, ...(secrets ? { secrets } : {}) },
         });
         return reply.sessions.map((d) => new Session(t, d));
       },

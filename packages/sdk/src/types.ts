@@ -27,8 +27,8 @@ export interface SessionData {
   publicPorts: number[];
   /** Where exec, PTYs and E2B commands run without a cwd: its template's WORKDIR, else /workspace. */
   cwd: string;
-  /** Names of the tenant's secrets the sandbox uses (each env var `NAME` holds its placeholder). */
-  secrets: string[];
+  /** The tenant's secrets the sandbox uses: each env var `NAME` holds its placeholder (see `SecretGrant`). */
+  secrets: SecretGrant[];
   egress: EgressPolicy;
   sandbox: { id: string; nodeId: string; startedAt: string } | null;
   /** The node that holds the session's volume (and runs its sandbox). */
@@ -77,10 +77,17 @@ export interface CreateSessionOptions {
   /** Ports anyone may reach through preview URLs, without a key or token. */
   publicPorts?: number[];
   /** Secrets (created with `space.secrets.set`) the sandbox may use through the gateway. */
-  secrets?: string[];
+  secrets?: SecretGrant[];
   /** What the sandbox may reach (default allow-all). */
   egress?: Partial<EgressPolicy>;
 }
+
+/**
+ * A secret a sandbox may use: `'NAME'` puts the tenant's secret NAME's placeholder in env var NAME;
+ * `{ name, secret }` puts the secret `secret` under env var `name` (a fork with a read-only token
+ * under the name its processes already use).
+ */
+export type SecretGrant = string | { name: string; secret: string };
 
 /**
  * `allow-all` (public addresses), `deny-all`, or `allow-list` of `domains` (`*.example.com` for

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { CheckpointData } from '@space/sdk';
 import { cliClient, output } from '../client.js';
+import { secretGrantsFrom } from './egress.js';
 
 const line = (c: CheckpointData): string =>
   `${c.id}  ${c.kind.padEnd(4)}  ${c.trigger.padEnd(6)} ${c.createdAt}${c.kind === 'full' ? `  memory ${((c.sizeBytes ?? 0) / 1e6).toFixed(1)} MB, paused ${c.pauseMs} ms` : ''}`;
@@ -40,10 +41,13 @@ export function registerCheckpointCommands(program: Command): void {
     .command('fork <checkpoint>')
     .description('start new sessions from a checkpoint; prints their ids')
     .option('-n, --count <n>', 'how many', (v) => Number(v), 1)
+    .option('-s, --secret <NAME[=SECRET]...>', "the forks' secrets instead of their parent's (NAME=SECRET: secret SECRET under env var NAME)")
+    .option('--no-secrets', 'the forks get no secrets')
     .option('--json', 'print JSON')
-    .action(async (checkpointId: string, opts: { count: number; json?: boolean }) => {
+    .action(async (checkpointId: string, opts: { count: number; secret?: string[]; secrets: boolean; json?: boolean }) => {
       if (!opts.json) process.stderr.write(`forking ${opts.count} session(s)…\n`);
-      const forks = await cliClient(process.env).checkpoints.fork(checkpointId, { count: opts.count });
+      const secrets = opts.secrets ? opts.secret && secretGrantsFrom(opts.secret) : [];
+      const forks = await cliClient(process.env).checkpoints.fork(checkpointId, { count: opts.count, secrets });
       output(
         Boolean(opts.json),
         forks.map((f) => f.data),

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { EgressAuditEntry, EgressPolicy } from '@space/sdk';
+import type { EgressAuditEntry, EgressPolicy, SecretGrant } from '@space/sdk';
 import { cliClient, output } from '../client.js';
 
 export interface EgressFlags {
@@ -27,6 +27,15 @@ export function policyFromFlags(flags: EgressFlags): Partial<EgressPolicy> | und
   if (flags.allowAll) return { mode: 'allow-all' };
   if (lists) return { mode: 'allow-list', domains: flags.allowDomain ?? [], cidrs: flags.allowCidr ?? [] };
   return undefined;
+}
+
+/** The secrets `--secret` flags name: `NAME`, or `NAME=SECRET` for the secret SECRET under env var NAME. */
+export function secretGrantsFrom(flags: string[]): SecretGrant[] {
+  return flags.map((flag) => {
+    const [name, secret, ...rest] = flag.split('=');
+    if (rest.length > 0 || !name || secret === '') throw new Error(`--secret ${flag}: expected NAME or NAME=SECRET`);
+    return secret === undefined ? name : { name, secret };
+  });
 }
 
 function describePolicy(policy: EgressPolicy): string {
@@ -82,6 +91,14 @@ export function registerEgressCommands(program: Command): void {
       output(Boolean(opts.json), list, () =>
         list.length ? list.map((s) => `${s.name}  ${s.hosts.join(',')}  updated ${s.updatedAt}`).join('\n') : 'no secrets',
       );
+    });
+  secrets
+    .command('revoke <session> <name>')
+    .description("take a secret from one session only (not its parent, forks or the tenant's secret); its gateway injects it no more")
+    .option('--json', 'print the session as JSON')
+    .action(async (id: string, name: string, opts: { json?: boolean }) => {
+      const session = await cliClient(process.env).sessions.handle(id).revokeSecret(name);
+      output(Boolean(opts.json), session.data, () => `revoked ${name} from ${id}`);
     });
   secrets
     .command('rm <name>')

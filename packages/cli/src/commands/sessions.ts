@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import type { SessionData } from '@space/sdk';
 import { parseVolumeFlag } from './volumes.js';
 import { cliClient, output, parseNameValues } from '../client.js';
-import { egressOptions, policyFromFlags, type EgressFlags } from './egress.js';
+import { egressOptions, policyFromFlags, secretGrantsFrom, type EgressFlags } from './egress.js';
 import { checkpointPath, listCheckpointDirectory } from './checkpoint-files.js';
 
 function line(s: SessionData): string {
@@ -13,7 +13,7 @@ function line(s: SessionData): string {
 export function registerSessionCommands(program: Command): void {
   egressOptions(program.command('create'))
     .description('create a session (and its sandbox); prints the session id')
-    .option('-s, --secret <name...>', 'secrets the sandbox may use (env var NAME holds the placeholder)', [])
+    .option('-s, --secret <NAME[=SECRET]...>', 'secrets the sandbox may use (env var NAME holds the placeholder of secret NAME, or of SECRET)', [])
     .option('-t, --template <name>', 'template: base, tiny, code-interpreter or one of yours ("space template ls")', 'base')
     .option('-e, --env <NAME=VALUE...>', 'environment variables', [])
     .option('--checkpoint-interval <sec>', 'seconds between automatic fs checkpoints (0: off)', (v) => Number(v))
@@ -58,7 +58,7 @@ export function registerSessionCommands(program: Command): void {
           idleTimeoutSec: opts.idleTimeout,
           codeCheckpointDelayMs: opts.codeCheckpointDelay,
           ...(Object.keys(resources).length === 0 ? {} : { resources }),
-          secrets: opts.secret,
+          secrets: secretGrantsFrom(opts.secret),
           egress: policyFromFlags(opts),
           volumes: opts.volume.map(parseVolumeFlag),
         });

@@ -222,8 +222,8 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   router.on('POST', '/v1/checkpoints/:checkpointId/fork', async ({ req, res, params }) => {
     const caller = await auth.authenticate(req);
-    const { count } = await readJson(req, ForkRequestSchema);
-    const forks = await deps.limits.whileCreating(caller.tenantId, count, () => checkpoints.fork(caller, params.checkpointId!, count));
+    const { count, secrets } = await readJson(req, ForkRequestSchema);
+    const forks = await deps.limits.whileCreating(caller.tenantId, count, () => checkpoints.fork(caller, params.checkpointId!, count, secrets));
     sendJson(res, 201, { sessions: forks });
   });
 
@@ -258,6 +258,13 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     const row = await sessions.row(caller, params.sessionId!);
     await deps.egress.setPolicy(row, await readJson(req, EgressPolicySchema));
     sendJson(res, 200, await sessions.get(caller, row.id));
+  });
+
+  router.on('DELETE', '/v1/sessions/:sessionId/secrets/:name', async ({ req, res, params }) => {
+    const caller = await auth.authenticate(req);
+    const name = parseWith(SecretNameSchema, params.name, 'secret name');
+    await deps.egress.revoke(await sessions.row(caller, params.sessionId!), name);
+    sendJson(res, 200, await sessions.get(caller, params.sessionId!));
   });
 
   router.on('GET', '/v1/sessions/:sessionId/egress/audit', async ({ req, res, params, url }) => {

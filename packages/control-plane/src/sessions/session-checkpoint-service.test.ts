@@ -45,3 +45,57 @@ test('retention keeps the newest automatic checkpoints of each kind, manual ones
   const left = (await s.checkpoints.list(s.caller, session.id)).map((c) => c.id);
   assert.deepEqual(left, [manual.id, keptByResume.id, autos[0]!.id, autos[2]!.id, autos[3]!.id]);
 });
+
+test("forks with secrets of their own: a name the parent had keeps its placeholder for the fork's value; revoking touches one session", async () => {
+  const s = await servicesOnFakeNode();
+  const put = (name: string, value: string) => s.egress.put(s.caller, name, { value, hosts: [`${name.toLowerCase()}.example.com`] });
+  const token = await put('TOKEN', 'v-token');
+  const readOnly = await put('TOKEN_RO', 'v-token-ro');
+  const parent = await s.create({ secrets: ['TOKEN'] });
+  const checkpoint = await s.checkpoints.create(s.caller, parent.id);
+  const injected = (sessionId: string) => s.node.egress.get(sessionId)?.secrets.map(({ name, placeholder, value }) => ({ name, placeholder, value }));
+  assert.deepEqual(injected(parent.id), [{ name: 'TOKEN', placeholder: token.placeholder, value: 'v-token' }]);
+
+  // The read-only token under the name the parent's processes know; the parent's token under another name.
+  const [fork] = await s.checkpoints.fork(s.caller, checkpoint.id, 1, [
+    { name: 'TOKEN', secret: 'TOKEN_RO' },
+    { name: 'FULL', secret: 'TOKEN' },
+  ]);
+  assert.deepEqual(fork!.secrets, [
+    { name: 'TOKEN', secret: 'TOKEN_RO' },
+    { name: 'FULL', secret: 'TOKEN' },
+  ]);
+  const [asToken, asFull] = injected(fork!.id)!;
+  assert.deepEqual(asToken, { name: 'TOKEN', placeholder: token.placeholder, value: 'v-token-ro' }, "the parent's placeholder, the fork's value");
+  assert.notEqual(asToken!.placeholder, readOnly.placeholder);
+  assert.equal(asFull!.value, 'v-token');
+  assert.ok(asFull!.placeholder.startsWith('SPACE_SECRET_FULL_') && asFull!.placeholder !== token.placeholder, 'one placeholder, one value');
+  const forkRow = await s.sessions.row(s.caller, fork!.id);
+  assert.deepEqual(await s.egress.placeholders(forkRow), { TOKEN: token.placeholder, FULL: asFull!.placeholder }, 'what its new processes see');
+  // By default a fork has its parent's secrets; none when asked.
+  const [plain, bare] = [...(await s.checkpoints.fork(s.caller, checkpoint.id, 1)), ...(await s.checkpoints.fork(s.caller, checkpoint.id, 1, []))];
+  assert.deepEqual(plain!.secrets, ['TOKEN']);
+  assert.deepEqual([bare!.secrets, injected(bare!.id)], [[], []]);
+  await assert.rejects(s.checkpoints.fork(s.caller, checkpoint.id, 1, [{ name: 'TOKEN', secret: 'NOPE' }]), { code: 'SECRET_NOT_FOUND' });
+
+  // Revoked from the fork only: the parent and the other fork keep theirs; again is harmless.
+  await s.egress.revoke(forkRow, 'TOKEN');
+  assert.deepEqual(
+    injected(fork!.id)!.map((g) => g.name),
+    ['FULL'],
+  );
+  assert.deepEqual((await s.sessions.get(s.caller, fork!.id)).secrets, [{ name: 'FULL', secret: 'TOKEN' }]);
+  await s.egress.revoke(forkRow, 'TOKEN');
+  assert.deepEqual(
+    injected(fork!.id)!.map((g) => g.name),
+    ['FULL'],
+  );
+  assert.deepEqual(injected(parent.id), [{ name: 'TOKEN', placeholder: token.placeholder, value: 'v-token' }]);
+  assert.deepEqual(
+    injected(plain!.id)!.map((g) => g.value),
+    ['v-token'],
+  );
+  // Revocations at once, each from the same stale read: every one holds.
+  await Promise.all([s.egress.revoke(forkRow, 'FULL'), s.egress.revoke(forkRow, 'TOKEN')]);
+  assert.deepEqual((await s.sessions.get(s.caller, fork!.id)).secrets, []);
+});

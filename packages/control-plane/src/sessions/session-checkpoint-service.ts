@@ -1,4 +1,5 @@
-import { ErrorCode, SpaceError, isSpaceError, type Checkpoint, type CheckpointKind, type Session } from '@space/protocol';
+import { ErrorCode, SpaceError, isSpaceError, type Checkpoint, type CheckpointKind, type SecretGrant, type Session } from '@space/protocol';
+import type { EgressService } from '../tenants/egress-service.js';
 import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { VolumeService } from './volume-service.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
@@ -31,6 +32,7 @@ export class SessionCheckpointService {
     private readonly limits: Pick<TenantLimits, 'checkSessions' | 'checkCheckpointStorage'>,
     private readonly shipper: CheckpointShipper,
     private readonly volumes: Pick<VolumeService, 'planRestore' | 'restore'>,
+    private readonly egress: Pick<EgressService, 'forkSecrets'>,
   ) {}
 
   /**
@@ -115,12 +117,16 @@ export class SessionCheckpointService {
     return (await this.store.listCheckpoints(session.id)).map(toCheckpoint);
   }
 
-  /** `count` new sessions, each on its own writable snapshot of the checkpoint, with a parent link. */
-  async fork(caller: Caller, checkpointId: string, count: number): Promise<Session[]> {
+  /**
+   * `count` new sessions, each on its own writable snapshot of the checkpoint, with a parent link;
+   * with the parent's secrets, or `secrets` instead (see `EgressService.forkSecrets`).
+   */
+  async fork(caller: Caller, checkpointId: string, count: number, secrets?: SecretGrant[]): Promise<Session[]> {
     const checkpoint = await this.checkpoint(caller, checkpointId);
     const parent = await this.sessions.row(caller, checkpoint.sessionId);
     // All or nothing: refused before any fork starts when they would not all fit.
     await this.limits.checkSessions(caller.tenantId, count);
+    const forkSecrets = await this.egress.forkSecrets(parent, secrets);
     const request = {
       template: parent.template,
       env: parent.env,
@@ -134,14 +140,16 @@ export class SessionCheckpointService {
       // A fork lives until deleted unless it is given a timeout of its own.
       onTimeout: parent.onTimeout,
       services: parent.services,
-      secrets: parent.secrets,
+      secrets: forkSecrets,
       egress: parent.egress,
       // The fork's volumes come from the checkpoint (copies of the read-write ones).
       volumes: [],
       publicPorts: parent.publicPorts,
     };
     // Started side by side; all or nothing: if one fork fails, the others are deleted again.
-    const results = await Promise.allSettled(Array.from({ length: count }, () => this.sessions.create(caller, request, { checkpoint, cwd: parent.cwd })));
+    const results = await Promise.allSettled(
+      Array.from({ length: count }, () => this.sessions.create(caller, request, { checkpoint, cwd: parent.cwd, secrets: forkSecrets })),
+    );
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     const forks = results.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     if (!failed) return forks;

@@ -1,11 +1,21 @@
 // A session's lifecycle in one unit (create, start, resume, kill, delete, a lost node) because every step runs in the session's lifecycle turn and reads the same row: over ~300 lines for that.
-import { ErrorCode, SandboxLayout, SpaceError, newId, type CreateSessionRequest, type Resources, type SandboxMetrics, type Session } from '@space/protocol';
+import {
+  ErrorCode,
+  SandboxLayout,
+  SpaceError,
+  grantShown,
+  newId,
+  type CreateSessionRequest,
+  type Resources,
+  type SandboxMetrics,
+  type Session,
+} from '@space/protocol';
 import type { Authenticator, Caller } from '../tenants/auth.js';
 import type { Activity } from './activity.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
-import type { CheckpointRow, SandboxHistoryRow, SessionLeaseRow, SessionRow, Store } from '../store/store.js';
+import type { CheckpointRow, SandboxHistoryRow, SessionLeaseRow, SessionRow, SessionSecret, Store } from '../store/store.js';
 import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { SessionMover } from './session-mover.js';
@@ -65,9 +75,13 @@ export class SessionService {
    * checkpoint first instead of from the template, while the checkpoint's session is held so that
    * it cannot be restored or deleted under the copy; it keeps its parent's working directory.
    */
-  async create(caller: Caller, request: CreateSessionRequest, fork: { checkpoint: CheckpointRow; cwd: string | null } | null = null): Promise<Session> {
+  async create(
+    caller: Caller,
+    request: CreateSessionRequest,
+    fork: { checkpoint: CheckpointRow; cwd: string | null; secrets: SessionSecret[] } | null = null,
+  ): Promise<Session> {
     const fromCheckpoint = fork?.checkpoint ?? null;
-    // A fork takes its parent's secrets as they are now (one deleted since is simply not injected),
+    // A fork takes the secrets worked out from its parent's (one deleted since is simply not injected),
     // and its volume is the checkpoint's, whatever became of its template. It goes to any node when
     // the checkpoint is in the object store (fetched there first), else where the checkpoint is; a
     // session from a custom template goes where the template is, one with volumes where they are.
@@ -104,7 +118,7 @@ export class SessionService {
       resumeNote: null,
       lastActiveAt: null,
       volumeNodeId: node.nodeId,
-      secrets: request.secrets,
+      secrets: fork?.secrets ?? request.secrets,
       egress: request.egress,
       expiresAt: expiryFrom(Date.now(), request.timeoutSec),
       onTimeout: request.onTimeout,
@@ -430,7 +444,7 @@ function toSession(row: SessionRow, lastCheckpointAt: string | null): Session {
     volumes: row.volumes.map(({ name, path, readOnly }) => ({ name, path, readOnly })),
     publicPorts: row.publicPorts,
     cwd: row.cwd ?? SandboxLayout.workdir,
-    secrets: row.secrets,
+    secrets: row.secrets.map(grantShown),
     egress: row.egress,
     sandbox: row.sandboxId && row.nodeId && row.sandboxStartedAt ? { id: row.sandboxId, nodeId: row.nodeId, startedAt: row.sandboxStartedAt } : null,
     nodeId: row.volumeNodeId,

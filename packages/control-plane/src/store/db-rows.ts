@@ -7,6 +7,7 @@ import type {
   SandboxHistoryRow,
   SecretRow,
   SessionRow,
+  SessionSecret,
   ShipBaseRow,
   TemplateRow,
   TemplateBuildRow,
@@ -144,7 +145,7 @@ export function toSession(row: SessionDbRow): SessionRow {
     resumeNote: row.resume_note,
     lastActiveAt: row.last_active_at,
     volumeNodeId: row.volume_node_id,
-    secrets: JSON.parse(row.secrets) as string[],
+    secrets: secretsFromDb(row.secrets),
     egress: JSON.parse(row.egress) as SessionRow['egress'],
     expiresAt: row.expires_at,
     onTimeout: row.on_timeout as SessionRow['onTimeout'],
@@ -333,4 +334,13 @@ export interface VolumeMountDbRow {
 
 export function toVolumeMount(row: VolumeMountDbRow): VolumeMountRow {
   return { sessionId: row.session_id, volumeId: row.volume_id, path: row.path, readOnly: Number(row.read_only) === 1 };
+}
+
+/** A session's secrets as stored: a plain name for a secret under its own name (as before grants), else the object. */
+export function secretsToDb(secrets: SessionSecret[]): string {
+  return JSON.stringify(secrets.map((s) => (s.name === s.secret && !s.placeholder ? s.name : s)));
+}
+
+function secretsFromDb(json: string): SessionSecret[] {
+  return (JSON.parse(json) as (string | SessionSecret)[]).map((s) => (typeof s === 'string' ? { name: s, secret: s } : s));
 }

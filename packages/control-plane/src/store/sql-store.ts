@@ -19,6 +19,7 @@ import {
   type SessionDbRow,
   type TemplateDbRow,
   toBuild,
+  secretsToDb,
   type TemplateBuildDbRow,
   toVolume,
   toVolumeMount,
@@ -46,6 +47,7 @@ import type {
   SessionLeaseRow,
   SessionPatch,
   SessionRow,
+  SessionSecret,
   SandboxClaim,
   ShipBaseRow,
   Store,
@@ -182,7 +184,7 @@ export class SqlStore implements Store {
         row.idleTimeoutSec,
         row.fullCheckpointIntervalSec,
         row.onResume,
-        JSON.stringify(row.secrets),
+        secretsToDb(row.secrets),
         JSON.stringify(row.egress),
         row.volumeNodeId,
         row.expiresAt,
@@ -511,6 +513,10 @@ export class SqlStore implements Store {
 
   async setSessionEgress(id: string, egress: SessionRow['egress']): Promise<void> {
     await this.db.run('UPDATE sessions SET egress = ? WHERE id = ?', [JSON.stringify(egress), id]);
+  }
+
+  async setSessionSecrets(id: string, from: SessionSecret[], to: SessionSecret[]): Promise<boolean> {
+    return (await this.db.run('UPDATE sessions SET secrets = ? WHERE id = ? AND secrets = ?', [secretsToDb(to), id, secretsToDb(from)])) > 0;
   }
 
   async claimIdempotencyKey(claim: Omit<IdempotencyKeyRow, 'outcome'>, now: number): Promise<IdempotencyKeyRow | null> {

@@ -39,7 +39,7 @@ const session = (id: string, tenantId: string, createdAt = new Date().toISOStrin
   lastActiveAt: null,
   volumeNodeId: 'node_x',
   idleTimeoutSec: 900,
-  secrets: ['TOKEN'],
+  secrets: [{ name: 'TOKEN', secret: 'TOKEN' }],
   egress: { mode: 'allow-list', domains: ['*.example.com'], cidrs: [] },
 });
 
@@ -451,7 +451,21 @@ for (const engine of engines.all) {
     await store.insertSession(session('ses_egress1', 'tn_aaaaaa'));
     await store.setSessionEgress('ses_egress1', { mode: 'deny-all', domains: [], cidrs: [] });
     const row = (await store.getSession('tn_aaaaaa', 'ses_egress1'))!;
-    assert.deepEqual({ secrets: row.secrets, egress: row.egress }, { secrets: ['TOKEN'], egress: { mode: 'deny-all', domains: [], cidrs: [] } });
+    assert.deepEqual(
+      { secrets: row.secrets, egress: row.egress },
+      { secrets: [{ name: 'TOKEN', secret: 'TOKEN' }], egress: { mode: 'deny-all', domains: [], cidrs: [] } },
+    );
+    // A session's grants: written only over those read; a rebound name keeps its placeholder.
+    const rebound = [
+      { name: 'TOKEN', secret: 'TOKEN_RO', placeholder: 'P1' },
+      { name: 'OTHER', secret: 'OTHER' },
+    ];
+    assert.equal(await store.setSessionSecrets('ses_egress1', [], rebound), false, 'not what it holds');
+    assert.equal(await store.setSessionSecrets('ses_egress1', row.secrets, rebound), true);
+    assert.deepEqual((await store.getSession('tn_aaaaaa', 'ses_egress1'))!.secrets, rebound);
+    assert.equal(await store.setSessionSecrets('ses_egress1', row.secrets, []), false, 'changed since');
+    assert.equal(await store.setSessionSecrets('ses_egress1', rebound, []), true);
+    assert.deepEqual((await store.getSession('tn_aaaaaa', 'ses_egress1'))!.secrets, []);
   });
 
   test(named('a lease is held by one holder until it expires or is released; only its holder renews it'), async () => {

@@ -10,6 +10,7 @@ import type {
   OnResume,
   OnTimeout,
   Resources,
+  SecretGrant,
   Service,
   SessionStatus,
   StoredObject,
@@ -37,6 +38,15 @@ export interface ApiKeyRow {
   scope: string | null;
   /** After this the key no longer works (preview tokens); null: never. */
   expiresAt: string | null;
+}
+
+/**
+ * A secret a session may use (env var `name`, the tenant's secret `secret`), with the placeholder
+ * its env var holds when that is not the secret's own: a fork that puts another secret under a name
+ * its parent had keeps the parent's placeholder, which its processes may already hold.
+ */
+export interface SessionSecret extends SecretGrant {
+  placeholder?: string;
 }
 
 export interface SessionRow {
@@ -67,8 +77,8 @@ export interface SessionRow {
   volumeNodeId: string | null;
   /** When a control plane last served a call of the session (written at most every few seconds): idleness across control planes. */
   lastActiveAt: string | null;
-  /** Names of the tenant's secrets the session may use. */
-  secrets: string[];
+  /** The tenant's secrets the session may use, each under its env var. */
+  secrets: SessionSecret[];
   egress: EgressPolicy;
   /** When the maintenance deletes or pauses the session (`onTimeout`); null: never. */
   expiresAt: string | null;
@@ -427,6 +437,8 @@ export interface Store {
   listArchivedEgressAudit(sessionId: string, limit: number): Promise<EgressAuditEntry[]>;
   listSandboxHistory(sessionId: string): Promise<SandboxHistoryRow[]>;
   setSessionEgress(id: string, egress: EgressPolicy): Promise<void>;
+  /** Writes the session's secrets if they are still `from` (false: they changed since, or the session is gone). */
+  setSessionSecrets(id: string, from: SessionSecret[], to: SessionSecret[]): Promise<boolean>;
   /**
    * Claims an idempotency key for a call (outcome null) until `expiresAt`: null when claimed, else
    * the row that holds the key. A row expired by `now` is taken over.

@@ -1,9 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { ErrorCode, SpaceError, type EgressAuditEntry, type EgressPolicy, type PutSecretRequest, type Secret, type SessionEgressConfig } from '@space/protocol';
+import {
+  ErrorCode,
+  SpaceError,
+  type EgressAuditEntry,
+  type EgressPolicy,
+  type PutSecretRequest,
+  type Secret,
+  type SecretGrant,
+  type SessionEgressConfig,
+} from '@space/protocol';
 import type { Caller } from './auth.js';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
-import { archivedAuditEntries, type SecretRow, type SessionRow, type Store } from '../store/store.js';
+import { archivedAuditEntries, type SecretRow, type SessionRow, type SessionSecret, type Store } from '../store/store.js';
 import type { SecretCipher } from '../store/secret-cipher.js';
 
 /**
@@ -31,7 +40,7 @@ export class EgressService {
       name,
       value: this.cipher.seal(request.value),
       hosts: [...new Set(request.hosts)],
-      placeholder: existing?.placeholder ?? `SPACE_SECRET_${name}_${randomBytes(12).toString('hex')}`,
+      placeholder: existing?.placeholder ?? newPlaceholder(name),
       createdAt: existing?.createdAt ?? now,
       updatedAt: now,
     });
@@ -45,25 +54,64 @@ export class EgressService {
     await this.pushForSecret(caller.tenantId, name);
   }
 
-  /** Checks a new session's secret names and env against each other; returns nothing, throws clearly. */
-  async validateSession(tenantId: string, secrets: string[], env: Record<string, string>): Promise<void> {
-    for (const name of secrets) {
-      if (!(await this.store.getSecret(tenantId, name)))
-        throw new SpaceError(ErrorCode.SECRET_NOT_FOUND, `no secret ${JSON.stringify(name)}: create it first with PUT /v1/secrets/${name}`);
+  /** Checks a new session's secrets and env against each other; returns nothing, throws clearly. */
+  async validateSession(tenantId: string, secrets: SecretGrant[], env: Record<string, string>): Promise<void> {
+    for (const { name, secret } of secrets) {
+      if (!(await this.store.getSecret(tenantId, secret)))
+        throw new SpaceError(ErrorCode.SECRET_NOT_FOUND, `no secret ${JSON.stringify(secret)}: create it first with PUT /v1/secrets/${secret}`);
       if (name in env)
         throw new SpaceError(ErrorCode.VALIDATION_FAILED, `env ${name} is also a secret name: the sandbox's ${name} holds the secret's placeholder`);
     }
   }
 
+  /**
+   * A fork's secrets: its parent's, or `requested` instead. A name the parent had keeps the
+   * placeholder the parent's env var holds, which a memory fork's processes hold too: in the fork's
+   * gateway it stands for the fork's grant, never the parent's. Any other grant whose secret's
+   * placeholder is already one of those gets one of its own, so one placeholder means one value.
+   */
+  async forkSecrets(parent: SessionRow, requested: SecretGrant[] | undefined): Promise<SessionSecret[]> {
+    if (!requested) return parent.secrets;
+    await this.validateSession(parent.tenantId, requested, parent.env);
+    const held = new Map((await this.grantsOf(parent)).map((g) => [g.name, g.placeholder]));
+    const taken = new Set(requested.flatMap((g) => held.get(g.name) ?? []));
+    const secrets: SessionSecret[] = [];
+    for (const grant of requested) {
+      const own = (await this.store.getSecret(parent.tenantId, grant.secret))?.placeholder;
+      const placeholder = held.get(grant.name) ?? (own && taken.has(own) ? newPlaceholder(grant.name) : own);
+      secrets.push(placeholder === own ? grant : { ...grant, placeholder });
+    }
+    return secrets;
+  }
+
+  /**
+   * Takes a secret from this session only, and tells its node at once (required: a revocation must
+   * not silently stay unapplied). Done already, it still tells the node, so a retry after a failed
+   * push completes it. Written only over the secrets it read, so revocations at once all stay.
+   */
+  async revoke(row: SessionRow, name: string): Promise<void> {
+    let current = row;
+    for (;;) {
+      const secrets = current.secrets.filter((g) => g.name !== name);
+      if (secrets.length === current.secrets.length || (await this.store.setSessionSecrets(current.id, current.secrets, secrets))) {
+        await this.push({ ...current, secrets }, true);
+        return;
+      }
+      const again = await this.store.getSession(current.tenantId, current.id);
+      if (!again) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `no session ${current.id}`);
+      current = again;
+    }
+  }
+
   /** The env vars that carry the session's placeholders. */
   async placeholders(row: SessionRow): Promise<Record<string, string>> {
-    return Object.fromEntries((await this.secretsOf(row)).map((s) => [s.name, s.placeholder]));
+    return Object.fromEntries((await this.grantsOf(row)).map((g) => [g.name, g.placeholder]));
   }
 
   async configFor(row: SessionRow): Promise<SessionEgressConfig> {
     return {
       policy: row.egress,
-      secrets: (await this.secretsOf(row)).map(({ name, placeholder, value, hosts }) => ({ name, placeholder, value: this.cipher.open(value), hosts })),
+      secrets: (await this.grantsOf(row)).map(({ name, placeholder, value, hosts }) => ({ name, placeholder, value: this.cipher.open(value), hosts })),
     };
   }
 
@@ -114,13 +162,22 @@ export class EgressService {
   }
 
   private async pushForSecret(tenantId: string, name: string): Promise<void> {
-    for (const row of await this.store.listSessions(tenantId)) if (row.secrets.includes(name)) await this.push(row);
+    for (const row of await this.store.listSessions(tenantId)) if (row.secrets.some((g) => g.secret === name)) await this.push(row);
   }
 
-  private async secretsOf(row: SessionRow): Promise<SecretRow[]> {
-    const secrets = await Promise.all(row.secrets.map((name) => this.store.getSecret(row.tenantId, name)));
-    return secrets.filter((s): s is SecretRow => s !== null);
+  /** Each of the session's secrets that still exists: its env var, the placeholder that holds, the secret's (sealed) value and hosts. */
+  private async grantsOf(row: SessionRow): Promise<{ name: string; placeholder: string; value: string; hosts: string[] }[]> {
+    const rows = await Promise.all(row.secrets.map((grant) => this.store.getSecret(row.tenantId, grant.secret)));
+    return row.secrets.flatMap((grant, i) => {
+      const secret = rows[i];
+      return secret ? [{ name: grant.name, placeholder: grant.placeholder ?? secret.placeholder, value: secret.value, hosts: secret.hosts }] : [];
+    });
   }
+}
+
+/** What a sandbox sees in place of a secret's value: unguessable, and named so that a person reading it knows what it stands for. */
+function newPlaceholder(name: string): string {
+  return `SPACE_SECRET_${name}_${randomBytes(12).toString('hex')}`;
 }
 
 function toSecret(row: SecretRow): Secret {

@@ -8,6 +8,7 @@ import {
   type Placement,
   type ProcessList,
   type SandboxInfo,
+  type SessionEgressConfig,
   type StartSandboxRequest,
 } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
@@ -95,6 +96,7 @@ export class FakeNode {
       this.failingStarts--;
       throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, 'the node did not answer');
     }
+    if (request.egress) this.egress.set(request.sessionId, request.egress);
     const info: SandboxInfo = {
       sandboxId: newId('sbx'),
       sessionId: request.sessionId,
@@ -173,7 +175,12 @@ export class FakeNode {
     this.templates.delete(templateId);
   }
 
-  async configureEgress(): Promise<void> {}
+  /** The egress settings each session's sandbox was last given (what its gateway would inject). */
+  readonly egress = new Map<string, SessionEgressConfig>();
+
+  async configureEgress(sessionId: string, config: SessionEgressConfig): Promise<void> {
+    this.egress.set(sessionId, config);
+  }
 
   close(): void {}
 }

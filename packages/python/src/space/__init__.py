@@ -33,7 +33,7 @@ from .errors import (
 )
 from .exec_stream import ExecEvent, ExecStream
 from .session import CheckpointFiles, ExecResult, Session, SessionFiles, SessionHandle
-from .wire_types import CheckpointData, CodeCellData, CodeContextData, ExecResultData, FileEntry, ProcessData, SessionData
+from .wire_types import CheckpointData, CodeCellData, CodeContextData, ExecResultData, FileEntry, ProcessData, SecretGrantData, SessionData
 
 __all__ = [
     "AsyncProxy",
@@ -67,6 +67,7 @@ __all__ = [
     "RetryPolicy",
     "SandboxDied",
     "SandboxStopped",
+    "SecretGrantData",
     "Secrets",
     "Session",
     "SessionBusy",

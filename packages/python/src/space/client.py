@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 from ._transport import Body, RetryPolicy, Transport, file_chunks, present
 from .errors import SpaceClientError
 from .session import CheckpointFiles, Session, SessionHandle
-from .wire_types import CheckpointDiffData, FileDiffData
+from .wire_types import CheckpointDiffData, FileDiffData, SecretGrantData
 
 
 class Sessions:
@@ -42,9 +42,15 @@ class Checkpoints:
     def __init__(self, t: Transport) -> None:
         self._t = t
 
-    def fork(self, checkpoint_id: str, *, count: int = 1, timeout: float | None = None) -> list[Session]:
-        """`count` new sessions from a checkpoint, each with a parent link (processes continue in every fork of a full one)."""
-        reply = self._t.json("POST", f"/v1/checkpoints/{quote(checkpoint_id, safe='')}/fork", json={"count": count}, timeout=timeout)
+    def fork(
+        self, checkpoint_id: str, *, count: int = 1, secrets: list[str | SecretGrantData] | None = None, timeout: float | None = None
+    ) -> list[Session]:
+        """`count` new sessions from a checkpoint, each with a parent link (processes continue in every fork of a full one).
+
+        `secrets`: the forks' own instead of the parent's, fewer or others under the same env var names
+        (`{"name": "GITHUB_TOKEN", "secret": "GITHUB_TOKEN_READONLY"}`)."""
+        body: dict[str, Any] = {"count": count, **({"secrets": secrets} if secrets is not None else {})}
+        reply = self._t.json("POST", f"/v1/checkpoints/{quote(checkpoint_id, safe='')}/fork", json=body, timeout=timeout)
         return [Session(self._t, data) for data in reply["sessions"]]
 
     def diff(self, source: str, to: str, *, after: str | None = None, limit: int | None = None, timeout: float | None = None) -> CheckpointDiffData:

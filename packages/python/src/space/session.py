@@ -274,6 +274,10 @@ class SessionHandle:
         """The session's egress policy, changed live: `{"mode": "deny-all"}`, `{"mode": "allow-list", "domains": [...]}`."""
         return Session(self._t, self._t.json("PUT", f"{self._base}/egress", json=policy, timeout=timeout))
 
+    def revoke_secret(self, name: str, *, timeout: float | None = None) -> Session:
+        """Takes the secret under env var `name` from this session only; its gateway injects it no more from the next request."""
+        return Session(self._t, self._t.json("DELETE", f"{self._base}/secrets/{quote(name, safe='')}", timeout=timeout))
+
     def egress_log(self, *, limit: int = 100, timeout: float | None = None) -> list[dict[str, Any]]:
         """The newest `limit` requests the sandbox sent out, oldest first."""
         return self._t.json("GET", f"{self._base}/egress/audit?limit={int(limit)}", timeout=timeout)["entries"]

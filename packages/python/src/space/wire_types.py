@@ -21,6 +21,13 @@ class SandboxHistoryData(TypedDict):
     note: str | None
 
 
+class SecretGrantData(TypedDict):
+    """The secret `secret` under env var `name` (a plain name: the secret of that name)."""
+
+    name: str
+    secret: str
+
+
 class SessionData(TypedDict):
     id: str
     tenantId: str
@@ -30,7 +37,7 @@ class SessionData(TypedDict):
     env: dict[str, str]
     resources: dict[str, Any]
     metadata: dict[str, str]
-    secrets: list[str]
+    secrets: list[str | SecretGrantData]
     egress: dict[str, Any]
     checkpointIntervalSec: int
     fullCheckpointIntervalSec: int
