@@ -1,4 +1,5 @@
 import type { SqlExecutor } from './sql-database.js';
+import { activeStatuses, nodeUsageTriggers, tenantUsageTriggers } from './usage-counters.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -285,7 +286,7 @@ export const migrations: Migration[] = [
       `CREATE TABLE IF NOT EXISTS tenant_usage (
         tenant_id ${text(dialect)} NOT NULL, shard INTEGER NOT NULL, sessions BIGINT NOT NULL DEFAULT 0,
         checkpoint_bytes BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, shard))`,
-      ...usageTriggers(dialect),
+      ...tenantUsageTriggers(dialect),
       // Counted once from the rows; the triggers keep it from here (on PostgreSQL, inserts by other
       // control planes wait for this transaction, as it changed their tables). `WHERE true`: SQLite
       // reads an ON CONFLICT right after a SELECT's FROM as a join's.
@@ -295,41 +296,19 @@ export const migrations: Migration[] = [
         WHERE true ON CONFLICT (tenant_id, shard) DO UPDATE SET sessions = excluded.sessions, checkpoint_bytes = excluded.checkpoint_bytes`,
     ],
   },
+  {
+    version: 25,
+    description: 'the sessions starting or running on each node, counted by the database as rows come, go and change',
+    statements: (dialect) => [
+      `CREATE TABLE IF NOT EXISTS node_usage (
+        node_id ${text(dialect)} NOT NULL, shard INTEGER NOT NULL, active BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (node_id, shard))`,
+      ...nodeUsageTriggers(dialect),
+      `INSERT INTO node_usage (node_id, shard, active)
+        SELECT volume_node_id, 0, COUNT(*) FROM sessions WHERE status IN ${activeStatuses} AND volume_node_id IS NOT NULL GROUP BY volume_node_id
+        ON CONFLICT (node_id, shard) DO UPDATE SET active = excluded.active`,
+    ],
+  },
 ];
-
-/** Rows per tenant in `tenant_usage`. */
-const usageShards = 16;
-
-/**
- * What a tenant's limits compare with, kept by the database itself so that no code path can miss
- * it: +1/−1 session per row inserted/deleted, ± a checkpoint's `size_bytes` (set once, at insert).
- * A sum of a few rows instead of reading all the tenant's (50–60 ms at 100,000 sessions). Spread
- * over `usageShards` rows per tenant by the last character of the row's (random) id: one row would
- * be locked by every create of the tenant until its commit, and a tenant's creates would wait for
- * each other's.
- */
-function usageTriggers(dialect: Dialect): string[] {
-  const shard = (row: string) => (dialect === 'sqlite' ? `unicode(substr(${row}.id, -1)) % ${usageShards}` : `ascii(right(${row}.id, 1)) % ${usageShards}`);
-  const add = (column: string, amount: string, row: 'NEW' | 'OLD') =>
-    `INSERT INTO tenant_usage (tenant_id, shard, ${column}) VALUES (${row}.tenant_id, ${shard(row)}, ${amount})
-      ON CONFLICT (tenant_id, shard) DO UPDATE SET ${column} = tenant_usage.${column} + excluded.${column}`;
-  const changes = [
-    { table: 'sessions', column: 'sessions', added: '1', removed: '-1' },
-    { table: 'checkpoints', column: 'checkpoint_bytes', added: 'COALESCE(NEW.size_bytes, 0)', removed: '-COALESCE(OLD.size_bytes, 0)' },
-  ];
-  if (dialect === 'sqlite') {
-    return changes.flatMap(({ table, column, added, removed }) => [
-      `CREATE TRIGGER IF NOT EXISTS ${table}_usage_insert AFTER INSERT ON ${table} BEGIN ${add(column, added, 'NEW')}; END`,
-      `CREATE TRIGGER IF NOT EXISTS ${table}_usage_delete AFTER DELETE ON ${table} BEGIN ${add(column, removed, 'OLD')}; END`,
-    ]);
-  }
-  return changes.flatMap(({ table, column, added, removed }) => [
-    `CREATE OR REPLACE FUNCTION ${table}_usage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-      IF TG_OP = 'INSERT' THEN ${add(column, added, 'NEW')}; RETURN NEW;
-      ELSE ${add(column, removed, 'OLD')}; RETURN OLD; END IF; END $$`,
-    `CREATE OR REPLACE TRIGGER ${table}_usage AFTER INSERT OR DELETE ON ${table} FOR EACH ROW EXECUTE FUNCTION ${table}_usage()`,
-  ]);
-}
 
 export const migrationsTable =
   'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied_at TEXT NOT NULL)';

@@ -961,10 +961,11 @@ export class SqlStore implements Store {
   }
 
   async activeByNode(): Promise<Map<string, number>> {
-    const rows = await this.db.all<{ node: string | null; active: number }>(
-      "SELECT volume_node_id AS node, COUNT(*) AS active FROM sessions WHERE status IN ('running', 'starting') GROUP BY volume_node_id",
+    // Kept by the database (usage-counters.ts): a row per node and shard, not a read of every session.
+    const rows = await this.db.all<{ node: string; active: number }>(
+      'SELECT node_id AS node, SUM(active) AS active FROM node_usage GROUP BY node_id HAVING SUM(active) <> 0',
     );
-    return new Map(rows.filter((r) => r.node !== null).map((r) => [r.node!, Number(r.active)]));
+    return new Map(rows.map((r) => [r.node, Number(r.active)]));
   }
 
   close(): Promise<void> {

@@ -289,6 +289,21 @@ for (const engine of engines.all) {
     });
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y'])), ['ses_nowhere']);
     assert.deepEqual(ids(await store.listSessionsToMaintain(now, ['node_y', 'node_x'])), ['ses_running', 'ses_starting', 'ses_expired', 'ses_nowhere']);
+    // Placement's counts follow every way a session starts or stops counting: status, node, delete.
+    await store.updateSession('ses_starting', { status: 'running' });
+    assert.deepEqual([...(await store.activeByNode())], [['node_x', 2]], 'starting to running: still counted once');
+    await store.updateSession('ses_running', { volumeNodeId: 'node_y' });
+    await store.updateSession('ses_stopped', { status: 'starting' });
+    assert.deepEqual(
+      new Map(await store.activeByNode()),
+      new Map([
+        ['node_x', 1],
+        ['node_y', 2],
+      ]),
+    );
+    await store.updateSession('ses_starting', { status: 'stopped' });
+    await store.deleteSession('ses_running');
+    assert.deepEqual([...(await store.activeByNode())], [['node_y', 1]]);
   });
 
   test(named('next maintenance: a sandbox not due until its time, due at once when its row changes; the sandboxes recorded, by node'), async () => {
