@@ -49,9 +49,9 @@ const defaultDemandWindowMs = 60_000;
  * new sessions in a few milliseconds instead of a boot (the SandboxStarter takes one and claims it
  * for the session). The pool sizes itself: it keeps at least `size` per template, and as many as
  * the largest recent burst of demand asked for (`PoolDemand`), within the memory budget; it shrinks
- * back, a window at a time, as the burst fades from memory. Refilled one sandbox at a time, with a pause between boots while the pool is at
- * least half full, so a refill cannot take both cores from running sandboxes but keeps up with a
- * burst. Before the first pooled sandbox of a template, its memory image is built (`images`): the
+ * back, a window at a time, as the burst fades from memory. Refilled one sandbox at a time, with a
+ * pause between boots while the pool is at least half full, so a refill cannot take both cores from
+ * running sandboxes but keeps up with a burst. Before the first pooled sandbox of a template, its memory image is built (`images`): the
  * fallback when the pool is empty.
  */
 export class WarmPool {

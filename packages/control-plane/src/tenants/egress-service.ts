@@ -91,7 +91,7 @@ export class EgressService {
    */
   async revoke(row: SessionRow, name: string): Promise<void> {
     let current = row;
-    for (;;) {
+    for (let attempt = 0; attempt < 5; attempt++) {
       const secrets = current.secrets.filter((g) => g.name !== name);
       if (secrets.length === current.secrets.length || (await this.store.setSessionSecrets(current.id, current.secrets, secrets))) {
         await this.push({ ...current, secrets }, true);
@@ -101,6 +101,7 @@ export class EgressService {
       if (!again) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `no session ${current.id}`);
       current = again;
     }
+    throw new SpaceError(ErrorCode.SESSION_BUSY, `the secrets of ${row.id} kept changing while ${name} was revoked: try again`);
   }
 
   /** The env vars that carry the session's placeholders. */
