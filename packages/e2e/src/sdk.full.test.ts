@@ -149,6 +149,25 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.equal(cliLog.code, 0, cliLog.stderr);
     assert.equal(JSON.parse(cliLog.stdout).at(-1).decision, 'denied');
 
+    // Forks with their own grants (NAME=SECRET: the secret under another env var) and a revocation, from the CLI.
+    const checkpoint = await cli(['checkpoint', session.id, '--json']);
+    assert.equal(checkpoint.code, 0, checkpoint.stderr);
+    const forked = await cli(['fork', JSON.parse(checkpoint.stdout).id, '--secret', 'SDK_TOKEN', 'OTHER=SDK_TOKEN', '--json']);
+    assert.equal(forked.code, 0, forked.stderr);
+    const [fork] = JSON.parse(forked.stdout);
+    cleanup.push(() => space.sessions.handle(fork.id).delete());
+    assert.deepEqual(fork.secrets, ['SDK_TOKEN', { name: 'OTHER', secret: 'SDK_TOKEN' }]);
+    const bare = await cli(['fork', JSON.parse(checkpoint.stdout).id, '--no-secrets', '--json']);
+    assert.equal(bare.code, 0, bare.stderr);
+    cleanup.push(() => space.sessions.handle(JSON.parse(bare.stdout)[0].id).delete());
+    assert.deepEqual(JSON.parse(bare.stdout)[0].secrets, []);
+    assert.equal((await cli(['fork', JSON.parse(checkpoint.stdout).id, '--secret', 'A=B=C'])).code, 1, 'a malformed grant is refused');
+    const revoked = await cli(['secrets', 'revoke', fork.id, 'OTHER', '--json']);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.deepEqual(JSON.parse(revoked.stdout).secrets, ['SDK_TOKEN']);
+    assert.deepEqual((await space.sessions.get(session.id)).data.secrets, ['SDK_TOKEN'], 'the parent keeps its own');
+    assert.deepEqual((await space.sessions.handle(fork.id).revokeSecret('SDK_TOKEN')).data.secrets, []);
+
     assert.equal((await cli(['secrets', 'rm', 'SDK_TOKEN'])).code, 0);
     const again = await cli(['secrets', 'rm', 'SDK_TOKEN']);
     assert.equal(again.code, 1);

@@ -108,6 +108,11 @@ def test_tenant_apis_and_the_rest_of_a_session(space: Space):
     assert "PY_TOKEN" in [s["name"] for s in space.secrets.list()]
     session = space.sessions.create(template="tiny", secrets=["PY_TOKEN"], **QUIET)
     assert session.exec("printf %s \"$PY_TOKEN\"").stdout == secret["placeholder"]
+    [fork] = space.checkpoints.fork(session.checkpoint()["id"], secrets=["PY_TOKEN", {"name": "ALSO", "secret": "PY_TOKEN"}])
+    assert fork.data["secrets"] == ["PY_TOKEN", {"name": "ALSO", "secret": "PY_TOKEN"}]
+    assert fork.revoke_secret("ALSO").data["secrets"] == ["PY_TOKEN"]
+    assert session.refresh().data["secrets"] == ["PY_TOKEN"], "the parent keeps its own"
+    fork.delete()
     session.set_egress({"mode": "deny-all"})
     assert session.refresh().data["egress"]["mode"] == "deny-all"
     assert isinstance(session.egress_log(limit=5), list)

@@ -41,7 +41,7 @@ export function registerCheckpointCommands(program: Command): void {
     .command('fork <checkpoint>')
     .description('start new sessions from a checkpoint; prints their ids')
     .option('-n, --count <n>', 'how many', (v) => Number(v), 1)
-    .option('-s, --secret <NAME[=SECRET]...>', "the forks' secrets instead of their parent's (NAME=SECRET: secret SECRET under env var NAME)")
+    .option('-s, --secret <name...>', "the forks' secrets instead of their parent's: NAME, or NAME=SECRET (secret SECRET under env var NAME)")
     .option('--no-secrets', 'the forks get no secrets')
     .option('--json', 'print JSON')
     .action(async (checkpointId: string, opts: { count: number; secret?: string[]; secrets: boolean; json?: boolean }) => {

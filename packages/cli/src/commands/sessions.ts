@@ -13,7 +13,11 @@ function line(s: SessionData): string {
 export function registerSessionCommands(program: Command): void {
   egressOptions(program.command('create'))
     .description('create a session (and its sandbox); prints the session id')
-    .option('-s, --secret <NAME[=SECRET]...>', 'secrets the sandbox may use (env var NAME holds the placeholder of secret NAME, or of SECRET)', [])
+    .option(
+      '-s, --secret <name...>',
+      'secrets the sandbox may use: NAME (env var NAME holds its placeholder) or NAME=SECRET (secret SECRET under env var NAME)',
+      [],
+    )
     .option('-t, --template <name>', 'template: base, tiny, code-interpreter or one of yours ("space template ls")', 'base')
     .option('-e, --env <NAME=VALUE...>', 'environment variables', [])
     .option('--checkpoint-interval <sec>', 'seconds between automatic fs checkpoints (0: off)', (v) => Number(v))
