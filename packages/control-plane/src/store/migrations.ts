@@ -1,5 +1,5 @@
 import type { SqlExecutor } from './sql-database.js';
-import { activeStatuses, nodeUsageTriggers, tenantUsageTriggers } from './usage-counters.js';
+import { activeStatuses, nodeUsageTriggers, statusCountTriggers, tenantUsageTriggers } from './usage-counters.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -306,6 +306,17 @@ export const migrations: Migration[] = [
       `INSERT INTO node_usage (node_id, shard, active)
         SELECT volume_node_id, 0, COUNT(*) FROM sessions WHERE status IN ${activeStatuses} AND volume_node_id IS NOT NULL GROUP BY volume_node_id
         ON CONFLICT (node_id, shard) DO UPDATE SET active = excluded.active`,
+    ],
+  },
+  {
+    version: 26,
+    description: 'the sessions in each status, counted by the database as rows come, go and change',
+    statements: (dialect) => [
+      `CREATE TABLE IF NOT EXISTS status_counts (
+        status ${text(dialect)} NOT NULL, shard INTEGER NOT NULL, sessions BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (status, shard))`,
+      ...statusCountTriggers(dialect),
+      `INSERT INTO status_counts (status, shard, sessions) SELECT status, 0, COUNT(*) FROM sessions WHERE true GROUP BY status
+        ON CONFLICT (status, shard) DO UPDATE SET sessions = excluded.sessions`,
     ],
   },
 ];

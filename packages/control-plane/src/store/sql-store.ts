@@ -308,7 +308,10 @@ export class SqlStore implements Store {
   }
 
   async countSessionsByStatus(): Promise<Record<string, number>> {
-    const rows = await this.db.all<{ status: string; n: number }>('SELECT status, COUNT(*) AS n FROM sessions GROUP BY status');
+    // Kept by the database (usage-counters.ts): a row per status and shard, not a read of every session.
+    const rows = await this.db.all<{ status: string; n: number }>(
+      'SELECT status, SUM(sessions) AS n FROM status_counts GROUP BY status HAVING SUM(sessions) <> 0',
+    );
     return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
   }
 

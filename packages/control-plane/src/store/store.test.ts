@@ -304,6 +304,7 @@ for (const engine of engines.all) {
     await store.updateSession('ses_starting', { status: 'stopped' });
     await store.deleteSession('ses_running');
     assert.deepEqual([...(await store.activeByNode())], [['node_y', 1]]);
+    assert.deepEqual(await store.countSessionsByStatus(), { starting: 1, stopped: 4 }, 'the counts by status follow too');
   });
 
   test(named('next maintenance: a sandbox not due until its time, due at once when its row changes; the sandboxes recorded, by node'), async () => {
@@ -645,6 +646,7 @@ test('sqlite: a file from before versioned migrations is brought up to date and 
     const row = await store.getSession('tn_old', 'ses_old');
     assert.deepEqual([row?.onResume, row?.egress.mode, row?.checkpointIntervalSec, row?.secrets], ['processes', 'allow-all', 60, []]);
     assert.equal(await store.countSessions('tn_old'), 1, 'the tenant counts start from the rows there were');
+    assert.deepEqual(await store.countSessionsByStatus(), { stopped: 1 }, 'and so do the counts by status');
     await store.insertTemplateVersion({ id: 'tpl_new', tenantId: 'tn_old', name: 't', fromCheckpoint: 'ckp', nodeId: null, createdAt: '', config: null });
   } finally {
     await store.close();
