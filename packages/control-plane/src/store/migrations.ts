@@ -1,5 +1,5 @@
 import type { SqlExecutor } from './sql-database.js';
-import { activeStatuses, nodeUsageTriggers, statusCountTriggers, tenantUsageTriggers } from './usage-counters.js';
+import { activeStatuses, counterTable, nodeUsageTriggers, statusCountTriggers, tenantUsageTriggers } from './usage-counters.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -283,9 +283,7 @@ export const migrations: Migration[] = [
     version: 24,
     description: "each tenant's sessions and checkpoint storage, counted by the database as rows come and go",
     statements: (dialect) => [
-      `CREATE TABLE IF NOT EXISTS tenant_usage (
-        tenant_id ${text(dialect)} NOT NULL, shard INTEGER NOT NULL, sessions BIGINT NOT NULL DEFAULT 0,
-        checkpoint_bytes BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, shard))`,
+      counterTable('tenant_usage', { column: 'tenant_id', type: text(dialect) }, ['sessions', 'checkpoint_bytes']),
       ...tenantUsageTriggers(dialect),
       // Counted once from the rows; the triggers keep it from here (on PostgreSQL, inserts by other
       // control planes wait for this transaction, as it changed their tables). `WHERE true`: SQLite
@@ -300,8 +298,7 @@ export const migrations: Migration[] = [
     version: 25,
     description: 'the sessions starting or running on each node, counted by the database as rows come, go and change',
     statements: (dialect) => [
-      `CREATE TABLE IF NOT EXISTS node_usage (
-        node_id ${text(dialect)} NOT NULL, shard INTEGER NOT NULL, active BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (node_id, shard))`,
+      counterTable('node_usage', { column: 'node_id', type: text(dialect) }, ['active']),
       ...nodeUsageTriggers(dialect),
       `INSERT INTO node_usage (node_id, shard, active)
         SELECT volume_node_id, 0, COUNT(*) FROM sessions WHERE status IN ${activeStatuses} AND volume_node_id IS NOT NULL GROUP BY volume_node_id
@@ -312,8 +309,7 @@ export const migrations: Migration[] = [
     version: 26,
     description: 'the sessions in each status, counted by the database as rows come, go and change',
     statements: (dialect) => [
-      `CREATE TABLE IF NOT EXISTS status_counts (
-        status ${text(dialect)} NOT NULL, shard INTEGER NOT NULL, sessions BIGINT NOT NULL DEFAULT 0, PRIMARY KEY (status, shard))`,
+      counterTable('status_counts', { column: 'status', type: text(dialect) }, ['sessions']),
       ...statusCountTriggers(dialect),
       `INSERT INTO status_counts (status, shard, sessions) SELECT status, 0, COUNT(*) FROM sessions WHERE true GROUP BY status
         ON CONFLICT (status, shard) DO UPDATE SET sessions = excluded.sessions`,

@@ -13,6 +13,12 @@ import type { Dialect } from './migrations.js';
  */
 const shards = 16;
 
+/** A counter table: per key and shard, `columns` (BIGINT, from 0). */
+export function counterTable(table: string, key: { column: string; type: string }, columns: string[]): string {
+  const counts = columns.map((c) => `${c} BIGINT NOT NULL DEFAULT 0`).join(', ');
+  return `CREATE TABLE IF NOT EXISTS ${table} (${key.column} ${key.type} NOT NULL, shard INTEGER NOT NULL, ${counts}, PRIMARY KEY (${key.column}, shard))`;
+}
+
 /** The statuses placement counts as a node's load: a sandbox runs or is starting. */
 export const activeStatuses = "('running', 'starting')";
 
