@@ -4,9 +4,10 @@ const maxRemembered = 10_000;
 /**
  * Recent demand for pooled sandboxes, per template, as the burst a pool should be ready for: the
  * most sessions that asked for one (served or not) within any `burstWindowMs`, remembered for
- * `memoryMs` and fading linearly over it. A burst of 100 within a minute asks for 100 ready at
- * once, 90 a minute later with a 10-minute memory, none once the memory has passed: a repeat of a
- * recent burst finds the pool ready, and a pool nobody uses shrinks back by itself.
+ * `memoryMs` and fading linearly over it once its window has passed. A burst of 100 within a
+ * minute asks for 100 ready until a minute after its last take, then, with a 10-minute memory, 50
+ * four and a half minutes later and none once the memory has passed: a repeat of a recent burst
+ * finds the pool ready, and a pool nobody uses shrinks back by itself.
  */
 export class PoolDemand {
   private readonly takes = new Map<string, number[]>();

@@ -29,6 +29,7 @@ import {
   type VolumeSnapshotDbRow,
 } from './db-rows.js';
 import type { SqlDatabase, SqlValue } from './sql-database.js';
+import { activeStatuses } from './usage-counters.js';
 import type {
   ApiKeyRow,
   CheckpointRow,
@@ -958,7 +959,7 @@ export class SqlStore implements Store {
 
   async loadByNode(): Promise<Map<string, NodeLoad>> {
     const rows = await this.db.all<{ node: string | null; sessions: number; active: number }>(
-      "SELECT volume_node_id AS node, COUNT(*) AS sessions, SUM(CASE WHEN status IN ('running', 'starting') THEN 1 ELSE 0 END) AS active FROM sessions GROUP BY volume_node_id",
+      `SELECT volume_node_id AS node, COUNT(*) AS sessions, SUM(CASE WHEN status IN ${activeStatuses} THEN 1 ELSE 0 END) AS active FROM sessions GROUP BY volume_node_id`,
     );
     return new Map(rows.filter((r) => r.node !== null).map((r) => [r.node!, { sessions: Number(r.sessions), active: Number(r.active) }]));
   }

@@ -2,9 +2,9 @@ import type { Dialect } from './migrations.js';
 
 // Counters the database keeps itself, with triggers, so that no code path can miss one: what a
 // tenant holds (its limits), what each node runs (placement) and the sessions in each status
-// (`/metrics`), a sum of a few rows instead of a
-// COUNT or SUM over all the rows (50–60 ms each at 100,000 sessions). The statements are part of
-// released migrations: never change them, add a migration.
+// (`/metrics`), a sum of a few rows instead of a COUNT or SUM over all the rows (47–292 ms each at
+// 100,000 sessions). The statements are part of released migrations: never change them, add a
+// migration.
 
 /**
  * Rows per counter, chosen by the last character of the counted row's (random) id: with one row,
