@@ -4,13 +4,14 @@ import { useTenantEvents } from './events.js';
 import { LineagePanel } from './lineage-panel.js';
 import { EgressPanel } from './egress-panel.js';
 import { FilesPanel } from './files-panel.js';
+import { ChangesPanel } from './changes-panel.js';
 import { CodePanel } from './code-panel.js';
 import { HistoryPanel } from './history-panel.js';
 import type { SessionDetail } from './session-detail.js';
 import { SessionTerminal } from './terminal.js';
 import { ErrorAlert, Loading, StatusBadge, TableHead } from './ui.js';
 
-const tabs = ['Terminal', 'Code', 'Files', 'Processes', 'History', 'Lineage', 'Egress'] as const;
+const tabs = ['Terminal', 'Code', 'Files', 'Processes', 'History', 'Changes', 'Lineage', 'Egress'] as const;
 type Tab = (typeof tabs)[number];
 
 interface ProcessRow {
@@ -108,6 +109,7 @@ export function SessionPage({ id }: { id: string }) {
       {tab === 'Files' && <FilesPanel sessionId={id} />}
       {tab === 'Processes' && <ProcessesPanel sessionId={id} />}
       {tab === 'History' && <HistoryPanel session={session} onChange={load} />}
+      {tab === 'Changes' && <ChangesPanel session={session} onChange={load} />}
       {tab === 'Lineage' && <LineagePanel session={session} changes={changes} />}
       {tab === 'Egress' && <EgressPanel sessionId={id} policy={session.egress} />}
     </section>

@@ -14,8 +14,11 @@ const tones: Record<string, string> = {
   paused: 'rest',
 };
 
-/** The session's sandboxes (bars from start to end, colored by why they ended) and its checkpoints (dots) on one time axis. */
-export function Timeline({ session }: { session: SessionDetail }) {
+/**
+ * The session's sandboxes (bars from start to end, colored by why they ended) and its checkpoints
+ * (dots) on one time axis. With `onPick`, a dot is a button that picks its checkpoint; `picked` are ringed.
+ */
+export function Timeline({ session, picked = [], onPick }: { session: SessionDetail; picked?: string[]; onPick?: (checkpointId: string) => void }) {
   const sandboxes = session.sandboxHistory ?? [];
   const checkpoints = session.checkpoints ?? [];
   const times = [...sandboxes.map((s) => Date.parse(s.startedAt)), ...checkpoints.map((c) => Date.parse(c.createdAt))];
@@ -47,7 +50,23 @@ export function Timeline({ session }: { session: SessionDetail }) {
         );
       })}
       {checkpoints.map((c) => (
-        <circle key={c.id} class={`checkpoint-${c.kind}`} cx={x(Date.parse(c.createdAt))} cy={36} r={5}>
+        <circle
+          key={c.id}
+          data-timeline-checkpoint={c.id}
+          class={`checkpoint-${c.kind}${picked.includes(c.id) ? ' picked' : ''}${onPick ? ' pickable' : ''}`}
+          cx={x(Date.parse(c.createdAt))}
+          cy={36}
+          r={5}
+          {...(onPick
+            ? {
+                role: 'button',
+                tabIndex: 0,
+                'aria-label': `Pick checkpoint ${c.id}`,
+                onClick: () => onPick(c.id),
+                onKeyDown: (e: KeyboardEvent) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), onPick(c.id)),
+              }
+            : {})}
+        >
           <title>
             {c.id} ({c.kind}) {new Date(c.createdAt).toLocaleTimeString()}
           </title>

@@ -218,7 +218,7 @@ export type ServiceGraph = ReturnType<typeof wireServices>;
 
 /** The public API's dependencies from the graph: the same in the process and in the tests. */
 export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, log: (message: string) => void): PublicApiDeps {
-  const checkpointFiles = new CheckpointFileReader({ store: s.store, nodes: s.nodes, sessions: s.sessions, checkpoints: s.checkpoints });
+  const checkpointFiles = new CheckpointFileReader({ store: s.store, nodes: s.nodes, sessions: s.sessions, checkpoints: s.checkpoints, shipper: s.shipper });
   return {
     auth: s.auth,
     sessions: s.sessions,

@@ -251,6 +251,20 @@ describe('filesystem checkpoints, fork and restore', () => {
     assert.match((await cli('diff', second.id, third.id)).stdout, /^renamed +symlink +\/workspace\/up2 \(from \/workspace\/up\)$/m);
     assert.match((await cli('diff', first.id, second.id, '--path', 'app/config.yaml')).stdout, /^\+mode: evil$/m);
     await assert.rejects(cli('cat', 'app/config.yaml'), (err: { stderr?: string }) => /expected CHECKPOINT:path/.test(err.stderr ?? ''));
+
+    // Against the session's files now: written, not checkpointed, yet listed (an fs checkpoint is taken and named in `to`).
+    await api.exec(session.id, 'echo "mode: live" > live.txt && echo n2 > new.txt');
+    const live = await diff(third.id, 'live');
+    assert.match(live.to, /^ckp_/);
+    assert.ok(![first.id, second.id, third.id].includes(live.to), 'a checkpoint taken for the diff');
+    assert.deepEqual(ofWorkspace(live), [
+      ['/workspace/live.txt', 'added', null, null, 11],
+      ['/workspace/new.txt', 'modified', null, 2, 3],
+    ]);
+    const liveFile = (await api.call('GET', `/v1/checkpoints/${second.id}/diff/file?to=live&path=live.txt`)).body;
+    assert.deepEqual([liveFile.sizeBefore, liveFile.unified], [null, '--- a/workspace/live.txt\n+++ b/workspace/live.txt\n@@ -0,0 +1 @@\n+mode: live\n']);
+    assert.equal((await api.call('GET', `/v1/checkpoints/${third.id}/diff?to=yesterday`)).status, 400);
+    assert.match((await cli('diff', third.id, 'live')).stdout, /^added +file +\/workspace\/live\.txt/m);
   });
 
   test('a path put back from a checkpoint into the running session: a file, a directory with its links and modes, elsewhere; undoable; refusals', {

@@ -153,6 +153,17 @@ test('a node agent SIGKILLed under busy sessions: each goes on on another node f
       'written after the checkpoint: stays behind on the lost node',
     );
   }
+  // The lost node's checkpoints are still read and compared: a live node holds them from the object store.
+  const [, moved] = mine;
+  const kept = await apis[0]!.bytes(`/v1/checkpoints/${shippedCheckpoints[1]}/files?path=/tmp/kept`);
+  assert.deepEqual([kept.status, kept.data.toString()], [200, `kept-${moved}\n`]);
+  await apis[1]!.exec(moved!, ['sh', '-c', 'echo here > /tmp/moved']);
+  const sinceLoss = await apis[1]!.call('GET', `/v1/checkpoints/${shippedCheckpoints[1]}/diff?to=live`);
+  assert.equal(sinceLoss.status, 200, JSON.stringify(sinceLoss.body));
+  assert.ok(
+    sinceLoss.body.entries.some((e: { path: string; change: string }) => e.path === '/tmp/moved' && e.change === 'added'),
+    JSON.stringify(sinceLoss.body.entries),
+  );
   // A fork of a checkpoint the lost node held is placed on the other nodes, which fetch it from the object store.
   const forks = await apis[1]!.call('POST', `/v1/checkpoints/${shippedCheckpoints[0]}/fork`, { count: 2 });
   assert.equal(forks.status, 201, JSON.stringify(forks.body));

@@ -143,6 +143,48 @@ describe('web console', () => {
     assert.match((await wrong.getByRole('alert').textContent()) ?? '', /invalid API key/);
   });
 
+  test("the changes between two points of a session: picked on the timeline, a file's diff, a file as it was, put back with one click", {
+    timeout: 120_000,
+  }, async () => {
+    const { api, key } = await newTenant('console-timeline');
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    made.push({ api, id: session.id });
+    await api.exec(session.id, 'echo "mode: good" > config.yaml && echo keep > kept.txt');
+    const good = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' })).body.id as string;
+    await api.exec(session.id, 'echo "mode: broken" > config.yaml && echo new > new.txt');
+    const broken = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' })).body.id as string;
+    await api.exec(session.id, 'rm kept.txt');
+
+    const page = await signedIn(key);
+    await page.goto(`${platform.url}/console#/sessions/${session.id}`);
+    await page.getByRole('tab', { name: 'Changes' }).click();
+    // Two dots on the timeline: the first picks where from, the second where to.
+    await page.getByRole('button', { name: `Pick checkpoint ${good}` }).click();
+    await page.getByRole('button', { name: `Pick checkpoint ${broken}` }).click();
+    assert.deepEqual([await page.locator('#diff-from').inputValue(), await page.locator('#diff-to').inputValue()], [good, broken]);
+    await page.getByRole('button', { name: 'Compare' }).click();
+    await page.locator('[data-change="/workspace/new.txt"]').waitFor({ timeout: 20_000 });
+    const changed = async () =>
+      (await page.locator('[data-change]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-change')!))).filter((p) => p.startsWith('/workspace/'));
+    assert.deepEqual(await changed(), ['/workspace/config.yaml', '/workspace/new.txt']);
+    await page.getByRole('button', { name: 'Diff of /workspace/config.yaml' }).click();
+    await page.locator('[data-shown] pre', { hasText: '+mode: broken' }).waitFor();
+    assert.match((await page.locator('[data-shown] pre').textContent()) ?? '', /^-mode: good$/m);
+    await page.getByRole('button', { name: 'Open /workspace/config.yaml as before' }).click();
+    await page.locator('[data-shown] figcaption', { hasText: `/workspace/config.yaml in ${good}` }).waitFor();
+    assert.equal(await page.locator('[data-shown] pre').textContent(), 'mode: good\n');
+    await shoot(page, 'session-changes.png', 'console-changes.png');
+
+    // Against its files now: the removal not yet checkpointed shows; one click puts the file back.
+    await page.locator('#diff-to').selectOption('live');
+    await page.getByRole('button', { name: 'Compare' }).click();
+    await page.locator('[data-change="/workspace/kept.txt"]').waitFor({ timeout: 20_000 });
+    await page.getByRole('button', { name: `Restore /workspace/config.yaml from ${good}` }).click();
+    await page.locator('[data-restored]').waitFor({ timeout: 30_000 });
+    assert.equal((await api.exec(session.id, 'cat config.yaml')).stdout, 'mode: good\n', 'put back in the running session');
+    assert.match((await page.locator('[data-restored]').textContent()) ?? '', /to undo, restore checkpoint ckp_/);
+  });
+
   test('what a session holds is shown as text, never as markup: file names, process commands; a process can be attached to', { timeout: 120_000 }, async () => {
     const { api, key } = await newTenant('console-escaping');
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });

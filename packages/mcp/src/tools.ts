@@ -158,8 +158,8 @@ export function registerSpaceTools(server: McpServer, space: Space): void {
     'diff_checkpoints',
     {
       description:
-        'What changed between two checkpoints of one lineage (a session, its forks): each path added, removed, modified, renamed or mode-changed. Answers in milliseconds whatever the session size.',
-      inputSchema: { fromCheckpointId: z.string().min(1).max(64), toCheckpointId: z.string().min(1).max(64) },
+        'What changed between two checkpoints of one lineage (a session, its forks), or from a checkpoint to the session\'s files now (toCheckpointId "live"): each path added, removed, modified, renamed or mode-changed. Answers in milliseconds whatever the session size.',
+      inputSchema: { fromCheckpointId: z.string().min(1).max(64), toCheckpointId: z.string().min(1).max(64).describe('a checkpoint id, or "live"') },
     },
     ({ fromCheckpointId, toCheckpointId }) =>
       run(async () => {

@@ -76,14 +76,23 @@ export type DiffEntry = z.infer<typeof DiffEntrySchema>;
 /** The most entries one page of a diff holds. */
 export const maxDiffPage = 1000;
 
-/** `to`: the other checkpoint; `after`: the last path of the page before (pages are by path); `limit`: entries per page. */
-export const CheckpointDiffQuerySchema = z
+/** What a diff's `to` names to compare with the `from` checkpoint's session's files now. */
+export const liveDiffTarget = 'live';
+
+/** A diff's other side: a checkpoint, or `live`. */
+export const DiffTargetSchema = z.union([CheckpointIdSchema, z.literal(liveDiffTarget)]);
+
+/** `to`: the other checkpoint; `after`: the last path of the page before (pages are by path); `limit`: entries per page. A node's form: both sides checkpoints it holds. */
+export const NodeCheckpointDiffQuerySchema = z
   .object({
     to: CheckpointIdSchema,
     after: z.string().max(Limits.maxPathLength).optional(),
     limit: z.coerce.number().int().min(1).max(maxDiffPage).default(maxDiffPage),
   })
   .strict();
+
+/** The public form: `to` may be `live` (an fs checkpoint of the session is taken, and named in the answer's `to`). */
+export const CheckpointDiffQuerySchema = NodeCheckpointDiffQuerySchema.extend({ to: DiffTargetSchema }).strict();
 
 /** One page of a diff, by path; `next`: the `after` of the next page, null on the last. */
 export const CheckpointDiffSchema = z
@@ -108,8 +117,8 @@ export const PathRestoreResultSchema = z
   .strict();
 export type PathRestoreResult = z.infer<typeof PathRestoreResultSchema>;
 
-/** One file in two checkpoints of one lineage: `GET /v1/checkpoints/:a/diff/file?to=:b&path=`. */
-export const FileDiffQuerySchema = z.object({ to: CheckpointIdSchema, path: SandboxPathSchema }).strict();
+/** One file in two checkpoints of one lineage (or `live`): `GET /v1/checkpoints/:a/diff/file?to=:b&path=`. */
+export const FileDiffQuerySchema = z.object({ to: DiffTargetSchema, path: SandboxPathSchema }).strict();
 
 /** The largest file shown as text in a file diff; larger ones and binary ones get sizes and hashes only. */
 export const maxTextDiffBytes = 1024 * 1024;

@@ -10,7 +10,7 @@ import {
   NodeVolumeChangedSchema,
 } from './checkpoints.js';
 import {
-  CheckpointDiffQuerySchema,
+  NodeCheckpointDiffQuerySchema,
   CheckpointDiffSchema,
   NodeCheckpointPathQuerySchema,
   NodePathVersionsRequestSchema,
@@ -129,7 +129,7 @@ export const nodeRoutes = {
     method: 'GET',
     path: '/node/v1/checkpoints/:checkpointId/diff',
     params: checkpoint,
-    query: CheckpointDiffQuerySchema,
+    query: NodeCheckpointDiffQuerySchema,
     status: 200,
     response: CheckpointDiffSchema,
     timeoutMs: 120_000,

@@ -35,14 +35,17 @@ export class Space {
     handle(id: string): SessionHandle;
   };
   readonly checkpoints: {
-    /** `count` new sessions from a checkpoint, each with a parent link. */
     /** `count` sessions from the checkpoint, with its session's secrets or `secrets` instead (fewer, or others under the same names). */
     fork(checkpointId: string, options?: { count?: number; secrets?: SecretGrant[] } & CallOptions): Promise<Session[]>;
     /** A checkpoint's files as they were, read without a sandbox: `await space.checkpoints.files(id).read('app/config.yaml')`. */
     files(checkpointId: string): CheckpointFiles;
-    /** One page of what differs from checkpoint `from` to `to` (one lineage), by path: pass `next` as `after` for the next. */
+    /**
+     * One page of what differs from checkpoint `from` to `to` (one lineage), by path: pass `next` as
+     * `after` for the next. `to` may be `'live'`: the session's files now, checkpointed first; the
+     * answer's `to` names that checkpoint, for the next pages.
+     */
     diff(from: string, to: string, options?: { after?: string; limit?: number } & CallOptions): Promise<CheckpointDiffData>;
-    /** One file in checkpoints `from` and `to`: sizes, sha256, and a unified diff of text (`unified`). */
+    /** One file in checkpoints `from` and `to` (or `'live'`): sizes, sha256, and a unified diff of text (`unified`). */
     diffFile(from: string, to: string, path: string, options?: CallOptions): Promise<FileDiffData>;
   };
 

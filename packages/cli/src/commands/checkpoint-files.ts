@@ -31,7 +31,9 @@ export function registerCheckpointFileCommands(program: Command): void {
 
   program
     .command('diff <from> <to>')
-    .description('what differs from one checkpoint to another of its lineage (added, removed, modified, renamed, mode), by path')
+    .description(
+      "what differs from one checkpoint to another of its lineage, or to `live` (the session's files now, checkpointed first): added, removed, modified, renamed, mode, by path",
+    )
     .option('--path <path>', 'one file only: its unified diff (text of at most 1 MiB), else its sizes and sha256')
     .option('--json', 'print JSON')
     .action(async (from: string, to: string, opts: { path?: string; json?: boolean }) => {
@@ -42,14 +44,16 @@ export function registerCheckpointFileCommands(program: Command): void {
         return output(Boolean(opts.json), file, () => (file.unified === '' ? 'no differences' : (file.unified ?? summary)));
       }
       const entries: DiffEntryData[] = [];
-      // Every page: a diff is listed whole here.
+      // Every page: a diff is listed whole here, each page against the checkpoint the first named (`live` takes one).
       let after: string | null | undefined;
+      let target = to;
       do {
-        const page = await space.checkpoints.diff(from, to, after ? { after } : {});
+        const page = await space.checkpoints.diff(from, target, after ? { after } : {});
         entries.push(...page.entries);
+        target = page.to;
         after = page.next;
       } while (after);
-      output(Boolean(opts.json), { from, to, entries }, () => (entries.length ? entries.map(diffLine).join('\n') : 'no differences'));
+      output(Boolean(opts.json), { from, to: target, entries }, () => (entries.length ? entries.map(diffLine).join('\n') : 'no differences'));
     });
 
   program

@@ -10,6 +10,7 @@ import {
   type NodePathVersionsSchema,
   type PathChange,
   type PathHistory,
+  liveDiffTarget,
   SandboxLayout,
   SpaceError,
   isSpaceError,
@@ -19,6 +20,7 @@ import { unifiedDiff } from '../checkpoints/unified-diff.js';
 import type { z } from 'zod';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
+import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { SessionCheckpointService } from './session-checkpoint-service.js';
 import type { SessionService } from './session-service.js';
 import type { CheckpointRow, Store } from '../store/store.js';
@@ -37,12 +39,14 @@ export interface CheckpointFileReaderDeps {
   nodes: NodeDirectory;
   sessions: SessionService;
   checkpoints: SessionCheckpointService;
+  shipper: CheckpointShipper;
 }
 
 /**
  * A checkpoint's files read where the checkpoint is, without starting a sandbox: its node resolves
- * every path inside the checkpoint (storage/checkpoint-files.ts on the node). A relative path is
- * taken from the session's working directory, as the session's own files API takes it.
+ * every path inside the checkpoint (storage/checkpoint-files.ts on the node); when that node is
+ * lost, a live one fetches the checkpoint from the object store first. A relative path is taken
+ * from the session's working directory, as the session's own files API takes it.
  */
 export class CheckpointFileReader {
   constructor(private readonly deps: CheckpointFileReaderDeps) {}
@@ -64,26 +68,23 @@ export class CheckpointFileReader {
   }
 
   /**
-   * One page of what differs from checkpoint `fromId` to `query.to`, two checkpoints of one lineage,
-   * worked out by the node that holds both from btrfs's own change tracking.
+   * One page of what differs from checkpoint `fromId` to `query.to`, two checkpoints of one lineage
+   * (or `live`: see `pair`), worked out by one node holding both from btrfs's own change tracking:
+   * `from`'s node, the other fetched there from the object store when it is elsewhere.
    */
   async diff(caller: Caller, fromId: string, query: { to: string; after?: string; limit?: number }): Promise<CheckpointDiff> {
-    const [from, to] = await this.deps.checkpoints.ofOneLineage(caller, fromId, query.to);
-    if (from.nodeId !== to.nodeId)
-      throw new SpaceError(
-        ErrorCode.NODE_UNAVAILABLE,
-        `checkpoints ${from.id} and ${to.id} are on different nodes (${from.nodeId}, ${to.nodeId}): a diff is worked out where both are`,
-      );
-    const { node } = await this.locate(from, '/');
-    return node.checkpointDiff(from.id, query);
+    const [from, to] = await this.pair(caller, fromId, query.to);
+    const node = await this.holder(from);
+    await this.deps.shipper.bringTo(node, to);
+    return node.checkpointDiff(from.id, { ...query, to: to.id });
   }
 
   /**
-   * One file in two checkpoints of one lineage: each side read where its checkpoint is (hashed
-   * whole, kept only up to `maxTextDiffBytes`), and a unified diff when both are text within it.
+   * One file in two checkpoints of one lineage (or `live`): each side read where its checkpoint is
+   * (hashed whole, kept only up to `maxTextDiffBytes`), and a unified diff when both are text within it.
    */
   async fileDiff(caller: Caller, fromId: string, query: { to: string; path: string }): Promise<FileDiff> {
-    const [from, to] = await this.deps.checkpoints.ofOneLineage(caller, fromId, query.to);
+    const [from, to] = await this.pair(caller, fromId, query.to);
     const before = await this.fileSide(from, query.path);
     const after = await this.fileSide(to, query.path);
     const filePath = after?.path ?? before?.path ?? query.path;
@@ -100,6 +101,18 @@ export class CheckpointFileReader {
       text,
       unified,
     };
+  }
+
+  /**
+   * The two checkpoints a diff compares. `live` is the session's files now: an fs checkpoint of
+   * `from`'s session is taken (its writes flushed, as any checkpoint's) and named in the answer's
+   * `to`, so the next pages compare the same point. It counts among the automatic checkpoints.
+   */
+  private async pair(caller: Caller, fromId: string, to: string): Promise<[CheckpointRow, CheckpointRow]> {
+    if (to !== liveDiffTarget) return this.deps.checkpoints.ofOneLineage(caller, fromId, to);
+    const from = await this.deps.checkpoints.checkpoint(caller, fromId);
+    const now = await this.deps.checkpoints.create(caller, from.sessionId, 'fs', 'auto');
+    return [from, await this.deps.checkpoints.checkpoint(caller, now.id)];
   }
 
   /** A file of a checkpoint: its size, its sha256, and its text when it is UTF-8 within the bound; null when the checkpoint has no such regular file. */
@@ -168,15 +181,24 @@ export class CheckpointFileReader {
     return { path: absolute, versions };
   }
 
-  /** The node holding a checkpoint (read for the caller: of its tenant) and the path made absolute. */
+  /** A node holding the checkpoint (read for the caller: of its tenant) and the path made absolute. */
   async locate(checkpoint: CheckpointRow, requested: string): Promise<{ node: NodeClient; path: string }> {
-    if (await this.deps.nodes.isLost(checkpoint.nodeId))
-      throw new SpaceError(
-        ErrorCode.NODE_UNAVAILABLE,
-        `checkpoint ${checkpoint.id} is on node ${checkpoint.nodeId}, which is lost; fork it (from the object store) to read its files`,
-      );
     const session = await this.deps.store.getSession(checkpoint.tenantId, checkpoint.sessionId);
-    return { node: await this.deps.nodes.client(checkpoint.nodeId), path: absolutePath(requested, session?.cwd ?? null) };
+    return { node: await this.holder(checkpoint), path: absolutePath(requested, session?.cwd ?? null) };
+  }
+
+  /**
+   * The checkpoint's own node; when that node is lost, a live one that fetched it from the object
+   * store (the session's volume node when it is live: a resume there fetched its newest checkpoint
+   * already, else the least busy ready node). NODE_UNAVAILABLE when it was never shipped.
+   */
+  private async holder(checkpoint: CheckpointRow): Promise<NodeClient> {
+    const { nodes } = this.deps;
+    if (!(await nodes.isLost(checkpoint.nodeId))) return nodes.client(checkpoint.nodeId);
+    const volumeNode = (await this.deps.store.getSession(checkpoint.tenantId, checkpoint.sessionId))?.volumeNodeId;
+    const node = volumeNode && !(await nodes.isLost(volumeNode)) ? await nodes.client(volumeNode) : await nodes.place();
+    await this.deps.shipper.bringTo(node, checkpoint);
+    return node;
   }
 }
 

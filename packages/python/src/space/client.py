@@ -54,12 +54,15 @@ class Checkpoints:
         return [Session(self._t, data) for data in reply["sessions"]]
 
     def diff(self, source: str, to: str, *, after: str | None = None, limit: int | None = None, timeout: float | None = None) -> CheckpointDiffData:
-        """One page of what differs from checkpoint `source` to `to` (one lineage), by path: pass `next` as `after` for the next."""
+        """One page of what differs from checkpoint `source` to `to` (one lineage), by path: pass `next` as `after` for the next.
+
+        `to` may be `"live"`: the session's files now, checkpointed first; the answer's `to` names that checkpoint, for the next pages.
+        """
         query = urlencode({"to": to, **({"after": after} if after is not None else {}), **({"limit": limit} if limit is not None else {})})
         return self._t.json("GET", f"/v1/checkpoints/{quote(source, safe='')}/diff?{query}", timeout=timeout)
 
     def diff_file(self, source: str, to: str, path: str, *, timeout: float | None = None) -> FileDiffData:
-        """One file in checkpoints `source` and `to`: sizes, sha256, and a unified diff of text (`unified`)."""
+        """One file in checkpoints `source` and `to` (or `"live"`): sizes, sha256, and a unified diff of text (`unified`)."""
         return self._t.json("GET", f"/v1/checkpoints/{quote(source, safe='')}/diff/file?{urlencode({'to': to, 'path': path})}", timeout=timeout)
 
     def files(self, checkpoint_id: str) -> CheckpointFiles:
