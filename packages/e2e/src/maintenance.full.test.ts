@@ -35,7 +35,7 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     assert.deepEqual([session.checkpointIntervalSec, session.idleTimeoutSec], [1, 0]);
     const manual = (await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, {})).body;
     // Automatic checkpoints are taken only of a volume that changed: something keeps writing.
-    await api.exec(session.id, 'while true; do date > /workspace/now; sleep 0.3; done', { background: true });
+    const writer = await api.exec(session.id, 'while true; do date +%s%N > /workspace/now; sleep 0.3; done', { background: true });
     const list = async () => (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as { id: string; trigger: string }[];
     const seen = new Set<string>();
     await waitFor(
@@ -55,6 +55,21 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
       final.some((c) => c.id === manual.id),
       'the manual checkpoint is kept',
     );
+    // A path's history over checkpoints pruned in between: the kept ones only, in order; a pruned one's files are 404.
+    // (The writer stopped first: no checkpoint is taken or pruned while the history is read.)
+    await api.call('POST', `/v1/sessions/${session.id}/processes/${writer.pid}/signal`, { signal: 'SIGKILL' });
+    await sleep(2000);
+    const history = (await api.call('GET', `/v1/sessions/${session.id}/files/history?path=now`)).body;
+    const versions = history.versions as { checkpointId: string; change: string }[];
+    const pruned = [...seen].filter((id) => !versions.some((v) => v.checkpointId === id));
+    assert.ok(pruned.length >= 2, `pruned: ${pruned.join(', ')}`);
+    assert.equal(versions[0]?.checkpointId, manual.id);
+    assert.deepEqual(
+      versions.map((v) => v.change),
+      ['absent', 'added', ...versions.slice(2).map(() => 'modified')],
+      'taken before the writer ran, then written by it each time',
+    );
+    assert.equal((await api.bytes(`/v1/checkpoints/${pruned[0]}/files?path=now`)).status, 404);
     // Its writer and checkpoints every second would otherwise share the maintenance passes with the next tests.
     await api.call('DELETE', `/v1/sessions/${session.id}`);
   });
