@@ -26,6 +26,8 @@ for (const helper of ['space-init', 'space-pty']) {
 copyFileSync(path.join(agentDir, 'code-server/space_code_server.py'), path.join(out, 'space-code-server.py'));
 for (const module of ['space_code_cell.py', 'space_code_kernels.py']) copyFileSync(path.join(agentDir, 'code-server', module), path.join(out, module));
 copyFileSync(path.join(agentDir, 'code-server/space_js_kernel.js'), path.join(out, 'space-js-kernel.js'));
+// The desktop's server, started by the agent on the first desktop call in templates with a desktop.
+copyFileSync(path.join(agentDir, 'desktop-server/space_desktop_server.py'), path.join(out, 'space-desktop-server.py'));
 // Preloaded into the sandbox's programs (glibc templates): works around gaps of gVisor.
 execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-o', path.join(out, 'space-compat.so'), path.join(agentDir, 'native/space-compat.c')], {
   stdio: 'inherit',

@@ -66,6 +66,7 @@ func run() error {
 	}
 	a := &agent{
 		code:      newCodeServer(codeCwd, baseEnv, logf),
+		desktop:   newDesktopServer(codeCwd, baseEnv, logf),
 		processes: processes,
 		files:     fileService{paths: paths},
 		token:     token,

@@ -63,6 +63,7 @@ func (a *agent) rebind(w http.ResponseWriter, r *http.Request) error {
 		cwd = *body.Cwd
 	}
 	a.code.setSession(a.processes.sessionEnv(), cwd)
+	a.desktop.setSession(a.processes.sessionEnv(), cwd)
 	if *body.NewSession {
 		a.processes.forgetFinished()
 	}

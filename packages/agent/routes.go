@@ -16,6 +16,7 @@ type agent struct {
 	processes *processTable
 	files     fileService
 	code      *codeServer
+	desktop   *helperServer
 	logf      func(format string, args ...any)
 	routes    map[string]handler
 
@@ -93,6 +94,9 @@ func (a *agent) route(w http.ResponseWriter, r *http.Request) error {
 	path := r.URL.Path
 	if strings.HasPrefix(path, "/code/") {
 		return a.code.serve(w, r)
+	}
+	if strings.HasPrefix(path, "/desktop/") {
+		return a.desktop.serve(w, r)
 	}
 	if m := processPath.FindStringSubmatch(path); m != nil {
 		pid, _ := strconv.Atoi(m[1])

@@ -64,6 +64,8 @@ export const ErrorCode = {
   VOLUME_UNAVAILABLE: 'VOLUME_UNAVAILABLE',
   CONTEXT_NOT_FOUND: 'CONTEXT_NOT_FOUND',
   CODE_INTERPRETER_UNAVAILABLE: 'CODE_INTERPRETER_UNAVAILABLE',
+  NO_DESKTOP: 'NO_DESKTOP',
+  DESKTOP_UNAVAILABLE: 'DESKTOP_UNAVAILABLE',
   INTERNAL: 'INTERNAL',
 } as const;
 
@@ -136,6 +138,10 @@ export const errorStatus: Record<ErrorCode, number> = {
   VOLUME_UNAVAILABLE: 409,
   CONTEXT_NOT_FOUND: 404,
   CODE_INTERPRETER_UNAVAILABLE: 409,
+  /** The session's template has no desktop: create it with the `desktop` template. */
+  NO_DESKTOP: 409,
+  /** The desktop's display or server did not start, or a tool on it failed. */
+  DESKTOP_UNAVAILABLE: 503,
   INTERNAL: 500,
 };
 

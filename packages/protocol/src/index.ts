@@ -3,6 +3,7 @@ export * from './limits.js';
 export * from './common.js';
 export * from './exec.js';
 export * from './code.js';
+export * from './desktop.js';
 export * from './event-stream.js';
 export * from './files.js';
 export * from './sessions.js';

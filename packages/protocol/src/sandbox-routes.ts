@@ -13,6 +13,16 @@ import {
   CreateCodeContextRequestSchema,
   RunCodeRequestSchema,
 } from './code.js';
+import {
+  DesktopCursorSchema,
+  DesktopInputSchema,
+  DesktopLaunchRequestSchema,
+  DesktopLaunchedSchema,
+  DesktopStateSchema,
+  DesktopWindowListSchema,
+  ScreenshotQuerySchema,
+  maxScreenshotBytes,
+} from './desktop.js';
 
 /**
  * The sandbox operations: served by the daemon, relayed unchanged in shape by the node agent
@@ -23,7 +33,8 @@ export type SandboxRoute =
   | { kind: 'json'; method: 'GET' | 'POST' | 'DELETE'; path: string; params?: z.ZodTypeAny; body?: z.ZodTypeAny; query?: z.ZodTypeAny; response: z.ZodTypeAny }
   /** A JSON request answered by a stream of JSON lines (`application/x-ndjson`), each checked against `stream.event` and bounded. */
   | { kind: 'events'; method: 'POST'; path: string; body: z.ZodTypeAny; stream: EventStream }
-  | { kind: 'download'; method: 'GET'; path: string; query: z.ZodTypeAny }
+  /** Bytes as they come (a file), or of one `contentType` and at most `maxBytes` (a screenshot). */
+  | { kind: 'download'; method: 'GET'; path: string; query: z.ZodTypeAny; contentType?: string; maxBytes?: number }
   | { kind: 'upload'; method: 'PUT'; path: string; query: z.ZodTypeAny; response: z.ZodTypeAny }
   | { kind: 'websocket'; method: 'GET'; path: string; query?: z.ZodTypeAny };
 
@@ -51,6 +62,12 @@ export const sandboxRoutes: readonly SandboxRoute[] = [
   { kind: 'json', method: 'POST', path: '/code/contexts/:contextId/restart', params: CodeContextParamsSchema, response: CodeContextSchema },
   { kind: 'json', method: 'GET', path: '/code/contexts/:contextId/history', params: CodeContextParamsSchema, response: CodeHistorySchema },
   { kind: 'events', method: 'POST', path: '/code/run', body: RunCodeRequestSchema, stream: codeEventStream },
+  { kind: 'json', method: 'GET', path: '/desktop/state', response: DesktopStateSchema },
+  { kind: 'download', method: 'GET', path: '/desktop/screenshot', query: ScreenshotQuerySchema, contentType: 'image/png', maxBytes: maxScreenshotBytes },
+  { kind: 'json', method: 'POST', path: '/desktop/input', body: DesktopInputSchema, response: ok },
+  { kind: 'json', method: 'POST', path: '/desktop/launch', body: DesktopLaunchRequestSchema, response: DesktopLaunchedSchema },
+  { kind: 'json', method: 'GET', path: '/desktop/windows', response: DesktopWindowListSchema },
+  { kind: 'json', method: 'GET', path: '/desktop/cursor', response: DesktopCursorSchema },
 ];
 
 export function findSandboxRoute(method: string, path: string): RouteMatch<SandboxRoute> {

@@ -9,7 +9,7 @@ import { ResourcesSchema, TemplateNameSchema, builtinTemplateAliases } from './s
 export const TemplateIdSchema = z.string().regex(/^tpl_[a-z0-9]{12}$/, 'template ids look like tpl_ and 12 lowercase letters or digits');
 
 /** The templates every tenant has. Their names (and their aliases') are not available for a tenant's own. */
-export const builtinTemplateNames: readonly string[] = ['base', 'tiny', 'code-interpreter'];
+export const builtinTemplateNames: readonly string[] = ['base', 'tiny', 'code-interpreter', 'desktop'];
 
 /** A build context file's path: relative, no `..`, `.` or empty segments. */
 export const ContextPathSchema = z

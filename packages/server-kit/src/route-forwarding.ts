@@ -49,7 +49,7 @@ export async function forwardRoute(
       return sendJson(ctx.res, 200, await upstream.json(route.method, target, input.body, route.response, { limit, headers }));
     }
     case 'download':
-      return upstream.download(target, ctx.res, headers);
+      return upstream.download(target, ctx.res, headers, { contentType: route.contentType, maxBytes: route.maxBytes });
     case 'upload': {
       const uploadHeaders: Record<string, string> = { ...headers, 'content-type': 'application/octet-stream' };
       const length = ctx.req.headers['content-length'];

@@ -209,16 +209,24 @@ export class Upstream {
     return errorFromBody(parsed, ErrorCode.DAEMON_PROTOCOL_ERROR, `${this.label} failed with status ${status}`);
   }
 
-  /** Streams a download to `res`, refusing more bytes than the upstream announced. */
-  async download(pathAndQuery: string, res: ServerResponse, headers: Record<string, string> = {}): Promise<void> {
+  /**
+   * Streams a download to `res`, refusing more bytes than the upstream announced (or than
+   * `maxBytes`). Its type is ours to say (`contentType`, else bytes), never the upstream's.
+   */
+  async download(
+    pathAndQuery: string,
+    res: ServerResponse,
+    headers: Record<string, string> = {},
+    { contentType = 'application/octet-stream', maxBytes = Number.MAX_SAFE_INTEGER }: { contentType?: string; maxBytes?: number } = {},
+  ): Promise<void> {
     const up = await this.send('GET', pathAndQuery, undefined, headers);
     if (up.statusCode !== 200) throw await this.errorFrom(up);
     const length = Number(up.headers['content-length']);
-    if (!Number.isSafeInteger(length) || length < 0) {
+    if (!Number.isSafeInteger(length) || length < 0 || length > maxBytes) {
       up.destroy();
-      throw new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${this.label} sent a download without a valid content-length`);
+      throw new SpaceError(ErrorCode.DAEMON_PROTOCOL_ERROR, `${this.label} sent a download without a valid content-length (at most ${maxBytes} bytes)`);
     }
-    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': length });
+    res.writeHead(200, { 'content-type': contentType, 'content-length': length });
     up.on('error', (err) => res.destroy(err));
     up.pipe(res);
     await new Promise<void>((resolve) => res.on('close', resolve));

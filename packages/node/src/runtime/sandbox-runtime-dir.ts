@@ -22,6 +22,7 @@ const runtimeFiles = [
   'space_code_cell.py',
   'space_code_kernels.py',
   'space-js-kernel.js',
+  'space-desktop-server.py',
 ];
 
 /**

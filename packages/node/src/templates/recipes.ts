@@ -173,22 +173,7 @@ export const codeInterpreterRecipe: TemplateRecipe = {
   fingerprint: `code-interpreter:v1:apt-no-recommends:${codeInterpreterPackages.join(',')}:agg:marker`,
   from: baseRecipe,
   async build(root, progress) {
-    // apt in the template itself, from the mirror base was made from: Debian resolves and orders the
-    // packages' configuration (debootstrap's --include, tried first, failed configuring python3-zmq).
-    const apt = (args: string[]) =>
-      runCommand(['chroot', root, '/usr/bin/env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin', 'DEBIAN_FRONTEND=noninteractive', 'apt-get', '-q', ...args], {
-        onLine: (line) => {
-          if (line.startsWith('Get:') && ++fetched % 25 === 0) progress(`apt-get: ${fetched} packages fetched`);
-          if (line.startsWith('Setting up') && ++configured % 25 === 0) progress(`apt-get: ${configured} packages set up`);
-        },
-      });
-    let fetched = 0;
-    let configured = 0;
-    progress('apt-get update');
-    await apt(['update']);
-    progress(`apt-get install ${codeInterpreterPackages.join(' ')} (a minute or two the first time)`);
-    await apt(['install', '-y', '--no-install-recommends', ...codeInterpreterPackages]);
-    progress(`apt-get: ${configured} packages set up`);
+    await aptInstall(root, codeInterpreterPackages, progress);
     await mkdir(path.join(root, path.dirname(codeInterpreterMarker)), { recursive: true });
     await writeFile(path.join(root, codeInterpreterMarker), 'python bash\n');
     // Charts render to images, never to a display the sandbox does not have: in kernels and scripts alike.
@@ -197,7 +182,64 @@ export const codeInterpreterRecipe: TemplateRecipe = {
   },
 };
 
-export const builtinRecipes: readonly TemplateRecipe[] = [baseRecipe, tinyRecipe, codeInterpreterRecipe];
+/**
+ * A desktop an agent can see and drive: an X server without a screen (Xvfb), a light window
+ * manager, Chromium, xdotool for input, a terminal, fonts, a VNC server and noVNC for people to
+ * watch, and Pillow (built with XCB) for screenshots. All Debian's.
+ */
+const desktopPackages = [
+  'xvfb',
+  'openbox',
+  'xdotool',
+  'x11-utils',
+  'xterm',
+  'chromium',
+  'fonts-dejavu-core',
+  'x11vnc',
+  'novnc',
+  'python3-websockify',
+  'python3-pil',
+];
+
+/** Where a template says it has a desktop: the in-sandbox agent's desktop server answers only when this exists. */
+export const desktopMarker = 'etc/space/desktop';
+
+export const desktopRecipe: TemplateRecipe = {
+  name: 'desktop',
+  description: `base, with a desktop: ${desktopPackages.join(', ')}; the desktop starts on the first desktop call`,
+  fingerprint: `desktop:v1:apt-no-recommends:${desktopPackages.join(',')}:marker`,
+  from: baseRecipe,
+  async build(root, progress) {
+    await aptInstall(root, desktopPackages, progress);
+    await mkdir(path.join(root, path.dirname(desktopMarker)), { recursive: true });
+    await writeFile(path.join(root, desktopMarker), 'xvfb openbox chromium\n');
+    await removeAptCaches(root);
+  },
+};
+
+/**
+ * apt-get install in the template itself, from the mirror its base was made from: Debian resolves
+ * and orders the packages' configuration (debootstrap's --include, tried first, failed configuring
+ * python3-zmq). No recommended packages: only what was asked for and what it needs.
+ */
+async function aptInstall(root: string, packages: readonly string[], progress: Progress): Promise<void> {
+  let fetched = 0;
+  let configured = 0;
+  const apt = (args: string[]) =>
+    runCommand(['chroot', root, '/usr/bin/env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin', 'DEBIAN_FRONTEND=noninteractive', 'apt-get', '-q', ...args], {
+      onLine: (line) => {
+        if (line.startsWith('Get:') && ++fetched % 25 === 0) progress(`apt-get: ${fetched} packages fetched`);
+        if (line.startsWith('Setting up') && ++configured % 25 === 0) progress(`apt-get: ${configured} packages set up`);
+      },
+    });
+  progress('apt-get update');
+  await apt(['update']);
+  progress(`apt-get install ${packages.join(' ')} (minutes the first time)`);
+  await apt(['install', '-y', '--no-install-recommends', ...packages]);
+  progress(`apt-get: ${configured} packages set up`);
+}
+
+export const builtinRecipes: readonly TemplateRecipe[] = [baseRecipe, tinyRecipe, codeInterpreterRecipe, desktopRecipe];
 
 async function firstExisting(paths: string[]): Promise<string> {
   for (const p of paths) {
