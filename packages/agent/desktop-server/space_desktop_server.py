@@ -78,7 +78,10 @@ SCROLL_BUTTONS = {"up": "4", "down": "5", "left": "6", "right": "7"}
 # since /dev/shm is noexec); on the volume (through the gofer) such files make a full checkpoint fail
 # ("deleted and invalidated dentries can't be restored"), in the sandbox's own memory they are saved.
 DESKTOP_TMP = "/dev/.space-desktop-tmp"
-# Chromium in gVisor: no setuid sandbox of its own (the sandbox is gVisor), no GPU.
+# Chromium in gVisor: no setuid sandbox of its own (the sandbox is gVisor), no GPU. And none of
+# its own traffic (updates, network time, metrics, sync, safe browsing lists, translation): a connection with the
+# outside open at a full checkpoint makes the checkpoint wait or fail, so only what a page asks for
+# goes out.
 CHROMIUM = [
     "chromium",
     "--no-sandbox",
@@ -88,15 +91,45 @@ CHROMIUM = [
     "--password-store=basic",
     "--disable-background-networking",
     "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--disable-breakpad",
+    "--metrics-recording-only",
+    "--no-pings",
+    "--safebrowsing-disable-auto-update",
+    "--disable-features=NetworkTimeServiceQuerying,Translate,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,CertificateTransparencyComponentUpdater,InterestFeedContentSuggestions",
     "--start-maximized",
 ]
+# Chromium's profile stays on the volume (cookies and logins are files a fs checkpoint keeps), but
+# its metrics files go to DESKTOP_TMP: it deletes them while they are mapped, which on the volume
+# makes a full checkpoint fail, whatever the flags.
+CHROMIUM_PROFILE_TMP = [".config/chromium/BrowserMetrics"]
+
+
+def keep_in_memory(home):
+    """Chromium's directories of files it deletes while open, as links into DESKTOP_TMP."""
+    for relative in CHROMIUM_PROFILE_TMP:
+        link = os.path.join(home, relative)
+        if os.path.islink(link):
+            continue
+        shutil.rmtree(link, ignore_errors=True)
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        target = os.path.join(DESKTOP_TMP, relative.replace("/", "-"))
+        os.makedirs(target, exist_ok=True)
+        os.symlink(target, link)
+
+
+# xterm is installed but not offered: it cannot open its pty in this runsc (a read of a pty master
+# before its replica is opened fails with EIO there, where Linux blocks: gVisor issue 13738).
 APPS = {
     "chromium": CHROMIUM,
     "browser": CHROMIUM,
     "google-chrome": CHROMIUM,
-    "terminal": ["xterm"],
-    "xterm": ["xterm"],
 }
+# What a desktop process printed last, kept in memory: never a file that a chatty one fills.
+LOG_TAIL_BYTES = 16 * 1024
 
 
 class ApiError(Exception):
@@ -143,8 +176,7 @@ class Keysyms:
 class Display:
     """The X display and its window manager, started when first needed and again when they died."""
 
-    def __init__(self, run_dir):
-        self.run_dir = run_dir
+    def __init__(self):
         self.lock = threading.Lock()
         self.xvfb = None
         self.wm = None
@@ -153,6 +185,7 @@ class Display:
         self.restarts = 0
         self.last_exit = None
         self.env = dict(os.environ)
+        self.logs = {}
 
     def configure(self, env):
         """The session's environment: its SPACE_DESKTOP_SIZE (WIDTHxHEIGHT) and SPACE_DESKTOP_DPI are the display's."""
@@ -212,20 +245,19 @@ class Display:
             time.sleep(0.05)
 
     def spawn(self, argv, log_name):
-        log = open(os.path.join(self.run_dir, f"{log_name}.log"), "ab")
-        os.makedirs(DESKTOP_TMP, mode=0o1777, exist_ok=True)
         env = {**self.env, "DISPLAY": DISPLAY, "TMPDIR": DESKTOP_TMP}
         # A session of its own: signals meant for the caller's processes never reach the desktop.
-        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, start_new_session=True, cwd=env.get("HOME", "/root"))
+        process = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=env.get("HOME", "/root")
+        )
+        tail = self.logs[log_name] = bytearray()
+        while len(self.logs) > 64:  # bounded however many programs are launched
+            del self.logs[next(iter(self.logs))]
+        threading.Thread(target=keep_tail, args=(process.stdout, tail), daemon=True).start()
+        return process
 
     def log_tail(self, log_name):
-        try:
-            with open(os.path.join(self.run_dir, f"{log_name}.log"), "rb") as f:
-                f.seek(0, 2)
-                f.seek(max(0, f.tell() - 1000))
-                return f.read().decode(errors="replace").strip()
-        except OSError:
-            return ""
+        return bytes(self.logs.get(log_name, b""))[-1000:].decode(errors="replace").strip()
 
     def state(self):
         width, height = self.size
@@ -246,6 +278,13 @@ class Display:
         return done.stdout.decode(errors="replace")
 
 
+def keep_tail(stream, tail):
+    """Reads a process's output to its end, keeping the last LOG_TAIL_BYTES in `tail`."""
+    for chunk in iter(lambda: stream.read1(4096), b""):
+        tail.extend(chunk)
+        del tail[:-LOG_TAIL_BYTES]
+
+
 def integer(body, field, low, high, default=None):
     value = body.get(field, default)
     if value is None:
@@ -256,8 +295,8 @@ def integer(body, field, low, high, default=None):
 
 
 class Desktop:
-    def __init__(self, run_dir):
-        self.display = Display(run_dir)
+    def __init__(self):
+        self.display = Display()
         self.keysyms = Keysyms()
 
     def point(self, body, required=True):
@@ -366,6 +405,7 @@ class Desktop:
             if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
                 raise ApiError(404, "FILE_NOT_FOUND", f"cmd: {cmd[0]} is not installed")
             argv = cmd
+        keep_in_memory(self.display.env.get("HOME", "/root"))
         process = self.display.spawn(argv, f"launch-{os.path.basename(argv[0])}")
         return {"pid": process.pid, "cmd": argv}
 
@@ -505,11 +545,13 @@ def main():
     parser.add_argument("--run-dir", required=True)
     args = parser.parse_args()
     os.makedirs(args.run_dir, mode=0o700, exist_ok=True)
+    os.makedirs(DESKTOP_TMP, exist_ok=True)
+    os.chmod(DESKTOP_TMP, 0o1777)
     if os.path.exists(args.socket):
         os.unlink(args.socket)
     server = Server(args.socket, Handler)
     os.chmod(args.socket, 0o600)
-    server.desktop = Desktop(args.run_dir)
+    server.desktop = Desktop()
     # Started with the session's environment (the agent's): its display settings hold from the first call.
     server.desktop.display.configure(dict(os.environ))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))

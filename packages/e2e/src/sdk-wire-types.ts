@@ -34,6 +34,9 @@ import type {
   CodeContext,
   CodeEvent,
   CodeCell,
+  DesktopInput,
+  DesktopState,
+  DesktopWindow,
   CALL_TIMEOUT_HEADER as WireCallTimeoutHeader,
 } from '@space/protocol';
 import type {
@@ -66,6 +69,9 @@ import type {
   CodeContextData,
   CodeEventData,
   CodeCellData,
+  DesktopInputData,
+  DesktopStateData,
+  DesktopWindowData,
   CALL_TIMEOUT_HEADER,
 } from '@space/sdk';
 
@@ -103,5 +109,8 @@ export const sdkMatchesWire: Record<string, true> = {
   volumeSnapshot: true satisfies Same<VolumeSnapshotData, VolumeSnapshot>,
   templateBuild: true satisfies Same<TemplateBuildData, TemplateBuild>,
   tenantEvent: true satisfies Same<TenantEventData, TenantEvent>,
+  desktopInput: true satisfies Same<DesktopInputData, DesktopInput>,
+  desktopState: true satisfies Same<DesktopStateData, DesktopState>,
+  desktopWindow: true satisfies Same<DesktopWindowData, DesktopWindow>,
   callTimeoutHeader: true satisfies Same<typeof CALL_TIMEOUT_HEADER, typeof WireCallTimeoutHeader>,
 };

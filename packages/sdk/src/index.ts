@@ -13,6 +13,15 @@ export {
   type Execution,
   type RunCodeOptions,
 } from './code.js';
+export {
+  SessionDesktop,
+  type DesktopApp,
+  type DesktopInputData,
+  type DesktopStateData,
+  type DesktopWindowData,
+  type MouseButton,
+  type ScreenshotOptions,
+} from './desktop.js';
 export { FileWatch, type FileChange } from './file-watch.js';
 export { SpaceApiError, SpaceClientError, isSpaceApiError } from './errors.js';
 export { CALL_TIMEOUT_HEADER } from './transport.js';

@@ -1,6 +1,7 @@
 // A session's handle: one method per session operation of the API (files, exec, streams, checkpoints, previews), mirroring it, over ~300 lines because the API is.
 import { Readable } from 'node:stream';
 import type { WebSocket } from 'ws';
+import { SessionDesktop } from './desktop.js';
 import { FileWatch } from './file-watch.js';
 import { CodeContexts, codeEvents, runCode, type CodeEventData, type Execution, type RunCodeOptions } from './code.js';
 import { ExecStream, type ProcessBinding, type Reattach } from './exec-stream.js';
@@ -126,6 +127,8 @@ export class SessionHandle {
   readonly files: SessionFiles;
   /** The code interpreter's contexts (templates with one: `code-interpreter`). */
   readonly codeContexts: CodeContexts;
+  /** The desktop (template `desktop`): screenshots, input, applications, windows. */
+  readonly desktop: SessionDesktop;
   private readonly base: string;
 
   constructor(
@@ -135,6 +138,7 @@ export class SessionHandle {
     this.base = `/v1/sessions/${encodeURIComponent(id)}`;
     this.files = new SessionFiles(t, this.base);
     this.codeContexts = new CodeContexts(t, this.base);
+    this.desktop = new SessionDesktop(t, this.base);
   }
 
   /**

@@ -184,22 +184,11 @@ export const codeInterpreterRecipe: TemplateRecipe = {
 
 /**
  * A desktop an agent can see and drive: an X server without a screen (Xvfb), a light window
- * manager, Chromium, xdotool for input, a terminal, fonts, a VNC server and noVNC for people to
- * watch, and Pillow (built with XCB) for screenshots. All Debian's.
+ * manager, Chromium, xdotool for input, xprop for windows, fonts, a VNC server and noVNC for people
+ * to watch, and Pillow (built with XCB) for screenshots. All Debian's. No terminal: xterm cannot
+ * open its pty in this runsc (see the desktop server).
  */
-const desktopPackages = [
-  'xvfb',
-  'openbox',
-  'xdotool',
-  'x11-utils',
-  'xterm',
-  'chromium',
-  'fonts-dejavu-core',
-  'x11vnc',
-  'novnc',
-  'python3-websockify',
-  'python3-pil',
-];
+const desktopPackages = ['xvfb', 'openbox', 'xdotool', 'x11-utils', 'chromium', 'fonts-dejavu-core', 'x11vnc', 'novnc', 'python3-websockify', 'python3-pil'];
 
 /** Where a template says it has a desktop: the in-sandbox agent's desktop server answers only when this exists. */
 export const desktopMarker = 'etc/space/desktop';
