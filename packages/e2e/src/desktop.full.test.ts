@@ -5,6 +5,8 @@ import path from 'node:path';
 import { tmpdir } from 'node:os';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type Session, Space, isSpaceApiError } from '@space/sdk';
 import type { Api } from './client.js';
 import { decodePng, findColor } from './harness/png.js';
@@ -186,6 +188,41 @@ describe('desktop', () => {
       (await fork!.desktop.windows()).some((w) => w.app === 'Chromium'),
       'the fork has the browser window',
     );
+  });
+
+  test('computer use from an MCP client: the screenshot as an MCP image, a click, typing, keys', { timeout: 120_000 }, async () => {
+    assert.ok(browsing, 'the first test made the session');
+    const client = new Client({ name: 'space-test', version: '0.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${platform.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${platform.adminKey}` } } }),
+    );
+    try {
+      type Content = { type: string; text?: string; data?: string; mimeType?: string };
+      const call = async (name: string, args: Record<string, unknown> = {}) => {
+        const reply = (await client.callTool({ name, arguments: { sessionId: browsing.id, ...args } })) as { isError?: boolean; content: Content[] };
+        assert.ok(!reply.isError, JSON.stringify(reply.content));
+        return reply.content;
+      };
+      const shot = await call('screenshot', { scale: 0.5 });
+      assert.match(shot[0]?.text ?? '', /^screen 1024x768, shown at scale 0.5$/);
+      const image = shot.find((c) => c.type === 'image');
+      assert.equal(image?.mimeType, 'image/png');
+      const seen = decodePng(Buffer.from(image!.data!, 'base64'));
+      assert.ok((findColor(seen, blue)?.count ?? 0) > 200 * 120 * 0.8, 'the page, as the model sees it');
+      const field = findColor(await screen(browsing), yellow)!;
+      await call('click', { x: center(field)[0], y: center(field)[1] });
+      await call('key', { keys: ['End'] });
+      await call('type', { text: '+mcp' });
+      await untilLogged(browsing, 'typed=kept!+mcp');
+      const refused = (await client.callTool({ name: 'key', arguments: { sessionId: browsing.id, keys: ['nosuchkey'] } })) as {
+        isError?: boolean;
+        content: Content[];
+      };
+      assert.equal(refused.isError, true);
+      assert.match(refused.content[0]?.text ?? '', /^VALIDATION_FAILED: keys: unknown key/);
+    } finally {
+      await client.close();
+    }
   });
 
   test('bad input is refused naming the field; a session without the desktop template is 409 NO_DESKTOP', { timeout: 120_000 }, async () => {

@@ -1,7 +1,9 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { type Execution, isSpaceApiError, type Space } from '@space/sdk';
+import type { Execution, Space } from '@space/sdk';
 import { z } from 'zod';
+import { registerDesktopTools } from './desktop-tools.js';
+import { ok, run, sessionId } from './tool-results.js';
 
 /** What a tool returns at most of a command's output or a file, per stream: an agent's context is small. */
 const maxTextBytes = 64 * 1024;
@@ -9,20 +11,6 @@ const maxTextBytes = 64 * 1024;
 function bounded(text: string): string {
   if (Buffer.byteLength(text) <= maxTextBytes) return text;
   return `${Buffer.from(text).subarray(0, maxTextBytes).toString('utf8')}\n[… cut at ${maxTextBytes} bytes]`;
-}
-
-function ok(value: unknown): CallToolResult {
-  return { content: [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value, null, 2) }] };
-}
-
-/** A SPACE error becomes a tool error that names its code, so the model can act on it. */
-async function run(work: () => Promise<CallToolResult>): Promise<CallToolResult> {
-  try {
-    return await work();
-  } catch (err) {
-    const text = isSpaceApiError(err) ? `${err.code}: ${err.message}` : (err as Error).message;
-    return { isError: true, content: [{ type: 'text', text }] };
-  }
 }
 
 /** Images a run_code answer carries at most, and the largest (base64): the rest are named, not sent. */
@@ -47,12 +35,11 @@ function cellContent(execution: Execution): CallToolResult {
   return { isError: execution.error !== null, content: [{ type: 'text', text: text.join('\n\n') || '(no output)' }, ...images] };
 }
 
-const sessionId = z.string().min(1).max(64).describe('the session id (ses_…)');
 const path = z.string().min(1).max(4096).describe('a path in the sandbox; relative paths are under /workspace');
 
 /**
- * SPACE's tools for MCP clients: sessions, commands, files, checkpoints, fork, restore and egress,
- * each one call of the SDK with the caller's API key.
+ * SPACE's tools for MCP clients: sessions, commands, files, checkpoints, fork, restore, egress and
+ * the desktop (desktop-tools.ts), each one call of the SDK with the caller's API key.
  */
 export function registerSpaceTools(server: McpServer, space: Space): void {
   server.registerTool(
@@ -201,4 +188,5 @@ export function registerSpaceTools(server: McpServer, space: Space): void {
     ({ sessionId: id, mode, domains, cidrs }) =>
       run(async () => ok((await space.sessions.handle(id).setEgress({ mode, domains: domains ?? [], cidrs: cidrs ?? [] })).data.egress)),
   );
+  registerDesktopTools(server, space);
 }
