@@ -17,6 +17,8 @@ layers above validate them again):
   POST /launch {app | cmd, url?}               start an application on the display
   GET  /windows                                the window manager's windows: title, app, geometry, focused
   GET  /cursor                                 where the pointer is
+  POST /vnc {viewOnly}                         the live view: x11vnc on the display (view-only unless
+                                               asked), noVNC and its WebSocket bridge on VNC_WEB_PORT
 
 A display that died (Xvfb crashed or was killed) is started again by the next call, which says so
 in `/state` (`restarts`, `lastExit`); windows on the old display are gone with it.
@@ -128,6 +130,12 @@ APPS = {
     "browser": CHROMIUM,
     "google-chrome": CHROMIUM,
 }
+# The live view: x11vnc on loopback only, noVNC's page and WebSocket bridge (websockify) on a port
+# the session's preview URLs reach (the control plane hands out a token for it).
+VNC_PORT = 5900
+VNC_WEB_PORT = 6080
+NOVNC_DIR = "/usr/share/novnc"
+
 # What a desktop process printed last, kept in memory: never a file that a chatty one fills.
 LOG_TAIL_BYTES = 16 * 1024
 
@@ -278,6 +286,31 @@ class Display:
         return done.stdout.decode(errors="replace")
 
 
+def stop(process):
+    process.terminate()
+    try:
+        process.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def wait_listening(port, process, name, display, timeout=15):
+    """Returns once something accepts on 127.0.0.1:`port`; fails if `process` exits first or it takes too long."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            pass
+        if process.poll() is not None:
+            raise ApiError(503, "DESKTOP_UNAVAILABLE", f"{name} exited at start ({process.returncode}): {display.log_tail(name)}")
+        if time.monotonic() > deadline:
+            raise ApiError(503, "DESKTOP_UNAVAILABLE", f"{name} did not listen on port {port} within {timeout} s")
+        time.sleep(0.05)
+
+
 def keep_tail(stream, tail):
     """Reads a process's output to its end, keeping the last LOG_TAIL_BYTES in `tail`."""
     for chunk in iter(lambda: stream.read1(4096), b""):
@@ -298,6 +331,10 @@ class Desktop:
     def __init__(self):
         self.display = Display()
         self.keysyms = Keysyms()
+        self.vnc_lock = threading.Lock()
+        self.vnc_server = None
+        self.vnc_view_only = True
+        self.vnc_web = None
 
     def point(self, body, required=True):
         """`x`, `y` on the screen; None when both are left out and they may be."""
@@ -450,6 +487,24 @@ class Desktop:
             )
         return {"windows": windows}
 
+    def vnc(self, body):
+        view_only = body.get("viewOnly", True)
+        if not isinstance(view_only, bool):
+            raise validation("viewOnly", "true or false")
+        with self.vnc_lock:
+            if self.vnc_server is not None and (self.vnc_server.poll() is not None or self.vnc_view_only != view_only):
+                stop(self.vnc_server)
+                self.vnc_server = None
+            if self.vnc_server is None:
+                argv = ["x11vnc", "-display", DISPLAY, "-rfbport", str(VNC_PORT), "-localhost", "-forever", "-shared", "-nopw", "-quiet"]
+                self.vnc_server = self.display.spawn([*argv, "-viewonly"] if view_only else argv, "x11vnc")
+                self.vnc_view_only = view_only
+                wait_listening(VNC_PORT, self.vnc_server, "x11vnc", self.display)
+            if self.vnc_web is None or self.vnc_web.poll() is not None:
+                self.vnc_web = self.display.spawn(["websockify", "--web", NOVNC_DIR, str(VNC_WEB_PORT), f"127.0.0.1:{VNC_PORT}"], "websockify")
+                wait_listening(VNC_WEB_PORT, self.vnc_web, "websockify", self.display)
+        return {"port": VNC_WEB_PORT, "viewOnly": view_only}
+
     def cursor(self):
         shell = self.display.xdotool("getmouselocation", "--shell")
         values = dict(line.split("=", 1) for line in shell.splitlines() if "=" in line)
@@ -496,6 +551,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.reply(200, desktop.windows())
             if method == "GET" and path == "/cursor":
                 return self.reply(200, desktop.cursor())
+            if method == "POST" and path == "/vnc":
+                return self.reply(200, desktop.vnc(self.body()))
             raise ApiError(404, "ROUTE_NOT_FOUND", f"{method} {self.path[:200]} is not a desktop route")
         except ApiError as e:
             self.reply(e.status, {"error": {"code": e.code, "message": e.message}})

@@ -6,12 +6,13 @@ import { EgressPanel } from './egress-panel.js';
 import { FilesPanel } from './files-panel.js';
 import { ChangesPanel } from './changes-panel.js';
 import { CodePanel } from './code-panel.js';
+import { DesktopPanel } from './desktop-panel.js';
 import { HistoryPanel } from './history-panel.js';
 import type { SessionDetail } from './session-detail.js';
 import { SessionTerminal } from './terminal.js';
 import { ErrorAlert, Loading, StatusBadge, TableHead } from './ui.js';
 
-const tabs = ['Terminal', 'Code', 'Files', 'Processes', 'History', 'Changes', 'Lineage', 'Egress'] as const;
+const tabs = ['Terminal', 'Code', 'Desktop', 'Files', 'Processes', 'History', 'Changes', 'Lineage', 'Egress'] as const;
 type Tab = (typeof tabs)[number];
 
 interface ProcessRow {
@@ -106,6 +107,7 @@ export function SessionPage({ id }: { id: string }) {
       </div>
       {tab === 'Terminal' && <SessionTerminal sessionId={id} />}
       {tab === 'Code' && <CodePanel sessionId={id} />}
+      {tab === 'Desktop' && <DesktopPanel sessionId={id} />}
       {tab === 'Files' && <FilesPanel sessionId={id} />}
       {tab === 'Processes' && <ProcessesPanel sessionId={id} />}
       {tab === 'History' && <HistoryPanel session={session} onChange={load} />}

@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type Session, Space, isSpaceApiError } from '@space/sdk';
 import type { Api } from './client.js';
+import { chromium } from 'playwright-core';
 import { decodePng, findColor } from './harness/png.js';
 import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
@@ -61,7 +62,8 @@ describe('desktop', () => {
   const sessions: string[] = [];
   // The template is built (or found built) before the suite: a first build takes a minute or two.
   platformForSuite(sessions, (p, a) => ((platform = p), (api = a), (space = new Space({ apiUrl: p.url, apiKey: p.adminKey }))), {
-    env: { SPACE_TEMPLATES: 'tiny,desktop' },
+    // *.localhost is loopback to Chromium: the live view's host-form URL opens without DNS.
+    env: { SPACE_TEMPLATES: 'tiny,desktop', SPACE_PREVIEW_DOMAIN: 'preview.localhost' },
   });
 
   const screen = async (session: Session) => decodePng(await session.desktop.screenshot());
@@ -222,6 +224,71 @@ describe('desktop', () => {
       assert.match(refused.content[0]?.text ?? '', /^VALIDATION_FAILED: keys: unknown key/);
     } finally {
       await client.close();
+    }
+  });
+
+  test("the live view for people: noVNC through the session's preview URL (a token, view-only) shows the desktop in a browser", {
+    timeout: 120_000,
+  }, async () => {
+    assert.ok(browsing, 'the first test made the session');
+    const stream = await browsing.desktop.stream();
+    assert.equal(stream.viewOnly, true);
+    assert.match(stream.url, new RegExp(`/v1/sessions/${browsing.id}/ports/6080/vnc\\.html\\?space_token=pt_`));
+    assert.ok(stream.hostUrl?.startsWith(`http://6080-${browsing.id.slice(4)}.preview.localhost:`), stream.hostUrl ?? 'no host form');
+    const listing = (await browsing.exec(['ps', '-eo', 'args'])).stdout;
+    assert.match(listing, /x11vnc .*-localhost.*-viewonly/, `view-only, on loopback only:\n${listing}`);
+
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1100, height: 860 } });
+      await page.goto(stream.hostUrl!);
+      await page.locator('#noVNC_status', { hasText: 'Connected' }).waitFor({ state: 'attached', timeout: 30_000 });
+      // Frames arrive: the page's blue block, drawn in noVNC's canvas (scaled to the window).
+      const deadline = Date.now() + 30_000;
+      let seen = 0;
+      while (seen < 10_000 && Date.now() < deadline) {
+        seen = findColor(decodePng(await page.screenshot()), blue)?.count ?? 0;
+        if (seen < 10_000) await sleep(500);
+      }
+      assert.ok(seen >= 10_000, `the blue block in the live view: ${seen} pixels`);
+      const without = await (await browser.newPage()).goto(stream.hostUrl!.replace(/space_token=[^&]+/, 'space_token=pt_wrong'));
+      assert.equal(without?.status(), 401, 'the token is the way in');
+    } finally {
+      await browser.close();
+    }
+    await execFileAsync(process.execPath, [cliMain, 'desktop', browsing.id, '--json'], {
+      env: { ...process.env, SPACE_API_URL: platform.url, SPACE_API_KEY: platform.adminKey },
+    }).then(({ stdout }) => assert.equal(JSON.parse(stdout).viewOnly, true));
+  });
+
+  test("the console's Desktop tab: the screen refreshed live, a click on the picture clicks the desktop there", { timeout: 120_000 }, async () => {
+    assert.ok(browsing, 'the first test made the session');
+    const button = findColor(await screen(browsing), red)!;
+    const clicksBefore = (await log(browsing)).split('\n').filter((l) => l === 'clicked').length;
+    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    try {
+      const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+      await page.goto(`${platform.url}/console`);
+      await page.getByLabel('API key').fill(platform.adminKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.goto(`${platform.url}/console#/sessions/${browsing.id}`);
+      await page.getByRole('tab', { name: 'Desktop' }).click();
+      const picture = page.locator('img[data-desktop]');
+      await picture.waitFor({ timeout: 30_000 });
+      const shown = await picture.boundingBox();
+      assert.ok(shown, 'the picture is laid out');
+      const seen = findColor(decodePng(await picture.screenshot()), blue);
+      assert.ok((seen?.count ?? 0) > 5000, `the page's blue block in the console: ${JSON.stringify(seen)}`);
+      // The button's centre on the desktop, as a point of the picture (scaled to the page's width).
+      const [bx, by] = center(button);
+      await picture.click({ position: { x: (bx / 1024) * shown.width, y: (by / 768) * shown.height } });
+      const deadline = Date.now() + 20_000;
+      while ((await log(browsing)).split('\n').filter((l) => l === 'clicked').length === clicksBefore) {
+        assert.ok(Date.now() < deadline, 'the click on the picture never reached the page');
+        await sleep(250);
+      }
+    } finally {
+      await browser.close();
     }
   });
 

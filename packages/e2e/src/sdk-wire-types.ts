@@ -36,6 +36,7 @@ import type {
   CodeCell,
   DesktopInput,
   DesktopState,
+  DesktopStream,
   DesktopWindow,
   CALL_TIMEOUT_HEADER as WireCallTimeoutHeader,
 } from '@space/protocol';
@@ -71,6 +72,7 @@ import type {
   CodeCellData,
   DesktopInputData,
   DesktopStateData,
+  DesktopStreamData,
   DesktopWindowData,
   CALL_TIMEOUT_HEADER,
 } from '@space/sdk';
@@ -111,6 +113,7 @@ export const sdkMatchesWire: Record<string, true> = {
   tenantEvent: true satisfies Same<TenantEventData, TenantEvent>,
   desktopInput: true satisfies Same<DesktopInputData, DesktopInput>,
   desktopState: true satisfies Same<DesktopStateData, DesktopState>,
+  desktopStream: true satisfies Same<DesktopStreamData, DesktopStream>,
   desktopWindow: true satisfies Same<DesktopWindowData, DesktopWindow>,
   callTimeoutHeader: true satisfies Same<typeof CALL_TIMEOUT_HEADER, typeof WireCallTimeoutHeader>,
 };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CreatePreviewTokenRequestSchema } from './ports.js';
 
 /**
  * A session's desktop (the `desktop` template): an X display the in-sandbox agent's desktop server
@@ -110,3 +111,23 @@ export const DesktopStateSchema = z
   })
   .strict();
 export type DesktopState = z.infer<typeof DesktopStateSchema>;
+
+/** The live view's servers in the sandbox (x11vnc, noVNC): view-only unless asked. */
+export const DesktopVncRequestSchema = z.object({ viewOnly: z.boolean().default(true) }).strict();
+/** The port the sandbox serves noVNC and its WebSocket on. */
+export const DesktopVncSchema = z.object({ port: z.number().int().min(1).max(65535), viewOnly: z.boolean() }).strict();
+
+/** A live view for people: view-only unless `viewOnly: false`; the URL works for `ttlSec` (a preview token's). */
+export const DesktopStreamRequestSchema = CreatePreviewTokenRequestSchema.extend({ viewOnly: z.boolean().default(true) }).strict();
+
+/** noVNC's page through the session's preview URLs, its token in it: opened in a browser, it shows the desktop live. */
+export const DesktopStreamSchema = z
+  .object({
+    url: z.string(),
+    /** On the port's own host (`SPACE_PREVIEW_DOMAIN`); null without one. */
+    hostUrl: z.string().nullable(),
+    viewOnly: z.boolean(),
+    expiresAt: z.string(),
+  })
+  .strict();
+export type DesktopStream = z.infer<typeof DesktopStreamSchema>;

@@ -18,6 +18,7 @@ import {
   PathRestoreResultSchema,
 } from './checkpoint-files.js';
 import { OkSchema as ok } from './common.js';
+import { DesktopStreamRequestSchema, DesktopStreamSchema } from './desktop.js';
 import { FileListSchema, FileStatSchema, PathQuerySchema } from './files.js';
 import { sandboxRoutes } from './sandbox-routes.js';
 import {
@@ -166,6 +167,14 @@ const sessionRoutes: PublicRoute[] = [
     body: CreatePreviewTokenRequestSchema,
     status: 201,
     response: PreviewTokenSchema,
+  },
+  {
+    method: 'POST',
+    path: '/v1/sessions/:sessionId/desktop/stream',
+    summary: "A live view of the session's desktop for people: noVNC through a preview URL with its token (view-only unless `viewOnly: false`).",
+    body: DesktopStreamRequestSchema,
+    status: 201,
+    response: DesktopStreamSchema,
   },
   {
     method: 'DELETE',

@@ -19,6 +19,8 @@ import {
   DesktopLaunchRequestSchema,
   DesktopLaunchedSchema,
   DesktopStateSchema,
+  DesktopVncRequestSchema,
+  DesktopVncSchema,
   DesktopWindowListSchema,
   ScreenshotQuerySchema,
   maxScreenshotBytes,
@@ -68,6 +70,7 @@ export const sandboxRoutes: readonly SandboxRoute[] = [
   { kind: 'json', method: 'POST', path: '/desktop/launch', body: DesktopLaunchRequestSchema, response: DesktopLaunchedSchema },
   { kind: 'json', method: 'GET', path: '/desktop/windows', response: DesktopWindowListSchema },
   { kind: 'json', method: 'GET', path: '/desktop/cursor', response: DesktopCursorSchema },
+  { kind: 'json', method: 'POST', path: '/desktop/vnc', body: DesktopVncRequestSchema, response: DesktopVncSchema },
 ];
 
 export function findSandboxRoute(method: string, path: string): RouteMatch<SandboxRoute> {

@@ -44,6 +44,15 @@ export interface ScreenshotOptions extends CallOptions {
   scale?: number;
 }
 
+/** A live view for people (`session.desktop.stream()`): noVNC's page through the session's preview URLs, with a token. */
+export interface DesktopStreamData {
+  /** The path form; noVNC's page needs `hostUrl` (a preview domain): its scripts cannot load in the path form's opaque origin. */
+  url: string;
+  hostUrl: string | null;
+  viewOnly: boolean;
+  expiresAt: string;
+}
+
 export type DesktopApp = 'chromium' | 'browser' | 'google-chrome';
 
 /**
@@ -111,6 +120,15 @@ export class SessionDesktop {
 
   cursor(opts: CallOptions = {}): Promise<{ x: number; y: number }> {
     return this.t.json('GET', `${this.base}/desktop/cursor`, opts);
+  }
+
+  /** A live view of the desktop for people, view-only unless `viewOnly: false`; its URL works for `ttlSec` (default an hour). */
+  stream(opts: CallOptions & { viewOnly?: boolean; ttlSec?: number } = {}): Promise<DesktopStreamData> {
+    const { viewOnly, ttlSec, ...call } = opts;
+    return this.t.json('POST', `${this.base}/desktop/stream`, {
+      ...call,
+      json: { ...(viewOnly === undefined ? {} : { viewOnly }), ...(ttlSec === undefined ? {} : { ttlSec }) },
+    });
   }
 
   state(opts: CallOptions = {}): Promise<DesktopStateData> {

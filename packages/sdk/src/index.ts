@@ -18,6 +18,7 @@ export {
   type DesktopApp,
   type DesktopInputData,
   type DesktopStateData,
+  type DesktopStreamData,
   type DesktopWindowData,
   type MouseButton,
   type ScreenshotOptions,

@@ -68,6 +68,21 @@ export function registerDesktopCommands(program: Command): void {
     });
 
   program
+    .command('desktop <session>')
+    .description("a live view of the session's desktop for people (noVNC in a browser): prints its URL, view-only unless --interactive")
+    .option('--interactive', 'the viewer may click and type too')
+    .option('--ttl <sec>', 'how long the URL works (default 3600)', Number)
+    .option('--json', 'print {url, hostUrl, viewOnly, expiresAt} as JSON')
+    .action(async (session: string, opts: { interactive?: boolean; ttl?: number; json?: boolean }) => {
+      const stream = await desktopOf(session).stream({ viewOnly: !opts.interactive, ...(opts.ttl === undefined ? {} : { ttlSec: opts.ttl }) });
+      output(
+        Boolean(opts.json),
+        stream,
+        () => stream.hostUrl ?? `${stream.url}\n(noVNC's page needs the host form of preview URLs: set SPACE_PREVIEW_DOMAIN on the control plane)`,
+      );
+    });
+
+  program
     .command('windows <session>')
     .description("the desktop's windows: title, application, geometry, which has the focus")
     .option('--json', 'print JSON')

@@ -7,7 +7,8 @@ import type { SessionService } from '../sessions/session-service.js';
 import type { Store } from '../store/store.js';
 
 /** The query parameter and cookie a preview token comes in (a browser sends no Authorization header). */
-const tokenName = 'space_token';
+/** The query parameter (and cookie) carrying a preview token. */
+export const tokenName = 'space_token';
 /** The client's own Authorization header, passed to the sandbox's server when SPACE's token came another way (the node's name for it). */
 const forwardedAuthorization = 'x-space-forwarded-authorization';
 /** How long the node waits for the port to listen: a declared service's port gets time to start (the node's name for it). */
@@ -195,11 +196,8 @@ export function registerPortRoutes(
     const session = await sessions.row(caller, params.sessionId!);
     const { ttlSec } = await readJson(req, CreatePreviewTokenRequestSchema);
     const { token, expiresAt } = await auth.createPreviewToken(session.tenantId, session.id, port, ttlSec);
-    const scheme = String(req.headers['x-forwarded-proto'] ?? 'http');
-    const host = req.headers.host ?? url.host;
-    // The host form keeps the port the control plane was reached on (none behind a load balancer on 80/443).
-    const hostUrl = domain ? `${scheme}://${previewHost(port, session.id, domain)}${/:\d+$/.exec(host)?.[0] ?? ''}/?${tokenName}=${token}` : null;
-    sendJson(res, 201, { token, expiresAt, url: `${scheme}://${host}/v1/sessions/${session.id}/ports/${port}/?${tokenName}=${token}`, hostUrl });
+    const { pathBase, hostBase } = previewBases(req, url, session.id, port, domain);
+    sendJson(res, 201, { token, expiresAt, url: `${pathBase}?${tokenName}=${token}`, hostUrl: hostBase && `${hostBase}?${tokenName}=${token}` });
   });
 
   // A public port: its preview URLs need no key or token (only the owner's key changes that).
@@ -222,6 +220,26 @@ export function registerPortRoutes(
     const session = await sessions.row(await auth.authenticate(req), params.sessionId!);
     sendJson(res, 200, { revoked: await auth.revokePreviewTokens(session.id, portOf(params)) });
   });
+}
+
+/**
+ * Where a port's preview URLs start (each ends in `/`): the path form on the host the caller
+ * reached, and the host form under the preview domain (null without one), which keeps the port the
+ * control plane was reached on (none behind a load balancer on 80/443).
+ */
+export function previewBases(
+  req: IncomingMessage,
+  url: URL,
+  sessionId: string,
+  port: number,
+  domain: string | null,
+): { pathBase: string; hostBase: string | null } {
+  const scheme = String(req.headers['x-forwarded-proto'] ?? 'http');
+  const host = req.headers.host ?? url.host;
+  return {
+    pathBase: `${scheme}://${host}/v1/sessions/${sessionId}/ports/${port}/`,
+    hostBase: domain ? `${scheme}://${previewHost(port, sessionId, domain)}${/:\d+$/.exec(host)?.[0] ?? ''}/` : null,
+  };
 }
 
 /** The request as the key check sees it: at `path` (a host-form request checked as its path form). */

@@ -34,6 +34,7 @@ import type { SessionService } from '../sessions/session-service.js';
 import type { Store } from '../store/store.js';
 import { registerSandboxRoutes } from './sandbox-routes.js';
 import type { CellCheckpoints } from '../sessions/cell-checkpoints.js';
+import { registerDesktopRoutes } from './desktop-routes.js';
 import { type PreviewOptions, registerPortRoutes } from './port-routes.js';
 import { registerVolumeRoutes } from './volume-routes.js';
 import { registerCheckpointFileRoutes } from './checkpoint-file-routes.js';
@@ -275,6 +276,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   registerSandboxRoutes(router, auth, sessions, deps.calls, deps.cells);
   registerPortRoutes(router, auth, sessions, deps.calls, store, deps.preview);
+  registerDesktopRoutes(router, auth, sessions, deps.calls, deps.preview.domain);
   registerVolumeRoutes(router, auth, deps.volumes);
   registerCheckpointFileRoutes(router, auth, deps.checkpointFiles, deps.pathRestorer);
   registerTemplateRoutes(router, auth, deps.templates);

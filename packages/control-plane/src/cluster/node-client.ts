@@ -12,6 +12,7 @@ import {
   type NodeCreateVolumeRequest,
   type NodeHealth,
   ErrorCode,
+  DesktopVncSchema,
   ExecResultSchema,
   FileStatSchema,
   ProcessListSchema,
@@ -245,6 +246,11 @@ export class NodeClient {
   /** Runs a command in the sandbox to its end (argv, no shell). */
   sandboxExec(sandboxId: string, cmd: string[]): Promise<z.output<typeof ExecResultSchema>> {
     return this.upstream.json('POST', this.sandboxPath(sandboxId, '/exec'), { cmd }, ExecResultSchema, { headers: this.headers });
+  }
+
+  /** Starts the live view's servers on the sandbox's desktop (or finds them running); answers the port noVNC is served on. */
+  sandboxDesktopVnc(sandboxId: string, viewOnly: boolean): Promise<z.output<typeof DesktopVncSchema>> {
+    return this.upstream.json('POST', this.sandboxPath(sandboxId, '/desktop/vnc'), { viewOnly }, DesktopVncSchema, { headers: this.headers });
   }
 
   /** One page of what differs between two checkpoints on this node. */
