@@ -22,12 +22,16 @@ execFileSync(go, ['build', '-trimpath', '-ldflags=-s -w', '-o', path.join(out, '
 for (const helper of ['space-init', 'space-pty']) {
   execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(out, helper), path.join(agentDir, `native/${helper}.c`)], { stdio: 'inherit' });
 }
+// The helper servers' HTTP on a Unix socket (imported from beside them by both servers below).
+copyFileSync(path.join(agentDir, 'helper-http/space_unix_http.py'), path.join(out, 'space_unix_http.py'));
 // The code interpreter's server and its modules (imported from beside it), started by the agent in templates with Python and ipykernel.
 copyFileSync(path.join(agentDir, 'code-server/space_code_server.py'), path.join(out, 'space-code-server.py'));
 for (const module of ['space_code_cell.py', 'space_code_kernels.py']) copyFileSync(path.join(agentDir, 'code-server', module), path.join(out, module));
 copyFileSync(path.join(agentDir, 'code-server/space_js_kernel.js'), path.join(out, 'space-js-kernel.js'));
-// The desktop's server, started by the agent on the first desktop call in templates with a desktop.
+// The desktop's server and its modules (imported from beside it), started by the agent on the first desktop call in templates with a desktop.
 copyFileSync(path.join(agentDir, 'desktop-server/space_desktop_server.py'), path.join(out, 'space-desktop-server.py'));
+for (const module of ['space_desktop_display.py', 'space_desktop_input.py'])
+  copyFileSync(path.join(agentDir, 'desktop-server', module), path.join(out, module));
 // Preloaded into the sandbox's programs (glibc templates): works around gaps of gVisor.
 execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-o', path.join(out, 'space-compat.so'), path.join(agentDir, 'native/space-compat.c')], {
   stdio: 'inherit',

@@ -7,7 +7,8 @@ import (
 
 // The desktop: its server (space-desktop-server.py, in the runtime directory) runs the X display,
 // its window manager and what is launched on it, takes screenshots and sends input; the agent
-// starts it on the first /desktop call in a template that says it has a desktop (the marker file).
+// starts it at boot in a template that says it has a desktop (the marker file), before it answers
+// (see main), and again on the next /desktop call after it exits.
 
 const (
 	desktopServerScript = "/.space/space-desktop-server.py"
@@ -15,7 +16,7 @@ const (
 	desktopServerRunDir = "/run/space/desktop"
 	// desktopMarker is written by the desktop template's recipe.
 	desktopMarker = "/etc/space/desktop"
-	// The server answers at once; the display starts on its first call.
+	// The server's socket answers once its display is up (a second or two at a cold boot).
 	desktopServerStartTimeout = 30 * time.Second
 )
 

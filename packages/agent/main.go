@@ -79,6 +79,16 @@ func run() error {
 	// SIGPIPE is caught, not ignored: a log write to a closed stderr must not end the agent, and an
 	// ignored signal would stay ignored in every process the agent starts.
 	signal.Notify(signals, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT, syscall.SIGPIPE)
+	// A template with a desktop has its display up before the agent answers: E2B Desktop's SDK starts
+	// its own X server on it right away, and two starting at once race for the display (a client
+	// connecting in between can hang in this gVisor); started first, ours is found and theirs exits.
+	if a.desktop.absent() == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), desktopServerStartTimeout)
+		if err := a.desktop.ensure(ctx); err != nil {
+			logf("desktop not started at boot (the next desktop call tries again): %v", err)
+		}
+		cancel()
+	}
 	if err := a.channel.Listen(); err != nil {
 		return err
 	}

@@ -12,12 +12,6 @@ ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 HISTORY_CELL_BYTES = 512 * 1024
 
 
-class ApiError(Exception):
-    def __init__(self, status, code, message):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
 class ClientGone(Exception):
     """The caller went away: its cell is interrupted."""
 

@@ -13,7 +13,8 @@ import subprocess
 import time
 import uuid
 
-from space_code_cell import ApiError, Cell, ClientGone
+from space_code_cell import Cell, ClientGone
+from space_unix_http import ApiError
 
 STREAM_FLUSH_S = 0.05
 INTERRUPT_GRACE_S = 3.0

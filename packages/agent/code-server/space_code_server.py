@@ -22,16 +22,14 @@ import collections
 import json
 import os
 import select
-import signal
 import socket
-import socketserver
-import sys
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler
 
-from space_code_cell import ApiError, Cell, ClientGone
+from space_code_cell import Cell, ClientGone
+from space_unix_http import ApiError, JsonRequests, serve
 from space_code_kernels import KERNELS
 
 # Cells a context remembers (the console's notebook view), and the code each keeps: in the kernel
@@ -123,12 +121,8 @@ class Contexts:
         return [c.view() for c in list(self.items.values()) if c is not None]
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.0"
+class Handler(JsonRequests, BaseHTTPRequestHandler):
     server_version = "space-code-server"
-
-    def log_message(self, format, *args):
-        pass
 
     def do_GET(self):
         self.dispatch("GET")
@@ -170,36 +164,13 @@ class Handler(BaseHTTPRequestHandler):
                         context.restart()
                     return self.reply(200, context.view())
             raise ApiError(404, "ROUTE_NOT_FOUND", f"{method} {self.path[:200]} is not a code interpreter route")
-        except ApiError as e:
-            self.reply(e.status, {"error": {"code": e.code, "message": e.message}})
         except ClientGone:
             pass
-        except Exception as e:  # our own bug: the caller gets it as INTERNAL, the server goes on
-            self.reply(500, {"error": {"code": "INTERNAL", "message": f"{type(e).__name__}: {e}"[:2000]}})
+        except Exception as e:
+            self.reply_error(e)
 
     def body(self):
-        length = int(self.headers.get("content-length") or 0)
-        if length > self.server.limits["maxCodeBytes"] + 65536:
-            raise ApiError(413, "PAYLOAD_TOO_LARGE", "request body too large")
-        raw = self.rfile.read(length) if length else b"{}"
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            raise ApiError(400, "INVALID_JSON", "the body is not JSON")
-        if not isinstance(value, dict):
-            raise ApiError(400, "VALIDATION_FAILED", "the body must be a JSON object")
-        return value
-
-    def reply(self, status, value):
-        try:
-            body = json.dumps(value).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        return super().body(self.server.limits["maxCodeBytes"] + 65536)
 
     def run_cell(self, body):
         contexts = self.server.contexts
@@ -256,14 +227,6 @@ class Handler(BaseHTTPRequestHandler):
             return True
 
 
-class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
-
-    def get_request(self):
-        request, _ = super().get_request()
-        return request, ("unix", 0)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--socket", required=True)
@@ -273,17 +236,10 @@ def main():
     args = parser.parse_args()
     limits = json.loads(args.limits)
     os.makedirs(args.run_dir, mode=0o700, exist_ok=True)
-    if os.path.exists(args.socket):
-        os.unlink(args.socket)
     contexts = Contexts(args.run_dir, limits, args.cwd if os.path.isdir(args.cwd) else "/")
     # The default Python context exists before the first cell asks for it.
     contexts.default_for("python")
-    server = Server(args.socket, Handler)
-    os.chmod(args.socket, 0o600)
-    server.contexts, server.limits = contexts, limits
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    print(f"space-code-server ready on {args.socket}", flush=True)
-    server.serve_forever()
+    serve(args.socket, Handler, "space-code-server", contexts=contexts, limits=limits)
 
 
 if __name__ == "__main__":

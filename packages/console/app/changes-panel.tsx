@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { call, json, q } from './api.js';
 import type { SessionDetail } from './session-detail.js';
 import { Timeline } from './timeline.js';
-import { ErrorAlert, TableHead } from './ui.js';
+import { ErrorAlert, TableHead, useAction } from './ui.js';
 
 interface DiffEntry {
   path: string;
@@ -39,15 +39,7 @@ export function ChangesPanel({ session, onChange }: { session: SessionDetail; on
   const [page, setPage] = useState<DiffPage | null>(null);
   const [shown, setShown] = useState<{ title: string; text: string } | null>(null);
   const [note, setNote] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const act = async (work: () => Promise<void>) => {
-    setError(null);
-    try {
-      await work();
-    } catch (e) {
-      setError((e as Error).message);
-    }
-  };
+  const { error, act } = useAction();
   // The next pages compare the same two checkpoints: `live` became the one the first page names.
   const compare = (more?: DiffPage) =>
     act(async () => {

@@ -2,21 +2,12 @@ import { useState } from 'preact/hooks';
 import { json } from './api.js';
 import type { SessionDetail } from './session-detail.js';
 import { Timeline } from './timeline.js';
-import { ErrorAlert, TableHead } from './ui.js';
+import { ErrorAlert, TableHead, useAction } from './ui.js';
 
 /** The session's sandboxes (start, end, why) and checkpoints, with checkpoint, fork and restore. */
 export function HistoryPanel({ session, onChange }: { session: SessionDetail; onChange: () => void }) {
-  const [error, setError] = useState<string | null>(null);
+  const { error, act } = useAction(onChange);
   const [forks, setForks] = useState<string[]>([]);
-  const act = async (work: () => Promise<void>) => {
-    setError(null);
-    try {
-      await work();
-    } catch (e) {
-      setError((e as Error).message);
-    }
-    onChange();
-  };
   const base = `/v1/sessions/${session.id}`;
   return (
     <section aria-label="History">

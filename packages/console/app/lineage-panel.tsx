@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { json } from './api.js';
 import type { SessionDetail } from './session-detail.js';
-import { ErrorAlert } from './ui.js';
+import { ErrorAlert, useAction } from './ui.js';
 
 /** Sessions read to draw a family: enough for what an agent forks; more are left out with a note. */
 const maxSessions = 100;
@@ -43,7 +43,7 @@ export function LineagePanel({ session, changes }: { session: SessionDetail; cha
   const [nodes, setNodes] = useState<Node[]>([]);
   const [truncated, setTruncated] = useState(false);
   const [chosen, setChosen] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const { error, setError, act } = useAction();
   useEffect(() => {
     void (async () => {
       const { sessions } = await json<{ sessions: { id: string }[] }>('GET', '/v1/sessions');
@@ -57,10 +57,6 @@ export function LineagePanel({ session, changes }: { session: SessionDetail; cha
       );
     })().catch((e: Error) => setError(e.message));
   }, [session.id, changes]);
-  const act = async (work: () => Promise<unknown>) => {
-    setError(null);
-    await work().catch((e: Error) => setError(e.message));
-  };
   const rowOf = new Map(nodes.map((n) => [n.session.id, n]));
   const dotX = (n: Node, i: number) => n.depth * indent + boxWidth + 20 + i * 22;
   const width = Math.max(600, ...nodes.map((n) => dotX(n, (n.session.checkpoints ?? []).length) + 20));

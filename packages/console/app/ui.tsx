@@ -1,4 +1,23 @@
 import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+
+/**
+ * A panel's actions and their error: `act(work)` clears the error, runs `work`, keeps its message
+ * if it fails, then calls `after` (the panel reloads what the action changed).
+ */
+export function useAction(after?: () => void): {
+  error: string | null;
+  setError: (error: string | null) => void;
+  act: (work: () => Promise<unknown>) => Promise<void>;
+} {
+  const [error, setError] = useState<string | null>(null);
+  const act = async (work: () => Promise<unknown>) => {
+    setError(null);
+    await work().catch((e: Error) => setError(e.message));
+    after?.();
+  };
+  return { error, setError, act };
+}
 
 /** An error from the API, announced to screen readers. */
 export function ErrorAlert({ error }: { error: string | null }) {

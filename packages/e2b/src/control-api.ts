@@ -287,10 +287,19 @@ const routes: { method: string; path: string; handler: Handler }[] = [
   },
 ];
 
+/**
+ * E2B Desktop's stream port: its SDK hands `https://6080-<id>.<domain>/vnc.html` to browsers with no
+ * way to carry a token, so in a `desktop` sandbox this one port is public, as E2B's ports are unless
+ * `allowPublicTraffic: false` (its `stream.start({requireAuth: true})` puts a VNC password on it).
+ */
+const e2bDesktopStreamPort = 6080;
+
 async function createSandbox(space: Space, request: z.output<typeof E2bNewSandboxSchema>): Promise<Reply> {
   const network = request.network ?? (request.allow_internet_access === undefined ? undefined : { allow_internet_access: request.allow_internet_access });
+  const desktopStream = request.templateID === 'desktop' && network?.allowPublicTraffic !== false;
   const session = await space.sessions.create({
     template: request.templateID,
+    ...(desktopStream ? { publicPorts: [e2bDesktopStreamPort] } : {}),
     env: request.envVars ?? {},
     metadata: request.metadata ?? {},
     ...(network ? { egress: egressFromE2b(network) } : {}),

@@ -5,17 +5,34 @@ import path from 'node:path';
 import { tmpdir } from 'node:os';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
+import { Sandbox as DesktopSandbox } from '@e2b/desktop';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type Session, Space, isSpaceApiError } from '@space/sdk';
 import type { Api } from './client.js';
-import { chromium } from 'playwright-core';
+import { type Browser, chromium } from 'playwright-core';
 import { decodePng, findColor } from './harness/png.js';
 import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
 const execFileAsync = promisify(execFile);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/** The test's own browser (Debian's chromium, driven by playwright-core), for pages people open. */
+const testBrowser = () => chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+
+/** noVNC's page at `url` connects and its canvas shows `color` (frames arrive, scaled to the window). */
+async function liveViewShows(browser: Browser, url: string, color: [number, number, number], what: string): Promise<void> {
+  const page = await browser.newPage({ viewport: { width: 1100, height: 860 } });
+  await page.goto(url);
+  await page.locator('#noVNC_status', { hasText: 'Connected' }).waitFor({ state: 'attached', timeout: 30_000 });
+  const deadline = Date.now() + 30_000;
+  let seen = 0;
+  while (seen < 10_000 && Date.now() < deadline) {
+    seen = findColor(decodePng(await page.screenshot()), color)?.count ?? 0;
+    if (seen < 10_000) await sleep(500);
+  }
+  assert.ok(seen >= 10_000, `${what}: ${seen} pixels of the colour`);
+}
 
 const green: [number, number, number] = [0, 160, 80];
 const blue: [number, number, number] = [30, 60, 200];
@@ -132,7 +149,7 @@ describe('desktop', () => {
     assert.ok(block.width >= 395 && block.height >= 235, JSON.stringify(block));
     const windows = await browsing.desktop.windows();
     assert.ok(
-      windows.some((w) => w.app === 'Chromium' && w.focused),
+      windows.some((w) => w.app === 'Chromium' && w.title.includes('127.0.0.1:8000') && typeof w.focused === 'boolean'),
       JSON.stringify(windows),
     );
 
@@ -238,19 +255,9 @@ describe('desktop', () => {
     const listing = (await browsing.exec(['ps', '-eo', 'args'])).stdout;
     assert.match(listing, /x11vnc .*-localhost.*-viewonly/, `view-only, on loopback only:\n${listing}`);
 
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    const browser = await testBrowser();
     try {
-      const page = await browser.newPage({ viewport: { width: 1100, height: 860 } });
-      await page.goto(stream.hostUrl!);
-      await page.locator('#noVNC_status', { hasText: 'Connected' }).waitFor({ state: 'attached', timeout: 30_000 });
-      // Frames arrive: the page's blue block, drawn in noVNC's canvas (scaled to the window).
-      const deadline = Date.now() + 30_000;
-      let seen = 0;
-      while (seen < 10_000 && Date.now() < deadline) {
-        seen = findColor(decodePng(await page.screenshot()), blue)?.count ?? 0;
-        if (seen < 10_000) await sleep(500);
-      }
-      assert.ok(seen >= 10_000, `the blue block in the live view: ${seen} pixels`);
+      await liveViewShows(browser, stream.hostUrl!, blue, 'the live view');
       const without = await (await browser.newPage()).goto(stream.hostUrl!.replace(/space_token=[^&]+/, 'space_token=pt_wrong'));
       assert.equal(without?.status(), 401, 'the token is the way in');
     } finally {
@@ -265,7 +272,7 @@ describe('desktop', () => {
     assert.ok(browsing, 'the first test made the session');
     const button = findColor(await screen(browsing), red)!;
     const clicksBefore = (await log(browsing)).split('\n').filter((l) => l === 'clicked').length;
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+    const browser = await testBrowser();
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
       await page.goto(`${platform.url}/console`);
@@ -289,6 +296,71 @@ describe('desktop', () => {
       }
     } finally {
       await browser.close();
+    }
+  });
+
+  test("E2B Desktop's SDK unmodified (@e2b/desktop 2.4.0) against /e2b: create, screenshot, mouse, keyboard, launch, and its stream's URL open in a browser", {
+    timeout: 240_000,
+  }, async () => {
+    const { id: tenantId } = (await api.call('POST', '/v1/tenants', { name: 'e2b-desktop' })).body;
+    const apiKey = (await api.call('POST', '/v1/keys', { tenantId, format: 'e2b' })).body.key as string;
+    // Its sandbox host names are `<port>-<id>.<domain>`: SPACE's preview host form.
+    const domain = `preview.localhost:${new URL(platform.url).port}`;
+    const started = Date.now();
+    const sbx = await DesktopSandbox.create({ apiKey, apiUrl: `${platform.url}/e2b`, sandboxUrl: `${platform.url}/e2b/sandbox`, domain, timeoutMs: 300_000 });
+    sessions.push(sbx.sandboxId);
+    console.log(`# @e2b/desktop Sandbox.create (its Xvfb and XFCE checks included): ${Date.now() - started} ms`);
+    try {
+      const first = decodePng(Buffer.from(await sbx.screenshot()));
+      assert.deepEqual([first.width, first.height], [1024, 768]);
+      assert.deepEqual(await sbx.getScreenSize(), { width: 1024, height: 768 });
+      await sbx.moveMouse(100, 120);
+      assert.deepEqual(await sbx.getCursorPosition(), { x: 100, y: 120 });
+
+      await sbx.files.write('/workspace/page.py', pageServer);
+      await sbx.commands.run('python3 /workspace/page.py', { background: true });
+      await sbx.launch('chromium', 'http://127.0.0.1:8000/');
+      const seen = async (color: [number, number, number], pixels: number, what: string) => {
+        const deadline = Date.now() + 45_000;
+        for (;;) {
+          const found = findColor(decodePng(Buffer.from(await sbx.screenshot())), color);
+          if (found && found.count >= pixels) return found;
+          if (Date.now() > deadline) assert.fail(`${what}: ${JSON.stringify(found)}`);
+          await sleep(500);
+        }
+      };
+      await seen(green, 400 * 240 * 0.9, 'the page in Chromium, started by gtk-launch');
+      const logged = async (line: string) => {
+        const deadline = Date.now() + 20_000;
+        while (!(await sbx.files.read('/workspace/page.log').catch(() => '')).split('\n').includes(line)) {
+          if (Date.now() > deadline) assert.fail(`never logged ${line}`);
+          await sleep(250);
+        }
+      };
+      const button = await seen(red, 200 * 80, 'the button');
+      await sbx.leftClick(...center(button));
+      await logged('clicked');
+      await seen(blue, 400 * 240 * 0.9, 'the block turned blue');
+      const field = await seen(yellow, 300 * 50, 'the input');
+      await sbx.leftClick(...center(field));
+      await sbx.write('typed by e2b');
+      await logged('typed=typed by e2b');
+      await sbx.press('backspace');
+      await logged('typed=typed by e2');
+
+      await sbx.stream.start();
+      const url = sbx.stream.getUrl({ viewOnly: true });
+      assert.match(url, new RegExp(`^https://6080-${sbx.sandboxId}\\.preview\\.localhost:\\d+/vnc\\.html\\?`));
+      // No TLS in front of this test's control plane: the same URL over http.
+      const browser = await testBrowser();
+      try {
+        await liveViewShows(browser, url.replace(/^https:/, 'http:'), blue, "E2B's stream");
+      } finally {
+        await browser.close();
+      }
+      await sbx.stream.stop();
+    } finally {
+      await sbx.kill();
     }
   });
 

@@ -20,6 +20,8 @@ export const E2bNetworkSchema = z.object({
   allowOut: z.array(z.string().min(1).max(253)).max(256).optional(),
   denyOut: z.array(z.string().min(1).max(253)).max(256).optional(),
   allow_internet_access: z.boolean().optional(),
+  /** E2B: its ports are reachable without a token unless false. SPACE keeps ports private but for E2B Desktop's stream (see the create). */
+  allowPublicTraffic: z.boolean().optional(),
 });
 export type E2bNetwork = z.infer<typeof E2bNetworkSchema>;
 

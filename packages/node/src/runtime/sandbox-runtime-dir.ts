@@ -18,11 +18,14 @@ const runtimeFiles = [
   'space-init',
   'space-pty',
   'space-compat.so',
+  'space_unix_http.py',
   'space-code-server.py',
   'space_code_cell.py',
   'space_code_kernels.py',
   'space-js-kernel.js',
   'space-desktop-server.py',
+  'space_desktop_display.py',
+  'space_desktop_input.py',
 ];
 
 /**
