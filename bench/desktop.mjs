@@ -1,7 +1,8 @@
 // Computer use on the `desktop` template, measured in one run on one `space up` (its pool warm):
 // - a desktop session created (pooled) to its first screenshot, against create + first exec on the
 //   same template (the floor: what a session costs before its display starts);
-// - a screenshot's round trip (a full-screen PNG), against the cursor's (the same path, no picture);
+// - a screenshot's round trip (a full-screen PNG), against the display's state (the same path, no
+//   picture and no program run);
 // - a click to the screenshot that shows it (a page that turns its background blue on click);
 // - a full checkpoint with Chromium open (its pause, its call) and the first screenshot after the
 //   sandbox is killed (the resume from it included);
@@ -64,8 +65,9 @@ try {
     for (let i = 0; i < runs; i++) samples.push((await timed(fn))[0]);
     record(name, samples);
   };
-  await series('screenshot round trip (1280x800 PNG)', () => screenshot(session));
-  await series('floor: cursor round trip (same path, no picture)', () => api(platform.url, 'GET', `${session}/desktop/cursor`));
+  await series('screenshot round trip (1024x768 PNG)', () => screenshot(session));
+  await series('floor: state round trip (same path, no picture)', () => api(platform.url, 'GET', `${session}/desktop/state`));
+  await series('cursor round trip (runs xdotool)', () => api(platform.url, 'GET', `${session}/desktop/cursor`));
   await series('click, then a screenshot', async () => {
     await api(platform.url, 'POST', `${session}/desktop/input`, { type: 'click', x: 600, y: 500 });
     await screenshot(session);
@@ -93,7 +95,7 @@ try {
 }
 printTable(rows);
 const ratio = (a, b) => (results[a].median / results[b].median).toFixed(2);
-console.log(`\nscreenshot / cursor round trip, median: ${ratio('screenshot round trip (1280x800 PNG)', 'floor: cursor round trip (same path, no picture)')}x`);
+console.log(`\nscreenshot / state round trip, median: ${ratio('screenshot round trip (1024x768 PNG)', 'floor: state round trip (same path, no picture)')}x`);
 console.log(
   `first screenshot / first exec after a pooled create, median: ${ratio('create a desktop session (pooled) to its first screenshot', 'floor: create (pooled) to a first exec, same template')}x`,
 );
