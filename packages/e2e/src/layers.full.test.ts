@@ -46,7 +46,7 @@ describe('separate layers and side-by-side instances', () => {
     const token = readFileSync(`${layersDir}/node/token`, 'utf8').trim();
     const health = await new Api(node.url, token).call('GET', '/node/v1/health');
     assert.equal(health.status, 200);
-    assert.deepEqual(health.body.templates.sort(), ['base', 'code-interpreter', 'tiny']);
+    assert.deepEqual(health.body.templates.sort(), ['base', 'code-interpreter', 'desktop', 'tiny']);
   });
 
   test('sessions work through a separate control plane, next to another instance', { timeout: 120_000 }, async () => {

@@ -80,13 +80,13 @@ describe('templates from sessions and checkpoints', () => {
     const listed = (await a.call('GET', '/v1/templates')).body.templates.map(
       (t: { name: string; version: number; sessions: number }) => `${t.name}@${t.version}:${t.sessions}`,
     );
-    assert.deepEqual(listed, ['base@0:0', 'tiny@0:1', 'code-interpreter@0:0', 'tool-env@2:2']);
+    assert.deepEqual(listed, ['base@0:0', 'tiny@0:1', 'code-interpreter@0:0', 'desktop@0:0', 'tool-env@2:2']);
 
     // Another tenant sees only the built-ins and can neither start from nor delete it.
     const b = await newTenant('template-stranger');
     assert.deepEqual(
       (await b.call('GET', '/v1/templates')).body.templates.map((t: { name: string }) => t.name),
-      ['base', 'tiny', 'code-interpreter'],
+      ['base', 'tiny', 'code-interpreter', 'desktop'],
     );
     const refused = await b.call('POST', '/v1/sessions', { template: 'tool-env' });
     assert.deepEqual([refused.status, refused.body.error.code], [400, 'UNKNOWN_TEMPLATE']);

@@ -21,7 +21,7 @@ test("a template from a session: new sessions start from its newest version; oth
   assert.notEqual(nodeTemplate(fromV2.id), v1Id, 'new sessions get the newest version');
   assert.deepEqual(
     (await s.catalog.list(s.caller.tenantId)).map((t) => `${t.name}@${t.version}:${t.sessions}`),
-    ['base@0:0', 'tiny@0:1', 'code-interpreter@0:0', 'py-env@2:2'],
+    ['base@0:0', 'tiny@0:1', 'code-interpreter@0:0', 'desktop@0:0', 'py-env@2:2'],
   );
 
   const other = { tenantId: 'tn_other0001', admin: false };
@@ -29,7 +29,7 @@ test("a template from a session: new sessions start from its newest version; oth
   await assert.rejects(s.sessions.create(other, CreateSessionRequestSchema.parse({ template: 'py-env' })), { code: 'UNKNOWN_TEMPLATE' });
   assert.deepEqual(
     (await s.catalog.list(other.tenantId)).map((t) => t.name),
-    ['base', 'tiny', 'code-interpreter'],
+    ['base', 'tiny', 'code-interpreter', 'desktop'],
   );
   await assert.rejects(s.templates.create(other, { name: 'stolen', fromCheckpoint: v1.fromCheckpoint! }), { code: 'CHECKPOINT_NOT_FOUND' });
   await assert.rejects(s.templates.delete(other, 'py-env', true), { code: 'TEMPLATE_NOT_FOUND' });
