@@ -35,11 +35,14 @@ describe('MCP server', () => {
       const tools = (await client.listTools()).tools.map((t) => t.name).sort();
       assert.deepEqual(tools, [
         'checkpoint',
+        'click',
         'create_session',
         'delete_session',
         'diff_checkpoints',
         'fork',
+        'key',
         'kill_sandbox',
+        'launch',
         'list_files',
         'list_sessions',
         'read_file',
@@ -47,7 +50,9 @@ describe('MCP server', () => {
         'restore_path',
         'run_code',
         'run_command',
+        'screenshot',
         'set_egress',
+        'type',
         'write_file',
       ]);
 
@@ -108,7 +113,7 @@ describe('MCP server', () => {
       (await client.callTool({ name, arguments: args })) as ToolResult;
     const text = (result: ToolResult): string => result.content.map((c) => c.text).join('');
     try {
-      assert.equal((await mine.listTools()).tools.length, 15);
+      assert.equal((await mine.listTools()).tools.length, 20);
       const created = JSON.parse(text(await call(mine, 'create_session', { template: 'tiny' })));
       const ran = JSON.parse(text(await call(mine, 'run_command', { sessionId: created.id, command: 'echo over-http > f; cat f' })));
       assert.deepEqual([ran.exitCode, ran.stdout], [0, 'over-http\n']);
