@@ -44,12 +44,14 @@ from space_unix_http import JsonRequests, serve
 # the template's (/etc/chromium.d/space-sandbox, which Debian's chromium wrapper reads), so that any
 # way of starting it (this server, a command, xdg-open, E2B Desktop's gtk-launch) gets them.
 CHROMIUM = ["chromium", "--start-maximized"]
-# No terminal is offered: xterm cannot open its pty in this runsc (a read of a pty master before its
-# replica is opened fails with EIO there, where Linux blocks: gVisor issue 13738).
+# The terminal is st (Debian's stterm), which opens its pty's replica before it reads the master:
+# xterm cannot open its pty in this runsc (a read of a pty master before its replica is opened fails
+# with EIO there, where Linux blocks: gVisor issue 13738).
 APPS = {
     "chromium": CHROMIUM,
     "browser": CHROMIUM,
     "google-chrome": CHROMIUM,
+    "terminal": ["st"],
 }
 # The live view: x11vnc on loopback only, noVNC's page and WebSocket bridge (websockify) on a port
 # the session's preview URLs reach (the control plane hands out a token for it).

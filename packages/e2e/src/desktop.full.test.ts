@@ -364,6 +364,24 @@ describe('desktop', () => {
     }
   });
 
+  test('a terminal on the desktop runs what is typed into it', { timeout: 120_000 }, async () => {
+    assert.ok(browsing, 'the first test made the session');
+    const started = await browsing.desktop.launch('terminal');
+    assert.equal(started.cmd[0], 'st');
+    const deadline = Date.now() + 30_000;
+    while (!(await browsing.desktop.windows()).some((w) => w.app === 'st-256color' && w.focused)) {
+      assert.ok(Date.now() < deadline, JSON.stringify(await browsing.desktop.windows()));
+      await sleep(250);
+    }
+    await browsing.desktop.type('echo typed-in-the-terminal > /tmp/terminal-proof');
+    await browsing.desktop.key('Return');
+    const until = Date.now() + 20_000;
+    while ((await browsing.exec(['sh', '-c', 'cat /tmp/terminal-proof 2>/dev/null'])).stdout !== 'typed-in-the-terminal\n') {
+      assert.ok(Date.now() < until, 'the command typed into the terminal never ran');
+      await sleep(250);
+    }
+  });
+
   test('bad input is refused naming the field; a session without the desktop template is 409 NO_DESKTOP', { timeout: 120_000 }, async () => {
     assert.ok(browsing, 'the first test made the session');
     const input = (body: unknown) => api.call('POST', `/v1/sessions/${browsing.id}/desktop/input`, body);

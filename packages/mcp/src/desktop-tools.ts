@@ -74,10 +74,10 @@ export function registerDesktopTools(server: McpServer, space: Space): void {
   server.registerTool(
     'launch',
     {
-      description: "Start an application on the session's desktop: chromium (with a url), or any command (cmd, an argv).",
+      description: "Start an application on the session's desktop: chromium (with a url), terminal, or any command (cmd, an argv).",
       inputSchema: {
         sessionId,
-        app: z.enum(['chromium']).optional(),
+        app: z.enum(['chromium', 'terminal']).optional(),
         url: z.string().min(1).max(4096).optional(),
         cmd: z.array(z.string().max(4096)).min(1).max(100).optional(),
       },

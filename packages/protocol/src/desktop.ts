@@ -66,10 +66,10 @@ export const ScreenshotQuerySchema = z
   .strict();
 export type ScreenshotQuery = z.infer<typeof ScreenshotQuerySchema>;
 
-/** An application the desktop knows by name (`chromium`, alias `browser` or `google-chrome`), with a URL; or an argv. */
+/** An application the desktop knows by name (`chromium`, alias `browser` or `google-chrome`, with a URL; `terminal`), or an argv. */
 export const DesktopLaunchRequestSchema = z
   .object({
-    app: z.enum(['chromium', 'browser', 'google-chrome']).optional(),
+    app: z.enum(['chromium', 'browser', 'google-chrome', 'terminal']).optional(),
     url: z.string().min(1).max(4096).optional(),
     cmd: z.array(z.string().max(4096)).min(1).max(100).optional(),
   })

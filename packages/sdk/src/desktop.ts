@@ -53,7 +53,7 @@ export interface DesktopStreamData {
   expiresAt: string;
 }
 
-export type DesktopApp = 'chromium' | 'browser' | 'google-chrome';
+export type DesktopApp = 'chromium' | 'browser' | 'google-chrome' | 'terminal';
 
 /**
  * A session's desktop (template `desktop`): `await session.desktop.screenshot()` is a PNG of the

@@ -57,7 +57,7 @@ export function registerDesktopCommands(program: Command): void {
 
   program
     .command('launch <session> <app> [args...]')
-    .description('start an application on the desktop: chromium [URL]; with --cmd, APP and ARGS are any command (after --: its options)')
+    .description('start an application on the desktop: chromium [URL], terminal; with --cmd, APP and ARGS are any command (after --: its options)')
     .option('--cmd', 'APP and ARGS are a command to run')
     .option('--json', 'print {pid, cmd} as JSON')
     .action(async (session: string, app: string, args: string[], opts: { cmd?: boolean; json?: boolean }) => {

@@ -184,11 +184,23 @@ export const codeInterpreterRecipe: TemplateRecipe = {
 
 /**
  * A desktop an agent can see and drive: an X server without a screen (Xvfb), XFCE's window manager
- * (xfwm4, light, and what E2B Desktop's SDK looks for), Chromium, xdotool for input, xprop for
- * windows, fonts, a VNC server and noVNC for people to watch, and Pillow (built with XCB) for
- * screenshots. All Debian's. No terminal: xterm cannot open its pty in this runsc (see the desktop server).
+ * (xfwm4, light, and what E2B Desktop's SDK looks for), Chromium, a terminal (st: xterm cannot open
+ * its pty in this runsc, see the desktop server), xdotool for input, xprop for windows, fonts, a VNC
+ * server and noVNC for people to watch, and Pillow (built with XCB) for screenshots. All Debian's.
  */
-const desktopPackages = ['xvfb', 'xfwm4', 'xdotool', 'x11-utils', 'chromium', 'fonts-dejavu-core', 'x11vnc', 'novnc', 'python3-websockify', 'python3-pil'];
+const desktopPackages = [
+  'xvfb',
+  'xfwm4',
+  'xdotool',
+  'x11-utils',
+  'stterm',
+  'chromium',
+  'fonts-dejavu-core',
+  'x11vnc',
+  'novnc',
+  'python3-websockify',
+  'python3-pil',
+];
 
 /**
  * What E2B Desktop's SDK (`@e2b/desktop`) runs in its sandbox by command, so that it works
