@@ -102,9 +102,11 @@ function prepareTemplates() {
     process.exit(1);
   }
 }
-// One file at a time: the end-to-end files share the machine's sandboxes, cores and test data directory.
+// One file at a time: the end-to-end files share the machine's sandboxes, cores and test data
+// directory. A file whose tests (and hooks) are done exits even if a failed test left a handle open
+// (--test-force-exit): a chaos run that failed once kept its file, and so the suite, waiting forever.
 const result = files.length
-  ? spawnSync(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...files], { stdio: 'inherit', cwd: root })
+  ? spawnSync(process.execPath, ['--test', '--test-force-exit', '--test-concurrency=1', '--test-reporter=spec', ...files], { stdio: 'inherit', cwd: root })
   : { status: 0 };
 const python = !fast && (only.length === 0 || only.some((o) => 'packages/python'.includes(o))) ? runPythonTests() : 0;
 process.exit(result.status || python);
