@@ -102,11 +102,20 @@ export async function clusterTarget(options: TargetOptions): Promise<ChaosTarget
     await cluster.stop();
     throw err;
   }
-  /** Each node's API URL, as the control planes have it. */
+  /**
+   * Each node's API URL, as the control planes have it: asked of each in turn until one answers, since
+   * a control plane may be down for its own fault just then (one asked alone failed the run once).
+   */
   const nodeUrls = async (): Promise<Record<string, string>> => {
-    const res = await fetch(`${cluster.controlPlaneUrls[0]}/v1/nodes`, { headers: { authorization: `Bearer ${options.adminKey}` } });
-    const { nodes } = (await res.json()) as { nodes: { id: string; url: string }[] };
-    return Object.fromEntries(nodes.map((n) => [n.id, n.url]));
+    const deadline = Date.now() + 30_000;
+    for (let attempt = 0; ; attempt++) {
+      const url = cluster.controlPlaneUrls[attempt % cluster.controlPlaneUrls.length];
+      const res = await fetch(`${url}/v1/nodes`, { headers: { authorization: `Bearer ${options.adminKey}` } }).catch(() => null);
+      const body = res?.ok ? ((await res.json()) as { nodes?: { id: string; url: string }[] }) : null;
+      if (body?.nodes) return Object.fromEntries(body.nodes.map((n) => [n.id, n.url]));
+      if (Date.now() > deadline) throw new Error(`no control plane listed the nodes within 30 s (last: ${res?.status ?? 'no answer'})`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
   };
   return {
     apiUrls: () => cluster.controlPlaneUrls,
