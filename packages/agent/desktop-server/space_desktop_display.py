@@ -26,11 +26,6 @@ DESKTOP_TMP = "/dev/.space-desktop-tmp"
 LOG_TAIL_BYTES = 16 * 1024
 
 
-
-def validation(field, message):
-    return ApiError(400, "VALIDATION_FAILED", f"{field}: {message}")
-
-
 class Display:
     """The X display and its window manager, started when first needed and again when they died."""
 
@@ -114,7 +109,7 @@ class Display:
                 self.restarts += 1
             if self.xvfb is None and not self.answering():
                 # Never a second X server on the display: one another program starts is waited for.
-                if self.starting_elsewhere() and self.wait_answering(20):
+                if self.starting_elsewhere() and wait_for(self.answering, 20):
                     return
                 self.start_x()
                 if self.wm is not None and self.wm.poll() is None:
@@ -131,21 +126,10 @@ class Display:
             ["Xvfb", DISPLAY, "-screen", "0", f"{width}x{height}x24", "-dpi", str(self.dpi), "-nolisten", "tcp", "-ac"],
             "xvfb",
         )
-        deadline = time.monotonic() + 20
-        while not self.answering():
+        if not wait_for(self.answering, 20, self.xvfb):
             if self.xvfb.poll() is not None:
                 raise ApiError(503, "DESKTOP_UNAVAILABLE", f"the X server exited at start ({self.xvfb.returncode}): {self.log_tail('xvfb')}")
-            if time.monotonic() > deadline:
-                raise ApiError(503, "DESKTOP_UNAVAILABLE", "the X server did not answer within 20 s")
-            time.sleep(0.05)
-
-    def wait_answering(self, seconds):
-        deadline = time.monotonic() + seconds
-        while not self.answering():
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
-        return True
+            raise ApiError(503, "DESKTOP_UNAVAILABLE", "the X server did not answer within 20 s")
 
     def spawn(self, argv, log_name):
         env = {**self.env, "DISPLAY": DISPLAY, "TMPDIR": DESKTOP_TMP}
@@ -174,11 +158,15 @@ class Display:
             "lastExit": self.last_exit,
         }
 
-    def xdotool(self, *args):
-        done = subprocess.run(["xdotool", *args], env={**self.env, "DISPLAY": DISPLAY}, capture_output=True, timeout=30)
-        if done.returncode != 0:
-            raise ApiError(500, "DESKTOP_UNAVAILABLE", f"xdotool {args[0]} failed: {done.stderr.decode(errors='replace').strip()[:500]}")
+    def x_tool(self, tool, *args, check=True, timeout=30):
+        """A command-line X client (xdotool, xprop) on the display: its output; a failure is DESKTOP_UNAVAILABLE unless `check` is off."""
+        done = subprocess.run([tool, *args], env={**self.env, "DISPLAY": DISPLAY}, capture_output=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise ApiError(500, "DESKTOP_UNAVAILABLE", f"{tool} {args[0]} failed: {done.stderr.decode(errors='replace').strip()[:500]}")
         return done.stdout.decode(errors="replace")
+
+    def xdotool(self, *args):
+        return self.x_tool("xdotool", *args)
 
 
 def stop(process):
@@ -190,20 +178,36 @@ def stop(process):
         process.wait()
 
 
+def wait_for(ready, seconds, process=None):
+    """Polls `ready` every 50 ms: True once it holds; False after `seconds`, or once `process` (when given) has exited."""
+    deadline = time.monotonic() + seconds
+    while not ready():
+        if (process is not None and process.poll() is not None) or time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def accepts(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
 def wait_listening(port, process, name, display, timeout=15):
     """Returns once something accepts on 127.0.0.1:`port`; fails if `process` exits first or it takes too long."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            pass
-        if process.poll() is not None:
-            raise ApiError(503, "DESKTOP_UNAVAILABLE", f"{name} exited at start ({process.returncode}): {display.log_tail(name)}")
-        if time.monotonic() > deadline:
-            raise ApiError(503, "DESKTOP_UNAVAILABLE", f"{name} did not listen on port {port} within {timeout} s")
-        time.sleep(0.05)
+    if wait_for(lambda: accepts(port), timeout, process):
+        return
+    if process.poll() is not None:
+        raise ApiError(503, "DESKTOP_UNAVAILABLE", f"{name} exited at start ({process.returncode}): {display.log_tail(name)}")
+    raise ApiError(503, "DESKTOP_UNAVAILABLE", f"{name} did not listen on port {port} within {timeout} s")
+
+
+def shell_values(output):
+    """`NAME=value` lines (xdotool's --shell output) as a dict."""
+    return dict(line.split("=", 1) for line in output.splitlines() if "=" in line)
 
 
 def keep_tail(stream, tail):

@@ -4,7 +4,7 @@ first (coordinates against the screen, keys against X's keysyms). Part of the de
 import ctypes
 import ctypes.util
 
-from space_desktop_display import validation
+from space_unix_http import validation
 
 MAX_TEXT = 10000
 # xdotool's names for the modifiers of a chord, besides keysyms (Control_L…) themselves.
@@ -36,6 +36,8 @@ KEY_ALIASES = {
 }
 BUTTONS = {"left": "1", "middle": "2", "right": "3"}
 SCROLL_BUTTONS = {"up": "4", "down": "5", "left": "6", "right": "7"}
+
+
 class Keysyms:
     """Key names checked against Xlib's own table: an unknown key is refused, not typed as nothing."""
 
@@ -76,7 +78,6 @@ def integer(body, field, low, high, default=None):
     return value
 
 
-
 class Input:
     def __init__(self, display):
         self.display = display
@@ -89,6 +90,11 @@ class Input:
         width, height = self.display.size
         return integer(body, "x", 0, width - 1), integer(body, "y", 0, height - 1)
 
+    def move_first(self, body):
+        """xdotool's arguments that move the pointer to `x`, `y` first, when given (else none: where it is)."""
+        at = self.point(body, required=False)
+        return ["mousemove", str(at[0]), str(at[1])] if at else []
+
     def send(self, body):
         """One input, checked whole before xdotool is run."""
         kind = body.get("type")
@@ -100,8 +106,7 @@ class Input:
             button = BUTTONS.get(body.get("button", "left"))
             if button is None:
                 raise validation("button", "left, middle or right")
-            at = self.point(body, required=False)
-            move = ["mousemove", str(at[0]), str(at[1])] if at else []
+            move = self.move_first(body)
             if kind == "click":
                 d.xdotool(*move, "click", button)
             elif kind == "double_click":
@@ -119,9 +124,7 @@ class Input:
             if button is None:
                 raise validation("direction", "up, down, left or right")
             amount = integer(body, "amount", 1, 100, 1)
-            at = self.point(body, required=False)
-            move = ["mousemove", str(at[0]), str(at[1])] if at else []
-            d.xdotool(*move, "click", "--repeat", str(amount), "--delay", "20", button)
+            d.xdotool(*self.move_first(body), "click", "--repeat", str(amount), "--delay", "20", button)
         elif kind == "key":
             keys = body.get("keys")
             chords = keys if isinstance(keys, list) else [keys]

@@ -30,15 +30,14 @@ import argparse
 import io
 import os
 import shutil
-import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs
 
-from space_desktop_display import DESKTOP_TMP, DISPLAY, ApiError, Display, stop, validation, wait_listening
+from space_desktop_display import DESKTOP_TMP, DISPLAY, ApiError, Display, shell_values, stop, wait_listening
 from space_desktop_input import Input
-from space_unix_http import JsonRequests, serve
+from space_unix_http import JsonRequests, serve, validation
 
 # Chromium: the flags it needs in gVisor, and the directories of files it deletes while open, are
 # the template's (/etc/chromium.d/space-sandbox, which Debian's chromium wrapper reads), so that any
@@ -125,8 +124,7 @@ class Desktop:
 
     def windows(self):
         d = self.display
-        env = {**d.env, "DISPLAY": DISPLAY}
-        listed = subprocess.run(["xprop", "-root", "_NET_CLIENT_LIST", "_NET_ACTIVE_WINDOW"], env=env, capture_output=True, timeout=10).stdout.decode()
+        listed = d.x_tool("xprop", "-root", "_NET_CLIENT_LIST", "_NET_ACTIVE_WINDOW", check=False, timeout=10)
         ids, active = [], None
         for line in listed.splitlines():
             values = line.split("#", 1)[1].replace(",", " ").split() if "#" in line else []
@@ -135,8 +133,8 @@ class Desktop:
             elif line.startswith("_NET_ACTIVE_WINDOW(") and values:
                 active = int(values[0], 16)
         windows = []
-        for window in ids[:100]:
-            props = subprocess.run(["xprop", "-id", window, "_NET_WM_NAME", "WM_CLASS"], env=env, capture_output=True, timeout=10).stdout.decode(errors="replace")
+        for window in (int(hex_id, 16) for hex_id in ids[:100]):
+            props = d.x_tool("xprop", "-id", str(window), "_NET_WM_NAME", "WM_CLASS", check=False, timeout=10)
             title, app = "", ""
             for line in props.splitlines():
                 if line.startswith("_NET_WM_NAME") and "=" in line:
@@ -144,22 +142,20 @@ class Desktop:
                 elif line.startswith("WM_CLASS") and "=" in line:
                     names = [parse_xprop_string(part) for part in line.split("=", 1)[1].split(",")]
                     app = names[-1] if names else ""
-            geometry = {}
             try:
-                shell = d.xdotool("getwindowgeometry", "--shell", str(int(window, 16)))
-                geometry = dict(line.split("=", 1) for line in shell.splitlines() if "=" in line)
+                geometry = shell_values(d.xdotool("getwindowgeometry", "--shell", str(window)))
             except ApiError:
                 continue  # closed meanwhile
             windows.append(
                 {
-                    "id": str(int(window, 16)),
+                    "id": str(window),
                     "title": title[:1000],
                     "app": app[:200],
                     "x": int(geometry.get("X", 0)),
                     "y": int(geometry.get("Y", 0)),
                     "width": int(geometry.get("WIDTH", 0)),
                     "height": int(geometry.get("HEIGHT", 0)),
-                    "focused": active == int(window, 16),
+                    "focused": active == window,
                 }
             )
         return {"windows": windows}
@@ -183,8 +179,7 @@ class Desktop:
         return {"port": VNC_WEB_PORT, "viewOnly": view_only}
 
     def cursor(self):
-        shell = self.display.xdotool("getmouselocation", "--shell")
-        values = dict(line.split("=", 1) for line in shell.splitlines() if "=" in line)
+        values = shell_values(self.display.xdotool("getmouselocation", "--shell"))
         return {"x": int(values.get("X", 0)), "y": int(values.get("Y", 0))}
 
 

@@ -17,6 +17,11 @@ class ApiError(Exception):
         self.status, self.code, self.message = status, code, message
 
 
+def validation(field, message):
+    """A 400 that names the field at fault."""
+    return ApiError(400, "VALIDATION_FAILED", f"{field}: {message}")
+
+
 class JsonRequests:
     """Mixed into a BaseHTTPRequestHandler: a request's JSON body (bounded), a JSON reply, bytes."""
 
