@@ -129,6 +129,10 @@ export const nodeSettings = {
     expects: 'a join token (`space node join-token`)',
     doc: 'a one-time token a cluster member trades for its own credential at its first start (kept in `<data>/node/credential`; its heartbeats carry it, never the admin key)',
   }),
+  undrainAtStart: setting.flag('SPACE_NODE_UNDRAIN_AT_START', {
+    default: false,
+    doc: '`1`: a cluster member takes sessions again once it has registered, had it been drained (a Kubernetes node pod: its preStop hook drains it, `space node drain --self`); `0`: a drain holds until `space node undrain`',
+  }),
   heartbeatMs: setting.integer('SPACE_HEARTBEAT_MS', {
     default: 2000,
     min: 100,

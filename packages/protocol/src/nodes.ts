@@ -89,13 +89,21 @@ export type DrainResult = z.infer<typeof DrainResultSchema>;
 export const MetricsSampleSchema = z.object({ at: z.string(), values: z.record(z.string(), z.number()) }).strict();
 export const MetricsHistorySchema = z.object({ samples: z.array(MetricsSampleSchema) }).strict();
 
-/** How long a join token stays usable when none is asked for (an hour), and the longest (a week). */
+/**
+ * How long a join token stays usable when none is asked for (an hour), and the longest (90 days: a
+ * Kubernetes DaemonSet's token, shared by the sandbox hosts added over time, is renewed in its Secret).
+ */
 export const defaultJoinTokenTtlSec = 3600;
-export const maxJoinTokenTtlSec = 7 * 86_400;
+export const maxJoinTokenTtlSec = 90 * 86_400;
+/** How many nodes one join token may let in (1 unless asked: a DaemonSet's pods share one). */
+export const maxJoinTokenUses = 1000;
 
-/** Admin -> control plane: a one-time token for a new node to join with (`space node join-token`). */
-export const CreateJoinTokenRequestSchema = z.object({ ttlSec: z.number().int().min(60).max(maxJoinTokenTtlSec).optional() }).strict();
-export const JoinTokenSchema = z.object({ token: z.string(), expiresAt: z.string() }).strict();
+/** Admin -> control plane: a token for new nodes to join with (`space node join-token`), once unless `uses` says more. */
+export const CreateJoinTokenRequestSchema = z
+  .object({ ttlSec: z.number().int().min(60).max(maxJoinTokenTtlSec).optional(), uses: z.number().int().min(1).max(maxJoinTokenUses).optional() })
+  .strict();
+export type CreateJoinTokenRequest = z.infer<typeof CreateJoinTokenRequestSchema>;
+export const JoinTokenSchema = z.object({ token: z.string(), expiresAt: z.string(), uses: z.number().int() }).strict();
 export type JoinToken = z.infer<typeof JoinTokenSchema>;
 
 /** A name the control planes reach a node by, for its certificate: a host name or an IP address. */

@@ -426,10 +426,16 @@ const adminRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/nodes/:nodeId/drain',
-    summary: 'Drain a node (admin key): it takes no new sessions, and each of its sessions moves to another node through the object store.',
+    summary:
+      "Drain a node (admin key, or the node's own credential: a node pod drains itself as it stops): it takes no new sessions, and each of its sessions moves to another node through the object store.",
     response: DrainResultSchema,
   },
-  { method: 'POST', path: '/v1/nodes/:nodeId/undrain', summary: 'A drained node takes new sessions again (admin key).', response: NodeViewSchema },
+  {
+    method: 'POST',
+    path: '/v1/nodes/:nodeId/undrain',
+    summary: "A drained node takes new sessions again (admin key, or the node's own credential).",
+    response: NodeViewSchema,
+  },
   {
     method: 'POST',
     path: '/v1/nodes/heartbeat',
@@ -441,7 +447,8 @@ const adminRoutes: PublicRoute[] = [
   {
     method: 'POST',
     path: '/v1/nodes/join-tokens',
-    summary: 'A one-time token for a new node to join the cluster with (admin key), usable for `ttlSec` (an hour by default).',
+    summary:
+      'A token for new nodes to join the cluster with (admin key), usable for `ttlSec` (an hour by default) by `uses` nodes (one by default; a Kubernetes DaemonSet shares one).',
     body: CreateJoinTokenRequestSchema,
     status: 201,
     response: JoinTokenSchema,

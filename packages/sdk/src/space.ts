@@ -107,8 +107,8 @@ export class Space {
     list(options?: CallOptions): Promise<NodeData[]>;
     drain(nodeId: string, options?: CallOptions): Promise<DrainResultData>;
     undrain(nodeId: string, options?: CallOptions): Promise<NodeData>;
-    /** A one-time token for a new node (`SPACE_NODE_JOIN_TOKEN`), usable for `ttlSec` (an hour by default). */
-    joinToken(options?: CallOptions & { ttlSec?: number }): Promise<JoinTokenData>;
+    /** A token for new nodes (`SPACE_NODE_JOIN_TOKEN`), usable for `ttlSec` (an hour by default) by `uses` nodes (one by default). */
+    joinToken(options?: CallOptions & { ttlSec?: number; uses?: number }): Promise<JoinTokenData>;
     /** Revokes a node's credential: its heartbeats are refused and its sessions move on once it is found lost. */
     revokeCredential(nodeId: string, options?: CallOptions): Promise<{ nodeId: string; revoked: boolean }>;
   };
@@ -139,8 +139,7 @@ export class Space {
       },
       drain: (nodeId, opts = {}) => t.json<DrainResultData>('POST', `/v1/nodes/${encodeURIComponent(nodeId)}/drain`, { timeoutMs: 3_600_000, ...opts }),
       undrain: (nodeId, opts = {}) => t.json<NodeData>('POST', `/v1/nodes/${encodeURIComponent(nodeId)}/undrain`, opts),
-      joinToken: ({ ttlSec, ...opts } = {}) =>
-        t.json<JoinTokenData>('POST', '/v1/nodes/join-tokens', { ...opts, json: ttlSec === undefined ? {} : { ttlSec } }),
+      joinToken: ({ ttlSec, uses, ...opts } = {}) => t.json<JoinTokenData>('POST', '/v1/nodes/join-tokens', { ...opts, json: { ttlSec, uses } }),
       revokeCredential: (nodeId, opts = {}) =>
         t.json<{ nodeId: string; revoked: boolean }>('DELETE', `/v1/nodes/${encodeURIComponent(nodeId)}/credential`, opts),
     };

@@ -428,6 +428,8 @@ export interface NodeData {
 export interface JoinTokenData {
   token: string;
   expiresAt: string;
+  /** How many nodes may join with it. */
+  uses: number;
 }
 
 /** What draining a node did to each of its sessions. */

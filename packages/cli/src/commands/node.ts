@@ -11,6 +11,7 @@ import {
   readNodeSettings,
   resolveNodeConfig,
 } from '@space/node';
+import { Space } from '@space/sdk';
 import { sandboxRuntimeBuildDir } from '../sandbox-runtime.js';
 
 /** `space node`: the node agent alone, serving the node API for a separate control plane. */
@@ -60,6 +61,7 @@ export async function nodeOnly(): Promise<void> {
           ? `node ${nodeConfig.nodeId} registered with the control plane\n`
           : `node ${nodeConfig.nodeId}: no control plane answered yet; heartbeats continue every ${cluster.intervalMs} ms\n`,
       );
+      if (registered && settings.undrainAtStart) await undrainSelf(nodeConfig.nodeId, cluster, log);
       if (cluster.tls) {
         renewal = new NodeCertificateRenewal({
           dir: path.join(nodeConfig.dataDir, 'node'),
@@ -77,6 +79,17 @@ export async function nodeOnly(): Promise<void> {
   } catch (err) {
     log.error(`cannot start: ${(err as Error).message}`);
     await stop(1);
+  }
+}
+
+/** SPACE_NODE_UNDRAIN_AT_START: the node takes sessions again (its pod's preStop hook drained it), asked with its own credential. */
+async function undrainSelf(nodeId: string, cluster: ClusterMembership, log: Logger): Promise<void> {
+  const client = new Space({ apiUrl: cluster.controlPlanes, apiKey: cluster.credential });
+  try {
+    const view = await client.nodes.undrain(nodeId);
+    log.info(`SPACE_NODE_UNDRAIN_AT_START: node ${nodeId} takes new sessions (${view.status})`);
+  } catch (err) {
+    log.warn(`SPACE_NODE_UNDRAIN_AT_START: could not undrain node ${nodeId}: ${(err as Error).message}; "space node undrain --self" does it`);
   }
 }
 

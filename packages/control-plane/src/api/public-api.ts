@@ -120,13 +120,15 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   });
 
   router.on('POST', '/v1/nodes/:nodeId/drain', async ({ req, res, params }) => {
-    auth.requireAdmin(await auth.authenticate(req));
-    sendJson(res, 200, await deps.drain.drain(parseWith(NodeIdSchema, params.nodeId, 'node id')));
+    const nodeId = parseWith(NodeIdSchema, params.nodeId, 'node id');
+    await deps.nodeCredentials.requireAdminOrNode(req, nodeId, 'drain');
+    sendJson(res, 200, await deps.drain.drain(nodeId));
   });
 
   router.on('POST', '/v1/nodes/:nodeId/undrain', async ({ req, res, params }) => {
-    auth.requireAdmin(await auth.authenticate(req));
-    sendJson(res, 200, await deps.drain.undrain(parseWith(NodeIdSchema, params.nodeId, 'node id')));
+    const nodeId = parseWith(NodeIdSchema, params.nodeId, 'node id');
+    await deps.nodeCredentials.requireAdminOrNode(req, nodeId, 'undrain');
+    sendJson(res, 200, await deps.drain.undrain(nodeId));
   });
 
   router.on('POST', '/v1/nodes/heartbeat', async ({ req, res }) => {
@@ -138,7 +140,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
 
   router.on('POST', '/v1/nodes/join-tokens', async ({ req, res }) => {
     auth.requireAdmin(await auth.authenticate(req));
-    sendJson(res, 201, await deps.nodeCredentials.createJoinToken((await readJson(req, CreateJoinTokenRequestSchema)).ttlSec));
+    sendJson(res, 201, await deps.nodeCredentials.createJoinToken(await readJson(req, CreateJoinTokenRequestSchema)));
   });
 
   router.on('POST', '/v1/nodes/join', async ({ req, res }) => {

@@ -315,6 +315,15 @@ export const migrations: Migration[] = [
         ON CONFLICT (status, shard) DO UPDATE SET sessions = excluded.sessions`,
     ],
   },
+  {
+    version: 27,
+    description: 'join tokens usable by several nodes (a Kubernetes DaemonSet shares one): how many may use each, how many did',
+    statements: () => [
+      'ALTER TABLE node_join_tokens ADD COLUMN uses INTEGER NOT NULL DEFAULT 1',
+      'ALTER TABLE node_join_tokens ADD COLUMN used_count INTEGER NOT NULL DEFAULT 0',
+      'UPDATE node_join_tokens SET used_count = 1 WHERE used_by IS NOT NULL',
+    ],
+  },
 ];
 
 export const migrationsTable =

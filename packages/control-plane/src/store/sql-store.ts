@@ -741,21 +741,31 @@ export class SqlStore implements Store {
   }
 
   async insertNodeJoinToken(row: NodeJoinTokenRow): Promise<void> {
-    await this.db.run('INSERT INTO node_join_tokens (hash, created_at, expires_at) VALUES (?, ?, ?)', [row.hash, row.createdAt, row.expiresAt]);
+    await this.db.run('INSERT INTO node_join_tokens (hash, created_at, expires_at, uses) VALUES (?, ?, ?, ?)', [
+      row.hash,
+      row.createdAt,
+      row.expiresAt,
+      row.uses,
+    ]);
   }
 
   async useNodeJoinToken(hash: string, nodeId: string, at: string): Promise<JoinTokenUse> {
     return this.db.transaction(async (tx): Promise<JoinTokenUse> => {
-      const row = await tx.get<{ expires_at: string; used_by: string | null; used_at: string | null }>(
-        'SELECT expires_at, used_by, used_at FROM node_join_tokens WHERE hash = ?',
+      const row = await tx.get<{ expires_at: string; used_by: string | null; used_at: string | null; uses: number; used_count: number }>(
+        'SELECT expires_at, used_by, used_at, uses, used_count FROM node_join_tokens WHERE hash = ?',
         [hash],
       );
       if (!row) return { outcome: 'unknown' };
-      if (row.used_by !== null) return { outcome: 'used-before', usedBy: row.used_by, usedAt: row.used_at ?? '' };
+      const spent = (usedBy: string, usedAt: string): JoinTokenUse => ({ outcome: 'used-before', usedBy, usedAt, uses: Number(row.uses) });
+      if (Number(row.used_count) >= Number(row.uses)) return spent(row.used_by ?? '', row.used_at ?? '');
       if (row.expires_at <= at) return { outcome: 'expired', expiresAt: row.expires_at };
-      // Of two nodes presenting it at once, the one whose update lands first has it.
-      const changed = await tx.run('UPDATE node_join_tokens SET used_by = ?, used_at = ? WHERE hash = ? AND used_by IS NULL', [nodeId, at, hash]);
-      return changed > 0 ? { outcome: 'used' } : { outcome: 'used-before', usedBy: 'another node', usedAt: at };
+      // Of nodes presenting its last use at once, the one whose update lands first has it.
+      const changed = await tx.run('UPDATE node_join_tokens SET used_by = ?, used_at = ?, used_count = used_count + 1 WHERE hash = ? AND used_count < uses', [
+        nodeId,
+        at,
+        hash,
+      ]);
+      return changed > 0 ? { outcome: 'used' } : spent('another node', at);
     });
   }
 

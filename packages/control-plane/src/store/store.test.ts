@@ -220,33 +220,45 @@ for (const engine of engines.all) {
     assert.equal(await store.deleteExpiredIdempotencyKeys(5_000_000_000_001), 2);
   });
 
-  test(named('node join tokens are used once, before they expire; node credentials are replaced by a new join and revoked'), async () => {
-    const store = await engine.open('node-credentials');
-    await store.insertNodeJoinToken({ hash: 'j1', createdAt: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z' });
-    await store.insertNodeJoinToken({ hash: 'j2', createdAt: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z' });
-    assert.deepEqual(await store.useNodeJoinToken('nope', 'node-a', '2026-01-01T00:10:00Z'), { outcome: 'unknown' });
-    const [first, second] = await Promise.all([
-      store.useNodeJoinToken('j1', 'node-a', '2026-01-01T00:10:00Z'),
-      store.useNodeJoinToken('j1', 'node-b', '2026-01-01T00:10:00Z'),
-    ]);
-    assert.deepEqual([first.outcome, second.outcome].sort(), ['used', 'used-before'], 'one of two at once');
-    assert.deepEqual(await store.useNodeJoinToken('j1', 'node-a', '2026-01-01T00:20:00Z'), {
-      outcome: 'used-before',
-      usedBy: first.outcome === 'used' ? 'node-a' : 'node-b',
-      usedAt: '2026-01-01T00:10:00Z',
-    });
-    assert.deepEqual(await store.useNodeJoinToken('j2', 'node-c', '2026-01-01T01:00:00Z'), { outcome: 'expired', expiresAt: '2026-01-01T01:00:00Z' });
+  test(
+    named('node join tokens are used as many times as they allow, before they expire; node credentials are replaced by a new join and revoked'),
+    async () => {
+      const store = await engine.open('node-credentials');
+      await store.insertNodeJoinToken({ hash: 'j1', createdAt: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z', uses: 1 });
+      await store.insertNodeJoinToken({ hash: 'j2', createdAt: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z', uses: 1 });
+      await store.insertNodeJoinToken({ hash: 'j3', createdAt: '2026-01-01T00:00:00Z', expiresAt: '2026-01-01T01:00:00Z', uses: 3 });
+      const threeAtOnce = await Promise.all(['n1', 'n2', 'n3', 'n4'].map((n) => store.useNodeJoinToken('j3', n, '2026-01-01T00:10:00Z')));
+      assert.deepEqual(threeAtOnce.map((u) => u.outcome).sort(), ['used', 'used', 'used', 'used-before'], 'three of four at once');
+      assert.deepEqual(await store.useNodeJoinToken('j3', 'n5', '2026-01-01T00:11:00Z'), {
+        ...(await store.useNodeJoinToken('j3', 'n6', '2026-01-01T00:12:00Z')),
+        outcome: 'used-before',
+        uses: 3,
+      });
+      assert.deepEqual(await store.useNodeJoinToken('nope', 'node-a', '2026-01-01T00:10:00Z'), { outcome: 'unknown' });
+      const [first, second] = await Promise.all([
+        store.useNodeJoinToken('j1', 'node-a', '2026-01-01T00:10:00Z'),
+        store.useNodeJoinToken('j1', 'node-b', '2026-01-01T00:10:00Z'),
+      ]);
+      assert.deepEqual([first.outcome, second.outcome].sort(), ['used', 'used-before'], 'one of two at once');
+      assert.deepEqual(await store.useNodeJoinToken('j1', 'node-a', '2026-01-01T00:20:00Z'), {
+        outcome: 'used-before',
+        usedBy: first.outcome === 'used' ? 'node-a' : 'node-b',
+        usedAt: '2026-01-01T00:10:00Z',
+        uses: 1,
+      });
+      assert.deepEqual(await store.useNodeJoinToken('j2', 'node-c', '2026-01-01T01:00:00Z'), { outcome: 'expired', expiresAt: '2026-01-01T01:00:00Z' });
 
-    await store.putNodeCredential({ nodeId: 'node-a', hash: 'c1', createdAt: '2026-01-01T00:10:00Z' });
-    assert.deepEqual(await store.findNodeCredential('c1'), { nodeId: 'node-a', hash: 'c1', createdAt: '2026-01-01T00:10:00Z', revokedAt: null });
-    assert.equal(await store.revokeNodeCredential('node-a', '2026-01-02T00:00:00Z'), true);
-    assert.equal(await store.revokeNodeCredential('node-a', '2026-01-03T00:00:00Z'), false, 'revoked once');
-    assert.equal((await store.findNodeCredential('c1'))?.revokedAt, '2026-01-02T00:00:00Z');
-    await store.putNodeCredential({ nodeId: 'node-a', hash: 'c2', createdAt: '2026-01-04T00:00:00Z' });
-    assert.equal(await store.findNodeCredential('c1'), null, 'joined again: the old credential is gone');
-    assert.equal((await store.findNodeCredential('c2'))?.revokedAt, null);
-    assert.equal(await store.revokeNodeCredential('node-z', '2026-01-04T00:00:00Z'), false);
-  });
+      await store.putNodeCredential({ nodeId: 'node-a', hash: 'c1', createdAt: '2026-01-01T00:10:00Z' });
+      assert.deepEqual(await store.findNodeCredential('c1'), { nodeId: 'node-a', hash: 'c1', createdAt: '2026-01-01T00:10:00Z', revokedAt: null });
+      assert.equal(await store.revokeNodeCredential('node-a', '2026-01-02T00:00:00Z'), true);
+      assert.equal(await store.revokeNodeCredential('node-a', '2026-01-03T00:00:00Z'), false, 'revoked once');
+      assert.equal((await store.findNodeCredential('c1'))?.revokedAt, '2026-01-02T00:00:00Z');
+      await store.putNodeCredential({ nodeId: 'node-a', hash: 'c2', createdAt: '2026-01-04T00:00:00Z' });
+      assert.equal(await store.findNodeCredential('c1'), null, 'joined again: the old credential is gone');
+      assert.equal((await store.findNodeCredential('c2'))?.revokedAt, null);
+      assert.equal(await store.revokeNodeCredential('node-z', '2026-01-04T00:00:00Z'), false);
+    },
+  );
 
   test(named("a tenant's data key: one per tenant, the first of two made at once stands"), async () => {
     const store = await engine.open('data-keys');

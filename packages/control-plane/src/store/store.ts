@@ -266,11 +266,12 @@ export interface NodeRow {
   lastHeartbeatAt: string;
 }
 
-/** A one-time token that lets a node join the cluster (stored as its sha256 hash). */
+/** A token that lets nodes join the cluster, `uses` of them at most (stored as its sha256 hash). */
 export interface NodeJoinTokenRow {
   hash: string;
   createdAt: string;
   expiresAt: string;
+  uses: number;
 }
 
 /** What presenting a join token came to: used now, or why not. */
@@ -278,7 +279,8 @@ export type JoinTokenUse =
   | { outcome: 'used' }
   | { outcome: 'unknown' }
   | { outcome: 'expired'; expiresAt: string }
-  | { outcome: 'used-before'; usedBy: string; usedAt: string };
+  /** Every use it allowed is spent: `usedBy` is the last node that joined with it. */
+  | { outcome: 'used-before'; usedBy: string; usedAt: string; uses: number };
 
 /** A node's own credential, issued when it joined (stored as its sha256 hash). */
 export interface NodeCredentialRow {

@@ -41,7 +41,7 @@ test('a join token is used once, before it expires, and issues a credential that
     'the refusal is logged here too',
   );
   await assert.rejects(nodes.join({ nodeId: 'node-b', joinToken: 'snj_never-made' }), refusedWith(ErrorCode.UNAUTHORIZED, /no such join token/));
-  const late = await nodes.createJoinToken(60);
+  const late = await nodes.createJoinToken({ ttlSec: 60 });
   clock.now += 61_000;
   await assert.rejects(nodes.join({ nodeId: 'node-b', joinToken: late.token }), refusedWith(ErrorCode.UNAUTHORIZED, /expired at/));
 
@@ -50,6 +50,26 @@ test('a join token is used once, before it expires, and issues a credential that
   nodes.checkSender(sender, 'node-a');
   assert.throws(() => nodes.checkSender(sender, 'node-b'), refusedWith(ErrorCode.FORBIDDEN, /node node-a's: it heartbeats for that node only, not node-b/));
   await assert.rejects(nodes.senderOf(request('snc_forged')), refusedWith(ErrorCode.UNAUTHORIZED, /unknown node credential/));
+});
+
+test('a join token for several nodes lets in that many, each with its own credential; a node drains itself with its credential, not another', async () => {
+  const { nodes, request } = await credentials();
+  const shared = await nodes.createJoinToken({ uses: 2 });
+  assert.equal(shared.uses, 2);
+  const a = await nodes.join({ nodeId: 'node-a', joinToken: shared.token });
+  const b = await nodes.join({ nodeId: 'node-b', joinToken: shared.token });
+  assert.notEqual(a.credential, b.credential);
+  await assert.rejects(
+    nodes.join({ nodeId: 'node-c', joinToken: shared.token }),
+    refusedWith(ErrorCode.UNAUTHORIZED, /2 uses are spent \(the last by node node-b/),
+  );
+
+  await nodes.requireAdminOrNode(request(a.credential), 'node-a', 'drain');
+  await nodes.requireAdminOrNode(request('admin-key-0123456789abcdef'), 'node-b', 'drain');
+  await assert.rejects(
+    nodes.requireAdminOrNode(request(a.credential), 'node-b', 'drain'),
+    refusedWith(ErrorCode.FORBIDDEN, /node node-a's: it may drain that node only, not node-b/),
+  );
 });
 
 test('the admin key still heartbeats (with a warning, once per node); other keys do not; a revoked credential is refused', async () => {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import {
   ErrorCode,
+  type CreateJoinTokenRequest,
   type JoinToken,
   type NodeCertificateReply,
   type NodeCertificateRequest,
@@ -44,12 +45,12 @@ export class NodeCredentials {
 
   constructor(private readonly deps: NodeCredentialsDeps) {}
 
-  async createJoinToken(ttlSec = defaultJoinTokenTtlSec): Promise<JoinToken> {
+  async createJoinToken({ ttlSec = defaultJoinTokenTtlSec, uses = 1 }: CreateJoinTokenRequest = {}): Promise<JoinToken> {
     const token = `${joinTokenPrefix}${randomBytes(24).toString('base64url')}`;
     const now = this.deps.now();
     const expiresAt = new Date(now + ttlSec * 1000).toISOString();
-    await this.deps.store.insertNodeJoinToken({ hash: hashKey(token), createdAt: new Date(now).toISOString(), expiresAt });
-    return { token, expiresAt };
+    await this.deps.store.insertNodeJoinToken({ hash: hashKey(token), createdAt: new Date(now).toISOString(), expiresAt, uses });
+    return { token, expiresAt, uses };
   }
 
   async join(request: NodeJoinRequest): Promise<NodeJoinReply> {
@@ -63,7 +64,9 @@ export class NodeCredentials {
           ? 'no such join token'
           : use.outcome === 'expired'
             ? `the join token expired at ${use.expiresAt}`
-            : `the join token was used by node ${use.usedBy} at ${use.usedAt}, and a join token is used once`;
+            : use.uses === 1
+              ? `the join token was used by node ${use.usedBy} at ${use.usedAt}, and this join token is used once`
+              : `the join token's ${use.uses} uses are spent (the last by node ${use.usedBy} at ${use.usedAt})`;
       this.deps.log(`node ${request.nodeId} may not join: ${why}`);
       throw new SpaceError(ErrorCode.UNAUTHORIZED, `${why}: make a new one with "space node join-token" (admin key)`);
     }
@@ -120,6 +123,18 @@ export class NodeCredentials {
       );
     }
     return { nodeId: row.nodeId };
+  }
+
+  /**
+   * The admin key, or node `nodeId`'s own credential: a node drains itself as its pod stops (and
+   * takes sessions again as it starts) without holding the admin key. `what` names the action.
+   */
+  async requireAdminOrNode(req: IncomingMessage, nodeId: string, what: string): Promise<void> {
+    const sender = await this.senderOf(req);
+    if ('nodeId' in sender && sender.nodeId !== nodeId) {
+      this.deps.log(`refused to ${what} node ${nodeId} asked with the credential of node ${sender.nodeId}`);
+      throw new SpaceError(ErrorCode.FORBIDDEN, `this credential is node ${sender.nodeId}'s: it may ${what} that node only, not ${nodeId}`);
+    }
   }
 
   /** Refuses a heartbeat for a node other than the credential's. */

@@ -174,9 +174,10 @@ class Nodes:
     def undrain(self, node_id: str, *, timeout: float | None = None) -> dict[str, Any]:
         return self._t.json("POST", f"/v1/nodes/{quote(node_id, safe='')}/undrain", timeout=timeout)
 
-    def join_token(self, *, ttl_sec: int | None = None, timeout: float | None = None) -> dict[str, Any]:
-        """A one-time token for a new node (`SPACE_NODE_JOIN_TOKEN`), usable for `ttl_sec` (an hour by default)."""
-        return self._t.json("POST", "/v1/nodes/join-tokens", json={} if ttl_sec is None else {"ttlSec": ttl_sec}, timeout=timeout)
+    def join_token(self, *, ttl_sec: int | None = None, uses: int | None = None, timeout: float | None = None) -> dict[str, Any]:
+        """A token for new nodes (`SPACE_NODE_JOIN_TOKEN`), usable for `ttl_sec` (an hour by default) by `uses` nodes (one by default)."""
+        body = {k: v for k, v in (("ttlSec", ttl_sec), ("uses", uses)) if v is not None}
+        return self._t.json("POST", "/v1/nodes/join-tokens", json=body, timeout=timeout)
 
     def revoke_credential(self, node_id: str, *, timeout: float | None = None) -> dict[str, Any]:
         """Revokes a node's credential: its heartbeats are refused and its sessions move on once it is found lost."""
