@@ -12,7 +12,6 @@ import {
   type PathHistory,
   liveDiffTarget,
   SandboxLayout,
-  SpaceError,
   isSpaceError,
   maxTextDiffBytes,
 } from '@space/protocol';
