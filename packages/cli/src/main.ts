@@ -17,6 +17,7 @@ import { registerVolumeCommands } from './commands/volumes.js';
 import { registerMcpCommand } from './commands/mcp.js';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerNodeCommands } from './commands/nodes.js';
+import { registerKubernetesCommands } from './commands/kubernetes.js';
 import { describeError } from './client.js';
 
 const program = new Command();
@@ -46,6 +47,7 @@ registerVolumeCommands(program);
 registerMcpCommand(program);
 registerClusterCommands(program);
 registerNodeCommands(program, node);
+registerKubernetesCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`space: ${describeError(err)}\n`);

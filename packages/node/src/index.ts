@@ -10,3 +10,4 @@ export { IpLeases } from './network/ip-leases.js';
 export { SandboxNetwork } from './network/sandbox-network.js';
 export { findAptMirror } from './templates/apt-mirror.js';
 export { startLoopbackS3 } from './storage/loopback-s3.js';
+export { GatewayCa } from './gateway/gateway-ca.js';
