@@ -18,6 +18,7 @@ import { registerMcpCommand } from './commands/mcp.js';
 import { registerClusterCommands } from './commands/cluster.js';
 import { registerNodeCommands } from './commands/nodes.js';
 import { registerKubernetesCommands } from './commands/kubernetes.js';
+import { registerImageCommands } from './commands/image.js';
 import { describeError } from './client.js';
 
 const program = new Command();
@@ -48,6 +49,7 @@ registerMcpCommand(program);
 registerClusterCommands(program);
 registerNodeCommands(program, node);
 registerKubernetesCommands(program);
+registerImageCommands(program);
 
 program.parseAsync(process.argv).catch((err: unknown) => {
   process.stderr.write(`space: ${describeError(err)}\n`);

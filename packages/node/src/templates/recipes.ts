@@ -129,7 +129,7 @@ async function removeAptCaches(root: string): Promise<void> {
  * appears (they interleave, e.g. Retrieving/Validating per package) and a count every 50 steps.
  * Downloaded packages stay in `cacheDir`, so another template with the same packages fetches none again.
  */
-async function debootstrap(root: string, mirror: string, cacheDir: string, packages: readonly string[], progress: Progress): Promise<void> {
+export async function debootstrap(root: string, mirror: string, cacheDir: string, packages: readonly string[], progress: Progress): Promise<void> {
   let steps = 0;
   const phases = new Set<string>();
   await runCommand(['debootstrap', '--variant=minbase', `--include=${packages.join(',')}`, `--cache-dir=${cacheDir}`, 'bookworm', root, mirror], {
