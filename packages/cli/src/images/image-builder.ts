@@ -141,7 +141,7 @@ async function pruneCache(cacheDir: string, prefix: string, kept: string): Promi
 }
 
 async function installedVersion(pkg: string): Promise<string> {
-  const { stdout } = await runCommand(['dpkg-query', '-W', '-f=${Version}', pkg], { allowFailure: true });
+  const { stdout } = await runCommand(['dpkg-query', '-W', `-f=\${Version}`, pkg], { allowFailure: true });
   if (!stdout) throw new Error(`${pkg} is not installed on this host: "./space setup" installs it from bookworm-backports`);
   return stdout;
 }

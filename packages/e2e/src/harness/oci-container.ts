@@ -2,7 +2,6 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_pr
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
-// biome-ignore lint/suspicious/noExplicitAny: an OCI runtime spec, edited as JSON
 export type RuntimeSpec = any;
 
 /** Linux's capabilities in number order (capability.h): what a Kubernetes `privileged: true` pod holds. */
