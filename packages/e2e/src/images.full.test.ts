@@ -24,6 +24,7 @@ interface BuiltImage {
 const work = mkdtempSync('/var/tmp/space-images-test-');
 const adminKey = `images-test-${process.pid}-${Date.now()}`;
 const nodeData = path.join(work, 'node-data');
+const nodeContainer = `space-test-node-${process.pid}`;
 let images: Record<'control-plane' | 'node', BuiltImage & { tag: string }>;
 let postgres: LocalPostgres | null = null;
 let controlPlane: Container | null = null;
@@ -149,7 +150,7 @@ async function startNode(nodePort: number): Promise<Container> {
     });
     privileged(spec, { '/var/lib/space': nodeData });
   });
-  const container = runContainer(bundle, `space-test-node-${process.pid}`);
+  const container = runContainer(bundle, nodeContainer);
   await container.waitFor(/node image-node registered with the control plane/, 180_000);
   return container;
 }
@@ -169,7 +170,7 @@ test('the node image joins with a join token, registers and runs a gVisor sandbo
   assert.equal((await api.call('DELETE', `/v1/sessions/${session.id}`)).status, 200);
 
   // A Kubernetes node pod's preStop hook: `space node drain --self`, in the container, with the node's credential only.
-  const drain = execInContainer(`space-test-node-${process.pid}`, ['space', 'node', 'drain', '--self', '--json']);
+  const drain = execInContainer(nodeContainer, ['space', 'node', 'drain', '--self', '--json']);
   assert.equal(drain.status, 0, drain.stderr);
   assert.deepEqual(JSON.parse(drain.stdout), { nodeId: 'image-node', moved: [], failed: [] });
   assert.equal(await nodeStatus(), 'draining');

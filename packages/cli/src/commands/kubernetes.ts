@@ -1,11 +1,10 @@
-import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { createClusterCa, generateKey } from '@space/control-plane';
+import { SecretCipher, createClusterCa, generateKey } from '@space/control-plane';
 import { GatewayCa, persistentValue } from '@space/node';
 import { renderKubernetesJson, renderKubernetesYaml } from '../kubernetes/render.js';
-import { readKubernetesValues } from '../kubernetes/values.js';
+import { defaultSecretNames, readKubernetesValues } from '../kubernetes/values.js';
 
 /** `space kubernetes render|secrets`: SPACE's manifests for a values file, and the keys its Secrets hold. */
 export function registerKubernetesCommands(program: Command): void {
@@ -34,15 +33,16 @@ export function registerKubernetesCommands(program: Command): void {
       const dir = path.resolve(opts.dir);
       const file = (name: string) => path.join(dir, name);
       await persistentValue(file('admin-key'), generateKey);
-      await persistentValue(file('secrets-key'), () => randomBytes(32).toString('hex'));
+      // Made as a control plane makes its SPACE_SECRETS_KEY_FILE.
+      await SecretCipher.load(file('secrets-key'));
       await createClusterCa(file('cluster-ca'));
       await new GatewayCa(file('gateway-ca')).load();
       const ns = `--namespace ${opts.namespace}`;
       const commands = [
         `kubectl create namespace ${opts.namespace}`,
-        `kubectl ${ns} create secret generic space --from-file=admin-key=${file('admin-key')} --from-file=secrets-key=${file('secrets-key')} --from-literal=database-url="$DATABASE_URL"`,
-        `kubectl ${ns} create secret generic space-cluster-ca --from-file=${file('cluster-ca/ca.crt')} --from-file=${file('cluster-ca/ca.key')}`,
-        `kubectl ${ns} create secret generic space-gateway-ca --from-file=${file('gateway-ca/ca.crt')} --from-file=${file('gateway-ca/ca.key')}`,
+        `kubectl ${ns} create secret generic ${defaultSecretNames.name} --from-file=admin-key=${file('admin-key')} --from-file=secrets-key=${file('secrets-key')} --from-literal=database-url="$DATABASE_URL"`,
+        `kubectl ${ns} create secret generic ${defaultSecretNames.clusterCa} --from-file=${file('cluster-ca/ca.crt')} --from-file=${file('cluster-ca/ca.key')}`,
+        `kubectl ${ns} create secret generic ${defaultSecretNames.gatewayCa} --from-file=${file('gateway-ca/ca.crt')} --from-file=${file('gateway-ca/ca.key')}`,
       ];
       if (opts.json) process.stdout.write(`${JSON.stringify({ dir, commands })}\n`);
       else
@@ -53,7 +53,7 @@ export function registerKubernetesCommands(program: Command): void {
             ...commands.map((c) => `  ${c}`),
             '',
             'then, once the control planes answer, a join token for the sandbox hosts (docs/kubernetes.md):',
-            `  kubectl ${ns} patch secret space -p "{\\"stringData\\":{\\"node-join-token\\":\\"$(space node join-token --uses 100 --ttl 7776000 --json | jq -r .token)\\"}}"`,
+            `  kubectl ${ns} patch secret ${defaultSecretNames.name} -p "{\\"stringData\\":{\\"node-join-token\\":\\"$(space node join-token --uses 100 --ttl 7776000 --json | jq -r .token)\\"}}"`,
             '',
           ].join('\n'),
         );

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { appendFile, chmod, chown, cp, mkdir, mkdtemp, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { debootstrap, runCommand } from '@space/node';
-import type { ImageRecipe } from './image-recipes.js';
+import { type ImageRecipe, imageDataDir } from './image-recipes.js';
 
 export interface ImageBuildOptions {
   /** The repository: its built packages (`npm run build`) go into the images. */
@@ -36,8 +36,8 @@ export interface BuiltImage {
   archiveBytes: number;
 }
 
-/** Where the app lives in both images, and the user-facing command. */
-export const imageAppDir = '/opt/space';
+/** Where SPACE lives in both images. */
+const imageAppDir = '/opt/space';
 const imagePath = `${imageAppDir}/node/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin`;
 
 /**
@@ -76,7 +76,7 @@ export async function buildImage(recipe: ImageRecipe, options: ImageBuildOptions
       '--config.entrypoint=space',
       `--config.cmd=${recipe.name}`,
       `--config.env=PATH=${imagePath}`,
-      '--config.env=SPACE_DATA_DIR=/var/lib/space',
+      `--config.env=SPACE_DATA_DIR=${imageDataDir}`,
       '--config.workingdir=/',
       ...(recipe.uid ? [`--config.user=${recipe.uid}:${recipe.uid}`] : []),
       `--config.label=org.opencontainers.image.title=${name}`,
@@ -203,10 +203,10 @@ async function installApp(rootfs: string, recipe: ImageRecipe, modules: string, 
   const space = path.join(rootfs, 'usr/local/bin/space');
   await writeFile(space, `#!/bin/sh\nexec ${imageAppDir}/node/bin/node ${imageAppDir}/packages/cli/dist/main.js "$@"\n`);
   await chmod(space, 0o755);
-  const data = path.join(rootfs, 'var/lib/space');
+  const data = path.join(rootfs, imageDataDir.slice(1));
   await mkdir(data, { recursive: true, mode: 0o700 });
   if (recipe.uid) {
-    await appendFile(path.join(rootfs, 'etc/passwd'), `space:x:${recipe.uid}:${recipe.uid}:SPACE:/var/lib/space:/usr/sbin/nologin\n`);
+    await appendFile(path.join(rootfs, 'etc/passwd'), `space:x:${recipe.uid}:${recipe.uid}:SPACE:${imageDataDir}:/usr/sbin/nologin\n`);
     await appendFile(path.join(rootfs, 'etc/group'), `space:x:${recipe.uid}:\n`);
     await chown(data, recipe.uid, recipe.uid);
   }

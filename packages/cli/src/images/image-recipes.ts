@@ -1,5 +1,7 @@
 /** The user the control plane runs as in its image (the Kubernetes manifests' `runAsUser`). */
 export const controlPlaneUid = 10001;
+/** Where both images keep their state (`SPACE_DATA_DIR`): the manifests mount their volumes there. */
+export const imageDataDir = '/var/lib/space';
 
 /** What goes into one of SPACE's images, on a Debian bookworm rootfs made by debootstrap (minbase). */
 export interface ImageRecipe {

@@ -4,6 +4,7 @@ import { nodeSettings } from '@space/node';
 import { type SettingTable, readSettings, sharedSettings } from '@space/server-kit';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { imageDataDir } from '../images/image-recipes.js';
 
 /** A Kubernetes name (RFC 1123 label): what namespaces, Secrets and ConfigMaps are called. */
 const name = z
@@ -19,7 +20,7 @@ const passThrough = z.record(z.string(), z.unknown());
  * value for one of them is refused with where it belongs (a key or password never goes in values).
  */
 const setByManifests: Record<string, string> = {
-  SPACE_DATA_DIR: 'the data directory is fixed in the image (/var/lib/space)',
+  SPACE_DATA_DIR: `the data directory is fixed in the image (${imageDataDir})`,
   SPACE_HOST: 'set by the manifests',
   SPACE_PORT: 'set by controlPlane.port',
   SPACE_API_KEY: 'the admin key is read from the Secret (key admin-key)',
@@ -73,6 +74,9 @@ function settingsOf(table: SettingTable, process: string) {
 
 const resources = passThrough.default({});
 
+/** The Secrets the manifests refer to unless the values name others (`space kubernetes secrets` prints commands for these). */
+export const defaultSecretNames = { name: 'space', clusterCa: 'space-cluster-ca', gatewayCa: 'space-gateway-ca' };
+
 /**
  * What `space kubernetes render` takes (YAML or JSON): everything has a default but the images'
  * registry, which names where `./space image build`'s images were pushed. Secrets are referred to
@@ -99,11 +103,11 @@ export const KubernetesValuesSchema = z
     secrets: z
       .object({
         /** Keys: database-url, admin-key, secrets-key, node-join-token. */
-        name: name.default('space'),
+        name: name.default(defaultSecretNames.name),
         /** ca.crt and ca.key of the cluster CA (`space cluster ca init`). */
-        clusterCa: name.default('space-cluster-ca'),
+        clusterCa: name.default(defaultSecretNames.clusterCa),
         /** ca.crt and ca.key of the gateway CA every node shares. */
-        gatewayCa: name.default('space-gateway-ca'),
+        gatewayCa: name.default(defaultSecretNames.gatewayCa),
       })
       .strict()
       .default({}),
@@ -169,7 +173,7 @@ export const KubernetesValuesSchema = z
         dataDir: z
           .string()
           .regex(/^\/\S+$/)
-          .default('/var/lib/space'),
+          .default(imageDataDir),
         /** The hosts that run sandboxes: label them (`kubectl label node … space.dev/sandbox-host=true`). */
         nodeSelector: labels.default({ 'space.dev/sandbox-host': 'true' }),
         tolerations: z.array(passThrough).default([]),
