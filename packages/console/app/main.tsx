@@ -7,10 +7,11 @@ import { SessionPage } from './session-page.js';
 import { SessionsPage } from './sessions-page.js';
 import { SignIn } from './sign-in.js';
 import { MetricsPage } from './metrics-page.js';
+import { UsagePage } from './usage-page.js';
 import { SecretsPage } from './secrets-page.js';
 import { TemplatesPage } from './templates-page.js';
 
-/** The page the hash names: `#/sessions` (default), `#/sessions/<id>`, `#/templates`, `#/secrets`, `#/metrics`. */
+/** The page the hash names: `#/sessions` (default), `#/sessions/<id>`, `#/templates`, `#/secrets`, `#/metrics`, `#/usage`. */
 function useRoute(): string {
   const [route, setRoute] = useState(location.hash.slice(1) || '/sessions');
   useEffect(() => {
@@ -26,6 +27,7 @@ function page(route: string, session: string | undefined) {
   if (route === '/templates') return <TemplatesPage />;
   if (route === '/secrets') return <SecretsPage />;
   if (route === '/metrics') return <MetricsPage />;
+  if (route === '/usage') return <UsagePage />;
   return <SessionsPage />;
 }
 
@@ -34,6 +36,7 @@ const pages = [
   ['/templates', 'Templates'],
   ['/secrets', 'Secrets'],
   ['/metrics', 'Metrics'],
+  ['/usage', 'Usage'],
 ] as const;
 
 function App() {

@@ -11,7 +11,7 @@ const source = fileURLToPath(new URL('../src/', import.meta.url));
  * folders of lower layers, never from its own layer's others or from above. The composition root
  * (`control-plane.ts`, `service-graph.ts`, `settings.ts`, `index.ts`) and the tests' `test-support/` wire everything.
  */
-const layers = [['store', 'metrics'], ['cluster'], ['tenants', 'templates', 'checkpoints'], ['sessions'], ['builds'], ['maintenance'], ['api']];
+const layers = [['store', 'metrics'], ['cluster'], ['tenants', 'templates', 'checkpoints'], ['sessions', 'usage'], ['builds'], ['maintenance'], ['api']];
 const layerOf = new Map(layers.flatMap((folders, i) => folders.map((f) => [f, i] as const)));
 
 test('each control-plane folder imports only from the layers below it', () => {

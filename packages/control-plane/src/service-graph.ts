@@ -37,6 +37,8 @@ import { SessionServices } from './sessions/session-services.js';
 import { CheckpointFileReader } from './sessions/checkpoint-file-reader.js';
 import { PathRestorer } from './sessions/path-restorer.js';
 import { lineLog } from '@space/server-kit';
+import { UsageCollector } from './usage/usage-collector.js';
+import { UsageReports } from './usage/usage-reports.js';
 
 export interface ServiceGraphDeps {
   store: Store;
@@ -125,6 +127,7 @@ export function wireServices(deps: ServiceGraphDeps) {
   const events = new TenantEvents(store);
   const metricsReport = new MetricsReport({ store, nodes, metrics, limits, roster });
   const metricsHistory = new MetricsHistory(metricsReport);
+  const usageReports = new UsageReports(store, now);
   const sessions = new SessionService({
     store,
     nodes,
@@ -174,6 +177,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     lifecycle,
     egress,
     builds,
+    usage: new UsageCollector({ store, log, now }),
     metrics,
     log,
     keepAutomatic,
@@ -199,6 +203,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     events,
     metricsReport,
     metricsHistory,
+    usageReports,
     sessions,
     drain,
     calls,
@@ -233,6 +238,7 @@ export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, l
     store: s.store,
     nodes: s.nodes,
     nodeCredentials: s.nodeCredentials,
+    usage: s.usageReports,
     drain: s.drain,
     egress: s.egress,
     log: lineLog(log),

@@ -34,7 +34,8 @@ describe('web console', () => {
     for (const { api, id } of made) await api.call('DELETE', `/v1/sessions/${id}`);
     await browser?.close();
   });
-  platformForSuite([], (p, a) => ((platform = p), (admin = a)));
+  // Usage sampled every second: the usage page shows a session's within seconds.
+  platformForSuite([], (p, a) => ((platform = p), (admin = a)), { env: { SPACE_USAGE_SAMPLE_SEC: '1' } });
 
   async function newTenant(name: string): Promise<{ api: Api; key: string }> {
     const { id } = (await admin.call('POST', '/v1/tenants', { name })).body;
@@ -213,7 +214,7 @@ describe('web console', () => {
     await shoot(page, 'session-processes.png');
   });
 
-  test("secrets (values write-only), a session's egress policy, templates with their pools, and metrics charts", { timeout: 120_000 }, async () => {
+  test("secrets (values write-only), a session's egress policy, templates with their pools, metrics charts and usage", { timeout: 120_000 }, async () => {
     const { api, key } = await newTenant('console-settings');
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
     made.push({ api, id: session.id });
@@ -250,6 +251,15 @@ describe('web console', () => {
     await page.getByRole('link', { name: 'Metrics' }).click();
     await page.getByRole('img', { name: 'Sandbox starts' }).waitFor();
     await shoot(page, 'metrics.png');
+
+    const metered = async () => (await api.call('GET', `/v1/usage?groupBy=session&sessionId=${session.id}`)).body.rows.length > 0;
+    for (let i = 0; i < 60 && !(await metered()); i++) await new Promise((resolve) => setTimeout(resolve, 1000));
+    await page.getByRole('link', { name: 'Usage' }).click();
+    await page.getByRole('heading', { name: 'Usage' }).waitFor();
+    await page.getByLabel('By').selectOption('session');
+    await page.getByRole('cell', { name: session.id }).waitFor();
+    await page.getByRole('rowheader', { name: 'Total' }).waitFor();
+    await shoot(page, 'usage.png', 'console-usage.png');
   });
 
   test("the event stream tells a tenant of its sessions and checkpoints as they change, and nothing of another tenant's", { timeout: 120_000 }, async () => {

@@ -47,6 +47,8 @@ import { MemoryWatch } from './sandbox/memory-watch.js';
 import { readWorkingSet } from './runtime/cgroup-usage.js';
 import { NodeFence } from './node-fence.js';
 import { PlacementEpochs } from './placement-epochs.js';
+import { UsageLedger } from './usage/usage-ledger.js';
+import { UsageMeter } from './usage/usage-meter.js';
 
 /**
  * The gateway's DNS bounds: one try waits 1 s (the host resolver's default of 5 s is what stalled
@@ -69,6 +71,7 @@ export class NodeAgent {
   private sweeper: NodeJS.Timeout | null = null;
   private memoryWatch: MemoryWatch | null = null;
   private fence: NodeFence | null = null;
+  private usage: UsageMeter | null = null;
   private readonly lock: DataDirLock;
   private server: Server | null = null;
   port = 0;
@@ -167,6 +170,7 @@ export class NodeAgent {
       audit: new AuditLog(path.join(config.dataDir, 'node', 'egress-audit')),
       sourceOf,
       test: { hosts: config.gateway.testHosts, caPem: config.gateway.testCaFile ? await readFile(config.gateway.testCaFile, 'utf8') : null },
+      metered: (sessionId, entry) => this.usage?.egress(sessionId, entry),
       log,
     });
     await this.gateway.start();
@@ -183,7 +187,29 @@ export class NodeAgent {
     const volumes = new SessionVolumes(this.volume, new Subvolumes(), this.templates, ca.certificatePem, log);
     const namedVolumes = new NamedVolumes(this.volume, new Subvolumes(), checkpointStore, log);
     await namedVolumes.removeLeftovers();
-    const booter = new SandboxBooter({ owner: config.dataDir, driver, network, egress: this.gateway, records, link, runtimeDir, namedVolumes, volumes, log });
+    const usageLedger = await UsageLedger.open(path.join(config.dataDir, 'node', 'usage'));
+    const usage = new UsageMeter({
+      live,
+      cgroup: (id) => driver.usage(id),
+      volumeBytes: () => volumes.bytesBySession(),
+      ledger: usageLedger,
+      sampleMs: config.usageSampleMs,
+      log,
+    });
+    this.usage = usage;
+    const booter = new SandboxBooter({
+      owner: config.dataDir,
+      driver,
+      network,
+      egress: this.gateway,
+      records,
+      link,
+      runtimeDir,
+      namedVolumes,
+      volumes,
+      usage,
+      log,
+    });
     const { adopted, removed } = await reconcileSandboxes({ records, driver, network, link, booter, volumes, live, log });
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
     this.manager = new SandboxManager({
@@ -216,10 +242,11 @@ export class NodeAgent {
     this.sweeper.unref();
     this.memoryWatch = new MemoryWatch({ live, link, workingSet: (id) => readWorkingSet(id), log });
     this.memoryWatch.start();
+    usage.start();
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
     const poolTemplates = config.pool.templates ?? options.templates ?? [];
     for (const name of poolTemplates) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
-    const pooled = new PooledSandboxes({ manager: this.manager, live, volumes, link, driver, records, runtimeDir, log });
+    const pooled = new PooledSandboxes({ manager: this.manager, live, volumes, link, driver, records, runtimeDir, usage, log });
     const images = new TemplateImages(this.volume.dir('template-images'), new Subvolumes(), pooled, log);
     await images.clear();
     this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, pooled, config.pool.templateImages ? images : null, log);
@@ -260,6 +287,7 @@ export class NodeAgent {
       gateway: this.gateway,
       fence: this.fence,
       placements: await PlacementEpochs.open(path.join(config.dataDir, 'node', 'placement-epochs.json')),
+      usage: usageLedger,
       log,
     });
     if (config.tls && !config.tls.clientCa)
@@ -296,6 +324,9 @@ export class NodeAgent {
     this.starter = null;
     await this.manager?.stopAll();
     this.manager = null;
+    // After the sandboxes' last readings: the open period goes into the ledger, sent after the next start.
+    await this.usage?.stop();
+    this.usage = null;
     await this.gateway?.stop();
     this.gateway = null;
     await this.dns?.stop();

@@ -44,6 +44,8 @@ export interface NodeConfig {
   gateway: GatewayConfig;
   /** Where checkpoints are stored for other nodes (`SPACE_OBJECT_STORE`); null: they stay on this node only. */
   objectStore: ObjectStore | null;
+  /** How often usage is sampled and a batch closed (`SPACE_USAGE_SAMPLE_SEC`). */
+  usageSampleMs: number;
 }
 
 export interface GatewayConfig {
@@ -125,6 +127,7 @@ export async function resolveNodeConfig(
       overrides.objectStore !== undefined
         ? overrides.objectStore
         : objectStoreFrom(settings, env, settings.s3CaFile ? await readFile(settings.s3CaFile, 'utf8') : undefined),
+    usageSampleMs: overrides.usageSampleMs ?? settings.usageSampleSec * 1000,
     gateway: overrides.gateway ?? {
       caDir: path.resolve(settings.gatewayCaDir ?? path.join(dataDir, 'gateway-ca')),
       testHosts: parseTestHosts(settings.gatewayTestHosts),

@@ -133,6 +133,12 @@ export const nodeSettings = {
     default: false,
     doc: '`1`: a cluster member takes sessions again once it has registered, had it been drained (a Kubernetes node pod: its preStop hook drains it, `space node drain --self`); `0`: a drain holds until `space node undrain`',
   }),
+  usageSampleSec: setting.integer('SPACE_USAGE_SAMPLE_SEC', {
+    default: 15,
+    min: 1,
+    max: 3600,
+    doc: "how often the node reads its sandboxes' CPU, memory and volumes for usage metering and closes a batch for the control planes (what a node agent that dies loses at most of memory, time and egress)",
+  }),
   heartbeatMs: setting.integer('SPACE_HEARTBEAT_MS', {
     default: 2000,
     min: 100,

@@ -17,6 +17,8 @@ export const SandboxRecordSchema = z.object({
   note: z.string().nullable().optional(),
   /** The sandbox's own memory total (the session's memoryMb); its host cgroup allows more, as a backstop. */
   memoryMb: z.number().int().positive().optional(),
+  /** The session's tenant, named in the node's usage measurements. */
+  tenantId: z.string().optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 

@@ -28,3 +28,4 @@ export * from './volumes.js';
 export * from './call-deadline.js';
 export * from './idempotency.js';
 export * from './placement.js';
+export * from './usage.js';

@@ -10,6 +10,8 @@ import { NodeVolumeMountSchema } from './volumes.js';
 export const StartSandboxRequestSchema = z
   .object({
     sessionId: z.string().regex(/^ses_[A-Za-z0-9]{6,40}$/),
+    /** The session's tenant, which the node's usage measurements name. */
+    tenantId: z.string().min(1).max(64).optional(),
     /** A built-in template's name, or the id of a tenant's template version. */
     template: z.union([TemplateNameSchema, TemplateIdSchema]),
     env: EnvSchema,

@@ -39,6 +39,7 @@ import {
   ShipBaseIdSchema,
   ShipBaseSchema,
 } from './shipping.js';
+import { NodeUsageAckSchema, NodeUsageBatchListSchema } from './usage.js';
 import { NodeCreateTemplateRequestSchema, NodeImageImportedSchema, NodePullImageRequestSchema, TemplateIdSchema } from './templates.js';
 import {
   NodeCreateVolumeRequestSchema,
@@ -154,6 +155,8 @@ export const nodeRoutes = {
     status: 200,
     response: ok,
   },
+  usageBatches: { method: 'GET', path: '/node/v1/usage', status: 200, response: NodeUsageBatchListSchema },
+  ackUsage: { method: 'POST', path: '/node/v1/usage/ack', body: NodeUsageAckSchema, status: 200, response: ok },
   deleteObjects: { method: 'POST', path: '/node/v1/objects/delete', body: NodeDeleteObjectsRequestSchema, status: 200, response: ok },
   createTemplate: { method: 'POST', path: '/node/v1/templates', body: NodeCreateTemplateRequestSchema, status: 201, response: ok },
   importImage: {

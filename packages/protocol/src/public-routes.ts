@@ -58,6 +58,7 @@ import {
   NodeViewSchema,
   RevokedCredentialSchema,
 } from './nodes.js';
+import { UsageQuerySchema, UsageReportSchema } from './usage.js';
 import { CreateKeyRequestSchema, CreateTenantRequestSchema, CreatedKeySchema, TenantLimitsSchema, TenantSchema } from './tenants.js';
 
 /** One operation of the public API, for its reference (docs/api-reference.md is generated from these). */
@@ -412,6 +413,14 @@ const adminRoutes: PublicRoute[] = [
     path: '/v1/limits',
     summary: "The calling tenant's limits, what it uses of each, and the setting that raises each.",
     response: TenantLimitsSchema,
+  },
+  {
+    method: 'GET',
+    path: '/v1/usage',
+    summary:
+      "What was used (CPU, memory, disk, checkpoint storage, egress, sandbox time, checkpoints) over whole UTC hours, by tenant, session or day: the calling tenant's, a session token's own session's, or with the admin key every tenant's.",
+    query: UsageQuerySchema,
+    response: UsageReportSchema,
   },
   { method: 'POST', path: '/v1/tenants', summary: 'Create a tenant (admin key).', body: CreateTenantRequestSchema, status: 201, response: TenantSchema },
   {

@@ -118,6 +118,8 @@ def test_tenant_apis_and_the_rest_of_a_session(space: Space):
     assert isinstance(session.egress_log(limit=5), list)
     assert session.set_timeout(3600).data["expiresAt"] is not None
     assert session.metrics()["memoryBytes"] > 0
+    usage = space.usage(group_by="session", session_id=session.id, from_="2026-01-01T00:00:00Z")
+    assert (usage["groupBy"], usage["granularity"]) == ("session", "hour") and usage["totals"]["cpuSeconds"] >= 0
     assert session.ports() == []
     assert session.process_list()["processes"] == session.processes()
     session.set_service("web", ["sleep", "600"])
@@ -575,6 +577,6 @@ def test_the_surface_matches_the_typescript_sdk():
         theirs = {_snake(n) for n in typescript[name]} - TYPESCRIPT_ONLY
         assert theirs - ours == NOT_YET.get(name, set()), f"{name}: missing {sorted(theirs - ours - NOT_YET.get(name, set()))}, listed but present {sorted(NOT_YET.get(name, set()) - (theirs - ours))}"
         assert ours - theirs <= PYTHON_ONLY.get(name, set()) | {"code_contexts", "files", "id", "refresh"}, f"{name}: only in Python {sorted(ours - theirs)}"
-    space_attrs = {n for n in vars(Space("http://127.0.0.1:1", "k")) if not n.startswith("_")} | {"limits"}
+    space_attrs = {n for n in vars(Space("http://127.0.0.1:1", "k")) if not n.startswith("_")} | {"limits", "usage"}
     assert {_snake(n) for n in typescript["Space"]} - space_attrs - {"events"} == set()
     assert callable(Space.events)

@@ -18,6 +18,8 @@ import type {
   TemplateBuildOptions,
   TenantEventData,
   TenantLimitsData,
+  UsageOptions,
+  UsageReportData,
   VolumeData,
   VolumeSnapshotData,
 } from './types.js';
@@ -102,6 +104,9 @@ export class Space {
   /** The tenant's limits and what it uses of each. */
   readonly limits: (options?: CallOptions) => Promise<TenantLimitsData>;
 
+  /** What the tenant (admin key: every tenant, or `tenant`) used over a period, by tenant, session or day. */
+  readonly usage: (options?: UsageOptions & CallOptions) => Promise<UsageReportData>;
+
   /** The cluster's nodes (admin key). `drain` moves every session of a node to the others through the object store. */
   readonly nodes: {
     list(options?: CallOptions): Promise<NodeData[]>;
@@ -116,6 +121,11 @@ export class Space {
   constructor(options: SpaceOptions = {}) {
     const t = new Transport(resolveOptions(options, process.env));
     this.limits = (opts = {}) => t.json<TenantLimitsData>('GET', '/v1/limits', opts);
+    this.usage = ({ from, to, groupBy, sessionId, tenant, ...call } = {}) => {
+      const iso = (at: string | Date | undefined) => (at instanceof Date ? at.toISOString() : at);
+      const query = Object.entries({ from: iso(from), to: iso(to), groupBy, sessionId, tenant }).filter((e): e is [string, string] => e[1] !== undefined);
+      return t.json<UsageReportData>('GET', `/v1/usage${query.length ? `?${new URLSearchParams(query)}` : ''}`, call);
+    };
     this.events = async function* (opts = {}) {
       const res = await t.request('GET', '/v1/events', { signal: opts.signal, timeoutMs: 2 ** 31 - 1 });
       const decoder = new TextDecoder();

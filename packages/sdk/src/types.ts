@@ -356,6 +356,55 @@ export interface TenantLimitsData {
   defaultDiskGb: number;
 }
 
+/** What was used, in billing units (`GET /v1/usage`); GB here is GiB (2^30 bytes). */
+export interface UsageFiguresData {
+  cpuSeconds: number;
+  memoryGbSeconds: number;
+  /** Session volumes on nodes. */
+  diskGbHours: number;
+  /** The tenant's checkpoints (their sizes); a row of its own (`sessionId: null`) when grouped by session. */
+  checkpointGbHours: number;
+  egressBytesOut: number;
+  egressBytesIn: number;
+  egressRequests: number;
+  sandboxSeconds: number;
+  checkpoints: number;
+}
+
+export type UsageGroupBy = 'tenant' | 'session' | 'day';
+
+export interface UsageRowData extends UsageFiguresData {
+  tenantId: string;
+  /** Grouped by session; null on the tenant's checkpoint storage row. */
+  sessionId?: string | null;
+  /** Grouped by day: YYYY-MM-DD (UTC). */
+  day?: string;
+}
+
+/** Usage over whole UTC hours (`from` rounded down, `to` up), grouped. */
+export interface UsageReportData {
+  from: string;
+  to: string;
+  groupBy: UsageGroupBy;
+  granularity: 'hour';
+  rows: UsageRowData[];
+  /** More than 10,000 groups: narrow the period, or group by tenant or day. */
+  truncated: boolean;
+  totals: UsageFiguresData;
+}
+
+export interface UsageOptions {
+  /** Default: 24 hours before `to`. */
+  from?: string | Date;
+  /** Default: now. */
+  to?: string | Date;
+  /** Default: `day`. */
+  groupBy?: UsageGroupBy;
+  sessionId?: string;
+  /** Another tenant's (admin key). */
+  tenant?: string;
+}
+
 /** A template: a built-in (`base`, `tiny`) or the tenant's own, made from a checkpoint or session. */
 export interface TemplateData {
   name: string;

@@ -1,4 +1,4 @@
-import { builtinTemplateNames } from '@space/protocol';
+import { type UsageFigures, builtinTemplateNames } from '@space/protocol';
 import { SingleFlight } from '@space/server-kit';
 import type { Metrics } from '../metrics/metrics.js';
 import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
@@ -134,4 +134,24 @@ export class MetricsHistory {
   samples(): { at: string; values: Record<string, number> }[] {
     return [...this.kept];
   }
+}
+
+/** Each tenant's usage as Prometheus counters (`/metrics` with the admin key): a series per figure and tenant. */
+export function tenantUsageText(totals: Map<string, UsageFigures>): string {
+  const series: [keyof UsageFigures, string][] = [
+    ['cpuSeconds', 'space_tenant_cpu_seconds_total'],
+    ['memoryGbSeconds', 'space_tenant_memory_gib_seconds_total'],
+    ['diskGbHours', 'space_tenant_disk_gib_hours_total'],
+    ['checkpointGbHours', 'space_tenant_checkpoint_gib_hours_total'],
+    ['egressBytesOut', 'space_tenant_egress_sent_bytes_total'],
+    ['egressBytesIn', 'space_tenant_egress_received_bytes_total'],
+    ['egressRequests', 'space_tenant_egress_requests_total'],
+    ['sandboxSeconds', 'space_tenant_sandbox_seconds_total'],
+    ['checkpoints', 'space_tenant_checkpoints_total'],
+  ];
+  const lines = series.flatMap(([figure, name]) => [
+    `# TYPE ${name} counter`,
+    ...[...totals].map(([tenantId, figures]) => `${name}{tenant="${tenantId}"} ${figures[figure]}`),
+  ]);
+  return `${lines.join('\n')}\n`;
 }

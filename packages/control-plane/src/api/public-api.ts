@@ -19,6 +19,7 @@ import {
   ServiceNameSchema,
   ServiceSpecSchema,
   publicRoutes,
+  UsageQuerySchema,
 } from '@space/protocol';
 import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
@@ -42,7 +43,8 @@ import type { CheckpointFileReader } from '../sessions/checkpoint-file-reader.js
 import type { PathRestorer } from '../sessions/path-restorer.js';
 import { registerEventRoutes } from './event-routes.js';
 import type { TenantEvents } from '../tenants/tenant-events.js';
-import type { MetricsHistory, MetricsReport } from './metrics-report.js';
+import { type MetricsHistory, type MetricsReport, tenantUsageText } from './metrics-report.js';
+import type { UsageReports } from '../usage/usage-reports.js';
 import { type TemplateRouteDeps, registerTemplateRoutes } from './template-routes.js';
 import type { VolumeService } from '../sessions/volume-service.js';
 import type { IdempotentCalls } from './idempotent-calls.js';
@@ -72,6 +74,7 @@ export interface PublicApiDeps {
   metricsHistory: MetricsHistory;
   idempotency: IdempotentCalls;
   nodeCredentials: NodeCredentials;
+  usage: UsageReports;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
@@ -91,14 +94,21 @@ export function createPublicApi(deps: PublicApiDeps): Router {
   router.on('GET', '/healthz', async ({ res }) => sendJson(res, 200, { ok: true }));
 
   // Aggregate numbers only, no ids: readable without a key, like /healthz, for Prometheus.
-  router.on('GET', '/metrics', async ({ res }) => {
-    const text = await deps.metricsReport.text();
+  // With the admin key (Prometheus' bearer credentials), also each tenant's usage: tenant ids are not for every scraper.
+  router.on('GET', '/metrics', async ({ req, res }) => {
+    const perTenant = req.headers.authorization !== undefined;
+    if (perTenant) auth.requireAdmin(await auth.authenticate(req));
+    const text = (await deps.metricsReport.text()) + (perTenant ? tenantUsageText(await deps.usage.totals()) : '');
     res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4', 'content-length': Buffer.byteLength(text) });
     res.end(text);
   });
 
   // The same, a sample a minute for the last hour of this control plane (the console's charts).
   router.on('GET', '/v1/metrics/history', async ({ res }) => sendJson(res, 200, { samples: deps.metricsHistory.samples() }));
+
+  router.on('GET', '/v1/usage', async ({ req, res, url }) => {
+    sendJson(res, 200, await deps.usage.report(await auth.authenticate(req), parseQuery(url, UsageQuerySchema)));
+  });
 
   router.on('POST', '/v1/tenants', async ({ req, res }) => {
     auth.requireAdmin(await auth.authenticate(req));

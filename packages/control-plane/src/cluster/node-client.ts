@@ -26,6 +26,8 @@ import {
   type SessionEgressConfig,
   type ShipBase,
   type StartSandboxRequest,
+  type NodeUsageAck,
+  type NodeUsageBatch,
   type StoredObject,
   type DataKey,
   CALL_TIMEOUT_HEADER,
@@ -135,6 +137,16 @@ export class NodeClient {
 
   health(): Promise<NodeHealth> {
     return this.call(nodeRoutes.health);
+  }
+
+  /** The usage batches the node measured and no control plane acknowledged yet, oldest first. */
+  async usageBatches(): Promise<NodeUsageBatch[]> {
+    return (await this.call(nodeRoutes.usageBatches)).batches;
+  }
+
+  /** The node's batches through `through` are stored: it forgets them. */
+  async ackUsage(ack: NodeUsageAck): Promise<void> {
+    await this.call(nodeRoutes.ackUsage, { body: ack });
   }
 
   startSandbox(request: StartSandboxRequest): Promise<SandboxInfo> {

@@ -9,6 +9,7 @@ import { type NodeDirectory, mayRunOn, nodesAskedAtOnce } from '../cluster/node-
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { EgressService } from '../tenants/egress-service.js';
 import type { SessionRow, Store } from '../store/store.js';
+import type { UsageCollector } from '../usage/usage-collector.js';
 
 export interface ClusterSweepDeps {
   store: Pick<Store, 'deleteExpiredIdempotencyKeys'>;
@@ -19,6 +20,7 @@ export interface ClusterSweepDeps {
   egress: EgressService;
   /** Dockerfile builds: those whose control plane died are failed here. */
   builds: Pick<TemplateBuilds, 'failStale'>;
+  usage: UsageCollector;
   /** The control planes sharing the store: each asks the nodes of its share. */
   roster: Pick<ControlPlaneRoster, 'owns'>;
   log: (message: string) => void;
@@ -56,6 +58,12 @@ export class ClusterSweeps {
       const health = await node.health().catch(() => null);
       if (health?.egressUnconfigured.length) await this.deps.egress.repairNode(health.egressUnconfigured);
     });
+  }
+
+  /** The nodes of this control plane's share hand over what they measured (see UsageCollector). */
+  async collectUsage(): Promise<void> {
+    const ours = (await this.deps.nodes.live()).filter((node) => this.deps.roster.owns(node.nodeId));
+    await this.deps.usage.collect(ours, nodesAskedAtOnce);
   }
 
   /** Shipments whose control plane died with them under way: taken over at once, not at the minute's retry. */

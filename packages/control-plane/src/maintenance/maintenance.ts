@@ -5,6 +5,7 @@ import type { Activity } from '../sessions/activity.js';
 import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
 import type { LifecycleQueue } from '../sessions/lifecycle-queue.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { UsageCollector } from '../usage/usage-collector.js';
 import type { TemplateBuilds } from '../builds/template-builds.js';
 import { type NodeDirectory, nodesAskedAtOnce } from '../cluster/node-directory.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
@@ -32,6 +33,8 @@ export interface MaintenanceDeps {
   egress: EgressService;
   /** Dockerfile builds: those whose control plane died are failed here. */
   builds: Pick<TemplateBuilds, 'failStale'>;
+  /** Brings the nodes' usage measurements into the store. */
+  usage: UsageCollector;
   metrics: Metrics;
   log: (message: string) => void;
   /** Automatic checkpoints kept per session; older ones are deleted (manual ones never are). */
@@ -115,6 +118,7 @@ export class Maintenance {
     await phase('sweeps', async () => {
       await this.deps.activity.recordOpenCalls();
       await this.sweeps.repairEgress();
+      await this.sweeps.collectUsage();
       await this.sweeps.takeOverShipments();
       await this.sweeps.slowSweeps();
     });

@@ -263,6 +263,7 @@ export class SessionService {
       const current = fresh ? row : ((await this.deps.store.getSession(row.tenantId, row.id)) ?? row);
       const info = await node.startSandbox({
         sessionId: row.id,
+        tenantId: row.tenantId,
         template: await this.deps.templates.forStart(row.tenantId, row.template),
         env: { ...row.env, ...(await this.deps.egress.placeholders(current)) },
         resources: this.withDisk(row.resources),

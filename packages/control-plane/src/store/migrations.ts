@@ -1,4 +1,5 @@
 import type { SqlExecutor } from './sql-database.js';
+import { usageSchema } from './usage-records.js';
 import { activeStatuses, counterTable, nodeUsageTriggers, statusCountTriggers, tenantUsageTriggers } from './usage-counters.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -323,6 +324,11 @@ export const migrations: Migration[] = [
       'ALTER TABLE node_join_tokens ADD COLUMN used_count INTEGER NOT NULL DEFAULT 0',
       'UPDATE node_join_tokens SET used_count = 1 WHERE used_by IS NOT NULL',
     ],
+  },
+  {
+    version: 28,
+    description: "usage metering: each session's use per hour, each tenant's totals, the node batches applied, the checkpoint storage clock",
+    statements: usageSchema,
   },
 ];
 

@@ -1,6 +1,7 @@
 // Every query of the store, written once for both engines (SQLite, PostgreSQL): the transactions that span tables are why it is one class, over ~300 lines.
 import { createHash } from 'node:crypto';
-import { EgressAuditEntrySchema, type EgressAuditEntry, type StoredObject } from '@space/protocol';
+import { EgressAuditEntrySchema, type EgressAuditEntry, type NodeUsageBatch, type StoredObject } from '@space/protocol';
+import { type UsageAmounts, type UsageGroupRow, applyUsageBatch, integrateCheckpointStorage, usageGroups, usageTotals } from './usage-records.js';
 import {
   toCheckpoint,
   toHistory,
@@ -60,6 +61,7 @@ import type {
   VolumeMountRow,
   VolumeRow,
   VolumeSnapshotRow,
+  UsageGroupQuery,
 } from './store.js';
 import { archivedAuditEntries } from './store.js';
 
@@ -980,6 +982,22 @@ export class SqlStore implements Store {
       'SELECT node_id AS node, SUM(active) AS active FROM node_usage GROUP BY node_id HAVING SUM(active) <> 0',
     );
     return new Map(rows.map((r) => [r.node, Number(r.active)]));
+  }
+
+  applyUsageBatch(nodeId: string, batch: NodeUsageBatch): Promise<boolean> {
+    return applyUsageBatch(this.db, nodeId, batch);
+  }
+
+  integrateCheckpointStorage(now: number, everyMs: number): Promise<boolean> {
+    return integrateCheckpointStorage(this.db, now, everyMs);
+  }
+
+  usageGroups(query: UsageGroupQuery): Promise<UsageGroupRow[]> {
+    return usageGroups(this.db, query);
+  }
+
+  usageTotals(): Promise<Map<string, UsageAmounts>> {
+    return usageTotals(this.db);
   }
 
   close(): Promise<void> {

@@ -14,7 +14,10 @@ import type {
   Service,
   SessionStatus,
   StoredObject,
+  NodeUsageBatch,
+  UsageGroupBy,
 } from '@space/protocol';
+import type { UsageAmounts, UsageGroupRow } from './usage-records.js';
 
 /** How many egress audit entries the store keeps per session, of sandboxes that served it on nodes it left (the audit API's largest page). */
 export const archivedAuditEntries = 1000;
@@ -542,5 +545,24 @@ export interface Store {
   loadByNode(): Promise<Map<string, NodeLoad>>;
   /** Per node id: the sessions running or starting there (what placement weighs; read by the status index, not a count of every session). */
   activeByNode(): Promise<Map<string, number>>;
+  /** Stores a node's usage batch once (usage-records.ts): false when it was stored before. */
+  applyUsageBatch(nodeId: string, batch: NodeUsageBatch): Promise<boolean>;
+  /** Adds the tenants' checkpoint storage since the last time any control plane did (at most every `everyMs`); false when not due or done by another. */
+  integrateCheckpointStorage(now: number, everyMs: number): Promise<boolean>;
+  /** Sums of usage in whole hours, grouped (usage-records.ts `usageGroups`). */
+  usageGroups(query: UsageGroupQuery): Promise<UsageGroupRow[]>;
+  /** Every tenant's usage since metering began. */
+  usageTotals(): Promise<Map<string, UsageAmounts>>;
   close(): Promise<void>;
+}
+
+export interface UsageGroupQuery {
+  tenantId: string | null;
+  sessionId: string | null;
+  /** `YYYY-MM-DDTHH` (UTC), included. */
+  fromHour: string;
+  /** Excluded. */
+  toHour: string;
+  groupBy: UsageGroupBy;
+  limit: number;
 }

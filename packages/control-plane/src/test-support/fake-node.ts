@@ -10,6 +10,8 @@ import {
   type SandboxInfo,
   type SessionEgressConfig,
   type StartSandboxRequest,
+  type NodeUsageAck,
+  type NodeUsageBatch,
 } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
 
@@ -27,6 +29,10 @@ export class FakeNode {
   readonly changed = new Set<string>();
   readonly calls: string[] = [];
   runningProcesses = false;
+  /** Usage batches the node holds until a control plane acknowledges them. */
+  usage: NodeUsageBatch[] = [];
+  /** The next acknowledgement fails: the control plane died after storing the batches. */
+  failNextAck = false;
   /** How long each full checkpoint paused the sandbox, as the node reports it. */
   fullPauseMs: number | null = null;
   /** Sandbox start and checkpoint times strictly increase, as real ones (tens of ms apart) do: the store orders by them. */
@@ -183,4 +189,16 @@ export class FakeNode {
   }
 
   close(): void {}
+
+  async usageBatches(): Promise<NodeUsageBatch[]> {
+    return [...this.usage];
+  }
+
+  async ackUsage(ack: NodeUsageAck): Promise<void> {
+    if (this.failNextAck) {
+      this.failNextAck = false;
+      throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, 'the control plane died before acknowledging');
+    }
+    this.usage = this.usage.filter((b) => b.ledger !== ack.ledger || b.seq > ack.through);
+  }
 }

@@ -23,6 +23,10 @@ import { registryHost } from '../templates/registry-host.js';
 import type { NodeFence } from '../node-fence.js';
 import { PlacementEpochs } from '../placement-epochs.js';
 import { refuseUnlessControlPlane } from './control-plane-peer.js';
+import type { UsageLedger } from '../usage/usage-ledger.js';
+
+/** Usage batches one collection takes: a node far behind is caught up over several. */
+const usageBatchesPerCall = 60;
 
 export interface NodeApiDeps {
   nodeId: string;
@@ -42,6 +46,8 @@ export interface NodeApiDeps {
   fence: NodeFence;
   /** The newest placement of each session seen here: calls naming an older one are refused. */
   placements: PlacementEpochs;
+  /** What the node measured, until a control plane stores it. */
+  usage: UsageLedger;
   log: ServerLog;
 }
 
@@ -78,6 +84,11 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     capacity: deps.capacity,
     gatewayRequests: deps.gateway.requestCounts(),
   }));
+  serve(nodeRoutes.usageBatches, () => ({ batches: deps.usage.unacknowledged(usageBatchesPerCall) }));
+  serve(nodeRoutes.ackUsage, async ({ body }) => {
+    await deps.usage.acknowledge(body.ledger, body.through);
+    return ok;
+  });
   serve(nodeRoutes.listSandboxes, () => ({ sandboxes: manager.list() }));
   serve(nodeRoutes.startSandbox, ({ body }) => deps.starter.start(body));
   serve(nodeRoutes.sandboxInfo, ({ params }) => manager.info(params.sandboxId));

@@ -33,6 +33,8 @@ export interface EgressGatewayDeps {
   /** The sandbox a connection comes from, by its source address; null for anything else. */
   sourceOf: (ip: string) => SandboxSource | null;
   test: GatewayTestSettings;
+  /** Told of every exchange with its bytes as it ends (usage metering). */
+  metered: (sessionId: string, entry: EgressAuditEntry) => void;
   log: Logger;
 }
 
@@ -217,6 +219,7 @@ export class EgressGateway {
       entry.durationMs = Math.round((performance.now() - started) * 10) / 10;
       if (reason) entry.reason = reason.slice(0, 512);
       this.counts[decision]++;
+      this.deps.metered(source.sessionId, entry);
       this.deps.audit.append(source.sessionId, entry).catch((err: Error) => this.deps.log.warn(`egress audit of ${source.sessionId}: ${err.message}`));
     };
     const deny = (status: number, reason: string, message: string, code?: string): null => {

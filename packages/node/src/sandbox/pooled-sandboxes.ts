@@ -9,6 +9,7 @@ import { PhaseTimer } from './phase-timer.js';
 import { sessionCwdOf, sessionEnvOf } from './sandbox-booter.js';
 import type { SandboxManager } from './sandbox-manager.js';
 import type { SessionVolumes } from './session-volumes.js';
+import type { UsageMeter } from '../usage/usage-meter.js';
 
 /** CPU weights (cgroup cpu.shares): pooled sandboxes wait at the lowest until a session claims them. */
 const defaultCpuShares = 1024;
@@ -22,6 +23,8 @@ export interface PooledSandboxesDeps {
   driver: RuntimeDriver;
   records: SandboxRecords;
   runtimeDir: string;
+  /** A claimed sandbox counts for its session from the claim. */
+  usage: Pick<UsageMeter, 'begin'>;
   log: Logger;
 }
 
@@ -71,8 +74,14 @@ export class PooledSandboxes {
     await deps.driver.setCpuShares(sandboxId, workDir, defaultCpuShares);
     await deps.volumes.rename(live.record.sessionId, request.sessionId);
     await deps.driver.moveRootfs(workDir, deps.volumes.path(live.record.sessionId), deps.volumes.path(request.sessionId));
-    live.record = { ...live.record, sessionId: request.sessionId, startedAt: new Date().toISOString() };
+    live.record = {
+      ...live.record,
+      sessionId: request.sessionId,
+      startedAt: new Date().toISOString(),
+      ...(request.tenantId ? { tenantId: request.tenantId } : {}),
+    };
     await deps.records.save(live.record);
+    await deps.usage.begin(live.record);
     phases.mark('claim');
     // The daemon learns the session's environment in the background (a round trip into gVisor costs
     // more than the rest of the claim); calls on the sandbox wait for it like for a checkpoint. If it

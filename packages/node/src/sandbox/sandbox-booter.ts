@@ -17,6 +17,7 @@ import { newMachineId, type MemorySource, type SessionVolumes } from './session-
 import { hostErrorText } from '../host-errors.js';
 import type { PhaseTimer } from './phase-timer.js';
 import { InboundConnections } from './inbound-connections.js';
+import type { UsageMeter } from '../usage/usage-meter.js';
 
 export interface SandboxBooterDeps {
   /** Identifies this node agent in host-wide leases (its data directory). */
@@ -33,6 +34,8 @@ export interface SandboxBooterDeps {
   namedVolumes: Pick<NamedVolumes, 'path'>;
   /** The sessions' volumes: the daemon's token is written even into a full one. */
   volumes: Pick<SessionVolumes, 'writeBeyondLimit'>;
+  /** Reads what a sandbox used once more before it stops. */
+  usage: Pick<UsageMeter, 'end'>;
   log: Logger;
 }
 
@@ -96,6 +99,7 @@ export class SandboxBooter {
       restoredFrom: memory?.checkpointId ?? null,
       note,
       memoryMb: request.resources.memoryMb,
+      ...(request.tenantId ? { tenantId: request.tenantId } : {}),
     };
     await deps.records.save(record);
     const spec = this.specOf(request, record, rootfs, net.netnsPath, cpuShares);
@@ -126,6 +130,7 @@ export class SandboxBooter {
 
   /** Stops the sandbox in the runtime, removes its network and its record. */
   async teardown(record: SandboxRecord): Promise<void> {
+    await this.deps.usage.end(record);
     await this.deps.driver.destroy(record.sandboxId).catch((err) => this.deps.log.warn(`destroying ${record.sandboxId}: ${(err as Error).message}`));
     this.deps.egress.closeSandbox(record.sandboxId);
     await this.deps.network.destroy(record.sandboxId, record.leaseIndex);

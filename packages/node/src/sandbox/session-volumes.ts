@@ -70,6 +70,18 @@ export class SessionVolumes {
     return this.subvolumes.usage(this.path(sessionId));
   }
 
+  /** The bytes of every session's volume on this node, by session id; null where quotas are off. */
+  async bytesBySession(): Promise<Map<string, number> | null> {
+    const referenced = await this.subvolumes.referencedUnder(this.volume.dir());
+    if (!referenced) return null;
+    const bySession = new Map<string, number>();
+    for (const [where, bytes] of referenced) {
+      const [top, sessionId, ...rest] = where.split('/');
+      if (top === 'volumes' && sessionId?.startsWith('ses_') && rest.length === 0) bySession.set(sessionId, bytes);
+    }
+    return bySession;
+  }
+
   /** Refuses (UNKNOWN_TEMPLATE) a template this node cannot make the session's volume from, when it has none yet. */
   async checkTemplate(sessionId: string, template: string): Promise<void> {
     if (!(await this.exists(sessionId))) await this.templates.check(template);

@@ -94,6 +94,25 @@ export class Subvolumes {
     return row ? { bytes: row.bytes, limitBytes: row.limitBytes } : null;
   }
 
+  /**
+   * The data each subvolume of the filesystem mounted (its top level) at `root` references, by its
+   * path under `root`: two commands for all of them. Null where quotas are not enabled.
+   */
+  async referencedUnder(root: string): Promise<Map<string, number> | null> {
+    const list = await runCommand(['btrfs', 'subvolume', 'list', root], { allowFailure: true });
+    const show = await runCommand(['btrfs', 'qgroup', 'show', '-r', '--raw', root], { allowFailure: true });
+    if (list.code !== 0 || show.code !== 0) return null;
+    const bytes = new Map(qgroupRows(show.stdout).map((row) => [row.qgroup.slice(2), row.bytes]));
+    const referenced = new Map<string, number>();
+    for (const line of list.stdout.split('\n')) {
+      // ID <id> gen <gen> top level <id> path <path>
+      const [, id, where] = /^ID (\d+) .* path (.+)$/.exec(line.trim()) ?? [];
+      const found = id ? bytes.get(id) : undefined;
+      if (where && found !== undefined) referenced.set(where, found);
+    }
+    return referenced;
+  }
+
   /** Renames a subvolume within the filesystem (an atomic rename of its directory entry). */
   async rename(from: string, to: string): Promise<void> {
     await renameDir(from, to);

@@ -248,3 +248,19 @@ class Space:
     def limits(self, *, timeout: float | None = None) -> dict[str, Any]:
         """The tenant's limits and what it uses of them."""
         return self._t.json("GET", "/v1/limits", timeout=timeout)
+
+    def usage(
+        self,
+        *,
+        from_: str | None = None,
+        to: str | None = None,
+        group_by: str | None = None,
+        session_id: str | None = None,
+        tenant: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """What the tenant (admin key: every tenant, or `tenant`) used over whole UTC hours (ISO 8601 `from_`/`to`,
+        default the last 24 hours), grouped by `group_by` (`tenant`, `session` or `day`, the default)."""
+        given = {"from": from_, "to": to, "groupBy": group_by, "sessionId": session_id, "tenant": tenant}
+        query = urlencode({k: v for k, v in given.items() if v is not None})
+        return self._t.json("GET", f"/v1/usage{'?' + query if query else ''}", timeout=timeout)

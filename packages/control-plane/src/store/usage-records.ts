@@ -1,0 +1,234 @@
+import type { NodeUsageBatch, UsageGroupBy } from '@space/protocol';
+import type { Dialect } from './migrations.js';
+import type { SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
+
+// Usage metering in the store: `usage_hourly` (what each session used in each UTC hour; a tenant's
+// checkpoint storage under session ''), `usage_totals` (per tenant, for /metrics), `usage_batches`
+// (the node batches applied, so a resent one is not counted twice) and `usage_clock` (how far the
+// checkpoint storage was integrated). The statements in `usageSchema` are part of a released
+// migration: never change them, add a migration.
+
+/** The measured amounts and their columns, in the units that keep years of totals within 64 bits. */
+export const usageColumns = {
+  cpuMicros: 'cpu_us',
+  memoryKibSeconds: 'memory_kib_s',
+  diskKibSeconds: 'disk_kib_s',
+  checkpointKibSeconds: 'checkpoint_kib_s',
+  egressBytesOut: 'egress_bytes_out',
+  egressBytesIn: 'egress_bytes_in',
+  egressRequests: 'egress_requests',
+  sandboxMs: 'sandbox_ms',
+  checkpoints: 'checkpoints',
+} as const;
+export type UsageAmounts = Record<keyof typeof usageColumns, number>;
+const amountKeys = Object.keys(usageColumns) as (keyof UsageAmounts)[];
+const columns = Object.values(usageColumns);
+
+export const noUsage = (): UsageAmounts => Object.fromEntries(amountKeys.map((k) => [k, 0])) as UsageAmounts;
+
+/** A row of a usage report: its group (`key`: a session id, a day, or the tenant) and the sums. */
+export interface UsageGroupRow {
+  tenantId: string;
+  key: string;
+  amounts: UsageAmounts;
+}
+
+/** Applied node batches kept per ledger: a node resends only the few it has not seen acknowledged. */
+const keptBatches = 1000;
+/** Rows per multi-row statement (well under SQLite's 32,766 parameters). */
+const rowsPerStatement = 100;
+
+export function usageSchema(dialect: Dialect): string[] {
+  const t = dialect === 'postgres' ? 'TEXT COLLATE "C"' : 'TEXT';
+  const counts = columns.map((c) => `${c} BIGINT NOT NULL DEFAULT 0`).join(', ');
+  const hour = 'substr(NEW.created_at, 1, 13)';
+  const countCheckpoint = [
+    `INSERT INTO usage_hourly (session_id, hour, tenant_id, checkpoints) VALUES (NEW.session_id, ${hour}, NEW.tenant_id, 1)
+      ON CONFLICT (session_id, hour, tenant_id) DO UPDATE SET checkpoints = usage_hourly.checkpoints + 1`,
+    `INSERT INTO usage_totals (tenant_id, checkpoints) VALUES (NEW.tenant_id, 1)
+      ON CONFLICT (tenant_id) DO UPDATE SET checkpoints = usage_totals.checkpoints + 1`,
+  ];
+  return [
+    `CREATE TABLE IF NOT EXISTS usage_hourly (session_id ${t} NOT NULL, hour ${t} NOT NULL, tenant_id ${t} NOT NULL, ${counts},
+      PRIMARY KEY (session_id, hour, tenant_id))`,
+    'CREATE INDEX IF NOT EXISTS usage_hourly_by_tenant ON usage_hourly (tenant_id, hour)',
+    'CREATE INDEX IF NOT EXISTS usage_hourly_by_hour ON usage_hourly (hour)',
+    `CREATE TABLE IF NOT EXISTS usage_totals (tenant_id ${t} PRIMARY KEY, ${counts})`,
+    `CREATE TABLE IF NOT EXISTS usage_batches (ledger ${t} NOT NULL, seq BIGINT NOT NULL, node_id ${t} NOT NULL, applied_at ${t} NOT NULL,
+      PRIMARY KEY (ledger, seq))`,
+    `CREATE TABLE IF NOT EXISTS usage_clock (id INTEGER PRIMARY KEY, integrated_through ${t} NOT NULL)`,
+    `INSERT INTO usage_clock (id, integrated_through) VALUES (1, '${new Date().toISOString()}') ON CONFLICT (id) DO NOTHING`,
+    ...(dialect === 'sqlite'
+      ? [`CREATE TRIGGER IF NOT EXISTS checkpoints_metered AFTER INSERT ON checkpoints BEGIN ${countCheckpoint.join('; ')}; END`]
+      : [
+          `CREATE OR REPLACE FUNCTION checkpoints_metered() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+            ${countCheckpoint.join('; ')}; RETURN NULL; END $$`,
+          'CREATE OR REPLACE TRIGGER checkpoints_metered AFTER INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION checkpoints_metered()',
+        ]),
+  ];
+}
+
+/** The UTC hour of a time, as `usage_hourly` keys it: `YYYY-MM-DDTHH`. */
+export const hourOf = (ms: number): string => new Date(ms).toISOString().slice(0, 13);
+
+/** How a period divides among the UTC hours it touches, by time. */
+export function hourShares(startMs: number, endMs: number): [string, number][] {
+  if (endMs <= startMs) return [[hourOf(endMs), 1]];
+  const shares: [string, number][] = [];
+  for (let at = startMs; at < endMs; ) {
+    const next = Math.min(endMs, (Math.floor(at / 3_600_000) + 1) * 3_600_000);
+    shares.push([hourOf(at), (next - at) / (endMs - startMs)]);
+    at = next;
+  }
+  return shares;
+}
+
+const scaled = (amounts: Partial<UsageAmounts>, share: number): UsageAmounts =>
+  Object.fromEntries(amountKeys.map((k) => [k, Math.round((amounts[k] ?? 0) * share)])) as UsageAmounts;
+
+/** Adds each row's amounts to `usage_hourly` and the tenants' sums to `usage_totals`, a hundred rows a statement. */
+async function addUsage(tx: SqlExecutor, rows: { sessionId: string; hour: string; tenantId: string; amounts: UsageAmounts }[]): Promise<void> {
+  const add = (table: string) => columns.map((c) => `${c} = ${table}.${c} + excluded.${c}`).join(', ');
+  const totals = new Map<string, UsageAmounts>();
+  for (const row of rows) {
+    const sum = totals.get(row.tenantId) ?? noUsage();
+    for (const k of amountKeys) sum[k] += row.amounts[k];
+    totals.set(row.tenantId, sum);
+  }
+  const values = (width: number) => `(${Array(width).fill('?').join(', ')})`;
+  for (let i = 0; i < rows.length; i += rowsPerStatement) {
+    const chunk = rows.slice(i, i + rowsPerStatement);
+    await tx.run(
+      `INSERT INTO usage_hourly (session_id, hour, tenant_id, ${columns.join(', ')}) VALUES ${chunk.map(() => values(3 + columns.length)).join(', ')}
+        ON CONFLICT (session_id, hour, tenant_id) DO UPDATE SET ${add('usage_hourly')}`,
+      chunk.flatMap((r): SqlValue[] => [r.sessionId, r.hour, r.tenantId, ...amountKeys.map((k) => r.amounts[k])]),
+    );
+  }
+  const tenantRows = [...totals];
+  for (let i = 0; i < tenantRows.length; i += rowsPerStatement) {
+    const chunk = tenantRows.slice(i, i + rowsPerStatement);
+    await tx.run(
+      `INSERT INTO usage_totals (tenant_id, ${columns.join(', ')}) VALUES ${chunk.map(() => values(1 + columns.length)).join(', ')}
+        ON CONFLICT (tenant_id) DO UPDATE SET ${add('usage_totals')}`,
+      chunk.flatMap(([tenantId, amounts]): SqlValue[] => [tenantId, ...amountKeys.map((k) => amounts[k])]),
+    );
+  }
+}
+
+/** The tenants of sessions whose batch entry did not name one: from the session, else from its earlier usage. */
+async function tenantsOf(tx: SqlExecutor, sessionIds: string[]): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  for (let i = 0; i < sessionIds.length; i += rowsPerStatement) {
+    const chunk = sessionIds.slice(i, i + rowsPerStatement);
+    const marks = chunk.map(() => '?').join(', ');
+    const rows = [
+      ...(await tx.all<{ id: string; tenant_id: string }>(
+        `SELECT session_id AS id, MIN(tenant_id) AS tenant_id FROM usage_hourly WHERE session_id IN (${marks}) GROUP BY session_id`,
+        chunk,
+      )),
+      ...(await tx.all<{ id: string; tenant_id: string }>(`SELECT id, tenant_id FROM sessions WHERE id IN (${marks})`, chunk)),
+    ];
+    for (const row of rows) found.set(row.id, row.tenant_id);
+  }
+  return found;
+}
+
+/**
+ * Stores a node's batch, once: false when this (ledger, seq) was applied before (a control plane
+ * stored it and died before the node heard so). An entry whose tenant cannot be found (a stopped
+ * session's volume, the session deleted since) is dropped.
+ */
+export function applyUsageBatch(db: SqlDatabase, nodeId: string, batch: NodeUsageBatch): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const fresh = await tx.run('INSERT INTO usage_batches (ledger, seq, node_id, applied_at) VALUES (?, ?, ?, ?) ON CONFLICT (ledger, seq) DO NOTHING', [
+      batch.ledger,
+      batch.seq,
+      nodeId,
+      new Date().toISOString(),
+    ]);
+    if (fresh === 0) return false;
+    await tx.run('DELETE FROM usage_batches WHERE ledger = ? AND seq <= ?', [batch.ledger, batch.seq - keptBatches]);
+    const tenants = await tenantsOf(
+      tx,
+      batch.entries.filter((e) => e.tenantId === null).map((e) => e.sessionId),
+    );
+    const shares = hourShares(Date.parse(batch.start), Date.parse(batch.end));
+    await addUsage(
+      tx,
+      batch.entries.flatMap(({ sessionId, tenantId, ...measured }) => {
+        const tenant = tenantId ?? tenants.get(sessionId);
+        return tenant ? shares.map(([hour, share]) => ({ sessionId, hour, tenantId: tenant, amounts: scaled(measured, share) })) : [];
+      }),
+    );
+    return true;
+  });
+}
+
+/**
+ * Adds the tenants' checkpoint bytes × the time since the clock's last move, and moves it to `now`:
+ * by one control plane only (the move is a compare-and-set in the same transaction), at most every
+ * `everyMs`. Nothing is counted twice or skipped, whichever control planes come and go.
+ */
+export function integrateCheckpointStorage(db: SqlDatabase, now: number, everyMs: number): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const clock = await tx.get<{ through: string }>('SELECT integrated_through AS through FROM usage_clock WHERE id = 1');
+    if (!clock) return false;
+    const from = Date.parse(clock.through);
+    if (now - from < everyMs) return false;
+    const moved = await tx.run('UPDATE usage_clock SET integrated_through = ? WHERE id = 1 AND integrated_through = ?', [
+      new Date(now).toISOString(),
+      clock.through,
+    ]);
+    if (moved === 0) return false;
+    const held = await tx.all<{ tenant_id: string; bytes: number | string }>(
+      'SELECT tenant_id, SUM(checkpoint_bytes) AS bytes FROM tenant_usage GROUP BY tenant_id HAVING SUM(checkpoint_bytes) > 0',
+    );
+    const kibSeconds = ((now - from) / 1000) * (1 / 1024);
+    const shares = hourShares(from, now);
+    await addUsage(
+      tx,
+      held.flatMap((row) =>
+        shares.map(([hour, share]) => ({
+          sessionId: '',
+          hour,
+          tenantId: row.tenant_id,
+          amounts: scaled({ checkpointKibSeconds: Number(row.bytes) * kibSeconds }, share),
+        })),
+      ),
+    );
+    return true;
+  });
+}
+
+const sums = columns.map((c) => `SUM(${c}) AS ${c}`).join(', ');
+const amountsOf = (row: Record<string, unknown>): UsageAmounts =>
+  Object.fromEntries(amountKeys.map((k) => [k, Number(row[usageColumns[k]] ?? 0)])) as UsageAmounts;
+
+/** What was used in the hours `[fromHour, toHour)`, by tenant, session or day, for one tenant (or all) and one session (or all). */
+export async function usageGroups(
+  db: SqlExecutor,
+  query: { tenantId: string | null; sessionId: string | null; fromHour: string; toHour: string; groupBy: UsageGroupBy; limit: number },
+): Promise<UsageGroupRow[]> {
+  const key = { tenant: 'tenant_id', session: 'session_id', day: 'substr(hour, 1, 10)' }[query.groupBy];
+  const where = ['hour >= ?', 'hour < ?'];
+  const params: SqlValue[] = [query.fromHour, query.toHour];
+  if (query.tenantId !== null) {
+    where.push('tenant_id = ?');
+    params.push(query.tenantId);
+  }
+  if (query.sessionId !== null) {
+    where.push('session_id = ?');
+    params.push(query.sessionId);
+  }
+  const rows = await db.all<Record<string, unknown> & { tenant_id: string; k: string }>(
+    `SELECT tenant_id, ${key} AS k, ${sums} FROM usage_hourly WHERE ${where.join(' AND ')} GROUP BY tenant_id, ${key} ORDER BY tenant_id, ${key} LIMIT ?`,
+    [...params, query.limit],
+  );
+  return rows.map((row) => ({ tenantId: row.tenant_id, key: String(row.k), amounts: amountsOf(row) }));
+}
+
+/** Every tenant's usage since metering began. */
+export async function usageTotals(db: SqlExecutor): Promise<Map<string, UsageAmounts>> {
+  const rows = await db.all<Record<string, unknown> & { tenant_id: string }>(`SELECT tenant_id, ${columns.join(', ')} FROM usage_totals`);
+  return new Map(rows.map((row) => [row.tenant_id, amountsOf(row)]));
+}
