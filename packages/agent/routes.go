@@ -35,6 +35,7 @@ func (a *agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, newError(codeUnauthorized, "daemon channel token missing or wrong"))
 		return
 	}
+	w = traced(w, r)
 	if err := a.route(w, r); err != nil {
 		e := asAPIError(err)
 		if e.Code == codeInternal {

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Server } from 'node:http';
-import { closeServer, listen } from '@space/server-kit';
+import { type Tracing, closeServer, listen, otlpTracesUrl, startTracing } from '@space/server-kit';
 import { type E2bApi, createE2bApi, e2bPrefix } from '@space/e2b';
 import { createMcpHttpApi, mcpPath } from '@space/mcp';
 import { consolePath, createConsoleHandler } from '@space/console';
@@ -55,6 +55,8 @@ export class ControlPlane {
   private heartbeatTimer: NodeJS.Timeout | null = null;
   private configuredNodeId: string | null = null;
   private server: Server | null = null;
+  /** Traces of the API's calls, when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
+  private tracing: Tracing | null = null;
   private e2b: E2bApi | null = null;
   port = 0;
 
@@ -115,7 +117,8 @@ export class ControlPlane {
     if (released) this.log(`released ${released} session lease(s) a previous control plane here held when it stopped`);
     await s.maintenance.reconcileAll();
     const { settings } = this.options;
-    const api = createPublicApi(publicApiDeps(s, settings, this.log));
+    this.tracing = startTracing(otlpTracesUrl(settings), 'space-control-plane', this.log);
+    const api = createPublicApi({ ...publicApiDeps(s, settings, this.log), tracer: this.tracing?.tracer ?? null });
     // E2B's API and MCP, translated onto this one over loopback with the callers' own keys.
     const selfUrl = () => this.selfUrl();
     this.e2b = createE2bApi({ apiUrl: selfUrl, log: this.log });
@@ -154,6 +157,7 @@ export class ControlPlane {
     await s.activity.flush();
     s.nodes.close();
     this.configuredNode?.close();
+    await this.tracing?.exporter.stop();
   }
 
   /** Registers the configured node and keeps it alive in the store from its health; a node that does not answer misses the beat. */

@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import type { Server as TlsServer } from 'node:https';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KeyedQueue, closeServer, listen, serverTlsOptions } from '@space/server-kit';
+import { KeyedQueue, type Tracing, closeServer, listen, serverTlsOptions, startTracing } from '@space/server-kit';
 import { createNodeApi } from './api/node-api.js';
 import type { Logger } from './logger.js';
 import { IpLeases } from './network/ip-leases.js';
@@ -72,6 +72,8 @@ export class NodeAgent {
   private memoryWatch: MemoryWatch | null = null;
   private fence: NodeFence | null = null;
   private usage: UsageMeter | null = null;
+  /** Traces of the node API's calls, when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
+  private tracing: Tracing | null = null;
   private readonly lock: DataDirLock;
   private server: Server | null = null;
   port = 0;
@@ -271,7 +273,9 @@ export class NodeAgent {
       gateway: this.gateway,
       log,
     });
+    this.tracing = startTracing(config.tracesUrl, 'space-node', (m) => log.warn(m));
     const api = createNodeApi({
+      tracer: this.tracing?.tracer ?? null,
       nodeId: config.nodeId,
       capacity: config.capacity,
       token: config.token,
@@ -337,5 +341,7 @@ export class NodeAgent {
       await this.volume.unmount();
     }
     await this.lock.release();
+    await this.tracing?.exporter.stop();
+    this.tracing = null;
   }
 }

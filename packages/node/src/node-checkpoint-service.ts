@@ -67,7 +67,7 @@ export class NodeCheckpointService {
           this.deps.log.info(`fs checkpoint ${checkpointId} of ${sessionId} in ${phases.summary()}`);
           return { checkpointId, kind, createdAt, sizeBytes: null, pauseMs: null };
         }
-        return await this.takeFull(sessionId, checkpointId, createdAt, volumePaths);
+        return await this.takeFull(sessionId, checkpointId, createdAt, volumePaths, phases);
       });
     } finally {
       this.inFlight.delete(checkpointId);
@@ -80,7 +80,13 @@ export class NodeCheckpointService {
    * and memory match, let the sandbox run on, publish the image. The image is written to host memory
    * when it fits there (the pause lasts as long as the write) and moved to the volume afterwards.
    */
-  private async takeFull(sessionId: string, checkpointId: string, createdAt: string, volumePaths: Map<string, string>): Promise<NodeCheckpoint> {
+  private async takeFull(
+    sessionId: string,
+    checkpointId: string,
+    createdAt: string,
+    volumePaths: Map<string, string>,
+    phases: PhaseTimer,
+  ): Promise<NodeCheckpoint> {
     const { manager, store } = this.deps;
     const sandboxBytes = await manager.memoryBytes(sessionId);
     const staged = sandboxBytes === null ? null : await this.deps.staging.reserve(checkpointId, sandboxBytes);
@@ -88,6 +94,7 @@ export class NodeCheckpointService {
       const saved = staged
         ? await manager.saveMemory(sessionId, staged.dir)
         : await this.deps.writeback.unbounded(() => manager.saveMemory(sessionId, store.partialImageDir(checkpointId)));
+      phases.mark('memory saved');
       const snapshot = async (): Promise<void> => {
         await store.take(this.deps.volumes.path(sessionId), checkpointId);
         await store.copyVolumes(checkpointId, volumePaths);
@@ -96,10 +103,13 @@ export class NodeCheckpointService {
         () => null,
         (err: unknown) => err,
       );
+      phases.mark('snapshot');
       const { meta, pauseMs } = await manager.runOn(saved);
+      phases.mark('resumed');
       if (snapshotError) throw snapshotError;
       await staged?.moveTo(store.partialImageDir(checkpointId));
       const image = await store.commitImage(checkpointId, meta);
+      phases.mark('image stored');
       return { checkpointId, kind: 'full', createdAt, sizeBytes: image.sizeBytes, pauseMs };
     } catch (err) {
       await store.delete(checkpointId);

@@ -4,7 +4,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { availableParallelism, totalmem } from 'node:os';
 import { type NodeCapacity, newId } from '@space/protocol';
-import { type SettingValues, readSettings, sharedSettings } from '@space/server-kit';
+import { type SettingValues, otlpTracesUrl, readSettings, sharedSettings } from '@space/server-kit';
 import { nodeSettings } from './node-settings.js';
 import type { GvisorOptions } from './runtime/gvisor-driver.js';
 import type { WarmPoolConfig } from './warm-pool.js';
@@ -46,6 +46,8 @@ export interface NodeConfig {
   objectStore: ObjectStore | null;
   /** How often usage is sampled and a batch closed (`SPACE_USAGE_SAMPLE_SEC`). */
   usageSampleMs: number;
+  /** Where the node API's traces go (`OTEL_EXPORTER_OTLP_ENDPOINT`); null: nothing is traced. */
+  tracesUrl: string | null;
 }
 
 export interface GatewayConfig {
@@ -128,6 +130,7 @@ export async function resolveNodeConfig(
         ? overrides.objectStore
         : objectStoreFrom(settings, env, settings.s3CaFile ? await readFile(settings.s3CaFile, 'utf8') : undefined),
     usageSampleMs: overrides.usageSampleMs ?? settings.usageSampleSec * 1000,
+    tracesUrl: overrides.tracesUrl !== undefined ? overrides.tracesUrl : otlpTracesUrl(settings),
     gateway: overrides.gateway ?? {
       caDir: path.resolve(settings.gatewayCaDir ?? path.join(dataDir, 'gateway-ca')),
       testHosts: parseTestHosts(settings.gatewayTestHosts),

@@ -32,3 +32,18 @@ export { resetAgentSockets } from './agent-sockets.js';
 export { proxyRequest, proxyUpgrade, waitForListener, type ProxyTarget } from './http-proxy.js';
 export { setting, readSettings, SettingsError, type Setting, type SettingTable, type SettingValues } from './settings.js';
 export { sharedSettings } from './shared-settings.js';
+export {
+  Tracer,
+  Span,
+  activeSpan,
+  inSpan,
+  parseTraceparent,
+  recordReportedSpan,
+  recordChildSpan,
+  spanClockNs,
+  type FinishedSpan,
+  type SpanSink,
+  type AttributeValue,
+} from './tracing.js';
+export { OtlpExporter, otlpTraces, type OtlpExporterOptions } from './otlp-exporter.js';
+export { otlpTracesUrl, startTracing, type Tracing } from './trace-export.js';

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { type Tracer, activeSpan } from './tracing.js';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -42,6 +43,8 @@ export interface RouterOptions {
   errors?: ErrorShape;
   /** Wraps the handler of a route as it is registered (e.g. idempotency keys on the routes whose table entry takes them). */
   around?: (method: string, path: string, handler: Handler) => Handler;
+  /** Traces each request in a server span (named by its route), continuing the caller's traceparent. */
+  tracer?: Tracer | null;
 }
 
 export interface ErrorShape {
@@ -147,7 +150,23 @@ export class Router {
     throw new Error(`${method ?? 'a proxy on'} ${path} is not in the API's route table: declare it there, with its schemas, first`);
   }
 
-  readonly handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+  readonly handle = (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const tracer = this.options.tracer;
+    if (!tracer) return this.dispatch(req, res);
+    return tracer.serve(`${req.method} ${this.options.service}`, req.headers, (span) => {
+      if (span) {
+        span.set('http.request.method', req.method ?? '');
+        // Ended with the reply (a stream outlives the handler).
+        res.once('close', () => {
+          span.set('http.response.status_code', res.statusCode);
+          span.end();
+        });
+      }
+      return this.dispatch(req, res);
+    });
+  };
+
+  private async dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const requestId = newRequestId(this.options.service);
     res.setHeader('x-request-id', requestId);
     try {
@@ -158,21 +177,30 @@ export class Router {
       const byHost = this.byHost(req, url);
       if (byHost) return await byHost.route.request({ req, res, url, params: byHost.params });
       const mount = this.mounted.find((m) => url.pathname === m.prefix || url.pathname.startsWith(`${m.prefix}/`));
-      if (mount) return await mount.handler(req, res);
+      if (mount) {
+        this.nameSpan(req, `${mount.prefix}/*`);
+        return await mount.handler(req, res);
+      }
       for (const { pattern, route } of this.proxies) {
         const params = matchPath(pattern, url.pathname);
-        if (params) return await route.request({ req, res, url, params });
+        if (!params) continue;
+        this.nameSpan(req, pattern);
+        return await route.request({ req, res, url, params });
       }
       const found = findRoute(this.routes, req.method ?? '', url.pathname);
-      if (found && 'route' in found) return await found.route.handler({ req, res, url, params: found.params });
+      if (found && 'route' in found) {
+        this.nameSpan(req, found.route.path);
+        return await found.route.handler({ req, res, url, params: found.params });
+      }
       if (found) throw new SpaceError(ErrorCode.METHOD_NOT_ALLOWED, `${req.method} is not allowed on ${url.pathname}`);
       throw new SpaceError(ErrorCode.ROUTE_NOT_FOUND, `no route for ${req.method} ${url.pathname}`);
     } catch (err) {
       const errors = this.options.errors ?? spaceErrors;
       this.logIfInternal(err, errors.status(err), req, requestId);
+      activeSpan()?.fail(err);
       errors.send(res, err, requestId);
     }
-  };
+  }
 
   readonly handleUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     const requestId = newRequestId(this.options.service);
@@ -207,6 +235,12 @@ export class Router {
       rejectUpgrade(socket, e, requestId);
     }
   };
+
+  /** A traced request's span is named by its route's pattern, not its path (ids would make every name new). */
+  private nameSpan(req: IncomingMessage, pattern: string): void {
+    const span = activeSpan();
+    if (span) span.name = `${req.method} ${pattern}`;
+  }
 
   private byHost(req: IncomingMessage, url: URL): { route: ProxyRoute; params: Record<string, string> } | null {
     const host = req.headers.host;

@@ -29,5 +29,19 @@ export const sharedSettings = {
     default: 6,
     doc: "a cluster node that no control plane has acknowledged for this long pauses its sandboxes and refuses their egress until one does, seconds; below the control planes' `SPACE_NODE_LOST_AFTER_SEC` (checked at start), so a cut-off copy is frozen before its session moves",
   }),
+  otlpEndpoint: setting.text('OTEL_EXPORTER_OTLP_ENDPOINT', {
+    default: undefined,
+    check: /^https?:\/\/\S+$/,
+    expects: 'an http(s) URL',
+    shownDefault: 'unset: no traces',
+    doc: 'an OpenTelemetry collector\'s OTLP/HTTP base URL: every API call\'s trace (control plane, node agent, in-sandbox agent) is posted to `<url>/v1/traces` as JSON (docs/operations.md, "Traces"); unset, nothing is traced',
+  }),
+  otlpTracesEndpoint: setting.text('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', {
+    default: undefined,
+    check: /^https?:\/\/\S+$/,
+    expects: 'an http(s) URL',
+    shownDefault: 'unset',
+    doc: 'the full URL traces are posted to, instead of `OTEL_EXPORTER_OTLP_ENDPOINT`/v1/traces',
+  }),
   quiet: setting.flag('SPACE_QUIET', { default: false, doc: '`1`: a process logs only warnings and errors' }),
 };

@@ -9,6 +9,7 @@ import { ErrorCode, Limits, SpaceError, errorFromBody } from '@space/protocol';
 import { resetAgentSockets } from './agent-sockets.js';
 import { describeIssues } from './body.js';
 import { readBounded, type BoundedReadOptions } from './bounded-read.js';
+import { activeSpan, recordReportedSpan, spanClockNs } from './tracing.js';
 
 const peerCloseWaitMs = 2000;
 
@@ -53,6 +54,8 @@ export class Upstream {
     private readonly connectTimeoutMs = 3000,
     /** For an `https://` peer: the CA its certificate must be signed by, and this side's certificate for mutual TLS. */
     private readonly tls: ClientTls = {},
+    /** The service whose spans the peer's replies report (`space-agent-span`): the in-sandbox agent's, which cannot reach a collector. */
+    private readonly reportingService: string | null = null,
   ) {
     this.agent = baseUrl.startsWith('https:') ? new TlsAgent({ keepAlive: true, timeout: 30_000 }) : new Agent({ keepAlive: true, timeout: 30_000 });
   }
@@ -111,6 +114,10 @@ export class Upstream {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(new SpaceError(ErrorCode.REQUEST_ABORTED, 'the caller left before the request was sent'));
       const headers: Record<string, string | number> = { authorization: `Bearer ${this.token}`, ...extraHeaders };
+      // A traced call goes on in the layer below, under the span it is made in.
+      const span = activeSpan();
+      if (span) headers.traceparent = span.traceparent;
+      const sentNs = span ? spanClockNs() : 0n;
       if (Buffer.isBuffer(body)) {
         headers['content-type'] = 'application/json';
         headers['content-length'] = body.length;
@@ -120,7 +127,12 @@ export class Upstream {
       const req = (url.protocol === 'https:' ? tlsRequest : request)(
         url,
         { method, headers, agent: this.agent, ...tls, ...(signal ? { signal } : {}) },
-        resolve,
+        (res) => {
+          const reported = res.headers['space-agent-span'];
+          if (span && this.reportingService && typeof reported === 'string')
+            recordReportedSpan(span, this.reportingService, `${method} ${url.pathname}`, reported, sentNs, spanClockNs());
+          resolve(res);
+        },
       );
       req.on('socket', (socket) => {
         if (!socket.connecting) return;

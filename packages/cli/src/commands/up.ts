@@ -2,7 +2,7 @@ import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import { ControlPlane, SecretCipher, type Store, controlPlaneSettings, openStore, secretsKeyFileOf } from '@space/control-plane';
 import { NodeAgent, consoleLogger, nodeSettings, resolveNodeConfig } from '@space/node';
-import { readSettings, sharedSettings } from '@space/server-kit';
+import { otlpTracesUrl, readSettings, sharedSettings } from '@space/server-kit';
 import { resolveAdminKey } from '../admin-key.js';
 import { sandboxRuntimeBuildDir } from '../sandbox-runtime.js';
 
@@ -48,7 +48,7 @@ export async function up(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
   try {
-    store = await openStore({ databaseUrl: settings.databaseUrl, dataDir });
+    store = await openStore({ databaseUrl: settings.databaseUrl, dataDir, traced: otlpTracesUrl(settings) !== null });
     await node.start({ templates: settings.templates, progress: (m) => log.info(m) });
     const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stdout.write(`${line}\n`));
     const secrets = await SecretCipher.load(secretsKeyFileOf(settings));

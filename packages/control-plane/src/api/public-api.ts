@@ -26,7 +26,7 @@ import type { SessionPauser } from '../sessions/session-pauser.js';
 import type { SessionServices } from '../sessions/session-services.js';
 import type { NodeDirectory } from '../cluster/node-directory.js';
 import type { NodeDrain } from '../sessions/node-drain.js';
-import { Router, type ServerLog, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
+import { Router, type ServerLog, type Tracer, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { EgressService } from '../tenants/egress-service.js';
 import type { Authenticator } from '../tenants/auth.js';
 import type { TenantLimits } from '../tenants/tenant-limits.js';
@@ -75,6 +75,8 @@ export interface PublicApiDeps {
   idempotency: IdempotentCalls;
   nodeCredentials: NodeCredentials;
   usage: UsageReports;
+  /** Traces every call (`OTEL_EXPORTER_OTLP_ENDPOINT`); null: none. */
+  tracer?: Tracer | null;
 }
 
 /** The public HTTP API under /v1 (see docs/api.md). */
@@ -89,6 +91,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     admit: deps.limits.admit,
     table: publicRoutes,
     around: (method, path, handler) => (idempotent.has(`${method} ${path}`) ? deps.idempotency.wrap(handler) : handler),
+    tracer: deps.tracer ?? null,
   });
 
   router.on('GET', '/healthz', async ({ res }) => sendJson(res, 200, { ok: true }));

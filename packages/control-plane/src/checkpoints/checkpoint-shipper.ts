@@ -1,6 +1,6 @@
 import { ErrorCode, SpaceError, newId, type ShipBase, type StoredObject } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
-import { KeyedQueue, eachAtMost } from '@space/server-kit';
+import { KeyedQueue, eachAtMost, inSpan } from '@space/server-kit';
 import type { Metrics } from '../metrics/metrics.js';
 import { type NodeDirectory, nodesAskedAtOnce } from '../cluster/node-directory.js';
 import type { CheckpointRow, ShipBaseRow, Store } from '../store/store.js';
@@ -76,7 +76,8 @@ export class CheckpointShipper {
       for (;;) {
         const current = await this.deps.store.getCheckpoint(row.tenantId, row.id);
         if (!current || current.shippedAt) return false;
-        if (await this.deps.store.claimShipment(row.id, this.deps.holder, this.now() + this.claimMs, this.now())) return this.shipClaimed(current);
+        if (await this.deps.store.claimShipment(row.id, this.deps.holder, this.now() + this.claimMs, this.now()))
+          return inSpan('ship checkpoint', { 'space.checkpoint_id': row.id }, () => this.shipClaimed(current));
         if (!awaitOthers) return false;
         await new Promise((resolve) => setTimeout(resolve, claimPollMs));
       }

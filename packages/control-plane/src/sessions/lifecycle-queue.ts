@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { inSpan } from '@space/server-kit';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import { KeyedQueue } from '@space/server-kit';
 import type { SessionLeaseRow, Store } from '../store/store.js';
@@ -72,7 +73,7 @@ export class LifecycleQueue {
       sessionId,
       async () => {
         const holder = `${this.options.seat}/${this.instance}-${++this.holdings}`;
-        await this.acquire(sessionId, holder, operation, deadline, waitMs);
+        await inSpan('lifecycle lease', { 'space.operation': operation }, () => this.acquire(sessionId, holder, operation, deadline, waitMs));
         this.running.set(sessionId, operation);
         const renew = setInterval(() => {
           this.store.renewSessionLease(sessionId, holder, this.options.now() + this.options.leaseMs).then(

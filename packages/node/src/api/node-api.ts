@@ -4,7 +4,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Router, type ServeRoute, type ServerLog, bearerToken, secretsEqual, serveRoute } from '@space/server-kit';
+import { Router, type ServeRoute, type ServerLog, type Tracer, bearerToken, secretsEqual, serveRoute } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
 import type { NodeCheckpointService } from '../node-checkpoint-service.js';
 import type { IncomingMessage } from 'node:http';
@@ -48,6 +48,8 @@ export interface NodeApiDeps {
   placements: PlacementEpochs;
   /** What the node measured, until a control plane stores it. */
   usage: UsageLedger;
+  /** Traces every call, continuing the control plane's traceparent; null: none. */
+  tracer: Tracer | null;
   log: ServerLog;
 }
 
@@ -69,7 +71,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     deps.fence.refuseIfFenced();
     deps.placements.admit(PlacementEpochs.of(ctx.req));
   };
-  const router = new Router({ log: deps.log, service: 'node', table: nodeRouteTable });
+  const router = new Router({ log: deps.log, service: 'node', table: nodeRouteTable, tracer: deps.tracer });
   const serve: ServeRoute = (route, handler) => serveRoute(router, route, (route as unknown) === nodeRoutes.health ? authorize : admit, handler);
   const ok = { ok: true } as const;
 

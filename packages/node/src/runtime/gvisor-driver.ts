@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { inSpan } from '@space/server-kit';
 import { openSync, closeSync, existsSync } from 'node:fs';
 import type { Readable } from 'node:stream';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -73,16 +74,16 @@ export class GvisorDriver implements RuntimeDriver {
       ...(options.leaveRunning ? ['--leave-running'] : []),
       sandboxId,
     ];
-    const result = await runCommand(inOwnMountNamespace(run), { allowFailure: true });
+    const result = await inSpan('runsc checkpoint', { 'space.sandbox_id': sandboxId }, () => runCommand(inOwnMountNamespace(run), { allowFailure: true }));
     if (result.code !== 0) throw new Error(`runsc checkpoint failed: ${checkpointFailure(result.stderr || result.stdout)}`);
   }
 
   async pause(sandboxId: string): Promise<void> {
-    await runCommand([this.runscBinary, ...this.globalFlags(), 'pause', sandboxId]);
+    await this.runsc(['pause', sandboxId]);
   }
 
   async resume(sandboxId: string): Promise<void> {
-    const result = await runCommand([this.runscBinary, ...this.globalFlags(), 'resume', sandboxId], { allowFailure: true });
+    const result = await this.runsc(['resume', sandboxId], { allowFailure: true });
     if (result.code !== 0 && (await this.status(sandboxId)) !== 'running') throw new Error(`runsc resume failed: ${(result.stderr || result.stdout).trim()}`);
   }
 
@@ -128,7 +129,12 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   async signalInit(sandboxId: string, signal: string): Promise<void> {
-    await runCommand([this.runscBinary, ...this.globalFlags(), 'kill', sandboxId, signal]);
+    await this.runsc(['kill', sandboxId, signal]);
+  }
+
+  /** A runsc command on the node's sandboxes, timed as `runsc <command>` in a traced call. */
+  private runsc(args: string[], options?: { allowFailure?: boolean }): ReturnType<typeof runCommand> {
+    return inSpan(`runsc ${args[0]}`, {}, () => runCommand([this.runscBinary, ...this.globalFlags(), ...args], options));
   }
 
   private async writeBundle(spec: SandboxSpec): Promise<string> {
@@ -143,7 +149,7 @@ export class GvisorDriver implements RuntimeDriver {
     const console = openSync(path.join(workDir, 'console.log'), 'a');
     try {
       const run = inOwnMountNamespace([this.runscBinary, ...this.globalFlags(path.join(workDir, 'runsc.log')), ...command]);
-      const code = await runDetachedUnderShim(this.shimBinary, run, console);
+      const code = await inSpan(`runsc ${command[0]}`, {}, () => runDetachedUnderShim(this.shimBinary, run, console));
       if (code !== 0) throw new Error(`runsc ${command[0]} exited ${code}`);
     } finally {
       closeSync(console);
@@ -152,7 +158,7 @@ export class GvisorDriver implements RuntimeDriver {
 
   async destroy(sandboxId: string): Promise<void> {
     if (!existsSync(path.join(this.stateRoot, sandboxId)) && !(await this.list()).includes(sandboxId)) return;
-    await runCommand([this.runscBinary, ...this.globalFlags(), 'delete', '--force', sandboxId], { allowFailure: true });
+    await this.runsc(['delete', '--force', sandboxId], { allowFailure: true });
   }
 
   async stats(sandboxId: string): Promise<SandboxStats> {
@@ -173,12 +179,12 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   private async state(sandboxId: string): Promise<{ status?: string; pid?: number } | null> {
-    const result = await runCommand([this.runscBinary, ...this.globalFlags(), 'state', sandboxId], { allowFailure: true });
+    const result = await this.runsc(['state', sandboxId], { allowFailure: true });
     return result.code === 0 ? (JSON.parse(result.stdout) as { status?: string; pid?: number }) : null;
   }
 
   async list(): Promise<string[]> {
-    const result = await runCommand([this.runscBinary, ...this.globalFlags(), 'list', '--quiet'], { allowFailure: true });
+    const result = await this.runsc(['list', '--quiet'], { allowFailure: true });
     return result.stdout
       .split('\n')
       .map((s) => s.trim())

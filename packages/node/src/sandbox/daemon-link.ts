@@ -52,7 +52,15 @@ export class DaemonLink {
 
   /** An authenticated channel to the daemon of the sandbox at `sandboxIp`. */
   connect(sandboxId: string, sandboxIp: string, token: string): Upstream {
-    return new Upstream(`http://${sandboxIp}:${SandboxLayout.daemonPort}`, token, ErrorCode.SANDBOX_UNAVAILABLE, `daemon of sandbox ${sandboxId}`);
+    return new Upstream(
+      `http://${sandboxIp}:${SandboxLayout.daemonPort}`,
+      token,
+      ErrorCode.SANDBOX_UNAVAILABLE,
+      `daemon of sandbox ${sandboxId}`,
+      undefined,
+      {},
+      'space-agent',
+    );
   }
 
   /** Waits until the daemon answers; fails early when the sandbox exits. */

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type DataKey, ErrorCode, SpaceError, type ShipBase, type StoredObject } from '@space/protocol';
-import { KeyedQueue } from '@space/server-kit';
+import { KeyedQueue, inSpan } from '@space/server-kit';
 import type { Logger } from '../logger.js';
 import type { BtrfsVolume } from './btrfs-volume.js';
 import type { CheckpointStore } from './checkpoint-store.js';
@@ -113,8 +113,12 @@ export class CheckpointShipping {
         ErrorCode.OBJECT_NOT_FOUND,
         `base ${base.id} holds no copy of volume(s) ${uncovered.join(', ')} of checkpoint ${checkpointId}: its copies need a base that has them`,
       );
-    await this.ensureBase(objects, base, dataKey);
-    const stored = [await this.send(objects, dataKey, objectKey('checkpoints', checkpointId, '.send'), snapshot, this.basePath(base.id))];
+    await inSpan('ship base', { 'space.base_id': base.id }, () => this.ensureBase(objects, base, dataKey));
+    const stored = [
+      await inSpan('btrfs send', { 'space.checkpoint_id': checkpointId }, () =>
+        this.send(objects, dataKey, objectKey('checkpoints', checkpointId, '.send'), snapshot, this.basePath(base.id)),
+      ),
+    ];
     for (const volumeId of copies) {
       const copy = this.deps.checkpoints.volumeCopyPath(checkpointId, volumeId);
       stored.push({
@@ -126,7 +130,9 @@ export class CheckpointShipping {
     if (await pathExists(image)) {
       const tar = this.spawnOwn('tar', ['-C', image, '-cf', '-', '.'], ['ignore', 'pipe', 'pipe']);
       stored.push(
-        await this.storeOutput(objects, dataKey, objectKey('checkpoints', checkpointId, '.memory.tar'), tar, `tar of ${checkpointId}'s memory image`),
+        await inSpan('ship memory image', { 'space.checkpoint_id': checkpointId }, () =>
+          this.storeOutput(objects, dataKey, objectKey('checkpoints', checkpointId, '.memory.tar'), tar, `tar of ${checkpointId}'s memory image`),
+        ),
       );
     }
     return stored;
