@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, startPlatform, timed } from './harness.mjs';
+import { execRoundTrips } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -25,24 +25,9 @@ const rounds = option('--rounds', 3);
 const execs = option('--execs', 150);
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
 
-async function measure(checkout) {
-  const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0', SPACE_TEMPLATE_IMAGES: '0' }, checkout);
-  try {
-    const session = await api(platform.url, 'POST', '/v1/sessions', { template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 0 });
-    const exec = () => api(platform.url, 'POST', `/v1/sessions/${session.id}/exec`, { cmd: ['true'] });
-    for (let i = 0; i < 10; i++) await exec();
-    const samples = [];
-    for (let i = 0; i < execs; i++) samples.push((await timed(exec))[0]);
-    await api(platform.url, 'DELETE', `/v1/sessions/${session.id}`);
-    return samples;
-  } finally {
-    await platform.stop();
-  }
-}
-
 const samples = [[], []];
 for (let round = 0; round < rounds; round++) {
-  for (const [i, tree] of trees.entries()) samples[i].push(...(await measure(tree)));
+  for (const [i, tree] of trees.entries()) samples[i].push(...(await execRoundTrips(dataDir, {}, execs, tree)));
 }
 const { results, rows, record } = recorder();
 record(`exec \`true\` round trip, before (${trees[0]})`, samples[0]);

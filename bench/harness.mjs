@@ -63,6 +63,25 @@ export async function timed(fn) {
   return [performance.now() - t, value];
 }
 
+/**
+ * `execs` round trips of `exec true` on a fresh platform (`env` added to its settings, `checkout` the
+ * tree to run) with one `tiny` session, after 10 warm-up execs; milliseconds each.
+ */
+export async function execRoundTrips(dataDir, env, execs, checkout = root) {
+  const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0', SPACE_TEMPLATE_IMAGES: '0', ...env }, checkout);
+  try {
+    const session = await api(platform.url, 'POST', '/v1/sessions', { template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 0 });
+    const exec = () => api(platform.url, 'POST', `/v1/sessions/${session.id}/exec`, { cmd: ['true'] });
+    for (let i = 0; i < 10; i++) await exec();
+    const samples = [];
+    for (let i = 0; i < execs; i++) samples.push((await timed(exec))[0]);
+    await api(platform.url, 'DELETE', `/v1/sessions/${session.id}`);
+    return samples;
+  } finally {
+    await platform.stop();
+  }
+}
+
 /** Streams `bytes` up (PUT) or reads them down (GET) through the files API; resolves with the bytes received. */
 export function transfer(url, method, p, bytes) {
   return new Promise((resolve, reject) => {

@@ -9,7 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OtlpReceiver } from '../packages/e2e/dist/harness/otlp-receiver.js';
-import { api, startPlatform, timed } from './harness.mjs';
+import { execRoundTrips } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -24,26 +24,11 @@ const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
 const receiver = new OtlpReceiver();
 await receiver.start();
 
-async function measure(env) {
-  const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0', SPACE_TEMPLATE_IMAGES: '0', ...env });
-  try {
-    const session = await api(platform.url, 'POST', '/v1/sessions', { template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 0 });
-    const exec = () => api(platform.url, 'POST', `/v1/sessions/${session.id}/exec`, { cmd: ['true'] });
-    for (let i = 0; i < 10; i++) await exec();
-    const samples = [];
-    for (let i = 0; i < execs; i++) samples.push((await timed(exec))[0]);
-    await api(platform.url, 'DELETE', `/v1/sessions/${session.id}`);
-    return samples;
-  } finally {
-    await platform.stop();
-  }
-}
-
 const off = [];
 const on = [];
 for (let round = 0; round < rounds; round++) {
-  off.push(...(await measure({})));
-  on.push(...(await measure({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })));
+  off.push(...(await execRoundTrips(dataDir, {}, execs)));
+  on.push(...(await execRoundTrips(dataDir, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, execs)));
 }
 await receiver.stop();
 const { results, rows, record } = recorder();

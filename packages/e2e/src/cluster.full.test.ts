@@ -13,6 +13,7 @@ import { CONTROL_PLANE_CERTIFICATE_NAME, ErrorCode, nodeRoutes } from '@space/pr
 import { Upstream, makeTestCertificates, makeTestClientCertificate } from '@space/server-kit';
 import { nodeClientOf, smallCluster } from './harness/small-cluster.js';
 import { cliMain, testDataDir } from './platform.js';
+import { cpuLoad } from './cpu-load.js';
 
 // `space cluster up` in a test: one PostgreSQL, two control planes and three node agents on this
 // machine, each node with its own data directory, btrfs image and sandboxes.
@@ -64,7 +65,13 @@ before(async () => {
     if (/renewed the node API certificate of node/.test(line)) renewals.push(line);
   };
   // Renewed at once: every node's certificate (397 days) has fewer days left than that.
-  cluster = await smallCluster({ dataDir: `${testDataDir}-cluster`, adminKey, output, env: { SPACE_NODE_CERT_RENEW_DAYS: '398' } });
+  // Usage sampled every 2 s: the metering test waits seconds.
+  cluster = await smallCluster({
+    dataDir: `${testDataDir}-cluster`,
+    adminKey,
+    output,
+    env: { SPACE_NODE_CERT_RENEW_DAYS: '398', SPACE_USAGE_SAMPLE_SEC: '2' },
+  });
   await cluster.start();
   apis = cluster.controlPlaneUrls.map((url) => new Api(url, adminKey));
 });
@@ -497,4 +504,24 @@ test("a node refuses a call naming an older placement of a session than the newe
     node.close();
   }
   assert.equal((await apis[0]!.exec(session.id, ['true'])).exitCode, 0, 'the stale stop did nothing');
+});
+
+test("usage metering goes on through a control plane's SIGKILL: a known CPU load is counted once, without a gap", { timeout: 300_000 }, async () => {
+  const session = await sessionOn('node-1');
+  const survivor = apis[1]!;
+  const metered = async () => (await survivor.call('GET', `/v1/usage?groupBy=session&sessionId=${session.id}`)).body.rows[0]?.cpuSeconds ?? 0;
+  const first = await cpuLoad(survivor, session.id, 2);
+  cluster.member('control-plane-1')!.process.kill('SIGKILL');
+  const second = await cpuLoad(survivor, session.id, 2);
+  const killedAt = Date.now();
+  // The survivor takes the dead one's share of the nodes (and their usage) once it stops beating in the roster.
+  while ((await metered()) < first + second) {
+    assert.ok(Date.now() - killedAt < 120_000, `metered ${await metered()} s of ${first + second} s within 120 s`);
+    await pause(500);
+  }
+  const cpu = await metered();
+  console.log(`# ${cpu} s metered for ${first + second} s of load across a control plane's SIGKILL (${Date.now() - killedAt} ms after it)`);
+  assert.ok(cpu <= first + second + 3, `counted once: ${cpu} s for ${first + second} s`);
+  await cluster.startControlPlane(0);
+  assert.equal((await apis[0]!.call('GET', '/healthz')).status, 200);
 });

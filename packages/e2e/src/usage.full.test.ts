@@ -6,6 +6,7 @@ import { Api } from './client.js';
 import { cliMain, type RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 import { TestUpstream } from './test-upstream.js';
+import { cpuLoad } from './cpu-load.js';
 
 const execFileAsync = promisify(execFile);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -29,14 +30,9 @@ describe('usage metering', () => {
     const createdAt = Date.now();
     const session = await api.createSession({ template: 'base' });
     sessions.push(session.id);
-    // Two seconds of a busy loop and 100 MiB written to the volume (held while the rest is measured), and the CPU time the sandbox
-    // itself counted for them (dash's `times`: its children's user and system time).
-    const load = await api.exec(session.id, ['sh', '-c', "timeout 2 sh -c 'while :; do :; done'; head -c 104857600 /dev/urandom > big; sync; times"], {
-      timeoutMs: 60_000,
-    });
-    const [userMin, userSec, sysMin, sysSec] = (/^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/m.exec(load.stdout.trim().split('\n').at(-1)!) ?? []).slice(1).map(Number);
-    const loadSeconds = userMin! * 60 + userSec! + sysMin! * 60 + sysSec!;
-    assert.ok(loadSeconds > 1, `the loop ran on a CPU: ${load.stdout}`);
+    // 100 MiB written to the volume (held while the rest is measured) and two seconds of a busy loop, with the CPU time the sandbox counted for them.
+    const loadSeconds = await cpuLoad(api, session.id, 2, 'head -c 104857600 /dev/urandom > big; sync');
+    assert.ok(loadSeconds > 1, `the loop ran on a CPU: ${loadSeconds} s`);
     const bytes = 3_000_000;
     const fetched = await api.exec(session.id, ['sh', '-c', `curl -sS -m 30 -o /dev/null -w '%{size_download}' http://plain.test.space/bytes?n=${bytes}`], {
       timeoutMs: 60_000,

@@ -83,7 +83,8 @@ const serviceRoutes: PublicRoute[] = [
   {
     method: 'GET',
     path: '/metrics',
-    summary: 'Aggregate numbers of this control plane and the cluster, in Prometheus text format (no ids).',
+    summary:
+      "Aggregate numbers of this control plane and the cluster, in Prometheus text format (no ids); with the admin key as bearer credentials, also each tenant's usage (`space_tenant_*_total{tenant=…}`).",
     withoutKey: true,
   },
   {

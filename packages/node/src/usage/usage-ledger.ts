@@ -6,8 +6,8 @@ import { readJsonFile } from '../json-file.js';
 import { persistentValue } from '../node-config.js';
 
 /** A sandbox's counters at the end of the last batch: the next batch counts from there. */
-export const BaselineSchema = z.object({ sessionId: z.string(), tenantId: z.string().nullable(), cpuNanos: z.number(), at: z.number() }).strict();
-export type Baseline = z.infer<typeof BaselineSchema>;
+const BaselineSchema = z.object({ sessionId: z.string(), tenantId: z.string().nullable(), cpuNanos: z.number(), at: z.number() }).strict();
+type Baseline = z.infer<typeof BaselineSchema>;
 const BaselinesSchema = z.record(BaselineSchema);
 
 /** Batches a control plane has not acknowledged, at most: past it, the node's meter keeps adding to the open period instead. */
