@@ -14,6 +14,7 @@ const figures: [keyof UsageRow & keyof UsageReport['totals'], string][] = [
   ['memoryGbSeconds', 'Memory GiB·s'],
   ['diskGbHours', 'Disk GiB·h'],
   ['checkpointGbHours', 'Checkpoints GiB·h'],
+  ['objectStoreGbHours', 'Object store GiB·h'],
   ['egressBytesOut', 'Sent B'],
   ['egressBytesIn', 'Received B'],
   ['egressRequests', 'Requests'],

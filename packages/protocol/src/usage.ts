@@ -84,8 +84,10 @@ export const UsageFiguresSchema = z
     memoryGbSeconds: z.number().nonnegative(),
     /** Session volumes on nodes. */
     diskGbHours: z.number().nonnegative(),
-    /** Checkpoints in the store (their sizes; the object store holds a shipped copy of each), per tenant: a row of its own under `groupBy=session`. */
+    /** Checkpoints' memory images on the nodes, per tenant: a row of its own under `groupBy=session`. */
     checkpointGbHours: z.number().nonnegative(),
+    /** Shipped checkpoints' objects in the object store (`SPACE_OBJECT_STORE`), per tenant, on the same row. */
+    objectStoreGbHours: z.number().nonnegative(),
     egressBytesOut: amount,
     egressBytesIn: amount,
     egressRequests: amount,

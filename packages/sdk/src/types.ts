@@ -362,8 +362,10 @@ export interface UsageFiguresData {
   memoryGbSeconds: number;
   /** Session volumes on nodes. */
   diskGbHours: number;
-  /** The tenant's checkpoints (their sizes); a row of its own (`sessionId: null`) when grouped by session. */
+  /** The tenant's checkpoints' memory images; a row of its own (`sessionId: null`) when grouped by session. */
   checkpointGbHours: number;
+  /** The tenant's shipped checkpoints in the object store, on that same row. */
+  objectStoreGbHours: number;
   egressBytesOut: number;
   egressBytesIn: number;
   egressRequests: number;

@@ -7,6 +7,7 @@ const columns: [keyof UsageFiguresData, string][] = [
   ['memoryGbSeconds', 'mem GiB·s'],
   ['diskGbHours', 'disk GiB·h'],
   ['checkpointGbHours', 'ckpt GiB·h'],
+  ['objectStoreGbHours', 'objects GiB·h'],
   ['egressBytesOut', 'sent B'],
   ['egressBytesIn', 'received B'],
   ['egressRequests', 'requests'],

@@ -143,6 +143,7 @@ export function tenantUsageText(totals: Map<string, UsageFigures>): string {
     ['memoryGbSeconds', 'space_tenant_memory_gib_seconds_total'],
     ['diskGbHours', 'space_tenant_disk_gib_hours_total'],
     ['checkpointGbHours', 'space_tenant_checkpoint_gib_hours_total'],
+    ['objectStoreGbHours', 'space_tenant_object_store_gib_hours_total'],
     ['egressBytesOut', 'space_tenant_egress_sent_bytes_total'],
     ['egressBytesIn', 'space_tenant_egress_received_bytes_total'],
     ['egressRequests', 'space_tenant_egress_requests_total'],

@@ -809,8 +809,9 @@ export class SqlStore implements Store {
 
   async markShipped(checkpointId: string, holder: string, shipped: { at: string; baseId: string; objects: StoredObject[] }): Promise<boolean> {
     const changed = await this.db.run(
-      'UPDATE checkpoints SET shipped_at = ?, shipped_base_id = ?, shipped_objects = ?, ship_claim = NULL, ship_claim_until = NULL WHERE id = ? AND ship_claim = ?',
-      [shipped.at, shipped.baseId, JSON.stringify(shipped.objects), checkpointId, holder],
+      `UPDATE checkpoints SET shipped_at = ?, shipped_base_id = ?, shipped_objects = ?, shipped_bytes = ?, ship_claim = NULL, ship_claim_until = NULL
+        WHERE id = ? AND ship_claim = ?`,
+      [shipped.at, shipped.baseId, JSON.stringify(shipped.objects), shipped.objects.reduce((sum, o) => sum + o.bytes, 0), checkpointId, holder],
     );
     return changed > 0;
   }

@@ -62,6 +62,31 @@ export function tenantUsageTriggers(dialect: Dialect): string[] {
 }
 
 /**
+ * `tenant_usage.object_bytes`: the bytes of the tenant's checkpoints in the object store (their
+ * `shipped_bytes`, set once when shipped): + when set, − when the checkpoint goes.
+ */
+export function objectBytesTriggers(dialect: Dialect): string[] {
+  const count = (amount: string, row: 'NEW' | 'OLD') =>
+    add(dialect, { table: 'tenant_usage', key: { column: 'tenant_id', value: `${row}.tenant_id` }, column: 'object_bytes' }, amount, row);
+  const shipped = 'COALESCE(NEW.shipped_bytes, 0) - COALESCE(OLD.shipped_bytes, 0)';
+  if (dialect === 'sqlite') {
+    return [
+      `CREATE TRIGGER IF NOT EXISTS checkpoints_object_bytes_update AFTER UPDATE OF shipped_bytes ON checkpoints
+        WHEN NEW.shipped_bytes IS NOT OLD.shipped_bytes BEGIN ${count(shipped, 'NEW')}; END`,
+      `CREATE TRIGGER IF NOT EXISTS checkpoints_object_bytes_delete AFTER DELETE ON checkpoints WHEN OLD.shipped_bytes IS NOT NULL
+        BEGIN ${count('-OLD.shipped_bytes', 'OLD')}; END`,
+    ];
+  }
+  return [
+    `CREATE OR REPLACE FUNCTION checkpoints_object_bytes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      IF TG_OP = 'UPDATE' THEN ${count(shipped, 'NEW')}; RETURN NEW;
+      ELSE ${count('-COALESCE(OLD.shipped_bytes, 0)', 'OLD')}; RETURN OLD; END IF; END $$`,
+    `CREATE OR REPLACE TRIGGER checkpoints_object_bytes AFTER UPDATE OF shipped_bytes OR DELETE ON checkpoints FOR EACH ROW
+      EXECUTE FUNCTION checkpoints_object_bytes()`,
+  ];
+}
+
+/**
  * `node_usage`: the sessions starting or running whose volume is on each node. A row counts while it
  * is active with a node: −1 where it stops counting (deleted, or its status or node changed), +1
  * where it starts.

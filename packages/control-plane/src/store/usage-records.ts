@@ -1,9 +1,10 @@
 import type { NodeUsageBatch, UsageGroupBy } from '@space/protocol';
 import type { Dialect } from './migrations.js';
+import { objectBytesTriggers } from './usage-counters.js';
 import type { SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
 
 // Usage metering in the store: `usage_hourly` (what each session used in each UTC hour; a tenant's
-// checkpoint storage under session ''), `usage_totals` (per tenant, for /metrics), `usage_batches`
+// checkpoint and object storage under session ''), `usage_totals` (per tenant, for /metrics), `usage_batches`
 // (the node batches applied, so a resent one is not counted twice) and `usage_clock` (how far the
 // checkpoint storage was integrated). The statements in `usageSchema` are part of a released
 // migration: never change them, add a migration.
@@ -14,6 +15,7 @@ export const usageColumns = {
   memoryKibSeconds: 'memory_kib_s',
   diskKibSeconds: 'disk_kib_s',
   checkpointKibSeconds: 'checkpoint_kib_s',
+  objectStoreKibSeconds: 'object_store_kib_s',
   egressBytesOut: 'egress_bytes_out',
   egressBytesIn: 'egress_bytes_in',
   egressRequests: 'egress_requests',
@@ -40,6 +42,11 @@ const rowsPerStatement = 100;
 
 export function usageSchema(dialect: Dialect): string[] {
   const t = dialect === 'postgres' ? 'TEXT COLLATE "C"' : 'TEXT';
+  // The bytes each shipped checkpoint holds in the object store, for each tenant's sum (usage-counters.ts).
+  const shippedBytes =
+    dialect === 'sqlite'
+      ? "(SELECT SUM(json_extract(value, '$.bytes')) FROM json_each(shipped_objects))"
+      : "(SELECT SUM((o->>'bytes')::bigint) FROM jsonb_array_elements(shipped_objects::jsonb) o)";
   const counts = columns.map((c) => `${c} BIGINT NOT NULL DEFAULT 0`).join(', ');
   const hour = 'substr(NEW.created_at, 1, 13)';
   const countCheckpoint = [
@@ -57,6 +64,10 @@ export function usageSchema(dialect: Dialect): string[] {
     `CREATE TABLE IF NOT EXISTS usage_batches (ledger ${t} NOT NULL, seq BIGINT NOT NULL, node_id ${t} NOT NULL, applied_at ${t} NOT NULL,
       PRIMARY KEY (ledger, seq))`,
     `CREATE TABLE IF NOT EXISTS usage_clock (id INTEGER PRIMARY KEY, integrated_through ${t} NOT NULL)`,
+    'ALTER TABLE checkpoints ADD COLUMN shipped_bytes BIGINT',
+    'ALTER TABLE tenant_usage ADD COLUMN object_bytes BIGINT NOT NULL DEFAULT 0',
+    ...objectBytesTriggers(dialect),
+    `UPDATE checkpoints SET shipped_bytes = ${shippedBytes} WHERE shipped_objects IS NOT NULL`,
     `INSERT INTO usage_clock (id, integrated_through) VALUES (1, '${new Date().toISOString()}') ON CONFLICT (id) DO NOTHING`,
     ...(dialect === 'sqlite'
       ? [`CREATE TRIGGER IF NOT EXISTS checkpoints_metered AFTER INSERT ON checkpoints BEGIN ${countCheckpoint.join('; ')}; END`]
@@ -165,7 +176,7 @@ export function applyUsageBatch(db: SqlDatabase, nodeId: string, batch: NodeUsag
 }
 
 /**
- * Adds the tenants' checkpoint bytes × the time since the clock's last move, and moves it to `now`:
+ * Adds the tenants' checkpoint and object store bytes × the time since the clock's last move, and moves it to `now`:
  * by one control plane only (the move is a compare-and-set in the same transaction), at most every
  * `everyMs`. Nothing is counted twice or skipped, whichever control planes come and go.
  */
@@ -180,8 +191,9 @@ export function integrateCheckpointStorage(db: SqlDatabase, now: number, everyMs
       clock.through,
     ]);
     if (moved === 0) return false;
-    const held = await tx.all<{ tenant_id: string; bytes: number | string }>(
-      'SELECT tenant_id, SUM(checkpoint_bytes) AS bytes FROM tenant_usage GROUP BY tenant_id HAVING SUM(checkpoint_bytes) > 0',
+    const held = await tx.all<{ tenant_id: string; checkpoints: number | string; objects: number | string }>(
+      `SELECT tenant_id, SUM(checkpoint_bytes) AS checkpoints, SUM(object_bytes) AS objects FROM tenant_usage
+        GROUP BY tenant_id HAVING SUM(checkpoint_bytes) > 0 OR SUM(object_bytes) > 0`,
     );
     const kibSeconds = ((now - from) / 1000) * (1 / 1024);
     const shares = hourShares(from, now);
@@ -192,7 +204,7 @@ export function integrateCheckpointStorage(db: SqlDatabase, now: number, everyMs
           sessionId: '',
           hour,
           tenantId: row.tenant_id,
-          amounts: scaled({ checkpointKibSeconds: Number(row.bytes) * kibSeconds }, share),
+          amounts: scaled({ checkpointKibSeconds: Number(row.checkpoints) * kibSeconds, objectStoreKibSeconds: Number(row.objects) * kibSeconds }, share),
         })),
       ),
     );

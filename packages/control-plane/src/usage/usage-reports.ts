@@ -17,6 +17,7 @@ export function figuresOf(amounts: UsageAmounts): UsageFigures {
     memoryGbSeconds: rounded(amounts.memoryKibSeconds / kibPerGib),
     diskGbHours: rounded(amounts.diskKibSeconds / kibPerGib / 3600),
     checkpointGbHours: rounded(amounts.checkpointKibSeconds / kibPerGib / 3600),
+    objectStoreGbHours: rounded(amounts.objectStoreKibSeconds / kibPerGib / 3600),
     egressBytesOut: amounts.egressBytesOut,
     egressBytesIn: amounts.egressBytesIn,
     egressRequests: amounts.egressRequests,

@@ -111,36 +111,49 @@ for (const engine of engines.all) {
     },
   );
 
-  test(named('checkpoints are counted as they are recorded; their storage is integrated by one control plane at a time, without gaps'), async () => {
-    const store = await engine.open('usage_storage');
-    const other = await engine.open('usage_storage');
-    await store.insertTenant({ id: 'tn_c', name: 'c', createdAt: '' });
-    await store.insertSession(session('ses_c1', 'tn_c'));
-    await store.insertCheckpoint({ ...checkpoint('ckp_c1', 'ses_c1', 'tn_c', 2 ** 30), createdAt: '2026-12-05T10:30:00.000Z' });
-    await store.insertCheckpoint({ ...checkpoint('ckp_c2', 'ses_c1', 'tn_c'), createdAt: '2026-12-05T10:31:00.000Z' });
-    const start = Date.now() + 60_000;
-    // The clock starts at the migration: the first integration covers the time since, the same `now` again nothing.
-    // (SQLite serves one control plane: two connections of one process would wait for each other's lock.)
-    const both = [() => store.integrateCheckpointStorage(start, 60_000), () => other.integrateCheckpointStorage(start, 60_000)];
-    const first = engine.name === 'postgres' ? await Promise.all(both.map((f) => f())) : [await both[0]!(), await both[1]!()];
-    assert.deepEqual(first.filter(Boolean).length, 1, 'one of two control planes integrates');
-    assert.equal(await store.integrateCheckpointStorage(start + 30_000, 60_000), false, 'not due yet');
-    assert.equal(await other.integrateCheckpointStorage(start + 3_600_000, 60_000), true);
-    const reports = new UsageReports(store, () => start + 3_600_000);
-    const report = await reports.report({ tenantId: 'tn_c', admin: false }, { from: '2026-12-05T00:00:00.000Z', groupBy: 'session' });
-    const storage = report.rows.find((r) => r.sessionId === null);
-    assert.ok(storage, 'the tenant’s checkpoint storage has a row of its own');
-    // 1 GiB held for an hour since the first integration (and whatever time before it since the migration).
-    assert.ok(storage.checkpointGbHours >= 1 && storage.checkpointGbHours < 1.1, `${storage.checkpointGbHours} GiB-hours`);
-    const c1 = await reports.report(
-      { tenantId: 'tn_c', admin: false },
-      { from: '2026-12-05T10:00:00.000Z', to: '2026-12-05T11:00:00.000Z', groupBy: 'session' },
-    );
-    assert.deepEqual(
-      c1.rows.map((r) => [r.sessionId, r.checkpoints]),
-      [['ses_c1', 2]],
-    );
-  });
+  test(
+    named('checkpoints are counted as they are recorded; their storage and their objects are integrated by one control plane at a time, without gaps'),
+    async () => {
+      const store = await engine.open('usage_storage');
+      const other = await engine.open('usage_storage');
+      await store.insertTenant({ id: 'tn_c', name: 'c', createdAt: '' });
+      await store.insertSession(session('ses_c1', 'tn_c'));
+      await store.insertCheckpoint({ ...checkpoint('ckp_c1', 'ses_c1', 'tn_c', 2 ** 30), createdAt: '2026-12-05T10:30:00.000Z' });
+      await store.insertCheckpoint({ ...checkpoint('ckp_c2', 'ses_c1', 'tn_c'), createdAt: '2026-12-05T10:31:00.000Z' });
+      // Shipped: 2 GiB in the object store.
+      assert.equal(await store.claimShipment('ckp_c1', 'cp-a', Date.now() + 60_000, Date.now()), true);
+      const object = { key: 'checkpoints/ckp_c1.send', bytes: 2 ** 31, sha256: 'a'.repeat(64) };
+      assert.equal(await store.markShipped('ckp_c1', 'cp-a', { at: new Date().toISOString(), baseId: 'base_c1', objects: [object] }), true);
+      const start = Date.now() + 60_000;
+      // The clock starts at the migration: the first integration covers the time since, the same `now` again nothing.
+      // (SQLite serves one control plane: two connections of one process would wait for each other's lock.)
+      const both = [() => store.integrateCheckpointStorage(start, 60_000), () => other.integrateCheckpointStorage(start, 60_000)];
+      const first = engine.name === 'postgres' ? await Promise.all(both.map((f) => f())) : [await both[0]!(), await both[1]!()];
+      assert.deepEqual(first.filter(Boolean).length, 1, 'one of two control planes integrates');
+      assert.equal(await store.integrateCheckpointStorage(start + 30_000, 60_000), false, 'not due yet');
+      assert.equal(await other.integrateCheckpointStorage(start + 3_600_000, 60_000), true);
+      const reports = new UsageReports(store, () => start + 3_600_000);
+      const report = await reports.report({ tenantId: 'tn_c', admin: false }, { from: '2026-12-05T00:00:00.000Z', groupBy: 'session' });
+      const storage = report.rows.find((r) => r.sessionId === null);
+      assert.ok(storage, 'the tenant’s checkpoint storage has a row of its own');
+      // 1 GiB held for an hour since the first integration (and whatever time before it since the migration).
+      assert.ok(storage.checkpointGbHours >= 1 && storage.checkpointGbHours < 1.1, `${storage.checkpointGbHours} GiB-hours`);
+      assert.ok(storage.objectStoreGbHours >= 2 && storage.objectStoreGbHours < 2.2, `${storage.objectStoreGbHours} GiB-hours in the object store`);
+      // Deleted, the checkpoint's bytes are held no more.
+      const before = (await reports.totals()).get('tn_c');
+      await store.deleteCheckpoint('ckp_c1');
+      assert.equal(await other.integrateCheckpointStorage(start + 2 * 3_600_000, 60_000), true);
+      assert.deepEqual((await reports.totals()).get('tn_c'), before, 'nothing held after the delete');
+      const c1 = await reports.report(
+        { tenantId: 'tn_c', admin: false },
+        { from: '2026-12-05T10:00:00.000Z', to: '2026-12-05T11:00:00.000Z', groupBy: 'session' },
+      );
+      assert.deepEqual(
+        c1.rows.map((r) => [r.sessionId, r.checkpoints]),
+        [['ses_c1', 2]],
+      );
+    },
+  );
 
   test(named('a control plane that dies after storing a batch and before the node hears so: the next collection counts nothing twice'), async () => {
     const store = await engine.open('usage_collect');
