@@ -77,10 +77,6 @@ export const controlPlaneSettings = {
     min: 1,
     doc: "how long a call waits for a session's restore, delete, checkpoint… before `409 SESSION_BUSY`",
   }),
-  sessionDiskGb: setting.positive('SPACE_SESSION_DISK_GB', {
-    default: 10,
-    doc: 'disk of a session that names none (`resources.diskGb`): a btrfs simple quota counting what the session wrote',
-  }),
   templateMaxContextMb: setting.positive('SPACE_TEMPLATE_MAX_CONTEXT_MB', { default: 64, doc: 'the build context a Dockerfile build may carry (413 past it)' }),
   previewDomain: setting.text('SPACE_PREVIEW_DOMAIN', {
     default: undefined,

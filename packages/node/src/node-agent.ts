@@ -242,13 +242,24 @@ export class NodeAgent {
     // Commands the crashed agent had started (runsc checkpoint) may finish after this start.
     this.sweeper = setInterval(() => void checkpointStore.removeIncomplete(10 * 60_000).catch(() => undefined), 10 * 60_000);
     this.sweeper.unref();
-    this.memoryWatch = new MemoryWatch({ live, link, workingSet: (id) => readWorkingSet(id), log });
+    this.memoryWatch = new MemoryWatch({ live, link, workingSet: (id, atLeast) => readWorkingSet(id, atLeast), log });
     this.memoryWatch.start();
     usage.start();
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
     const poolTemplates = config.pool.templates ?? options.templates ?? [];
     for (const name of poolTemplates) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));
-    const pooled = new PooledSandboxes({ manager: this.manager, live, volumes, link, driver, records, runtimeDir, usage, log });
+    const pooled = new PooledSandboxes({
+      manager: this.manager,
+      live,
+      volumes,
+      link,
+      driver,
+      records,
+      runtimeDir,
+      usage,
+      defaultDiskGb: config.defaultDiskGb,
+      log,
+    });
     const images = new TemplateImages(this.volume.dir('template-images'), new Subvolumes(), pooled, log);
     await images.clear();
     this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, pooled, config.pool.templateImages ? images : null, log);

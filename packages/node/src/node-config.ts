@@ -46,6 +46,8 @@ export interface NodeConfig {
   objectStore: ObjectStore | null;
   /** How often usage is sampled and a batch closed (`SPACE_USAGE_SAMPLE_SEC`). */
   usageSampleMs: number;
+  /** The disk limit of a session that names none (`SPACE_SESSION_DISK_GB`): pooled volumes get it ahead. */
+  defaultDiskGb: number;
   /** Where the node API's traces go (`OTEL_EXPORTER_OTLP_ENDPOINT`); null: nothing is traced. */
   tracesUrl: string | null;
 }
@@ -130,6 +132,7 @@ export async function resolveNodeConfig(
         ? overrides.objectStore
         : objectStoreFrom(settings, env, settings.s3CaFile ? await readFile(settings.s3CaFile, 'utf8') : undefined),
     usageSampleMs: overrides.usageSampleMs ?? settings.usageSampleSec * 1000,
+    defaultDiskGb: overrides.defaultDiskGb ?? settings.sessionDiskGb,
     tracesUrl: overrides.tracesUrl !== undefined ? overrides.tracesUrl : otlpTracesUrl(settings),
     gateway: overrides.gateway ?? {
       caDir: path.resolve(settings.gatewayCaDir ?? path.join(dataDir, 'gateway-ca')),

@@ -1,4 +1,5 @@
 import { ResourcesSchema, type Resources, type StartSandboxRequest } from '@space/protocol';
+import { untraced } from '@space/server-kit';
 import type { Logger } from './logger.js';
 import { PoolDemand } from './pool-demand.js';
 import type { TemplateImage, TemplateImages } from './template-images.js';
@@ -168,7 +169,8 @@ export class WarmPool {
 
   private refill(): void {
     if (this.refilling || this.stopped) return;
-    this.refilling = this.fill().finally(() => (this.refilling = null));
+    // Started by a claim, but not part of it: its boots are not the caller's trace.
+    this.refilling = untraced(() => this.fill()).finally(() => (this.refilling = null));
   }
 
   private async fill(): Promise<void> {

@@ -36,6 +36,7 @@ export {
   Tracer,
   Span,
   activeSpan,
+  untraced,
   inSpan,
   parseTraceparent,
   recordReportedSpan,

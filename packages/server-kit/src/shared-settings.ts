@@ -43,5 +43,9 @@ export const sharedSettings = {
     shownDefault: 'unset',
     doc: 'the full URL traces are posted to, instead of `OTEL_EXPORTER_OTLP_ENDPOINT`/v1/traces',
   }),
+  sessionDiskGb: setting.positive('SPACE_SESSION_DISK_GB', {
+    default: 10,
+    doc: "disk of a session that names none (`resources.diskGb`): a btrfs simple quota counting what the session wrote; the control planes' setting, and the nodes', whose warm pools give their volumes that limit ahead (a claim then need not)",
+  }),
   quiet: setting.flag('SPACE_QUIET', { default: false, doc: '`1`: a process logs only warnings and errors' }),
 };

@@ -106,6 +106,11 @@ export class Tracer {
   }
 }
 
+/** Runs `work` outside any trace: background work a call starts but is not part of (a pool's refill). */
+export function untraced<T>(work: () => T): T {
+  return context.exit(work);
+}
+
 /** The span the current work runs in, if it is traced. */
 export function activeSpan(): Span | undefined {
   return context.getStore();

@@ -1,5 +1,5 @@
 import type { SqlExecutor } from './sql-database.js';
-import { usageSchema } from './usage-records.js';
+import { objectStoreUsageSchema, usageSchema } from './usage-records.js';
 import { activeStatuses, counterTable, nodeUsageTriggers, statusCountTriggers, tenantUsageTriggers } from './usage-counters.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -329,6 +329,11 @@ export const migrations: Migration[] = [
     version: 28,
     description: "usage metering: each session's use per hour, each tenant's totals, the node batches applied, the checkpoint storage clock",
     statements: usageSchema,
+  },
+  {
+    version: 29,
+    description: "usage metering of the object store: each shipped checkpoint's bytes there, each tenant's sum, its metered amount",
+    statements: objectStoreUsageSchema,
   },
 ];
 

@@ -6,8 +6,8 @@ import type { SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
 // Usage metering in the store: `usage_hourly` (what each session used in each UTC hour; a tenant's
 // checkpoint and object storage under session ''), `usage_totals` (per tenant, for /metrics), `usage_batches`
 // (the node batches applied, so a resent one is not counted twice) and `usage_clock` (how far the
-// checkpoint storage was integrated). The statements in `usageSchema` are part of a released
-// migration: never change them, add a migration.
+// checkpoint storage was integrated). The statements of `usageSchema` and `objectStoreUsageSchema`
+// are part of released migrations: never change them, add a migration.
 
 /** The measured amounts and their columns, in the units that keep years of totals within 64 bits. */
 export const usageColumns = {
@@ -40,14 +40,11 @@ const keptBatches = 1000;
 /** Rows per multi-row statement (well under SQLite's 32,766 parameters). */
 const rowsPerStatement = 100;
 
+/** Migration 28: the tables, with the amounts metered then (the object store's came with 29). */
 export function usageSchema(dialect: Dialect): string[] {
   const t = dialect === 'postgres' ? 'TEXT COLLATE "C"' : 'TEXT';
-  // The bytes each shipped checkpoint holds in the object store, for each tenant's sum (usage-counters.ts).
-  const shippedBytes =
-    dialect === 'sqlite'
-      ? "(SELECT SUM(json_extract(value, '$.bytes')) FROM json_each(shipped_objects))"
-      : "(SELECT SUM((o->>'bytes')::bigint) FROM jsonb_array_elements(shipped_objects::jsonb) o)";
-  const counts = columns.map((c) => `${c} BIGINT NOT NULL DEFAULT 0`).join(', ');
+  const firstColumns = columns.filter((c) => c !== usageColumns.objectStoreKibSeconds);
+  const counts = firstColumns.map((c) => `${c} BIGINT NOT NULL DEFAULT 0`).join(', ');
   const hour = 'substr(NEW.created_at, 1, 13)';
   const countCheckpoint = [
     `INSERT INTO usage_hourly (session_id, hour, tenant_id, checkpoints) VALUES (NEW.session_id, ${hour}, NEW.tenant_id, 1)
@@ -64,10 +61,6 @@ export function usageSchema(dialect: Dialect): string[] {
     `CREATE TABLE IF NOT EXISTS usage_batches (ledger ${t} NOT NULL, seq BIGINT NOT NULL, node_id ${t} NOT NULL, applied_at ${t} NOT NULL,
       PRIMARY KEY (ledger, seq))`,
     `CREATE TABLE IF NOT EXISTS usage_clock (id INTEGER PRIMARY KEY, integrated_through ${t} NOT NULL)`,
-    'ALTER TABLE checkpoints ADD COLUMN shipped_bytes BIGINT',
-    'ALTER TABLE tenant_usage ADD COLUMN object_bytes BIGINT NOT NULL DEFAULT 0',
-    ...objectBytesTriggers(dialect),
-    `UPDATE checkpoints SET shipped_bytes = ${shippedBytes} WHERE shipped_objects IS NOT NULL`,
     `INSERT INTO usage_clock (id, integrated_through) VALUES (1, '${new Date().toISOString()}') ON CONFLICT (id) DO NOTHING`,
     ...(dialect === 'sqlite'
       ? [`CREATE TRIGGER IF NOT EXISTS checkpoints_metered AFTER INSERT ON checkpoints BEGIN ${countCheckpoint.join('; ')}; END`]
@@ -76,6 +69,25 @@ export function usageSchema(dialect: Dialect): string[] {
             ${countCheckpoint.join('; ')}; RETURN NULL; END $$`,
           'CREATE OR REPLACE TRIGGER checkpoints_metered AFTER INSERT ON checkpoints FOR EACH ROW EXECUTE FUNCTION checkpoints_metered()',
         ]),
+  ];
+}
+
+/**
+ * Migration 29: the object store's storage: each shipped checkpoint's bytes there (`shipped_bytes`,
+ * filled in for those shipped before), each tenant's sum kept by triggers, and its metered amount.
+ */
+export function objectStoreUsageSchema(dialect: Dialect): string[] {
+  const shippedBytes =
+    dialect === 'sqlite'
+      ? "(SELECT SUM(json_extract(value, '$.bytes')) FROM json_each(shipped_objects))"
+      : "(SELECT SUM((o->>'bytes')::bigint) FROM jsonb_array_elements(shipped_objects::jsonb) o)";
+  return [
+    'ALTER TABLE checkpoints ADD COLUMN shipped_bytes BIGINT',
+    'ALTER TABLE tenant_usage ADD COLUMN object_bytes BIGINT NOT NULL DEFAULT 0',
+    ...objectBytesTriggers(dialect),
+    `UPDATE checkpoints SET shipped_bytes = ${shippedBytes} WHERE shipped_objects IS NOT NULL`,
+    `ALTER TABLE usage_hourly ADD COLUMN ${usageColumns.objectStoreKibSeconds} BIGINT NOT NULL DEFAULT 0`,
+    `ALTER TABLE usage_totals ADD COLUMN ${usageColumns.objectStoreKibSeconds} BIGINT NOT NULL DEFAULT 0`,
   ];
 }
 

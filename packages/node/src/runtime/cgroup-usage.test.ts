@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { readLimitHit } from './cgroup-usage.js';
+import { readLimitHit, readWorkingSet } from './cgroup-usage.js';
 
 test('limit hit: an OOM kill or a refused fork counted by the sandbox cgroup, v1 and v2', (t) => {
   const root = mkdtempSync(path.join(tmpdir(), 'space-cgroup-'));
@@ -25,4 +25,24 @@ test('limit hit: an OOM kill or a refused fork counted by the sandbox cgroup, v1
     assert.equal(await readLimitHit('sbx_v2', root), 'oom');
     assert.equal(await readLimitHit('sbx_gone', root), null);
   })();
+});
+
+test('working set: usage less inactive file pages, v1 and v2; below the threshold asked for, the usage alone (memory.stat not read)', (t) => {
+  const root = mkdtempSync(path.join(tmpdir(), 'space-cgroup-'));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  const write = (file: string, text: string) => {
+    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
+    writeFileSync(path.join(root, file), text);
+  };
+  write('memory/space/sbx_v1/memory.usage_in_bytes', '1000\n');
+  write('memory/space/sbx_v1/memory.stat', 'cache 500\ntotal_inactive_file 300\n');
+  write('space/sbx_v2/memory.current', '4000\n');
+  write('space/sbx_v2/memory.stat', 'anon 3000\ninactive_file 1000\n');
+  assert.equal(readWorkingSet('sbx_v1', 0, root), 700);
+  assert.equal(readWorkingSet('sbx_v2', 0, root), 3000);
+  assert.equal(readWorkingSet('sbx_v2', 3500, root), 3000, 'at or above the threshold: memory.stat read');
+  // Below it, memory.stat is not read: one the kernel could not build would change nothing.
+  rmSync(path.join(root, 'space/sbx_v2/memory.stat'));
+  assert.equal(readWorkingSet('sbx_v2', 5000, root), 4000);
+  assert.equal(readWorkingSet('sbx_gone', 0, root), null);
 });

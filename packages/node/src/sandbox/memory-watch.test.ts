@@ -25,7 +25,7 @@ test('memory watch: only a sandbox near its memory gets the guard called, one ca
   let release = (): void => undefined;
   const watch = new MemoryWatch({
     live,
-    workingSet: async (id) => used[id] ?? null,
+    workingSet: (id) => used[id] ?? null,
     link: {
       relieveMemory: (daemon) => {
         asked.push((daemon as unknown as { id: string }).id);

@@ -14,7 +14,7 @@ export interface MemoryWatchDeps {
   live: LiveSandboxes;
   link: Pick<DaemonLink, 'relieveMemory'>;
   /** The sandbox cgroup's working set in bytes (usage less inactive file pages); null without a cgroup. */
-  workingSet: (sandboxId: string) => Promise<number | null>;
+  workingSet: (sandboxId: string, atLeast: number) => number | null;
   log: Logger;
 }
 
@@ -26,14 +26,13 @@ export interface MemoryWatchDeps {
  */
 export class MemoryWatch {
   private timer: NodeJS.Timeout | null = null;
-  private running = false;
   /** Sandboxes whose guard call is under way: one at a time each. */
   private readonly asking = new Set<string>();
 
   constructor(private readonly deps: MemoryWatchDeps) {}
 
   start(): void {
-    this.timer = setInterval(() => void this.check(), watchEveryMs);
+    this.timer = setInterval(() => this.check(), watchEveryMs);
     this.timer.unref();
   }
 
@@ -42,30 +41,26 @@ export class MemoryWatch {
     this.timer = null;
   }
 
-  private async check(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      for (const live of this.deps.live.all()) {
-        const { sandboxId, memoryMb } = live.record;
-        // A sandbox busy with a checkpoint's pause or a claim is left alone: its daemon waits.
-        if (!memoryMb || live.pendingCall || this.asking.has(sandboxId)) continue;
-        const bytes = await this.deps.workingSet(sandboxId).catch(() => null);
-        if (bytes === null || bytes < memoryMb * 2 ** 20 * nearLimit) continue;
-        this.asking.add(sandboxId);
-        this.deps.link
-          .relieveMemory(live.daemon)
-          .then((relief) => {
-            if (relief.killed)
-              this.deps.log.warn(
-                `sandbox ${sandboxId} of ${live.record.sessionId} ran out of its ${memoryMb} MB: killed pid ${relief.killed.pid} (${relief.killed.name}, ${relief.killed.rssMiB} MiB)`,
-              );
-          })
-          .catch(() => undefined)
-          .finally(() => this.asking.delete(sandboxId));
-      }
-    } finally {
-      this.running = false;
+  /** One look at every sandbox: synchronous reads of their cgroups (microseconds each), the guard's calls in the background. */
+  private check(): void {
+    for (const live of this.deps.live.all()) {
+      const { sandboxId, memoryMb } = live.record;
+      // A sandbox busy with a checkpoint's pause or a claim is left alone: its daemon waits.
+      if (!memoryMb || live.pendingCall || this.asking.has(sandboxId)) continue;
+      const near = memoryMb * 2 ** 20 * nearLimit;
+      const bytes = this.deps.workingSet(sandboxId, near);
+      if (bytes === null || bytes < near) continue;
+      this.asking.add(sandboxId);
+      this.deps.link
+        .relieveMemory(live.daemon)
+        .then((relief) => {
+          if (relief.killed)
+            this.deps.log.warn(
+              `sandbox ${sandboxId} of ${live.record.sessionId} ran out of its ${memoryMb} MB: killed pid ${relief.killed.pid} (${relief.killed.name}, ${relief.killed.rssMiB} MiB)`,
+            );
+        })
+        .catch(() => undefined)
+        .finally(() => this.asking.delete(sandboxId));
     }
   }
 }

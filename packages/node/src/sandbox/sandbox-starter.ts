@@ -91,12 +91,9 @@ export class SandboxStarter {
     // Pooled sandboxes and template images run already: they cannot gain the session's mounts.
     const prestarted = request.mounts.length === 0;
     if (!(await volumes.exists(request.sessionId))) {
+      // A pooled sandbox's claim gives its volume the session's disk limit.
       const pooled = prestarted ? await this.fromPool(request) : null;
-      if (pooled) {
-        // The pooled sandbox's volume was made before its session was known: sized now.
-        await volumes.limitDisk(request.sessionId, request.resources.diskGb);
-        return this.counted('pool', pooled);
-      }
+      if (pooled) return this.counted('pool', pooled);
       const image = prestarted ? this.deps.pool?.image(request) : undefined;
       const restored = image ? await this.fromTemplateImage(request, image, phases) : null;
       if (restored) return this.counted('template-image', restored);
