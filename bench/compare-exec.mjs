@@ -6,15 +6,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { execRoundTrips } from './harness.mjs';
+import { execRoundTrips, numberOption } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? Number(args[at + 1]) : fallback;
-};
+const option = (name, fallback) => numberOption(args, name, fallback);
 const dirs = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'));
 if (dirs.length < 1) {
   console.error('usage: node bench/compare-exec.mjs BEFORE_DIR [AFTER_DIR] [--rounds N] [--execs N]');

@@ -6,6 +6,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+/** `--name N` among a bench's arguments, as a number; `fallback` when absent. */
+export function numberOption(args, name, fallback) {
+  const at = args.indexOf(name);
+  return at >= 0 ? Number(args[at + 1]) : fallback;
+}
+
 export const benchKey = `bench-${process.pid}-0123456789abcdef`;
 
 /** A benchmark is one tenant doing what many would: the per-tenant limits would measure themselves (20 concurrent creates > 16). */

@@ -9,15 +9,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OtlpReceiver } from '../packages/e2e/dist/harness/otlp-receiver.js';
-import { execRoundTrips } from './harness.mjs';
+import { execRoundTrips, numberOption } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const at = args.indexOf(name);
-  return at >= 0 ? Number(args[at + 1]) : fallback;
-};
+const option = (name, fallback) => numberOption(args, name, fallback);
 const rounds = option('--rounds', 3);
 const execs = option('--execs', 150);
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';

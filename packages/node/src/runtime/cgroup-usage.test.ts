@@ -5,13 +5,19 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { readLimitHit, readWorkingSet } from './cgroup-usage.js';
 
-test('limit hit: an OOM kill or a refused fork counted by the sandbox cgroup, v1 and v2', (t) => {
+/** A cgroup tree of files under a temporary root, removed after the test. */
+function fakeCgroups(t: { after: (fn: () => void) => void }): { root: string; write: (file: string, text: string) => void } {
   const root = mkdtempSync(path.join(tmpdir(), 'space-cgroup-'));
   t.after(() => rmSync(root, { recursive: true, force: true }));
   const write = (file: string, text: string) => {
     mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
     writeFileSync(path.join(root, file), text);
   };
+  return { root, write };
+}
+
+test('limit hit: an OOM kill or a refused fork counted by the sandbox cgroup, v1 and v2', (t) => {
+  const { root, write } = fakeCgroups(t);
   write('memory/space/sbx_v1/memory.oom_control', 'oom_kill_disable 0\nunder_oom 0\noom_kill 0\n');
   write('pids/space/sbx_v1/pids.events', 'max 0\n');
   write('space/sbx_v2/memory.events', 'low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n');
@@ -28,12 +34,7 @@ test('limit hit: an OOM kill or a refused fork counted by the sandbox cgroup, v1
 });
 
 test('working set: usage less inactive file pages, v1 and v2; below the threshold asked for, the usage alone (memory.stat not read)', (t) => {
-  const root = mkdtempSync(path.join(tmpdir(), 'space-cgroup-'));
-  t.after(() => rmSync(root, { recursive: true, force: true }));
-  const write = (file: string, text: string) => {
-    mkdirSync(path.dirname(path.join(root, file)), { recursive: true });
-    writeFileSync(path.join(root, file), text);
-  };
+  const { root, write } = fakeCgroups(t);
   write('memory/space/sbx_v1/memory.usage_in_bytes', '1000\n');
   write('memory/space/sbx_v1/memory.stat', 'cache 500\ntotal_inactive_file 300\n');
   write('space/sbx_v2/memory.current', '4000\n');
