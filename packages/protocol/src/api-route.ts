@@ -21,6 +21,8 @@ export interface ApiRoute {
   response: z.ZodTypeAny;
   /** How long a caller waits for the reply when not the client's default. */
   timeoutMs?: number;
+  /** The largest reply taken, when not the JSON bound (`Limits.maxJsonBodyBytes`). */
+  replyLimitBytes?: number;
 }
 
 type Params<R> = R extends { path: string } ? ParamNames<R['path']> : never;

@@ -155,7 +155,8 @@ export const nodeRoutes = {
     status: 200,
     response: ok,
   },
-  usageBatches: { method: 'GET', path: '/node/v1/usage', status: 200, response: NodeUsageBatchListSchema },
+  // A node's batches name every session it holds a volume of: a busy node's are larger than a JSON body.
+  usageBatches: { method: 'GET', path: '/node/v1/usage', status: 200, response: NodeUsageBatchListSchema, replyLimitBytes: 64 * 2 ** 20 },
   ackUsage: { method: 'POST', path: '/node/v1/usage/ack', body: NodeUsageAckSchema, status: 200, response: ok },
   deleteObjects: { method: 'POST', path: '/node/v1/objects/delete', body: NodeDeleteObjectsRequestSchema, status: 200, response: ok },
   createTemplate: { method: 'POST', path: '/node/v1/templates', body: NodeCreateTemplateRequestSchema, status: 201, response: ok },

@@ -117,6 +117,7 @@ export class NodeClient {
     return this.upstream.json(route.method, routeUrl(route, params, query), body, route.response, {
       headers: this.headers,
       ...(route.timeoutMs ? { timeoutMs: route.timeoutMs } : {}),
+      ...(route.replyLimitBytes ? { limit: route.replyLimitBytes } : {}),
     });
   }
 

@@ -25,8 +25,9 @@ import { PlacementEpochs } from '../placement-epochs.js';
 import { refuseUnlessControlPlane } from './control-plane-peer.js';
 import type { UsageLedger } from '../usage/usage-ledger.js';
 
-/** Usage batches one collection takes: a node far behind is caught up over several. */
+/** Usage batches one collection takes, in count and in bytes (at least one): a node far behind is caught up over several. */
 const usageBatchesPerCall = 60;
+const usageBytesPerCall = 16 * 2 ** 20;
 
 export interface NodeApiDeps {
   nodeId: string;
@@ -86,7 +87,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     capacity: deps.capacity,
     gatewayRequests: deps.gateway.requestCounts(),
   }));
-  serve(nodeRoutes.usageBatches, () => ({ batches: deps.usage.unacknowledged(usageBatchesPerCall) }));
+  serve(nodeRoutes.usageBatches, () => ({ batches: deps.usage.unacknowledged(usageBatchesPerCall, usageBytesPerCall) }));
   serve(nodeRoutes.ackUsage, async ({ body }) => {
     await deps.usage.acknowledge(body.ledger, body.through);
     return ok;

@@ -76,8 +76,9 @@ export class SessionVolumes {
     if (!referenced) return null;
     const bySession = new Map<string, number>();
     for (const [where, bytes] of referenced) {
+      // Only a session's own volume: not a restore's staging copy beside it (`ses_….restoring`).
       const [top, sessionId, ...rest] = where.split('/');
-      if (top === 'volumes' && sessionId?.startsWith('ses_') && rest.length === 0) bySession.set(sessionId, bytes);
+      if (top === 'volumes' && sessionId && /^ses_[a-z0-9]+$/.test(sessionId) && rest.length === 0) bySession.set(sessionId, bytes);
     }
     return bySession;
   }

@@ -58,9 +58,16 @@ export class UsageLedger {
     return this.pending.length;
   }
 
-  /** The oldest batches not acknowledged yet. */
-  unacknowledged(max: number): NodeUsageBatch[] {
-    return this.pending.slice(0, max);
+  /** The oldest batches not acknowledged yet: at most `max`, and no more than `maxBytes` of JSON past the first. */
+  unacknowledged(max: number, maxBytes = Number.POSITIVE_INFINITY): NodeUsageBatch[] {
+    const taken: NodeUsageBatch[] = [];
+    let bytes = 0;
+    for (const batch of this.pending.slice(0, max)) {
+      bytes += JSON.stringify(batch).length;
+      if (taken.length > 0 && bytes > maxBytes) break;
+      taken.push(batch);
+    }
+    return taken;
   }
 
   /** Numbers and writes a batch, with the baselines it ends at. */

@@ -36,6 +36,11 @@ test('the ledger keeps unacknowledged batches across restarts, numbers on from t
     reopened.unacknowledged(10).map((b) => b.seq),
     [2, 3],
   );
+  assert.deepEqual(
+    reopened.unacknowledged(10, 10).map((b) => b.seq),
+    [2],
+    'the first one at least, however large',
+  );
   await reopened.append(period(3));
   await reopened.acknowledge(reopened.id, 4);
   assert.equal(reopened.pendingCount, 0);

@@ -1,4 +1,4 @@
-import type { EgressAuditEntry, NodeUsageEntry } from '@space/protocol';
+import { type EgressAuditEntry, type NodeUsageEntry, NodeUsageEntrySchema } from '@space/protocol';
 import type { Logger } from '../logger.js';
 import type { SandboxRecord } from '../sandbox-record.js';
 import { isUnclaimed, type LiveSandboxes } from '../sandbox/live-sandboxes.js';
@@ -155,11 +155,16 @@ export class UsageMeter {
       if (this.open.size === 0) this.openSince = now;
       return;
     }
-    const entries: NodeUsageEntry[] = [...this.open].map(([sessionId, { tenantId, accrued }]) => ({
-      sessionId,
-      tenantId,
-      ...(Object.fromEntries(Object.entries(accrued).map(([k, v]) => [k, Math.round(v)])) as Accrued),
-    }));
+    // An entry the control planes would refuse would hold up every batch after it: checked here, and left out.
+    const entries = [...this.open].flatMap(([sessionId, { tenantId, accrued }]) => {
+      const entry = NodeUsageEntrySchema.safeParse({
+        sessionId,
+        tenantId,
+        ...Object.fromEntries(Object.entries(accrued).map(([k, v]) => [k, Math.round(v)])),
+      });
+      if (!entry.success) this.deps.log.warn(`usage of ${sessionId.slice(0, 80)} left out: ${entry.error.issues[0]?.message}`);
+      return entry.success ? [entry.data] : [];
+    });
     const period = { start: new Date(this.openSince).toISOString(), end: new Date(now).toISOString(), entries };
     this.open.clear();
     this.openSince = now;
