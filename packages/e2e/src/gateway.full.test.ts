@@ -333,6 +333,14 @@ describe('credential gateway and egress policy', () => {
     assert.equal(upstream.last().sha256, sha);
   });
 
+  test('a sandbox that hangs up before the upstream answers: the answer goes nowhere, the gateway serves on', { timeout: 60_000 }, async () => {
+    // The answer came after the connection closed and was piped into it: that threw, and took the node down.
+    const gaveUp = await sh(sessionId, "curl -sS -m 1 -o /dev/null 'https://api.test.space/slow?ms=2500'; echo $?");
+    assert.equal(gaveUp.stdout.trim(), '28', gaveUp.stderr);
+    await new Promise((r) => setTimeout(r, 2500));
+    assert.equal((await curl(sessionId, 'https://api.test.space/echo')).status, 200);
+  });
+
   test('egress policy: deny-all, domain and CIDR allow-lists, changed on a running session', { timeout: 120_000 }, async () => {
     const session = await api.createSession({ template: 'base', egress: { mode: 'deny-all' } });
     sessions.push(session.id);

@@ -102,6 +102,10 @@ export class TestUpstream {
       };
       if (this.requests.length < 10_000) this.requests.push(recorded);
       const url = new URL(req.url ?? '/', 'http://upstream');
+      if (url.pathname === '/slow') {
+        const timer = setTimeout(() => res.end('late'), Number(url.searchParams.get('ms') ?? 0));
+        return void res.once('close', () => clearTimeout(timer));
+      }
       if (url.pathname === '/bytes') {
         const total = Number(url.searchParams.get('n') ?? 0);
         res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': total });

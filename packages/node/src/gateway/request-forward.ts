@@ -74,7 +74,17 @@ export async function forwardRequest(
   await new Promise<void>((resolve, reject) => {
     upstream.on('timeout', () => upstream.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
     upstream.on('error', reject);
+    // A sandbox that hangs up before the answer is through: the upstream request goes too, and an
+    // answer that comes after is never piped into the closed connection (which throws).
+    res.once('close', () => {
+      if (!res.writableFinished)
+        upstream.destroy(new SpaceError(ErrorCode.REQUEST_ABORTED, 'the sandbox closed the connection before the answer was complete'));
+    });
     upstream.on('response', (response) => {
+      if (res.destroyed) {
+        response.destroy();
+        return;
+      }
       entry.secrets = [...outbound.used];
       const responseHeaders = inbound.rewriteHeaders(withoutHopByHop(response.headers));
       if (!inbound.empty) delete responseHeaders['content-length'];
