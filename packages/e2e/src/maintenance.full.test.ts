@@ -64,10 +64,12 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
     const pruned = [...seen].filter((id) => !versions.some((v) => v.checkpointId === id));
     assert.ok(pruned.length >= 2, `pruned: ${pruned.join(', ')}`);
     assert.equal(versions[0]?.checkpointId, manual.id);
-    assert.deepEqual(
-      versions.map((v) => v.change),
-      ['absent', 'added', ...versions.slice(2).map(() => 'modified')],
-      'taken before the writer ran, then written by it each time',
+    // The last one may be taken after the writer stopped, for another file it changed (its output in /tmp).
+    const changes = versions.map((v) => v.change);
+    assert.deepEqual(changes.slice(0, 2), ['absent', 'added'], 'taken before the writer ran, then after it wrote');
+    assert.ok(
+      changes.slice(2).every((c, i, rest) => c === 'modified' || (c === 'unchanged' && i === rest.length - 1)),
+      `written by it each time: ${changes.join(', ')}`,
     );
     assert.equal((await api.bytes(`/v1/checkpoints/${pruned[0]}/files?path=now`)).status, 404);
     // Its writer and checkpoints every second would otherwise share the maintenance passes with the next tests.
