@@ -8,7 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, startPlatform, timed, transfer } from './harness.mjs';
+import { api, startPlatform, timed, transfer, unattended } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -22,9 +22,7 @@ const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0' });
 try {
   const session = await api(platform.url, 'POST', '/v1/sessions', {
     template: 'base',
-    checkpointIntervalSec: 0,
-    fullCheckpointIntervalSec: 0,
-    idleTimeoutSec: 0,
+    ...unattended,
     resources: { diskGb: 2 },
   });
   const sessionPath = `/v1/sessions/${session.id}`;

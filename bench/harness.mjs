@@ -12,6 +12,9 @@ export function numberOption(args, name, fallback) {
   return at >= 0 ? Number(args[at + 1]) : fallback;
 }
 
+/** Session settings for what a bench measures: no automatic checkpoints, no idle stop in between. */
+export const unattended = { checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 };
+
 export const benchKey = `bench-${process.pid}-0123456789abcdef`;
 
 /** A benchmark is one tenant doing what many would: the per-tenant limits would measure themselves (20 concurrent creates > 16). */

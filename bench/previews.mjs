@@ -7,7 +7,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, benchKey, startPlatform, timed } from './harness.mjs';
+import { api, benchKey, startPlatform, timed, unattended } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -25,9 +25,7 @@ const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0' });
 try {
   const session = await api(platform.url, 'POST', '/v1/sessions', {
     template: 'base',
-    checkpointIntervalSec: 0,
-    fullCheckpointIntervalSec: 0,
-    idleTimeoutSec: 0,
+    ...unattended,
     services: [{ name: 'web', cmd: ['node', '-e', server], port: 8000 }],
   });
   const url = `${platform.url}/v1/sessions/${session.id}/ports/8000/`;

@@ -1,9 +1,9 @@
 // SPACE benchmark: starts the platform on its own data directory, measures through the public
 // HTTP API, and measures a cold `runsc run` of the same template in the same run as the baseline.
 // Usage: ./space bench [--quick]   (writes bench/results/<time>.json and prints a table; ends with
-// the API fuzzer, bench/fuzz.mjs)
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+// the API fuzzer, bench/fuzz.mjs). `./space bench --gigabyte` (bench/gigabyte.mjs) and `--burst`
+// (bench/concurrent-creates.mjs) run one phase of their own instead.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { printTable, recorder } from './stats.mjs';
@@ -11,6 +11,7 @@ import { api, startPlatform, timed, transfer } from './harness.mjs';
 import { measurePool, measureTemplateImages } from './pool-phase.mjs';
 import { describeAddedLatency, measureGateway } from './gateway-phase.mjs';
 import { runFuzz } from './fuzz.mjs';
+import { bareRunsc, templateRootfs } from './runsc-floor.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const quick = process.argv.includes('--quick');
@@ -29,28 +30,17 @@ const poolSize = Number(process.env.SPACE_BENCH_POOL_SIZE ?? (quick ? 20 : 100))
 
 /** Cold `runsc run` of a template's rootfs running `true`: what a sandbox costs without SPACE. */
 function runscBaseline(template) {
-  const templates = path.join(dataDir, 'btrfs/templates');
-  const dir = readdirSync(templates).find((d) => d.startsWith(`${template}@`));
-  const bundle = mkdtempSync('/tmp/space-bench-bundle-');
-  const stateRoot = mkdtempSync('/tmp/space-bench-runsc-');
-  const spec = {
-    ociVersion: '1.0.0',
-    process: { user: { uid: 0, gid: 0 }, args: ['/bin/true'], env: ['PATH=/usr/bin:/bin'], cwd: '/' },
-    root: { path: path.join(templates, dir), readonly: true },
-    mounts: [{ destination: '/proc', type: 'proc', source: 'proc' }],
-    linux: { namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }, { type: 'network' }] },
-  };
-  writeFileSync(path.join(bundle, 'config.json'), JSON.stringify(spec));
-  const samples = [];
-  for (let i = 0; i < runs.baseline; i++) {
-    const t = performance.now();
-    execFileSync('runsc', [`--root=${stateRoot}`, '--platform=ptrace', '--network=none', 'run', `--bundle=${bundle}`, `bench-${i}`], { stdio: 'ignore' });
-    samples.push(performance.now() - t);
-    execFileSync('runsc', [`--root=${stateRoot}`, 'delete', '--force', `bench-${i}`], { stdio: 'ignore' });
+  const bare = bareRunsc(templateRootfs(dataDir, template), ['/bin/true']);
+  try {
+    const samples = [];
+    for (let i = 0; i < runs.baseline; i++) {
+      samples.push(bare.runToEnd(`bench-${i}`));
+      bare.delete(`bench-${i}`);
+    }
+    return samples;
+  } finally {
+    bare.dispose();
   }
-  rmSync(bundle, { recursive: true, force: true });
-  rmSync(stateRoot, { recursive: true, force: true });
-  return samples;
 }
 
 /** Latencies of `runs.forks` forks of 4 sessions each from one checkpoint (the forks are deleted after). */

@@ -106,6 +106,24 @@ describe('sandbox deaths, restarts and large files', () => {
     await api.call('DELETE', `/v1/sessions/${session.id}`);
   });
 
+  test('a full checkpoint of a session near its memory limit is taken, and its process lives on after a resume', { timeout: 180_000 }, async () => {
+    // 360 MiB held of 400: the image the Sentry writes is charged to the sandbox's cgroup, whose
+    // backstop (756 MiB) would not hold both without the allowance the checkpoint makes for it.
+    const session = await api.createSession({ template: 'base', resources: { memoryMb: 400 }, checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    const limit = (): string => readFileSync(`/sys/fs/cgroup/memory/space/${session.sandbox.id}/memory.limit_in_bytes`, 'utf8').trim();
+    const backstop = limit();
+    const holder = "import time; held = [bytearray(b'x') * (1 << 20) for _ in range(360)]; open('/tmp/held', 'w').close(); time.sleep(1e9)";
+    await api.exec(session.id, ['python3', '-c', holder], { background: true });
+    for (let i = 0; i < 300 && (await api.exec(session.id, ['test', '-e', '/tmp/held'])).exitCode !== 0; i++) await new Promise((r) => setTimeout(r, 200));
+    const checkpoint = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+    assert.equal(checkpoint.status, 201, JSON.stringify(checkpoint.body));
+    assert.ok(checkpoint.body.sizeBytes > 360 * 2 ** 20, `image of ${checkpoint.body.sizeBytes} bytes`);
+    assert.equal(limit(), backstop, 'the backstop is put back once the image is stored');
+    await api.call('POST', `/v1/sessions/${session.id}/sandbox/kill`);
+    assert.equal((await api.exec(session.id, ['pgrep', '-f', 'bytearray'])).exitCode, 0, 'the process holding the memory was restored');
+    await api.call('DELETE', `/v1/sessions/${session.id}`);
+  });
+
   test('100 MB upload and download are streamed: same bytes, bounded memory', { timeout: 300_000 }, async () => {
     const session = await api.createSession({ template: 'tiny' });
     const size = 100 * 1024 * 1024;

@@ -7,7 +7,7 @@ import type { SandboxManager } from './sandbox/sandbox-manager.js';
 import type { PendingStart, SessionVolumes } from './sandbox/session-volumes.js';
 import type { BtrfsVolume } from './storage/btrfs-volume.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
-import type { ImageStaging } from './storage/image-staging.js';
+import { type ImageStaging, imageBytesEstimate } from './storage/image-staging.js';
 import type { NamedVolumes } from './storage/named-volumes.js';
 import { pathExists } from './storage/path-exists.js';
 
@@ -90,7 +90,9 @@ export class NodeCheckpointService {
     const { manager, store } = this.deps;
     const sandboxBytes = await manager.memoryBytes(sessionId);
     const staged = sandboxBytes === null ? null : await this.deps.staging.reserve(checkpointId, sandboxBytes);
+    let restoreBackstop: (() => Promise<void>) | null = null;
     try {
+      if (sandboxBytes !== null) restoreBackstop = await manager.allowImageMemory(sessionId, imageBytesEstimate(sandboxBytes));
       const saved = staged
         ? await manager.saveMemory(sessionId, staged.dir)
         : await this.deps.writeback.unbounded(() => manager.saveMemory(sessionId, store.partialImageDir(checkpointId)));
@@ -116,6 +118,7 @@ export class NodeCheckpointService {
       throw err;
     } finally {
       await staged?.release();
+      await restoreBackstop?.();
     }
   }
 

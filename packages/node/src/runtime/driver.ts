@@ -52,6 +52,12 @@ export interface RuntimeDriver {
    * or with `leaveRunning` left as it was (running, or paused if it was paused).
    */
   checkpoint(sandboxId: string, imageDir: string, options?: { leaveRunning?: boolean }): Promise<void>;
+  /**
+   * Readies a running sandbox for a save of its memory, outside its pause: gVisor's first save scans
+   * every page it has not yet accounted for, looking for zeros, while the sandbox is paused (1 GiB:
+   * 1.4 s of a 3.3 s save); `runsc events --stats` accounts for them in 70 ms while it runs.
+   */
+  prepareSave(sandboxId: string): Promise<void>;
   /** Freezes every process of the sandbox (nothing runs, nothing is written) until `resume`. */
   pause(sandboxId: string): Promise<void>;
   /** Lets a paused sandbox run again; a sandbox already running is left alone. */
@@ -62,6 +68,11 @@ export interface RuntimeDriver {
   moveRootfs(workDir: string, from: string, to: string): Promise<void>;
   /** Changes the running sandbox's CPU weight against other sandboxes (cgroup cpu.shares scale), and for its later restores. */
   setCpuShares(sandboxId: string, workDir: string, shares: number): Promise<void>;
+  /**
+   * Sets the host's memory limit of the sandbox (its backstop, above `memoryMb`) plus `extraBytes`:
+   * while a memory image is written, the pages it goes to are charged to the sandbox's cgroup.
+   */
+  setMemoryBackstop(sandboxId: string, memoryMb: number, extraBytes?: number): Promise<void>;
   /** Sends a signal to the sandbox's first process. */
   signalInit(sandboxId: string, signal: string): Promise<void>;
   /** Stops the sandbox and removes the runtime's record of it. Idempotent. */

@@ -60,7 +60,7 @@ export class GvisorDriver implements RuntimeDriver {
   async start(spec: SandboxSpec): Promise<void> {
     const bundle = await this.writeBundle(spec);
     await this.runInOwnMountNamespace(spec.workDir, ['run', '--detach', `--bundle=${bundle}`, spec.sandboxId]);
-    await setMemoryBackstop(spec);
+    await this.setMemoryBackstop(spec.sandboxId, spec.resources.memoryMb);
   }
 
   async checkpoint(sandboxId: string, imageDir: string, options: { leaveRunning?: boolean } = {}): Promise<void> {
@@ -76,6 +76,10 @@ export class GvisorDriver implements RuntimeDriver {
     ];
     const result = await inSpan('runsc checkpoint', { 'space.sandbox_id': sandboxId }, () => runCommand(inOwnMountNamespace(run), { allowFailure: true }));
     if (result.code !== 0) throw new Error(`runsc checkpoint failed: ${checkpointFailure(result.stderr || result.stdout)}`);
+  }
+
+  async prepareSave(sandboxId: string): Promise<void> {
+    await this.runsc(['events', '--stats', sandboxId], { allowFailure: true });
   }
 
   async pause(sandboxId: string): Promise<void> {
@@ -96,7 +100,14 @@ export class GvisorDriver implements RuntimeDriver {
       `--image-path=${imageDir}`,
       spec.sandboxId,
     ]);
-    await setMemoryBackstop(spec);
+    await this.setMemoryBackstop(spec.sandboxId, spec.resources.memoryMb);
+  }
+
+  async setMemoryBackstop(sandboxId: string, memoryMb: number, extraBytes = 0): Promise<void> {
+    const v1 = `/sys/fs/cgroup/memory/space/${sandboxId}/memory.limit_in_bytes`;
+    const v2 = `/sys/fs/cgroup/space/${sandboxId}/memory.max`;
+    const file = existsSync(v1) ? v1 : existsSync(v2) ? v2 : null;
+    if (file) await writeFile(file, String(memoryBackstopBytes(memoryMb) + extraBytes));
   }
 
   /** The running sandbox keeps its open directories; only the bundle a restore reads needs the new path. */
@@ -218,13 +229,6 @@ function runDetachedUnderShim(shim: string, argv: string[], output: number): Pro
  */
 export function memoryBackstopBytes(memoryMb: number): number {
   return Math.round(memoryMb * 1.25 + 256) * 2 ** 20;
-}
-
-async function setMemoryBackstop(spec: SandboxSpec): Promise<void> {
-  const v1 = `/sys/fs/cgroup/memory/space/${spec.sandboxId}/memory.limit_in_bytes`;
-  const v2 = `/sys/fs/cgroup/space/${spec.sandboxId}/memory.max`;
-  const file = existsSync(v1) ? v1 : existsSync(v2) ? v2 : null;
-  if (file) await writeFile(file, String(memoryBackstopBytes(spec.resources.memoryMb)));
 }
 
 /**

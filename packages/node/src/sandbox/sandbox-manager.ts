@@ -143,6 +143,26 @@ export class SandboxManager {
     return live ? ((await this.deps.driver.usage(live.record.sandboxId))?.memoryBytes ?? null) : null;
   }
 
+  /**
+   * Lets the session's sandbox hold `bytes` more host memory than its backstop while its memory image
+   * is written and moved: the Sentry writes the image, so the kernel charges the pages it writes to
+   * (host memory when staged, the page cache otherwise) to the sandbox's cgroup, and a sandbox near
+   * its limit would be throttled or killed by its own checkpoint. Resolves with what puts it back.
+   */
+  async allowImageMemory(sessionId: string, bytes: number): Promise<() => Promise<void>> {
+    const record = this.deps.live.forSession(sessionId)?.record;
+    if (!record?.memoryMb) return async () => undefined;
+    const { sandboxId, memoryMb } = record;
+    await this.deps.driver.setMemoryBackstop(sandboxId, memoryMb, bytes);
+    return async () => {
+      if (!this.deps.live.find(sandboxId)) return;
+      await this.deps.driver.setMemoryBackstop(sandboxId, memoryMb).catch((err: unknown) => {
+        // cgroup v1 refuses a limit below what it holds: the sandbox grew meanwhile; the memory watch still holds it to memoryMb.
+        this.deps.log.warn(`sandbox ${sandboxId}: its memory backstop stays raised after its checkpoint: ${(err as Error).message}`);
+      });
+    };
+  }
+
   async stop(sandboxId: string): Promise<void> {
     const live = this.deps.live.remove(sandboxId);
     if (!live) return;
@@ -197,6 +217,7 @@ export class SandboxManager {
   async saveMemory(sessionId: string, imageDir: string): Promise<SavedSandbox> {
     const live = this.deps.live.forSession(sessionId);
     if (!live) throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'the session has no running sandbox: there is no memory to save');
+    await this.deps.driver.prepareSave(live.record.sandboxId);
     if (live.pendingCall) await live.pendingCall.catch(() => undefined);
     let release!: () => void;
     live.pendingCall = new Promise<void>((resolve) => (release = resolve));

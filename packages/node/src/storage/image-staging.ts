@@ -8,6 +8,11 @@ const keepFreeBytes = 512 * 2 ** 20;
 /** A memory image is at most about its sandbox's memory; this margin covers what the estimate misses. */
 const estimateMargin = 1.25;
 
+/** An upper bound of the memory image of a sandbox taking `sandboxBytes` of host memory. */
+export function imageBytesEstimate(sandboxBytes: number): number {
+  return Math.ceil(sandboxBytes * estimateMargin);
+}
+
 /** A directory in host memory that one memory image is written to, reserved until released. */
 export interface StagedImage {
   readonly dir: string;
@@ -57,7 +62,7 @@ export class ImageStaging {
    */
   async reserve(name: string, sandboxBytes: number): Promise<StagedImage | null> {
     if (this.maxBytes === 0 || !(await pathExists(this.dir))) return null;
-    const bytes = Math.ceil(sandboxBytes * estimateMargin);
+    const bytes = imageBytesEstimate(sandboxBytes);
     const [space, available] = await Promise.all([statfs(this.dir), availableMemory()]);
     // Decided after the awaits, so that reservations made meanwhile (checkpoints of other sessions)
     // count. Free space and memory already count the images being written now, not the rest of theirs.
