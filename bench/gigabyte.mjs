@@ -6,12 +6,12 @@
 // its limit (`--near-mb` of `--limit-mb`).
 // Usage: ./space bench --gigabyte [--sizes 256,512,1024] [--runs 3] [--limit-mb 2048] [--near-mb 1700]
 //        (writes bench/results/gigabyte-<time>.json)
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { api, startPlatform, timed, unattended } from './harness.mjs';
-import { bareRunsc, templateRootfs, waitForFile } from './runsc-floor.mjs';
+import { api, startPlatform, timed, unattended, waitUntil } from './harness.mjs';
+import { bareRunsc, templateRootfs } from './runsc-floor.mjs';
 import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -31,14 +31,6 @@ const sessionOptions = (limitMb) => ({
   resources: { memoryMb: limitMb },
   ...unattended,
 });
-
-async function waitUntil(check, timeoutMs, what) {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`${what} within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const exec = (url, id, cmd) => api(url, 'POST', `/v1/sessions/${id}/exec`, { cmd });
 const fillerAlive = async (url, id) => (await exec(url, id, ['pgrep', '-f', 'bytearray'])).exitCode === 0;
@@ -100,7 +92,7 @@ async function measureFloor(dataDir, mib, runs, record) {
   const restores = [];
   try {
     bare.run('filled');
-    await waitForFile(path.join(bare.out, 'filled'), 120_000);
+    await waitUntil(() => existsSync(path.join(bare.out, 'filled')), 120_000, 'the bare sandbox did not hold its memory');
     for (let i = 0; i < runs; i++) {
       const dir = path.join(images, String(i));
       checkpoints.push(bare.checkpoint('filled', dir));

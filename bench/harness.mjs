@@ -66,6 +66,15 @@ export async function api(url, method, p, body) {
   return json;
 }
 
+/** Polls `check` every 200 ms until it holds; throws `${what} within …` after `timeoutMs`. */
+export async function waitUntil(check, timeoutMs, what) {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`${what} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 export async function timed(fn) {
   const t = performance.now();
   const value = await fn();

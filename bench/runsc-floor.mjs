@@ -1,8 +1,9 @@
 // Bare runsc, with no SPACE around it: the floor a benchmark compares SPACE's own paths with, in the
 // same run. A container of a template's rootfs (read-only, no network, no cgroup of its own) run,
-// checkpointed and restored by hand.
+// checkpointed and restored by hand. RUNSC_DEBUG=<dir> keeps runsc's debug logs there (gVisor
+// times its save and load phases in them).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** The rootfs of `template`'s current build under `dataDir`. */
@@ -48,7 +49,6 @@ export function bareRunsc(rootfs, args, { platform = 'ptrace' } = {}) {
     );
   return {
     out,
-    stateRoot,
     /** `runsc run --detach`; milliseconds. */
     run(id) {
       ids.add(id);
@@ -83,15 +83,6 @@ export function bareRunsc(rootfs, args, { platform = 'ptrace' } = {}) {
       for (const dir of [bundle, stateRoot, out]) rmSync(dir, { recursive: true, force: true });
     },
   };
-}
-
-/** Waits until `file` exists, up to `timeoutMs`. */
-export async function waitForFile(file, timeoutMs) {
-  const until = Date.now() + timeoutMs;
-  while (!existsSync(file)) {
-    if (Date.now() > until) throw new Error(`${file} did not appear within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 function timedSync(fn) {
