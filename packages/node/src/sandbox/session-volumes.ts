@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { NodeSessionIdSchema } from '@space/protocol';
 import { z } from 'zod';
 import { installGatewayTrust } from '../gateway/sandbox-trust.js';
 import { errnoOf } from '../host-errors.js';
@@ -76,9 +77,10 @@ export class SessionVolumes {
     if (!referenced) return null;
     const bySession = new Map<string, number>();
     for (const [where, bytes] of referenced) {
-      // Only a session's own volume: not a restore's staging copy beside it (`ses_….restoring`).
-      const [top, sessionId, ...rest] = where.split('/');
-      if (top === 'volumes' && sessionId && /^ses_[a-z0-9]+$/.test(sessionId) && rest.length === 0) bySession.set(sessionId, bytes);
+      // Only a session's own volume, named by an id the node API takes: not a restore's staging copy beside it (`ses_….restoring`).
+      const [top, name, ...rest] = where.split('/');
+      const sessionId = NodeSessionIdSchema.safeParse(name);
+      if (top === 'volumes' && sessionId.success && rest.length === 0) bySession.set(sessionId.data, bytes);
     }
     return bySession;
   }
