@@ -51,7 +51,11 @@ describe('dev servers across full checkpoints, kills and forks', () => {
   };
   const nodeState = async (id: string, path = '/'): Promise<NodeServerState> => {
     const reply = await preview(id, 3000, path);
-    assert.equal(reply.status, 200, reply.body);
+    if (reply.status !== 200) {
+      // Most often the server is gone because a restore failed: the sandbox's history says why.
+      const sandbox = (await api.call('GET', `/v1/sessions/${id}`)).body.sandboxHistory?.at(-1);
+      assert.fail(`${reply.status} ${reply.body}; the sandbox: ${JSON.stringify(sandbox)}`);
+    }
     return JSON.parse(reply.body);
   };
   /** A raw upgraded connection to the Node server through the preview URL, echoing. */

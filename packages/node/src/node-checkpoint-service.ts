@@ -186,7 +186,7 @@ export class NodeCheckpointService {
       checkpointId,
       label: `the memory of ${checkpointId}`,
       dir: image.dir,
-      meta: { token: image.meta.token, runtimeDir: image.meta.runtimeDir },
+      meta: { token: image.meta.token, runtimeDir: image.meta.runtimeDir, addresses: image.meta.addresses },
       newSession,
     };
   }

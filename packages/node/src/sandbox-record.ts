@@ -19,8 +19,19 @@ export const SandboxRecordSchema = z.object({
   memoryMb: z.number().int().positive().optional(),
   /** The session's tenant, named in the node's usage measurements. */
   tenantId: z.string().optional(),
+  /** Addresses of the sandboxes whose memory this one continues: its link holds them too (see MemoryImageMeta.addresses). */
+  inheritedAddresses: z.array(z.string()).optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
+
+/** At most this many addresses go with a memory image, the most recent first (a socket older than that many restores is rare). */
+export const maxImageAddresses = 16;
+
+/** The addresses a memory image of this sandbox may hold in its sockets: its own, then those it inherited. */
+export function imageAddressesOf(record: SandboxRecord): string[] {
+  const inherited = (record.inheritedAddresses ?? []).filter((address) => address !== record.sandboxIp);
+  return [record.sandboxIp, ...inherited].slice(0, maxImageAddresses);
+}
 
 /**
  * The node's own record of each sandbox it runs (a file per sandbox, mode 0600: it holds the daemon

@@ -20,7 +20,7 @@ type Table = 'filter' | 'nat';
 export class SandboxFirewall {
   constructor(private readonly gateway: GatewayPorts) {}
 
-  private rules(hostIf: string): Record<Table, string[]> {
+  private rules(hostIf: string, sandboxIp: string): Record<Table, string[]> {
     const { dns, http, https } = this.gateway;
     return {
       nat: [
@@ -29,6 +29,9 @@ export class SandboxFirewall {
         `-A PREROUTING -i ${hostIf} -p tcp -m tcp --dport 443 -j REDIRECT --to-ports ${https}`,
       ],
       filter: [
+        // Only the sandbox's own address: not one it inherited from a memory image (see SandboxNetwork)
+        // nor any it made up, so the gateway, which tells sandboxes apart by address, never mistakes one.
+        `-A INPUT -i ${hostIf} ! -s ${sandboxIp}/32 -j DROP`,
         `-A INPUT -i ${hostIf} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
         // Only connections the redirects above produced reach the gateway's ports: not direct ones.
         `-A INPUT -i ${hostIf} -p tcp -m conntrack --ctstate DNAT -m multiport --dports ${http},${https} -j ACCEPT`,
@@ -40,8 +43,8 @@ export class SandboxFirewall {
   }
 
   /** Adds the link's rules (appended in order, after any rule of the host's own) in one transaction. */
-  async close(hostIf: string): Promise<void> {
-    const rules = this.rules(hostIf);
+  async close(hostIf: string, sandboxIp: string): Promise<void> {
+    const rules = this.rules(hostIf, sandboxIp);
     const input = `*nat\n${rules.nat.join('\n')}\nCOMMIT\n*filter\n${rules.filter.join('\n')}\nCOMMIT\n`;
     await runCommand(['iptables-restore', '-w', '--noflush'], { input });
     // No IPv6 on the host end: the sandbox cannot reach host services over link-local addresses either.
@@ -57,9 +60,9 @@ export class SandboxFirewall {
    * Replaces a link's rules with ones for the current gateway ports (a restarted node agent
    * listens on new ones). The new rules go in before the old ones come out: no gap without DROP.
    */
-  async refresh(hostIf: string): Promise<void> {
+  async refresh(hostIf: string, sandboxIp: string): Promise<void> {
     const old = await this.existingRules((name) => name === hostIf);
-    await this.close(hostIf);
+    await this.close(hostIf, sandboxIp);
     await this.deleteRules(old);
   }
 
@@ -75,7 +78,8 @@ export class SandboxFirewall {
     for (const table of ['nat', 'filter'] as Table[]) {
       const { stdout } = await runCommand(['iptables', '-w', '-t', table, '-S'], { allowFailure: true });
       for (const line of stdout.split('\n')) {
-        const hostIf = /^-A \S+ -i (\S+)/.exec(line)?.[1];
+        // Options come in iptables' order, not ours: "-A INPUT ! -s 10.213.0.2/32 -i sp… -j DROP".
+        const hostIf = /^-A \S+ (?:.* )?-i (\S+)/.exec(line)?.[1];
         if (hostIf && matches(hostIf)) found.push({ table, rule: line, hostIf });
       }
     }

@@ -8,6 +8,8 @@ export interface SandboxNetworkInfo {
   netnsPath: string;
   hostIf: string;
   lease: Lease;
+  /** Addresses of a restored image's former sandboxes the link holds besides its lease's own. */
+  inheritedAddresses: string[];
 }
 
 /**
@@ -15,6 +17,10 @@ export interface SandboxNetworkInfo {
  * default route leads to the host end, where the firewall sends DNS, HTTP and HTTPS to the node's
  * egress gateway and drops everything else: the gateway is the sandbox's only way out. The node
  * agent reaches the daemon over the same link.
+ *
+ * A sandbox restored from a memory image also holds, as /32s, the addresses of the sandboxes the
+ * image was saved from (its sockets may be bound to them). Nothing leaves with those: the host
+ * end's firewall takes only the lease's own address.
  */
 export class SandboxNetwork {
   constructor(
@@ -27,25 +33,26 @@ export class SandboxNetwork {
     return { netns: `space-${sandboxId}`, hostIf: `sp${short}` };
   }
 
-  async create(sandboxId: string, owner: string): Promise<SandboxNetworkInfo> {
+  async create(sandboxId: string, owner: string, inherited: readonly string[] = []): Promise<SandboxNetworkInfo> {
     const { netns, hostIf } = SandboxNetwork.names(sandboxId);
     const lease = await this.leases.acquire(`${owner} ${netns}`);
+    const inheritedAddresses = [...new Set(inherited)].filter((address) => address !== lease.sandboxIp);
     try {
       // Three `ip` runs rather than one per step: each host command costs ~10 ms on the create path.
       await runCommand(['ip', 'netns', 'add', netns]);
       await runCommand(['ip', '-batch', '-'], {
         input: ipBatch([`link add ${hostIf} type veth peer name eth0 netns ${netns}`, `addr add ${lease.hostIp}/${lease.prefix} dev ${hostIf}`]),
       });
-      await this.firewall.close(hostIf);
+      await this.firewall.close(hostIf, lease.sandboxIp);
       await runCommand(['ip', 'link', 'set', hostIf, 'up']);
       await runCommand(['ip', '-n', netns, '-batch', '-'], {
-        input: ipBatch([...sandboxSideAddress(lease), 'link set eth0 up', 'link set lo up', ...sandboxSideRoute(lease)]),
+        input: ipBatch([...sandboxSideAddresses(lease, inheritedAddresses), 'link set eth0 up', 'link set lo up', ...sandboxSideRoute(lease)]),
       });
     } catch (err) {
       await this.destroy(sandboxId, lease.index);
       throw err;
     }
-    return { netns, netnsPath: `/var/run/netns/${netns}`, hostIf, lease };
+    return { netns, netnsPath: `/var/run/netns/${netns}`, hostIf, lease, inheritedAddresses };
   }
 
   /** Removes the namespace (which takes the veth pair with it) and frees the subnet. Idempotent. */
@@ -62,8 +69,8 @@ export class SandboxNetwork {
   }
 
   /** Points an adopted sandbox's link at this agent's gateway (its ports change with every start). */
-  refreshRules(sandboxId: string): Promise<void> {
-    return this.firewall.refresh(SandboxNetwork.names(sandboxId).hostIf);
+  refreshRules(sandboxId: string, sandboxIp: string): Promise<void> {
+    return this.firewall.refresh(SandboxNetwork.names(sandboxId).hostIf, sandboxIp);
   }
 
   /** Drops firewall rules of sandbox links that are gone (left by a crash). */
@@ -72,8 +79,9 @@ export class SandboxNetwork {
   }
 }
 
-function sandboxSideAddress(lease: Lease): string[] {
-  return [`addr replace ${lease.sandboxIp}/${lease.prefix} dev eth0`];
+/** The lease's address on its /30 (the route to the host end), then the inherited ones, alone. */
+function sandboxSideAddresses(lease: Lease, inherited: readonly string[]): string[] {
+  return [`addr replace ${lease.sandboxIp}/${lease.prefix} dev eth0`, ...inherited.map((address) => `addr replace ${address}/32 dev eth0`)];
 }
 
 /** The default route (to the gateway); set once the link is up. */

@@ -1,7 +1,7 @@
 import { newId, type Resources, type SandboxInfo, type StartSandboxRequest } from '@space/protocol';
 import type { Logger } from '../logger.js';
 import type { RuntimeDriver } from '../runtime/driver.js';
-import type { SandboxRecords } from '../sandbox-record.js';
+import { imageAddressesOf, type SandboxRecords } from '../sandbox-record.js';
 import type { MemoryImageMeta } from '../storage/checkpoint-store.js';
 import type { DaemonLink } from './daemon-link.js';
 import { unclaimedPrefix, type LiveSandboxes } from './live-sandboxes.js';
@@ -160,7 +160,7 @@ export class PooledSandboxes {
       await deps.link.quiesce(live.daemon);
       await deps.driver.checkpoint(sandboxId, target.memoryDir);
       await deps.volumes.snapshot(live.record.sessionId, target.rootfs);
-      return { token: live.record.token, runtimeDir: deps.runtimeDir };
+      return { token: live.record.token, runtimeDir: deps.runtimeDir, addresses: imageAddressesOf(live.record) };
     } finally {
       await this.discard(sandboxId);
     }

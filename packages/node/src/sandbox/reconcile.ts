@@ -34,7 +34,7 @@ export async function reconcileSandboxes(deps: ReconcileDeps): Promise<{ adopted
     // Pooled sandboxes of the previous run are not adopted: the new pool boots its own.
     if (!isUnclaimed(record) && stats.running && (await daemonAnswers(daemon, 2000)) === true) {
       deps.live.add({ record, daemon, inbound: new InboundConnections(), pid: stats.pid, pendingCall: null, callsInFlight: 0 });
-      await deps.network.refreshRules(record.sandboxId);
+      await deps.network.refreshRules(record.sandboxId, record.sandboxIp);
       adopted++;
     } else {
       daemon.close();

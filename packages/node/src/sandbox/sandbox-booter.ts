@@ -86,7 +86,8 @@ export class SandboxBooter {
     const token = randomBytes(32).toString('hex');
     const workDir = deps.records.workDir(sandboxId);
     await mkdir(workDir, { recursive: true, mode: 0o700 });
-    const net = await deps.network.create(sandboxId, deps.owner);
+    // A restored image's sockets may be bound to the addresses of the sandboxes it was saved from.
+    const net = await deps.network.create(sandboxId, deps.owner, memory?.meta.addresses ?? []);
     phases.mark('network');
     const record: SandboxRecord = {
       sandboxId,
@@ -100,6 +101,7 @@ export class SandboxBooter {
       note,
       memoryMb: request.resources.memoryMb,
       ...(request.tenantId ? { tenantId: request.tenantId } : {}),
+      ...(net.inheritedAddresses.length > 0 ? { inheritedAddresses: net.inheritedAddresses } : {}),
     };
     await deps.records.save(record);
     const spec = this.specOf(request, record, rootfs, net.netnsPath, cpuShares);

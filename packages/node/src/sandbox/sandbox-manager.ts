@@ -4,7 +4,7 @@ import type { KeyedQueue } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
 import type { RuntimeDriver } from '../runtime/driver.js';
-import type { SandboxRecord, SandboxRecords } from '../sandbox-record.js';
+import { imageAddressesOf, type SandboxRecord, type SandboxRecords } from '../sandbox-record.js';
 import type { MemoryImageMeta } from '../storage/checkpoint-store.js';
 import type { DaemonLink } from './daemon-link.js';
 import { isUnclaimed, processAlive, type LiveSandbox, type LiveSandboxes } from './live-sandboxes.js';
@@ -269,7 +269,7 @@ export class SandboxManager {
     } finally {
       saved.release();
     }
-    return { meta: { token: live.record.token, runtimeDir: deps.runtimeDir }, pauseMs: Math.round(phases.elapsed()) };
+    return { meta: { token: live.record.token, runtimeDir: deps.runtimeDir, addresses: imageAddressesOf(live.record) }, pauseMs: Math.round(phases.elapsed()) };
   }
 
   describe(record: SandboxRecord): SandboxInfo {

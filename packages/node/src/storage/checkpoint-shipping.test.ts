@@ -111,7 +111,7 @@ for (const [name, makeStore] of stores) {
     // A memory image as a full checkpoint leaves one.
     await mkdir(a!.checkpoints.partialImageDir(second), { recursive: true });
     await writeFile(path.join(a!.checkpoints.partialImageDir(second), 'pages.img'), Buffer.concat([randomBytes(64 * 1024), Buffer.from(placeholder)]));
-    await a!.checkpoints.commitImage(second, { token: 'tok', runtimeDir: '/runtime/x' });
+    await a!.checkpoints.commitImage(second, { token: 'tok', runtimeDir: '/runtime/x', addresses: ['10.213.0.2', '10.213.0.6'] });
     const shipped = await a!.shipping.ship(second, base, dataKey);
     assert.deepEqual(
       shipped.map((o) => o.key),
@@ -139,6 +139,7 @@ for (const [name, makeStore] of stores) {
     assert.equal(readFileSync(path.join(restored, 'small'), 'utf8'), 'written after the base');
     assert.equal(readFileSync(path.join(restored, 'notes.txt'), 'utf8'), known.repeat(100));
     assert.deepEqual((await b!.checkpoints.image(second))?.meta, (await a!.checkpoints.image(second))?.meta);
+    assert.deepEqual((await b!.checkpoints.image(second))?.meta.addresses, ['10.213.0.2', '10.213.0.6'], 'with the addresses its sockets may hold');
     assert.deepEqual(await b!.checkpoints.volumeCopies(second), [volumeId]);
     const copy = b!.checkpoints.volumeCopyPath(second, volumeId);
     assert.deepEqual(readFileSync(path.join(copy, 'data')), readFileSync(path.join(named, 'data')));

@@ -5,6 +5,7 @@ import { ErrorCode, SpaceError } from '@space/protocol';
 import type { BtrfsVolume } from './btrfs-volume.js';
 import type { Subvolumes } from './subvolumes.js';
 import { readJsonFile } from '../json-file.js';
+import { maxImageAddresses } from '../sandbox-record.js';
 import { pathExists } from './path-exists.js';
 
 /** What a restore needs besides the image: how to reach and wake the daemon saved in it. */
@@ -14,6 +15,15 @@ export const MemoryImageMetaSchema = z
     token: z.string(),
     /** The read-only runtime directory the image's daemon was running from; a different one cannot be restored onto. */
     runtimeDir: z.string(),
+    /**
+     * The addresses the image's sockets may be bound to: its sandbox's own at the save, then those
+     * it inherited. runsc cannot restore a socket bound to an address its link lacks (a connected
+     * UDP socket, a DNS lookup in flight: the restore panics), so a restored sandbox holds them all.
+     */
+    addresses: z
+      .array(z.string().ip({ version: 'v4' }))
+      .max(maxImageAddresses)
+      .default([]),
     sizeBytes: z.number().int().nonnegative(),
   })
   .strict();
