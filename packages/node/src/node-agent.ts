@@ -44,7 +44,7 @@ import { GatewayCa } from './gateway/gateway-ca.js';
 import { Resolver, lookup } from 'node:dns/promises';
 import { DnsCache } from './gateway/dns-cache.js';
 import { MemoryWatch } from './sandbox/memory-watch.js';
-import { readWorkingSet } from './runtime/cgroup-usage.js';
+import { cgroupVersion, readWorkingSet } from './runtime/cgroup-usage.js';
 import { NodeFence } from './node-fence.js';
 import { PlacementEpochs } from './placement-epochs.js';
 import { UsageLedger } from './usage/usage-ledger.js';
@@ -102,14 +102,13 @@ export class NodeAgent {
    */
   heartbeat(advertiseUrl: string | null = null, joining = false): NodeHeartbeat {
     const { nodeId, token, capacity } = this.config;
-    const sandboxes = this.manager?.list() ?? [];
     return {
       id: nodeId,
       url: advertiseUrl ?? this.url,
       token,
       capacity,
-      sandboxes: sandboxes.length,
-      ...(joining ? { sessions: sandboxes.map((s) => s.sessionId) } : {}),
+      sandboxes: this.manager?.count() ?? 0,
+      ...(joining ? { sessions: (this.manager?.list() ?? []).map((s) => s.sessionId) } : {}),
       ...(joining && this.fence?.fencedSince ? { fencedSince: this.fence.fencedSince } : {}),
     };
   }
@@ -242,7 +241,8 @@ export class NodeAgent {
     // Commands the crashed agent had started (runsc checkpoint) may finish after this start.
     this.sweeper = setInterval(() => void checkpointStore.removeIncomplete(10 * 60_000).catch(() => undefined), 10 * 60_000);
     this.sweeper.unref();
-    this.memoryWatch = new MemoryWatch({ live, link, workingSet: (id, atLeast) => readWorkingSet(id, atLeast), log });
+    const cgroups = cgroupVersion();
+    this.memoryWatch = new MemoryWatch({ live, link, workingSet: (id, atLeast) => readWorkingSet(id, atLeast, cgroups), log });
     this.memoryWatch.start();
     usage.start();
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));

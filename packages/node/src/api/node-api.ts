@@ -79,7 +79,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
   serve(nodeRoutes.health, () => ({
     nodeId: deps.nodeId,
     templates: deps.templates.names(),
-    sandboxes: manager.list().length,
+    sandboxes: manager.count(),
     pool: deps.pool.sizes(),
     templateImages: deps.pool.imagesReady(),
     starts: deps.starter.startCounts(),

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { readLimitHit, readWorkingSet } from './cgroup-usage.js';
+import { cgroupVersion, readLimitHit, readWorkingSet } from './cgroup-usage.js';
 
 /** A cgroup tree of files under a temporary root, removed after the test. */
 function fakeCgroups(t: { after: (fn: () => void) => void }): { root: string; write: (file: string, text: string) => void } {
@@ -39,11 +39,15 @@ test('working set: usage less inactive file pages, v1 and v2; below the threshol
   write('memory/space/sbx_v1/memory.stat', 'cache 500\ntotal_inactive_file 300\n');
   write('space/sbx_v2/memory.current', '4000\n');
   write('space/sbx_v2/memory.stat', 'anon 3000\ninactive_file 1000\n');
-  assert.equal(readWorkingSet('sbx_v1', 0, root), 700);
-  assert.equal(readWorkingSet('sbx_v2', 0, root), 3000);
-  assert.equal(readWorkingSet('sbx_v2', 3500, root), 3000, 'at or above the threshold: memory.stat read');
+  assert.equal(cgroupVersion(root), 1);
+  assert.equal(readWorkingSet('sbx_v1', 0, 1, root), 700);
+  assert.equal(readWorkingSet('sbx_v2', 0, 1, root), null, 'a v1 host reads v1 files only');
+  write('cgroup.controllers', 'cpu memory pids\n');
+  assert.equal(cgroupVersion(root), 2);
+  assert.equal(readWorkingSet('sbx_v2', 0, 2, root), 3000);
+  assert.equal(readWorkingSet('sbx_v2', 3500, 2, root), 3000, 'at or above the threshold: memory.stat read');
   // Below it, memory.stat is not read: one the kernel could not build would change nothing.
   rmSync(path.join(root, 'space/sbx_v2/memory.stat'));
-  assert.equal(readWorkingSet('sbx_v2', 5000, root), 4000);
-  assert.equal(readWorkingSet('sbx_gone', 0, root), null);
+  assert.equal(readWorkingSet('sbx_v2', 5000, 2, root), 4000);
+  assert.equal(readWorkingSet('sbx_gone', 0, 2, root), null);
 });

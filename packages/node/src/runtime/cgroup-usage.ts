@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SandboxUsage } from './driver.js';
@@ -62,6 +62,13 @@ export async function readLimitHit(sandboxId: string, root = '/sys/fs/cgroup'): 
   return count(pids, 'max') > 0 ? 'pids' : null;
 }
 
+export type CgroupVersion = 1 | 2;
+
+/** The host's cgroup hierarchy: v2 (unified) when its root lists its controllers, else v1. */
+export function cgroupVersion(root = '/sys/fs/cgroup'): CgroupVersion {
+  return existsSync(path.join(root, 'cgroup.controllers')) ? 2 : 1;
+}
+
 /** A cgroup file read at once: cgroupfs answers from memory in microseconds, never from the volume. */
 function readNow(file: string): string | null {
   try {
@@ -79,14 +86,13 @@ function readNow(file: string): string | null {
  * asynchronous reads they queued in libuv's threadpool ahead of the node's own file operations,
  * and a pooled create waited 30–50 ms behind them about one time in three (bench/create-spans.mjs).
  */
-export function readWorkingSet(sandboxId: string, atLeast = 0, root = '/sys/fs/cgroup'): number | null {
-  const v2 = path.join(root, 'space', sandboxId);
-  const v1 = path.join(root, 'memory', 'space', sandboxId);
-  const current = readNow(path.join(v2, 'memory.current'));
-  const usage = current ?? readNow(path.join(v1, 'memory.usage_in_bytes'));
+export function readWorkingSet(sandboxId: string, atLeast: number, version: CgroupVersion, root = '/sys/fs/cgroup'): number | null {
+  // Only the host's hierarchy is read: a miss costs as much as a read (an exception each time).
+  const dir = version === 2 ? path.join(root, 'space', sandboxId) : path.join(root, 'memory', 'space', sandboxId);
+  const usage = readNow(path.join(dir, version === 2 ? 'memory.current' : 'memory.usage_in_bytes'));
   if (usage === null) return null;
   if (Number(usage) < atLeast) return Number(usage);
-  const stat = readNow(path.join(current !== null ? v2 : v1, 'memory.stat')) ?? '';
+  const stat = readNow(path.join(dir, 'memory.stat')) ?? '';
   const inactive = Number(/^(?:total_)?inactive_file (\d+)$/m.exec(stat)?.[1] ?? 0);
   return Math.max(0, Number(usage) - inactive);
 }

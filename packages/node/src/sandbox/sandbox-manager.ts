@@ -82,6 +82,11 @@ export class SandboxManager {
   }
 
   /** The sandboxes serving sessions whose process is alive (pooled ones waiting for a session are not listed). */
+  /** How many sandboxes serve sessions (pooled ones left out), as last seen alive: no process is looked at. */
+  count(): number {
+    return this.deps.live.all().filter((s) => !isUnclaimed(s.record)).length;
+  }
+
   list(): SandboxInfo[] {
     return this.deps.live
       .all()
