@@ -7,8 +7,11 @@
 // --execs sequential execs of `true` in one active session, median / P90 / P99, against the same
 // execs with no idle session (the floor, measured first in the same run). Stops early when the
 // host's available memory falls under --reserve-mb or a create fails, and says which.
-// Usage: node bench/density.mjs [--max 1000] [--step 250] [--execs 300] [--reserve-mb 3072] [--concurrency 3] [--json file]
-import { readFileSync, writeFileSync } from 'node:fs';
+// Prints a table; the JSON goes to bench/results (or --json file).
+// Usage: ./space script bench/density.mjs [--max 1000] [--step 250] [--execs 300] [--reserve-mb 3072] [--concurrency 3] [--json file]
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { api, numberOption, startPlatform, timed, unattended, waitUntil } from './harness.mjs';
 import { printTable, summarize } from './stats.mjs';
 
@@ -21,6 +24,7 @@ const reserveMb = option('--reserve-mb', 3072);
 const concurrency = option('--concurrency', 3);
 const jsonAt = args.indexOf('--json');
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const poolSize = 2;
 
@@ -142,16 +146,20 @@ try {
   const perSandboxMb = last.idle ? (startMb - last.availableMb) / last.idle : 0;
   const rows = levels.map((l) => ({ name: `${l.idle} idle: exec of an active session`, ...l.exec, unit: 'ms' }));
   printTable(rows);
-  console.log(
-    `\nper idle sandbox: ${perSandboxMb.toFixed(1)} MB of host memory (${startMb} MB available with none, ${last.availableMb} MB with ${last.idle}); ` +
-      `at that rate ${Math.floor((startMb - reserveMb) / perSandboxMb)} idle sandboxes fit above a ${reserveMb} MB reserve`,
-  );
+  if (perSandboxMb > 0)
+    console.log(
+      `\nper idle sandbox: ${perSandboxMb.toFixed(1)} MB of host memory (${startMb} MB available with none, ${last.availableMb} MB with ${last.idle}); ` +
+        `at that rate ${Math.floor((startMb - reserveMb) / perSandboxMb)} idle sandboxes fit above a ${reserveMb} MB reserve`,
+    );
   console.log(
     `exec P99 with ${last.idle} idle / with none: ${last.exec.p99.toFixed(1)} / ${levels[0].exec.p99.toFixed(1)} ms (${(last.exec.p99 / levels[0].exec.p99).toFixed(2)}x)`,
   );
   if (stopped) console.log(`stopped at ${idle.length}: ${stopped}`);
   const report = { options: { max, step, execs, reserveMb, concurrency }, perSandboxMb, stopped, levels };
-  if (jsonAt >= 0) writeFileSync(args[jsonAt + 1], `${JSON.stringify(report, null, 2)}\n`);
+  const file = jsonAt >= 0 ? args[jsonAt + 1] : path.join(root, 'bench/results', `density-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  console.log(`JSON: ${file}`);
 } finally {
   // A few at a time.
   const ids = [...made];
