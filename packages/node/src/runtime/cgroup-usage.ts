@@ -82,7 +82,7 @@ function readNow(file: string): string | null {
  * The memory the sandbox's cgroup holds that cannot simply be dropped: its usage less inactive
  * file pages (what cAdvisor calls the working set), v2 or v1. Null when it has no cgroup. Below
  * `atLeast` its usage is returned as it is (the working set is no more), and `memory.stat` is not
- * read. Synchronous, for the memory watch's reads ten times a second of every sandbox: as
+ * read. Synchronous, for the memory watch's frequent reads of every sandbox: as
  * asynchronous reads they queued in libuv's threadpool ahead of the node's own file operations,
  * and a pooled create waited 30–50 ms behind them about one time in three (bench/create-spans.mjs).
  */
