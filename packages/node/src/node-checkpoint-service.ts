@@ -182,12 +182,8 @@ export class NodeCheckpointService {
       this.deps.log.warn(note);
       return { note };
     }
-    return {
-      checkpointId,
-      label: `the memory of ${checkpointId}`,
-      dir: image.dir,
-      meta: { token: image.meta.token, runtimeDir: image.meta.runtimeDir, addresses: image.meta.addresses },
-      newSession,
-    };
+    // What a restore needs of the image's metadata: all of it but its size.
+    const { sizeBytes, ...meta } = image.meta;
+    return { checkpointId, label: `the memory of ${checkpointId}`, dir: image.dir, meta, newSession };
   }
 }

@@ -81,12 +81,12 @@ export class SandboxManager {
     return this.describe((await this.getAlive(sandboxId)).record);
   }
 
-  /** The sandboxes serving sessions whose process is alive (pooled ones waiting for a session are not listed). */
   /** How many sandboxes serve sessions (pooled ones left out), as last seen alive: no process is looked at. */
   count(): number {
     return this.deps.live.all().filter((s) => !isUnclaimed(s.record)).length;
   }
 
+  /** The sandboxes serving sessions whose process is alive (pooled ones waiting for a session are not listed). */
   list(): SandboxInfo[] {
     return this.deps.live
       .all()
