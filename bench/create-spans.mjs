@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OtlpReceiver } from '../packages/e2e/dist/harness/otlp-receiver.js';
-import { api, benchKey, startPlatform, timed, numberOption } from './harness.mjs';
+import { api, benchKey, metric, startPlatform, timed, numberOption } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -31,10 +31,7 @@ const platform = await startPlatform(dataDir, {
   SPACE_POOL_MAX_MEMORY_MB: '0',
   SPACE_TEMPLATE_IMAGES: '0',
 });
-const ready = async () => {
-  const text = await api(platform.url, 'GET', '/metrics');
-  return Number(/^space_pool_ready\{template="tiny"\} (\d+)$/m.exec(text)?.[1] ?? 0);
-};
+const ready = async () => (await metric(platform.url, 'space_pool_ready{template="tiny"}')) || 0;
 const calls = [];
 try {
   for (let i = 0; i < creates; i++) {

@@ -12,7 +12,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, numberOption, startPlatform, timed, unattended, waitUntil } from './harness.mjs';
+import { api, metric, numberOption, startPlatform, timed, unattended, waitUntil } from './harness.mjs';
 import { printTable, summarize } from './stats.mjs';
 
 const args = process.argv.slice(2);
@@ -91,11 +91,7 @@ try {
   };
   const measure = async (createMs) => {
     // The pool refilled and the last creates' writes settled: nothing but the idle sandboxes runs.
-    await waitUntil(
-      async () => Number(/^space_pool_ready\{template="tiny"\} (\d+)$/m.exec(await api(platform.url, 'GET', '/metrics'))?.[1]) >= poolSize,
-      120_000,
-      'the pool refilled',
-    );
+    await waitUntil(async () => (await metric(platform.url, 'space_pool_ready{template="tiny"}')) >= poolSize, 120_000, 'the pool refilled');
     await sleep(3000);
     const nodeCpuBefore = cpuSeconds(platform.pid);
     const sandboxesCpuBefore = sandboxesCpuSeconds();

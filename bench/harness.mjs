@@ -66,6 +66,13 @@ export async function api(url, method, p, body) {
   return json;
 }
 
+/** A value from the platform's /metrics, e.g. `space_pool_ready{template="base"}`; NaN when the series is absent. */
+export async function metric(url, name) {
+  const text = await api(url, 'GET', '/metrics');
+  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+  return Number(line?.slice(name.length + 1) ?? Number.NaN);
+}
+
 /** Polls `check` every 200 ms until it holds; throws `${what} within …` after `timeoutMs`. */
 export async function waitUntil(check, timeoutMs, what) {
   const until = Date.now() + timeoutMs;

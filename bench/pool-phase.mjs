@@ -1,15 +1,8 @@
 // Warm-pool phase of the benchmark: sequential and concurrent creates served from the pool, and the
 // exec latency of a running session while the pool is full and while it refills.
-import { api, startPlatform, timed } from './harness.mjs';
+import { api, metric, startPlatform, timed } from './harness.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** A value from /metrics, e.g. `space_pool_ready{template="base"}`; NaN when the series is absent. */
-async function metric(url, name) {
-  const text = await api(url, 'GET', '/metrics');
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return Number(line?.slice(name.length + 1) ?? NaN);
-}
 
 async function poolReady(url) {
   return (await metric(url, 'space_pool_ready{template="base"}')) || 0;
