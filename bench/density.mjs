@@ -13,6 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { api, metric, numberOption, startPlatform, timed, unattended, waitUntil } from './harness.mjs';
+import { cpuShare, processUse } from './scale/processes.mjs';
 import { printTable, summarize } from './stats.mjs';
 
 const args = process.argv.slice(2);
@@ -41,16 +42,6 @@ async function hostBusy(ms) {
   await sleep(ms);
   const b = read();
   return 1 - (b.idle - a.idle) / (b.total - a.total);
-}
-
-/** CPU seconds the process has used (user + system), from /proc/<pid>/stat; 0 for one gone. */
-function cpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 /** CPU seconds charged so far to the cgroups of all the node's sandboxes (their parent, `space`: cgroup v1 or v2). */
@@ -93,16 +84,16 @@ try {
     // The pool refilled and the last creates' writes settled: nothing but the idle sandboxes runs.
     await waitUntil(async () => (await metric(platform.url, 'space_pool_ready{template="tiny"}')) >= poolSize, 120_000, 'the pool refilled');
     await sleep(3000);
-    const nodeCpuBefore = cpuSeconds(platform.pid);
+    const platformBefore = processUse(platform.pid);
     const sandboxesCpuBefore = sandboxesCpuSeconds();
     const busy = await hostBusy(10_000);
-    const nodeCpu = (cpuSeconds(platform.pid) - nodeCpuBefore) / 10;
+    const platformCpu = cpuShare(platformBefore, processUse(platform.pid), 10);
     const sandboxesCpu = (sandboxesCpuSeconds() - sandboxesCpuBefore) / 10;
     const level = {
       idle: idle.length,
       availableMb: Math.round(availableMb()),
       hostBusy: Math.round(busy * 1000) / 10,
-      platformCpu: Math.round(nodeCpu * 1000) / 10,
+      platformCpu: Math.round(platformCpu * 1000) / 10,
       sandboxesCpu: Math.round(sandboxesCpu * 1000) / 10,
       create: createMs.length ? summarize(createMs) : null,
       exec: await execLatencies(),
