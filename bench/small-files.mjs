@@ -1,8 +1,9 @@
-// Many small files, in a sandbox and on the host: bench/small-files.py (50,000 files of 100 bytes
-// written and removed, a git checkout of a 20,000-file tree, npm ci of express from a warm cache)
+// Many small files, in a sandbox and on the host: bench/small-files.py (100,000 system calls, 50,000
+// files of 100 bytes written and removed, the same written in /tmp, a git checkout of a 20,000-file
+// tree from loose objects and from a pack, npm ci of express from a warm cache)
 // run in a `base` session and on the host in a directory on the node's own btrfs (the disk the
 // session's volume is on), one after the other, `--runs` times each. Prints sandbox/host ratios.
-// Usage: ./space script bench/small-files.mjs [--runs 3] [--files 50000]
+// Usage: ./space script bench/small-files.mjs [--runs 3] [--files 50000] [--steps syscalls,files,scratch,git,npm]
 //        (settings of the platform it starts from the environment, e.g. SPACE_RUNSC_PLATFORM=systrap)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,11 +14,17 @@ import { api, benchKey, startPlatform, unattended } from './harness.mjs';
 import { printTable, recorder } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, files: { type: 'string', default: '50000' } } });
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '3' },
+    files: { type: 'string', default: '50000' },
+    steps: { type: 'string', default: 'syscalls,files,scratch,git,npm' },
+  },
+});
 const runs = Number(values.runs);
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
 const program = readFileSync(path.join(root, 'bench/small-files.py'));
-const programArgs = ['--files', values.files];
+const programArgs = ['--files', values.files, '--steps', values.steps];
 
 async function inSandbox(url, sessionId) {
   const put = await fetch(`${url}/v1/sessions/${sessionId}/files?path=/root/small-files.py`, {
@@ -27,7 +34,8 @@ async function inSandbox(url, sessionId) {
   });
   if (!put.ok) throw new Error(`upload: ${put.status}`);
   const result = await api(url, 'POST', `/v1/sessions/${sessionId}/exec`, {
-    cmd: ['python3', '/root/small-files.py', '/root/small-files-work', ...programArgs],
+    // /tmp is a mount of its own in a sandbox (the volume's /tmp bound there).
+    cmd: ['python3', '/root/small-files.py', '/root/small-files-work', '--scratch', '/tmp', ...programArgs],
     timeoutMs: 600_000,
   });
   if (result.exitCode !== 0) throw new Error(`in the sandbox: ${result.stderr}`);
@@ -38,9 +46,12 @@ function onHost() {
   // The node's btrfs, where session volumes live: the same disk and mount options as the sandbox's files.
   const work = path.join(dataDir, 'btrfs', 'small-files-bench');
   try {
-    return JSON.parse(execFileSync('python3', [path.join(root, 'bench/small-files.py'), work, ...programArgs], { encoding: 'utf8' }));
+    const scratch = `${work}-scratch`;
+    mkdirSync(scratch, { recursive: true });
+    return JSON.parse(execFileSync('python3', [path.join(root, 'bench/small-files.py'), work, '--scratch', scratch, ...programArgs], { encoding: 'utf8' }));
   } finally {
     rmSync(work, { recursive: true, force: true });
+    rmSync(`${work}-scratch`, { recursive: true, force: true });
   }
 }
 
@@ -85,5 +96,5 @@ const outDir = path.join(root, 'bench/results');
 mkdirSync(outDir, { recursive: true });
 const file = path.join(outDir, `small-files-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 const settings = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('SPACE_')));
-writeFileSync(file, JSON.stringify({ runs, files: Number(values.files), settings, results, ratios }, null, 2));
+writeFileSync(file, JSON.stringify({ runs, files: Number(values.files), steps: values.steps, settings, results, ratios }, null, 2));
 console.log(`JSON: ${file}`);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { describe, test } from 'node:test';
 import { promisify } from 'node:util';
@@ -64,6 +65,21 @@ describe('filesystem checkpoints, fork and restore', () => {
     const child = fork.body.sessions[0];
     sessions.push(child.id);
     assert.equal((await api.exec(child.id, 'sha256sum /workspace/blob')).stdout, written.stdout);
+  });
+
+  test("/tmp, the volume's own bound into the sandbox, is on the disk in a checkpoint taken right after a write", { timeout: 120_000 }, async () => {
+    const session = await created();
+    const written = await api.exec(
+      session.id,
+      'head -c 20000000 /dev/urandom > /tmp/blob && mkdir /tmp/many && for i in $(seq 200); do echo $i > /tmp/many/$i; done && sha256sum < /tmp/blob',
+    );
+    const ckp = await checkpoint(session.id);
+    // Read on the host from the checkpoint's snapshot: what the sandbox held in its cache was written out.
+    const blob = await api.bytes(`/v1/checkpoints/${ckp.id}/files?path=/tmp/blob`);
+    assert.equal(`${createHash('sha256').update(blob.data).digest('hex')}  -\n`, written.stdout);
+    const listed = await api.call('GET', `/v1/checkpoints/${ckp.id}/files/list?path=/tmp/many`);
+    assert.equal(listed.body.entries.length, 200, JSON.stringify(listed.body).slice(0, 300));
+    assert.equal((await api.bytes(`/v1/checkpoints/${ckp.id}/files?path=/tmp/many/200`)).data.toString(), '200\n');
   });
 
   test('fork x4: each fork sees the parent files and diverges on its own', { timeout: 240_000 }, async () => {

@@ -81,6 +81,11 @@ describe('volumes', () => {
     // Readers mount it read-only, as many as want to.
     const reader = await session(a, [{ name: 'data', path: '/data', readOnly: true }]);
     assert.equal((await sh(a, reader, 'cat /data/greeting')).stdout, 'hello\n');
+    // ...and see the writer's writes at once, files they looked for before included: the sandboxes of
+    // both ask the host again (neither trusts a cache of its own).
+    assert.equal((await sh(a, reader, 'ls /data/new; wc -c < /data/greeting')).stdout, '6\n');
+    await sh(a, writer, 'echo again >> /mnt/data/greeting && echo new > /mnt/data/new');
+    assert.equal((await sh(a, reader, 'cat /data/greeting /data/new')).stdout, 'hello\nagain\nnew\n');
     const readOnlyWrite = await sh(a, reader, 'echo x > /data/other');
     assert.notEqual(readOnlyWrite.exitCode, 0);
     assert.match(readOnlyWrite.stderr, /Read-only file system/);

@@ -51,7 +51,10 @@ export const nodeSettings = {
     min: 0,
     doc: "host memory full checkpoints' images may take at once while their sandboxes are paused; 0 writes them to the volume",
   }),
-  runscPlatform: setting.choice('SPACE_RUNSC_PLATFORM', ['ptrace', 'systrap'], { default: 'ptrace', doc: "gVisor's platform" }),
+  runscPlatform: setting.choice('SPACE_RUNSC_PLATFORM', ['ptrace', 'systrap'], {
+    default: 'ptrace',
+    doc: "gVisor's platform: systrap makes each system call cheaper (files written 1.6x faster in a VM) but starts processes slower (1.4x); see benchmarks.md",
+  }),
   checkpointCompression: setting.choice('SPACE_CHECKPOINT_COMPRESSION', ['none', 'flate-best-speed'], {
     default: 'none',
     doc: 'compression of memory images (slower pauses, smaller images)',
