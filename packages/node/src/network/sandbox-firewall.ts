@@ -51,8 +51,19 @@ export class SandboxFirewall {
     await writeFile(`/proc/sys/net/ipv6/conf/${hostIf}/disable_ipv6`, '1').catch(() => undefined);
   }
 
-  /** Removes every rule that names the link (whatever gateway ports it was made with). */
-  async open(hostIf: string): Promise<void> {
+  /**
+   * Removes every rule that names the link (whatever gateway ports it was made with). Given the
+   * sandbox's address, first the rules `close` made, by name, in one transaction: listing the
+   * host's rules costs as much as rewriting them, and more with every sandbox on the node (85 ms at
+   * 5,200 rules). When any of them is not there as made (a gateway restarted in between), the
+   * rules naming the link are listed and removed as they are.
+   */
+  async open(hostIf: string, sandboxIp?: string): Promise<void> {
+    if (sandboxIp) {
+      const rules = this.rules(hostIf, sandboxIp);
+      const made = (['nat', 'filter'] as Table[]).flatMap((table) => rules[table].map((rule) => ({ table, rule })));
+      if (await this.deleteAll(made)) return;
+    }
     await this.deleteRules(await this.existingRules((name) => name === hostIf));
   }
 
@@ -87,7 +98,13 @@ export class SandboxFirewall {
   }
 
   private async deleteRules(rules: { table: Table; rule: string }[]): Promise<void> {
-    if (rules.length === 0) return;
+    if (rules.length === 0 || (await this.deleteAll(rules))) return;
+    // A rule already gone makes the whole transaction fail: then delete one by one, ignoring misses.
+    for (const r of rules) await runCommand(['iptables', '-w', '-t', r.table, ...r.rule.replace(/^-A /, '-D ').split(' ')], { allowFailure: true });
+  }
+
+  /** Deletes all of the rules in one transaction, or none of them when any is missing: whether it did. */
+  private async deleteAll(rules: { table: Table; rule: string }[]): Promise<boolean> {
     // iptables -S prints rules as iptables-restore reads them; "-D" deletes the first match of each.
     const input = (['nat', 'filter'] as Table[])
       .map(
@@ -98,9 +115,6 @@ export class SandboxFirewall {
             .join('\n')}\nCOMMIT\n`,
       )
       .join('');
-    const result = await runCommand(['iptables-restore', '-w', '--noflush'], { input, allowFailure: true });
-    // A rule already gone makes the whole transaction fail: then delete one by one, ignoring misses.
-    if (result.code !== 0)
-      for (const r of rules) await runCommand(['iptables', '-w', '-t', r.table, ...r.rule.replace(/^-A /, '-D ').split(' ')], { allowFailure: true });
+    return (await runCommand(['iptables-restore', '-w', '--noflush'], { input, allowFailure: true })).code === 0;
   }
 }

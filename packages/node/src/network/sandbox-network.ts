@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { runCommand } from '../run-command.js';
-import type { IpLeases, Lease } from './ip-leases.js';
+import { IpLeases, type Lease } from './ip-leases.js';
 import type { SandboxFirewall } from './sandbox-firewall.js';
 
 export interface SandboxNetworkInfo {
@@ -60,7 +60,7 @@ export class SandboxNetwork {
     const { netns, hostIf } = SandboxNetwork.names(sandboxId);
     if (existsSync(`/var/run/netns/${netns}`)) await runCommand(['ip', 'netns', 'delete', netns], { allowFailure: true });
     await runCommand(['ip', 'link', 'delete', hostIf], { allowFailure: true, stdio: ['ignore', 'ignore', 'ignore'] });
-    await this.firewall.open(hostIf);
+    await this.firewall.open(hostIf, leaseIndex === null ? undefined : IpLeases.describe(leaseIndex).sandboxIp);
     if (leaseIndex !== null) await this.leases.release(leaseIndex);
   }
 
