@@ -44,7 +44,7 @@ import { GatewayCa } from './gateway/gateway-ca.js';
 import { Resolver, lookup } from 'node:dns/promises';
 import { DnsCache } from './gateway/dns-cache.js';
 import { MemoryWatch } from './sandbox/memory-watch.js';
-import { cgroupVersion, readWorkingSet } from './runtime/cgroup-usage.js';
+import { CgroupMemoryReader, cgroupVersion } from './runtime/cgroup-usage.js';
 import { NodeFence } from './node-fence.js';
 import { PlacementEpochs } from './placement-epochs.js';
 import { UsageLedger } from './usage/usage-ledger.js';
@@ -241,8 +241,7 @@ export class NodeAgent {
     // Commands the crashed agent had started (runsc checkpoint) may finish after this start.
     this.sweeper = setInterval(() => void checkpointStore.removeIncomplete(10 * 60_000).catch(() => undefined), 10 * 60_000);
     this.sweeper.unref();
-    const cgroups = cgroupVersion();
-    this.memoryWatch = new MemoryWatch({ live, link, workingSet: (id, atLeast) => readWorkingSet(id, atLeast, cgroups), log });
+    this.memoryWatch = new MemoryWatch({ live, link, memory: new CgroupMemoryReader(cgroupVersion()), log });
     this.memoryWatch.start();
     usage.start();
     for (const name of options.templates ?? []) await this.templates.ensure(name, options.progress ?? ((m) => log.info(m)));

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { cgroupVersion, readLimitHit, readWorkingSet } from './cgroup-usage.js';
+import { CgroupMemoryReader, cgroupVersion, readLimitHit } from './cgroup-usage.js';
 
 /** A cgroup tree of files under a temporary root, removed after the test. */
 function fakeCgroups(t: { after: (fn: () => void) => void }): { root: string; write: (file: string, text: string) => void } {
@@ -40,14 +40,40 @@ test('working set: usage less inactive file pages, v1 and v2; below the threshol
   write('space/sbx_v2/memory.current', '4000\n');
   write('space/sbx_v2/memory.stat', 'anon 3000\ninactive_file 1000\n');
   assert.equal(cgroupVersion(root), 1);
-  assert.equal(readWorkingSet('sbx_v1', 0, 1, root), 700);
-  assert.equal(readWorkingSet('sbx_v2', 0, 1, root), null, 'a v1 host reads v1 files only');
+  const v1 = new CgroupMemoryReader(1, root);
+  t.after(() => v1.closeAll());
+  assert.equal(v1.workingSet('sbx_v1', 0), 700);
+  assert.equal(v1.workingSet('sbx_v2', 0), null, 'a v1 host reads v1 files only');
   write('cgroup.controllers', 'cpu memory pids\n');
   assert.equal(cgroupVersion(root), 2);
-  assert.equal(readWorkingSet('sbx_v2', 0, 2, root), 3000);
-  assert.equal(readWorkingSet('sbx_v2', 3500, 2, root), 3000, 'at or above the threshold: memory.stat read');
+  const v2 = new CgroupMemoryReader(2, root);
+  t.after(() => v2.closeAll());
+  assert.equal(v2.workingSet('sbx_v2', 0), 3000);
+  assert.equal(v2.workingSet('sbx_v2', 3500), 3000, 'at or above the threshold: memory.stat read');
   // Below it, memory.stat is not read: one the kernel could not build would change nothing.
   rmSync(path.join(root, 'space/sbx_v2/memory.stat'));
-  assert.equal(readWorkingSet('sbx_v2', 5000, 2, root), 4000);
-  assert.equal(readWorkingSet('sbx_gone', 0, 2, root), null);
+  assert.equal(v2.workingSet('sbx_v2', 5000), 4000);
+  write('space/sbx_v2/memory.current', '4500\n');
+  assert.equal(v2.workingSet('sbx_v2', 5000), 4500, 'the open file read again');
+  assert.equal(v2.workingSet('sbx_gone', 0), null);
+});
+
+test("a real cgroup's usage read again in place; once the cgroup is removed, null, and read anew when it is back", {
+  skip: !existsSync('/sys/fs/cgroup/memory') && 'no cgroup v1 memory controller',
+}, (t) => {
+  // The host's own hierarchy (v1 here), under the parent the node's sandboxes use; only this child is made and removed.
+  const sandboxId = `sbx_test${process.pid}`;
+  const dir = path.join('/sys/fs/cgroup/memory/space', sandboxId);
+  mkdirSync(dir, { recursive: true });
+  t.after(() => existsSync(dir) && rmdirSync(dir));
+  const reader = new CgroupMemoryReader(1);
+  t.after(() => reader.closeAll());
+  const first = reader.workingSet(sandboxId, Number.POSITIVE_INFINITY);
+  assert.equal(typeof first, 'number');
+  assert.equal(reader.workingSet(sandboxId, Number.POSITIVE_INFINITY), first, 'an empty cgroup uses what it did');
+  rmdirSync(dir);
+  assert.equal(reader.workingSet(sandboxId, Number.POSITIVE_INFINITY), null, 'the open file of a removed cgroup fails its read');
+  mkdirSync(dir);
+  assert.equal(reader.workingSet(sandboxId, Number.POSITIVE_INFINITY), 0, 'a new cgroup of that name is opened anew');
+  reader.retain(new Set());
 });

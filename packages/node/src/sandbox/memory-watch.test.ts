@@ -34,9 +34,13 @@ test('memory watch: only a sandbox near its memory gets the guard called, one ca
   let release = (): void => undefined;
   const watch = new MemoryWatch({
     live,
-    workingSet: (id) => {
-      reads[id] = (reads[id] ?? 0) + 1;
-      return used[id] ?? null;
+    memory: {
+      workingSet: (id) => {
+        reads[id] = (reads[id] ?? 0) + 1;
+        return used[id] ?? null;
+      },
+      retain: () => undefined,
+      closeAll: () => undefined,
     },
     link: {
       relieveMemory: (daemon) => {

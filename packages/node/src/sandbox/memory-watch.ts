@@ -13,11 +13,19 @@ const guardMs = 100;
  */
 const nearLimit = 0.9;
 
+export interface SandboxMemory {
+  /** The sandbox cgroup's working set in bytes (usage less inactive file pages, read from `atLeast` on); null without a cgroup. */
+  workingSet(sandboxId: string, atLeast: number): number | null;
+  /** Lets go of what it holds for sandboxes no longer watched. */
+  retain(watched: ReadonlySet<string>): void;
+  closeAll(): void;
+}
+
 export interface MemoryWatchDeps {
   live: LiveSandboxes;
   link: Pick<DaemonLink, 'relieveMemory'>;
-  /** The sandbox cgroup's working set in bytes (usage less inactive file pages); null without a cgroup. */
-  workingSet: (sandboxId: string, atLeast: number) => number | null;
+  /** Sandboxes' memory as their cgroups count it (CgroupMemoryReader). */
+  memory: SandboxMemory;
   log: Logger;
 }
 
@@ -44,6 +52,7 @@ export class MemoryWatch {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.deps.memory.closeAll();
   }
 
   /** One look at every sandbox due: synchronous reads of their cgroups (microseconds each), the guard's calls in the background. */
@@ -57,7 +66,7 @@ export class MemoryWatch {
       // Read at the last tick before it is due, never after.
       if (!memoryMb || live.pendingCall || this.asking.has(sandboxId) || (this.nextRead.get(sandboxId) ?? 0) > now + watchEveryMs) continue;
       const near = memoryMb * 2 ** 20 * nearLimit;
-      const bytes = this.deps.workingSet(sandboxId, near);
+      const bytes = this.deps.memory.workingSet(sandboxId, near);
       this.nextRead.set(sandboxId, now + readAgainAfterMs(bytes ?? 0, near, memoryBackstopBytes(memoryMb)));
       if (bytes === null || bytes < near) continue;
       this.asking.add(sandboxId);
@@ -73,6 +82,7 @@ export class MemoryWatch {
         .finally(() => this.asking.delete(sandboxId));
     }
     for (const sandboxId of this.nextRead.keys()) if (!watched.has(sandboxId)) this.nextRead.delete(sandboxId);
+    this.deps.memory.retain(watched);
   }
 }
 
