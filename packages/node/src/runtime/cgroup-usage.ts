@@ -11,6 +11,17 @@ async function read(file: string): Promise<string | null> {
   );
 }
 
+/** Where the host's cgroup hierarchies are mounted. */
+export const cgroupRoot = '/sys/fs/cgroup';
+
+/**
+ * The directory of the cgroup `space/<sandboxId>` gVisor puts a sandbox in (its `cgroupsPath`): in
+ * cgroup v2 one for every controller; in v1 the one in `v1Controller`'s hierarchy.
+ */
+export function sandboxCgroupDir(sandboxId: string, v1Controller?: 'cpu' | 'cpuacct' | 'memory' | 'pids', root = cgroupRoot): string {
+  return v1Controller ? path.join(root, v1Controller, 'space', sandboxId) : path.join(root, 'space', sandboxId);
+}
+
 /** A byte or count value; cgroup v1 writes a huge number and v2 "max" for "no limit". */
 function limitOf(text: string | null): number | null {
   if (text === null || text === 'max') return null;
@@ -22,8 +33,8 @@ function limitOf(text: string | null): number | null {
  * The counters of the cgroup `space/<sandboxId>` that gVisor puts a sandbox in (its `cgroupsPath`),
  * from cgroup v2 (unified) or v1 (per controller). Null when neither has it.
  */
-export async function readCgroupUsage(sandboxId: string, root = '/sys/fs/cgroup'): Promise<SandboxUsage | null> {
-  const v2 = path.join(root, 'space', sandboxId);
+export async function readCgroupUsage(sandboxId: string, root = cgroupRoot): Promise<SandboxUsage | null> {
+  const v2 = sandboxCgroupDir(sandboxId, undefined, root);
   const cpuStat = await read(path.join(v2, 'cpu.stat'));
   if (cpuStat !== null) {
     const usec = Number(/^usage_usec (\d+)$/m.exec(cpuStat)?.[1] ?? 0);
@@ -35,12 +46,12 @@ export async function readCgroupUsage(sandboxId: string, root = '/sys/fs/cgroup'
       memoryLimitBytes: limitOf(await read(path.join(v2, 'memory.max'))),
     };
   }
-  const cpuacct = await read(path.join(root, 'cpuacct', 'space', sandboxId, 'cpuacct.usage'));
+  const cpuacct = await read(path.join(sandboxCgroupDir(sandboxId, 'cpuacct', root), 'cpuacct.usage'));
   if (cpuacct === null) return null;
-  const cpu = path.join(root, 'cpu', 'space', sandboxId);
+  const cpu = sandboxCgroupDir(sandboxId, 'cpu', root);
   const quota = Number(await read(path.join(cpu, 'cpu.cfs_quota_us')));
   const period = Number(await read(path.join(cpu, 'cpu.cfs_period_us')));
-  const memory = path.join(root, 'memory', 'space', sandboxId);
+  const memory = sandboxCgroupDir(sandboxId, 'memory', root);
   return {
     cpuNanos: Number(cpuacct),
     cpuCount: quota > 0 && period > 0 ? quota / period : null,
@@ -53,19 +64,19 @@ export async function readCgroupUsage(sandboxId: string, root = '/sys/fs/cgroup'
  * Whether the sandbox's cgroup counted an OOM kill or a refused fork: v2 `memory.events` `oom_kill`
  * and `pids.events` `max`; v1 `memory.oom_control` `oom_kill` and `pids.events` `max`.
  */
-export async function readLimitHit(sandboxId: string, root = '/sys/fs/cgroup'): Promise<'oom' | 'pids' | null> {
+export async function readLimitHit(sandboxId: string, root = cgroupRoot): Promise<'oom' | 'pids' | null> {
   const count = (text: string | null, key: string): number => Number(new RegExp(`^${key} (\\d+)$`, 'm').exec(text ?? '')?.[1] ?? 0);
-  const v2 = path.join(root, 'space', sandboxId);
-  const memory = (await read(path.join(v2, 'memory.events'))) ?? (await read(path.join(root, 'memory', 'space', sandboxId, 'memory.oom_control')));
+  const v2 = sandboxCgroupDir(sandboxId, undefined, root);
+  const memory = (await read(path.join(v2, 'memory.events'))) ?? (await read(path.join(sandboxCgroupDir(sandboxId, 'memory', root), 'memory.oom_control')));
   if (count(memory, 'oom_kill') > 0) return 'oom';
-  const pids = (await read(path.join(v2, 'pids.events'))) ?? (await read(path.join(root, 'pids', 'space', sandboxId, 'pids.events')));
+  const pids = (await read(path.join(v2, 'pids.events'))) ?? (await read(path.join(sandboxCgroupDir(sandboxId, 'pids', root), 'pids.events')));
   return count(pids, 'max') > 0 ? 'pids' : null;
 }
 
 export type CgroupVersion = 1 | 2;
 
 /** The host's cgroup hierarchy: v2 (unified) when its root lists its controllers, else v1. */
-export function cgroupVersion(root = '/sys/fs/cgroup'): CgroupVersion {
+export function cgroupVersion(root = cgroupRoot): CgroupVersion {
   return existsSync(path.join(root, 'cgroup.controllers')) ? 2 : 1;
 }
 
@@ -93,7 +104,7 @@ export class CgroupMemoryReader {
 
   constructor(
     private readonly version: CgroupVersion,
-    private readonly root = '/sys/fs/cgroup',
+    private readonly root = cgroupRoot,
   ) {}
 
   /**
@@ -149,7 +160,7 @@ export class CgroupMemoryReader {
 
   /** Only the host's hierarchy is read: a miss costs as much as a read (an exception each time). */
   private dir(sandboxId: string): string {
-    return this.version === 2 ? path.join(this.root, 'space', sandboxId) : path.join(this.root, 'memory', 'space', sandboxId);
+    return sandboxCgroupDir(sandboxId, this.version === 2 ? undefined : 'memory', this.root);
   }
 
   private close(sandboxId: string): void {

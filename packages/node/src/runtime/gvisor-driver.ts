@@ -6,7 +6,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
 import type { HostLimit, RuntimeDriver, SandboxSpec, SandboxStats, SandboxUsage } from './driver.js';
-import { readCgroupUsage, readLimitHit } from './cgroup-usage.js';
+import { readCgroupUsage, readLimitHit, sandboxCgroupDir } from './cgroup-usage.js';
 import { buildOciSpec } from './oci-spec.js';
 
 /** How runsc runs sandboxes and writes memory images (`SPACE_RUNSC_PLATFORM`, `SPACE_CHECKPOINT_COMPRESSION`). */
@@ -104,8 +104,8 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   async setMemoryBackstop(sandboxId: string, memoryMb: number, extraBytes = 0): Promise<void> {
-    const v1 = `/sys/fs/cgroup/memory/space/${sandboxId}/memory.limit_in_bytes`;
-    const v2 = `/sys/fs/cgroup/space/${sandboxId}/memory.max`;
+    const v1 = path.join(sandboxCgroupDir(sandboxId, 'memory'), 'memory.limit_in_bytes');
+    const v2 = path.join(sandboxCgroupDir(sandboxId), 'memory.max');
     const file = existsSync(v1) ? v1 : existsSync(v2) ? v2 : null;
     if (file) await writeFile(file, String(memoryBackstopBytes(memoryMb) + extraBytes));
   }
@@ -129,8 +129,8 @@ export class GvisorDriver implements RuntimeDriver {
 
   /** cgroup v1 `cpu.shares`, or v2 `cpu.weight` (1-10000, 100 for the default 1024 shares). */
   async setCpuShares(sandboxId: string, workDir: string, shares: number): Promise<void> {
-    const v1 = `/sys/fs/cgroup/cpu/space/${sandboxId}/cpu.shares`;
-    const v2 = `/sys/fs/cgroup/space/${sandboxId}/cpu.weight`;
+    const v1 = path.join(sandboxCgroupDir(sandboxId, 'cpu'), 'cpu.shares');
+    const v2 = path.join(sandboxCgroupDir(sandboxId), 'cpu.weight');
     if (existsSync(v1)) await writeFile(v1, String(shares));
     else if (existsSync(v2)) await writeFile(v2, String(Math.max(1, Math.min(10_000, Math.round((shares * 100) / 1024)))));
     await this.editBundle(workDir, (spec) => {
