@@ -8,12 +8,17 @@
 // execs with no idle session (the floor, measured first in the same run). Stops early when the
 // host's available memory falls under --reserve-mb or a create fails, and says which.
 // Prints a table; the JSON goes to bench/results (or --json file).
-// Usage: ./space script bench/density.mjs [--max 1000] [--step 250] [--execs 300] [--reserve-mb 3072] [--concurrency 3] [--json file]
+// With --checkpoints the sessions keep the default automatic checkpoints (fs every 60 s when their
+// files changed; still no idle stop), each step waits until their first ones are taken, and the
+// host's CPU is read over 60 s (a whole round of maintenance's looks), the platform's with the
+// commands it ran (btrfs, runsc), and the looks' outcome counted (/metrics).
+// Usage: ./space script bench/density.mjs [--max 1000] [--step 250] [--execs 300] [--reserve-mb 3072] [--concurrency 3]
+//   [--checkpoints] [--json file]
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { api, metric, numberOption, startPlatform, timed, unattended, waitUntil } from './harness.mjs';
-import { cpuShare, processUse } from './scale/processes.mjs';
+import { processUse } from './scale/processes.mjs';
 import { printTable, summarize } from './stats.mjs';
 
 const args = process.argv.slice(2);
@@ -23,6 +28,9 @@ const step = option('--step', 250);
 const execs = option('--execs', 300);
 const reserveMb = option('--reserve-mb', 3072);
 const concurrency = option('--concurrency', 3);
+const checkpoints = args.includes('--checkpoints');
+/** Seconds of CPU reading per step. */
+const windowSec = checkpoints ? 60 : 10;
 const jsonAt = args.indexOf('--json');
 const dataDir = process.env.SPACE_BENCH_DATA_DIR ?? '/var/lib/space-test';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -66,7 +74,27 @@ const platform = await startPlatform(dataDir, {
   // No demand-driven boots between the steps.
   SPACE_POOL_MAX_MEMORY_MB: '0',
 });
-const session = () => api(platform.url, 'POST', '/v1/sessions', { template: 'tiny', resources: { memoryMb: 256 }, ...unattended });
+const session = () =>
+  api(platform.url, 'POST', '/v1/sessions', { template: 'tiny', resources: { memoryMb: 256 }, ...(checkpoints ? { idleTimeoutSec: 0 } : unattended) });
+/** The platform's CPU seconds so far, with the commands it ran and waited for. */
+const platformCpuSec = () => {
+  const use = processUse(platform.pid);
+  return use.cpuSec + use.childrenCpuSec;
+};
+const counters = ['space_checkpoints_total', 'space_checkpoints_skipped_unchanged_total', 'space_checkpoints_skipped_quiet_total'];
+/** The maintenance's checkpoint counters now (a counter this build does not have reads as 0). */
+const checkpointCounters = async () => {
+  const text = await (await fetch(`${platform.url}/metrics`)).text();
+  return Object.fromEntries(
+    counters.map((name) => [
+      name,
+      text
+        .split('\n')
+        .filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`))
+        .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0),
+    ]),
+  );
+};
 /** Every session the bench made, deleted at the end whatever happens. */
 const made = [];
 const idle = [];
@@ -83,12 +111,15 @@ try {
   const measure = async (createMs) => {
     // The pool refilled and the last creates' writes settled: nothing but the idle sandboxes runs.
     await waitUntil(async () => (await metric(platform.url, 'space_pool_ready{template="tiny"}')) >= poolSize, 120_000, 'the pool refilled');
-    await sleep(3000);
-    const platformBefore = processUse(platform.pid);
+    // With checkpoints: until the newest sessions' first automatic ones (60 s after their start) are taken.
+    await sleep(checkpoints ? 70_000 : 3000);
+    const platformBefore = platformCpuSec();
     const sandboxesCpuBefore = sandboxesCpuSeconds();
-    const busy = await hostBusy(10_000);
-    const platformCpu = cpuShare(platformBefore, processUse(platform.pid), 10);
-    const sandboxesCpu = (sandboxesCpuSeconds() - sandboxesCpuBefore) / 10;
+    const countersBefore = checkpoints ? await checkpointCounters() : null;
+    const busy = await hostBusy(windowSec * 1000);
+    const platformCpu = (platformCpuSec() - platformBefore) / windowSec;
+    const sandboxesCpu = (sandboxesCpuSeconds() - sandboxesCpuBefore) / windowSec;
+    const countersAfter = checkpoints ? await checkpointCounters() : null;
     const level = {
       idle: idle.length,
       availableMb: Math.round(availableMb()),
@@ -96,11 +127,13 @@ try {
       platformCpu: Math.round(platformCpu * 1000) / 10,
       sandboxesCpu: Math.round(sandboxesCpu * 1000) / 10,
       create: createMs.length ? summarize(createMs) : null,
+      // Over the window: automatic checkpoints taken, skipped as unchanged, and of those skipped from the node's list.
+      looks: countersAfter ? Object.fromEntries(counters.map((name) => [name, countersAfter[name] - countersBefore[name]])) : null,
       exec: await execLatencies(),
     };
     levels.push(level);
     console.log(
-      `${level.idle} idle: ${level.availableMb} MB available, host CPU ${level.hostBusy}% busy (platform ${level.platformCpu}%, sandboxes ${level.sandboxesCpu}% of a core), exec median ${level.exec.median.toFixed(1)} / P99 ${level.exec.p99.toFixed(1)} ms`,
+      `${level.idle} idle: ${level.availableMb} MB available, host CPU ${level.hostBusy}% busy (platform ${level.platformCpu}%, sandboxes ${level.sandboxesCpu}% of a core), exec median ${level.exec.median.toFixed(1)} / P99 ${level.exec.p99.toFixed(1)} ms${level.looks ? `; in ${windowSec} s: ${JSON.stringify(level.looks)}` : ''}`,
     );
   };
   await measure([]);
@@ -142,7 +175,7 @@ try {
     `exec P99 with ${last.idle} idle / with none: ${last.exec.p99.toFixed(1)} / ${levels[0].exec.p99.toFixed(1)} ms (${(last.exec.p99 / levels[0].exec.p99).toFixed(2)}x)`,
   );
   if (stopped) console.log(`stopped at ${idle.length}: ${stopped}`);
-  const report = { options: { max, step, execs, reserveMb, concurrency }, perSandboxMb, stopped, levels };
+  const report = { options: { max, step, execs, reserveMb, concurrency, checkpoints }, perSandboxMb, stopped, levels };
   const file = jsonAt >= 0 ? args[jsonAt + 1] : path.join(root, 'bench/results', `density-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);

@@ -21,6 +21,8 @@
 //
 // Usage: ./space script bench/scale.mjs [--levels 1000,10000,100000] [--nodes 1000] [--control-planes 2]
 //   [--active 0.2] [--rate 300] [--duration 30] [--curve] [--json out.json] [--smoke]
+//   [--no-quiet-lists] (nodes do not say which sandboxes are quiet, as before 2026-12-06: every
+//   look at a running session asks its node whether the volume changed)
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -53,7 +55,9 @@ const { values } = parseArgs({
     curve: { type: 'boolean', default: false },
     json: { type: 'string' },
     smoke: { type: 'boolean', default: false },
+    'quiet-lists': { type: 'boolean', default: true },
   },
+  allowNegative: true,
 });
 const smoke = values.smoke;
 const settings = {
@@ -66,6 +70,7 @@ const settings = {
   concurrency: Number(values.concurrency),
   latencyMs: Number(values['node-latency-ms']),
   misbehaving: smoke ? 4 : Number(values.misbehaving),
+  quietLists: values['quiet-lists'],
 };
 
 /** The maintenance tick of the control planes (SPACE_MAINTENANCE_TICK_MS, its default). */
@@ -221,10 +226,12 @@ async function measured(work) {
   const before = controlPlanes.map((c) => processUse(c.child.pid));
   const pgBefore = treeUse(postmasterPid);
   const stmtBefore = await statements();
+  const servedBefore = await sim.ask('served');
   const started = performance.now();
   const result = await work();
   const seconds = (performance.now() - started) / 1000;
   const stmts = (await statements()) - stmtBefore;
+  const served = await sim.ask('served');
   const after = controlPlanes.map((c) => processUse(c.child.pid));
   return {
     result,
@@ -235,6 +242,8 @@ async function measured(work) {
       controlPlaneCpu: after.map((a, i) => cpuShare(before[i], a, seconds)),
       controlPlaneRssMb: after.map((a) => a.rss / 1e6),
       postgresCpu: cpuShare(pgBefore, treeUse(postmasterPid), seconds),
+      // What the control planes asked of the nodes, per second (the looks' `volumeChanged` and `processes` among them).
+      nodeCallsPerSec: Object.fromEntries(Object.entries(served).map(([name, n]) => [name, (n - (servedBefore[name] ?? 0)) / seconds])),
     },
   };
 }
@@ -449,6 +458,7 @@ async function startSimulator() {
       heartbeatMs: 2000,
       latencyMs: settings.latencyMs,
       misbehaving: settings.misbehaving,
+      quietLists: settings.quietLists,
     }),
   ]);
   const waiting = new Map();
@@ -510,6 +520,7 @@ function printReport({ levels, curve, controlPlaneKilled }) {
     l.mix.controlPlaneRssMb.map((m) => f(m, 0)).join('/'),
     l.maintenance.map((m) => `${f(m.passSec, 2)} s (${m.passSessions})`).join(', '),
     `${l.overdue.sessions} (${f(l.overdue.lateSec)} s)`,
+    f((l.idle.nodeCallsPerSec.volumeChanged ?? 0) + (l.idle.nodeCallsPerSec['sandbox GET /processes'] ?? 0)),
     l.maintenance.map((m) => f(m.metricsMs, 0)).join('/'),
     `${l.loss.moved} of ${l.loss.sessions}: ${f(l.loss.detectedMs / 1000)} s + ${f(l.loss.movedMs / 1000)} s${l.loss.failed ? `, ${l.loss.failed} failed` : ''}`,
   ]);
@@ -527,6 +538,7 @@ function printReport({ levels, curve, controlPlaneKilled }) {
     'CP RSS MB',
     'maintenance pass (sessions)',
     'overdue > 1 tick (latest)',
+    'nodes asked about volumes or processes /s idle',
     '/metrics ms',
     'node lost: sessions moved, detected + all answering',
   ];

@@ -61,12 +61,16 @@ export function parentPid(pid) {
   return Number(statFields(pid)[1]);
 }
 
-/** A process's CPU time (user + system, seconds) and resident memory (bytes), now. */
+/**
+ * A process's CPU time (user + system, seconds) and resident memory (bytes), now; `childrenCpuSec`:
+ * that of its children that ended and were waited for (the commands it ran).
+ */
 export function processUse(pid) {
   const fields = statFields(pid);
   const cpuSec = (Number(fields[11]) + Number(fields[12])) / ticksPerSec;
+  const childrenCpuSec = (Number(fields[13]) + Number(fields[14])) / ticksPerSec;
   const rss = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
-  return { cpuSec, rss };
+  return { cpuSec, childrenCpuSec, rss };
 }
 
 /** CPU use between two `processUse` readings, as a share of one core. */

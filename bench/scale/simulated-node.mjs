@@ -41,10 +41,13 @@ export class SimulatedNode {
   checkpoints = new Map();
   url = '';
   lost = false;
+  /** Requests served, by route name (`volumeChanged`, `sandbox POST /exec`, …). */
+  served = new Map();
 
   /**
-   * @param {{ id: string, token: string, latencyMs: () => number, behavior: keyof typeof behaviors, objects: Map<string, number> }} options
+   * @param {{ id: string, token: string, latencyMs: () => number, behavior: keyof typeof behaviors, objects: Map<string, number>, quietLists: boolean }} options
    *   `objects`: the object store the simulated nodes share (key -> bytes), so a checkpoint shipped by one is fetched by another.
+   *   `quietLists`: whether its sandbox list says which sandboxes are quiet since their newest checkpoint (real nodes do).
    */
   constructor(options) {
     this.options = options;
@@ -97,6 +100,7 @@ export class SimulatedNode {
       const match = findRoute(routes, req.method, url.pathname);
       if (!match || 'methodMismatch' in match) throw new SpaceError(ErrorCode.ROUTE_NOT_FOUND, `${req.method} ${url.pathname} is not a node route`);
       const { route, params } = match;
+      this.served.set(route.name, (this.served.get(route.name) ?? 0) + 1);
       const query = Object.fromEntries(url.searchParams);
       const text = Buffer.concat(chunks).toString('utf8');
       const body = route.body ? route.body.parse(text ? JSON.parse(text) : {}) : undefined;
@@ -117,6 +121,8 @@ export class SimulatedNode {
     const sandbox = this.sandboxes.get(sandboxId);
     if (!sandbox) throw new SpaceError(ErrorCode.SANDBOX_NOT_FOUND, `sandbox ${sandboxId} is not running on ${this.id}`);
     const volume = this.volumes.get(sandbox.sessionId);
+    // As a real node: anything but a read comes in and may write, so the sandbox is no longer quiet.
+    if (route.method !== 'GET' || route.kind === 'websocket') sandbox.quietSince = null;
     switch (`${route.method} ${route.path}`) {
       case 'POST /exec':
         if (volume) volume.changed = true;
@@ -211,6 +217,7 @@ export class SimulatedNode {
       running: true,
       restoredFrom: null,
       note: null,
+      quietSince: null,
     };
     this.kill(request.sessionId);
     this.sandboxes.set(info.sandboxId, info);
@@ -222,6 +229,9 @@ export class SimulatedNode {
     const volume = this.volumes.get(sessionId);
     if (!volume) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `no volume of ${sessionId} on ${this.id}`);
     volume.changed = false;
+    // No process runs in a simulated sandbox: an fs checkpoint leaves it quiet, as a real node says in its list.
+    const quiet = this.options.quietLists && kind === 'fs' ? checkpointId : null;
+    for (const sandbox of this.sandboxes.values()) if (sandbox.sessionId === sessionId) sandbox.quietSince = quiet;
     const createdAt = now();
     this.checkpoints.set(checkpointId, { createdAt, sessionId });
     return { checkpointId, kind, createdAt, sizeBytes: 4096, pauseMs: kind === 'full' ? 5 : null };

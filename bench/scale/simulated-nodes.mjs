@@ -23,6 +23,7 @@ for (let i = 0; i < config.nodes; i++) {
     latencyMs,
     behavior: behaviorOf(i),
     objects,
+    quietLists: config.quietLists,
   });
   await node.listen();
   nodes.push(node);
@@ -83,6 +84,12 @@ const answer = {
   busiest: () => {
     const node = nodes.filter((n) => !n.lost && n.options.behavior === 'good').reduce((a, b) => (b.volumes.size > a.volumes.size ? b : a));
     return { nodeId: node.id, sessions: [...node.volumes.keys()] };
+  },
+  /** Requests all nodes served so far, by route name. */
+  served: () => {
+    const total = {};
+    for (const node of nodes) for (const [name, n] of node.served) total[name] = (total[name] ?? 0) + n;
+    return total;
   },
   lose: async ({ nodeId }) => {
     await byId.get(nodeId).lose();

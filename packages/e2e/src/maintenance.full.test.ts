@@ -83,13 +83,47 @@ describe('automatic checkpoints, retention, idle stop and metrics', () => {
       ((await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as { trigger: string }[]).filter((c) => c.trigger === 'auto').length;
     // The first one comes (nothing was saved yet), then the volume stays as it is.
     assert.equal(await waitFor(autos, (n) => n >= 1, 20_000), 1);
-    const skipped = async () => metricValue((await api.call('GET', '/metrics')).body, 'space_checkpoints_skipped_unchanged_total');
-    const skippedBefore = await skipped();
+    const metric = async (name: string) => metricValue((await api.call('GET', '/metrics')).body, name);
+    const skipped = () => metric('space_checkpoints_skipped_unchanged_total');
+    const [skippedBefore, quietBefore] = [await skipped(), await metric('space_checkpoints_skipped_quiet_total')];
     // A pass may be slow on a loaded machine: wait for a few skips (each a due checkpoint not taken), then look.
-    assert.ok((await waitFor(skipped, (n) => n >= skippedBefore + 3, 20_000)) >= skippedBefore + 3, 'the skips are counted');
+    const skips = (await waitFor(skipped, (n) => n >= skippedBefore + 3, 20_000)) - skippedBefore;
+    assert.ok(skips >= 3, 'the skips are counted');
+    // Nothing came in and no process ran since the first checkpoint: the node's list said so, and it was not asked.
+    assert.ok((await metric('space_checkpoints_skipped_quiet_total')) - quietBefore >= skips - 1, 'skipped from the node list, without asking it');
     assert.equal(await autos(), 1, 'no checkpoint of an unchanged volume');
+    // A write by the daemon itself (no process runs), then one by a command: each brings the next.
+    await api.call('PUT', `/v1/sessions/${session.id}/files?path=/workspace/f`, undefined, { raw: 'uploaded' });
+    assert.equal(await waitFor(autos, (n) => n >= 2, 20_000), 2, 'an upload brings the next automatic checkpoint');
+    const quietAgain = await metric('space_checkpoints_skipped_quiet_total');
+    await waitFor(
+      () => metric('space_checkpoints_skipped_quiet_total'),
+      (n) => n > quietAgain,
+      20_000,
+    );
+    // Two automatic checkpoints are kept here (SPACE_CHECKPOINT_KEEP): the next is told by its id.
+    const newestAuto = async () =>
+      ((await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body.checkpoints as { id: string; trigger: string }[])
+        .filter((c) => c.trigger === 'auto')
+        .at(-1)?.id;
+    const before = await newestAuto();
     await api.exec(session.id, 'echo changed > /workspace/f');
-    assert.equal(await waitFor(autos, (n) => n >= 2, 20_000), 2, 'a write brings the next automatic checkpoint');
+    assert.notEqual(await waitFor(newestAuto, (id) => id !== before, 20_000), before, 'a command writing brings the next automatic checkpoint');
+  });
+
+  test('a process left running by a call writes after the next checkpoint: the one after it holds the write', { timeout: 120_000 }, async () => {
+    // base: its nohup outlives the shell that started it (busybox's does not).
+    const session = await api.createSession({ template: 'base', checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    sessions.push(session.id);
+    // No call comes in after this one: only the process it left, alive at the next checkpoint, writes.
+    await api.exec(session.id, ['sh', '-c', "nohup sh -c 'sleep 4; echo late > /workspace/late' >/dev/null 2>&1 &"]);
+    assert.ok((await api.call('GET', `/v1/sessions/${session.id}/processes`)).body.untracked >= 1, 'the process outlived its call');
+    const holdsLate = async () => {
+      const { checkpoints } = (await api.call('GET', `/v1/sessions/${session.id}/checkpoints`)).body as { checkpoints: { id: string }[] };
+      for (const c of checkpoints) if ((await api.bytes(`/v1/checkpoints/${c.id}/files?path=late`)).status === 200) return true;
+      return false;
+    };
+    assert.ok(await waitFor(holdsLate, (held) => held, 30_000), 'an automatic checkpoint holds the late write');
   });
 
   test('an idle sandbox is checkpointed and stopped; the next call resumes it with its files', { timeout: 120_000 }, async () => {

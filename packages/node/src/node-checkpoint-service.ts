@@ -53,6 +53,11 @@ export class NodeCheckpointService {
         // Stamped before the flush: every write acknowledged before `createdAt` is in the checkpoint.
         const createdAt = new Date().toISOString();
         const phases = new PhaseTimer();
+        // Nothing under way and no process to write before the flush (checked first: one could write and end in between).
+        const live = kind === 'fs' ? this.deps.manager.forSession(sessionId) : undefined;
+        const mark = live?.entries.mark() ?? null;
+        const quiet = live !== undefined && mark !== null && !(await this.deps.manager.runsProcesses(live));
+        if (mark !== null) phases.mark('processes');
         await this.deps.manager.flushWrites(sessionId);
         phases.mark('sync');
         if (kind === 'fs') {
@@ -64,6 +69,8 @@ export class NodeCheckpointService {
             throw err;
           }
           phases.mark('snapshot');
+          // Nothing came in since either: nothing writes the volume after this checkpoint until something does.
+          if (quiet) live.entries.quietAfter(checkpointId, mark);
           this.deps.log.info(`fs checkpoint ${checkpointId} of ${sessionId} in ${phases.summary()}`);
           return { checkpointId, kind, createdAt, sizeBytes: null, pauseMs: null };
         }

@@ -80,6 +80,11 @@ export type ProcessInfo = z.infer<typeof ProcessInfoSchema>;
 export const ProcessListSchema = z.object({ processes: z.array(ProcessInfoSchema).max(10_000), untracked: z.number().int().nonnegative().optional() }).strict();
 export type ProcessList = z.infer<typeof ProcessListSchema>;
 
+/** Whether any process runs in the sandbox besides its init and daemon, however it was started. */
+export function anyProcessRuns(list: ProcessList): boolean {
+  return list.processes.some((p) => p.running) || (list.untracked ?? 0) > 0;
+}
+
 export const SignalRequestSchema = z.object({ signal: SignalSchema }).strict();
 
 /** First message a client sends on an exec stream. */

@@ -42,6 +42,12 @@ export const SandboxInfoSchema = z
     restoredFrom: z.string().nullable(),
     /** What the start could not do as asked, e.g. a memory image it did not restore and why. */
     note: z.string().max(2000).nullable(),
+    /**
+     * The fs checkpoint since which nothing could have written the session's volume: when it was
+     * taken no process ran in the sandbox but its init and daemon, and no call or stream has come in
+     * since (reads aside). Null when anything may have; absent from nodes that do not track it.
+     */
+    quietSince: z.string().nullable().optional(),
   })
   .strict();
 export type SandboxInfo = z.infer<typeof SandboxInfoSchema>;

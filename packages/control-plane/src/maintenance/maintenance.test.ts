@@ -48,6 +48,47 @@ test('automatic fs checkpoints are taken only of a volume that changed since the
   assert.equal(await count(), 2, 'after a write: one');
 });
 
+test('a sandbox its node lists quiet since the newest checkpoint is not asked about: neither its volume nor its processes; a write brings the next checkpoint', async () => {
+  const s = await servicesOnFakeNode();
+  s.node.tracksQuiet = true;
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 3, idleTimeoutSec: 0 });
+  const count = async () => (await s.store.listCheckpoints(session.id)).length;
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  assert.equal(await count(), 1, 'the first one: nothing was saved yet');
+  const askedBefore = s.node.asked.length;
+  for (let i = 0; i < 4; i++) {
+    s.clock.now += 2000;
+    await s.maintenance.tick();
+  }
+  assert.equal(await count(), 1, 'quiet: none');
+  assert.deepEqual(s.node.asked.slice(askedBefore), [], 'the node was not asked (its full checkpoint came due too: no process can run)');
+  const metrics = s.metrics.render({});
+  assert.equal(counter(metrics, 'space_checkpoints_skipped_quiet_total'), 4);
+  assert.equal(counter(metrics, 'space_checkpoints_skipped_unchanged_total'), 4);
+  s.node.write(session.id);
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  assert.equal(await count(), 2, 'after a write: one, the node asked');
+  assert.ok(s.node.asked.slice(askedBefore).includes(`changed ${session.id}`));
+});
+
+test('a sandbox listed quiet since an older checkpoint than the newest is asked as any other', async () => {
+  const s = await servicesOnFakeNode();
+  s.node.tracksQuiet = true;
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  const [first] = await s.store.listCheckpoints(session.id);
+  // A checkpoint the node's list does not know of yet (taken through another control plane as the list was read).
+  await s.checkpoints.create(s.caller, session.id);
+  s.node.sandboxes.get(session.sandbox!.id)!.quietSince = first!.id;
+  const askedBefore = s.node.asked.length;
+  s.clock.now += 2000;
+  await s.maintenance.tick();
+  assert.deepEqual(s.node.asked.slice(askedBefore), [`changed ${session.id}`]);
+});
+
 test('a session in use all along (a stream open through every pass) still gets its automatic checkpoints', async () => {
   const s = await servicesOnFakeNode();
   const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });

@@ -15,7 +15,7 @@ import type { SessionPauser } from '../sessions/session-pauser.js';
 import type { EgressService } from '../tenants/egress-service.js';
 import type { SessionRow, Store } from '../store/store.js';
 import { ClusterSweeps, type ListedSandboxes, type PlacedOn } from './cluster-sweeps.js';
-import { SessionUpkeep } from './session-upkeep.js';
+import { type OnNode, SessionUpkeep } from './session-upkeep.js';
 
 export interface MaintenanceDeps {
   store: Store;
@@ -51,14 +51,14 @@ export interface MaintenanceDeps {
 /** What a pass works on (see `Maintenance.snapshot`). */
 interface Snapshot {
   listed: ListedSandboxes;
-  /** The sandbox ids each node that answered runs. */
-  running: Map<string, Set<string>>;
+  /** The sandboxes each node that answered runs. */
+  running: Map<string, OnNode>;
   sessions: SessionRow[];
   placedOn: PlacedOn;
 }
 
 /** A look at a session without its turn: when its next visit is due, or null when something must be done in its turn. */
-type Look = (row: SessionRow, running: Set<string>) => Promise<number | null>;
+type Look = (row: SessionRow, onNode: OnNode) => Promise<number | null>;
 
 /** A pass that takes longer is logged with its phases. */
 const slowPassSec = 60;
@@ -134,8 +134,8 @@ export class Maintenance {
       this.eachSession(
         snapshot.running,
         ours,
-        (row, running) => this.upkeepAndSchedule(row, running),
-        (row, running) => this.upkeep.look(row, running),
+        (row, onNode) => this.upkeepAndSchedule(row, onNode),
+        (row, onNode) => this.upkeep.look(row, onNode),
       ),
     );
     const seconds = (performance.now() - started) / 1000;
@@ -151,8 +151,8 @@ export class Maintenance {
   }
 
   /** Everything due for the session, then when its next visit is due, unless its row changed meanwhile. */
-  private async upkeepAndSchedule(row: SessionRow, running: Set<string>): Promise<void> {
-    const next = await this.upkeep.upkeep(row, running);
+  private async upkeepAndSchedule(row: SessionRow, onNode: OnNode): Promise<void> {
+    const next = await this.upkeep.upkeep(row, onNode);
     if (next !== null) await this.deps.store.scheduleMaintenance(row.id, next, row);
   }
 
@@ -176,7 +176,7 @@ export class Maintenance {
         if (sandboxes) listed.set(node.nodeId, { node, sandboxes });
       }),
     );
-    const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Set(sandboxes.map((s) => s.sandboxId))]));
+    const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Map(sandboxes.map((s) => [s.sandboxId, s]))]));
     const nodeIds = ofNode ? nodes.map((n) => n.nodeId) : undefined;
     const due = await this.deps.store.listSessionsToMaintain(this.now(), nodeIds);
     const claims = new Map((await this.deps.store.listSandboxClaims(nodeIds)).map((c) => [c.sessionId, c]));
@@ -199,9 +199,9 @@ export class Maintenance {
    * the time (an open terminal, back-to-back execs) is the one whose checkpoints matter most.
    */
   private async eachSession(
-    running: Map<string, Set<string>>,
+    running: Map<string, OnNode>,
     sessions: SessionRow[],
-    work: (row: SessionRow, running: Set<string>) => Promise<void>,
+    work: (row: SessionRow, onNode: OnNode) => Promise<void>,
     look?: Look,
   ): Promise<void> {
     // Nodes side by side, each node's sessions one after another (a node is asked one thing of
@@ -226,8 +226,8 @@ export class Maintenance {
    */
   private async maintainOne(
     session: SessionRow,
-    running: Map<string, Set<string>>,
-    work: (row: SessionRow, running: Set<string>) => Promise<void>,
+    running: Map<string, OnNode>,
+    work: (row: SessionRow, onNode: OnNode) => Promise<void>,
     look?: Look,
   ): Promise<void> {
     const { id, tenantId, nodeId, volumeNodeId } = session;

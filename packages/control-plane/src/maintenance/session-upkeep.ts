@@ -1,4 +1,4 @@
-import { ErrorCode, isSpaceError, type CheckpointKind } from '@space/protocol';
+import { ErrorCode, anyProcessRuns, isSpaceError, type CheckpointKind, type SandboxInfo } from '@space/protocol';
 import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { Activity } from '../sessions/activity.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -7,6 +7,17 @@ import type { SessionService } from '../sessions/session-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
 import type { CheckpointRow, SessionRow, Store } from '../store/store.js';
 import { type SessionDue, type SessionFacts, idleForMs, nextDueAt, sessionDue } from './session-policy.js';
+
+/** The sandboxes a node listed in this pass, by sandbox id. */
+export type OnNode = ReadonlyMap<string, SandboxInfo>;
+
+/** A session's facts with what a volume change is measured against. */
+type UpkeepFacts = SessionFacts & {
+  /** The id of its newest checkpoint. */
+  newestId: string | null;
+  /** Its node listed its sandbox quiet since that checkpoint: nothing could have written the volume, and no process runs. */
+  quiet: boolean;
+};
 
 export interface SessionUpkeepDeps {
   store: Store;
@@ -39,13 +50,13 @@ export class SessionUpkeep {
   constructor(private readonly deps: SessionUpkeepDeps) {}
 
   /**
-   * Everything due for the session; `running` is what its node listed this pass. Returns when its
+   * Everything due for the session; `onNode` is what its node listed this pass. Returns when its
    * next visit is due (`nextDueAt`), or null when this one changed the session's row (then it is due
    * at once, and the next pass works the time out from what it finds).
    */
-  async upkeep(row: SessionRow, running: Set<string>): Promise<number | null> {
+  async upkeep(row: SessionRow, onNode: OnNode): Promise<number | null> {
     const checkpoints = await this.checkpointsOf(row);
-    let facts = this.facts(row, running, checkpoints);
+    let facts = this.facts(row, onNode, checkpoints);
     let due = this.due(facts);
     if (due.action === 'undo-start' || due.action === 'confirm-gone') {
       if (await this.reconcile(row, due.action)) return null;
@@ -62,9 +73,9 @@ export class SessionUpkeep {
       return null;
     }
     // What this visit took or found (a volume unchanged, a full checkpoint needless) counts from now.
-    const taken = due.action === 'checkpoint' && (await this.checkpointIfNeeded(row, due.full, due.fs, facts.newestId));
+    const taken = due.action === 'checkpoint' && (await this.checkpointIfNeeded(row, due.full, due.fs, facts));
     const after = taken ? await this.checkpointsOf(row) : checkpoints;
-    return this.nextVisit(row, running, after);
+    return this.nextVisit(row, onNode, after);
   }
 
   /**
@@ -74,19 +85,19 @@ export class SessionUpkeep {
    * end here: a running session is mostly found unchanged. `row` may be a little old: the time is
    * recorded only if the row did not change since (`Store.scheduleMaintenance`).
    */
-  async look(row: SessionRow, running: Set<string>): Promise<number | null> {
+  async look(row: SessionRow, onNode: OnNode): Promise<number | null> {
     const checkpoints = await this.checkpointsOf(row);
-    const facts = this.facts(row, running, checkpoints);
+    const facts = this.facts(row, onNode, checkpoints);
     const due = this.due(facts);
-    if (due.action === 'checkpoint' ? await this.checkpointToTake(row, due.full, due.fs, facts.newestId) : due.action !== 'none') return null;
+    if (due.action === 'checkpoint' ? await this.checkpointToTake(row, due.full, due.fs, facts) : due.action !== 'none') return null;
     // What it found (a volume unchanged, a full checkpoint needless) counts from now.
-    return this.nextVisit(row, running, checkpoints);
+    return this.nextVisit(row, onNode, checkpoints);
   }
 
   /** Only the reconciliation: run before the control plane serves its first call. */
-  async reconcileOnly(row: SessionRow, running: Set<string>): Promise<void> {
+  async reconcileOnly(row: SessionRow, onNode: OnNode): Promise<void> {
     // Reconciliation looks at no checkpoint: none is read.
-    const due = this.due(this.facts(row, running, []));
+    const due = this.due(this.facts(row, onNode, []));
     if (due.action === 'undo-start' || due.action === 'confirm-gone') await this.reconcile(row, due.action);
   }
 
@@ -96,8 +107,8 @@ export class SessionUpkeep {
   }
 
   /** When the session's next visit is due, from its facts as they are now (with what this visit found). */
-  private nextVisit(row: SessionRow, running: Set<string>, checkpoints: CheckpointRow[]): number {
-    return nextDueAt(this.facts(row, running, checkpoints), this.deps.now(), this.deps.fullCheckpointPauseShare);
+  private nextVisit(row: SessionRow, onNode: OnNode, checkpoints: CheckpointRow[]): number {
+    return nextDueAt(this.facts(row, onNode, checkpoints), this.deps.now(), this.deps.fullCheckpointPauseShare);
   }
 
   /** The session's checkpoints, read only when it has a running sandbox: the only case the policy looks at them. */
@@ -105,13 +116,14 @@ export class SessionUpkeep {
     return row.status === 'running' && row.sandboxId ? this.deps.store.listCheckpoints(row.id) : [];
   }
 
-  /** The session's facts, and the id of its newest checkpoint (what a volume change is measured against). */
-  private facts(row: SessionRow, running: Set<string>, checkpoints: CheckpointRow[]): SessionFacts & { newestId: string | null } {
+  /** The session's facts, with what a volume change is measured against. */
+  private facts(row: SessionRow, onNode: OnNode, checkpoints: CheckpointRow[]): UpkeepFacts {
     const newestFull = checkpoints.filter((c) => c.kind === 'full').at(-1);
     const newest = checkpoints.at(-1);
+    const listed = row.sandboxId === null ? undefined : onNode.get(row.sandboxId);
     return {
       row,
-      sandboxListed: row.sandboxId !== null && running.has(row.sandboxId),
+      sandboxListed: listed !== undefined,
       newestAt: newest ? Date.parse(newest.createdAt) : null,
       newestFull: newestFull ? { at: Date.parse(newestFull.createdAt), pauseMs: newestFull.pauseMs } : null,
       lastUsedAt: this.deps.activity.lastUsedAt(row.id) ?? null,
@@ -119,6 +131,7 @@ export class SessionUpkeep {
       unchangedAt: this.unchangedAt.get(row.id) ?? null,
       idleRefusedAt: this.idleRefusals.get(row.id) ?? null,
       newestId: newest?.id ?? null,
+      quiet: newest !== undefined && listed?.quietSince === newest.id,
     };
   }
 
@@ -154,32 +167,37 @@ export class SessionUpkeep {
   }
 
   /** Takes the checkpoint `checkpointToTake` says is needed, if any; true when one was taken. */
-  private async checkpointIfNeeded(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, newestId: string | null): Promise<boolean> {
-    const kind = await this.checkpointToTake(row, full, fs, newestId);
+  private async checkpointIfNeeded(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, facts: UpkeepFacts): Promise<boolean> {
+    const kind = await this.checkpointToTake(row, full, fs, facts);
     if (kind) await this.autoCheckpoint(row, kind);
     return kind !== null;
   }
 
   /**
    * A full checkpoint when one is due and processes run (else it is not due again for an interval),
-   * else an fs one when due and the volume changed; null when neither is needed.
+   * else an fs one when due and the volume changed; null when neither is needed. A sandbox its node
+   * listed quiet since the newest checkpoint is neither changed nor running a process: the node is not asked.
    */
-  private async checkpointToTake(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, newestId: string | null): Promise<CheckpointKind | null> {
+  private async checkpointToTake(row: SessionRow, full: 'due' | 'if-changed' | null, fs: boolean, facts: UpkeepFacts): Promise<CheckpointKind | null> {
     let changed: boolean | undefined;
-    const isChanged = async () => (changed ??= await this.changedSinceNewest(row, newestId));
+    const isChanged = async () => (changed ??= await this.changedSinceNewest(row, facts));
     if (full === 'due' || (full === 'if-changed' && (await isChanged()))) {
-      if (await this.hasRunningProcess(row)) return 'full';
+      if (!facts.quiet && (await this.hasRunningProcess(row))) return 'full';
       // Without any process the files are all there is to save.
       this.fullTried.set(row.id, this.deps.now());
     }
     return fs && (await isChanged()) ? 'fs' : null;
   }
 
-  /** Whether the volume was written since the newest checkpoint (`newestId`, read in this turn); when it was not, the interval starts again from now. */
-  private async changedSinceNewest(row: SessionRow, newestId: string | null): Promise<boolean> {
-    if (!newestId || (await (await this.deps.nodes.forVolume(row)).volumeChanged(row.id, newestId))) return true;
+  /**
+   * Whether the volume was written since the newest checkpoint (read in this turn), asked of its node
+   * unless the node listed the sandbox quiet since it; when it was not, the interval starts again from now.
+   */
+  private async changedSinceNewest(row: SessionRow, { newestId, quiet }: UpkeepFacts): Promise<boolean> {
+    if (!newestId || (!quiet && (await (await this.deps.nodes.forVolume(row)).volumeChanged(row.id, newestId)))) return true;
     this.unchangedAt.set(row.id, this.deps.now());
     this.deps.metrics.inc('checkpoints_skipped_unchanged');
+    if (quiet) this.deps.metrics.inc('checkpoints_skipped_quiet');
     return false;
   }
 
@@ -200,8 +218,7 @@ export class SessionUpkeep {
 
   /** Whether any process runs in the sandbox besides its init and daemon, however it was started. */
   private async hasRunningProcess(row: SessionRow): Promise<boolean> {
-    const { processes, untracked } = await (await this.deps.nodes.forSandbox(row)).processes(row.sandboxId!);
-    return processes.some((p) => p.running) || (untracked ?? 0) > 0;
+    return anyProcessRuns(await (await this.deps.nodes.forSandbox(row)).processes(row.sandboxId!));
   }
 
   /**

@@ -12,6 +12,7 @@ const counterNames = [
   'full_checkpoint_fallbacks',
   'idle_stops',
   'checkpoints_skipped_unchanged',
+  'checkpoints_skipped_quiet',
   'sessions_reconciled',
   'requests_refused',
   'creates_queued',

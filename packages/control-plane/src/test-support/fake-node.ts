@@ -28,7 +28,11 @@ export class FakeNode {
   /** Sessions whose volume was written since their last checkpoint. */
   readonly changed = new Set<string>();
   readonly calls: string[] = [];
+  /** What the control plane asked about sandboxes' volumes and processes (`changed <session>`, `processes <sandbox>`). */
+  readonly asked: string[] = [];
   runningProcesses = false;
+  /** Whether the node lists a sandbox quiet after an fs checkpoint taken while no process ran (as real nodes do), until `write`. */
+  tracksQuiet = false;
   /** Usage batches the node holds until a control plane acknowledges them. */
   usage: NodeUsageBatch[] = [];
   /** The next acknowledgement fails: the control plane died after storing the batches. */
@@ -128,7 +132,14 @@ export class FakeNode {
     this.sandboxes.delete(sandboxId);
   }
 
-  async processes(): Promise<ProcessList> {
+  /** Something came into the session's sandbox and wrote its volume. */
+  write(sessionId: string): void {
+    this.changed.add(sessionId);
+    for (const info of this.sandboxes.values()) if (info.sessionId === sessionId) info.quietSince = null;
+  }
+
+  async processes(sandboxId: string): Promise<ProcessList> {
+    this.asked.push(`processes ${sandboxId}`);
     return {
       processes: this.runningProcesses ? [{ pid: 7, cmd: 'sleep 600', startedAt: new Date().toISOString(), running: true, exitCode: null, pty: false }] : [],
     };
@@ -138,6 +149,8 @@ export class FakeNode {
     this.calls.push(`checkpoint ${kind} ${sessionId}`);
     this.checkpoints.add(checkpointId);
     this.changed.delete(sessionId);
+    const quiet = this.tracksQuiet && kind === 'fs' && !this.runningProcesses;
+    for (const info of this.sandboxes.values()) if (info.sessionId === sessionId) info.quietSince = quiet ? checkpointId : null;
     return {
       checkpointId,
       kind,
@@ -148,6 +161,7 @@ export class FakeNode {
   }
 
   async volumeChanged(sessionId: string): Promise<boolean> {
+    this.asked.push(`changed ${sessionId}`);
     return this.changed.has(sessionId);
   }
 

@@ -32,6 +32,10 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
       router.socket(pattern, guard, (client, ctx) => {
         try {
           const live = manager.get(ctx.params.sandboxId!);
+          // Any stream may run something (a watch too counts: entries are not told apart by path).
+          const leave = live.entries.enter();
+          if (client.readyState === client.CLOSED) leave();
+          else client.once('close', leave);
           const upstream = live.daemon.socket(routePath(route, ctx.params) + ctx.url.search);
           const schema = route.path === '/files/watch' ? WatchEventSchema : ServerStreamMessageSchema;
           relaySockets(client, upstream, { label: 'daemon', validateUpstream: (m) => schema.safeParse(m).success });
@@ -55,12 +59,16 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
       const deadline = CallDeadline.of(ctx.req, ctx.res, Number.POSITIVE_INFINITY);
       const live = await manager.getAlive(sandboxId);
       deadline.check(`sandbox ${sandboxId} on this node`);
+      // Reads (GET) write nothing in the sandbox: they leave it quiet.
+      const leave = route.method === 'GET' ? null : live.entries.enter();
       try {
         // A sandbox killed during the call never answers: its daemon's connections are cut, and the call fails as SANDBOX_DIED.
         await callDaemon(live, () => forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params)));
       } catch (err) {
         if (isSpaceError(err) && err.code === ErrorCode.SANDBOX_UNAVAILABLE) throw await manager.checkAlive(sandboxId, err);
         throw err;
+      } finally {
+        leave?.();
       }
     });
   }

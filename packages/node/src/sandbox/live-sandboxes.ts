@@ -3,6 +3,7 @@ import { ErrorCode, SpaceError } from '@space/protocol';
 import type { Upstream } from '@space/server-kit';
 import type { SandboxRecord } from '../sandbox-record.js';
 import type { InboundConnections } from './inbound-connections.js';
+import type { SandboxEntries } from './sandbox-entries.js';
 
 /** A sandbox this node agent runs. */
 export interface LiveSandbox {
@@ -16,6 +17,8 @@ export interface LiveSandbox {
   pendingCall: Promise<unknown> | null;
   /** Calls forwarded to its daemon and not answered yet: a full checkpoint waits for them (its quiesce would cut them). */
   callsInFlight: number;
+  /** The calls and streams that came in, to say when nothing could have written its volume since a checkpoint. */
+  entries: SandboxEntries;
 }
 
 /** Pooled sandboxes serve a placeholder "session" with this prefix until claimed. */

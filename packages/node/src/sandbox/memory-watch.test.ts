@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Upstream } from '@space/server-kit';
 import { InboundConnections } from './inbound-connections.js';
+import { SandboxEntries } from './sandbox-entries.js';
 import { LiveSandboxes, type LiveSandbox } from './live-sandboxes.js';
 import { MemoryWatch, readAgainAfterMs } from './memory-watch.js';
 
@@ -15,6 +16,7 @@ test('memory watch: only a sandbox near its memory gets the guard called, one ca
       pid: null,
       pendingCall,
       callsInFlight: 0,
+      entries: new SandboxEntries(),
     }) as LiveSandbox;
   live.add(sandbox('sbx_calm', 512));
   live.add(sandbox('sbx_full', 512));

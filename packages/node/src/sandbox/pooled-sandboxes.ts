@@ -126,7 +126,7 @@ export class PooledSandboxes {
         if (live.pendingCall === rebound) live.pendingCall = null;
       });
     live.pendingCall = rebound;
-    return deps.manager.describe(live.record);
+    return deps.manager.describe(live);
   }
 
   /** Resolves when the sandbox's pending daemon call (a claim's rebind) is over, however it ended. */

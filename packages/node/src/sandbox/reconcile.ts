@@ -7,6 +7,7 @@ import { isUnclaimed, type LiveSandboxes } from './live-sandboxes.js';
 import type { SandboxBooter } from './sandbox-booter.js';
 import type { SessionVolumes } from './session-volumes.js';
 import { InboundConnections } from './inbound-connections.js';
+import { SandboxEntries } from './sandbox-entries.js';
 
 export interface ReconcileDeps {
   records: SandboxRecords;
@@ -33,7 +34,7 @@ export async function reconcileSandboxes(deps: ReconcileDeps): Promise<{ adopted
     const stats = await deps.driver.stats(record.sandboxId);
     // Pooled sandboxes of the previous run are not adopted: the new pool boots its own.
     if (!isUnclaimed(record) && stats.running && (await daemonAnswers(daemon, 2000)) === true) {
-      deps.live.add({ record, daemon, inbound: new InboundConnections(), pid: stats.pid, pendingCall: null, callsInFlight: 0 });
+      deps.live.add({ record, daemon, inbound: new InboundConnections(), pid: stats.pid, pendingCall: null, callsInFlight: 0, entries: new SandboxEntries() });
       await deps.network.refreshRules(record.sandboxId, record.sandboxIp);
       adopted++;
     } else {

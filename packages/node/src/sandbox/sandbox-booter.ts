@@ -17,6 +17,7 @@ import { newMachineId, type MemorySource, type SessionVolumes } from './session-
 import { hostErrorText } from '../host-errors.js';
 import type { PhaseTimer } from './phase-timer.js';
 import { InboundConnections } from './inbound-connections.js';
+import { SandboxEntries } from './sandbox-entries.js';
 import type { UsageMeter } from '../usage/usage-meter.js';
 
 export interface SandboxBooterDeps {
@@ -120,7 +121,15 @@ export class SandboxBooter {
       await deps.link.waitReady(sandboxId, daemon);
       phases.mark('agent');
       deps.log.info(`sandbox ${sandboxId} for ${request.sessionId} ${memory ? `restored from ${memory.label}` : 'ready'} in ${phases.summary()}`);
-      return { record, daemon, inbound: new InboundConnections(), pid: (await deps.driver.stats(sandboxId)).pid, pendingCall: null, callsInFlight: 0 };
+      return {
+        record,
+        daemon,
+        inbound: new InboundConnections(),
+        pid: (await deps.driver.stats(sandboxId)).pid,
+        pendingCall: null,
+        callsInFlight: 0,
+        entries: new SandboxEntries(),
+      };
     } catch (err) {
       const console = await consoleTail(workDir, 1000);
       await this.teardown(record);

@@ -1,10 +1,19 @@
-import { ErrorCode, SpaceError, type ExecResult, type SandboxInfo, type Service, type StartSandboxRequest } from '@space/protocol';
+import {
+  ErrorCode,
+  ProcessListSchema,
+  SpaceError,
+  anyProcessRuns,
+  type ExecResult,
+  type SandboxInfo,
+  type Service,
+  type StartSandboxRequest,
+} from '@space/protocol';
 import { startServices, stopService } from './session-services.js';
 import type { KeyedQueue } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
 import type { RuntimeDriver } from '../runtime/driver.js';
-import { imageAddressesOf, type SandboxRecord, type SandboxRecords } from '../sandbox-record.js';
+import { imageAddressesOf, type SandboxRecords } from '../sandbox-record.js';
 import type { MemoryImageMeta } from '../storage/checkpoint-store.js';
 import type { DaemonLink } from './daemon-link.js';
 import { isUnclaimed, processAlive, type LiveSandbox, type LiveSandboxes } from './live-sandboxes.js';
@@ -50,7 +59,7 @@ export class SandboxManager {
   async boot(request: StartSandboxRequest, options: BootOptions = {}, phases = new PhaseTimer()): Promise<SandboxInfo> {
     const live = await this.deps.booter.boot(request, this.deps.volumes.path(request.sessionId), phases, options);
     this.deps.live.add(live);
-    return this.describe(live.record);
+    return this.describe(live);
   }
 
   /** The sandbox, or SANDBOX_NOT_FOUND (without checking it is alive: see getAlive). */
@@ -78,7 +87,7 @@ export class SandboxManager {
   }
 
   async info(sandboxId: string): Promise<SandboxInfo> {
-    return this.describe((await this.getAlive(sandboxId)).record);
+    return this.describe(await this.getAlive(sandboxId));
   }
 
   /** How many sandboxes serve sessions (pooled ones left out), as last seen alive: no process is looked at. */
@@ -91,7 +100,7 @@ export class SandboxManager {
     return this.deps.live
       .all()
       .filter((s) => !isUnclaimed(s.record) && (s.pid === null || processAlive(s.pid)))
-      .map((s) => this.describe(s.record));
+      .map((s) => this.describe(s));
   }
 
   /**
@@ -122,8 +131,20 @@ export class SandboxManager {
   }
 
   /** Starts the session's services in its sandbox (one that did not restore the session's processes); what failed to start. */
-  startServices(sandboxId: string, services: Service[]): Promise<string[]> {
-    return startServices(this.deps.link, this.deps.live.get(sandboxId), services, this.deps.log);
+  async startServices(sandboxId: string, services: Service[]): Promise<string[]> {
+    const live = this.deps.live.get(sandboxId);
+    const leave = live.entries.enter();
+    try {
+      return await startServices(this.deps.link, live, services, this.deps.log);
+    } finally {
+      leave();
+    }
+  }
+
+  /** Whether any process runs in the session's sandbox besides its init and daemon; a daemon that cannot say counts as yes. */
+  async runsProcesses(live: LiveSandbox): Promise<boolean> {
+    const list = await live.daemon.json('GET', '/processes', undefined, ProcessListSchema).catch(() => null);
+    return !list || list.untracked === undefined || anyProcessRuns(list);
   }
 
   /** Stops a service running in the sandbox (its supervisor and what it runs); false when none runs. */
@@ -277,7 +298,8 @@ export class SandboxManager {
     return { meta: { token: live.record.token, runtimeDir: deps.runtimeDir, addresses: imageAddressesOf(live.record) }, pauseMs: Math.round(phases.elapsed()) };
   }
 
-  describe(record: SandboxRecord): SandboxInfo {
+  describe(live: LiveSandbox): SandboxInfo {
+    const { record } = live;
     return {
       sandboxId: record.sandboxId,
       sessionId: record.sessionId,
@@ -287,6 +309,7 @@ export class SandboxManager {
       running: true,
       restoredFrom: record.restoredFrom ?? null,
       note: record.note ?? null,
+      quietSince: live.entries.quietSince(),
     };
   }
 

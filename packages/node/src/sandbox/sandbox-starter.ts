@@ -46,12 +46,12 @@ export class SandboxStarter {
     for (const mount of request.mounts) await this.deps.namedVolumes.check(mount.volumeId);
     this.deps.egress.configure(request.sessionId, request.egress);
     const existing = manager.forSession(request.sessionId);
-    if (existing) return manager.describe(existing.record);
+    if (existing) return manager.describe(existing);
     return this.starting.run(request.sessionId, () =>
       sessionQueue.run(request.sessionId, async () => {
         // Looked up again in the queue: a start before this one may have finished meanwhile.
         const started = manager.forSession(request.sessionId);
-        return started ? manager.describe(started.record) : this.withServices(request, await this.startNew(request));
+        return started ? manager.describe(started) : this.withServices(request, await this.startNew(request));
       }),
     );
   }
