@@ -21,7 +21,7 @@
 //
 // Usage: ./space script bench/scale.mjs [--levels 1000,10000,100000] [--nodes 1000] [--control-planes 2]
 //   [--active 0.2] [--rate 300] [--duration 30] [--curve] [--json out.json] [--smoke]
-//   [--no-quiet-lists] (nodes do not say which sandboxes are quiet, as before 2026-12-06: every
+//   [--idle-sec 10] (how long each level is measured idle) [--no-quiet-lists] (nodes do not say which sandboxes are quiet, as before 2026-12-06: every
 //   look at a running session asks its node whether the volume changed)
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -50,6 +50,7 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '30' },
     concurrency: { type: 'string', default: '48' },
     'node-latency-ms': { type: 'string', default: '2' },
+    'idle-sec': { type: 'string', default: '10' },
     misbehaving: { type: 'string', default: '50' },
     'database-url': { type: 'string' },
     curve: { type: 'boolean', default: false },
@@ -69,6 +70,7 @@ const settings = {
   durationSec: smoke ? 5 : Number(values.duration),
   concurrency: Number(values.concurrency),
   latencyMs: Number(values['node-latency-ms']),
+  idleSec: Number(values['idle-sec']),
   misbehaving: smoke ? 4 : Number(values.misbehaving),
   quietLists: values['quiet-lists'],
 };
@@ -182,7 +184,7 @@ async function measureLevel(level, pool) {
   // Idle: only heartbeats and maintenance (one tick of each control plane at least).
   const backlog = await drainBacklog(pool.active.length);
   const watch = watchOverdue();
-  const idle = await measured(() => sleep(10_000));
+  const idle = await measured(() => sleep(settings.idleSec * 1000));
   const overhead = await execOverhead(pool);
   const mix = await measured(() => runMix(api, sim, pool, { rate: settings.rate, durationSec: settings.durationSec }));
   const overdue = await watch.end();

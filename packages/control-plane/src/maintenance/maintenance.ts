@@ -1,4 +1,4 @@
-import { ErrorCode, isSpaceError } from '@space/protocol';
+import { ErrorCode, isSpaceError, type SandboxInfo } from '@space/protocol';
 import { eachAtMost } from '@space/server-kit';
 import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { Activity } from '../sessions/activity.js';
@@ -13,9 +13,10 @@ import type { LeftVolumes } from '../sessions/left-volumes.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
 import type { EgressService } from '../tenants/egress-service.js';
-import type { SessionRow, Store } from '../store/store.js';
+import type { SandboxClaim, SessionRow, Store } from '../store/store.js';
 import { ClusterSweeps, type ListedSandboxes, type PlacedOn } from './cluster-sweeps.js';
 import { type OnNode, SessionUpkeep } from './session-upkeep.js';
+import { lookAfterWriteMs } from './session-policy.js';
 
 export interface MaintenanceDeps {
   store: Store;
@@ -59,6 +60,16 @@ interface Snapshot {
 
 /** A look at a session without its turn: when its next visit is due, or null when something must be done in its turn. */
 type Look = (row: SessionRow, onNode: OnNode) => Promise<number | null>;
+
+/**
+ * Whether the claimed sandbox, listed by its node, is no longer quiet while its next visit is
+ * further away than a visit worked out while it was not quiet ever is: a look found it quiet and
+ * put the visit off, and something has come in since.
+ */
+function writtenSinceQuiet(claim: SandboxClaim, listed: SandboxInfo | undefined, now: number): boolean {
+  const within = lookAfterWriteMs(claim);
+  return listed !== undefined && !listed.quietSince && within !== null && claim.maintainAfter !== null && claim.maintainAfter > now + within;
+}
 
 /** A pass that takes longer is logged with its phases. */
 const slowPassSec = 60;
@@ -163,8 +174,9 @@ export class Maintenance {
    * - the sessions something is due for (`listSessionsToMaintain`: a start under way, a timeout
    *   passed, a sandbox whose next visit came), however many others there are;
    * - which sandbox every session on those nodes records (`listSandboxClaims`, a narrow read),
-   *   compared with the lists: a recorded sandbox its node did not list (gone?) and a listed one its
-   *   session does not record (moved? deleted?) bring their sessions into the pass too.
+   *   compared with the lists: a recorded sandbox its node did not list (gone?), a listed one its
+   *   session does not record (moved? deleted?) and one no longer quiet whose next visit a quiet
+   *   look put off (written again: `lookAfterWriteMs`) bring their sessions into the pass too.
    * `placedOn` holds, for every listed sandbox's session, where its volume is (for fencing).
    */
   private async snapshot(ofNode?: (nodeId: string) => boolean): Promise<Snapshot> {
@@ -178,14 +190,16 @@ export class Maintenance {
     );
     const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Map(sandboxes.map((s) => [s.sandboxId, s]))]));
     const nodeIds = ofNode ? nodes.map((n) => n.nodeId) : undefined;
-    const due = await this.deps.store.listSessionsToMaintain(this.now(), nodeIds);
+    const now = this.now();
+    const due = await this.deps.store.listSessionsToMaintain(now, nodeIds);
     const claims = new Map((await this.deps.store.listSandboxClaims(nodeIds)).map((c) => [c.sessionId, c]));
     const gone = [...claims.values()].filter((c) => running.get(c.nodeId)?.has(c.sandboxId) === false).map((c) => c.sessionId);
     const unclaimed = [...listed].flatMap(([nodeId, { sandboxes }]) =>
       sandboxes.filter((s) => claims.get(s.sessionId)?.sandboxId !== s.sandboxId || claims.get(s.sessionId)?.nodeId !== nodeId).map((s) => s.sessionId),
     );
+    const written = [...claims.values()].filter((c) => writtenSinceQuiet(c, running.get(c.nodeId)?.get(c.sandboxId), now)).map((c) => c.sessionId);
     const known = new Set(due.map((s) => s.id));
-    const others = [...new Set([...gone, ...unclaimed])].filter((id) => !known.has(id));
+    const others = [...new Set([...gone, ...unclaimed, ...written])].filter((id) => !known.has(id));
     const sessions = [...due, ...(others.length ? await this.deps.store.findSessions(others) : [])];
     const placedOn: PlacedOn = new Map([...claims.values()].map((c) => [c.sessionId, { volumeNodeId: c.volumeNodeId }]));
     for (const row of sessions) placedOn.set(row.id, row);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type SessionFacts, idleForMs, maxMaintenanceGapMs, nextDueAt, sessionDue } from './session-policy.js';
+import { type SessionFacts, idleForMs, lookAfterWriteMs, maxMaintenanceGapMs, nextDueAt, sessionDue } from './session-policy.js';
 
 const t0 = Date.parse('2026-12-01T10:00:00Z');
 const s = 1000;
@@ -29,6 +29,7 @@ function facts(changes: Omit<Partial<SessionFacts>, 'row'> & { row?: Partial<Ses
     fullTriedAt: null,
     unchangedAt: null,
     idleRefusedAt: null,
+    quiet: false,
     ...rest,
   };
 }
@@ -119,6 +120,17 @@ test('the next visit is due at the first of: an fs or full checkpoint, the busy 
   assert.equal(next(facts({ ...quiet, lastUsedAt: t0 + 30 * s }), t0 + 40 * s), t0 + 40 * s + maxMaintenanceGapMs, 'idle stop (630 s) beyond the gap');
   assert.equal(next(facts({ row: { ...quiet.row, expiresAt: at(t0 + 90 * s) } }), t0 + 40 * s), t0 + 90 * s);
   assert.equal(next(facts({ row: { ...quiet.row, idleTimeoutSec: 0 } }), t0 + 40 * s), t0 + 40 * s + maxMaintenanceGapMs);
+  // A quiet sandbox: no checkpoint marks, only its idle stop (600 s after its start), or the gap.
+  assert.equal(next(facts({ newestAt: t0 + 50 * s, quiet: true }), t0 + 400 * s), t0 + 600 * s);
+  assert.equal(next(facts({ newestAt: t0 + 50 * s, quiet: true, row: { idleTimeoutSec: 0 } }), t0 + 110 * s), t0 + 110 * s + maxMaintenanceGapMs);
+  assert.deepEqual(
+    [
+      lookAfterWriteMs({ checkpointIntervalSec: 60, fullCheckpointIntervalSec: 300 }),
+      lookAfterWriteMs({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 300 }),
+    ],
+    [60 * s, 300 * s],
+  );
+  assert.equal(lookAfterWriteMs({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 }), null, 'no automatic checkpoints: never');
   // A session without a sandbox: only its timeout.
   assert.equal(next(facts({ row: { status: 'stopped', sandboxId: null, expiresAt: at(t0 + 90 * s) } }), t0), t0 + 90 * s);
 });

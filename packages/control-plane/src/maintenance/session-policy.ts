@@ -37,6 +37,12 @@ export interface SessionFacts {
   unchangedAt: number | null;
   /** When an idle stop was last given up (a full checkpoint refused while processes ran). */
   idleRefusedAt: number | null;
+  /**
+   * Its node listed the sandbox quiet since its newest checkpoint: nothing came in since, and no
+   * process ran, so its volume is as that checkpoint has it until something comes in (the pass sees
+   * that in the node's list: `lookAfterWriteMs`).
+   */
+  quiet: boolean;
 }
 
 /**
@@ -86,6 +92,8 @@ export function sessionDue(facts: SessionFacts, now: number, pauseShare: number)
  * the epoch): what maintenance records so that a pass visits only the sessions something is due for.
  * Anything that makes it sooner (a new sandbox, a timeout set) is a change of the session's row,
  * which makes it due at once; a call only makes an idle stop later. At most `maxMaintenanceGapMs` away.
+ * A quiet sandbox needs no checkpoint until something comes into it: only its idle stop and timeout
+ * count, and the pass that sees it written again looks at it then (`lookAfterWriteMs`).
  */
 export function nextDueAt(facts: SessionFacts, now: number, pauseShare: number): number {
   const { row } = facts;
@@ -94,9 +102,20 @@ export function nextDueAt(facts: SessionFacts, now: number, pauseShare: number):
   if (row.status === 'running' && row.sandboxId) {
     if (row.idleTimeoutSec > 0) marks.push(now - idleForMs(facts, now) + row.idleTimeoutSec * 1000);
     const { full, fullIfChanged, fs } = dueMarks(facts, pauseShare);
-    for (const mark of [full, fullIfChanged, fs]) if (mark !== null) marks.push(mark);
+    if (!facts.quiet) for (const mark of [full, fullIfChanged, fs]) if (mark !== null) marks.push(mark);
   }
   return Math.min(...marks);
+}
+
+/**
+ * How soon a session's next visit must come once its sandbox is no longer quiet: its shortest
+ * checkpoint interval turned on (a visit worked out while it was not quiet is never further away);
+ * null when it takes no automatic checkpoints. A pass that finds a sandbox no longer quiet whose
+ * next visit is further away than this looks at it at once.
+ */
+export function lookAfterWriteMs(row: Pick<SessionFacts['row'], 'checkpointIntervalSec' | 'fullCheckpointIntervalSec'>): number | null {
+  const on = [row.checkpointIntervalSec, row.fullCheckpointIntervalSec].filter((sec) => sec > 0);
+  return on.length ? Math.min(...on) * 1000 : null;
 }
 
 /**

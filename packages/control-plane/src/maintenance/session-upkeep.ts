@@ -11,13 +11,8 @@ import { type SessionDue, type SessionFacts, idleForMs, nextDueAt, sessionDue } 
 /** The sandboxes a node listed in this pass, by sandbox id. */
 export type OnNode = ReadonlyMap<string, SandboxInfo>;
 
-/** A session's facts with what a volume change is measured against. */
-type UpkeepFacts = SessionFacts & {
-  /** The id of its newest checkpoint. */
-  newestId: string | null;
-  /** Its node listed its sandbox quiet since that checkpoint: nothing could have written the volume, and no process runs. */
-  quiet: boolean;
-};
+/** A session's facts with the id of its newest checkpoint, what a volume change is measured against. */
+type UpkeepFacts = SessionFacts & { newestId: string | null };
 
 export interface SessionUpkeepDeps {
   store: Store;

@@ -237,13 +237,31 @@ export class SqlStore implements Store {
   }
 
   async listSandboxClaims(nodeIds?: string[]): Promise<SandboxClaim[]> {
-    const rows = await this.onNodes<{ id: string; sandbox_id: string; node_id: string; volume_node_id: string | null }>(
-      'SELECT id, sandbox_id, node_id, volume_node_id FROM sessions WHERE sandbox_id IS NOT NULL',
+    type ClaimRow = {
+      id: string;
+      sandbox_id: string;
+      node_id: string;
+      volume_node_id: string | null;
+      maintain_after: number | string | null;
+      checkpoint_interval_sec: number;
+      full_checkpoint_interval_sec: number;
+    };
+    const rows = await this.onNodes<ClaimRow>(
+      'SELECT id, sandbox_id, node_id, volume_node_id, maintain_after, checkpoint_interval_sec, full_checkpoint_interval_sec FROM sessions WHERE sandbox_id IS NOT NULL',
       [],
       nodeIds,
       false,
     );
-    return rows.map((r) => ({ sessionId: r.id, sandboxId: r.sandbox_id, nodeId: r.node_id, volumeNodeId: r.volume_node_id }));
+    return rows.map((r) => ({
+      sessionId: r.id,
+      sandboxId: r.sandbox_id,
+      nodeId: r.node_id,
+      volumeNodeId: r.volume_node_id,
+      // PostgreSQL returns a BIGINT as text.
+      maintainAfter: r.maintain_after === null ? null : Number(r.maintain_after),
+      checkpointIntervalSec: r.checkpoint_interval_sec,
+      fullCheckpointIntervalSec: r.full_checkpoint_interval_sec,
+    }));
   }
 
   /**

@@ -306,7 +306,13 @@ for (const engine of engines.all) {
     await store.insertCheckpoint({ ...image, id: 'ckp_full_a', kind: 'full', pauseMs: 200 });
     assert.deepEqual(await due(now), ['ses_a', 'ses_b'], "a full checkpoint's pause may make the next one sooner: due at once");
     const claims = (nodeIds?: string[]) => store.listSandboxClaims(nodeIds).then((c) => c.sort((x, y) => (x.sessionId < y.sessionId ? -1 : 1)));
-    assert.deepEqual(await claims(['node_z']), [{ sessionId: 'ses_b', sandboxId: 'sbx_b2', nodeId: 'node_z', volumeNodeId: 'node_z' }]);
+    const [claim, ...more] = await claims(['node_z']);
+    assert.deepEqual(
+      [claim?.sessionId, claim?.sandboxId, claim?.nodeId, claim?.volumeNodeId, claim?.maintainAfter, more.length],
+      ['ses_b', 'sbx_b2', 'node_z', 'node_z', null, 0],
+    );
+    await store.scheduleMaintenance('ses_b', now + 1234, (await store.findSession('ses_b'))!);
+    assert.strictEqual((await claims(['node_z']))[0]!.maintainAfter, now + 1234, 'its next maintenance, a number (a BIGINT in PostgreSQL)');
     assert.deepEqual(
       (await claims()).map((c) => c.sessionId),
       ['ses_a', 'ses_b'],

@@ -247,12 +247,16 @@ export type SessionPatch = Partial<
   >
 >;
 
-/** A session's recorded sandbox, where it runs, and where its volume is. */
-export interface SandboxClaim {
+/**
+ * A session's recorded sandbox, where it runs, and where its volume is; with when its next
+ * maintenance is due (ms since the epoch, null: at once) and its checkpoint intervals.
+ */
+export interface SandboxClaim extends Pick<SessionRow, 'checkpointIntervalSec' | 'fullCheckpointIntervalSec'> {
   sessionId: string;
   sandboxId: string;
   nodeId: string;
   volumeNodeId: string | null;
+  maintainAfter: number | null;
 }
 
 /** A node of the cluster, as its newest heartbeat described it. */

@@ -94,7 +94,8 @@ export class FakeNode {
 
   async listSandboxes(): Promise<SandboxInfo[]> {
     this.listings++;
-    return [...this.sandboxes.values()];
+    // Copies, as a real node's answer is: what the node does later is not in a list read before.
+    return [...this.sandboxes.values()].map((info) => ({ ...info }));
   }
 
   /** Starts to refuse before they begin (as when the node is lost), counted down. */
