@@ -1,14 +1,5 @@
-import {
-  ErrorCode,
-  ProcessListSchema,
-  SpaceError,
-  anyProcessRuns,
-  type ExecResult,
-  type SandboxInfo,
-  type Service,
-  type StartSandboxRequest,
-} from '@space/protocol';
-import { startServices, stopService } from './session-services.js';
+import { ErrorCode, SpaceError, anyProcessRuns, type ExecResult, type SandboxInfo, type Service, type StartSandboxRequest } from '@space/protocol';
+import { listProcesses, startServices, stopService } from './session-services.js';
 import type { KeyedQueue } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
@@ -143,7 +134,7 @@ export class SandboxManager {
 
   /** Whether any process runs in the session's sandbox besides its init and daemon; a daemon that cannot say counts as yes. */
   async runsProcesses(live: LiveSandbox): Promise<boolean> {
-    const list = await live.daemon.json('GET', '/processes', undefined, ProcessListSchema).catch(() => null);
+    const list = await listProcesses(live).catch(() => null);
     return !list || list.untracked === undefined || anyProcessRuns(list);
   }
 

@@ -1,4 +1,4 @@
-import { ProcessListSchema, OkSchema, type Service } from '@space/protocol';
+import { ProcessListSchema, OkSchema, type ProcessList, type Service } from '@space/protocol';
 import type { Logger } from '../logger.js';
 import type { LiveSandbox } from './live-sandboxes.js';
 import type { DaemonLink } from './daemon-link.js';
@@ -35,6 +35,11 @@ export async function startServices(link: DaemonLink, live: LiveSandbox, service
   return failed;
 }
 
+/** The processes the sandbox's daemon lists (with the count of those it did not start). */
+export function listProcesses(live: LiveSandbox): Promise<ProcessList> {
+  return live.daemon.json('GET', '/processes', undefined, ProcessListSchema);
+}
+
 /** How long a stopped service has to end after SIGTERM before it gets SIGKILL. */
 const stopGraceMs = 5000;
 
@@ -44,7 +49,7 @@ const stopGraceMs = 5000;
  */
 export async function stopService(live: LiveSandbox, name: string): Promise<boolean> {
   const running = async (pid?: number) =>
-    (await live.daemon.json('GET', '/processes', undefined, ProcessListSchema)).processes.find(
+    (await listProcesses(live)).processes.find(
       (p) => p.running && (pid === undefined ? Array.isArray(p.cmd) && p.cmd[3] === `space-service:${name}` : p.pid === pid),
     );
   const found = await running();
