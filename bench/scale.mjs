@@ -21,7 +21,7 @@
 //
 // Usage: ./space script bench/scale.mjs [--levels 1000,10000,100000] [--nodes 1000] [--control-planes 2]
 //   [--active 0.2] [--rate 300] [--duration 30] [--curve] [--json out.json] [--smoke]
-//   [--idle-sec 10] (how long each level is measured idle) [--no-quiet-lists] (nodes do not say which sandboxes are quiet, as before 2026-12-06: every
+//   [--idle-sec 10] (how long each level is measured idle, minute by minute) [--no-quiet-lists] (nodes do not say which sandboxes are quiet, as before 2026-12-06: every
 //   look at a running session asks its node whether the volume changed)
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -184,7 +184,7 @@ async function measureLevel(level, pool) {
   // Idle: only heartbeats and maintenance (one tick of each control plane at least).
   const backlog = await drainBacklog(pool.active.length);
   const watch = watchOverdue();
-  const idle = await measured(() => sleep(settings.idleSec * 1000));
+  const idle = await measured(() => idleWindows(settings.idleSec));
   const overhead = await execOverhead(pool);
   const mix = await measured(() => runMix(api, sim, pool, { rate: settings.rate, durationSec: settings.durationSec }));
   const overdue = await watch.end();
@@ -201,7 +201,7 @@ async function measureLevel(level, pool) {
     pause: summarize(idled.pause),
     stop: summarize(idled.stop),
     overheadMs: overhead,
-    idle: idle.use,
+    idle: { ...idle.use, windows: idle.result },
     mix: {
       ...mix.use,
       callsPerSec: calls / mix.result.seconds,
@@ -221,6 +221,31 @@ async function measureLevel(level, pool) {
     `${level}: exec p50 ${latency.exec?.median.toFixed(1)} ms, overhead ${overhead.median.toFixed(2)} ms, ${row.mix.statementsPerCall.toFixed(1)} statements/call, pass ${maintenance.map((m) => m.passSec.toFixed(2)).join('/')} s, overdue at most ${overdue.sessions} (${overdue.lateSec.toFixed(1)} s), node loss: ${loss.moved} of ${loss.sessions} sessions answering ${(loss.movedMs / 1000).toFixed(1)} s after detection (${loss.unmovable} never checkpointed)`,
   );
   return row;
+}
+
+/**
+ * Idle for `seconds`, with the statements and looks a second in each minute of it: the first
+ * automatic checkpoints come a minute after their sessions' creation, then the steady state, which
+ * is what the looks put off change.
+ */
+async function idleWindows(seconds, windowSec = 60) {
+  const windows = [];
+  for (let at = 0; at < seconds; at += windowSec) {
+    const length = Math.min(windowSec, seconds - at);
+    const stmtBefore = await statements();
+    const servedBefore = await sim.ask('served');
+    await sleep(length * 1000);
+    const served = await sim.ask('served');
+    const perSec = (name) => ((served[name] ?? 0) - (servedBefore[name] ?? 0)) / length;
+    windows.push({
+      fromSec: at,
+      statementsPerSec: ((await statements()) - stmtBefore) / length,
+      checkpointsPerSec: perSec('checkpoint'),
+      questionsPerSec: perSec('volumeChanged') + perSec('sandbox GET /processes'),
+    });
+  }
+  progress(`idle, each minute: ${windows.map((w) => `${w.statementsPerSec.toFixed(0)} stmts/s, ${w.checkpointsPerSec.toFixed(1)} checkpoints/s`).join('; ')}`);
+  return windows;
 }
 
 /** What `work` returned, with its time and what the control planes and PostgreSQL used meanwhile. */
