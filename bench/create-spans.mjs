@@ -75,7 +75,25 @@ record(
   '    claim (rename, CPU weight, disk limit, record)',
   calls.map((c) => span(c.traceId, 'claim')),
 );
+// The control plane's statements (a span each: `INSERT sessions`…), one after the other in a create.
+const statementSpans = (traceId) => receiver.trace(traceId).filter((s) => 'db.query.text' in s.attributes);
+const spanMs = (s) => Number(s.endNs - s.startNs) / 1e6;
+record(
+  '  control plane statements (sum of their spans)',
+  calls.map((c) => statementSpans(c.traceId).reduce((ms, s) => ms + spanMs(s), 0)),
+);
 printTable(rows);
+// Every span of the creates by name (statements apart): how often in a create, median ms each.
+const spansByName = (spans) => {
+  const byName = new Map();
+  for (const s of spans) byName.set(s.name, [...(byName.get(s.name) ?? []), spanMs(s)]);
+  return [...byName]
+    .map(([name, ms]) => `${name} ×${(ms.length / calls.length).toFixed(1)} ${ms.sort((a, b) => a - b)[Math.floor(ms.length / 2)].toFixed(2)}`)
+    .join(', ');
+};
+const all = calls.flatMap((c) => receiver.trace(c.traceId));
+console.log(`\nstatements per create (median ms each): ${spansByName(all.filter((s) => 'db.query.text' in s.attributes))}`);
+console.log(`other spans per create (median ms each): ${spansByName(all.filter((s) => !('db.query.text' in s.attributes)))}`);
 const [whole, , node] = rows;
 console.log(`\nwhole / node agent: median ${(whole.median / node.median).toFixed(2)}x (${creates} creates, pool of ${poolSize})`);
 const dir = path.join(root, 'bench/results');

@@ -150,7 +150,7 @@ test("a moved session's copy on a node heard again is recorded as it really ende
       restoredFrom: null,
       note: null,
     });
-    await store.recordSandboxStart(sandbox(`sbx_${sessionId}`, 'node-1'));
+    await store.recordPlacedStart(0, { status: 'running' }, sandbox(`sbx_${sessionId}`, 'node-1'));
     await store.recordSandboxEnd(`sbx_${sessionId}`, 'lost');
   }
   const joining = { id: 'node-1', url: 'https://node-1.invalid:7071', token: 'token-of-node-1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 2 };

@@ -1,5 +1,5 @@
 import { ErrorCode, SpaceError, isSpaceError } from '@space/protocol';
-import type { SessionPatch, SessionRow, Store } from '../store/store.js';
+import type { SandboxHistoryRow, SessionPatch, SessionRow, Store } from '../store/store.js';
 
 /*
  * A session's placements (protocol's placement.ts): each sandbox start and each move to another
@@ -30,4 +30,9 @@ export async function updatePlaced(store: Store, row: SessionRow, patch: Session
 /** Whether a call failed for naming an older placement than the store's or a node's newest. */
 export function isPlacementStale(err: unknown): boolean {
   return isSpaceError(err) && err.code === ErrorCode.PLACEMENT_STALE;
+}
+
+/** `updatePlaced` with the sandbox's start recorded in the session's history, in one transaction. */
+export async function recordPlacedStart(store: Store, row: SessionRow, patch: SessionPatch, start: SandboxHistoryRow): Promise<void> {
+  if (!(await store.recordPlacedStart(row.placementEpoch, patch, start))) throw placedSince(row);
 }

@@ -25,7 +25,7 @@ import type { TenantLimits } from '../tenants/tenant-limits.js';
 import type { TemplateCatalog } from '../templates/template-catalog.js';
 import type { VolumeService } from './volume-service.js';
 import { applyTemplateConfig } from '../templates/template-config.js';
-import { isPlacementStale, placeAnew, updatePlaced } from './placements.js';
+import { isPlacementStale, placeAnew, recordPlacedStart, updatePlaced } from './placements.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -127,7 +127,8 @@ export class SessionService {
       publicPorts: request.publicPorts,
       cwd,
       codeCheckpointDelayMs: request.codeCheckpointDelayMs,
-      placementEpoch: 0,
+      // Its first placement: no other control plane can have placed a session not yet inserted.
+      placementEpoch: 1,
     };
     const started = await this.deps.lifecycle.run(row.id, 'create', async () => {
       await this.deps.store.insertSession(row);
@@ -242,16 +243,17 @@ export class SessionService {
    * Starts a sandbox for the session; only for a caller that holds the session's lifecycle queue.
    * `volumeReady` when that caller has just made the volume (a create, fork or restore), so it is
    * not a resume onto whatever the volume held; `fresh` when it has just inserted the row (a
-   * create): no history, already `starting`, nothing changed since. Returns the row as it wrote it
-   * and the start as recorded in the history.
+   * create): no history, already `starting` at its first placement, nothing changed since.
+   * Returns the row as it wrote it and the start as recorded in the history.
    */
   async startSandbox(
     given: SessionRow,
     { volumeReady, note, fresh = false }: { volumeReady: boolean; note?: string; fresh?: boolean },
   ): Promise<StartedSandbox> {
     // A placement of its own, from the one `given` has: another control plane that placed the
-    // session since (this one stalled past its lease) makes this start stale before it begins.
-    const row = await placeAnew(this.deps.store, given);
+    // session since (this one stalled past its lease) makes this start stale before it begins. A
+    // fresh row was inserted at its first placement.
+    const row = fresh ? given : await placeAnew(this.deps.store, given);
     // A session that had a sandbox before is being resumed; its first start is not a resume.
     const resuming = !fresh && (await this.deps.store.listSandboxHistory(row.id)).length > 0;
     const started = performance.now();
@@ -280,14 +282,6 @@ export class SessionService {
       // A note a crashed start left (its volume already went back) is told now, once.
       const notes = new Set([current.resumeNote, note, resumeNote, info.note].filter((n): n is string => Boolean(n)));
       const running = { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt, resumeNote: null } as const;
-      try {
-        await updatePlaced(this.deps.store, row, running);
-      } catch (err) {
-        // Placed anew while it started: the sandbox is not the session's. Stopped unless the newer
-        // placement is on the same node and found it serving (the node refuses this stop then).
-        await node.stopSandbox(info.sandboxId).catch(() => undefined);
-        throw err;
-      }
       const start: SandboxHistoryRow = {
         id: info.sandboxId,
         sessionId: row.id,
@@ -298,7 +292,14 @@ export class SessionService {
         restoredFrom: info.restoredFrom,
         note: [...notes].join('; ') || null,
       };
-      await this.deps.store.recordSandboxStart(start);
+      try {
+        await recordPlacedStart(this.deps.store, row, running, start);
+      } catch (err) {
+        // Placed anew while it started: the sandbox is not the session's. Stopped unless the newer
+        // placement is on the same node and found it serving (the node refuses this stop then).
+        await node.stopSandbox(info.sandboxId).catch(() => undefined);
+        throw err;
+      }
       return { sandboxId: info.sandboxId, node, row: { ...current, ...running }, start };
     } catch (err) {
       // Only while it is still this placement: a stale start leaves the newer one's row as it is.

@@ -29,7 +29,7 @@ import {
   type VolumeMountDbRow,
   type VolumeSnapshotDbRow,
 } from './db-rows.js';
-import type { SqlDatabase, SqlValue } from './sql-database.js';
+import type { SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
 import { activeStatuses } from './usage-counters.js';
 import type {
   ApiKeyRow,
@@ -169,7 +169,7 @@ export class SqlStore implements Store {
 
   async insertSession(row: SessionRow): Promise<void> {
     await this.db.run(
-      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout, services, volumes, public_ports, cwd, code_checkpoint_delay_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout, services, volumes, public_ports, cwd, code_checkpoint_delay_ms, placement_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       [
         row.id,
         row.tenantId,
@@ -197,6 +197,7 @@ export class SqlStore implements Store {
         JSON.stringify(row.publicPorts),
         row.cwd,
         row.codeCheckpointDelayMs,
+        row.placementEpoch,
       ],
     );
   }
@@ -342,7 +343,7 @@ export class SqlStore implements Store {
   }
 
   async updateSession(id: string, patch: SessionPatch): Promise<void> {
-    await this.updateRow('sessions', sessionColumns, id, withMaintenanceDue(patch), jsonColumns);
+    await this.updateRow(this.db, 'sessions', sessionColumns, id, withMaintenanceDue(patch), jsonColumns);
   }
 
   async recordSessionsUsed(uses: ReadonlyMap<string, number>): Promise<void> {
@@ -363,7 +364,20 @@ export class SqlStore implements Store {
   }
 
   async updatePlacedSession(id: string, epoch: number, patch: SessionPatch): Promise<boolean> {
-    return (await this.updateRow('sessions', sessionColumns, id, withMaintenanceDue(patch), jsonColumns, { column: 'placement_epoch', value: epoch })) > 0;
+    return this.updatePlacedRow(this.db, id, epoch, patch);
+  }
+
+  private async updatePlacedRow(db: SqlExecutor, id: string, epoch: number, patch: SessionPatch): Promise<boolean> {
+    return (await this.updateRow(db, 'sessions', sessionColumns, id, withMaintenanceDue(patch), jsonColumns, { column: 'placement_epoch', value: epoch })) > 0;
+  }
+
+  async recordPlacedStart(epoch: number, patch: SessionPatch, start: SandboxHistoryRow): Promise<boolean> {
+    // One transaction, one commit (a disk flush each on both engines) on the path of every start.
+    return this.db.transaction(async (tx) => {
+      const placed = await this.updatePlacedRow(tx, start.sessionId, epoch, patch);
+      if (placed) await this.insertSandboxStart(tx, start);
+      return placed;
+    });
   }
 
   /**
@@ -371,6 +385,7 @@ export class SqlStore implements Store {
    * are stored as JSON text), only where `also` holds; the rows changed.
    */
   private async updateRow<P extends object>(
+    db: SqlExecutor,
     table: string,
     columns: Record<keyof P, string>,
     id: string,
@@ -382,11 +397,7 @@ export class SqlStore implements Store {
     if (keys.length === 0) return 0;
     const value = (k: keyof P) => (json.has(k) ? JSON.stringify(patch[k]) : ((patch[k] as SqlValue | undefined) ?? null));
     const where = also ? `WHERE id = ? AND ${also.column} = ?` : 'WHERE id = ?';
-    return this.db.run(`UPDATE ${table} SET ${keys.map((k) => `${columns[k]} = ?`).join(', ')} ${where}`, [
-      ...keys.map(value),
-      id,
-      ...(also ? [also.value] : []),
-    ]);
+    return db.run(`UPDATE ${table} SET ${keys.map((k) => `${columns[k]} = ?`).join(', ')} ${where}`, [...keys.map(value), id, ...(also ? [also.value] : [])]);
   }
 
   async recordLeftVolume(left: LeftVolumeRow): Promise<void> {
@@ -476,8 +487,8 @@ export class SqlStore implements Store {
     return rows.map(toSession);
   }
 
-  async recordSandboxStart(row: SandboxHistoryRow): Promise<void> {
-    await this.db.run(
+  private async insertSandboxStart(db: SqlExecutor, row: SandboxHistoryRow): Promise<void> {
+    await db.run(
       'INSERT INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason, restored_from, note) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING',
       [row.id, row.sessionId, row.nodeId, row.startedAt, row.restoredFrom, row.note],
     );
@@ -696,7 +707,7 @@ export class SqlStore implements Store {
   }
 
   async updateBuild(id: string, patch: TemplateBuildPatch): Promise<void> {
-    await this.updateRow('template_builds', buildColumns, id, patch);
+    await this.updateRow(this.db, 'template_builds', buildColumns, id, patch);
   }
 
   async getBuild(tenantId: string, id: string): Promise<TemplateBuildRow | null> {

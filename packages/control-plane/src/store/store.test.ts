@@ -78,8 +78,11 @@ for (const engine of engines.all) {
       restoredFrom: null,
       note,
     });
-    await store.recordSandboxStart(start(null));
-    await store.recordSandboxStart(start('again'));
+    assert.equal(await store.recordPlacedStart(1, { status: 'running' }, start('stale')), false, 'a start at a placement the session is not at');
+    assert.deepEqual(await store.listSandboxHistory('ses_1'), [], 'is not recorded');
+    assert.equal((await store.getSession('tn_a', 'ses_1'))?.status, 'stopped', 'and changes nothing');
+    assert.equal(await store.recordPlacedStart(0, { status: 'running' }, start(null)), true);
+    await store.recordPlacedStart(0, { status: 'running' }, start('again'));
     await store.recordSandboxEnd('sbx_1', 'died');
     await store.recordSandboxEnd('sbx_1', 'killed');
     const history = await store.listSandboxHistory('ses_1');
@@ -109,8 +112,8 @@ for (const engine of engines.all) {
         restoredFrom: null,
         note: null,
       });
-      await store.recordSandboxStart(started('sbx_old', 'node-1', '2026-01-01T00:00:00.000Z'));
-      await store.recordSandboxStart(started('sbx_new', 'node-2', '2026-01-01T00:01:00.000Z'));
+      await store.recordPlacedStart(0, { status: 'running' }, started('sbx_old', 'node-1', '2026-01-01T00:00:00.000Z'));
+      await store.recordPlacedStart(0, { status: 'running' }, started('sbx_new', 'node-2', '2026-01-01T00:01:00.000Z'));
       await store.recordSandboxEnd('sbx_old', 'lost');
       await store.correctSandboxEnd('ses_c', 'node-2', { endedAt: 'x', reason: 'fenced', note: 'not lost' });
       await store.correctSandboxEnd('ses_c', 'node-1', { endedAt: '2026-01-01T00:00:06.000Z', reason: 'fenced', note: 'paused by its node' });

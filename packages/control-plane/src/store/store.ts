@@ -429,8 +429,12 @@ export interface Store {
   isForkParent(checkpointId: string): Promise<boolean>;
   /** Sessions forked from any checkpoint of `sessionId`. */
   listChildren(sessionId: string): Promise<SessionRow[]>;
-  /** Records a sandbox start; recording the same sandbox again changes nothing. */
-  recordSandboxStart(row: SandboxHistoryRow): Promise<void>;
+  /**
+   * `updatePlacedSession` of the start's session and, when it was still at placement `epoch`, the
+   * start in its history (recording the same sandbox again changes nothing), in one transaction;
+   * false when it was placed anew meanwhile (nothing written).
+   */
+  recordPlacedStart(epoch: number, patch: SessionPatch, start: SandboxHistoryRow): Promise<boolean>;
   recordSandboxEnd(sandboxId: string, reason: string): Promise<void>;
   /**
    * Corrects how the session's newest sandbox on `nodeId` ended: it was recorded `lost` when the

@@ -39,6 +39,12 @@ export interface SandboxUsage {
   memoryLimitBytes: number | null;
 }
 
+/** What a claim changes of a pooled sandbox: its CPU weight, and where its root directory now is. */
+export interface ClaimedSandbox {
+  cpuShares: number;
+  rootfs: { from: string; to: string };
+}
+
 /**
  * The runtime behind the node agent. gVisor implements it here; a Firecracker driver (VM with
  * kernel, rootfs image, vsock daemon channel, snapshot files) can implement the same methods.
@@ -64,10 +70,12 @@ export interface RuntimeDriver {
   resume(sandboxId: string): Promise<void>;
   /** Starts a new sandbox from a memory image instead of booting: its processes continue where they were. */
   restore(spec: SandboxSpec, imageDir: string): Promise<void>;
-  /** The sandbox's root directory was renamed (a pooled sandbox claimed by a session): later restores use the new path. */
-  moveRootfs(workDir: string, from: string, to: string): Promise<void>;
-  /** Changes the running sandbox's CPU weight against other sandboxes (cgroup cpu.shares scale), and for its later restores. */
-  setCpuShares(sandboxId: string, workDir: string, shares: number): Promise<void>;
+  /**
+   * A pooled sandbox claimed by a session: its CPU weight against other sandboxes (cgroup
+   * cpu.shares scale) changes now and for its later restores, which also use its root directory's
+   * new path (the directory is renamed by the caller).
+   */
+  claimed(sandboxId: string, workDir: string, change: ClaimedSandbox): Promise<void>;
   /**
    * Sets the host's memory limit of the sandbox (its backstop, above `memoryMb`) plus `extraBytes`:
    * while a memory image is written, the pages it goes to are charged to the sandbox's cgroup.

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { runCommand } from '../run-command.js';
-import type { HostLimit, RuntimeDriver, SandboxSpec, SandboxStats, SandboxUsage } from './driver.js';
+import type { ClaimedSandbox, HostLimit, RuntimeDriver, SandboxSpec, SandboxStats, SandboxUsage } from './driver.js';
 import { readCgroupUsage, readLimitHit, sandboxCgroupDir } from './cgroup-usage.js';
 import { buildOciSpec } from './oci-spec.js';
 
@@ -110,14 +110,25 @@ export class GvisorDriver implements RuntimeDriver {
     if (file) await writeFile(file, String(memoryBackstopBytes(memoryMb) + extraBytes));
   }
 
-  /** The running sandbox keeps its open directories; only the bundle a restore reads needs the new path. */
-  async moveRootfs(workDir: string, from: string, to: string): Promise<void> {
-    const moved = (p: string): string => (p === from || p.startsWith(`${from}/`) ? to + p.slice(from.length) : p);
-    await this.editBundle(workDir, (spec) => {
-      const { root, mounts } = spec as { root: { path: string }; mounts: { source?: string }[] };
-      root.path = moved(root.path);
-      for (const mount of mounts) if (mount.source) mount.source = moved(mount.source);
-    });
+  /**
+   * The running sandbox keeps its open directories, so only the bundle a restore reads needs the
+   * new path; its CPU weight changes in its cgroup now and in the bundle. One edit of the bundle.
+   */
+  async claimed(sandboxId: string, workDir: string, { cpuShares, rootfs }: ClaimedSandbox): Promise<void> {
+    const moved = (p: string): string => (p === rootfs.from || p.startsWith(`${rootfs.from}/`) ? rootfs.to + p.slice(rootfs.from.length) : p);
+    await Promise.all([
+      this.setCgroupCpuShares(sandboxId, cpuShares),
+      this.editBundle(workDir, (spec) => {
+        const { root, mounts, linux } = spec as {
+          root: { path: string };
+          mounts: { source?: string }[];
+          linux: { resources: { cpu: Record<string, number> } };
+        };
+        root.path = moved(root.path);
+        for (const mount of mounts) if (mount.source) mount.source = moved(mount.source);
+        linux.resources.cpu.shares = cpuShares;
+      }),
+    ]);
   }
 
   private async editBundle(workDir: string, edit: (spec: Record<string, unknown>) => void): Promise<void> {
@@ -128,15 +139,11 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   /** cgroup v1 `cpu.shares`, or v2 `cpu.weight` (1-10000, 100 for the default 1024 shares). */
-  async setCpuShares(sandboxId: string, workDir: string, shares: number): Promise<void> {
+  private async setCgroupCpuShares(sandboxId: string, shares: number): Promise<void> {
     const v1 = path.join(sandboxCgroupDir(sandboxId, 'cpu'), 'cpu.shares');
     const v2 = path.join(sandboxCgroupDir(sandboxId), 'cpu.weight');
     if (existsSync(v1)) await writeFile(v1, String(shares));
     else if (existsSync(v2)) await writeFile(v2, String(Math.max(1, Math.min(10_000, Math.round((shares * 100) / 1024)))));
-    await this.editBundle(workDir, (spec) => {
-      const cpu = (spec.linux as { resources: { cpu: Record<string, number> } }).resources.cpu;
-      cpu.shares = shares;
-    });
   }
 
   async signalInit(sandboxId: string, signal: string): Promise<void> {

@@ -91,20 +91,21 @@ export class PooledSandboxes {
     this.expectedDiskGb.set(live.record.template, diskGb);
     const limited = this.diskGbOf.get(sandboxId) === diskGb;
     this.diskGbOf.delete(sandboxId);
+    const rootfs = { from: deps.volumes.path(live.record.sessionId), to: deps.volumes.path(request.sessionId) };
     await Promise.all([
-      deps.driver.setCpuShares(sandboxId, workDir, defaultCpuShares),
-      limited ? undefined : deps.volumes.limitDisk(live.record.sessionId, diskGb),
+      deps.driver.claimed(sandboxId, workDir, { cpuShares: defaultCpuShares, rootfs }),
+      (async () => {
+        if (!limited) await deps.volumes.limitDisk(live.record.sessionId, diskGb);
+        await deps.volumes.rename(live.record.sessionId, request.sessionId);
+      })(),
     ]);
-    await deps.volumes.rename(live.record.sessionId, request.sessionId);
-    await deps.driver.moveRootfs(workDir, deps.volumes.path(live.record.sessionId), deps.volumes.path(request.sessionId));
     live.record = {
       ...live.record,
       sessionId: request.sessionId,
       startedAt: new Date().toISOString(),
       ...(request.tenantId ? { tenantId: request.tenantId } : {}),
     };
-    await deps.records.save(live.record);
-    await deps.usage.begin(live.record);
+    await Promise.all([deps.records.save(live.record), deps.usage.begin(live.record)]);
     phases.mark('claim');
     // The daemon learns the session's environment in the background (a round trip into gVisor costs
     // more than the rest of the claim); calls on the sandbox wait for it like for a checkpoint. If it
