@@ -49,6 +49,8 @@ export function bareRunsc(rootfs, args, { platform = 'ptrace' } = {}) {
     );
   return {
     out,
+    /** runsc's state directory: every process of these containers names it on its command line. */
+    stateRoot,
     /** `runsc run --detach`; milliseconds. */
     run(id) {
       ids.add(id);

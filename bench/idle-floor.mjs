@@ -1,0 +1,59 @@
+// The CPU an idle sandbox costs with nothing of SPACE in it: N bare runsc containers running
+// `sleep` (the host's root, read-only, as their rootfs; no network), the CPU time of all their
+// processes (Sentry, gofer, stubs) over a window, for each gVisor platform. The floor of
+// bench/density.mjs's "sandboxes" CPU (SPACE's idle sandboxes, each with its agent):
+//   ./space script bench/idle-floor.mjs [--sandboxes 20] [--seconds 60] [--platforms ptrace,systrap]
+// Prints a table, writes JSON to bench/results.
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { numberOption } from './harness.mjs';
+import { bareRunsc } from './runsc-floor.mjs';
+
+const args = process.argv.slice(2);
+const sandboxes = numberOption(args, '--sandboxes', 20);
+const seconds = numberOption(args, '--seconds', 60);
+const platformsAt = args.indexOf('--platforms');
+const platforms = platformsAt >= 0 ? args[platformsAt + 1].split(',') : ['ptrace', 'systrap'];
+const clockTicks = 100; // USER_HZ: /proc/<pid>/stat's unit on Linux
+
+/** CPU seconds used so far by the processes whose command line names `stateRoot`. */
+function cpuSecondsOf(stateRoot) {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(stateRoot)) continue;
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks / clockTicks;
+}
+
+const results = [];
+for (const platform of platforms) {
+  const bare = bareRunsc('/', ['sleep', 'infinity'], { platform });
+  try {
+    for (let i = 0; i < sandboxes; i++) bare.run(`idle-${i}`);
+    await sleep(5000); // past their start
+    const before = cpuSecondsOf(bare.stateRoot);
+    await sleep(seconds * 1000);
+    const used = cpuSecondsOf(bare.stateRoot) - before;
+    const msPerSec = (used * 1000) / sandboxes / seconds;
+    results.push({ platform, sandboxes, seconds, cpuMsPerSandboxPerSec: msPerSec });
+  } finally {
+    bare.dispose();
+  }
+}
+
+// x ms of CPU a second for each of 1,000 sandboxes is x cores.
+console.log('| platform | idle sandboxes | CPU per sandbox, ms a second (= cores for 1,000) |\n|---|---|---|');
+for (const r of results) console.log(`| ${r.platform} | ${r.sandboxes} | ${r.cpuMsPerSandboxPerSec.toFixed(2)} |`);
+const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
+mkdirSync(dir, { recursive: true });
+const file = path.join(dir, `idle-floor-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+writeFileSync(file, `${JSON.stringify({ date: new Date().toISOString(), results }, null, 2)}\n`);
+console.log(`JSON: ${file}`);
