@@ -280,9 +280,15 @@ async function execOverhead(pool) {
   let target = null;
   for (let i = 0; i < 50 && !target; i++) {
     const id = SessionPool.pick(pool.active);
-    const where = await sim.ask('sandboxOf', { sessionId: id });
+    let where = await sim.ask('sandboxOf', { sessionId: id });
+    // Stopped at its idle timeout (900 s by default, which a long fill and idle outlast): a call resumes it.
+    if (!where) {
+      await api.call('exec (sequential)', 'POST', `/v1/sessions/${id}/exec`, { cmd: 'true' });
+      where = await sim.ask('sandboxOf', { sessionId: id });
+    }
     if (where?.behavior === 'good') target = { id, ...where };
   }
+  if (!target) throw new Error('no active session with a sandbox on a well-behaved node in 50 tries: the per-exec overhead cannot be measured');
   const direct = new ScaleApi([target.url], target.token);
   const through = [];
   const straight = [];
@@ -370,6 +376,7 @@ async function drainBacklog(active) {
 function watchOverdue() {
   const worst = { sessions: 0, lateSec: 0, samples: 0 };
   let running = true;
+  let failed = null;
   const sampling = (async () => {
     while (running) {
       const now = await overdueNow();
@@ -378,11 +385,16 @@ function watchOverdue() {
       worst.lateSec = Math.max(worst.lateSec, now.lateSec);
       await sleep(1000);
     }
-  })();
+  })().catch((err) => {
+    // Told by end(); when the level failed before it, its own error is the one to see, not this
+    // one (the database connection closed under the watch as the harness stopped).
+    failed = err;
+  });
   return {
     end: async () => {
       running = false;
       await sampling;
+      if (failed) throw failed;
       return worst;
     },
   };

@@ -94,11 +94,11 @@ export class PooledSandboxes {
     const rootfs = { from: deps.volumes.path(live.record.sessionId), to: deps.volumes.path(request.sessionId) };
     await Promise.all([
       deps.driver.claimed(sandboxId, workDir, { cpuShares: defaultCpuShares, rootfs }),
-      (async () => {
-        if (!limited) await deps.volumes.limitDisk(live.record.sessionId, diskGb);
-        await deps.volumes.rename(live.record.sessionId, request.sessionId);
-      })(),
+      limited ? undefined : deps.volumes.limitDisk(live.record.sessionId, diskGb),
     ]);
+    // Renamed after the bundle and cgroup edits: a claim failing in those leaves no volume under
+    // the session's name (the next pooled sandbox tried could not take that name).
+    await deps.volumes.rename(live.record.sessionId, request.sessionId);
     live.record = {
       ...live.record,
       sessionId: request.sessionId,
