@@ -107,6 +107,13 @@ export class PostgresDatabase implements SqlDatabase {
     }
     const tx = executor((sql, params) => client.query(sql, params));
     let broken: unknown;
+    // The pool listens for a connection's errors only while it is idle: one the server ends between
+    // two statements of this transaction (a restart) would otherwise be an unhandled 'error' event
+    // that ends the process. Its next statement fails instead, and the connection is destroyed.
+    const lost = (err: Error): void => {
+      broken = err;
+    };
+    client.on('error', lost);
     try {
       await tx.run('BEGIN');
       const result = await work(tx);
@@ -118,7 +125,8 @@ export class PostgresDatabase implements SqlDatabase {
       });
       throw err;
     } finally {
-      // A connection whose rollback failed is in an unknown state: destroy it rather than reuse it.
+      client.off('error', lost);
+      // A connection lost or whose rollback failed is in an unknown state: destroy it rather than reuse it.
       client.release(broken instanceof Error ? broken : undefined);
     }
   }

@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pg from 'pg';
+import { startLocalPostgres } from './local-postgres.js';
+import { PostgresDatabase } from './postgres-database.js';
+
+test('a connection the server ends between two statements of a transaction fails that transaction, not the process; the next one works', async () => {
+  const server = await startLocalPostgres();
+  const admin = new pg.Client({ connectionString: await server.url('postgres') });
+  let db: PostgresDatabase | null = null;
+  try {
+    db = await PostgresDatabase.open(await server.url('space'));
+    await admin.connect();
+    const transaction = db.transaction(async (tx) => {
+      const backend = await tx.get<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      await admin.query('SELECT pg_terminate_backend($1)', [backend?.pid]);
+      // Between two statements (as during a restart of the server): the connection's end arrives now.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await tx.get('SELECT 1 AS one');
+    });
+    await assert.rejects(transaction, /terminat|closed|Connection/i);
+    assert.equal((await db.get<{ one: number }>('SELECT 1 AS one'))?.one, 1, 'a new connection serves the next statement');
+    assert.equal(await db.transaction(async (tx) => (await tx.get<{ two: number }>('SELECT 2 AS two'))?.two), 2, 'and the next transaction');
+  } finally {
+    await admin.end().catch(() => undefined);
+    await db?.close();
+    await server.stop();
+  }
+});
