@@ -224,9 +224,9 @@ async function measureLevel(level, pool) {
 }
 
 /**
- * Idle for `seconds`, with the statements and looks a second in each minute of it: the first
- * automatic checkpoints come a minute after their sessions' creation, then the steady state, which
- * is what the looks put off change.
+ * Idle for `seconds`, with the statements, checkpoints and node questions a second in each minute:
+ * the first automatic checkpoints come a minute after their sessions' creation, then the steady
+ * state, which is what the looks put off change.
  */
 async function idleWindows(seconds, windowSec = 60) {
   const windows = [];
