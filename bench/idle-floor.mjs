@@ -4,7 +4,7 @@
 // bench/density.mjs's "sandboxes" CPU (SPACE's idle sandboxes, each with its agent):
 //   ./space script bench/idle-floor.mjs [--sandboxes 20] [--seconds 60] [--platforms ptrace,systrap]
 // Prints a table, writes JSON to bench/results.
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -18,12 +18,11 @@ const platformsAt = args.indexOf('--platforms');
 const platforms = platformsAt >= 0 ? args[platformsAt + 1].split(',') : ['ptrace', 'systrap'];
 const clockTicks = 100; // USER_HZ: /proc/<pid>/stat's unit on Linux
 
-/** CPU seconds used so far by the processes whose command line names `stateRoot`. */
-function cpuSecondsOf(stateRoot) {
+/** CPU seconds the processes `pids` used so far. */
+function cpuSecondsOf(pids) {
   let ticks = 0;
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+  for (const pid of pids) {
     try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(stateRoot)) continue;
       const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
       ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
     } catch {
@@ -37,11 +36,12 @@ const results = [];
 for (const platform of platforms) {
   const bare = bareRunsc('/', ['sleep', 'infinity'], { platform });
   try {
-    for (let i = 0; i < sandboxes; i++) bare.run(`idle-${i}`);
+    // Ids of one length: runsc finds a container by a prefix of its id (`idle-1` beside `idle-10` is ambiguous).
+    for (let i = 0; i < sandboxes; i++) bare.run(`idle-${String(i).padStart(5, '0')}`);
     await sleep(5000); // past their start
-    const before = cpuSecondsOf(bare.stateRoot);
+    const before = cpuSecondsOf(bare.pids());
     await sleep(seconds * 1000);
-    const used = cpuSecondsOf(bare.stateRoot) - before;
+    const used = cpuSecondsOf(bare.pids()) - before;
     const msPerSec = (used * 1000) / sandboxes / seconds;
     results.push({ platform, sandboxes, seconds, cpuMsPerSandboxPerSec: msPerSec });
   } finally {

@@ -3,7 +3,7 @@
 // checkpointed and restored by hand. RUNSC_DEBUG=<dir> keeps runsc's debug logs there (gVisor
 // times its save and load phases in them).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 /** The rootfs of `template`'s current build under `dataDir`. */
@@ -12,6 +12,20 @@ export function templateRootfs(dataDir, template) {
   const dir = readdirSync(templates).find((d) => d.startsWith(`${template}@`));
   if (!dir) throw new Error(`no ${template} template under ${templates}: start the platform once first`);
   return path.join(templates, dir);
+}
+
+/** The pids of the processes whose command line names `stateRoot`: every runsc process (Sentry, gofer, stubs) of its containers. */
+function processesNaming(stateRoot) {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(stateRoot);
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
 }
 
 /**
@@ -49,8 +63,8 @@ export function bareRunsc(rootfs, args, { platform = 'ptrace' } = {}) {
     );
   return {
     out,
-    /** runsc's state directory: every process of these containers names it on its command line. */
-    stateRoot,
+    /** The pids of these containers' processes. */
+    pids: () => processesNaming(stateRoot),
     /** `runsc run --detach`; milliseconds. */
     run(id) {
       ids.add(id);
@@ -82,6 +96,9 @@ export function bareRunsc(rootfs, args, { platform = 'ptrace' } = {}) {
           // already gone
         }
       }
+      // One runsc could not delete would run on with its state directory gone (runsc 20240729 finds
+      // a container by a prefix of its id: `idle-1` is ambiguous beside `idle-10`, and refused).
+      for (const pid of processesNaming(stateRoot)) process.kill(pid, 'SIGKILL');
       for (const dir of [bundle, stateRoot, out]) rmSync(dir, { recursive: true, force: true });
     },
   };
