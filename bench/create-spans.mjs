@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { OtlpReceiver } from '../packages/e2e/dist/harness/otlp-receiver.js';
 import { api, benchKey, metric, startPlatform, timed, numberOption } from './harness.mjs';
-import { printTable, recorder } from './stats.mjs';
+import { printTable, recorder, summarize } from './stats.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -54,10 +54,13 @@ try {
   await receiver.stop();
 }
 
+const spanMs = (s) => Number(s.endNs - s.startNs) / 1e6;
 const span = (traceId, name) => {
   const found = receiver.trace(traceId).find((s) => s.name === name);
-  return found ? Number(found.endNs - found.startNs) / 1e6 : Number.NaN;
+  return found ? spanMs(found) : Number.NaN;
 };
+// The control plane's statements have a span each (`INSERT sessions`…), with their text.
+const isStatement = (s) => 'db.query.text' in s.attributes;
 const { results, rows, record } = recorder();
 record(
   'pooled create, the whole call (client)',
@@ -75,25 +78,25 @@ record(
   '    claim (rename, CPU weight, disk limit, record)',
   calls.map((c) => span(c.traceId, 'claim')),
 );
-// The control plane's statements (a span each: `INSERT sessions`…), one after the other in a create.
-const statementSpans = (traceId) => receiver.trace(traceId).filter((s) => 'db.query.text' in s.attributes);
-const spanMs = (s) => Number(s.endNs - s.startNs) / 1e6;
 record(
   '  control plane statements (sum of their spans)',
-  calls.map((c) => statementSpans(c.traceId).reduce((ms, s) => ms + spanMs(s), 0)),
+  calls.map((c) =>
+    receiver
+      .trace(c.traceId)
+      .filter(isStatement)
+      .reduce((ms, s) => ms + spanMs(s), 0),
+  ),
 );
 printTable(rows);
 // Every span of the creates by name (statements apart): how often in a create, median ms each.
 const spansByName = (spans) => {
   const byName = new Map();
   for (const s of spans) byName.set(s.name, [...(byName.get(s.name) ?? []), spanMs(s)]);
-  return [...byName]
-    .map(([name, ms]) => `${name} ×${(ms.length / calls.length).toFixed(1)} ${ms.sort((a, b) => a - b)[Math.floor(ms.length / 2)].toFixed(2)}`)
-    .join(', ');
+  return [...byName].map(([name, ms]) => `${name} ×${(ms.length / calls.length).toFixed(1)} ${summarize(ms).median.toFixed(2)}`).join(', ');
 };
 const all = calls.flatMap((c) => receiver.trace(c.traceId));
-console.log(`\nstatements per create (median ms each): ${spansByName(all.filter((s) => 'db.query.text' in s.attributes))}`);
-console.log(`other spans per create (median ms each): ${spansByName(all.filter((s) => !('db.query.text' in s.attributes)))}`);
+console.log(`\nstatements per create (median ms each): ${spansByName(all.filter(isStatement))}`);
+console.log(`other spans per create (median ms each): ${spansByName(all.filter((s) => !isStatement(s)))}`);
 const [whole, , node] = rows;
 console.log(`\nwhole / node agent: median ${(whole.median / node.median).toFixed(2)}x (${creates} creates, pool of ${poolSize})`);
 const dir = path.join(root, 'bench/results');
