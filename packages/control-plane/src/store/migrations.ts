@@ -1,6 +1,6 @@
 import type { SqlExecutor } from './sql-database.js';
 import { objectStoreUsageSchema, usageSchema } from './usage-records.js';
-import { activeStatuses, counterTable, nodeUsageTriggers, statusCountTriggers, tenantUsageTriggers } from './usage-counters.js';
+import { activeStatuses, counterTable, nodeUsageTriggers, orderedCounterFunctions, statusCountTriggers, tenantUsageTriggers } from './usage-counters.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -334,6 +334,11 @@ export const migrations: Migration[] = [
     version: 29,
     description: "usage metering of the object store: each shipped checkpoint's bytes there, each tenant's sum, its metered amount",
     statements: objectStoreUsageSchema,
+  },
+  {
+    version: 30,
+    description: "counters' rows locked in one order where a session's status or node changes (PostgreSQL: changes in opposite directions deadlocked)",
+    statements: orderedCounterFunctions,
   },
 ];
 

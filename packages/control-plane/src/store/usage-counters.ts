@@ -118,6 +118,41 @@ export function nodeUsageTriggers(dialect: Dialect): string[] {
   ];
 }
 
+/**
+ * PL/pgSQL for a trigger on `sessions`: `minus` (OLD's −1) where a row is deleted, `plus` (NEW's +1)
+ * where it is inserted, both where it changes, the two counter rows locked in the order of their
+ * `key`. Each is locked until its transaction ends; taken OLD first, two changes in opposite
+ * directions on one shard (running to paused beside paused to running) each held the row the
+ * other waited for: PostgreSQL found the deadlock after its `deadlock_timeout` (1 s) and failed one.
+ */
+function inKeyOrder(key: string, minus: string, plus: string): string {
+  return `IF TG_OP = 'INSERT' THEN ${plus}
+      ELSIF TG_OP = 'DELETE' THEN ${minus}
+      ELSIF NEW.${key} COLLATE "C" < OLD.${key} COLLATE "C" THEN ${plus} ${minus}
+      ELSE ${minus} ${plus} END IF;`;
+}
+
+/**
+ * The PostgreSQL functions of `node_usage` and `status_counts` again, their two counter rows locked
+ * in one order (`inKeyOrder`). SQLite has no row locks (a writer holds the whole database): nothing.
+ */
+export function orderedCounterFunctions(dialect: Dialect): string[] {
+  if (dialect === 'sqlite') return [];
+  const active = (row: 'NEW' | 'OLD') => `${row}.status IN ${activeStatuses} AND ${row}.volume_node_id IS NOT NULL`;
+  const nodeCount = (amount: string, row: 'NEW' | 'OLD') =>
+    `IF ${active(row)} THEN ${add(dialect, { table: 'node_usage', key: { column: 'node_id', value: `${row}.volume_node_id` }, column: 'active' }, amount, row)}; END IF;`;
+  const statusCount = (amount: string, row: 'NEW' | 'OLD') =>
+    `${add(dialect, { table: 'status_counts', key: { column: 'status', value: `${row}.status` }, column: 'sessions' }, amount, row)};`;
+  return [
+    `CREATE OR REPLACE FUNCTION sessions_node_usage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      ${inKeyOrder('volume_node_id', nodeCount('-1', 'OLD'), nodeCount('1', 'NEW'))}
+      RETURN NULL; END $$`,
+    `CREATE OR REPLACE FUNCTION sessions_status_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      ${inKeyOrder('status', statusCount('-1', 'OLD'), statusCount('1', 'NEW'))}
+      RETURN NULL; END $$`,
+  ];
+}
+
 /** `status_counts`: the sessions in each status, for `/metrics`: −1 for the status a row leaves (deleted, or changed), +1 for the one it takes. */
 export function statusCountTriggers(dialect: Dialect): string[] {
   const count = (amount: string, row: 'NEW' | 'OLD') =>
