@@ -21,7 +21,11 @@
 //
 // Usage: ./space script bench/scale.mjs [--levels 1000,10000,100000] [--nodes 1000] [--control-planes 2]
 //   [--active 0.2] [--rate 300] [--duration 30] [--curve] [--json out.json] [--smoke]
-//   [--idle-sec 10] (how long each level is measured idle, minute by minute) [--no-quiet-lists] (nodes do not say which sandboxes are quiet, as before 2026-12-06: every
+//   [--idle-sec 10] (how long each level is measured idle, minute by minute)
+//   [--idle-timeout-sec 3600] (the sessions' idle timeout: longer than a level's run, so the sessions
+//   the mix calls active still run when it calls them; 900, the default's, stopped most of them in a
+//   100k run with 240 s idle)
+//   [--no-quiet-lists] (nodes do not say which sandboxes are quiet, as before 2026-12-06: every
 //   look at a running session asks its node whether the volume changed)
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -51,6 +55,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '48' },
     'node-latency-ms': { type: 'string', default: '2' },
     'idle-sec': { type: 'string', default: '10' },
+    'idle-timeout-sec': { type: 'string', default: '3600' },
     misbehaving: { type: 'string', default: '50' },
     'database-url': { type: 'string' },
     curve: { type: 'boolean', default: false },
@@ -71,6 +76,7 @@ const settings = {
   concurrency: Number(values.concurrency),
   latencyMs: Number(values['node-latency-ms']),
   idleSec: Number(values['idle-sec']),
+  idleTimeoutSec: Number(values['idle-timeout-sec']),
   misbehaving: smoke ? 4 : Number(values.misbehaving),
   quietLists: values['quiet-lists'],
 };
@@ -156,7 +162,7 @@ try {
   await waitFor(async () => (await nodesByStatus()).ready === settings.nodes, 120_000, `${settings.nodes} simulated nodes registered`);
   progress(`${controlPlanes.length} control planes, ${settings.nodes} simulated nodes, PostgreSQL at ${databaseUrl}`);
 
-  const pool = new SessionPool();
+  const pool = new SessionPool({ template: 'tiny', idleTimeoutSec: settings.idleTimeoutSec });
   for (const level of settings.levels) report.levels.push(await measureLevel(level, pool));
   if (values.curve) report.curve = await throughputCurve(pool);
   if (controlPlanes.length > 1) report.controlPlaneKilled = await killControlPlane();
@@ -281,7 +287,7 @@ async function execOverhead(pool) {
   for (let i = 0; i < 50 && !target; i++) {
     const id = SessionPool.pick(pool.active);
     let where = await sim.ask('sandboxOf', { sessionId: id });
-    // Stopped at its idle timeout (900 s by default, which a long fill and idle outlast): a call resumes it.
+    // Stopped at its idle timeout (`--idle-timeout-sec`, which a long fill and idle may outlast): a call resumes it.
     if (!where) {
       await api.call('exec (sequential)', 'POST', `/v1/sessions/${id}/exec`, { cmd: 'true' });
       where = await sim.ask('sandboxOf', { sessionId: id });

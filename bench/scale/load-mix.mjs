@@ -8,6 +8,11 @@ export class SessionPool {
   active = [];
   idle = [];
 
+  /** @param createBody what each session is created with (POST /v1/sessions) */
+  constructor(createBody) {
+    this.createBody = createBody;
+  }
+
   get size() {
     return this.active.length + this.idle.length;
   }
@@ -27,8 +32,6 @@ export class SessionPool {
   }
 }
 
-const createBody = { template: 'tiny' };
-
 /** Creates sessions until the pool holds `target`, `concurrency` at once: each create's latency and the creates per second. */
 export async function fill(api, pool, target, concurrency, progress = () => undefined) {
   const samples = [];
@@ -36,7 +39,7 @@ export async function fill(api, pool, target, concurrency, progress = () => unde
   const missing = Array.from({ length: Math.max(0, target - pool.size) });
   const every = Math.max(1000, Math.round(missing.length / 10));
   await eachAtMost(missing, concurrency, async () => {
-    const res = await api.call('create', 'POST', '/v1/sessions', createBody);
+    const res = await api.call('create', 'POST', '/v1/sessions', pool.createBody);
     if (!res.ok) return;
     samples.push(res.ms);
     pool.active.push(res.body.id);
@@ -105,7 +108,7 @@ async function runOne(op, api, sim, pool, record) {
       return;
     }
     case 'churn': {
-      const created = await timed('create', 'POST', '/v1/sessions', createBody);
+      const created = await timed('create', 'POST', '/v1/sessions', pool.createBody);
       if (created.ok) pool.active.push(created.body.id);
       const gone = SessionPool.take(pool.idle);
       if (gone) await timed('delete', 'DELETE', `/v1/sessions/${gone}`);
