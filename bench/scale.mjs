@@ -120,9 +120,11 @@ const reader = new pg.Client({ connectionString: databaseUrl });
 const postmasterPid = parentPid(postgresPid);
 
 const controlPlanes = [];
-// Stopped however the harness stops (the simulated nodes leave with its IPC channel, PostgreSQL with its exit).
+// Stopped however the harness stops (the simulated nodes leave with its IPC channel, PostgreSQL with
+// its exit), its working directory removed too (a signal or an uncaught error skips the `finally`).
 process.once('exit', () => {
   for (const { child } of controlPlanes) child.kill('SIGTERM');
+  rmSync(work, { recursive: true, force: true });
 });
 for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => process.exit(130));
 let sim = null;

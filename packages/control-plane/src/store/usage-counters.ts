@@ -39,6 +39,15 @@ function add(dialect: Dialect, { table, key, column }: Counter, amount: string, 
     ON CONFLICT (${key.column}, shard) DO UPDATE SET ${column} = ${table}.${column} + excluded.${column}`;
 }
 
+/** A session row counts on its volume's node while a sandbox runs or starts for it. */
+const activeOnNode = (row: 'NEW' | 'OLD') => `${row}.status IN ${activeStatuses} AND ${row}.volume_node_id IS NOT NULL`;
+const nodeUsageCounter = (row: 'NEW' | 'OLD'): Counter => ({
+  table: 'node_usage',
+  key: { column: 'node_id', value: `${row}.volume_node_id` },
+  column: 'active',
+});
+const statusCounter = (row: 'NEW' | 'OLD'): Counter => ({ table: 'status_counts', key: { column: 'status', value: `${row}.status` }, column: 'sessions' });
+
 /** `tenant_usage`: +1/−1 session per row inserted/deleted, ± a checkpoint's `size_bytes` (set once, at insert). */
 export function tenantUsageTriggers(dialect: Dialect): string[] {
   const tenant = (row: 'NEW' | 'OLD') => ({ column: 'tenant_id', value: `${row}.tenant_id` });
@@ -92,29 +101,49 @@ export function objectBytesTriggers(dialect: Dialect): string[] {
  * where it starts.
  */
 export function nodeUsageTriggers(dialect: Dialect): string[] {
-  const active = (row: 'NEW' | 'OLD') => `${row}.status IN ${activeStatuses} AND ${row}.volume_node_id IS NOT NULL`;
-  const count = (amount: string, row: 'NEW' | 'OLD', onlyIf?: string) =>
-    add(dialect, { table: 'node_usage', key: { column: 'node_id', value: `${row}.volume_node_id` }, column: 'active' }, amount, row, onlyIf);
+  const count = (amount: string, row: 'NEW' | 'OLD', onlyIf?: string) => add(dialect, nodeUsageCounter(row), amount, row, onlyIf);
   if (dialect === 'sqlite') {
     // IS NOT: SQLite's null-safe "differs".
-    const changed = `(${active('OLD')}) IS NOT (${active('NEW')}) OR OLD.volume_node_id IS NOT NEW.volume_node_id`;
+    const changed = `(${activeOnNode('OLD')}) IS NOT (${activeOnNode('NEW')}) OR OLD.volume_node_id IS NOT NEW.volume_node_id`;
     return [
-      `CREATE TRIGGER IF NOT EXISTS sessions_node_usage_insert AFTER INSERT ON sessions WHEN ${active('NEW')} BEGIN ${count('1', 'NEW')}; END`,
-      `CREATE TRIGGER IF NOT EXISTS sessions_node_usage_delete AFTER DELETE ON sessions WHEN ${active('OLD')} BEGIN ${count('-1', 'OLD')}; END`,
+      `CREATE TRIGGER IF NOT EXISTS sessions_node_usage_insert AFTER INSERT ON sessions WHEN ${activeOnNode('NEW')} BEGIN ${count('1', 'NEW')}; END`,
+      `CREATE TRIGGER IF NOT EXISTS sessions_node_usage_delete AFTER DELETE ON sessions WHEN ${activeOnNode('OLD')} BEGIN ${count('-1', 'OLD')}; END`,
       `CREATE TRIGGER IF NOT EXISTS sessions_node_usage_update AFTER UPDATE OF status, volume_node_id ON sessions WHEN ${changed}
-        BEGIN ${count('-1', 'OLD', active('OLD'))}; ${count('1', 'NEW', active('NEW'))}; END`,
+        BEGIN ${count('-1', 'OLD', activeOnNode('OLD'))}; ${count('1', 'NEW', activeOnNode('NEW'))}; END`,
     ];
   }
-  const changed = `(${active('OLD')}) IS DISTINCT FROM (${active('NEW')}) OR OLD.volume_node_id IS DISTINCT FROM NEW.volume_node_id`;
+  const changed = `(${activeOnNode('OLD')}) IS DISTINCT FROM (${activeOnNode('NEW')}) OR OLD.volume_node_id IS DISTINCT FROM NEW.volume_node_id`;
   return [
     // Nested IFs: PL/pgSQL does not promise to stop at the first false of an AND (OLD is null in an insert).
     `CREATE OR REPLACE FUNCTION sessions_node_usage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-      IF TG_OP <> 'INSERT' THEN IF ${active('OLD')} THEN ${count('-1', 'OLD')}; END IF; END IF;
-      IF TG_OP <> 'DELETE' THEN IF ${active('NEW')} THEN ${count('1', 'NEW')}; END IF; END IF;
+      IF TG_OP <> 'INSERT' THEN IF ${activeOnNode('OLD')} THEN ${count('-1', 'OLD')}; END IF; END IF;
+      IF TG_OP <> 'DELETE' THEN IF ${activeOnNode('NEW')} THEN ${count('1', 'NEW')}; END IF; END IF;
       RETURN NULL; END $$`,
     `CREATE OR REPLACE TRIGGER sessions_node_usage AFTER INSERT OR DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION sessions_node_usage()`,
     `CREATE OR REPLACE TRIGGER sessions_node_usage_update AFTER UPDATE OF status, volume_node_id ON sessions FOR EACH ROW
       WHEN (${changed}) EXECUTE FUNCTION sessions_node_usage()`,
+  ];
+}
+
+/** `status_counts`: the sessions in each status, for `/metrics`: −1 for the status a row leaves (deleted, or changed), +1 for the one it takes. */
+export function statusCountTriggers(dialect: Dialect): string[] {
+  const count = (amount: string, row: 'NEW' | 'OLD') => add(dialect, statusCounter(row), amount, row);
+  if (dialect === 'sqlite') {
+    return [
+      `CREATE TRIGGER IF NOT EXISTS sessions_status_insert AFTER INSERT ON sessions BEGIN ${count('1', 'NEW')}; END`,
+      `CREATE TRIGGER IF NOT EXISTS sessions_status_delete AFTER DELETE ON sessions BEGIN ${count('-1', 'OLD')}; END`,
+      `CREATE TRIGGER IF NOT EXISTS sessions_status_update AFTER UPDATE OF status ON sessions WHEN OLD.status IS NOT NEW.status
+        BEGIN ${count('-1', 'OLD')}; ${count('1', 'NEW')}; END`,
+    ];
+  }
+  return [
+    `CREATE OR REPLACE FUNCTION sessions_status_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+      IF TG_OP <> 'INSERT' THEN ${count('-1', 'OLD')}; END IF;
+      IF TG_OP <> 'DELETE' THEN ${count('1', 'NEW')}; END IF;
+      RETURN NULL; END $$`,
+    `CREATE OR REPLACE TRIGGER sessions_status_count AFTER INSERT OR DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION sessions_status_count()`,
+    `CREATE OR REPLACE TRIGGER sessions_status_count_update AFTER UPDATE OF status ON sessions FOR EACH ROW
+      WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION sessions_status_count()`,
   ];
 }
 
@@ -138,11 +167,8 @@ function inKeyOrder(key: string, minus: string, plus: string): string {
  */
 export function orderedCounterFunctions(dialect: Dialect): string[] {
   if (dialect === 'sqlite') return [];
-  const active = (row: 'NEW' | 'OLD') => `${row}.status IN ${activeStatuses} AND ${row}.volume_node_id IS NOT NULL`;
-  const nodeCount = (amount: string, row: 'NEW' | 'OLD') =>
-    `IF ${active(row)} THEN ${add(dialect, { table: 'node_usage', key: { column: 'node_id', value: `${row}.volume_node_id` }, column: 'active' }, amount, row)}; END IF;`;
-  const statusCount = (amount: string, row: 'NEW' | 'OLD') =>
-    `${add(dialect, { table: 'status_counts', key: { column: 'status', value: `${row}.status` }, column: 'sessions' }, amount, row)};`;
+  const nodeCount = (amount: string, row: 'NEW' | 'OLD') => `IF ${activeOnNode(row)} THEN ${add(dialect, nodeUsageCounter(row), amount, row)}; END IF;`;
+  const statusCount = (amount: string, row: 'NEW' | 'OLD') => `${add(dialect, statusCounter(row), amount, row)};`;
   return [
     `CREATE OR REPLACE FUNCTION sessions_node_usage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
       ${inKeyOrder('volume_node_id', nodeCount('-1', 'OLD'), nodeCount('1', 'NEW'))}
@@ -150,28 +176,5 @@ export function orderedCounterFunctions(dialect: Dialect): string[] {
     `CREATE OR REPLACE FUNCTION sessions_status_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
       ${inKeyOrder('status', statusCount('-1', 'OLD'), statusCount('1', 'NEW'))}
       RETURN NULL; END $$`,
-  ];
-}
-
-/** `status_counts`: the sessions in each status, for `/metrics`: −1 for the status a row leaves (deleted, or changed), +1 for the one it takes. */
-export function statusCountTriggers(dialect: Dialect): string[] {
-  const count = (amount: string, row: 'NEW' | 'OLD') =>
-    add(dialect, { table: 'status_counts', key: { column: 'status', value: `${row}.status` }, column: 'sessions' }, amount, row);
-  if (dialect === 'sqlite') {
-    return [
-      `CREATE TRIGGER IF NOT EXISTS sessions_status_insert AFTER INSERT ON sessions BEGIN ${count('1', 'NEW')}; END`,
-      `CREATE TRIGGER IF NOT EXISTS sessions_status_delete AFTER DELETE ON sessions BEGIN ${count('-1', 'OLD')}; END`,
-      `CREATE TRIGGER IF NOT EXISTS sessions_status_update AFTER UPDATE OF status ON sessions WHEN OLD.status IS NOT NEW.status
-        BEGIN ${count('-1', 'OLD')}; ${count('1', 'NEW')}; END`,
-    ];
-  }
-  return [
-    `CREATE OR REPLACE FUNCTION sessions_status_count() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-      IF TG_OP <> 'INSERT' THEN ${count('-1', 'OLD')}; END IF;
-      IF TG_OP <> 'DELETE' THEN ${count('1', 'NEW')}; END IF;
-      RETURN NULL; END $$`,
-    `CREATE OR REPLACE TRIGGER sessions_status_count AFTER INSERT OR DELETE ON sessions FOR EACH ROW EXECUTE FUNCTION sessions_status_count()`,
-    `CREATE OR REPLACE TRIGGER sessions_status_count_update AFTER UPDATE OF status ON sessions FOR EACH ROW
-      WHEN (OLD.status IS DISTINCT FROM NEW.status) EXECUTE FUNCTION sessions_status_count()`,
   ];
 }
