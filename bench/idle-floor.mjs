@@ -4,32 +4,30 @@
 // bench/density.mjs's "sandboxes" CPU (SPACE's idle sandboxes, each with its agent):
 //   ./space script bench/idle-floor.mjs [--sandboxes 20] [--seconds 60] [--platforms ptrace,systrap]
 // Prints a table, writes JSON to bench/results.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { numberOption } from './harness.mjs';
 import { bareRunsc } from './runsc-floor.mjs';
+import { processUse } from './scale/processes.mjs';
 
 const args = process.argv.slice(2);
 const sandboxes = numberOption(args, '--sandboxes', 20);
 const seconds = numberOption(args, '--seconds', 60);
 const platformsAt = args.indexOf('--platforms');
 const platforms = platformsAt >= 0 ? args[platformsAt + 1].split(',') : ['ptrace', 'systrap'];
-const clockTicks = 100; // USER_HZ: /proc/<pid>/stat's unit on Linux
-
 /** CPU seconds the processes `pids` used so far. */
 function cpuSecondsOf(pids) {
-  let ticks = 0;
+  let sec = 0;
   for (const pid of pids) {
     try {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+      sec += processUse(pid).cpuSec;
     } catch {
       // gone meanwhile
     }
   }
-  return ticks / clockTicks;
+  return sec;
 }
 
 const results = [];

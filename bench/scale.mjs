@@ -121,7 +121,7 @@ const postmasterPid = parentPid(postgresPid);
 
 const controlPlanes = [];
 // Stopped however the harness stops (the simulated nodes leave with its IPC channel, PostgreSQL with
-// its exit), its working directory removed too (a signal or an uncaught error skips the `finally`).
+// its exit), its working directory removed here, not in the `finally` a signal or an uncaught error skips.
 process.once('exit', () => {
   for (const { child } of controlPlanes) child.kill('SIGTERM');
   rmSync(work, { recursive: true, force: true });
@@ -175,7 +175,6 @@ try {
   await Promise.all(controlPlanes.map((c) => stopProcess(c.child)));
   await monitor.end().catch(() => undefined);
   await postgres?.stop();
-  rmSync(work, { recursive: true, force: true });
 }
 
 printReport(report);
