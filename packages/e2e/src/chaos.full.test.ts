@@ -3,9 +3,22 @@ import { test } from 'node:test';
 import { type ChaosOptions, type ChaosReport, runChaos } from './harness/chaos.js';
 
 /** Runs a small chaos run (`node bench/chaos.mjs` runs the large ones) and checks that every acknowledged record is accounted for. */
-async function smallRun(name: string, options: Omit<ChaosOptions, 'seed' | 'log'>): Promise<ChaosReport> {
+async function smallRun(name: string, options: Omit<ChaosOptions, 'seed' | 'log' | 'platformLog'>): Promise<ChaosReport> {
   const seed = Number(process.env.SPACE_CHAOS_SEED ?? Date.now() % 1e9);
-  const report = await runChaos({ ...options, seed, log: (l) => process.stderr.write(`${l}\n`) });
+  // The platform's own log, its tail printed if the run fails: what it did is the first thing to read then.
+  let platformTail = '';
+  const platformLog = (text: string) => (platformTail = (platformTail + text).slice(-platformTailChars));
+  try {
+    return checked(name, seed, options, await runChaos({ ...options, seed, log: (l) => process.stderr.write(`${l}\n`), platformLog }));
+  } catch (err) {
+    process.stderr.write(`${name}: the platform's last ${platformTailChars} characters of output:\n${platformTail}\n`);
+    throw err;
+  }
+}
+
+const platformTailChars = 60_000;
+
+function checked(name: string, seed: number, options: Omit<ChaosOptions, 'seed'>, report: ChaosReport): ChaosReport {
   const { accounts, ...summary } = report;
   process.stderr.write(`${name} (SPACE_CHAOS_SEED=${seed} replays the faults): ${JSON.stringify(summary)}\n`);
   const details = JSON.stringify(

@@ -20,9 +20,18 @@ export interface RunningPlatform {
 
 /** Starts `space <command>` (by default `up`) as a child process, as a user would, and waits until it serves. */
 export async function startPlatform(
-  options: { dataDir?: string; env?: Record<string, string>; command?: string; readyPattern?: RegExp; adminKey?: string } = {},
+  options: {
+    dataDir?: string;
+    env?: Record<string, string>;
+    command?: string;
+    readyPattern?: RegExp;
+    adminKey?: string;
+    /** How long it may take to serve (templates are built on a first start: minutes). */
+    readyTimeoutMs?: number;
+  } = {},
 ): Promise<RunningPlatform> {
   const dataDir = options.dataDir ?? testDataDir;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 600_000;
   const adminKey = options.adminKey ?? `test-admin-${process.pid}-${Date.now()}`;
   const child = spawn(process.execPath, [cliMain, options.command ?? 'up'], {
     // No warm pool or template images unless a test asks: their boots would compete with what a test measures.
@@ -38,12 +47,23 @@ export async function startPlatform(
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // A platform never outlives its test file: a test that timed out or threw before stopping it would
+  // leave it holding the shared data directory, and every later file's platform would refuse to
+  // start (a CI run once failed 19 tests that way). SIGKILL, as an exit handler cannot wait: the next
+  // platform on the directory adopts or cleans up what this one left running.
+  const killOnExit = (): void => void child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+  child.once('exit', () => process.off('exit', killOnExit));
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const pattern = options.readyPattern ?? /SPACE is up: (http:\/\/[^\s]+)/;
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`platform did not start within 600 s:\n${output}`)), 600_000);
+    // One that never serves is SIGKILLed, not left holding the data directory.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`platform did not start within ${readyTimeoutMs / 1000} s (SIGKILLed):\n${output}`));
+    }, readyTimeoutMs);
     const check = (): void => {
       const match = pattern.exec(output);
       if (match) {
@@ -64,11 +84,27 @@ export async function startPlatform(
     dataDir,
     process: child,
     output: () => output,
-    stop: () =>
-      new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
-        child.once('exit', (code) => resolve(code));
-        child.kill('SIGTERM');
-      }),
+    stop: () => stopChild(child, () => output),
   };
+}
+
+/** How long a platform is given to stop its sandboxes and unmount after SIGTERM (a few seconds when healthy). */
+const stopGraceMs = 120_000;
+
+/**
+ * SIGTERM and wait for the exit code; a platform still running after `stopGraceMs` is SIGKILLed
+ * and the stop throws with its output, so a hung shutdown fails its test instead of its whole file.
+ */
+async function stopChild(child: ChildProcess, output: () => string): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  child.kill('SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), stopGraceMs)));
+  const first = await Promise.race([exited, late]);
+  clearTimeout(timer);
+  if (first !== 'late') return first;
+  child.kill('SIGKILL');
+  await exited;
+  throw new Error(`platform did not stop within ${stopGraceMs / 1000} s of SIGTERM (SIGKILLed):\n${output().slice(-5000)}`);
 }

@@ -1,10 +1,10 @@
-import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { processAlive } from './process-alive.js';
 
 /**
  * One node agent per data directory: a second one would adopt, and then kill, the first one's
- * sandboxes. The lock file holds the owner's pid; a lock whose process is gone is taken over.
+ * sandboxes. The lock file holds the owner's pid; a lock whose process is gone (or a zombie) is taken over.
  */
 export class DataDirLock {
   private readonly file: string;
@@ -26,7 +26,8 @@ export class DataDirLock {
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
         const owner = Number((await readFile(this.file, 'utf8').catch(() => '')).trim());
-        if (owner && owner !== process.pid && existsSync(`/proc/${owner}`)) {
+        // A zombie holds nothing: an agent SIGKILLed whose parent has not reaped it yet (an orphan waits for init).
+        if (owner && owner !== process.pid && processAlive(owner)) {
           throw new Error(
             `another SPACE node agent (pid ${owner}) is using ${path.dirname(path.dirname(this.file))}; stop it or choose another SPACE_DATA_DIR`,
           );

@@ -1,7 +1,7 @@
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { readJsonFile } from './json-file.js';
+import { readJsonFile, replaceFile } from './json-file.js';
 
 export const SandboxRecordSchema = z.object({
   sandboxId: z.string(),
@@ -44,9 +44,10 @@ export class SandboxRecords {
     return path.join(this.dir, sandboxId);
   }
 
+  /** Written whole or not at all: a claim rewrites a pooled sandbox's record, and a node agent killed midway must find the old one or the new one at its restart, never an empty file (which it would take for a dead sandbox's and remove). */
   async save(record: SandboxRecord): Promise<void> {
     await mkdir(this.workDir(record.sandboxId), { recursive: true, mode: 0o700 });
-    await writeFile(path.join(this.workDir(record.sandboxId), 'record.json'), JSON.stringify(record), { mode: 0o600 });
+    await replaceFile(path.join(this.workDir(record.sandboxId), 'record.json'), JSON.stringify(record));
   }
 
   async loadAll(): Promise<{ records: SandboxRecord[]; orphanDirs: string[] }> {

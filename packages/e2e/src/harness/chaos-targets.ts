@@ -7,6 +7,9 @@ import type { Random } from './random.js';
 import { NodePartition } from './node-partition.js';
 import { nodeClientOf, smallCluster } from './small-cluster.js';
 
+/** How long a platform restarted after a SIGKILL may take to serve again (adopting its sandboxes: seconds when healthy). */
+const restartTimeoutMs = 120_000;
+
 /** How long a node fenced at the end of a run (a heartbeat missed under load) is given to hear a control plane again. */
 const fenceLiftWaitMs = 30_000;
 
@@ -68,7 +71,8 @@ export async function platformTarget(options: TargetOptions): Promise<ChaosTarge
       platform: async () => {
         await killAndWait(platform.process);
         options.platformLog?.(platform.output());
-        platform = await startPlatform({ dataDir, adminKey, env });
+        // Its templates are built: a restart that does not serve within this is a hang, not a build.
+        platform = await startPlatform({ dataDir, adminKey, env, readyTimeoutMs: restartTimeoutMs });
         return 'platform SIGKILLed and restarted';
       },
     },

@@ -128,7 +128,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const urls = target.apiUrls();
     return new Api(urls[turn++ % urls.length]!, adminKey);
   };
-  const call = (method: string, p: string, body?: unknown): Promise<ApiReply> => api().call(method, p, body);
+  // Every call bounded: a hung platform fails the run with its output instead of outlasting the test's timeout.
+  const call = (method: string, p: string, body?: unknown): Promise<ApiReply> => api().call(method, p, body, { signal: AbortSignal.timeout(callTimeoutMs) });
   const ids: string[] = [];
   try {
     for (let i = 0; i < options.sessions; i++) {

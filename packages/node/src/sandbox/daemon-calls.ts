@@ -1,5 +1,6 @@
 import { ErrorCode, SpaceError } from '@space/protocol';
-import { processAlive, type LiveSandbox } from './live-sandboxes.js';
+import { processAlive } from '../process-alive.js';
+import type { LiveSandbox } from './live-sandboxes.js';
 
 /** How often a sandbox with a call or stream in flight is checked for death. */
 const deathCheckMs = 1000;

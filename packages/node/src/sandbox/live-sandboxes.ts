@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import type { Upstream } from '@space/server-kit';
 import type { SandboxRecord } from '../sandbox-record.js';
@@ -26,17 +25,6 @@ export const unclaimedPrefix = 'pool';
 
 export function isUnclaimed(record: SandboxRecord): boolean {
   return record.sessionId.startsWith(`${unclaimedPrefix}_`);
-}
-
-/** True while the process exists and is not a zombie (a killed sandbox lingers as one until reaped). */
-export function processAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return false;
-  }
 }
 
 /** The sandboxes running on this node, by sandbox id, with the lookups every part of the node needs. */

@@ -1,8 +1,8 @@
-import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type NodeUsageBatch, NodeUsageBatchSchema, newId } from '@space/protocol';
 import { z } from 'zod';
-import { readJsonFile } from '../json-file.js';
+import { readJsonFile, replaceFile } from '../json-file.js';
 import { persistentValue } from '../node-config.js';
 
 /** A sandbox's counters at the end of the last batch: the next batch counts from there. */
@@ -91,7 +91,7 @@ export class UsageLedger {
       if (ledger !== this.id || through <= this.acked) return;
       this.acked = Math.min(through, this.lastSeq);
       // Recorded before the file is cut: a crash in between leaves batches the next start skips.
-      await writeFile(path.join(this.dir, 'acked'), `${this.acked}\n`, { mode: 0o600 });
+      await replaceFile(path.join(this.dir, 'acked'), `${this.acked}\n`);
       this.pending = this.pending.filter((b) => b.seq > this.acked);
       await replaceFile(path.join(this.dir, 'batches.jsonl'), this.pending.map((b) => `${JSON.stringify(b)}\n`).join(''));
     });
@@ -106,12 +106,6 @@ export class UsageLedger {
     this.writes = done.catch(() => undefined);
     return done;
   }
-}
-
-/** Writes the whole file or leaves the old one: a crash never leaves half of it. */
-async function replaceFile(file: string, text: string): Promise<void> {
-  await writeFile(`${file}.tmp`, text, { mode: 0o600 });
-  await rename(`${file}.tmp`, file);
 }
 
 function safeJson(line: string): unknown {
