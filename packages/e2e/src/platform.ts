@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processAlive } from '@space/server-kit';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const cliMain = path.join(repoRoot, 'packages/cli/dist/main.js');
@@ -49,11 +50,10 @@ export async function startPlatform(
   });
   // A platform never outlives its test file: a test that timed out or threw before stopping it would
   // leave it holding the shared data directory, and every later file's platform would refuse to
-  // start (a CI run once failed 19 tests that way). SIGKILL, as an exit handler cannot wait: the next
-  // platform on the directory adopts or cleans up what this one left running.
-  const killOnExit = (): void => void child.kill('SIGKILL');
-  process.once('exit', killOnExit);
-  child.once('exit', () => process.off('exit', killOnExit));
+  // start (a CI run once failed 19 tests that way).
+  const stopOnExit = (): void => stopBeforeExit(child);
+  process.once('exit', stopOnExit);
+  child.once('exit', () => process.off('exit', stopOnExit));
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
@@ -86,6 +86,21 @@ export async function startPlatform(
     output: () => output,
     stop: () => stopChild(child, () => output),
   };
+}
+
+/** How long a platform left running when its test file exits is given to stop after SIGTERM before SIGKILL. */
+const exitStopMs = 60_000;
+
+/**
+ * From an exit handler, where nothing asynchronous runs: SIGTERM, then a synchronous wait until the
+ * platform has exited (a zombie, as no one reaps it here: init does once this file is gone), so it
+ * stops its sandboxes and unmounts before the next file starts; SIGKILL if it takes over `exitStopMs`.
+ */
+function stopBeforeExit(child: ChildProcess): void {
+  child.kill('SIGTERM');
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  for (const deadline = Date.now() + exitStopMs; processAlive(child.pid!) && Date.now() < deadline; ) Atomics.wait(nap, 0, 0, 50);
+  if (processAlive(child.pid!)) child.kill('SIGKILL');
 }
 
 /** How long a platform is given to stop its sandboxes and unmount after SIGTERM (a few seconds when healthy). */

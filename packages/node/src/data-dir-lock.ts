@@ -1,6 +1,6 @@
 import { mkdir, open, readFile, unlink } from 'node:fs/promises';
 import path from 'node:path';
-import { processAlive } from './process-alive.js';
+import { processAlive } from '@space/server-kit';
 
 /**
  * One node agent per data directory: a second one would adopt, and then kill, the first one's

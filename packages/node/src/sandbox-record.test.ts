@@ -24,7 +24,7 @@ test("a claim's rewrite of a record replaces the file whole; a write cut short b
   await records.save(pooled);
   const before = await stat(file);
   const claimed = { ...pooled, sessionId: 'ses_claimed00001', tenantId: 'ten_1' };
-  await records.save(claimed);
+  await records.rewrite(claimed);
   // A new file renamed over the old one, not the old one truncated and written again in place.
   assert.notEqual((await stat(file)).ino, before.ino);
   assert.deepEqual(await records.loadAll(), { records: [claimed], orphanDirs: [] });
@@ -32,7 +32,7 @@ test("a claim's rewrite of a record replaces the file whole; a write cut short b
   // A node agent killed while writing the next one leaves its temporary file, half written: ignored.
   await writeFile(`${file}.tmp`, '{"sandboxId": "sbx_poo');
   assert.deepEqual(await records.loadAll(), { records: [claimed], orphanDirs: [] });
-  // And the next save goes through it.
-  await records.save(pooled);
+  // And the next rewrite goes through it.
+  await records.rewrite(pooled);
   assert.deepEqual(await records.loadAll(), { records: [pooled], orphanDirs: [] });
 });

@@ -44,9 +44,18 @@ export class SandboxRecords {
     return path.join(this.dir, sandboxId);
   }
 
-  /** Written whole or not at all: a claim rewrites a pooled sandbox's record, and a node agent killed midway must find the old one or the new one at its restart, never an empty file (which it would take for a dead sandbox's and remove). */
+  /** A new sandbox's record, in a directory of its own. */
   async save(record: SandboxRecord): Promise<void> {
     await mkdir(this.workDir(record.sandboxId), { recursive: true, mode: 0o700 });
+    await this.rewrite(record);
+  }
+
+  /**
+   * A saved record written again (a claim's), whole or not at all: a node agent killed midway finds
+   * the old one or the new one at its restart, never an empty file (which it would take for a dead
+   * sandbox's and remove).
+   */
+  async rewrite(record: SandboxRecord): Promise<void> {
     await replaceFile(path.join(this.workDir(record.sandboxId), 'record.json'), JSON.stringify(record));
   }
 

@@ -1,5 +1,5 @@
 import { ErrorCode, SpaceError } from '@space/protocol';
-import { processAlive } from '../process-alive.js';
+import { processAlive } from '@space/server-kit';
 import type { LiveSandbox } from './live-sandboxes.js';
 
 /** How often a sandbox with a call or stream in flight is checked for death. */

@@ -105,7 +105,7 @@ export class PooledSandboxes {
       startedAt: new Date().toISOString(),
       ...(request.tenantId ? { tenantId: request.tenantId } : {}),
     };
-    await Promise.all([deps.records.save(live.record), deps.usage.begin(live.record)]);
+    await Promise.all([deps.records.rewrite(live.record), deps.usage.begin(live.record)]);
     phases.mark('claim');
     // The daemon learns the session's environment in the background (a round trip into gVisor costs
     // more than the rest of the claim); calls on the sandbox wait for it like for a checkpoint. If it

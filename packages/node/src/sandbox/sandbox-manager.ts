@@ -1,13 +1,12 @@
 import { ErrorCode, SpaceError, anyProcessRuns, type ExecResult, type SandboxInfo, type Service, type StartSandboxRequest } from '@space/protocol';
 import { listProcesses, startServices, stopService } from './session-services.js';
-import type { KeyedQueue } from '@space/server-kit';
+import { type KeyedQueue, processAlive } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
 import type { RuntimeDriver } from '../runtime/driver.js';
 import { imageAddressesOf, type SandboxRecords } from '../sandbox-record.js';
 import type { MemoryImageMeta } from '../storage/checkpoint-store.js';
 import type { DaemonLink } from './daemon-link.js';
-import { processAlive } from '../process-alive.js';
 import { isUnclaimed, type LiveSandbox, type LiveSandboxes } from './live-sandboxes.js';
 import { callsEnded } from './daemon-calls.js';
 import { PhaseTimer } from './phase-timer.js';
