@@ -2,13 +2,18 @@
 // (usage-counters.ts): 48 connections change random sessions' statuses (running, idle, stopped,
 // every direction), and the changes per second, their latency and the deadlocks PostgreSQL found
 // are measured for each way the counter rows can be locked:
-//   in-order: as migrated (the two rows of a change in one order: status, node)
-//   old-first: as before migration 30 (the old status's row, then the new one's)
+//   deferred: as migrated (migration 31: status_counts' rows locked at commit, the two in one order)
+//   immediate: as migration 30 left it (locked with the statement, until the transaction ends)
+//   old-first: as before migration 30 (locked with the statement, the old status's row first)
 //   floor: no status counter at all (the status trigger dropped): what the row updates cost alone
-// Usage: ./space script bench/counter-locks.mjs [--sessions 100000] [--changes 20000] [--rounds 4] (after a round not counted)
+// --hold-ms N puts each change in a transaction held open N ms after its update, as a start's is
+// while the control plane sends its history row and its commit (0: each change commits alone).
+// Usage: ./space script bench/counter-locks.mjs [--sessions 100000] [--changes 20000] [--rounds 4] [--hold-ms 0]
+//   [--variants deferred,immediate,old-first,floor] (each after a round not counted)
 // Prints a table, writes JSON to bench/results.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startLocalPostgres } from '../packages/control-plane/dist/store/local-postgres.js';
@@ -22,18 +27,47 @@ const args = process.argv.slice(2);
 const sessions = numberOption(args, '--sessions', 100000);
 const changes = numberOption(args, '--changes', 20000);
 const rounds = numberOption(args, '--rounds', 4);
+const holdMs = numberOption(args, '--hold-ms', 0);
 const connections = 48;
 const statuses = ['running', 'idle', 'stopped'];
 
-/** The functions as each variant has them (only their bodies differ: the triggers stay). */
+const dropStatusTriggers = 'DROP TRIGGER sessions_status_count ON sessions; DROP TRIGGER sessions_status_count_update ON sessions';
+/** Migration 26's status triggers again (fired with their statement) in place of the deferred ones. */
+async function immediateTriggers(db) {
+  await db.query(dropStatusTriggers);
+  for (const statement of statusCountTriggers('postgres').filter((s) => s.startsWith('CREATE OR REPLACE TRIGGER'))) await db.query(statement);
+}
+
+/** The triggers and functions as each variant has them. */
 const variants = {
-  'in-order': async () => undefined,
+  deferred: async () => undefined,
+  immediate: immediateTriggers,
   'old-first': async (db) => {
+    await immediateTriggers(db);
     const functions = [...nodeUsageTriggers('postgres'), ...statusCountTriggers('postgres')].filter((s) => s.startsWith('CREATE OR REPLACE FUNCTION'));
     for (const statement of functions) await db.query(statement);
   },
-  floor: async (db) => db.query('DROP TRIGGER sessions_status_count ON sessions; DROP TRIGGER sessions_status_count_update ON sessions'),
+  floor: async (db) => db.query(dropStatusTriggers),
 };
+
+// Which variants, in which order (`--variants immediate,deferred,floor`): each on a database of its own, one after the other.
+const variantsAt = args.indexOf('--variants');
+const order = variantsAt >= 0 ? args[variantsAt + 1].split(',') : Object.keys(variants);
+for (const name of order) if (!variants[name]) throw new Error(`no variant "${name}": ${Object.keys(variants).join(', ')}`);
+
+/** One status change: alone, or in a transaction held open `holdMs` after its update. */
+async function change(client, status, id) {
+  if (holdMs === 0) return client.query('UPDATE sessions SET status = $1 WHERE id = $2', [status, id]);
+  await client.query('BEGIN');
+  try {
+    await client.query('UPDATE sessions SET status = $1 WHERE id = $2', [status, id]);
+    await sleep(holdMs);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK');
+    throw err;
+  }
+}
 
 /** `changes` status changes over 48 connections: their latencies, the time they took and the errors by code. */
 async function changeStatuses(db, ids) {
@@ -43,15 +77,20 @@ async function changeStatuses(db, ids) {
   const started = performance.now();
   await Promise.all(
     Array.from({ length: connections }, async () => {
-      while (sent < changes) {
-        sent++;
-        const id = ids[Math.floor(Math.random() * ids.length)];
-        const status = statuses[Math.floor(Math.random() * statuses.length)];
-        const t = performance.now();
-        await db.query('UPDATE sessions SET status = $1 WHERE id = $2', [status, id]).catch((err) => {
-          errors[err.code] = (errors[err.code] ?? 0) + 1;
-        });
-        ms.push(performance.now() - t);
+      const client = await db.connect();
+      try {
+        while (sent < changes) {
+          sent++;
+          const id = ids[Math.floor(Math.random() * ids.length)];
+          const status = statuses[Math.floor(Math.random() * statuses.length)];
+          const t = performance.now();
+          await change(client, status, id).catch((err) => {
+            errors[err.code] = (errors[err.code] ?? 0) + 1;
+          });
+          ms.push(performance.now() - t);
+        }
+      } finally {
+        client.release();
       }
     }),
   );
@@ -62,7 +101,8 @@ const postgres = await startLocalPostgres();
 const { results, rows, record } = recorder();
 const perVariant = {};
 try {
-  for (const [name, prepare] of Object.entries(variants)) {
+  for (const name of order) {
+    const prepare = variants[name];
     const url = await postgres.url(`counters_${name.replace('-', '_')}`);
     const store = await openPostgresStore(url);
     await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
@@ -100,11 +140,12 @@ try {
 printTable(rows);
 const rate = (name) => perVariant[name].changesPerSec.median;
 console.log(
-  `\nchanges/s, median of ${rounds} rounds: in-order ${rate('in-order').toFixed(0)}, old-first ${rate('old-first').toFixed(0)}, floor ${rate('floor').toFixed(0)}`,
+  `\nchanges/s, median of ${rounds} rounds${holdMs ? `, each held ${holdMs} ms` : ''}: ${order
+    .map((name) => `${name} ${rate(name).toFixed(0)}${perVariant.floor ? ` (${(rate(name) / rate('floor')).toFixed(2)} of the floor)` : ''}`)
+    .join(', ')}`,
 );
-console.log(`in-order / floor: ${(rate('in-order') / rate('floor')).toFixed(2)}; old-first / floor: ${(rate('old-first') / rate('floor')).toFixed(2)}`);
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
 mkdirSync(dir, { recursive: true });
 const file = path.join(dir, `counter-locks-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-writeFileSync(file, JSON.stringify({ sessions, changes, rounds, connections, variants: perVariant, results }, null, 2));
+writeFileSync(file, JSON.stringify({ sessions, changes, rounds, holdMs, connections, variants: perVariant, results }, null, 2));
 console.log(`JSON: ${file}`);

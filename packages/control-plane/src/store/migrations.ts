@@ -1,6 +1,14 @@
 import type { SqlExecutor } from './sql-database.js';
 import { objectStoreUsageSchema, usageSchema } from './usage-records.js';
-import { activeStatuses, counterTable, nodeUsageTriggers, orderedCounterFunctions, statusCountTriggers, tenantUsageTriggers } from './usage-counters.js';
+import {
+  activeStatuses,
+  counterTable,
+  nodeUsageTriggers,
+  deferredStatusCountTriggers,
+  orderedCounterFunctions,
+  statusCountTriggers,
+  tenantUsageTriggers,
+} from './usage-counters.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -339,6 +347,12 @@ export const migrations: Migration[] = [
     version: 30,
     description: "counters' rows locked in one order where a session's status or node changes (PostgreSQL: changes in opposite directions deadlocked)",
     statements: orderedCounterFunctions,
+  },
+  {
+    version: 31,
+    description:
+      "status_counts' rows locked only while a change commits (PostgreSQL: deferred triggers; a start's transaction held them across its round trips)",
+    statements: deferredStatusCountTriggers,
   },
 ];
 

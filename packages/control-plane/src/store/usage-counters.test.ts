@@ -33,9 +33,11 @@ test('postgres: status changes in opposite directions on one shard take the coun
   try {
     await Promise.all([a.connect(), b.connect(), observer.connect()]);
     await a.query('BEGIN');
+    // Counter rows are locked at commit (migration 31); at once here, so A holds them while B comes.
+    await a.query('SET CONSTRAINTS ALL IMMEDIATE');
     // A holds the rows of `idle` and `failed`.
     await a.query("UPDATE sessions SET status = 'failed' WHERE id = 'ses_y0'");
-    // B's change waits for `idle`. Taken old status first, it held `stopped` while it waited...
+    // B's change (at its commit) waits for `idle`. Taken old status first, it held `stopped` while it waited...
     const bChange = b.query("UPDATE sessions SET status = 'idle' WHERE id = 'ses_x0'");
     await untilWaitingForLock(observer, b);
     // ...which A needs now: each would wait for the other. In one order, B holds nothing yet.
@@ -45,5 +47,36 @@ test('postgres: status changes in opposite directions on one shard take the coun
     assert.deepEqual(await store.countSessionsByStatus(), { failed: 1, idle: 1, stopped: 1 });
   } finally {
     await Promise.all([a, b, observer].map((c) => c.end().catch(() => undefined)));
+  }
+});
+
+test('postgres: a status change holds its counter rows only while it commits: a transaction left open does not hold up another change of the same statuses', async () => {
+  const store = await engines.postgres.open('counter-deferred');
+  const url = await engines.postgres.location('counter-deferred');
+  await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+  // One shard, as above: the two changes share the counter rows of `idle` and `failed`.
+  const inactive = { sandboxId: null, nodeId: null, sandboxStartedAt: null };
+  await store.insertSession({ ...session('ses_y0', 'tn_a'), ...inactive, status: 'idle' });
+  await store.insertSession({ ...session('ses_x0', 'tn_a'), ...inactive, status: 'idle' });
+  const [a, b] = [new pg.Client(url), new pg.Client(url)];
+  for (const client of [a, b]) client.on('error', () => undefined);
+  try {
+    await Promise.all([a.connect(), b.connect()]);
+    // As a start's transaction: its status changed, its history row and commit still to come.
+    await a.query('BEGIN');
+    await a.query("UPDATE sessions SET status = 'failed' WHERE id = 'ses_y0'");
+    // Locked with the statement, B would wait for A's commit: it gives up after 2 s instead.
+    await b.query("SET lock_timeout = '2s'");
+    await b.query("UPDATE sessions SET status = 'failed' WHERE id = 'ses_x0'");
+    assert.deepEqual(await store.countSessionsByStatus(), { failed: 1, idle: 1 }, "B's change counted, A's not yet");
+    await a.query('COMMIT');
+    assert.deepEqual(await store.countSessionsByStatus(), { failed: 2 });
+    // A rolled back change is never counted.
+    await a.query('BEGIN');
+    await a.query("UPDATE sessions SET status = 'stopped' WHERE id = 'ses_y0'");
+    await a.query('ROLLBACK');
+    assert.deepEqual(await store.countSessionsByStatus(), { failed: 2 });
+  } finally {
+    await Promise.all([a, b].map((c) => c.end().catch(() => undefined)));
   }
 });
