@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'node:test';
+import type { SessionStatus } from '@space/protocol';
 import pg from 'pg';
 import { storeEngines } from '../test-support/store-engines.js';
 import { session } from '../test-support/store-rows.js';
@@ -17,21 +18,35 @@ async function untilWaitingForLock(observer: pg.Client, client: pg.Client & { pr
   throw new Error('the statement never waited for a lock');
 }
 
-test('postgres: status changes in opposite directions on one shard take the counter rows in one order and never deadlock', async () => {
-  const store = await engines.postgres.open('counter-order');
-  const url = await engines.postgres.location('counter-order');
+/**
+ * A PostgreSQL store whose sessions (id: status) all end in one character, so they share one shard
+ * and each status's counter is one row, in statuses that do not count on a node (only
+ * `status_counts` is locked); with `clients` connections of their own, ended after `work`.
+ */
+async function oneShard(
+  name: string,
+  statuses: Record<string, SessionStatus>,
+  clients: number,
+  work: (store: Awaited<ReturnType<typeof engines.postgres.open>>, clients: pg.Client[]) => Promise<void>,
+): Promise<void> {
+  const store = await engines.postgres.open(name);
+  const url = await engines.postgres.location(name);
   await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
-  // One last character: one shard, so the three share each status's counter row. Statuses that
-  // do not count on a node, so only `status_counts` is locked.
   const inactive = { sandboxId: null, nodeId: null, sandboxStartedAt: null };
-  await store.insertSession({ ...session('ses_y0', 'tn_a'), ...inactive, status: 'idle' });
-  await store.insertSession({ ...session('ses_x0', 'tn_a'), ...inactive, status: 'stopped' });
-  await store.insertSession({ ...session('ses_z0', 'tn_a'), ...inactive, status: 'failed' });
-  const [a, b, observer] = [new pg.Client(url), new pg.Client(url), new pg.Client(url)];
+  for (const [id, status] of Object.entries(statuses)) await store.insertSession({ ...session(id, 'tn_a'), ...inactive, status });
+  const connections = Array.from({ length: clients }, () => new pg.Client(url));
   // A failed run's clients may see the server stop before they end: the test's own error is the one told.
-  for (const client of [a, b, observer]) client.on('error', () => undefined);
+  for (const client of connections) client.on('error', () => undefined);
   try {
-    await Promise.all([a.connect(), b.connect(), observer.connect()]);
+    await Promise.all(connections.map((c) => c.connect()));
+    await work(store, connections);
+  } finally {
+    await Promise.all(connections.map((c) => c.end().catch(() => undefined)));
+  }
+}
+
+test('postgres: status changes in opposite directions on one shard take the counter rows in one order and never deadlock', async () => {
+  await oneShard('counter-order', { ses_y0: 'idle', ses_x0: 'stopped', ses_z0: 'failed' }, 3, async (store, [a, b, observer]) => {
     await a.query('BEGIN');
     // Counter rows are locked at commit (migration 31); at once here, so A holds them while B comes.
     await a.query('SET CONSTRAINTS ALL IMMEDIATE');
@@ -45,23 +60,12 @@ test('postgres: status changes in opposite directions on one shard take the coun
     await a.query('COMMIT');
     await bChange;
     assert.deepEqual(await store.countSessionsByStatus(), { failed: 1, idle: 1, stopped: 1 });
-  } finally {
-    await Promise.all([a, b, observer].map((c) => c.end().catch(() => undefined)));
-  }
+  });
 });
 
 test('postgres: a status change holds its counter rows only while it commits: a transaction left open does not hold up another change of the same statuses', async () => {
-  const store = await engines.postgres.open('counter-deferred');
-  const url = await engines.postgres.location('counter-deferred');
-  await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
-  // One shard, as above: the two changes share the counter rows of `idle` and `failed`.
-  const inactive = { sandboxId: null, nodeId: null, sandboxStartedAt: null };
-  await store.insertSession({ ...session('ses_y0', 'tn_a'), ...inactive, status: 'idle' });
-  await store.insertSession({ ...session('ses_x0', 'tn_a'), ...inactive, status: 'idle' });
-  const [a, b] = [new pg.Client(url), new pg.Client(url)];
-  for (const client of [a, b]) client.on('error', () => undefined);
-  try {
-    await Promise.all([a.connect(), b.connect()]);
+  // The two changes share the counter rows of `idle` and `failed`.
+  await oneShard('counter-deferred', { ses_y0: 'idle', ses_x0: 'idle' }, 2, async (store, [a, b]) => {
     // As a start's transaction: its status changed, its history row and commit still to come.
     await a.query('BEGIN');
     await a.query("UPDATE sessions SET status = 'failed' WHERE id = 'ses_y0'");
@@ -76,7 +80,5 @@ test('postgres: a status change holds its counter rows only while it commits: a 
     await a.query("UPDATE sessions SET status = 'stopped' WHERE id = 'ses_y0'");
     await a.query('ROLLBACK');
     assert.deepEqual(await store.countSessionsByStatus(), { failed: 2 });
-  } finally {
-    await Promise.all([a, b].map((c) => c.end().catch(() => undefined)));
-  }
+  });
 });
