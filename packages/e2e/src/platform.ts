@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { processAlive } from '@space/server-kit';
+import { processAlive, signalAndWait } from '@space/server-kit';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const cliMain = path.join(repoRoot, 'packages/cli/dist/main.js');
@@ -111,15 +111,7 @@ const stopGraceMs = 120_000;
  * and the stop throws with its output, so a hung shutdown fails its test instead of its whole file.
  */
 async function stopChild(child: ChildProcess, output: () => string): Promise<number | null> {
-  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  child.kill('SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), stopGraceMs)));
-  const first = await Promise.race([exited, late]);
-  clearTimeout(timer);
-  if (first !== 'late') return first;
-  child.kill('SIGKILL');
-  await exited;
-  throw new Error(`platform did not stop within ${stopGraceMs / 1000} s of SIGTERM (SIGKILLed):\n${output().slice(-5000)}`);
+  const { code, killed } = await signalAndWait(child, 'SIGTERM', stopGraceMs);
+  if (killed) throw new Error(`platform did not stop within ${stopGraceMs / 1000} s of SIGTERM (SIGKILLed):\n${output().slice(-5000)}`);
+  return code;
 }

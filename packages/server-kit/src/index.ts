@@ -28,6 +28,7 @@ export { CallDeadline } from './call-deadline.js';
 export { writeFreshFile } from './fresh-file.js';
 export { freePort } from './free-port.js';
 export { processAlive } from './process-alive.js';
+export { type ChildExit, hasExited, signalAndWait } from './child-exit.js';
 export { makeTestCertificates, makeTestClientCertificate, signTestCertificateRequest, subjectAltNames, type TestCertificates } from './test-certificates.js';
 export { resetAgentSockets } from './agent-sockets.js';
 export { proxyRequest, proxyUpgrade, waitForListener, type ProxyTarget } from './http-proxy.js';

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type LocalPostgres, createClusterCa, startLocalPostgres } from '@space/control-plane';
 import { startLoopbackS3 } from '@space/node';
+import { signalAndWait } from '@space/server-kit';
 
 /** The CLI's entry point, which runs every member of the cluster. */
 const cliMain = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'main.js');
@@ -145,17 +146,10 @@ export class LocalCluster {
   async stopMember(name: string): Promise<number | null> {
     const member = this.members.get(name);
     if (!member) return null;
-    const { process: child } = member;
-    const code =
-      child.exitCode ??
-      child.signalCode ??
-      (await new Promise<number | string | null>((resolve) => {
-        child.once('exit', (c, signal) => resolve(c ?? signal));
-        child.kill('SIGTERM');
-      }));
+    const { code } = await signalAndWait(member.process, 'SIGTERM');
     this.members.delete(name);
     rmSync(member.pidFile, { force: true });
-    return typeof code === 'number' ? code : null;
+    return code;
   }
 
   private controlPlaneEnv(port: number): Record<string, string> {

@@ -1,7 +1,7 @@
-import type { ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import type { NodeClient } from '@space/control-plane';
 import { ErrorCode, type SandboxInfo, SpaceError } from '@space/protocol';
+import { signalAndWait } from '@space/server-kit';
 import { startPlatform } from '../platform.js';
 import type { Random } from './random.js';
 import { NodePartition } from './node-partition.js';
@@ -53,12 +53,6 @@ export interface TargetOptions {
   platformLog?: (text: string) => void;
 }
 
-async function killAndWait(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(null) : child.once('exit', resolve)));
-  child.kill('SIGKILL');
-  await exited;
-}
-
 /** One `space up` (node agent and control plane in one process) on `dataDir`; its fault is a SIGKILL of the whole, then a restart. */
 export async function platformTarget(options: TargetOptions): Promise<ChaosTarget> {
   const { dataDir, adminKey, env } = options;
@@ -69,7 +63,7 @@ export async function platformTarget(options: TargetOptions): Promise<ChaosTarge
     nodeDataDirs: () => [dataDir],
     faults: {
       platform: async () => {
-        await killAndWait(platform.process);
+        await signalAndWait(platform.process, 'SIGKILL');
         options.platformLog?.(platform.output());
         // Its templates are built: a restart that does not serve within this is a hang, not a build.
         platform = await startPlatform({ dataDir, adminKey, env, readyTimeoutMs: restartTimeoutMs });
@@ -129,7 +123,7 @@ export async function clusterTarget(options: TargetOptions): Promise<ChaosTarget
       node: async (rng) => {
         const name = rng.pick(cluster.nodeNames);
         const downMs = rng.int(1000, 8000);
-        await killAndWait(cluster.member(name)!.process);
+        await signalAndWait(cluster.member(name)!.process, 'SIGKILL');
         await new Promise((resolve) => setTimeout(resolve, downMs));
         await cluster.startNode(name);
         return `node agent ${name} SIGKILLed, started again after ${downMs} ms`;
@@ -154,7 +148,7 @@ export async function clusterTarget(options: TargetOptions): Promise<ChaosTarget
       },
       controlPlane: async (rng) => {
         const index = rng.int(0, cluster.controlPlaneNames.length - 1);
-        await killAndWait(cluster.member(cluster.controlPlaneNames[index]!)!.process);
+        await signalAndWait(cluster.member(cluster.controlPlaneNames[index]!)!.process, 'SIGKILL');
         await cluster.startControlPlane(index);
         return `${cluster.controlPlaneNames[index]} SIGKILLed and started again`;
       },

@@ -1,19 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { type DataKey, ErrorCode, SpaceError, type ShipBase, type StoredObject } from '@space/protocol';
 import { KeyedQueue, inSpan } from '@space/server-kit';
 import type { Logger } from '../logger.js';
 import type { BtrfsVolume } from './btrfs-volume.js';
 import type { CheckpointStore } from './checkpoint-store.js';
-import { Digest, type ObjectStore } from './object-store.js';
-import { openObject, sealObject } from './object-sealing.js';
+import type { ObjectStore } from './object-store.js';
 import type { Subvolumes } from './subvolumes.js';
 import { pathExists } from './path-exists.js';
-import { endChild, finished, produce, readOn, toStdin } from './child-pipes.js';
+import { SealedTransfer } from './sealed-transfer.js';
 
 export interface CheckpointShippingDeps {
   volume: BtrfsVolume;
@@ -23,9 +19,6 @@ export interface CheckpointShippingDeps {
   objects: ObjectStore | null;
   log: Logger;
 }
-
-/** How long a receive whose child failed reads its object on, to tell a short object from a refused one. */
-const readOnMs = 60_000;
 
 /** How many times a fetch is tried: a read of the object store can break off (a reset, a stall) and may simply be repeated. */
 const fetchAttempts = 3;
@@ -44,33 +37,23 @@ export function objectKey(folder: 'checkpoints' | 'bases', id: string, suffix: s
   return `${folder}/${createHash('sha256').update(id).digest('hex').slice(0, 2)}/${id}${suffix}`;
 }
 
-/** OBJECT_CORRUPT unless what was read of the object is what was stored. */
-function checkReadBack(digest: Digest, object: StoredObject): void {
-  const sha256 = digest.sha256();
-  if (digest.bytes === object.bytes && sha256 === object.sha256) return;
-  throw new SpaceError(
-    ErrorCode.OBJECT_CORRUPT,
-    `object ${object.key} read back as ${digest.bytes} bytes (sha256 ${sha256.slice(0, 12)}…), not the ${object.bytes} (${object.sha256.slice(0, 12)}…) stored`,
-  );
-}
-
 /**
  * Checkpoints to and from the object store, so that any node can restore any checkpoint. A
  * session's checkpoints are stored as `btrfs send` differences to a base (a full send of one of its
  * checkpoints, kept read-only under `bases/`), their memory images as tar files. A node restoring a
  * checkpoint receives the base first when it lacks it, then the difference; every byte read is
  * checked against the size and sha256 recorded when it was stored, and nothing of an object that
- * does not match is kept. Every object is sealed with its tenant's data key (`object-sealing.ts`),
- * which the control plane sends with each call and the node keeps no longer.
+ * does not match is kept (`SealedTransfer`). Every object is sealed with its tenant's data key
+ * (`object-sealing.ts`), which the control plane sends with each call and the node keeps no longer.
  */
 export class CheckpointShipping {
   /** One receive per base or checkpoint at a time: forks side by side may all need the same ones. */
   private readonly receiving = new KeyedQueue();
-  /** The btrfs and tar children under way: a stopping node ends them, or they keep its storage busy and it cannot be unmounted. */
-  private readonly children = new Set<ChildProcess>();
-  private stopping = false;
+  private readonly transfer: SealedTransfer;
 
-  constructor(private readonly deps: CheckpointShippingDeps) {}
+  constructor(private readonly deps: CheckpointShippingDeps) {
+    this.transfer = new SealedTransfer(deps.subvolumes);
+  }
 
   /** Makes `baseId` a read-only copy of a checkpoint this node holds, with its volume copies, and stores each whole. */
   async createBase(baseId: string, fromCheckpointId: string, dataKey: DataKey): Promise<ShipBase> {
@@ -91,10 +74,10 @@ export class CheckpointShipping {
     const volumes: StoredObject[] = [];
     for (const volumeId of copies)
       volumes.push({
-        ...(await this.send(objects, dataKey, objectKey('bases', baseId, `.${volumeId}.send`), this.baseVolumePath(baseId, volumeId), null)),
+        ...(await this.transfer.sendSubvolume(objects, dataKey, objectKey('bases', baseId, `.${volumeId}.send`), this.baseVolumePath(baseId, volumeId), null)),
         volumeId,
       });
-    const object = await this.send(objects, dataKey, objectKey('bases', baseId, '.send'), this.basePath(baseId), null);
+    const object = await this.transfer.sendSubvolume(objects, dataKey, objectKey('bases', baseId, '.send'), this.basePath(baseId), null);
     return { id: baseId, object, volumes };
   }
 
@@ -116,22 +99,33 @@ export class CheckpointShipping {
     await inSpan('ship base', { 'space.base_id': base.id }, () => this.ensureBase(objects, base, dataKey));
     const stored = [
       await inSpan('btrfs send', { 'space.checkpoint_id': checkpointId }, () =>
-        this.send(objects, dataKey, objectKey('checkpoints', checkpointId, '.send'), snapshot, this.basePath(base.id)),
+        this.transfer.sendSubvolume(objects, dataKey, objectKey('checkpoints', checkpointId, '.send'), snapshot, this.basePath(base.id)),
       ),
     ];
     for (const volumeId of copies) {
       const copy = this.deps.checkpoints.volumeCopyPath(checkpointId, volumeId);
       stored.push({
-        ...(await this.send(objects, dataKey, objectKey('checkpoints', checkpointId, `.${volumeId}.send`), copy, this.baseVolumePath(base.id, volumeId))),
+        ...(await this.transfer.sendSubvolume(
+          objects,
+          dataKey,
+          objectKey('checkpoints', checkpointId, `.${volumeId}.send`),
+          copy,
+          this.baseVolumePath(base.id, volumeId),
+        )),
         volumeId,
       });
     }
     const image = this.deps.checkpoints.imageDir(checkpointId);
     if (await pathExists(image)) {
-      const tar = this.spawnOwn('tar', ['-C', image, '-cf', '-', '.'], ['ignore', 'pipe', 'pipe']);
       stored.push(
         await inSpan('ship memory image', { 'space.checkpoint_id': checkpointId }, () =>
-          this.storeOutput(objects, dataKey, objectKey('checkpoints', checkpointId, '.memory.tar'), tar, `tar of ${checkpointId}'s memory image`),
+          this.transfer.storeOutput(
+            objects,
+            dataKey,
+            objectKey('checkpoints', checkpointId, '.memory.tar'),
+            ['tar', '-C', image, '-cf', '-', '.'],
+            `tar of ${checkpointId}'s memory image`,
+          ),
         ),
       );
     }
@@ -165,20 +159,14 @@ export class CheckpointShipping {
     for (const copy of stored.filter((o) => o.volumeId)) {
       const target = this.deps.checkpoints.volumeCopyPath(checkpointId, copy.volumeId!);
       if (await this.holds(target)) continue;
-      await this.receiveSubvolume(objects, copy, dataKey, target);
+      await this.transfer.receiveSubvolume(objects, copy, dataKey, target);
     }
     if (image) {
       const partial = this.deps.checkpoints.partialImageDir(checkpointId);
       await rm(partial, { recursive: true, force: true });
       await mkdir(partial, { recursive: true, mode: 0o700 });
       try {
-        await this.receive(
-          objects,
-          image,
-          dataKey,
-          () => this.spawnOwn('tar', ['-C', partial, '-xf', '-'], ['pipe', 'ignore', 'pipe']),
-          `untar of ${checkpointId}'s memory image`,
-        );
+        await this.transfer.receive(objects, image, dataKey, ['tar', '-C', partial, '-xf', '-'], `untar of ${checkpointId}'s memory image`);
         await rename(partial, this.deps.checkpoints.imageDir(checkpointId));
       } catch (err) {
         await rm(partial, { recursive: true, force: true });
@@ -186,7 +174,7 @@ export class CheckpointShipping {
       }
     }
     try {
-      await this.receiveSubvolume(objects, send, dataKey, this.deps.checkpoints.path(checkpointId));
+      await this.transfer.receiveSubvolume(objects, send, dataKey, this.deps.checkpoints.path(checkpointId));
     } catch (err) {
       await rm(this.deps.checkpoints.imageDir(checkpointId), { recursive: true, force: true });
       throw err;
@@ -198,9 +186,8 @@ export class CheckpointShipping {
    * Ends every child under way (their shipments and fetches fail, as interrupted ones do; what a
    * receive left is removed at the next start) and waits for them; nothing new starts after.
    */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    await Promise.all([...this.children].map((child) => endChild(child)));
+  stop(): Promise<void> {
+    return this.transfer.stop();
   }
 
   /** Deletes a base's local copy, its volume copies too (its objects go with `deleteObjects`). */
@@ -239,20 +226,6 @@ export class CheckpointShipping {
     return removed;
   }
 
-  /**
-   * A child of the node's own, in a process group of its own: the terminal's Ctrl-C reaches the
-   * node, which decides what to stop, and not the `btrfs send` or `tar` it is in the middle of.
-   */
-  private spawnOwn(command: string, args: string[], stdio: ['ignore' | 'pipe', 'ignore' | 'pipe', 'pipe']): ChildProcess {
-    if (this.stopping) throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, 'the node is stopping');
-    const child = spawn(command, args, { stdio, detached: true });
-    this.children.add(child);
-    const forget = (): void => void this.children.delete(child);
-    child.once('exit', forget);
-    child.once('error', forget);
-    return child;
-  }
-
   private objects(): ObjectStore {
     if (!this.deps.objects) throw new SpaceError(ErrorCode.OBJECT_STORE_UNAVAILABLE, 'this node has no object store (set SPACE_OBJECT_STORE)');
     return this.deps.objects;
@@ -263,93 +236,16 @@ export class CheckpointShipping {
     return this.receiving.run(base.id, async () => {
       for (const copy of base.volumes ?? []) {
         const target = this.baseVolumePath(base.id, copy.volumeId!);
-        if (!(await this.holds(target))) await this.receiveSubvolume(objects, copy, dataKey, target);
+        if (!(await this.holds(target))) await this.transfer.receiveSubvolume(objects, copy, dataKey, target);
       }
       if (await this.holds(this.basePath(base.id))) return;
-      await this.receiveSubvolume(objects, base.object, dataKey, this.basePath(base.id));
+      await this.transfer.receiveSubvolume(objects, base.object, dataKey, this.basePath(base.id));
     });
-  }
-
-  /** `btrfs send` of a read-only subvolume (as a difference to `parent`) into the object store. */
-  private send(objects: ObjectStore, dataKey: DataKey, key: string, subvolume: string, parent: string | null): Promise<StoredObject> {
-    const child = this.spawnOwn('btrfs', ['send', '-q', ...(parent ? ['-p', parent] : []), subvolume], ['ignore', 'pipe', 'pipe']);
-    return this.storeOutput(objects, dataKey, key, child, `btrfs send of ${path.basename(subvolume)}`);
-  }
-
-  /** Stores a child's output as `key`, sealed; if either fails, the child is ended and nothing of the object kept. */
-  private async storeOutput(objects: ObjectStore, dataKey: DataKey, key: string, child: ChildProcess, what: string): Promise<StoredObject> {
-    const { output, done } = produce(child, what);
-    const sealed = sealObject(dataKey, key);
-    try {
-      const [stored] = await Promise.all([objects.put(key, sealed), pipeline(output, sealed)]);
-      await done;
-      return { ...stored, dataKeyId: dataKey.id };
-    } catch (err) {
-      child.kill();
-      await done.catch(() => undefined);
-      await objects.delete(key).catch(() => undefined);
-      throw err;
-    }
-  }
-
-  /**
-   * `btrfs receive` of a stored subvolume as `target` (the stream names it as it was sent: the same
-   * name), checked; a failure or a mismatch in size or sha256 deletes it. It cannot be received
-   * elsewhere and moved: a read-only subvolume cannot be renamed.
-   */
-  private async receiveSubvolume(objects: ObjectStore, object: StoredObject, dataKey: DataKey, target: string): Promise<void> {
-    await mkdir(path.dirname(target), { recursive: true });
-    await this.deps.subvolumes.delete(target);
-    try {
-      await this.receive(
-        objects,
-        object,
-        dataKey,
-        () => this.spawnOwn('btrfs', ['receive', '-e', path.dirname(target)], ['pipe', 'ignore', 'pipe']),
-        `btrfs receive of ${path.basename(target)}`,
-      );
-    } catch (err) {
-      await this.deps.subvolumes.delete(target).catch(() => undefined);
-      throw err;
-    }
   }
 
   /** Whether a complete (read-only) copy of the subvolume is here. */
   private async holds(subvolume: string): Promise<boolean> {
     return (await pathExists(subvolume)) && (await this.deps.subvolumes.isReadOnly(subvolume));
-  }
-
-  /**
-   * Streams an object, opened with `dataKey`, into the process `start` spawns (the object is
-   * fetched first: a missing one starts nothing) and checks it read back as stored; on any failure
-   * the process is ended.
-   */
-  private async receive(objects: ObjectStore, object: StoredObject, dataKey: DataKey, start: () => ChildProcess, what: string): Promise<void> {
-    const opened = openObject(object, dataKey);
-    const body: Readable = await objects.get(object.key);
-    const child = start();
-    const done = finished(child, what);
-    const digest = new Digest();
-    const read = pipeline(body, digest, opened, toStdin(child));
-    try {
-      await Promise.all([read, done]);
-    } catch (err) {
-      child.kill();
-      await done.catch(() => undefined);
-      // A child that refused its stream may have been fed a short or changed object (a store that
-      // served less than it stored): the rest is read on, to the end, to say which of the two failed
-      // (for a minute at most: a store that stalls then leaves the child's error standing).
-      const outcome = await readOn(read, readOnMs);
-      // Read to its end (opened or not): a size or sha256 that differs says the store changed it.
-      if (outcome === 'ended' || digest.complete) checkReadBack(digest, object);
-      body.destroy();
-      if (outcome instanceof SpaceError) throw outcome;
-      if (err instanceof SpaceError) throw err;
-      const how =
-        outcome === 'ended' ? 'read whole' : outcome === 'late' ? `still reading after ${readOnMs / 1000} s` : `the read broke off: ${outcome.message}`;
-      throw new Error(`${(err as Error).message} (${digest.bytes} of the ${object.bytes} bytes of ${object.key} read; ${how})`);
-    }
-    checkReadBack(digest, object);
   }
 
   private basesDir(): string {
