@@ -27,6 +27,8 @@
 //   100k run with 240 s idle)
 //   [--no-quiet-lists] (nodes do not say which sandboxes are quiet, as before 2026-12-06: every
 //   look at a running session asks its node whether the volume changed)
+//   [--database-socket] (the control planes reach PostgreSQL through its Unix socket, not TCP on
+//   loopback: what sending statements costs the control planes' cores)
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -62,6 +64,7 @@ const { values } = parseArgs({
     json: { type: 'string' },
     smoke: { type: 'boolean', default: false },
     'quiet-lists': { type: 'boolean', default: true },
+    'database-socket': { type: 'boolean', default: false },
   },
   allowNegative: true,
 });
@@ -79,6 +82,7 @@ const settings = {
   idleTimeoutSec: Number(values['idle-timeout-sec']),
   misbehaving: smoke ? 4 : Number(values.misbehaving),
   quietLists: values['quiet-lists'],
+  databaseSocket: values['database-socket'],
 };
 
 /** The maintenance tick of the control planes (SPACE_MAINTENANCE_TICK_MS, its default). */
@@ -114,6 +118,14 @@ const statements = async () =>
     ).rows[0].n,
   );
 const postgresPid = Number((await monitor.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+/** The URL the control planes connect with: through PostgreSQL's Unix socket with `--database-socket`. */
+async function controlPlaneDatabaseUrl() {
+  if (!values['database-socket']) return databaseUrl;
+  const dirs = (await monitor.query('SHOW unix_socket_directories')).rows[0].unix_socket_directories;
+  const url = new URL(databaseUrl);
+  url.searchParams.set('host', dirs.split(',')[0].trim());
+  return url.href;
+}
 /** The harness's own database, for what it reads there (sessions whose maintenance is overdue). */
 const reader = new pg.Client({ connectionString: databaseUrl });
 /** PostgreSQL's server: the postmaster (parent of this connection's backend) and all its processes. */
@@ -139,7 +151,7 @@ try {
           SPACE_DATA_DIR: path.join(work, `cp-${i + 1}`),
           SPACE_HOST: '127.0.0.1',
           SPACE_PORT: '0',
-          SPACE_DATABASE_URL: databaseUrl,
+          SPACE_DATABASE_URL: await controlPlaneDatabaseUrl(),
           SPACE_API_KEY: adminKey,
           SPACE_SECRETS_KEY_FILE: path.join(work, 'secrets.key'),
           // The simulated nodes keep "objects" in memory; the control planes ship and move as with a real store.
@@ -190,9 +202,10 @@ async function measureLevel(level, pool) {
   progress(`${level} sessions: ${Math.round(filled.perSec)} creates/s; ${pool.active.length} active, ${pool.idle.length} paused or stopped`);
   // Idle: only heartbeats and maintenance (one tick of each control plane at least).
   const backlog = await drainBacklog(pool.active.length);
-  const watch = watchOverdue();
+  const watch = watchOverdue('idle');
   const idle = await measured(() => idleWindows(settings.idleSec));
   const overhead = await execOverhead(pool);
+  watch.phase('mix');
   const mix = await measured(() => runMix(api, sim, pool, { rate: settings.rate, durationSec: settings.durationSec }));
   const overdue = await watch.end();
   const calls = Object.values(mix.result.latencies).reduce((n, s) => n + s.length, 0);
@@ -225,7 +238,7 @@ async function measureLevel(level, pool) {
     loss,
   };
   progress(
-    `${level}: exec p50 ${latency.exec?.median.toFixed(1)} ms, overhead ${overhead.median.toFixed(2)} ms, ${row.mix.statementsPerCall.toFixed(1)} statements/call, pass ${maintenance.map((m) => m.passSec.toFixed(2)).join('/')} s, overdue at most ${overdue.sessions} (${overdue.lateSec.toFixed(1)} s), node loss: ${loss.moved} of ${loss.sessions} sessions answering ${(loss.movedMs / 1000).toFixed(1)} s after detection (${loss.unmovable} never checkpointed)`,
+    `${level}: exec p50 ${latency.exec?.median.toFixed(1)} ms, overhead ${overhead.median.toFixed(2)} ms, ${row.mix.statementsPerCall.toFixed(1)} statements/call, pass ${maintenance.map((m) => m.passSec.toFixed(2)).join('/')} s, overdue at most ${overdue.sessions} (${overdue.lateSec.toFixed(1)} s; idle ${overdue.byPhase.idle?.sessions ?? 0}, mix ${overdue.byPhase.mix?.sessions ?? 0}), node loss: ${loss.moved} of ${loss.sessions} sessions answering ${(loss.movedMs / 1000).toFixed(1)} s after detection (${loss.unmovable} never checkpointed)`,
   );
   return row;
 }
@@ -259,6 +272,8 @@ async function idleWindows(seconds, windowSec = 60) {
 async function measured(work) {
   const before = controlPlanes.map((c) => processUse(c.child.pid));
   const pgBefore = treeUse(postmasterPid);
+  const simBefore = processUse(sim.pid);
+  const selfBefore = processUse(process.pid);
   const stmtBefore = await statements();
   const servedBefore = await sim.ask('served');
   const started = performance.now();
@@ -276,6 +291,10 @@ async function measured(work) {
       controlPlaneCpu: after.map((a, i) => cpuShare(before[i], a, seconds)),
       controlPlaneRssMb: after.map((a) => a.rss / 1e6),
       postgresCpu: cpuShare(pgBefore, treeUse(postmasterPid), seconds),
+      // The load's own side: one process hosts every simulated node, another sends the calls. Near a
+      // whole core, either makes every call slow whatever the control planes do.
+      simulatorCpu: cpuShare(simBefore, processUse(sim.pid), seconds),
+      harnessCpu: cpuShare(selfBefore, processUse(process.pid), seconds),
       // What the control planes asked of the nodes, per second (the looks' `volumeChanged` and `processes` among them).
       nodeCallsPerSec: Object.fromEntries(Object.entries(served).map(([name, n]) => [name, (n - (servedBefore[name] ?? 0)) / seconds])),
     },
@@ -339,6 +358,9 @@ async function scrapeMaintenance() {
         passSessions: values.space_maintenance_last_pass_sessions ?? Number.NaN,
         passes: values.space_maintenance_passes_total ?? Number.NaN,
         visits: values.space_maintenance_visits_total ?? Number.NaN,
+        // Its connections to PostgreSQL in use, and the statements waiting for one (SPACE_DATABASE_CONNECTIONS).
+        connectionsBusy: values['space_store_connections{state="busy"}'] ?? Number.NaN,
+        statementsWaiting: values.space_store_statements_waiting ?? Number.NaN,
         metricsMs: res.ms,
         byStatus,
       };
@@ -378,18 +400,39 @@ async function drainBacklog(active) {
 /**
  * Samples, every second until `end()`, the sessions with a sandbox on a live node whose next
  * maintenance was due more than a tick ago (not visited within one tick): the most at once, and the
- * most overdue one's lateness beyond its due time.
+ * most overdue one's lateness beyond its due time, overall and in each phase named with
+ * `phase(name)`; and every 10 s the control planes' last passes. `timeline` keeps each sample, so a
+ * run shows when sessions fell behind and what the passes were doing then.
  */
-function watchOverdue() {
-  const worst = { sessions: 0, lateSec: 0, samples: 0 };
+function watchOverdue(firstPhase = 'all') {
+  const worst = { sessions: 0, lateSec: 0, samples: 0, byPhase: {}, timeline: [] };
+  const started = performance.now();
+  let phase = firstPhase;
   let running = true;
   let failed = null;
+  let lastPassesAt = -Infinity;
   const sampling = (async () => {
     while (running) {
       const now = await overdueNow();
+      const atSec = Math.round((performance.now() - started) / 100) / 10;
+      const sample = { atSec, phase, ...now };
+      if (performance.now() - lastPassesAt >= 10_000) {
+        lastPassesAt = performance.now();
+        sample.passes = (await scrapeMaintenance()).map(({ passSec, passSessions, passes, connectionsBusy, statementsWaiting }) => ({
+          passSec,
+          passSessions,
+          passes,
+          connectionsBusy,
+          statementsWaiting,
+        }));
+      }
+      worst.timeline.push(sample);
       worst.samples++;
       worst.sessions = Math.max(worst.sessions, now.sessions);
       worst.lateSec = Math.max(worst.lateSec, now.lateSec);
+      const ofPhase = (worst.byPhase[phase] ??= { sessions: 0, lateSec: 0 });
+      ofPhase.sessions = Math.max(ofPhase.sessions, now.sessions);
+      ofPhase.lateSec = Math.max(ofPhase.lateSec, now.lateSec);
       await sleep(1000);
     }
   })().catch((err) => {
@@ -398,6 +441,9 @@ function watchOverdue() {
     failed = err;
   });
   return {
+    phase: (name) => {
+      phase = name;
+    },
     end: async () => {
       running = false;
       await sampling;
@@ -563,6 +609,7 @@ function printReport({ levels, curve, controlPlaneKilled }) {
     `${f(l.idle.statementsPerSec, 0)} / ${f(l.mix.statementsPerSec, 0)}`,
     `${l.idle.controlPlaneCpu.map((c) => f(c * 100, 0)).join('+')}% / ${l.mix.controlPlaneCpu.map((c) => f(c * 100, 0)).join('+')}%`,
     `${f(l.idle.postgresCpu * 100, 0)}% / ${f(l.mix.postgresCpu * 100, 0)}%`,
+    `${f(l.idle.simulatorCpu * 100, 0)}+${f(l.idle.harnessCpu * 100, 0)}% / ${f(l.mix.simulatorCpu * 100, 0)}+${f(l.mix.harnessCpu * 100, 0)}%`,
     l.mix.controlPlaneRssMb.map((m) => f(m, 0)).join('/'),
     l.maintenance.map((m) => `${f(m.passSec, 2)} s (${m.passSessions})`).join(', '),
     `${l.overdue.sessions} (${f(l.overdue.lateSec)} s)`,
@@ -581,6 +628,7 @@ function printReport({ levels, curve, controlPlaneKilled }) {
     'stmts/s idle/mix',
     'CP CPU idle/mix',
     'PG CPU idle/mix',
+    'simulated nodes + load CPU idle/mix',
     'CP RSS MB',
     'maintenance pass (sessions)',
     'overdue > 1 tick (latest)',

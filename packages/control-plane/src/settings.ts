@@ -15,6 +15,12 @@ export const controlPlaneSettings = {
     shownDefault: 'SQLite in `<data>/space.db`',
     doc: 'the store: PostgreSQL, shared by the control planes of a cluster',
   }),
+  databaseConnections: setting.integer('SPACE_DATABASE_CONNECTIONS', {
+    default: 10,
+    min: 1,
+    max: 1000,
+    doc: "connections this control plane keeps to PostgreSQL at most; statements beyond wait for one (`space_store_statements_waiting` in `/metrics`). The control planes' sum must stay under the server's `max_connections`",
+  }),
   nodeUrl: setting.text('SPACE_NODE_URL', {
     default: undefined,
     check: /^https?:\/\/[^/]+/,

@@ -12,10 +12,15 @@ interface ScaleLevel {
   active: number;
   creates: { perSec: number; n: number };
   overheadMs: { throughControlPlane: { median: number }; direct: { median: number } };
-  mix: { callsPerSec: number; statementsPerCall: number; latency: Record<string, { n: number; median: number }> };
+  mix: { callsPerSec: number; statementsPerCall: number; latency: Record<string, { n: number; median: number }>; simulatorCpu: number; harnessCpu: number };
   errors: Record<string, { count: number; example: string }>;
   maintenance: { passSec: number; passSessions: number; passes: number; visits: number }[];
-  overdue: { sessions: number; samples: number };
+  overdue: {
+    sessions: number;
+    samples: number;
+    byPhase: Record<string, { sessions: number }>;
+    timeline: { atSec: number; phase: string; sessions: number; passes?: { passes: number; connectionsBusy: number; statementsWaiting: number }[] }[];
+  };
   loss: { sessions: number; moved: number; unmovable: number; failed: number; detectedMs: number };
 }
 
@@ -63,6 +68,15 @@ test('the scale harness, small: real control planes on PostgreSQL with simulated
     assert.equal(level.maintenance.length, 2);
     for (const m of level.maintenance) assert.ok(Number.isFinite(m.passSec) && m.passes > 0 && m.visits > 0, JSON.stringify(level.maintenance));
     assert.ok(level.overdue.samples > 10 && Number.isInteger(level.overdue.sessions), JSON.stringify(level.overdue));
+    // Sampled through the idle and the mix, each sample kept, the passes read along.
+    assert.deepEqual(Object.keys(level.overdue.byPhase), ['idle', 'mix']);
+    assert.equal(level.overdue.timeline.length, level.overdue.samples);
+    const read = level.overdue.timeline.flatMap((s) => s.passes ?? []);
+    assert.ok(read.length >= 2, "the control planes' passes in the timeline");
+    // Each control plane's connections to PostgreSQL, from its /metrics.
+    for (const p of read) assert.ok(p.connectionsBusy >= 0 && p.statementsWaiting >= 0, JSON.stringify(p));
+    // The load's own processes are measured: on a machine they saturate, every call is slow whatever the control planes do.
+    assert.ok(level.mix.simulatorCpu > 0 && level.mix.harnessCpu > 0, `simulated nodes ${level.mix.simulatorCpu}, harness ${level.mix.harnessCpu}`);
 
     // The lost node: seen lost after SPACE_NODE_LOST_AFTER_SEC (10 s); every session with a shipped checkpoint answers from another node.
     assert.ok(level.loss.sessions > 0);

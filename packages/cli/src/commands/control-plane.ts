@@ -30,7 +30,12 @@ export async function controlPlaneOnly(): Promise<void> {
   if (plainConfigured) throw new Error(`SPACE_NODE_URL: ${plainConfigured}`);
   const dataDir = path.resolve(settings.dataDir);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const store = await openStore({ databaseUrl: settings.databaseUrl, dataDir, traced: otlpTracesUrl(settings) !== null });
+  const store = await openStore({
+    databaseUrl: settings.databaseUrl,
+    dataDir,
+    traced: otlpTracesUrl(settings) !== null,
+    maxConnections: settings.databaseConnections,
+  });
   const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stdout.write(`${line}\n`));
   const node = nodeUrl && nodeToken ? { url: nodeUrl, token: nodeToken } : undefined;
   const secrets = await SecretCipher.load(secretsKeyFileOf(settings));

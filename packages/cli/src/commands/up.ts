@@ -48,7 +48,12 @@ export async function up(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
   try {
-    store = await openStore({ databaseUrl: settings.databaseUrl, dataDir, traced: otlpTracesUrl(settings) !== null });
+    store = await openStore({
+      databaseUrl: settings.databaseUrl,
+      dataDir,
+      traced: otlpTracesUrl(settings) !== null,
+      maxConnections: settings.databaseConnections,
+    });
     await node.start({ templates: settings.templates, progress: (m) => log.info(m) });
     const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stdout.write(`${line}\n`));
     const secrets = await SecretCipher.load(secretsKeyFileOf(settings));

@@ -11,21 +11,21 @@ export async function openSqliteStore(file: string, traced = false): Promise<Sql
   return new SqlStore(traced ? tracedDatabase(db) : db);
 }
 
-export async function openPostgresStore(url: string, traced = false): Promise<SqlStore> {
-  const db = await PostgresDatabase.open(url);
+export async function openPostgresStore(url: string, traced = false, maxConnections?: number): Promise<SqlStore> {
+  const db = await PostgresDatabase.open(url, { maxConnections });
   return new SqlStore(traced ? tracedDatabase(db) : db);
 }
 
 /**
  * The control plane's store: PostgreSQL when `databaseUrl` is set (`SPACE_DATABASE_URL`), shared by
- * every control plane; otherwise SQLite in the data directory, for one machine. `traced`: its
- * statements are spans of the traced calls that run them.
+ * every control plane, with at most `maxConnections` (`SPACE_DATABASE_CONNECTIONS`); otherwise SQLite
+ * in the data directory, for one machine. `traced`: its statements are spans of the traced calls that run them.
  */
-export async function openStore(options: { databaseUrl?: string; dataDir: string; traced?: boolean }): Promise<Store> {
+export async function openStore(options: { databaseUrl?: string; dataDir: string; traced?: boolean; maxConnections?: number }): Promise<Store> {
   if (options.databaseUrl) {
     if (!/^postgres(ql)?:\/\//.test(options.databaseUrl))
       throw new Error(`SPACE_DATABASE_URL must be a postgres:// or postgresql:// URL, not ${JSON.stringify(options.databaseUrl.split(':')[0])}`);
-    return openPostgresStore(options.databaseUrl, options.traced);
+    return openPostgresStore(options.databaseUrl, options.traced, options.maxConnections);
   }
   return openSqliteStore(path.join(options.dataDir, 'space.db'), options.traced);
 }

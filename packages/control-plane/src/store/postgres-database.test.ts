@@ -27,3 +27,29 @@ test('a connection the server ends between two statements of a transaction fails
     await server.stop();
   }
 });
+
+test('connections() counts the pool: a statement behind a transaction holding the only connection waits for it', async () => {
+  const server = await startLocalPostgres();
+  let db: PostgresDatabase | null = null;
+  try {
+    db = await PostgresDatabase.open(await server.url('space'), { maxConnections: 1 });
+    let release!: () => void;
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    const transaction = db.transaction(async (tx) => {
+      await tx.get('SELECT 1 AS one');
+      holding();
+      await new Promise<void>((resolve) => (release = resolve));
+    });
+    await held;
+    const behind = db.get<{ two: number }>('SELECT 2 AS two');
+    assert.deepEqual(db.connections(), { busy: 1, idle: 0, waiting: 1 });
+    release();
+    await transaction;
+    assert.equal((await behind)?.two, 2, 'served once the connection came back');
+    assert.deepEqual(db.connections(), { busy: 0, idle: 1, waiting: 0 });
+  } finally {
+    await db?.close();
+    await server.stop();
+  }
+});

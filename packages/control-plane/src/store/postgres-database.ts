@@ -1,7 +1,7 @@
 import { ErrorCode, SpaceError } from '@space/protocol';
 import pg from 'pg';
 import { applyMigrations } from './migrations.js';
-import type { SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
+import type { ConnectionUse, SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
 
 /** Arbitrary, fixed: the advisory lock every control plane takes to migrate, so two starting at once migrate once. */
 const migrationLockKey = 0x5_9ace;
@@ -129,6 +129,10 @@ export class PostgresDatabase implements SqlDatabase {
       // A connection lost or whose rollback failed is in an unknown state: destroy it rather than reuse it.
       client.release(broken instanceof Error ? broken : undefined);
     }
+  }
+
+  connections(): ConnectionUse {
+    return { busy: this.pool.totalCount - this.pool.idleCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
   }
 
   async close(): Promise<void> {

@@ -12,9 +12,19 @@ export interface SqlExecutor {
   all<T>(sql: string, params?: SqlValue[]): Promise<T[]>;
 }
 
+/** A pool's connections now, and the statements waiting for one. */
+export interface ConnectionUse {
+  busy: number;
+  idle: number;
+  /** Statements and transactions waiting for a connection: the pool, not the server, is what they wait for. */
+  waiting: number;
+}
+
 /** A database engine under the store: SQLite in the data directory, or a PostgreSQL server. */
 export interface SqlDatabase extends SqlExecutor {
   /** Runs `work` in one transaction: committed if it returns, rolled back if it throws. */
   transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
+  /** Its connections now; null for one without a pool (SQLite runs every statement in the process). */
+  connections(): ConnectionUse | null;
   close(): Promise<void>;
 }

@@ -29,7 +29,7 @@ import {
   type VolumeMountDbRow,
   type VolumeSnapshotDbRow,
 } from './db-rows.js';
-import type { SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
+import type { ConnectionUse, SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
 import { activeStatuses } from './usage-counters.js';
 import type {
   ApiKeyRow,
@@ -1028,6 +1028,10 @@ export class SqlStore implements Store {
 
   usageTotals(): Promise<Map<string, UsageAmounts>> {
     return usageTotals(this.db);
+  }
+
+  connections(): ConnectionUse | null {
+    return this.db.connections();
   }
 
   close(): Promise<void> {

@@ -103,6 +103,10 @@ export class SqliteDatabase implements SqlDatabase {
     }
   }
 
+  connections(): null {
+    return null;
+  }
+
   async close(): Promise<void> {
     while (this.inTransaction) await this.inTransaction;
     this.db.close();

@@ -18,6 +18,7 @@ import type {
   UsageGroupBy,
 } from '@space/protocol';
 import type { UsageAmounts, UsageGroupRow } from './usage-records.js';
+import type { ConnectionUse } from './sql-database.js';
 
 /** How many egress audit entries the store keeps per session, of sandboxes that served it on nodes it left (the audit API's largest page). */
 export const archivedAuditEntries = 1000;
@@ -561,6 +562,8 @@ export interface Store {
   usageGroups(query: UsageGroupQuery): Promise<UsageGroupRow[]>;
   /** Every tenant's usage since metering began. */
   usageTotals(): Promise<Map<string, UsageAmounts>>;
+  /** The database's connections now (`/metrics`); null for SQLite, which has none to wait for. */
+  connections(): ConnectionUse | null;
   close(): Promise<void>;
 }
 
