@@ -401,8 +401,9 @@ async function drainBacklog(active) {
  * Samples, every second until `end()`, the sessions with a sandbox on a live node whose next
  * maintenance was due more than a tick ago (not visited within one tick): the most at once, and the
  * most overdue one's lateness beyond its due time, overall and in each phase named with
- * `phase(name)`; and every 10 s the control planes' last passes. `timeline` keeps each sample, so a
- * run shows when sessions fell behind and what the passes were doing then.
+ * `phase(name)`; and every 10 s the control planes' last passes and connections to PostgreSQL.
+ * `timeline` keeps each sample, so a run shows when sessions fell behind and what the passes were
+ * doing then.
  */
 function watchOverdue(firstPhase = 'all') {
   const worst = { sessions: 0, lateSec: 0, samples: 0, byPhase: {}, timeline: [] };
