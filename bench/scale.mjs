@@ -40,10 +40,10 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startLocalPostgres } from '../packages/control-plane/dist/store/local-postgres.js';
 import { parseMetricsText } from '../packages/control-plane/dist/api/metrics-report.js';
-import { eachAtMost } from '../packages/server-kit/dist/index.js';
+import { eachAtMost, signalAndWait } from '../packages/server-kit/dist/index.js';
 import { ScaleApi } from './scale/api.mjs';
 import { SessionPool, fill, idleOut, runMix } from './scale/load-mix.mjs';
-import { cpuShare, parentPid, processUse, startControlPlane, stopProcess, treeUse } from './scale/processes.mjs';
+import { cpuShare, parentPid, processUse, startControlPlane, treeUse } from './scale/processes.mjs';
 import { summarize } from './stats.mjs';
 
 const { values } = parseArgs({
@@ -126,6 +126,7 @@ async function controlPlaneDatabaseUrl() {
   url.searchParams.set('host', dirs.split(',')[0].trim());
   return url.href;
 }
+const controlPlaneUrl = await controlPlaneDatabaseUrl();
 /** The harness's own database, for what it reads there (sessions whose maintenance is overdue). */
 const reader = new pg.Client({ connectionString: databaseUrl });
 /** PostgreSQL's server: the postmaster (parent of this connection's backend) and all its processes. */
@@ -151,7 +152,7 @@ try {
           SPACE_DATA_DIR: path.join(work, `cp-${i + 1}`),
           SPACE_HOST: '127.0.0.1',
           SPACE_PORT: '0',
-          SPACE_DATABASE_URL: await controlPlaneDatabaseUrl(),
+          SPACE_DATABASE_URL: controlPlaneUrl,
           SPACE_API_KEY: adminKey,
           SPACE_SECRETS_KEY_FILE: path.join(work, 'secrets.key'),
           // The simulated nodes keep "objects" in memory; the control planes ship and move as with a real store.
@@ -184,7 +185,7 @@ try {
   api.close();
   await reader.end().catch(() => undefined);
   if (sim) await sim.ask('stop').catch(() => undefined);
-  await Promise.all(controlPlanes.map((c) => stopProcess(c.child)));
+  await Promise.all(controlPlanes.map((c) => signalAndWait(c.child, 'SIGTERM')));
   await monitor.end().catch(() => undefined);
   await postgres?.stop();
 }

@@ -41,15 +41,6 @@ export function startControlPlane(name, env, output = () => undefined) {
   });
 }
 
-/** SIGTERM and wait for the exit. */
-export async function stopProcess(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  await new Promise((resolve) => {
-    child.once('exit', resolve);
-    child.kill('SIGTERM');
-  });
-}
-
 /** The fields of `/proc/<pid>/stat` after the command's name (which may hold spaces): [0] state, [1] parent, [11] utime, [12] stime, [13] cutime, [14] cstime. */
 function statFields(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');

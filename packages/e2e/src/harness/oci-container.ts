@@ -1,6 +1,7 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { hasExited } from '@space/server-kit';
 
 export type RuntimeSpec = any;
 
@@ -144,7 +145,7 @@ export function runContainer(bundle: string, id: string): Container {
       });
     },
     async stop(ms = 60_000) {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      if (!hasExited(child)) child.kill('SIGTERM');
       // Past `ms`, every process of the container is killed and crun's record of it removed.
       const timer = setTimeout(() => execFileSync(...crun(['delete', '--force', id]), { stdio: 'ignore' }), ms);
       const code = await exited;

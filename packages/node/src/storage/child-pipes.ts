@@ -63,22 +63,6 @@ export function produce(child: ChildProcess, what: string): { output: Readable; 
   return { output, done };
 }
 
-/**
- * SIGTERM, then SIGKILL after 10 s; resolves once the child has exited (not once its pipes are
- * drained: the output of a send whose store stopped reading never is).
- */
-export function endChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const kill = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.once('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
-
 /** How `read` ends within `ms`: read to its end, broken off (its error), or still going. */
 export async function readOn(read: Promise<void>, ms: number): Promise<'ended' | 'late' | Error> {
   let timer: NodeJS.Timeout | undefined;

@@ -4,13 +4,17 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type DataKey, ErrorCode, SpaceError, type StoredObject } from '@space/protocol';
+import { signalAndWait } from '@space/server-kit';
 import { Digest, type ObjectStore } from './object-store.js';
 import { openObject, sealObject } from './object-sealing.js';
 import type { Subvolumes } from './subvolumes.js';
-import { endChild, finished, produce, readOn, toStdin } from './child-pipes.js';
+import { finished, produce, readOn, toStdin } from './child-pipes.js';
 
 /** How long a receive whose child failed reads its object on, to tell a short object from a refused one. */
 const readOnMs = 60_000;
+
+/** How long a stopping node gives a child after SIGTERM before SIGKILL. */
+const childStopGraceMs = 10_000;
 
 /** OBJECT_CORRUPT unless what was read of the object is what was stored. */
 function checkReadBack(digest: Digest, object: StoredObject): void {
@@ -116,11 +120,12 @@ export class SealedTransfer {
 
   /**
    * Ends every child under way (their transfers fail, as interrupted ones do; what a receive left is
-   * removed at the next start) and waits for them; nothing new starts after.
+   * removed at the next start) and waits for them to exit (not for their pipes to drain: the output
+   * of a send whose store stopped reading never is); nothing new starts after.
    */
   async stop(): Promise<void> {
     this.stopping = true;
-    await Promise.all([...this.children].map((child) => endChild(child)));
+    await Promise.all([...this.children].map((child) => signalAndWait(child, 'SIGTERM', childStopGraceMs)));
   }
 
   /**
