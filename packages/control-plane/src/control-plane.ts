@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import type { Server } from 'node:http';
-import { type Tracing, closeServer, listen, otlpTracesUrl, startTracing } from '@space/server-kit';
+import { StopSteps, type Tracing, closeServer, listen, otlpTracesUrl, startTracing } from '@space/server-kit';
 import { type E2bApi, createE2bApi, e2bPrefix } from '@space/e2b';
 import { createMcpHttpApi, mcpPath } from '@space/mcp';
 import { consolePath, createConsoleHandler } from '@space/console';
@@ -142,19 +142,21 @@ export class ControlPlane {
 
   async stop(): Promise<void> {
     const s = this.services;
+    const steps = new StopSteps(this.log);
     if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
-    await s.maintenance.stop();
+    await steps.step('the maintenance pass under way', () => s.maintenance.stop());
     // Left at once: the other control planes take this one's share of the sessions at their next beat.
-    await s.roster.leave();
+    await steps.step('the roster (leaving it)', () => s.roster.leave());
     this.options.clusterTls?.certificate.stop();
     s.cells.close();
     this.e2b?.close();
     s.events.stop();
     s.metricsHistory.stop();
-    if (this.server) await closeServer(this.server);
+    const server = this.server;
+    if (server) await steps.step('the API server to close', () => closeServer(server));
     this.server = null;
     // The last uses seen, for the other control planes' idle sweeps.
-    await s.activity.flush();
+    await steps.step('the last uses to be written', () => s.activity.flush());
     s.nodes.close();
     this.configuredNode?.close();
     await this.tracing?.exporter.stop();

@@ -26,6 +26,28 @@ export function hostResources(dataDir: string): { runsc: string[]; netns: string
   return { runsc, netns, mounts, loops, staged };
 }
 
+/**
+ * The processes under `rootPid` and those naming `dataDir` (the sandboxes' runsc, under their own
+ * reaper), a line each: pid, state, seconds running, where in the kernel it waits, command line.
+ * What a hung stop was waiting on, read before it is SIGKILLed.
+ */
+export function processesOf(rootPid: number, dataDir: string): string {
+  const rows = execFileSync('ps', ['-eo', 'pid=,ppid=,stat=,etimes=,wchan:32=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => {
+      const [pid, ppid, ...rest] = line.trim().split(/\s+/);
+      return { pid: Number(pid), ppid: Number(ppid), line: `${pid} ${rest.join(' ')}`.slice(0, 300) };
+    });
+  const wanted = new Set([rootPid]);
+  // ps lists parents before their children (pids grow), except after pid wrap-around: a few passes.
+  for (let pass = 0; pass < 3; pass++) for (const row of rows) if (wanted.has(row.ppid)) wanted.add(row.pid);
+  return rows
+    .filter((row) => wanted.has(row.pid) || row.line.includes(dataDir))
+    .map((row) => row.line)
+    .join('\n');
+}
+
 /** Host pid of a sandbox's runsc-sandbox process, found as an operator would. */
 export function sandboxHostPid(dataDir: string, sandboxId: string): number {
   // runsc's complaint about a sandbox that is gone reaches the caller as the thrown error, not stderr.

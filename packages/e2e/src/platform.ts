@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { processAlive, signalAndWait } from '@space/server-kit';
+import { processesOf } from './host-state.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 export const cliMain = path.join(repoRoot, 'packages/cli/dist/main.js');
@@ -84,7 +85,7 @@ export async function startPlatform(
     dataDir,
     process: child,
     output: () => output,
-    stop: () => stopChild(child, () => output),
+    stop: () => stopChild(child, dataDir, () => output),
   };
 }
 
@@ -108,10 +109,19 @@ const stopGraceMs = 120_000;
 
 /**
  * SIGTERM and wait for the exit code; a platform still running after `stopGraceMs` is SIGKILLed
- * and the stop throws with its output, so a hung shutdown fails its test instead of its whole file.
+ * and the stop throws with its output and its processes as they were, so a hung shutdown fails its
+ * test (saying where it hung) instead of its whole file.
  */
-async function stopChild(child: ChildProcess, output: () => string): Promise<number | null> {
-  const { code, killed } = await signalAndWait(child, 'SIGTERM', stopGraceMs);
-  if (killed) throw new Error(`platform did not stop within ${stopGraceMs / 1000} s of SIGTERM (SIGKILLed):\n${output().slice(-5000)}`);
-  return code;
+async function stopChild(child: ChildProcess, dataDir: string, output: () => string): Promise<number | null> {
+  const exit = signalAndWait(child, 'SIGTERM');
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), stopGraceMs)));
+  const ended = await Promise.race([exit, late]);
+  clearTimeout(timer);
+  if (ended !== 'late') return ended.code;
+  const processes = processesOf(child.pid!, dataDir);
+  await signalAndWait(child, 'SIGKILL');
+  throw new Error(
+    `platform did not stop within ${stopGraceMs / 1000} s of SIGTERM (SIGKILLed); its processes then:\n${processes}\nits output:\n${output().slice(-5000)}`,
+  );
 }

@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import type { Server as TlsServer } from 'node:https';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KeyedQueue, type Tracing, closeServer, listen, serverTlsOptions, startTracing } from '@space/server-kit';
+import { KeyedQueue, StopSteps, type Tracing, closeServer, listen, serverTlsOptions, startTracing } from '@space/server-kit';
 import { createNodeApi } from './api/node-api.js';
 import type { Logger } from './logger.js';
 import { IpLeases } from './network/ip-leases.js';
@@ -21,6 +21,7 @@ import { PooledSandboxes } from './sandbox/pooled-sandboxes.js';
 import { reconcileSandboxes } from './sandbox/reconcile.js';
 import { SandboxBooter } from './sandbox/sandbox-booter.js';
 import { SandboxManager } from './sandbox/sandbox-manager.js';
+import { SandboxMemory } from './sandbox/sandbox-memory.js';
 import { SandboxStarter } from './sandbox/sandbox-starter.js';
 import { SessionVolumes } from './sandbox/session-volumes.js';
 import { CheckpointFiles } from './storage/checkpoint-files.js';
@@ -213,19 +214,7 @@ export class NodeAgent {
     });
     const { adopted, removed } = await reconcileSandboxes({ records, driver, network, link, booter, volumes, live, log });
     if (adopted || removed) log.info(`reconciled: adopted ${adopted} running sandbox(es), removed ${removed} dead one(s)`);
-    this.manager = new SandboxManager({
-      nodeId: config.nodeId,
-      driver,
-      records,
-      live,
-      booter,
-      link,
-      volumes,
-      sessionQueue,
-      egress: this.gateway,
-      runtimeDir,
-      log,
-    });
+    this.manager = new SandboxManager({ nodeId: config.nodeId, driver, live, booter, link, volumes, sessionQueue, egress: this.gateway, log });
     const shipping = new CheckpointShipping({
       volume: this.volume,
       checkpoints: checkpointStore,
@@ -264,8 +253,10 @@ export class NodeAgent {
     this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, pooled, config.pool.templateImages ? images : null, log);
     this.pool.start();
     this.starter = new SandboxStarter({ manager: this.manager, pooled, volumes, namedVolumes, pool: this.pool, sessionQueue, egress: this.gateway, log });
+    const manager = this.manager;
     const checkpoints = new NodeCheckpointService({
-      manager: this.manager,
+      manager,
+      memory: new SandboxMemory({ driver, records, live, link, egress: this.gateway, runtimeDir, stop: (id) => manager.stop(id), log }),
       volumes,
       store: checkpointStore,
       namedVolumes,
@@ -275,7 +266,6 @@ export class NodeAgent {
       runtimeDir,
       log,
     });
-    const manager = this.manager;
     this.fence = new NodeFence({
       sandboxIds: () => manager.list().map((s) => s.sandboxId),
       pause: (id) => driver.pause(id),
@@ -323,32 +313,34 @@ export class NodeAgent {
 
   /** Stops every sandbox and unmounts storage: nothing of this node is left running or mounted. */
   async stop(): Promise<void> {
-    if (this.server) await closeServer(this.server);
+    const steps = new StopSteps((m) => this.log.warn(m));
+    const server = this.server;
+    if (server) await steps.step('the node API server to close', () => closeServer(server));
     this.server = null;
     // A send or receive under way holds a subvolume open: the storage could not be unmounted under it.
-    await this.shipping?.stop();
+    await steps.step('the checkpoint transfers under way', () => this.shipping?.stop());
     this.shipping = null;
     if (this.sweeper) clearInterval(this.sweeper);
     this.memoryWatch?.stop();
     this.memoryWatch = null;
     // Whatever happens to the pool, the sandboxes below are still stopped and the storage unmounted.
-    await this.pool?.stop().catch((err: Error) => this.log.warn(`stopping the warm pool: ${err.message}`));
+    await steps.step('the warm pool', () => this.pool?.stop().catch((err: Error) => this.log.warn(`stopping the warm pool: ${err.message}`)));
     this.pool = null;
-    await this.starter?.settle();
+    await steps.step('the sandbox starts under way', () => this.starter?.settle());
     this.starter = null;
-    await this.manager?.stopAll();
+    await steps.step(`the sandboxes to stop (${this.manager?.count() ?? 0} serving sessions)`, () => this.manager?.stopAll());
     this.manager = null;
     // After the sandboxes' last readings: the open period goes into the ledger, sent after the next start.
-    await this.usage?.stop();
+    await steps.step('the usage ledger', () => this.usage?.stop());
     this.usage = null;
-    await this.gateway?.stop();
+    await steps.step('the egress gateway', () => this.gateway?.stop());
     this.gateway = null;
     await this.dns?.stop();
     this.dns = null;
     // Only the owner of the data directory may unmount it (a refused second instance must not).
     if (this.lock.isHeld()) {
-      await this.staging.clear();
-      await this.volume.unmount();
+      await steps.step('the memory images staged', () => this.staging.clear());
+      await steps.step('the storage to unmount', () => this.volume.unmount());
     }
     await this.lock.release();
     await this.tracing?.exporter.stop();

@@ -4,6 +4,7 @@ import type { KeyedQueue } from '@space/server-kit';
 import type { Logger } from './logger.js';
 import { PhaseTimer } from './sandbox/phase-timer.js';
 import type { SandboxManager } from './sandbox/sandbox-manager.js';
+import type { SandboxMemory } from './sandbox/sandbox-memory.js';
 import type { PendingStart, SessionVolumes } from './sandbox/session-volumes.js';
 import type { BtrfsVolume } from './storage/btrfs-volume.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
@@ -16,6 +17,8 @@ const rememberTakenMs = 10 * 60_000;
 
 export interface NodeCheckpointServiceDeps {
   manager: SandboxManager;
+  /** A full checkpoint's pause: the running sandbox's memory saved, then the sandbox running on. */
+  memory: SandboxMemory;
   volumes: SessionVolumes;
   store: CheckpointStore;
   namedVolumes: Pick<NamedVolumes, 'path'>;
@@ -94,15 +97,15 @@ export class NodeCheckpointService {
     volumePaths: Map<string, string>,
     phases: PhaseTimer,
   ): Promise<NodeCheckpoint> {
-    const { manager, store } = this.deps;
-    const sandboxBytes = await manager.memoryBytes(sessionId);
+    const { memory, store } = this.deps;
+    const sandboxBytes = await memory.memoryBytes(sessionId);
     const staged = sandboxBytes === null ? null : await this.deps.staging.reserve(checkpointId, sandboxBytes);
     let restoreBackstop: (() => Promise<void>) | null = null;
     try {
-      if (sandboxBytes !== null) restoreBackstop = await manager.allowImageMemory(sessionId, imageBytesEstimate(sandboxBytes));
+      if (sandboxBytes !== null) restoreBackstop = await memory.allowImageMemory(sessionId, imageBytesEstimate(sandboxBytes));
       const saved = staged
-        ? await manager.saveMemory(sessionId, staged.dir)
-        : await this.deps.writeback.unbounded(() => manager.saveMemory(sessionId, store.partialImageDir(checkpointId)));
+        ? await memory.saveMemory(sessionId, staged.dir)
+        : await this.deps.writeback.unbounded(() => memory.saveMemory(sessionId, store.partialImageDir(checkpointId)));
       phases.mark('memory saved');
       const snapshot = async (): Promise<void> => {
         await store.take(this.deps.volumes.path(sessionId), checkpointId);
@@ -113,7 +116,7 @@ export class NodeCheckpointService {
         (err: unknown) => err,
       );
       phases.mark('snapshot');
-      const { meta, pauseMs } = await manager.runOn(saved);
+      const { meta, pauseMs } = await memory.runOn(saved);
       phases.mark('resumed');
       if (snapshotError) throw snapshotError;
       await staged?.moveTo(store.partialImageDir(checkpointId));

@@ -29,6 +29,8 @@ export { writeFreshFile } from './fresh-file.js';
 export { freePort } from './free-port.js';
 export { processAlive } from './process-alive.js';
 export { type ChildExit, hasExited, signalAndWait } from './child-exit.js';
+export { StopSteps } from './stop-steps.js';
+export { warnWhileWaiting } from './still-waiting.js';
 export { makeTestCertificates, makeTestClientCertificate, signTestCertificateRequest, subjectAltNames, type TestCertificates } from './test-certificates.js';
 export { resetAgentSockets } from './agent-sockets.js';
 export { proxyRequest, proxyUpgrade, waitForListener, type ProxyTarget } from './http-proxy.js';

@@ -131,6 +131,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // Every call bounded: a hung platform fails the run with its output instead of outlasting the test's timeout.
   const call = (method: string, p: string, body?: unknown): Promise<ApiReply> => api().call(method, p, body, { signal: AbortSignal.timeout(callTimeoutMs) });
   const ids: string[] = [];
+  let runFailure: Error | null = null;
   try {
     for (let i = 0; i < options.sessions; i++) {
       const created = await call('POST', '/v1/sessions', { template: 'tiny', checkpointIntervalSec: 2, fullCheckpointIntervalSec: 5, idleTimeoutSec: 0 });
@@ -221,9 +222,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       twoActingCopies,
       accounts,
     };
+  } catch (err) {
+    runFailure = err as Error;
+    throw err;
   } finally {
     for (const id of ids) await call('DELETE', `/v1/sessions/${id}`).catch(() => undefined);
-    await target.stop();
+    // A stop that fails after the run failed must not hide why the run failed: both are told.
+    await target.stop().catch((stopFailure: Error) => {
+      throw runFailure ? new Error(`${runFailure.message}\n… and then the stop failed: ${stopFailure.message}`, { cause: runFailure }) : stopFailure;
+    });
   }
 }
 
@@ -244,10 +251,16 @@ async function account(
   nodeDataDirs: string[],
 ): Promise<SessionAccount> {
   // A session may still be settling from the last fault (a resume, a move): a few tries before it counts as not answering.
-  let live = await call('POST', `/v1/sessions/${id}/exec`, { cmd: 'cat /workspace/log' });
+  // A call with no answer in time counts as not answering (status 0), said in the report rather than thrown.
+  const readLog = () =>
+    call('POST', `/v1/sessions/${id}/exec`, { cmd: 'cat /workspace/log' }).catch((err: Error) => {
+      if (err.name !== 'TimeoutError') throw err;
+      return { status: 0, body: { error: `no answer within ${callTimeoutMs / 1000} s` }, headers: new Headers() };
+    });
+  let live = await readLog();
   for (let attempt = 1; attempt < 4 && live.status !== 200; attempt++) {
     await sleep(3000);
-    live = await call('POST', `/v1/sessions/${id}/exec`, { cmd: 'cat /workspace/log' });
+    live = await readLog();
   }
   const session = (await call('GET', `/v1/sessions/${id}`)).body;
   const listed: { id: string; kind: string; trigger: string; createdAt: string; shippedAt?: string | null }[] = (

@@ -4,7 +4,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { Router, type ServeRoute, type ServerLog, type Tracer, bearerToken, secretsEqual, serveRoute } from '@space/server-kit';
+import { Router, type ServeRoute, type ServerLog, type Tracer, bearerToken, secretsEqual, serveRoute, warnWhileWaiting } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
 import type { NodeCheckpointService } from '../node-checkpoint-service.js';
 import type { IncomingMessage } from 'node:http';
@@ -28,6 +28,8 @@ import type { UsageLedger } from '../usage/usage-ledger.js';
 /** Usage batches one collection takes, in count and in bytes (at least one): a node far behind is caught up over several. */
 const usageBatchesPerCall = 60;
 const usageBytesPerCall = 16 * 2 ** 20;
+/** How long a node API call may run before it is logged as still under way (and again each time as long). */
+const slowCallWarningMs = 30_000;
 
 export interface NodeApiDeps {
   nodeId: string;
@@ -73,7 +75,16 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     deps.placements.admit(PlacementEpochs.of(ctx.req));
   };
   const router = new Router({ log: deps.log, service: 'node', table: nodeRouteTable, tracer: deps.tracer });
-  const serve: ServeRoute = (route, handler) => serveRoute(router, route, (route as unknown) === nodeRoutes.health ? authorize : admit, handler);
+  // A call still unanswered after a while is logged as it waits: a hung operation (a start, a
+  // checkpoint) names itself, and the session whose calls queue behind it, while it hangs.
+  const serve: ServeRoute = (route, handler) =>
+    serveRoute(router, route, (route as unknown) === nodeRoutes.health ? authorize : admit, (input, ctx) =>
+      warnWhileWaiting(
+        () => handler(input, ctx),
+        slowCallWarningMs,
+        (waited) => deps.log.warn(`${route.method} ${ctx.url.pathname} still under way after ${waited} s`),
+      ),
+    );
   const ok = { ok: true } as const;
 
   serve(nodeRoutes.health, () => ({
