@@ -359,9 +359,12 @@ async function scrapeMaintenance() {
         passSessions: values.space_maintenance_last_pass_sessions ?? Number.NaN,
         passes: values.space_maintenance_passes_total ?? Number.NaN,
         visits: values.space_maintenance_visits_total ?? Number.NaN,
-        // Its connections to PostgreSQL in use, and the statements waiting for one (SPACE_DATABASE_CONNECTIONS).
-        connectionsBusy: values['space_store_connections{state="busy"}'] ?? Number.NaN,
-        statementsWaiting: values.space_store_statements_waiting ?? Number.NaN,
+        // Its connections to PostgreSQL in use, and the statements waiting for one: the calls' pool
+        // (SPACE_DATABASE_CONNECTIONS) and maintenance's (SPACE_DATABASE_BACKGROUND_CONNECTIONS).
+        connectionsBusy: values['space_store_connections{pool="calls",state="busy"}'] ?? Number.NaN,
+        statementsWaiting: values['space_store_statements_waiting{pool="calls"}'] ?? Number.NaN,
+        backgroundBusy: values['space_store_connections{pool="background",state="busy"}'] ?? Number.NaN,
+        backgroundWaiting: values['space_store_statements_waiting{pool="background"}'] ?? Number.NaN,
         metricsMs: res.ms,
         byStatus,
       };
@@ -420,13 +423,17 @@ function watchOverdue(firstPhase = 'all') {
       const sample = { atSec, phase, ...now };
       if (performance.now() - lastPassesAt >= 10_000) {
         lastPassesAt = performance.now();
-        sample.passes = (await scrapeMaintenance()).map(({ passSec, passSessions, passes, connectionsBusy, statementsWaiting }) => ({
-          passSec,
-          passSessions,
-          passes,
-          connectionsBusy,
-          statementsWaiting,
-        }));
+        sample.passes = (await scrapeMaintenance()).map(
+          ({ passSec, passSessions, passes, connectionsBusy, statementsWaiting, backgroundBusy, backgroundWaiting }) => ({
+            passSec,
+            passSessions,
+            passes,
+            connectionsBusy,
+            statementsWaiting,
+            backgroundBusy,
+            backgroundWaiting,
+          }),
+        );
       }
       worst.timeline.push(sample);
       worst.samples++;

@@ -19,7 +19,13 @@ export const controlPlaneSettings = {
     default: 10,
     min: 1,
     max: 1000,
-    doc: "connections this control plane keeps to PostgreSQL at most; statements beyond wait for one (`space_store_statements_waiting` in `/metrics`). The control planes' sum must stay under the server's `max_connections`",
+    doc: "connections this control plane keeps to PostgreSQL at most for the API's calls; statements beyond wait for one (`space_store_statements_waiting{pool=\"calls\"}` in `/metrics`). The control planes' sum, with their background connections, must stay under the server's `max_connections`",
+  }),
+  databaseBackgroundConnections: setting.integer('SPACE_DATABASE_BACKGROUND_CONNECTIONS', {
+    default: 4,
+    min: 1,
+    max: 1000,
+    doc: 'connections this control plane keeps to PostgreSQL at most for its background work (the maintenance pass, its roster beat), apart from the calls\' so that neither waits behind the other for a connection (`space_store_statements_waiting{pool="background"}`)',
   }),
   nodeUrl: setting.text('SPACE_NODE_URL', {
     default: undefined,

@@ -19,7 +19,12 @@ interface ScaleLevel {
     sessions: number;
     samples: number;
     byPhase: Record<string, { sessions: number }>;
-    timeline: { atSec: number; phase: string; sessions: number; passes?: { passes: number; connectionsBusy: number; statementsWaiting: number }[] }[];
+    timeline: {
+      atSec: number;
+      phase: string;
+      sessions: number;
+      passes?: { passes: number; connectionsBusy: number; statementsWaiting: number; backgroundBusy: number; backgroundWaiting: number }[];
+    }[];
   };
   loss: { sessions: number; moved: number; unmovable: number; failed: number; detectedMs: number };
 }
@@ -73,8 +78,12 @@ test('the scale harness, small: real control planes on PostgreSQL with simulated
     assert.equal(level.overdue.timeline.length, level.overdue.samples);
     const read = level.overdue.timeline.flatMap((s) => s.passes ?? []);
     assert.ok(read.length >= 2, "the control planes' passes in the timeline");
-    // Each control plane's connections to PostgreSQL, from its /metrics.
-    for (const p of read) assert.ok(p.connectionsBusy >= 0 && p.statementsWaiting >= 0, JSON.stringify(p));
+    // Each control plane's connections to PostgreSQL, the calls' pool and maintenance's, from its /metrics.
+    for (const p of read)
+      assert.ok(
+        [p.connectionsBusy, p.statementsWaiting, p.backgroundBusy, p.backgroundWaiting].every((n) => n >= 0),
+        JSON.stringify(p),
+      );
     // The load's own processes are measured: on a machine they saturate, every call is slow whatever the control planes do.
     assert.ok(level.mix.simulatorCpu > 0 && level.mix.harnessCpu > 0, `simulated nodes ${level.mix.simulatorCpu}, harness ${level.mix.harnessCpu}`);
 

@@ -35,6 +35,7 @@ export async function controlPlaneOnly(): Promise<void> {
     dataDir,
     traced: otlpTracesUrl(settings) !== null,
     maxConnections: settings.databaseConnections,
+    backgroundConnections: settings.databaseBackgroundConnections,
   });
   const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stdout.write(`${line}\n`));
   const node = nodeUrl && nodeToken ? { url: nodeUrl, token: nodeToken } : undefined;

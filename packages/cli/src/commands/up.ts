@@ -53,6 +53,7 @@ export async function up(): Promise<void> {
       dataDir,
       traced: otlpTracesUrl(settings) !== null,
       maxConnections: settings.databaseConnections,
+      backgroundConnections: settings.databaseBackgroundConnections,
     });
     await node.start({ templates: settings.templates, progress: (m) => log.info(m) });
     const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stdout.write(`${line}\n`));

@@ -37,12 +37,13 @@ export class MetricsReport {
     const gauges = Object.fromEntries(['starting', 'running', 'idle', 'stopped', 'failed'].map((s) => [`space_sessions{status="${s}"}`, byStatus[s] ?? 0]));
     // The control planes sharing the store, as this one last saw them: they split the sessions' maintenance.
     gauges.space_control_planes = this.deps.roster.size;
-    // This control plane's connections to PostgreSQL: statements waiting for one wait on the pool (SPACE_DATABASE_CONNECTIONS), not the server.
-    const connections = this.deps.store.connections();
-    if (connections) {
-      gauges['space_store_connections{state="busy"}'] = connections.busy;
-      gauges['space_store_connections{state="idle"}'] = connections.idle;
-      gauges.space_store_statements_waiting = connections.waiting;
+    // This control plane's connections to PostgreSQL, per pool: statements waiting for one wait on the
+    // pool (SPACE_DATABASE_CONNECTIONS, SPACE_DATABASE_BACKGROUND_CONNECTIONS), not the server.
+    const pools = this.deps.store.connections();
+    for (const [pool, use] of Object.entries(pools ?? {})) {
+      gauges[`space_store_connections{pool="${pool}",state="busy"}`] = use.busy;
+      gauges[`space_store_connections{pool="${pool}",state="idle"}`] = use.idle;
+      gauges[`space_store_statements_waiting{pool="${pool}"}`] = use.waiting;
     }
     const nodes = await this.deps.nodes.list();
     for (const status of ['ready', 'draining', 'lost']) gauges[`space_nodes{status="${status}"}`] = nodes.filter((n) => n.status === status).length;

@@ -31,7 +31,7 @@ export class ControlPlaneRoster {
   private forgotAt = 0;
 
   constructor(
-    private readonly store: Pick<Store, 'heardControlPlane' | 'liveControlPlanes' | 'forgetControlPlane' | 'forgetControlPlanesBefore'>,
+    private readonly store: Pick<Store, 'heardControlPlane' | 'liveControlPlanes' | 'forgetControlPlane' | 'forgetControlPlanesBefore' | 'background'>,
     /** This control plane's id in the roster: its seat and a random instance, never reused. */
     readonly id: string,
     private readonly options: RosterOptions,
@@ -66,8 +66,9 @@ export class ControlPlaneRoster {
   }
 
   start(): void {
+    // On the background connections: a burst of calls must not make this control plane miss its beats.
     this.timer = setInterval(
-      () => void this.beat().catch((err: Error) => this.options.log(`control plane roster not updated: ${err.message}`)),
+      () => void this.store.background(() => this.beat()).catch((err: Error) => this.options.log(`control plane roster not updated: ${err.message}`)),
       this.options.beatMs,
     );
     this.timer.unref();

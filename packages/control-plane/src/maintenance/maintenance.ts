@@ -110,9 +110,9 @@ export class Maintenance {
     await this.running;
   }
 
-  /** One pass over the sessions; passes never overlap. */
+  /** One pass over the sessions, its statements on the background connections (never behind the calls'); passes never overlap. */
   tick(): Promise<void> {
-    if (!this.running) this.running = this.pass().finally(() => (this.running = null));
+    if (!this.running) this.running = this.deps.store.background(() => this.pass()).finally(() => (this.running = null));
     return this.running;
   }
 

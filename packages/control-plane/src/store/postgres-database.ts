@@ -1,7 +1,8 @@
 import { ErrorCode, SpaceError } from '@space/protocol';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import pg from 'pg';
 import { applyMigrations } from './migrations.js';
-import type { ConnectionUse, SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
+import type { ConnectionUse, PoolUse, SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
 
 /** Arbitrary, fixed: the advisory lock every control plane takes to migrate, so two starting at once migrate once. */
 const migrationLockKey = 0x5_9ace;
@@ -49,41 +50,71 @@ function executor(query: (sql: string, params: SqlValue[]) => Promise<pg.QueryRe
   };
 }
 
+/** What `PostgresDatabase.open` takes besides the URL. */
+export interface PostgresPoolOptions {
+  /** The calls' pool (`SPACE_DATABASE_CONNECTIONS`). */
+  maxConnections?: number;
+  /** The background work's pool (`SPACE_DATABASE_BACKGROUND_CONNECTIONS`). */
+  backgroundConnections?: number;
+  connectTimeoutMs?: number;
+}
+
+function newPool(url: string, max: number, connectTimeoutMs: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: connectTimeoutMs, idleTimeoutMillis: 30_000, types });
+  // An idle connection that the server closes emits here; without a listener it would end the process.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+function useOf(pool: pg.Pool): ConnectionUse {
+  return { busy: pool.totalCount - pool.idleCount, idle: pool.idleCount, waiting: pool.waitingCount };
+}
+
 /**
- * PostgreSQL, shared by any number of control planes: a pool of connections; a connection that
- * drops (the server restarted) is replaced on the next call, and calls made while the server is
- * away fail with `STORE_UNAVAILABLE` (503) instead of hanging.
+ * PostgreSQL, shared by any number of control planes: two pools of connections, one for the API's
+ * calls and one for background work (maintenance), so a burst of calls never holds up a pass nor a
+ * pass the calls; a connection that drops (the server restarted) is replaced on the next call, and
+ * calls made while the server is away fail with `STORE_UNAVAILABLE` (503) instead of hanging.
  */
 export class PostgresDatabase implements SqlDatabase {
   private readonly direct: SqlExecutor;
+  /** Set inside `background`: the statements of that work take the background pool. */
+  private readonly inBackground = new AsyncLocalStorage<true>();
 
-  private constructor(private readonly pool: pg.Pool) {
-    this.direct = executor((sql, params) => this.pool.query(sql, params));
+  private constructor(
+    private readonly calls: pg.Pool,
+    private readonly backgroundPool: pg.Pool,
+  ) {
+    this.direct = executor((sql, params) => this.pool().query(sql, params));
   }
 
   /** Connects, checks the server answers and brings the schema up to date; a clear error naming the setting if it cannot. */
-  static async open(url: string, options: { maxConnections?: number; connectTimeoutMs?: number } = {}): Promise<PostgresDatabase> {
-    const pool = new pg.Pool({
-      connectionString: url,
-      max: options.maxConnections ?? 10,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-      idleTimeoutMillis: 30_000,
-      types,
-    });
-    // An idle connection that the server closes emits here; without a listener it would end the process.
-    pool.on('error', () => undefined);
-    const database = new PostgresDatabase(pool);
+  static async open(url: string, options: PostgresPoolOptions = {}): Promise<PostgresDatabase> {
+    const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+    const database = new PostgresDatabase(
+      newPool(url, options.maxConnections ?? 10, connectTimeoutMs),
+      newPool(url, options.backgroundConnections ?? 4, connectTimeoutMs),
+    );
     try {
       await database.transaction(async (tx) => {
         await tx.get('SELECT pg_advisory_xact_lock(?)', [migrationLockKey]);
         await applyMigrations(tx, 'postgres');
       });
     } catch (err) {
-      await pool.end().catch(() => undefined);
+      await database.close().catch(() => undefined);
       const cause = err instanceof SpaceError ? err.message : `the database (${setting}) could not be prepared: ${(err as Error).message}`;
       throw new Error(cause);
     }
     return database;
+  }
+
+  /** The pool the statement being made now takes. */
+  private pool(): pg.Pool {
+    return this.inBackground.getStore() ? this.backgroundPool : this.calls;
+  }
+
+  background<T>(work: () => Promise<T>): Promise<T> {
+    return this.inBackground.run(true, work);
   }
 
   run(sql: string, params?: SqlValue[]): Promise<number> {
@@ -101,7 +132,7 @@ export class PostgresDatabase implements SqlDatabase {
   async transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
-      client = await this.pool.connect();
+      client = await this.pool().connect();
     } catch (err) {
       throw unavailable(err);
     }
@@ -131,11 +162,11 @@ export class PostgresDatabase implements SqlDatabase {
     }
   }
 
-  connections(): ConnectionUse {
-    return { busy: this.pool.totalCount - this.pool.idleCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount };
+  connections(): PoolUse {
+    return { calls: useOf(this.calls), background: useOf(this.backgroundPool) };
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    await Promise.all([this.calls.end(), this.backgroundPool.end()]);
   }
 }

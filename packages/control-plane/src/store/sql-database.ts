@@ -20,11 +20,23 @@ export interface ConnectionUse {
   waiting: number;
 }
 
+/** The connections of both pools: the calls' and the background work's (see `SqlDatabase.background`). */
+export interface PoolUse {
+  calls: ConnectionUse;
+  background: ConnectionUse;
+}
+
 /** A database engine under the store: SQLite in the data directory, or a PostgreSQL server. */
 export interface SqlDatabase extends SqlExecutor {
   /** Runs `work` in one transaction: committed if it returns, rolled back if it throws. */
   transaction<T>(work: (tx: SqlExecutor) => Promise<T>): Promise<T>;
-  /** Its connections now; null for one without a pool (SQLite runs every statement in the process). */
-  connections(): ConnectionUse | null;
+  /**
+   * Runs `work` with every statement it makes (and whatever it starts makes) on the connections kept
+   * for background work, maintenance's: they never wait behind the calls' statements for a connection,
+   * nor the calls behind theirs. SQLite has no connections to wait for: `work` just runs.
+   */
+  background<T>(work: () => Promise<T>): Promise<T>;
+  /** Its pools' connections now; null for one without a pool (SQLite runs every statement in the process). */
+  connections(): PoolUse | null;
   close(): Promise<void>;
 }

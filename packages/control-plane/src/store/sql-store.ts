@@ -29,7 +29,7 @@ import {
   type VolumeMountDbRow,
   type VolumeSnapshotDbRow,
 } from './db-rows.js';
-import type { ConnectionUse, SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
+import type { PoolUse, SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
 import { activeStatuses } from './usage-counters.js';
 import type {
   ApiKeyRow,
@@ -1030,7 +1030,11 @@ export class SqlStore implements Store {
     return usageTotals(this.db);
   }
 
-  connections(): ConnectionUse | null {
+  background<T>(work: () => Promise<T>): Promise<T> {
+    return this.db.background(work);
+  }
+
+  connections(): PoolUse | null {
     return this.db.connections();
   }
 

@@ -103,6 +103,10 @@ export class SqliteDatabase implements SqlDatabase {
     }
   }
 
+  background<T>(work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+
   connections(): null {
     return null;
   }

@@ -18,7 +18,7 @@ import type {
   UsageGroupBy,
 } from '@space/protocol';
 import type { UsageAmounts, UsageGroupRow } from './usage-records.js';
-import type { ConnectionUse } from './sql-database.js';
+import type { PoolUse } from './sql-database.js';
 
 /** How many egress audit entries the store keeps per session, of sandboxes that served it on nodes it left (the audit API's largest page). */
 export const archivedAuditEntries = 1000;
@@ -562,8 +562,10 @@ export interface Store {
   usageGroups(query: UsageGroupQuery): Promise<UsageGroupRow[]>;
   /** Every tenant's usage since metering began. */
   usageTotals(): Promise<Map<string, UsageAmounts>>;
+  /** Runs `work` with its statements on the background pool (maintenance's: see `SqlDatabase.background`). */
+  background<T>(work: () => Promise<T>): Promise<T>;
   /** The database's connections now (`/metrics`); null for SQLite, which has none to wait for. */
-  connections(): ConnectionUse | null;
+  connections(): PoolUse | null;
   close(): Promise<void>;
 }
 

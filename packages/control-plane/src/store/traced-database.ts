@@ -21,6 +21,7 @@ export function tracedDatabase(db: SqlDatabase): SqlDatabase {
   return {
     ...traced(db),
     transaction: (work) => inSpan('transaction', {}, () => db.transaction((tx) => work(traced(tx)))),
+    background: (work) => db.background(work),
     connections: () => db.connections(),
     close: () => db.close(),
   };
