@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { Api } from './client.js';
-import { imageStagingDir } from './host-state.js';
+import { imageStagingDir, sandboxHostPid } from './host-state.js';
 import type { RunningPlatform } from './platform.js';
 import { platformForSuite } from './suite-platform.js';
 
@@ -65,5 +65,30 @@ describe('a full checkpoint that fails', () => {
       [[reply.body.error.details.fallbackCheckpointId, 'fs']],
       'the files were saved in an fs checkpoint instead, which the error names',
     );
+  });
+});
+
+describe('a checkpoint of a sandbox killed from outside', () => {
+  let platform: RunningPlatform;
+  let api: Api;
+  const sessions: string[] = [];
+  platformForSuite(sessions, (p, a) => ((platform = p), (api = a)));
+
+  test('answers within seconds, and the session answers after it: the node never waits for the dead daemon', { timeout: 120_000 }, async () => {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+    sessions.push(session.id);
+    // A call leaves the node's connection to the daemon open and idle; the next goes out on it.
+    await api.exec(session.id, 'echo one > /workspace/one');
+    // Killed from outside (out of memory, a crash): its network stack goes with it, so nothing resets
+    // that connection; a request written on it is answered by no one.
+    process.kill(sandboxHostPid(platform.dataDir, session.sandbox.id), 'SIGKILL');
+    const started = Date.now();
+    const reply = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'fs' }, { signal: AbortSignal.timeout(60_000) });
+    const tookMs = Date.now() - started;
+    assert.ok(tookMs < 15_000, `the checkpoint answered in ${tookMs} ms: ${reply.status} ${JSON.stringify(reply.body)}`);
+    // Nothing of the dead sandbox's cached writes could be flushed: no checkpoint, and the error says why.
+    assert.equal(reply.body.error?.code, 'SANDBOX_DIED', JSON.stringify(reply.body));
+    const after = await api.exec(session.id, 'cat /workspace/one');
+    assert.equal(after.stdout, 'one\n', 'the session resumes on its next call');
   });
 });

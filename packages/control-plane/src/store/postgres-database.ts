@@ -82,7 +82,7 @@ export class PostgresDatabase implements SqlDatabase {
   private readonly inBackground = new AsyncLocalStorage<true>();
 
   private constructor(
-    private readonly calls: pg.Pool,
+    private readonly callsPool: pg.Pool,
     private readonly backgroundPool: pg.Pool,
   ) {
     this.direct = executor((sql, params) => this.pool().query(sql, params));
@@ -110,7 +110,7 @@ export class PostgresDatabase implements SqlDatabase {
 
   /** The pool the statement being made now takes. */
   private pool(): pg.Pool {
-    return this.inBackground.getStore() ? this.backgroundPool : this.calls;
+    return this.inBackground.getStore() ? this.backgroundPool : this.callsPool;
   }
 
   background<T>(work: () => Promise<T>): Promise<T> {
@@ -163,10 +163,10 @@ export class PostgresDatabase implements SqlDatabase {
   }
 
   connections(): PoolUse {
-    return { calls: useOf(this.calls), background: useOf(this.backgroundPool) };
+    return { calls: useOf(this.callsPool), background: useOf(this.backgroundPool) };
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.calls.end(), this.backgroundPool.end()]);
+    await Promise.all([this.callsPool.end(), this.backgroundPool.end()]);
   }
 }

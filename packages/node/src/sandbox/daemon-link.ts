@@ -5,16 +5,20 @@ import {
   ErrorCode,
   ExecResultSchema,
   OkSchema,
+  ProcessListSchema,
   SandboxLayout,
   SpaceError,
   type DaemonMemoryRelief,
   type ExecResult,
+  type ProcessList,
   type SandboxIdentity,
 } from '@space/protocol';
 import { Upstream } from '@space/server-kit';
 import type { RuntimeDriver } from '../runtime/driver.js';
 
 const daemonReadyTimeoutMs = 30_000;
+/** How long the node's own short calls (a process list, a signal) may take: a daemon that does not answer by then is not waited for. */
+const shortCallTimeoutMs = 10_000;
 
 /** What a daemon restored from an image or taken from the pool learns when it starts serving a session. */
 export interface Rebinding {
@@ -111,6 +115,16 @@ export class DaemonLink {
   /** Starts a background process through the daemon; its pid. */
   async startBackground(daemon: Upstream, request: { cmd: string[]; env?: Record<string, string>; cwd?: string }): Promise<number> {
     return (await daemon.json('POST', '/exec', { ...request, background: true }, BackgroundStartedSchema, { timeoutMs: 35_000 })).pid;
+  }
+
+  /** The processes the daemon lists (with the count of those it did not start). */
+  processes(daemon: Upstream): Promise<ProcessList> {
+    return daemon.json('GET', '/processes', undefined, ProcessListSchema, { timeoutMs: shortCallTimeoutMs });
+  }
+
+  /** Sends `signal` to the process `pid` of the sandbox. */
+  async signal(daemon: Upstream, pid: number, signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+    await daemon.json('POST', `/processes/${pid}/signal`, { signal }, OkSchema, { timeoutMs: shortCallTimeoutMs });
   }
 
   /** Runs `cmd` through the daemon and waits for it (warming process spawning, reading /proc). */

@@ -1,10 +1,20 @@
-import { ErrorCode, SpaceError, anyProcessRuns, type ExecResult, type SandboxInfo, type Service, type StartSandboxRequest } from '@space/protocol';
+import {
+  ErrorCode,
+  SpaceError,
+  anyProcessRuns,
+  isSpaceError,
+  type ExecResult,
+  type SandboxInfo,
+  type Service,
+  type StartSandboxRequest,
+} from '@space/protocol';
 import { listProcesses, startServices, stopService } from './session-services.js';
 import { type KeyedQueue, processAlive } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
 import type { RuntimeDriver } from '../runtime/driver.js';
 import type { DaemonLink } from './daemon-link.js';
+import { callDaemon } from './daemon-calls.js';
 import { isUnclaimed, type LiveSandbox, type LiveSandboxes } from './live-sandboxes.js';
 import { PhaseTimer } from './phase-timer.js';
 import type { BootOptions, SandboxBooter } from './sandbox-booter.js';
@@ -120,13 +130,13 @@ export class SandboxManager {
 
   /** Whether any process runs in the session's sandbox besides its init and daemon; a daemon that cannot say counts as yes. */
   async runsProcesses(live: LiveSandbox): Promise<boolean> {
-    const list = await listProcesses(live).catch(() => null);
+    const list = await listProcesses(this.deps.link, live).catch(() => null);
     return !list || list.untracked === undefined || anyProcessRuns(list);
   }
 
   /** Stops a service running in the sandbox (its supervisor and what it runs); false when none runs. */
   async stopService(sandboxId: string, name: string): Promise<boolean> {
-    return stopService(await this.getAlive(sandboxId), name);
+    return stopService(this.deps.link, await this.getAlive(sandboxId), name);
   }
 
   /** Runs a short command of the node's own in the sandbox (reading /proc), through its daemon. */
@@ -137,7 +147,13 @@ export class SandboxManager {
   /** Flushes the running sandbox's writes to its volume (gVisor keeps file data in the Sentry until synced). */
   async flushWrites(sessionId: string): Promise<void> {
     const live = this.deps.live.forSession(sessionId);
-    if (live) await this.deps.link.sync(live.daemon);
+    if (!live) return;
+    try {
+      await callDaemon(live, () => this.deps.link.sync(live.daemon));
+    } catch (err) {
+      // A sandbox that died (killed from outside) is cleaned up and said so: the session resumes on its next call.
+      throw isSpaceError(err) && err.code === ErrorCode.SANDBOX_UNAVAILABLE ? await this.checkAlive(live.record.sandboxId, err) : err;
+    }
   }
 
   async stop(sandboxId: string): Promise<void> {

@@ -1,5 +1,6 @@
-import { ProcessListSchema, OkSchema, type ProcessList, type Service } from '@space/protocol';
+import type { ProcessList, Service } from '@space/protocol';
 import type { Logger } from '../logger.js';
+import { callDaemon } from './daemon-calls.js';
 import type { LiveSandbox } from './live-sandboxes.js';
 import type { DaemonLink } from './daemon-link.js';
 
@@ -35,9 +36,13 @@ export async function startServices(link: DaemonLink, live: LiveSandbox, service
   return failed;
 }
 
-/** The processes the sandbox's daemon lists (with the count of those it did not start). */
-export function listProcesses(live: LiveSandbox): Promise<ProcessList> {
-  return live.daemon.json('GET', '/processes', undefined, ProcessListSchema);
+/**
+ * The processes the sandbox's daemon lists (with the count of those it did not start); cut if the
+ * sandbox dies meanwhile: a killed sandbox answers nothing, and resets nothing, on a connection the
+ * node had open to it.
+ */
+export function listProcesses(link: DaemonLink, live: LiveSandbox): Promise<ProcessList> {
+  return callDaemon(live, () => link.processes(live.daemon));
 }
 
 /** How long a stopped service has to end after SIGTERM before it gets SIGKILL. */
@@ -47,9 +52,9 @@ const stopGraceMs = 5000;
  * Stops a service's supervisor and what it runs (one process group), and returns once it ended (so
  * its port is closed when the caller answers); SIGKILL after a grace period. False when it does not run.
  */
-export async function stopService(live: LiveSandbox, name: string): Promise<boolean> {
+export async function stopService(link: DaemonLink, live: LiveSandbox, name: string): Promise<boolean> {
   const running = async (pid?: number) =>
-    (await listProcesses(live)).processes.find(
+    (await listProcesses(link, live)).processes.find(
       (p) => p.running && (pid === undefined ? Array.isArray(p.cmd) && p.cmd[3] === `space-service:${name}` : p.pid === pid),
     );
   const found = await running();
@@ -59,7 +64,7 @@ export async function stopService(live: LiveSandbox, name: string): Promise<bool
     ['SIGKILL', 1000],
   ] as const) {
     // It may have ended on its own meanwhile: the signal then finds no process.
-    await live.daemon.json('POST', `/processes/${found.pid}/signal`, { signal }, OkSchema).catch(() => undefined);
+    await callDaemon(live, () => link.signal(live.daemon, found.pid, signal)).catch(() => undefined);
     const deadline = Date.now() + waitMs;
     while (Date.now() < deadline) {
       if (!(await running(found.pid))) return true;
