@@ -423,17 +423,8 @@ function watchOverdue(firstPhase = 'all') {
       const sample = { atSec, phase, ...now };
       if (performance.now() - lastPassesAt >= 10_000) {
         lastPassesAt = performance.now();
-        sample.passes = (await scrapeMaintenance()).map(
-          ({ passSec, passSessions, passes, connectionsBusy, statementsWaiting, backgroundBusy, backgroundWaiting }) => ({
-            passSec,
-            passSessions,
-            passes,
-            connectionsBusy,
-            statementsWaiting,
-            backgroundBusy,
-            backgroundWaiting,
-          }),
-        );
+        // The passes and connections: not the counts by status, the visits or how long /metrics took.
+        sample.passes = (await scrapeMaintenance()).map(({ visits, metricsMs, byStatus, ...pass }) => pass);
       }
       worst.timeline.push(sample);
       worst.samples++;

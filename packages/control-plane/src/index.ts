@@ -1,5 +1,5 @@
 export { ControlPlane, type ControlPlaneOptions } from './control-plane.js';
-export { openStore, openSqliteStore, openPostgresStore } from './store/open-store.js';
+export { openStore, openStoreFor, openSqliteStore, openPostgresStore } from './store/open-store.js';
 export type { Store, SessionRow, TenantRow, ApiKeyRow } from './store/store.js';
 export { Authenticator, hashKey, generateKey } from './tenants/auth.js';
 export { SessionService } from './sessions/session-service.js';

@@ -113,15 +113,11 @@ const stopGraceMs = 120_000;
  * test (saying where it hung) instead of its whole file.
  */
 async function stopChild(child: ChildProcess, dataDir: string, output: () => string): Promise<number | null> {
-  const exit = signalAndWait(child, 'SIGTERM');
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), stopGraceMs)));
-  const ended = await Promise.race([exit, late]);
-  clearTimeout(timer);
-  if (ended !== 'late') return ended.code;
-  const processes = processesOf(child.pid!, dataDir);
-  await signalAndWait(child, 'SIGKILL');
-  throw new Error(
-    `platform did not stop within ${stopGraceMs / 1000} s of SIGTERM (SIGKILLed); its processes then:\n${processes}\nits output:\n${output().slice(-5000)}`,
-  );
+  let processes = '';
+  const { code, killed } = await signalAndWait(child, 'SIGTERM', stopGraceMs, () => (processes = processesOf(child.pid!, dataDir)));
+  if (killed)
+    throw new Error(
+      `platform did not stop within ${stopGraceMs / 1000} s of SIGTERM (SIGKILLed); its processes then:\n${processes}\nits output:\n${output().slice(-5000)}`,
+    );
+  return code;
 }

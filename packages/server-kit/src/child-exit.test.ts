@@ -16,9 +16,11 @@ test('a child that ignores the signal is SIGKILLed after its grace', async () =>
   const child = spawn('sh', ['-c', "trap '' TERM; echo ready; exec sleep 30"]);
   await new Promise((resolve) => child.stdout.once('data', resolve));
   const started = Date.now();
-  const exit = await signalAndWait(child, 'SIGTERM', 300);
+  let aliveBeforeKill = false;
+  const exit = await signalAndWait(child, 'SIGTERM', 300, () => (aliveBeforeKill = processAlive(child.pid!)));
   assert.deepEqual(exit, { code: null, signal: 'SIGKILL', killed: true });
   assert.ok(Date.now() - started >= 290, 'given its grace first');
+  assert.equal(aliveBeforeKill, true, 'what runs before the SIGKILL sees the child still running');
   assert.equal(processAlive(child.pid!), false);
 });
 

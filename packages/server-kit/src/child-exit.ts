@@ -16,8 +16,9 @@ export function hasExited(child: ChildProcess): boolean {
 /**
  * Sends `signal` to the child and resolves once it has exited (at once when it already had). With
  * `graceMs`, a child still running after it is SIGKILLed and awaited: the stop is bounded.
+ * `beforeKill` runs just before that SIGKILL, while the child still runs (to see what it hung on).
  */
-export function signalAndWait(child: ChildProcess, signal: NodeJS.Signals, graceMs?: number): Promise<ChildExit> {
+export function signalAndWait(child: ChildProcess, signal: NodeJS.Signals, graceMs?: number, beforeKill?: () => void): Promise<ChildExit> {
   if (hasExited(child)) return Promise.resolve({ code: child.exitCode, signal: child.signalCode, killed: false });
   return new Promise((resolve) => {
     let killed = false;
@@ -26,6 +27,7 @@ export function signalAndWait(child: ChildProcess, signal: NodeJS.Signals, grace
         ? undefined
         : setTimeout(() => {
             killed = true;
+            beforeKill?.();
             child.kill('SIGKILL');
           }, graceMs);
     child.once('exit', (code, exitSignal) => {

@@ -6,11 +6,10 @@ import {
   ControlPlaneCertificate,
   plainNodeApiRefusal,
   SecretCipher,
-  openStore,
+  openStoreFor,
   readControlPlaneSettings,
   secretsKeyFileOf,
 } from '@space/control-plane';
-import { otlpTracesUrl } from '@space/server-kit';
 import { consoleLogger } from '@space/node';
 import { resolveAdminKey } from '../admin-key.js';
 
@@ -30,13 +29,7 @@ export async function controlPlaneOnly(): Promise<void> {
   if (plainConfigured) throw new Error(`SPACE_NODE_URL: ${plainConfigured}`);
   const dataDir = path.resolve(settings.dataDir);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  const store = await openStore({
-    databaseUrl: settings.databaseUrl,
-    dataDir,
-    traced: otlpTracesUrl(settings) !== null,
-    maxConnections: settings.databaseConnections,
-    backgroundConnections: settings.databaseBackgroundConnections,
-  });
+  const store = await openStoreFor(settings, dataDir);
   const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stdout.write(`${line}\n`));
   const node = nodeUrl && nodeToken ? { url: nodeUrl, token: nodeToken } : undefined;
   const secrets = await SecretCipher.load(secretsKeyFileOf(settings));

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import { ControlPlane, SecretCipher, type Store, controlPlaneSettings, openStore, secretsKeyFileOf } from '@space/control-plane';
+import { ControlPlane, SecretCipher, type Store, controlPlaneSettings, openStoreFor, secretsKeyFileOf } from '@space/control-plane';
 import { NodeAgent, consoleLogger, nodeSettings, resolveNodeConfig } from '@space/node';
-import { otlpTracesUrl, readSettings, sharedSettings } from '@space/server-kit';
+import { readSettings, sharedSettings } from '@space/server-kit';
 import { resolveAdminKey } from '../admin-key.js';
 import { sandboxRuntimeBuildDir } from '../sandbox-runtime.js';
 
@@ -48,13 +48,7 @@ export async function up(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
   try {
-    store = await openStore({
-      databaseUrl: settings.databaseUrl,
-      dataDir,
-      traced: otlpTracesUrl(settings) !== null,
-      maxConnections: settings.databaseConnections,
-      backgroundConnections: settings.databaseBackgroundConnections,
-    });
+    store = await openStoreFor(settings, dataDir);
     await node.start({ templates: settings.templates, progress: (m) => log.info(m) });
     const adminKey = await resolveAdminKey(dataDir, settings.apiKey, (line) => process.stdout.write(`${line}\n`));
     const secrets = await SecretCipher.load(secretsKeyFileOf(settings));

@@ -1,4 +1,4 @@
-import { ErrorCode, ServerStreamMessageSchema, WatchEventSchema, isSpaceError, nodeSandboxPrefix, sandboxRoutes } from '@space/protocol';
+import { ServerStreamMessageSchema, WatchEventSchema, nodeSandboxPrefix, sandboxRoutes } from '@space/protocol';
 import {
   CallDeadline,
   type Router,
@@ -13,7 +13,7 @@ import {
   type UpgradeContext,
 } from '@space/server-kit';
 import type { SandboxManager } from '../sandbox/sandbox-manager.js';
-import { callDaemon, onSandboxDeath } from '../sandbox/daemon-calls.js';
+import { onSandboxDeath } from '../sandbox/daemon-calls.js';
 
 /**
  * Registers `/node/v1/sandboxes/:sandboxId/<op>` for every sandbox operation: requests are
@@ -62,11 +62,7 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
       // Reads (GET) write nothing in the sandbox: they leave it quiet.
       const leave = route.method === 'GET' ? null : live.entries.enter();
       try {
-        // A sandbox killed during the call never answers: its daemon's connections are cut, and the call fails as SANDBOX_DIED.
-        await callDaemon(live, () => forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params)));
-      } catch (err) {
-        if (isSpaceError(err) && err.code === ErrorCode.SANDBOX_UNAVAILABLE) throw await manager.checkAlive(sandboxId, err);
-        throw err;
+        await manager.callAlive(live, () => forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params)));
       } finally {
         leave?.();
       }

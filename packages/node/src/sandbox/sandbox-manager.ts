@@ -147,11 +147,18 @@ export class SandboxManager {
   /** Flushes the running sandbox's writes to its volume (gVisor keeps file data in the Sentry until synced). */
   async flushWrites(sessionId: string): Promise<void> {
     const live = this.deps.live.forSession(sessionId);
-    if (!live) return;
+    if (live) await this.callAlive(live, () => this.deps.link.sync(live.daemon));
+  }
+
+  /**
+   * Runs `work`, a call to the sandbox's daemon, cut if the sandbox dies meanwhile (`callDaemon`): a
+   * sandbox killed during the call never answers. One that failed because the sandbox died cleans it
+   * up and fails as SANDBOX_DIED: the session resumes on its next call.
+   */
+  async callAlive<T>(live: LiveSandbox, work: () => Promise<T>): Promise<T> {
     try {
-      await callDaemon(live, () => this.deps.link.sync(live.daemon));
+      return await callDaemon(live, work);
     } catch (err) {
-      // A sandbox that died (killed from outside) is cleaned up and said so: the session resumes on its next call.
       throw isSpaceError(err) && err.code === ErrorCode.SANDBOX_UNAVAILABLE ? await this.checkAlive(live.record.sandboxId, err) : err;
     }
   }
