@@ -1,5 +1,7 @@
 import path from 'node:path';
-import { SettingsError, type SettingValues, readSettings, setting, sharedSettings } from '@space/server-kit';
+import { SettingsError, type SettingValues, otlpTracesUrl, readSettings, setting, sharedSettings } from '@space/server-kit';
+import { openStore } from './store/open-store.js';
+import type { Store } from './store/store.js';
 import { defaultTenantLimits, limitSettings } from './tenants/tenant-limits.js';
 
 const domainName = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
@@ -169,4 +171,15 @@ export function defaultControlPlaneSettings(changes: Partial<ControlPlaneSetting
 /** The key file of secret values: `SPACE_SECRETS_KEY_FILE`, else `<data>/secrets.key`. */
 export function secretsKeyFileOf(settings: ControlPlaneSettings): string {
   return path.resolve(settings.secretsKeyFile ?? path.join(settings.dataDir, 'secrets.key'));
+}
+
+/** The store a control plane's settings name (`space up`, `space control-plane`): both pools sized, traced when traces are exported. */
+export function openStoreFor(settings: ControlPlaneSettings, dataDir: string): Promise<Store> {
+  return openStore({
+    databaseUrl: settings.databaseUrl,
+    dataDir,
+    traced: otlpTracesUrl(settings) !== null,
+    maxConnections: settings.databaseConnections,
+    backgroundConnections: settings.databaseBackgroundConnections,
+  });
 }

@@ -1,6 +1,4 @@
 import path from 'node:path';
-import { type SettingValues, otlpTracesUrl } from '@space/server-kit';
-import type { controlPlaneSettings } from '../settings.js';
 import { PostgresDatabase, type PostgresPoolOptions } from './postgres-database.js';
 import { SqlStore } from './sql-store.js';
 import { SqliteDatabase } from './sqlite-database.js';
@@ -31,19 +29,4 @@ export async function openStore(options: { databaseUrl?: string; dataDir: string
     return openPostgresStore(options.databaseUrl, options.traced, options);
   }
   return openSqliteStore(path.join(options.dataDir, 'space.db'), options.traced);
-}
-
-/** What of a control plane's settings names its store. */
-type StoreSettings = Pick<SettingValues<typeof controlPlaneSettings>, 'databaseUrl' | 'databaseConnections' | 'databaseBackgroundConnections'> &
-  Parameters<typeof otlpTracesUrl>[0];
-
-/** The store a control plane's settings name (`space up`, `space control-plane`): both pools sized, traced when traces are exported. */
-export function openStoreFor(settings: StoreSettings, dataDir: string): Promise<Store> {
-  return openStore({
-    databaseUrl: settings.databaseUrl,
-    dataDir,
-    traced: otlpTracesUrl(settings) !== null,
-    maxConnections: settings.databaseConnections,
-    backgroundConnections: settings.databaseBackgroundConnections,
-  });
 }
