@@ -29,8 +29,10 @@
 //   look at a running session asks its node whether the volume changed)
 //   [--database-socket] (the control planes reach PostgreSQL through its Unix socket, not TCP on
 //   loopback: what sending statements costs the control planes' cores)
+//   [--logs DIR] (each control plane's output in DIR/control-plane-N.log: warnings and errors, as
+//   SPACE_QUIET leaves them)
 import { fork } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
@@ -65,6 +67,7 @@ const { values } = parseArgs({
     smoke: { type: 'boolean', default: false },
     'quiet-lists': { type: 'boolean', default: true },
     'database-socket': { type: 'boolean', default: false },
+    logs: { type: 'string' },
   },
   allowNegative: true,
 });
@@ -144,6 +147,7 @@ let sim = null;
 const api = new ScaleApi([], adminKey);
 const report = { date: new Date().toISOString(), settings, levels: [], curve: [] };
 try {
+  if (values.logs) mkdirSync(values.logs, { recursive: true });
   for (let i = 0; i < settings.controlPlanes; i++) {
     controlPlanes.push(
       await startControlPlane(
@@ -164,7 +168,10 @@ try {
           SPACE_TENANT_MAX_REQUESTS: '100000',
           SPACE_TENANT_MAX_STREAMS: '100000',
         },
-        (name, line) => /maintenance pass took/.test(line) && progress(`${name}: ${line}`),
+        (name, line) => {
+          if (/maintenance pass (took|still running)/.test(line)) progress(`${name}: ${line}`);
+          if (values.logs) appendFileSync(path.join(values.logs, `${name}.log`), `${new Date().toISOString()} ${line}\n`);
+        },
       ),
     );
   }

@@ -174,6 +174,8 @@ export class SimulatedNode {
       case 'deleteCheckpoint':
         this.checkpoints.delete(params.checkpointId);
         return [200, { ok: true }];
+      case 'deleteBases':
+        return [200, { ok: true }];
       case 'createBase':
         return [201, { id: body.baseId, object: this.store(objectKey('bases', body.baseId), body.dataKey) }];
       case 'shipCheckpoint':

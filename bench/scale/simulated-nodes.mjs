@@ -32,30 +32,34 @@ const byId = new Map(nodes.map((n) => [n.id, n]));
 
 /**
  * Heartbeats as a node agent sends them, spread over the interval and over the control planes (one
- * that does not answer: the next, as behind a load balancer); the first one joins.
+ * that does not answer: the next, as behind a load balancer). The first one joins, naming the
+ * node's sessions, and so does the first after no control plane took one (as `cluster-heartbeat.ts`:
+ * one control plane down, the next taking the beat, is no reason to join again).
  */
 const joined = new Set();
 let stopping = false;
 async function beat(node, index) {
   const urls = config.controlPlanes;
+  const body = JSON.stringify(node.heartbeat(!joined.has(node.id)));
   for (let tried = 0; tried < urls.length; tried++) {
     if (stopping || node.lost) return;
     try {
       const res = await fetch(`${urls[(index + tried) % urls.length]}/v1/nodes/heartbeat`, {
         method: 'POST',
         headers: { authorization: `Bearer ${config.adminKey}`, 'content-type': 'application/json' },
-        body: JSON.stringify(node.heartbeat(!joined.has(node.id))),
+        body,
       });
       const reply = await res.json();
       if (res.ok) {
         joined.add(node.id);
         for (const sessionId of reply.stop) node.kill(sessionId);
-      } else joined.delete(node.id);
-      return;
+        return;
+      }
     } catch {
-      joined.delete(node.id);
+      // the next control plane
     }
   }
+  joined.delete(node.id);
 }
 const timers = nodes.map((node, i) => {
   const first = setTimeout(

@@ -59,6 +59,8 @@ export interface ServiceGraphDeps {
   keyWrap?: KeyWrap;
   /** How often a call waiting for a session's lease looks again; tests poll faster. */
   lifecyclePollMs?: number;
+  /** How long a heartbeat's row waits to be written with others' (tests: 0). */
+  heartbeatWriteWindowMs?: number;
 }
 
 /** A call under way holds its idempotency key this long past its control plane's last renewal: a retry after that control plane died waits at most this. */
@@ -103,6 +105,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     cipher: deps.secrets,
     lostAfterMs: settings.nodeLostAfterSec * 1000,
     allowPlainNodeApi: settings.allowPlainNodeApi,
+    ...(deps.heartbeatWriteWindowMs !== undefined ? { heartbeatWriteWindowMs: deps.heartbeatWriteWindowMs } : {}),
     ...(deps.connect ? { connect: deps.connect } : {}),
     ...(deps.clusterTls ? { nodeTls: { ca: deps.clusterTls.ca.certificate, identity: deps.clusterTls.certificate.identity } } : {}),
   });

@@ -37,6 +37,7 @@ import {
   NodeShipRequestSchema,
   NodeShippedSchema,
   ShipBaseIdSchema,
+  NodeDeleteBasesRequestSchema,
   ShipBaseSchema,
 } from './shipping.js';
 import { NodeUsageAckSchema, NodeUsageBatchListSchema } from './usage.js';
@@ -138,7 +139,10 @@ export const nodeRoutes = {
   pathVersions: { method: 'POST', path: '/node/v1/path-versions', body: NodePathVersionsRequestSchema, status: 200, response: NodePathVersionsSchema },
   deleteCheckpoint: { method: 'DELETE', path: '/node/v1/checkpoints/:checkpointId', params: checkpoint, status: 200, response: ok },
   createBase: { method: 'POST', path: '/node/v1/bases', body: NodeCreateBaseRequestSchema, status: 201, response: ShipBaseSchema },
+  // Served for control planes of before `deleteBases`, during a rolling upgrade.
   deleteBase: { method: 'DELETE', path: '/node/v1/bases/:baseId', params: { baseId: ShipBaseIdSchema }, status: 200, response: ok },
+  // One call per node for all the bases a sweep collects: a cluster of 1,000 nodes was 1,000 calls a base.
+  deleteBases: { method: 'POST', path: '/node/v1/base-deletions', body: NodeDeleteBasesRequestSchema, status: 200, response: ok },
   shipCheckpoint: {
     method: 'POST',
     path: '/node/v1/checkpoints/:checkpointId/ship',

@@ -52,6 +52,12 @@ export type ShipBase = z.infer<typeof ShipBaseSchema>;
 /** Control plane -> node: make a base of a checkpoint the node holds (its volume copies too) and store it, sealed with `dataKey`. */
 export const NodeCreateBaseRequestSchema = z.object({ baseId: ShipBaseIdSchema, fromCheckpointId: CheckpointIdSchema, dataKey: DataKeySchema }).strict();
 
+/** The most ship bases one call asks a node to delete. */
+export const maxBasesPerDelete = 500;
+
+/** Control plane -> node: delete these bases' local copies, where it holds any (the others are no-ops). */
+export const NodeDeleteBasesRequestSchema = z.object({ baseIds: z.array(ShipBaseIdSchema).min(1).max(maxBasesPerDelete) }).strict();
+
 /**
  * Control plane -> node: store the checkpoint as its difference to `base` (fetched first if the
  * node lacks it), each of its volume copies as a difference to the base's, and its memory image,

@@ -97,3 +97,52 @@ test('a claim held while the shipment runs is renewed: a shipment longer than th
   assert.equal(await first, true);
   assert.deepEqual(t.shipped, [t.row.id]);
 });
+
+test('unused bases are collected with each live node asked once per 500 of them: their objects deleted, their rows gone', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  const base = (id: string, sessionId: string, createdAt = '2026-01-01T00:00:00.000Z') => ({
+    id,
+    sessionId,
+    object: object(`bases/${id}.send`),
+    volumeObjects: [],
+    createdAt,
+  });
+  // 502 bases of a deleted session, an older base of a live session (replaced), and that session's newest (kept).
+  const gone = Array.from({ length: 502 }, (_, i) => `bse_gone${String(i).padStart(4, '0')}`);
+  for (const id of gone) await s.store.insertShipBase(base(id, 'ses_deleted0001'));
+  await s.store.insertShipBase(base('bse_older00001', session.id, '2026-01-01T00:00:00.000Z'));
+  await s.store.insertShipBase(base('bse_newest0001', session.id, '2026-01-02T00:00:00.000Z'));
+  const asked: string[][] = [];
+  const deletedObjects: string[] = [];
+  const node = (nodeId: string) =>
+    ({
+      nodeId,
+      deleteBases: async (ids: string[]) => void asked.push([nodeId, ...ids]),
+      deleteObjects: async (keys: string[]) => void deletedObjects.push(...keys),
+    }) as unknown as NodeClient;
+  const nodes = [node('node-a'), node('node-b'), node('node-c')];
+  const shipper = new CheckpointShipper({
+    store: s.store,
+    nodes: { live: async () => nodes } as unknown as NodeDirectory,
+    dataKeys: {} as DataKeys,
+    metrics: new Metrics(),
+    log: () => undefined,
+    enabled: true,
+    holder: 'cp-a/1',
+  });
+  const notOurs = new Set(['bse_gone0007']);
+  assert.equal(await shipper.collectBases((id) => !notOurs.has(id)), 502);
+  assert.deepEqual(
+    asked.map(([nodeId, ...ids]) => `${nodeId} ${ids.length}`),
+    ['node-a 500', 'node-b 500', 'node-c 500', 'node-a 2', 'node-b 2', 'node-c 2'],
+    'one call per node for each 500',
+  );
+  assert.ok(!asked.flat().includes('bse_gone0007'), "another control plane's share is left to it");
+  assert.equal(deletedObjects.length, 502);
+  assert.deepEqual(
+    (await s.store.unusedShipBases()).map((b) => b.id),
+    ['bse_gone0007'],
+  );
+  assert.ok(await s.store.getShipBase('bse_newest0001'), "a live session's newest base stays");
+});

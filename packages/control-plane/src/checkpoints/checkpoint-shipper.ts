@@ -1,4 +1,4 @@
-import { ErrorCode, SpaceError, newId, type ShipBase, type StoredObject } from '@space/protocol';
+import { ErrorCode, SpaceError, maxBasesPerDelete, newId, type ShipBase, type StoredObject } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
 import { KeyedQueue, eachAtMost, inSpan } from '@space/server-kit';
 import type { Metrics } from '../metrics/metrics.js';
@@ -173,20 +173,26 @@ export class CheckpointShipper {
     );
   }
 
-  /** Deletes bases no checkpoint needs any more: their object and their copies on the nodes. */
-  async collectBases(): Promise<number> {
+  /**
+   * Deletes bases no checkpoint needs any more (those `owns` takes): their objects, and their copies
+   * on the nodes. Any node may hold a copy (fetched for a fork or a move): each live node is asked
+   * once for up to `maxBasesPerDelete` of them, several nodes at once. A base's row goes last, so
+   * what fails is tried again at the next sweep.
+   */
+  async collectBases(owns: (baseId: string) => boolean = () => true): Promise<number> {
     if (!this.deps.enabled) return 0;
-    let collected = 0;
-    for (const base of await this.deps.store.unusedShipBases()) {
-      await this.deleteObjects([base.object, ...base.volumeObjects].map((o) => o.key));
-      // Any node may hold a copy (fetched for a fork or a move): all are asked, several at once.
-      await eachAtMost(await this.deps.nodes.live(), nodesAskedAtOnce, async (node) => {
-        await node.deleteBase(base.id).catch(() => undefined);
-      });
-      await this.deps.store.deleteShipBase(base.id);
-      collected++;
-    }
-    return collected;
+    const bases = (await this.deps.store.unusedShipBases()).filter((b) => owns(b.id));
+    for (let i = 0; i < bases.length; i += maxBasesPerDelete) await this.collect(bases.slice(i, i + maxBasesPerDelete));
+    return bases.length;
+  }
+
+  private async collect(bases: ShipBaseRow[]): Promise<void> {
+    for (const base of bases) await this.deleteObjects([base.object, ...base.volumeObjects].map((o) => o.key));
+    const ids = bases.map((b) => b.id);
+    await eachAtMost(await this.deps.nodes.live(), nodesAskedAtOnce, async (node) => {
+      await node.deleteBases(ids).catch(() => undefined);
+    });
+    for (const id of ids) await this.deps.store.deleteShipBase(id);
   }
 
   /**

@@ -285,8 +285,9 @@ export class NodeClient {
     return this.call(nodeRoutes.createBase, { body: { baseId, fromCheckpointId, dataKey } });
   }
 
-  deleteBase(baseId: string): Promise<unknown> {
-    return this.call(nodeRoutes.deleteBase, { params: { baseId } });
+  /** Deletes the bases' local copies this node holds (at most `maxBasesPerDelete`). */
+  deleteBases(baseIds: string[]): Promise<unknown> {
+    return this.call(nodeRoutes.deleteBases, { body: { baseIds } });
   }
 
   /** Stores a checkpoint on the node in the object store as its difference to `base`, sealed with its tenant's `dataKey`. */

@@ -1,5 +1,6 @@
 import { ErrorCode, SpaceError, type NodeHeartbeat, type NodeHeartbeatReply, type NodeStatus, type NodeView } from '@space/protocol';
 import { type ClientTls, SingleFlight } from '@space/server-kit';
+import { HeartbeatWrites } from './heartbeat-writes.js';
 import { NodeClient } from './node-client.js';
 import { plainNodeApiRefusal } from './plain-node-api.js';
 import type { SecretCipher } from '../store/secret-cipher.js';
@@ -12,6 +13,8 @@ export interface NodeDirectoryOptions {
   /** No heartbeat for this long and a node is lost (`SPACE_NODE_LOST_AFTER_SEC`, default 10 s). */
   lostAfterMs: number;
   now?: () => number;
+  /** How long a heartbeat's row waits to be written with others' (default `heartbeatWriteWindowMs`). */
+  heartbeatWriteWindowMs?: number;
   /** Makes the client of a node (tests give a fake node's). */
   connect?: (nodeId: string, url: string, token: string) => NodeClient;
   /** For node APIs served over `https://`: the cluster CA (PEM) they are checked against, and the client certificate presented to them. */
@@ -60,7 +63,11 @@ function placed(client: NodeClient, row: Partial<Pick<SessionRow, 'id' | 'placem
  * rows, so any of them routes any session.
  */
 export class NodeDirectory {
-  private readonly clients = new Map<string, { key: string; client: NodeClient; at: number }>();
+  /** Each node's client, with the URL and token (as opened, and as sealed in its row) it was made for. */
+  private readonly clients = new Map<string, { url: string; token: string; sealedToken: string; client: NodeClient; at: number }>();
+  /** Each node's token as this control plane last sealed it: a heartbeat with the same token writes the same sealed value, not a new one. */
+  private readonly sealedTokens = new Map<string, { token: string; sealed: string }>();
+  private readonly heartbeats: HeartbeatWrites;
   private readonly now: () => number;
   private view: PlacementView | null = null;
   private readonly viewRead = new SingleFlight<PlacementView>();
@@ -69,6 +76,7 @@ export class NodeDirectory {
 
   constructor(private readonly options: NodeDirectoryOptions) {
     this.now = options.now ?? Date.now;
+    this.heartbeats = new HeartbeatWrites(options.store, options.heartbeatWriteWindowMs);
   }
 
   /** The configured node: rows from before nodes were recorded live there, and it stays eligible for new sessions while it is alone. */
@@ -85,20 +93,30 @@ export class NodeDirectory {
         ErrorCode.VALIDATION_FAILED,
         `node ${beat.id} fences itself after ${beat.fenceAfterMs / 1000} s without a heartbeat acknowledged (SPACE_NODE_FENCE_AFTER_SEC), not before this control plane finds it lost after ${this.options.lostAfterMs / 1000} s (SPACE_NODE_LOST_AFTER_SEC): lower the first or raise the second`,
       );
-    await this.options.store.recordHeartbeat({
+    await this.heartbeats.write({
       id: beat.id,
       url: beat.url,
-      token: this.options.cipher.seal(beat.token),
+      token: this.sealedToken(beat.id, beat.token),
       capacity: beat.capacity,
       sandboxes: beat.sandboxes,
       lastHeartbeatAt: new Date(this.now()).toISOString(),
     });
     // A node new to this control plane's placement view is seen by the next placement.
     if (this.view && !this.view.rows.some((r) => r.id === beat.id)) this.view = null;
-    const stop: string[] = [];
-    for (const sessionId of beat.sessions ?? []) if (!mayRunOn(await this.options.store.findSession(sessionId), beat.id)) stop.push(sessionId);
+    // A joining node names every session it runs: read 500 to a statement, not one by one.
+    const named = beat.sessions ?? [];
+    const rows = new Map(named.length ? (await this.options.store.findSessions(named)).map((r) => [r.id, r]) : []);
+    const stop = named.filter((sessionId) => !mayRunOn(rows.get(sessionId) ?? null, beat.id));
     for (const sessionId of stop) await this.recordCutOffEnd(sessionId, beat);
     return { ok: true, stop };
+  }
+
+  private sealedToken(nodeId: string, token: string): string {
+    const known = this.sealedTokens.get(nodeId);
+    if (known?.token === token) return known.sealed;
+    const sealed = this.options.cipher.seal(token);
+    this.sealedTokens.set(nodeId, { token, sealed });
+    return sealed;
   }
 
   /**
@@ -237,18 +255,18 @@ export class NodeDirectory {
   }
 
   private clientOf(row: NodeRow): NodeClient {
-    // Keyed by the opened token: every heartbeat seals it anew (a fresh nonce), and calls in flight must not lose their client.
-    const token = this.options.cipher.open(row.token);
-    const key = `${row.url} ${token}`;
     const cached = this.clients.get(row.id);
-    if (cached?.key === key) {
-      cached.at = this.now();
+    // Opened only when its sealed form changed: each control plane seals a node's token with a nonce of
+    // its own, and a token sealed anew but the same must not cost calls in flight their client.
+    const token = cached?.url === row.url && cached.sealedToken === row.token ? cached.token : this.options.cipher.open(row.token);
+    if (cached?.url === row.url && cached.token === token) {
+      Object.assign(cached, { sealedToken: row.token, at: this.now() });
       return cached.client;
     }
     cached?.client.close();
     const connect = this.options.connect ?? ((id, url, secret) => new NodeClient(id, url, secret, this.options.nodeTls));
     const client = connect(row.id, row.url, token);
-    this.clients.set(row.id, { key, client, at: this.now() });
+    this.clients.set(row.id, { url: row.url, token, sealedToken: row.token, client, at: this.now() });
     return client;
   }
 }

@@ -81,7 +81,9 @@ export class ClusterSweeps {
     if (removed) this.deps.log(`removed ${removed} checkpoint(s) the store does not know`);
     const shipped = await this.deps.shipper.retryUnshipped(orphanGraceMs);
     if (shipped) this.deps.log(`shipped ${shipped} checkpoint(s) an earlier attempt did not`);
-    await this.deps.shipper.collectBases().catch((err: Error) => this.deps.log(`unused ship bases not collected: ${err.message}`));
+    await this.deps.shipper
+      .collectBases((baseId) => this.deps.roster.owns(baseId))
+      .catch((err: Error) => this.deps.log(`unused ship bases not collected: ${err.message}`));
     await this.deps.store.deleteExpiredIdempotencyKeys(now).catch((err: Error) => this.deps.log(`expired idempotency keys not deleted: ${err.message}`));
     const failed = await this.deps.builds.failStale(now).catch(() => 0);
     if (failed) this.deps.log(`failed ${failed} template build(s) whose control plane stopped`);

@@ -1,5 +1,5 @@
-import { ErrorCode, isSpaceError, type SandboxInfo } from '@space/protocol';
-import { eachAtMost } from '@space/server-kit';
+import { ErrorCode, isSpaceError } from '@space/protocol';
+import { eachAtMost, warnWhileWaiting } from '@space/server-kit';
 import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { Activity } from '../sessions/activity.js';
 import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
@@ -13,10 +13,10 @@ import type { LeftVolumes } from '../sessions/left-volumes.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
 import type { EgressService } from '../tenants/egress-service.js';
-import type { SandboxClaim, SessionRow, Store } from '../store/store.js';
-import { ClusterSweeps, type ListedSandboxes, type PlacedOn } from './cluster-sweeps.js';
+import type { SessionRow, Store } from '../store/store.js';
+import { ClusterSweeps } from './cluster-sweeps.js';
+import { readSnapshot } from './pass-snapshot.js';
 import { type OnNode, SessionUpkeep } from './session-upkeep.js';
-import { lookAfterWriteMs } from './session-policy.js';
 
 export interface MaintenanceDeps {
   store: Store;
@@ -49,37 +49,19 @@ export interface MaintenanceDeps {
   now?: () => number;
 }
 
-/** What a pass works on (see `Maintenance.snapshot`). */
-interface Snapshot {
-  listed: ListedSandboxes;
-  /** The sandboxes each node that answered runs. */
-  running: Map<string, OnNode>;
-  sessions: SessionRow[];
-  placedOn: PlacedOn;
-}
-
 /** A look at a session without its turn: when its next visit is due, or null when something must be done in its turn. */
 type Look = (row: SessionRow, onNode: OnNode) => Promise<number | null>;
-
-/**
- * Whether the claimed sandbox, listed by its node, is no longer quiet while its next visit is
- * further away than a visit worked out while it was not quiet ever is: a look found it quiet and
- * put the visit off, and something has come in since.
- */
-function writtenSinceQuiet(claim: SandboxClaim, listed: SandboxInfo | undefined, now: number): boolean {
-  const within = lookAfterWriteMs(claim);
-  return listed !== undefined && !listed.quietSince && within !== null && claim.maintainAfter !== null && claim.maintainAfter > now + within;
-}
 
 /** A pass that takes longer is logged with its phases. */
 const slowPassSec = 60;
 
 /**
- * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`), then each
- * session of its share (`ControlPlaneRoster`: the control planes split the nodes, and each takes
- * the sessions on its nodes, so it asks only its nodes what they run) that something is due for,
- * in its turn of its lifecycle queue (a session busy with its own operation is left for the next
- * pass), where `SessionUpkeep` carries out what the pure `sessionDue` policy says is due:
+ * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`; the slow ones, once
+ * a minute, beside the passes), then each session of its share (`ControlPlaneRoster`: the control
+ * planes split the nodes, and each takes the sessions on its nodes, so it asks only its nodes what
+ * they run) that something is due for, in its turn of its lifecycle queue (a session busy with its
+ * own operation is left for the next pass), where `SessionUpkeep` carries out what the pure
+ * `sessionDue` policy says is due:
  * reconciliation, expiry, idle stop, automatic checkpoints. Each visit records when the session's
  * next one is due (`nextDueAt`), so a pass reads and visits only the sessions due, not every one
  * with a sandbox.
@@ -87,32 +69,72 @@ const slowPassSec = 60;
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  private sweeping: Promise<void> | null = null;
   private readonly sweeps: ClusterSweeps;
   private readonly upkeep: SessionUpkeep;
-  private readonly now: () => number;
+  private readonly snapshotDeps: Parameters<typeof readSnapshot>[0];
 
   constructor(private readonly deps: MaintenanceDeps) {
     const now = deps.now ?? Date.now;
-    this.now = now;
     this.sweeps = new ClusterSweeps({ ...deps, now });
     this.upkeep = new SessionUpkeep({ ...deps, now });
+    this.snapshotDeps = { nodes: deps.nodes, store: deps.store, now };
   }
 
+  /**
+   * Runs a pass a tick after the last one started, or as soon as it ended when it took longer (a
+   * session that comes due waits at most a tick and a pass, not a tick and a pass and the rest of the
+   * tick the long pass ran into), with the slow sweeps beside them.
+   */
   start(tickMs: number): void {
-    // A pass that fails as a whole (the database is away) is logged; the next tick tries again.
-    this.timer = setInterval(() => void this.tick().catch((err: Error) => this.deps.log(`maintenance pass failed: ${err.message}`)), tickMs);
-    this.timer.unref();
+    const after = (lastStart: number) => {
+      this.timer = setTimeout(
+        () => {
+          const started = performance.now();
+          this.startSweeps();
+          // A pass that fails as a whole (the database is away) is logged; the next tries again.
+          void this.startPass()
+            .catch((err: Error) => this.deps.log(`maintenance pass failed: ${err.message}`))
+            .finally(() => this.timer && after(started));
+        },
+        Math.max(0, lastStart + tickMs - performance.now()),
+      );
+      this.timer.unref();
+    };
+    after(performance.now());
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.running;
+    await Promise.all([this.running, this.sweeping]);
   }
 
-  /** One pass over the sessions, its statements on the background connections (never behind the calls'); passes never overlap. */
+  /**
+   * One pass over the sessions and, beside it, the slow sweeps when their minute came; resolves
+   * when both are done.
+   */
   tick(): Promise<void> {
-    if (!this.running) this.running = this.deps.store.background(() => this.pass()).finally(() => (this.running = null));
+    this.startSweeps();
+    return Promise.all([this.startPass(), this.sweeping]).then(() => undefined);
+  }
+
+  /**
+   * The once-a-minute sweeps, unless under way, on the background connections (never behind the
+   * calls'). A pass never waits for them: their garbage collection asks every node (a survivor of a
+   * control plane killed at 5,000 sessions spent 37 s in them while 830 sessions came due), and the
+   * sessions due are what a pass must reach within its tick.
+   */
+  private startSweeps(): void {
+    this.sweeping ??= this.deps.store
+      .background(() => this.sweeps.slowSweeps())
+      .catch((err: Error) => this.deps.log(`slow sweeps failed: ${err.message}`))
+      .finally(() => (this.sweeping = null));
+  }
+
+  /** A pass over the sessions, or the one under way (passes never overlap), on the background connections. */
+  private startPass(): Promise<void> {
+    this.running ??= this.deps.store.background(() => this.pass()).finally(() => (this.running = null));
     return this.running;
   }
 
@@ -120,22 +142,34 @@ export class Maintenance {
     const started = performance.now();
     const phases: string[] = [];
     let at = started;
+    let current = '';
     const phase = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
+      current = name;
       const result = await work();
       phases.push(`${name} ${Math.round(performance.now() - at)} ms`);
       at = performance.now();
       return result;
     };
-    await phase('sweeps', async () => {
-      await this.deps.activity.recordOpenCalls();
-      await this.sweeps.repairEgress();
-      await this.sweeps.collectUsage();
-      await this.sweeps.takeOverShipments();
-      await this.sweeps.slowSweeps();
-    });
+    // A pass longer than a minute holds up every automatic checkpoint and idle stop: said while it goes on (where it is) and when it ends (where the time went).
+    const sessions = await warnWhileWaiting(
+      () => this.passPhases(phase),
+      slowPassSec * 1000,
+      (sec) => this.deps.log(`maintenance pass still running after ${sec} s, in ${current || 'its start'}: ${phases.join(', ') || 'no phase done'}`),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    this.deps.metrics.observeMaintenancePass(seconds, sessions);
+    if (seconds > slowPassSec) this.deps.log(`maintenance pass took ${seconds.toFixed(1)} s: ${phases.join(', ')}`);
+  }
+
+  /** The pass's work, phase by phase; returns how many sessions it visited. */
+  private async passPhases(phase: <T>(name: string, work: () => Promise<T>) => Promise<T>): Promise<number> {
+    await phase('open calls', () => this.deps.activity.recordOpenCalls());
+    await phase('egress', () => this.sweeps.repairEgress());
+    await phase('usage', () => this.sweeps.collectUsage());
+    await phase('shipments', () => this.sweeps.takeOverShipments());
     // The nodes of this control plane's share, and the sessions on them (those on no node by their own id).
     const owns = (nodeId: string) => this.deps.roster.owns(nodeId);
-    const snapshot = await phase('nodes listed', () => this.snapshot(owns));
+    const snapshot = await phase('nodes listed', () => readSnapshot(this.snapshotDeps, owns));
     await phase('moved and left', async () => {
       await this.sweeps.fenceMovedSessions(snapshot.listed, snapshot.placedOn);
       await this.sweeps.rescueLeftVolumes(snapshot.listed);
@@ -149,15 +183,12 @@ export class Maintenance {
         (row, onNode) => this.upkeep.look(row, onNode),
       ),
     );
-    const seconds = (performance.now() - started) / 1000;
-    this.deps.metrics.observeMaintenancePass(seconds, ours.length);
-    // A pass longer than a minute holds up every automatic checkpoint and idle stop: said, with where the time went.
-    if (seconds > slowPassSec) this.deps.log(`maintenance pass took ${seconds.toFixed(1)} s: ${phases.join(', ')}`);
+    return ours.length;
   }
 
   /** Only the reconciliation, for every session: run before the control plane serves its first call. */
   async reconcileAll(): Promise<void> {
-    const { running, sessions } = await this.snapshot();
+    const { running, sessions } = await readSnapshot(this.snapshotDeps);
     await this.eachSession(running, sessions, (row, onNode) => this.upkeep.reconcileOnly(row, onNode));
   }
 
@@ -165,45 +196,6 @@ export class Maintenance {
   private async upkeepAndSchedule(row: SessionRow, onNode: OnNode): Promise<void> {
     const next = await this.upkeep.upkeep(row, onNode);
     if (next !== null) await this.deps.store.scheduleMaintenance(row.id, next, row);
-  }
-
-  /**
-   * What a pass works on, read in this order (a session is recorded before its sandbox starts, so
-   * each listed sandbox's session is found if it exists):
-   * - the sandboxes each live node (of those `ofNode` takes) runs; a node that does not answer is left out;
-   * - the sessions something is due for (`listSessionsToMaintain`: a start under way, a timeout
-   *   passed, a sandbox whose next visit came), however many others there are;
-   * - which sandbox every session on those nodes records (`listSandboxClaims`, a narrow read),
-   *   compared with the lists: a recorded sandbox its node did not list (gone?), a listed one its
-   *   session does not record (moved? deleted?) and one no longer quiet whose next visit a quiet
-   *   look put off (written again: `lookAfterWriteMs`) bring their sessions into the pass too.
-   * `placedOn` holds, for every listed sandbox's session, where its volume is (for fencing).
-   */
-  private async snapshot(ofNode?: (nodeId: string) => boolean): Promise<Snapshot> {
-    const listed: ListedSandboxes = new Map();
-    const nodes = (await this.deps.nodes.live()).filter((node) => !ofNode || ofNode(node.nodeId));
-    await Promise.all(
-      nodes.map(async (node) => {
-        const sandboxes = await node.listSandboxes().catch(() => null);
-        if (sandboxes) listed.set(node.nodeId, { node, sandboxes });
-      }),
-    );
-    const running = new Map([...listed].map(([nodeId, { sandboxes }]) => [nodeId, new Map(sandboxes.map((s) => [s.sandboxId, s]))]));
-    const nodeIds = ofNode ? nodes.map((n) => n.nodeId) : undefined;
-    const now = this.now();
-    const due = await this.deps.store.listSessionsToMaintain(now, nodeIds);
-    const claims = new Map((await this.deps.store.listSandboxClaims(nodeIds)).map((c) => [c.sessionId, c]));
-    const gone = [...claims.values()].filter((c) => running.get(c.nodeId)?.has(c.sandboxId) === false).map((c) => c.sessionId);
-    const unclaimed = [...listed].flatMap(([nodeId, { sandboxes }]) =>
-      sandboxes.filter((s) => claims.get(s.sessionId)?.sandboxId !== s.sandboxId || claims.get(s.sessionId)?.nodeId !== nodeId).map((s) => s.sessionId),
-    );
-    const written = [...claims.values()].filter((c) => writtenSinceQuiet(c, running.get(c.nodeId)?.get(c.sandboxId), now)).map((c) => c.sessionId);
-    const known = new Set(due.map((s) => s.id));
-    const others = [...new Set([...gone, ...unclaimed, ...written])].filter((id) => !known.has(id));
-    const sessions = [...due, ...(others.length ? await this.deps.store.findSessions(others) : [])];
-    const placedOn: PlacedOn = new Map([...claims.values()].map((c) => [c.sessionId, { volumeNodeId: c.volumeNodeId }]));
-    for (const row of sessions) placedOn.set(row.id, row);
-    return { listed, running, sessions, placedOn };
   }
 
   /**

@@ -354,6 +354,20 @@ export const migrations: Migration[] = [
       "status_counts' rows locked only while a change commits (PostgreSQL: deferred triggers; a start's transaction held them across its round trips)",
     statements: deferredStatusCountTriggers,
   },
+  {
+    version: 32,
+    description:
+      'ship bases marked retired once their session is deleted or has a newer one, checkpoints indexed by their base: the sweep of unused bases reads those, not every base, checkpoint and session (800 ms at 100k sessions)',
+    statements: () => [
+      'ALTER TABLE ship_bases ADD COLUMN retired INTEGER NOT NULL DEFAULT 0',
+      `UPDATE ship_bases SET retired = 1
+        WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = ship_bases.session_id)
+           OR EXISTS (SELECT 1 FROM ship_bases n WHERE n.session_id = ship_bases.session_id
+                        AND (n.created_at > ship_bases.created_at OR (n.created_at = ship_bases.created_at AND n.id > ship_bases.id)))`,
+      'CREATE INDEX IF NOT EXISTS ship_bases_retired ON ship_bases(created_at, id) WHERE retired = 1',
+      'CREATE INDEX IF NOT EXISTS checkpoints_ship_base ON checkpoints(shipped_base_id)',
+    ],
+  },
 ];
 
 export const migrationsTable =

@@ -44,6 +44,7 @@ import type {
   SecretRow,
   NodeLoad,
   NewCheckpointRow,
+  HeartbeatRow,
   NodeRow,
   LeftVolumeRow,
   SessionLeaseRow,
@@ -429,7 +430,11 @@ export class SqlStore implements Store {
       await tx.run('DELETE FROM egress_audit WHERE session_id = ?', [id]);
       await tx.run('DELETE FROM api_keys WHERE session_id = ?', [id]);
       await tx.run('DELETE FROM volume_mounts WHERE session_id = ?', [id]);
+      await this.retireShipBases(tx, id);
     });
+    // Again once the deletion is visible: a base a shipment inserted meanwhile was not seen by the
+    // retirement above, and its own insert's retirement may not have seen the deletion yet.
+    await this.retireShipBases(this.db, id);
   }
 
   async insertCheckpoint(row: NewCheckpointRow): Promise<void> {
@@ -751,10 +756,11 @@ export class SqlStore implements Store {
     await this.db.run('DELETE FROM template_build_cache WHERE tenant_id = ? AND cache_key = ?', [tenantId, key]);
   }
 
-  async recordHeartbeat(row: Omit<NodeRow, 'status' | 'registeredAt'>): Promise<void> {
+  async recordHeartbeats(rows: HeartbeatRow[]): Promise<void> {
+    if (rows.length === 0) return;
     await this.db.run(
-      'INSERT INTO nodes (id, url, token, status, capacity, sandboxes, registered_at, last_heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET url = excluded.url, token = excluded.token, capacity = excluded.capacity, sandboxes = excluded.sandboxes, last_heartbeat_at = excluded.last_heartbeat_at',
-      [row.id, row.url, row.token, 'ready', JSON.stringify(row.capacity), row.sandboxes, row.lastHeartbeatAt, row.lastHeartbeatAt],
+      `INSERT INTO nodes (id, url, token, status, capacity, sandboxes, registered_at, last_heartbeat_at) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON CONFLICT (id) DO UPDATE SET url = excluded.url, token = excluded.token, capacity = excluded.capacity, sandboxes = excluded.sandboxes, last_heartbeat_at = excluded.last_heartbeat_at`,
+      rows.flatMap((row) => [row.id, row.url, row.token, 'ready', JSON.stringify(row.capacity), row.sandboxes, row.lastHeartbeatAt, row.lastHeartbeatAt]),
     );
   }
 
@@ -878,6 +884,21 @@ export class SqlStore implements Store {
       JSON.stringify(row.volumeObjects),
       row.createdAt,
     ]);
+    await this.retireShipBases(this.db, row.sessionId);
+  }
+
+  /**
+   * Marks the session's bases that no longer are its newest, or all of them once it is deleted, as
+   * retired: what the sweep of unused bases reads (those no checkpoint is stored against go), so it
+   * never reads every base, checkpoint and session.
+   */
+  private async retireShipBases(db: SqlExecutor, sessionId: string): Promise<void> {
+    await db.run(
+      `UPDATE ship_bases SET retired = 1 WHERE session_id = ? AND retired = 0
+         AND (NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = ?)
+              OR id <> (SELECT n.id FROM ship_bases n WHERE n.session_id = ? ORDER BY n.created_at DESC, n.id DESC LIMIT 1))`,
+      [sessionId, sessionId, sessionId],
+    );
   }
 
   async getShipBase(id: string): Promise<ShipBaseRow | null> {
@@ -893,9 +914,7 @@ export class SqlStore implements Store {
   async unusedShipBases(): Promise<ShipBaseRow[]> {
     const rows = await this.db.all<ShipBaseDbRow>(
       `SELECT b.* FROM ship_bases b
-       WHERE NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.shipped_base_id = b.id)
-         AND (NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = b.session_id)
-              OR EXISTS (SELECT 1 FROM ship_bases n WHERE n.session_id = b.session_id AND (n.created_at > b.created_at OR (n.created_at = b.created_at AND n.id > b.id))))
+       WHERE b.retired = 1 AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.shipped_base_id = b.id)
        ORDER BY b.created_at, b.id`,
     );
     return rows.map(toShipBase);

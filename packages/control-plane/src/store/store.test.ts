@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Database from 'better-sqlite3';
+import { HeartbeatWrites } from '../cluster/heartbeat-writes.js';
 import { Authenticator, adminTenantId, hashKey } from '../tenants/auth.js';
 import { migrations } from './migrations.js';
 import { openSqliteStore, openStore } from './open-store.js';
@@ -216,6 +217,80 @@ for (const engine of engines.all) {
       assert.equal(await store.findNodeCredential('c1'), null, 'joined again: the old credential is gone');
       assert.equal((await store.findNodeCredential('c2'))?.revokedAt, null);
       assert.equal(await store.revokeNodeCredential('node-z', '2026-01-04T00:00:00Z'), false);
+    },
+  );
+
+  test(
+    named('heartbeats written together register new nodes and refresh known ones, keeping their status; two writers of the same nodes at once do not deadlock'),
+    async () => {
+      const store = await engine.open('heartbeats');
+      const row = (id: string, at: string, sandboxes = 0) => ({
+        id,
+        url: `https://${id}.invalid`,
+        token: `sealed-${id}`,
+        capacity: { memoryMb: 4096, cpus: 2 },
+        sandboxes,
+        lastHeartbeatAt: at,
+      });
+      await store.recordHeartbeats([row('node-a', '2026-01-01T00:00:00Z'), row('node-b', '2026-01-01T00:00:00Z')]);
+      await store.setNodeStatus('node-a', 'draining');
+      await store.recordHeartbeats([row('node-a', '2026-01-01T00:00:02Z', 3), row('node-c', '2026-01-01T00:00:02Z')]);
+      await store.recordHeartbeats([]);
+      assert.deepEqual(
+        (await store.listNodes()).map((n) => [n.id, n.status, n.sandboxes, n.registeredAt, n.lastHeartbeatAt]),
+        [
+          ['node-a', 'draining', 3, '2026-01-01T00:00:00Z', '2026-01-01T00:00:02Z'],
+          ['node-b', 'ready', 0, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z'],
+          ['node-c', 'ready', 0, '2026-01-01T00:00:02Z', '2026-01-01T00:00:02Z'],
+        ],
+      );
+      // Two control planes, each writing all 40 nodes' beats in an order of its own, in rounds at once.
+      const writers = [new HeartbeatWrites(store, 0), new HeartbeatWrites(await engine.open('heartbeats'), 0)];
+      const ids = Array.from({ length: 40 }, (_, i) => `node-${String(i).padStart(2, '0')}`);
+      for (let round = 0; round < 10; round++) {
+        const at = new Date(Date.UTC(2026, 0, 1, 0, 1, round)).toISOString();
+        await Promise.all(writers.map((w, i) => Promise.all((i === 0 ? ids : [...ids].reverse()).map((id) => w.write(row(id, at, i))))));
+      }
+      const last = (await store.listNodes()).filter((n) => ids.includes(n.id));
+      assert.equal(last.length, 40);
+      assert.ok(last.every((n) => n.lastHeartbeatAt === '2026-01-01T00:01:09.000Z'));
+    },
+  );
+
+  test(
+    named("ship bases: older ones and a deleted session's are retired, and unused once no checkpoint is stored against them; migration 32 retires them alike"),
+    async () => {
+      const store = await engine.open('ship-bases');
+      await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+      for (const id of ['ses_b1', 'ses_b2', 'ses_b3']) await store.insertSession(session(id, 'tn_a'));
+      const object = { key: 'k', bytes: 1, sha256: '0'.repeat(64) };
+      const base = (id: string, sessionId: string, createdAt: string) => store.insertShipBase({ id, sessionId, object, volumeObjects: [], createdAt });
+      const unused = async () => (await store.unusedShipBases()).map((b) => b.id);
+      await base('bse_b1old', 'ses_b1', '2026-01-01T00:00:00Z');
+      await store.insertCheckpoint(checkpoint('ckp_b1', 'ses_b1', 'tn_a'));
+      assert.equal(await store.claimShipment('ckp_b1', 'cp/1', Date.now() + 10_000, Date.now()), true);
+      assert.equal(await store.markShipped('ckp_b1', 'cp/1', { at: '2026-01-01T00:00:01Z', baseId: 'bse_b1old', objects: [object] }), true);
+      await base('bse_b1new', 'ses_b1', '2026-01-02T00:00:00Z');
+      await base('bse_b2', 'ses_b2', '2026-01-01T00:00:00Z');
+      await base('bse_b3new', 'ses_b3', '2026-01-02T00:00:00Z');
+      await base('bse_b3late', 'ses_b3', '2026-01-01T00:00:00Z');
+      assert.deepEqual(await unused(), ['bse_b3late'], 'an older base that came late is retired at once; one a checkpoint is stored against is kept');
+      await store.deleteCheckpoint('ckp_b1');
+      await store.deleteSession('ses_b2');
+      await base('bse_b2after', 'ses_b2', '2026-01-03T00:00:00Z');
+      assert.deepEqual(await unused(), ['bse_b1old', 'bse_b2', 'bse_b3late', 'bse_b2after'], 'in the order they were made');
+      // Migration 32's backfill on the same rows, every mark taken off first: the same bases retired.
+      const db = engine.name === 'postgres' ? await PostgresDatabase.open(await engine.location('ship-bases')) : null;
+      const sqlite = engine.name === 'sqlite' ? new Database(await engine.location('ship-bases')) : null;
+      const run = (sql: string) => (db ? db.run(sql) : Promise.resolve(sqlite!.prepare(sql).run()));
+      try {
+        await run('UPDATE ship_bases SET retired = 0');
+        await run(migrations.find((m) => m.version === 32)!.statements(engine.name)[1]!);
+      } finally {
+        await db?.close();
+        sqlite?.close();
+      }
+      assert.deepEqual(await unused(), ['bse_b1old', 'bse_b2', 'bse_b3late', 'bse_b2after']);
     },
   );
 

@@ -274,6 +274,9 @@ export interface NodeRow {
   lastHeartbeatAt: string;
 }
 
+/** What a heartbeat writes of its node's row (its status and registration are kept). */
+export type HeartbeatRow = Omit<NodeRow, 'status' | 'registeredAt'>;
+
 /** A token that lets nodes join the cluster, `uses` of them at most (stored as its sha256 hash). */
 export interface NodeJoinTokenRow {
   hash: string;
@@ -495,8 +498,8 @@ export interface Store {
   /** The tenant's cached steps, oldest first. */
   listBuildCache(tenantId: string): Promise<BuildCacheRow[]>;
   deleteBuildCache(tenantId: string, key: string): Promise<void>;
-  /** Registers the node on its first heartbeat, updates it on the next (its status is kept). */
-  recordHeartbeat(row: Omit<NodeRow, 'status' | 'registeredAt'>): Promise<void>;
+  /** Registers each node on its first heartbeat, updates it on the next (its status is kept); one statement, rows of distinct nodes. */
+  recordHeartbeats(rows: HeartbeatRow[]): Promise<void>;
   listNodes(): Promise<NodeRow[]>;
   getNode(id: string): Promise<NodeRow | null>;
   setNodeStatus(id: string, status: NodeRow['status']): Promise<void>;

@@ -92,8 +92,12 @@ export class FakeNode {
   /** Times the node was asked what it runs. */
   listings = 0;
 
+  /** While set, the node's sandbox list waits for it after it is counted (a pass held up). */
+  sandboxListHeld: Promise<void> | null = null;
+
   async listSandboxes(): Promise<SandboxInfo[]> {
     this.listings++;
+    await this.sandboxListHeld;
     // Copies, as a real node's answer is: what the node does later is not in a list read before.
     return [...this.sandboxes.values()].map((info) => ({ ...info }));
   }
@@ -177,7 +181,11 @@ export class FakeNode {
     for (const [id, info] of this.sandboxes) if (info.sessionId === sessionId) this.sandboxes.delete(id);
   }
 
+  /** While set, listing the node's checkpoints waits for it (a sweep that asks a slow node). */
+  checkpointListHeld: Promise<void> | null = null;
+
   async listCheckpoints(): Promise<{ checkpoints: { id: string; createdAt: string }[] }> {
+    await this.checkpointListHeld;
     return { checkpoints: [...this.checkpoints].map((id) => ({ id, createdAt: new Date().toISOString() })) };
   }
 

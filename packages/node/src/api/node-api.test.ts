@@ -117,6 +117,8 @@ test("the node checks a route's params, body and query with the table's schemas 
     assert.equal(status, 400);
     assert.match((error as { message: string }).message, /invalid session id/);
     assert.equal((await call('DELETE', routeUrl(nodeRoutes.deleteBase, { baseId: 'ckp_abc123' })))[0], 400);
+    assert.equal((await call('POST', routeUrl(nodeRoutes.deleteBases), { baseIds: ['ckp_abc123'] }))[0], 400);
+    assert.equal((await call('POST', routeUrl(nodeRoutes.deleteBases), { baseIds: [] }))[0], 400);
     assert.equal((await call('DELETE', routeUrl(nodeRoutes.stopService, { sandboxId: 'sbx_1', name: 'Web' })))[0], 400);
     assert.equal((await call('POST', routeUrl(nodeRoutes.createBase), { baseId: 'bse_abc123' }))[0], 400);
     assert.equal((await call('GET', routeUrl(nodeRoutes.volumeChanged, { sessionId: 'ses_abc123' }, { since: 'nope' })))[0], 400);

@@ -160,6 +160,10 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     await deps.shipping.deleteBase(params.baseId);
     return ok;
   });
+  serve(nodeRoutes.deleteBases, async ({ body }) => {
+    for (const baseId of body.baseIds) await deps.shipping.deleteBase(baseId);
+    return ok;
+  });
   serve(nodeRoutes.shipCheckpoint, async ({ params, body }) => ({ objects: await deps.shipping.ship(params.checkpointId, body.base, body.dataKey) }));
   serve(nodeRoutes.fetchCheckpoint, async ({ params, body }) => {
     await deps.shipping.fetch(params.checkpointId, body.base, body.objects, body.dataKey);
