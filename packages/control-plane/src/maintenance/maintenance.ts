@@ -81,31 +81,14 @@ export class Maintenance {
     this.snapshotDeps = { nodes: deps.nodes, store: deps.store, now };
   }
 
-  /**
-   * Runs a pass a tick after the last one started, or as soon as it ended when it took longer (a
-   * session that comes due waits at most a tick and a pass, not a tick and a pass and the rest of the
-   * tick the long pass ran into), with the slow sweeps beside them.
-   */
   start(tickMs: number): void {
-    const after = (lastStart: number) => {
-      this.timer = setTimeout(
-        () => {
-          const started = performance.now();
-          this.startSweeps();
-          // A pass that fails as a whole (the database is away) is logged; the next tries again.
-          void this.startPass()
-            .catch((err: Error) => this.deps.log(`maintenance pass failed: ${err.message}`))
-            .finally(() => this.timer && after(started));
-        },
-        Math.max(0, lastStart + tickMs - performance.now()),
-      );
-      this.timer.unref();
-    };
-    after(performance.now());
+    // A pass that fails as a whole (the database is away) is logged; the next tick tries again.
+    this.timer = setInterval(() => void this.tick().catch((err: Error) => this.deps.log(`maintenance pass failed: ${err.message}`)), tickMs);
+    this.timer.unref();
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer) clearInterval(this.timer);
     this.timer = null;
     await Promise.all([this.running, this.sweeping]);
   }

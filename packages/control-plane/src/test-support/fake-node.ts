@@ -92,12 +92,8 @@ export class FakeNode {
   /** Times the node was asked what it runs. */
   listings = 0;
 
-  /** While set, the node's sandbox list waits for it after it is counted (a pass held up). */
-  sandboxListHeld: Promise<void> | null = null;
-
   async listSandboxes(): Promise<SandboxInfo[]> {
     this.listings++;
-    await this.sandboxListHeld;
     // Copies, as a real node's answer is: what the node does later is not in a list read before.
     return [...this.sandboxes.values()].map((info) => ({ ...info }));
   }
