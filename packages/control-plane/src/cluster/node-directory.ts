@@ -105,7 +105,7 @@ export class NodeDirectory {
     if (this.view && !this.view.rows.some((r) => r.id === beat.id)) this.view = null;
     // A joining node names every session it runs: read 500 to a statement, not one by one.
     const named = beat.sessions ?? [];
-    const rows = new Map(named.length ? (await this.options.store.findSessions(named)).map((r) => [r.id, r]) : []);
+    const rows = new Map((await this.options.store.findSessions(named)).map((r) => [r.id, r]));
     const stop = named.filter((sessionId) => !mayRunOn(rows.get(sessionId) ?? null, beat.id));
     for (const sessionId of stop) await this.recordCutOffEnd(sessionId, beat);
     return { ok: true, stop };

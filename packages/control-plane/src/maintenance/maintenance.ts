@@ -61,10 +61,9 @@ const slowPassSec = 60;
  * planes split the nodes, and each takes the sessions on its nodes, so it asks only its nodes what
  * they run) that something is due for, in its turn of its lifecycle queue (a session busy with its
  * own operation is left for the next pass), where `SessionUpkeep` carries out what the pure
- * `sessionDue` policy says is due:
- * reconciliation, expiry, idle stop, automatic checkpoints. Each visit records when the session's
- * next one is due (`nextDueAt`), so a pass reads and visits only the sessions due, not every one
- * with a sandbox.
+ * `sessionDue` policy says is due: reconciliation, expiry, idle stop, automatic checkpoints. Each
+ * visit records when the session's next one is due (`nextDueAt`), so a pass reads and visits only
+ * the sessions due, not every one with a sandbox.
  */
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
