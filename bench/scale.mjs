@@ -555,6 +555,8 @@ async function startSimulator() {
       controlPlanes: api.urls,
       adminKey,
       heartbeatMs: 2000,
+      // As node agents by default (SPACE_USAGE_SAMPLE_SEC): a usage batch of each running sandbox every 15 s.
+      usageSampleMs: 15_000,
       latencyMs: settings.latencyMs,
       misbehaving: settings.misbehaving,
       quietLists: settings.quietLists,

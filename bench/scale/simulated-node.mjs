@@ -43,6 +43,13 @@ export class SimulatedNode {
   lost = false;
   /** Requests served, by route name (`volumeChanged`, `sandbox POST /exec`, …). */
   served = new Map();
+  /** Usage batches no control plane acknowledged yet, as a node's ledger holds them. */
+  usage = [];
+  /** The tenant each session's start named, for its usage entries. */
+  tenantOf = new Map();
+  ledger = `led_${randomBytes(8).toString('hex')}`;
+  seq = 0;
+  meter = null;
 
   /**
    * @param {{ id: string, token: string, latencyMs: () => number, behavior: keyof typeof behaviors, objects: Map<string, number>, quietLists: boolean }} options
@@ -63,9 +70,39 @@ export class SimulatedNode {
     this.url = `http://127.0.0.1:${this.server.address().port}`;
   }
 
-  /** The node is lost: its port closes and every connection is cut (it also stops heartbeating). */
+  /**
+   * Closes a usage batch every `sampleMs` (from a random phase, as nodes started at different times
+   * do) with an entry for each running sandbox, as a real node's meter does; its heartbeats say how
+   * many it holds, and control planes collect them.
+   */
+  startMetering(sampleMs) {
+    const close = () => {
+      if (this.sandboxes.size === 0 || this.usage.length >= 240) return;
+      const end = Date.now();
+      const entries = [...this.sandboxes.values()].map((s) => ({
+        sessionId: s.sessionId,
+        tenantId: this.tenantOf.get(s.sessionId) ?? null,
+        cpuMicros: Math.round(Math.random() * 1_000_000),
+        memoryKibSeconds: 65_536 * (sampleMs / 1000),
+        diskKibSeconds: 1024 * (sampleMs / 1000),
+        egressBytesOut: 0,
+        egressBytesIn: 0,
+        egressRequests: 0,
+        sandboxMs: sampleMs,
+      }));
+      this.usage.push({ ledger: this.ledger, seq: ++this.seq, start: new Date(end - sampleMs).toISOString(), end: new Date(end).toISOString(), entries });
+    };
+    this.meter = setTimeout(() => {
+      close();
+      this.meter = setInterval(close, sampleMs);
+    }, Math.random() * sampleMs);
+  }
+
+  /** The node is lost: its port closes and every connection is cut (it also stops heartbeating and metering). */
   async lose() {
     this.lost = true;
+    clearTimeout(this.meter);
+    clearInterval(this.meter);
     this.server.closeAllConnections();
     await new Promise((resolve) => this.server.close(resolve));
   }
@@ -83,6 +120,7 @@ export class SimulatedNode {
       capacity: { memoryMb: 65_536, cpus: 16 },
       sandboxes: this.sandboxes.size,
       ...(joining ? { sessions: [...new Set([...this.sandboxes.values()].map((s) => s.sessionId))] } : {}),
+      ...(this.usage.length > 0 ? { usageBatches: this.usage.length } : {}),
     };
   }
 
@@ -142,6 +180,11 @@ export class SimulatedNode {
     switch (route.name) {
       case 'health':
         return [200, this.health()];
+      case 'usageBatches':
+        return [200, { batches: this.usage.slice(0, 100) }];
+      case 'ackUsage':
+        this.usage = this.usage.filter((b) => b.ledger !== body.ledger || b.seq > body.through);
+        return [200, { ok: true }];
       case 'listSandboxes':
         return [200, { sandboxes: [...this.sandboxes.values()] }];
       case 'startSandbox':
@@ -204,6 +247,7 @@ export class SimulatedNode {
       templateImages: [],
       starts: {},
       egressUnconfigured: [],
+      usageBatches: this.usage.length,
       capacity: { memoryMb: 65_536, cpus: 16 },
       gatewayRequests: {},
     };
@@ -223,6 +267,7 @@ export class SimulatedNode {
     };
     this.kill(request.sessionId);
     this.sandboxes.set(info.sandboxId, info);
+    this.tenantOf.set(request.sessionId, request.tenantId ?? null);
     if (!this.volumes.has(request.sessionId)) this.volumes.set(request.sessionId, { changed: true });
     return info;
   }

@@ -2,7 +2,7 @@
 // an IPC channel): N simulated node agents (simulated-node.mjs), each on its own loopback port,
 // heartbeating to the control planes as node agents do. The harness asks through the channel:
 // kill a session's sandbox behind the control plane's back, lose a node, where sessions are, counts.
-// Usage (by the harness): fork('simulated-nodes.mjs', [JSON.stringify({ nodes, controlPlanes, adminKey, heartbeatMs, latencyMs, misbehaving })])
+// Usage (by the harness): fork('simulated-nodes.mjs', [JSON.stringify({ nodes, controlPlanes, adminKey, heartbeatMs, latencyMs, misbehaving, quietLists, usageSampleMs })])
 import { randomBytes } from 'node:crypto';
 import { SimulatedNode } from './simulated-node.mjs';
 
@@ -26,6 +26,7 @@ for (let i = 0; i < config.nodes; i++) {
     quietLists: config.quietLists,
   });
   await node.listen();
+  node.startMetering(config.usageSampleMs);
   nodes.push(node);
 }
 const byId = new Map(nodes.map((n) => [n.id, n]));

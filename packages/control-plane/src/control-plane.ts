@@ -155,6 +155,7 @@ export class ControlPlane {
     const server = this.server;
     if (server) await steps.step('the API server to close', () => closeServer(server));
     this.server = null;
+    await steps.step("the heartbeats' follow-ups", () => s.heartbeats.settle());
     // The last uses seen, for the other control planes' idle sweeps.
     await steps.step('the last uses to be written', () => s.activity.flush());
     s.nodes.close();
@@ -168,7 +169,8 @@ export class ControlPlane {
     if (!node || !this.configuredNode) return;
     try {
       const health = await this.configuredNode.health();
-      await this.services.nodes.heartbeat({ id: health.nodeId, url: node.url, token: node.token, capacity: health.capacity, sandboxes: health.sandboxes });
+      const { nodeId: id, capacity, sandboxes, egressUnconfigured, usageBatches } = health;
+      await this.services.heartbeats.receive({ id, url: node.url, token: node.token, capacity, sandboxes, egressUnconfigured, usageBatches });
     } catch (err) {
       this.log(`the node at ${node.url} missed a heartbeat: ${(err as Error).message}`);
     }

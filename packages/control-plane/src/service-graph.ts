@@ -22,6 +22,7 @@ import { MetricsHistory, MetricsReport } from './api/metrics-report.js';
 import { Activity, recordActivityIn } from './sessions/activity.js';
 import { CellCheckpoints } from './sessions/cell-checkpoints.js';
 import { Maintenance } from './maintenance/maintenance.js';
+import { NodeHeartbeats } from './maintenance/node-heartbeats.js';
 import { LifecycleQueue } from './sessions/lifecycle-queue.js';
 import { SessionCalls } from './sessions/session-calls.js';
 import { TenantLimits, type TenantLimitOptions } from './tenants/tenant-limits.js';
@@ -167,6 +168,8 @@ export function wireServices(deps: ServiceGraphDeps) {
     { store, sessions, checkpoints, templates, catalog, auth, apiUrl: deps.apiUrl, log },
     { maxContextBytes, cacheEntries: 64 },
   );
+  const usage = new UsageCollector({ store, log, now });
+  const heartbeats = new NodeHeartbeats({ nodes, store, egress, usage, log });
   const maintenance = new Maintenance({
     store,
     roster,
@@ -178,9 +181,8 @@ export function wireServices(deps: ServiceGraphDeps) {
     pauser,
     activity,
     lifecycle,
-    egress,
     builds,
-    usage: new UsageCollector({ store, log, now }),
+    usage,
     metrics,
     log,
     keepAutomatic,
@@ -219,6 +221,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     maxContextBytes,
     roster,
     maintenance,
+    heartbeats,
   };
 }
 
@@ -240,6 +243,7 @@ export function publicApiDeps(s: ServiceGraph, settings: ControlPlaneSettings, l
     services: new SessionServices(s.sessions, s.store, s.nodes),
     store: s.store,
     nodes: s.nodes,
+    heartbeats: s.heartbeats,
     nodeCredentials: s.nodeCredentials,
     usage: s.usageReports,
     drain: s.drain,

@@ -105,6 +105,11 @@ test('a node agent SIGKILLed is marked lost; the other nodes carry on and take t
   const onNode = async (id: string) => (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.nodeId as string;
   const placed = await Promise.all(sessions.map(async (id) => ({ id, node: await onNode(id) })));
   const victim = 'node-2';
+  // One of its sessions denies all egress: its gateway answers 403 while it has the session's settings (a restarted agent has none until a control plane sends them again).
+  const denying = placed.find((p) => p.node === victim)!.id;
+  assert.equal((await apis[0]!.call('PUT', `/v1/sessions/${denying}/egress`, { mode: 'deny-all' })).status, 200);
+  const probeGateway = async () => (await apis[1]!.exec(denying, ['sh', '-c', 'wget -O - http://198.18.0.1/ 2>&1'])).stdout;
+  assert.match(await probeGateway(), /403 Forbidden/);
   const killedAt = Date.now();
   cluster.member(victim)!.process.kill('SIGKILL');
   while ((await nodes(apis[0]!))[victim]?.status !== 'lost') {
@@ -125,6 +130,15 @@ test('a node agent SIGKILLed is marked lost; the other nodes carry on and take t
   await cluster.startNode(victim);
   while ((await nodes(apis[1]!))[victim]?.status !== 'ready') await pause(200);
   for (const { id } of placed.filter((p) => p.node === victim)) assert.equal((await apis[0]!.exec(id, ['cat', '/tmp/who'])).stdout, `${id}\n`);
+  // Its heartbeats named the sessions whose egress settings it lost, and the control plane that took one sent them again.
+  const backAt = Date.now();
+  let answer = await probeGateway();
+  while (!/403 Forbidden/.test(answer) && Date.now() - backAt < 20_000) {
+    await pause(500);
+    answer = await probeGateway();
+  }
+  assert.match(answer, /403 Forbidden/, 'the deny-all settings are back');
+  console.log(`# ${victim}'s gateway had the settings of its adopted sandboxes again ${Date.now() - backAt} ms after the node was ready`);
 });
 
 test('a node agent SIGKILLed under busy sessions: each goes on on another node from its newest shipped checkpoint; back, the node runs none of them, and what they wrote there after it is rescued into a checkpoint', async () => {

@@ -99,10 +99,15 @@ export class NodeAgent {
   /**
    * This node as the cluster's control planes see it (its heartbeat); `advertiseUrl` when they reach
    * it by another address. `joining`: with the sessions it runs, for the control plane to name those
-   * that moved away (see `stopMovedSessions`), and since when it is fenced if it is.
+   * that moved away (see `stopMovedSessions`), and since when it is fenced if it is. While it has
+   * any, the sessions whose egress settings it lacks and the usage batches it holds: the control
+   * plane that takes the beat sends the first and collects the second (no control plane asks every
+   * node for them).
    */
   heartbeat(advertiseUrl: string | null = null, joining = false): NodeHeartbeat {
     const { nodeId, token, capacity } = this.config;
+    const egressUnconfigured = this.manager?.egressUnconfigured() ?? [];
+    const usageBatches = this.usage?.pendingBatches ?? 0;
     return {
       id: nodeId,
       url: advertiseUrl ?? this.url,
@@ -111,6 +116,8 @@ export class NodeAgent {
       sandboxes: this.manager?.count() ?? 0,
       ...(joining ? { sessions: (this.manager?.list() ?? []).map((s) => s.sessionId) } : {}),
       ...(joining && this.fence?.fencedSince ? { fencedSince: this.fence.fencedSince } : {}),
+      ...(egressUnconfigured.length > 0 ? { egressUnconfigured } : {}),
+      ...(usageBatches > 0 ? { usageBatches } : {}),
     };
   }
 

@@ -88,6 +88,8 @@ export const NodeHealthSchema = z
     starts: z.record(z.number().int().nonnegative()).default({}),
     /** Sessions with a running sandbox whose gateway settings this node does not hold (after its restart). */
     egressUnconfigured: z.array(z.string()),
+    /** Usage batches no control plane acknowledged yet (`GET /node/v1/usage` hands them over). */
+    usageBatches: z.number().int().nonnegative().default(0),
     /** What the node offers (`SPACE_NODE_MEMORY_MB`, `SPACE_NODE_CPUS`; the host's by default). */
     capacity: NodeCapacitySchema,
     /** Requests its egress gateway answered since it started, by decision (allowed, denied, failed). */

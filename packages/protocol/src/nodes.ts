@@ -13,6 +13,8 @@ export const NodeIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/
 export const NodeCapacitySchema = z.object({ memoryMb: z.number().int().positive(), cpus: z.number().positive() }).strict();
 export type NodeCapacity = z.infer<typeof NodeCapacitySchema>;
 
+const beatSessionId = z.string().regex(/^ses_[a-z0-9]{1,40}$/, 'a session id');
+
 /**
  * Node agent -> control plane (its node credential), every few seconds: registers the node on the first one,
  * and says it is alive. `url` and `token` are how control planes reach its node API.
@@ -34,10 +36,14 @@ export const NodeHeartbeatSchema = z
      * The sessions whose sandboxes the node runs, sent when it joins (its first heartbeat, and the
      * first after heartbeats failed): the reply names those it must stop.
      */
-    sessions: z
-      .array(z.string().regex(/^ses_[a-z0-9]{1,40}$/, 'a session id'))
-      .max(10_000)
-      .optional(),
+    sessions: z.array(beatSessionId).max(10_000).optional(),
+    /**
+     * Sent while not empty: sessions with a running sandbox whose egress settings the node's gateway
+     * lacks (its agent restarted under them). The control plane that takes the beat sends them again.
+     */
+    egressUnconfigured: z.array(beatSessionId).max(10_000).optional(),
+    /** Sent while not 0: usage batches the node holds that no control plane acknowledged. The control plane that takes the beat collects them. */
+    usageBatches: z.number().int().nonnegative().optional(),
     /**
      * Sent when it joins while fenced: since when (the node's clock) its sandboxes have been paused.
      * A session that moved away meanwhile records its copy here ended then, not when it was found lost.

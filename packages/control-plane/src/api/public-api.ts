@@ -28,6 +28,7 @@ import type { NodeDirectory } from '../cluster/node-directory.js';
 import type { NodeDrain } from '../sessions/node-drain.js';
 import { Router, type ServerLog, type Tracer, parseQuery, parseWith, readJson, sendJson } from '@space/server-kit';
 import type { EgressService } from '../tenants/egress-service.js';
+import type { NodeHeartbeats } from '../maintenance/node-heartbeats.js';
 import type { Authenticator } from '../tenants/auth.js';
 import type { TenantLimits } from '../tenants/tenant-limits.js';
 import type { SessionCalls } from '../sessions/session-calls.js';
@@ -62,6 +63,8 @@ export interface PublicApiDeps {
   services: SessionServices;
   store: Store;
   nodes: NodeDirectory;
+  /** A node's heartbeat, and what it says the node needs. */
+  heartbeats: NodeHeartbeats;
   drain: NodeDrain;
   egress: EgressService;
   log: ServerLog;
@@ -148,7 +151,7 @@ export function createPublicApi(deps: PublicApiDeps): Router {
     const sender = await deps.nodeCredentials.senderOf(req);
     const beat = await readJson(req, NodeHeartbeatSchema);
     deps.nodeCredentials.checkSender(sender, beat.id);
-    sendJson(res, 200, await deps.nodes.heartbeat(beat));
+    sendJson(res, 200, await deps.heartbeats.receive(beat));
   });
 
   router.on('POST', '/v1/nodes/join-tokens', async ({ req, res }) => {

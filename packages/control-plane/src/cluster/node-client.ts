@@ -12,6 +12,7 @@ import {
   type NodeCreateVolumeRequest,
   type NodeHealth,
   ErrorCode,
+  isSpaceError,
   DesktopVncSchema,
   ExecResultSchema,
   FileStatSchema,
@@ -285,9 +286,18 @@ export class NodeClient {
     return this.call(nodeRoutes.createBase, { body: { baseId, fromCheckpointId, dataKey } });
   }
 
-  /** Deletes the bases' local copies this node holds (at most `maxBasesPerDelete`). */
-  deleteBases(baseIds: string[]): Promise<unknown> {
-    return this.call(nodeRoutes.deleteBases, { body: { baseIds } });
+  /**
+   * Deletes the bases' local copies this node holds (at most `maxBasesPerDelete`). A node from
+   * before 2026-12-06 does not serve that route: it is asked one base at a time, so control planes
+   * may be upgraded before the nodes.
+   */
+  async deleteBases(baseIds: string[]): Promise<void> {
+    try {
+      await this.call(nodeRoutes.deleteBases, { body: { baseIds } });
+    } catch (err) {
+      if (!isSpaceError(err) || err.code !== ErrorCode.ROUTE_NOT_FOUND) throw err;
+      for (const baseId of baseIds) await this.call(nodeRoutes.deleteBase, { params: { baseId } });
+    }
   }
 
   /** Stores a checkpoint on the node in the object store as its difference to `base`, sealed with its tenant's `dataKey`. */

@@ -1,13 +1,11 @@
 import type { SandboxInfo } from '@space/protocol';
-import { eachAtMost } from '@space/server-kit';
 import type { ControlPlaneRoster } from '../cluster/control-plane-roster.js';
 import type { SessionCheckpointService } from '../sessions/session-checkpoint-service.js';
 import type { LeftVolumes } from '../sessions/left-volumes.js';
 import type { TemplateBuilds } from '../builds/template-builds.js';
 import type { NodeClient } from '../cluster/node-client.js';
-import { type NodeDirectory, mayRunOn, nodesAskedAtOnce } from '../cluster/node-directory.js';
+import { type NodeDirectory, mayRunOn } from '../cluster/node-directory.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
-import type { EgressService } from '../tenants/egress-service.js';
 import type { SessionRow, Store } from '../store/store.js';
 import type { UsageCollector } from '../usage/usage-collector.js';
 
@@ -17,10 +15,9 @@ export interface ClusterSweepDeps {
   shipper: CheckpointShipper;
   checkpoints: SessionCheckpointService;
   leftVolumes: LeftVolumes;
-  egress: EgressService;
   /** Dockerfile builds: those whose control plane died are failed here. */
   builds: Pick<TemplateBuilds, 'failStale'>;
-  usage: UsageCollector;
+  usage: Pick<UsageCollector, 'meterCheckpointStorage'>;
   /** The control planes sharing the store: each asks the nodes of its share. */
   roster: Pick<ControlPlaneRoster, 'owns'>;
   log: (message: string) => void;
@@ -38,32 +35,20 @@ const orphanSweepEveryMs = 60_000;
 const orphanGraceMs = 60_000;
 
 /**
- * The maintenance that looks at the cluster rather than at one session's policy: egress settings a
- * restarted node lost, checkpoints the store does not know or that were not shipped, unused ship
- * bases, expired idempotency keys, builds whose control plane died, sandboxes of sessions that moved off a node that came
- * back, and volumes sessions left on a node that was lost.
+ * The maintenance that looks at the cluster rather than at one session's policy: checkpoint storage
+ * metered, checkpoints the store does not know or that were not shipped, unused ship bases, expired
+ * idempotency keys, builds whose control plane died, sandboxes of sessions that moved off a node
+ * that came back, and volumes sessions left on a node that was lost. (What a node says in its
+ * heartbeat, lost egress settings and usage to collect, is followed up by `NodeHeartbeats`.)
  */
 export class ClusterSweeps {
   private lastSlowSweep = 0;
 
   constructor(private readonly deps: ClusterSweepDeps) {}
 
-  /**
-   * A node agent that restarted under running sandboxes lost their egress settings (memory only).
-   * Each control plane asks the nodes of its share, several at once: a slow node holds up only itself.
-   */
-  async repairEgress(): Promise<void> {
-    const ours = (await this.deps.nodes.live()).filter((node) => this.deps.roster.owns(node.nodeId));
-    await eachAtMost(ours, nodesAskedAtOnce, async (node) => {
-      const health = await node.health().catch(() => null);
-      if (health?.egressUnconfigured.length) await this.deps.egress.repairNode(health.egressUnconfigured);
-    });
-  }
-
-  /** The nodes of this control plane's share hand over what they measured (see UsageCollector). */
-  async collectUsage(): Promise<void> {
-    const ours = (await this.deps.nodes.live()).filter((node) => this.deps.roster.owns(node.nodeId));
-    await this.deps.usage.collect(ours, nodesAskedAtOnce);
+  /** The tenants' checkpoint storage metered, when its minute came (see UsageCollector). */
+  meterCheckpointStorage(): Promise<void> {
+    return this.deps.usage.meterCheckpointStorage();
   }
 
   /** Shipments whose control plane died with them under way: taken over at once, not at the minute's retry. */

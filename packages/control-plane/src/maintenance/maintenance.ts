@@ -12,7 +12,6 @@ import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { LeftVolumes } from '../sessions/left-volumes.js';
 import type { SessionService } from '../sessions/session-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
-import type { EgressService } from '../tenants/egress-service.js';
 import type { SessionRow, Store } from '../store/store.js';
 import { ClusterSweeps } from './cluster-sweeps.js';
 import { readSnapshot } from './pass-snapshot.js';
@@ -31,11 +30,10 @@ export interface MaintenanceDeps {
   pauser: SessionPauser;
   activity: Activity;
   lifecycle: LifecycleQueue;
-  egress: EgressService;
   /** Dockerfile builds: those whose control plane died are failed here. */
   builds: Pick<TemplateBuilds, 'failStale'>;
-  /** Brings the nodes' usage measurements into the store. */
-  usage: UsageCollector;
+  /** Meters the tenants' checkpoint storage (the nodes' own measurements come with their heartbeats: `NodeHeartbeats`). */
+  usage: Pick<UsageCollector, 'meterCheckpointStorage'>;
   metrics: Metrics;
   log: (message: string) => void;
   /** Automatic checkpoints kept per session; older ones are deleted (manual ones never are). */
@@ -146,8 +144,7 @@ export class Maintenance {
   /** The pass's work, phase by phase; returns how many sessions it visited. */
   private async passPhases(phase: <T>(name: string, work: () => Promise<T>) => Promise<T>): Promise<number> {
     await phase('open calls', () => this.deps.activity.recordOpenCalls());
-    await phase('egress', () => this.sweeps.repairEgress());
-    await phase('usage', () => this.sweeps.collectUsage());
+    await phase('checkpoint storage', () => this.sweeps.meterCheckpointStorage());
     await phase('shipments', () => this.sweeps.takeOverShipments());
     // The nodes of this control plane's share, and the sessions on them (those on no node by their own id).
     const owns = (nodeId: string) => this.deps.roster.owns(nodeId);

@@ -157,9 +157,12 @@ export class EgressService {
     }
   }
 
-  /** Re-sends settings the node lacks (it restarted while sandboxes kept running). */
-  async repairNode(missing: string[]): Promise<void> {
-    for (const row of await this.store.findSessions(missing)) await this.push(row);
+  /**
+   * Re-sends the settings a node says it lacks (its agent restarted while sandboxes kept running),
+   * for those of the sessions it names that run there: a node is never sent another's.
+   */
+  async repairNode(nodeId: string, missing: string[]): Promise<void> {
+    for (const row of await this.store.findSessions(missing)) if (row.nodeId === nodeId) await this.push(row);
   }
 
   private async pushForSecret(tenantId: string, name: string): Promise<void> {

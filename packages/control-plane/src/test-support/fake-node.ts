@@ -84,6 +84,7 @@ export class FakeNode {
       templateImages: [],
       starts: {},
       egressUnconfigured: [],
+      usageBatches: this.usage.length,
       capacity: { memoryMb: 4096, cpus: 2 },
       gatewayRequests: {},
     };
@@ -209,7 +210,14 @@ export class FakeNode {
 
   close(): void {}
 
+  /** Times a control plane asked for the usage batches. */
+  usageAsked = 0;
+  /** While set, the usage batches are handed over only once it resolves. */
+  usageHeld: Promise<void> | null = null;
+
   async usageBatches(): Promise<NodeUsageBatch[]> {
+    this.usageAsked++;
+    await this.usageHeld;
     return [...this.usage];
   }
 

@@ -1,4 +1,3 @@
-import { eachAtMost } from '@space/server-kit';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { Store } from '../store/store.js';
 
@@ -12,11 +11,12 @@ export interface UsageCollectorDeps {
 }
 
 /**
- * Brings what nodes measured into the store: each control plane collects from the nodes of its
- * share every maintenance pass (another takes a node over when it dies), stores each batch once
- * and then acknowledges it, so the node forgets it. A control plane that dies between the two
- * leaves the batch on the node; the next one to collect stores nothing twice (the store applies
- * each ledger's seq once). A node the control planes cannot reach keeps its batches until one can.
+ * Brings what nodes measured into the store: a node's heartbeat says when it holds batches, and the
+ * control plane that takes the beat collects them from that node (`NodeHeartbeats`), stores each
+ * batch once and then acknowledges it, so the node forgets it. A control plane that dies between
+ * the two leaves the batch on the node, which goes on saying so in its heartbeats; the next one to
+ * collect stores nothing twice (the store applies each ledger's seq once). A node the control
+ * planes cannot reach keeps its batches until one can.
  */
 export class UsageCollector {
   /** Nodes whose collection failed, logged once until it works again. */
@@ -24,14 +24,8 @@ export class UsageCollector {
 
   constructor(private readonly deps: UsageCollectorDeps) {}
 
-  async collect(nodes: NodeClient[], atOnce: number): Promise<void> {
-    await eachAtMost(nodes, atOnce, (node) => this.collectFrom(node));
-    await this.deps.store
-      .integrateCheckpointStorage(this.deps.now(), checkpointStorageEveryMs)
-      .catch((err: Error) => this.deps.log(`checkpoint storage not metered this pass: ${err.message}`));
-  }
-
-  private async collectFrom(node: NodeClient): Promise<void> {
+  /** The node's batches, stored and then acknowledged; a failure is logged (once until it works again), the node keeps them. */
+  async collectFrom(node: NodeClient): Promise<void> {
     try {
       const batches = await node.usageBatches();
       for (const batch of batches) await this.deps.store.applyUsageBatch(node.nodeId, batch);
@@ -42,5 +36,12 @@ export class UsageCollector {
       if (!this.failing.has(node.nodeId)) this.deps.log(`usage of node ${node.nodeId} not collected (it keeps it): ${(err as Error).message}`);
       this.failing.add(node.nodeId);
     }
+  }
+
+  /** The tenants' checkpoint storage since it was last integrated, when its minute came (any control plane; the store counts it once). */
+  async meterCheckpointStorage(): Promise<void> {
+    await this.deps.store
+      .integrateCheckpointStorage(this.deps.now(), checkpointStorageEveryMs)
+      .catch((err: Error) => this.deps.log(`checkpoint storage not metered this pass: ${err.message}`));
   }
 }

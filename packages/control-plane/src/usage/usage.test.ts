@@ -163,11 +163,11 @@ for (const engine of engines.all) {
     const logged: string[] = [];
     const collector = new UsageCollector({ store, log: (m) => logged.push(m), now: Date.now });
     node.failNextAck = true;
-    await collector.collect([node as unknown as NodeClient], 1);
+    await collector.collectFrom(node as unknown as NodeClient);
     assert.equal(node.usage.length, 2, 'the node keeps what it did not hear acknowledged');
     assert.match(logged.join('\n'), /not collected/);
     node.usage.push(batch(3, [entry('ses_d1', 'tn_d')]));
-    await collector.collect([node as unknown as NodeClient], 1);
+    await collector.collectFrom(node as unknown as NodeClient);
     assert.equal(node.usage.length, 0);
     const report = await new UsageReports(store, Date.now).report({ tenantId: 'tn_d', admin: false }, { ...period, groupBy: 'tenant' });
     assert.equal(report.totals.cpuSeconds, 6, 'three batches of 2 s, each once');

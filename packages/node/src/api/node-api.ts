@@ -95,6 +95,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     templateImages: deps.pool.imagesReady(),
     starts: deps.starter.startCounts(),
     egressUnconfigured: manager.egressUnconfigured(),
+    usageBatches: deps.usage.pendingCount,
     capacity: deps.capacity,
     gatewayRequests: deps.gateway.requestCounts(),
   }));

@@ -62,6 +62,11 @@ export class UsageMeter {
     this.timer.unref();
   }
 
+  /** Closed batches no control plane acknowledged yet: a heartbeat says so, and the control plane that takes it collects them. */
+  get pendingBatches(): number {
+    return this.deps.ledger.pendingCount;
+  }
+
   /** Stops sampling and closes the open period into the ledger. */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
