@@ -60,8 +60,8 @@ export interface ServiceGraphDeps {
   keyWrap?: KeyWrap;
   /** How often a call waiting for a session's lease looks again; tests poll faster. */
   lifecyclePollMs?: number;
-  /** How long a heartbeat's row waits to be written with others' (tests: 0). */
-  heartbeatWriteWindowMs?: number;
+  /** How long a heartbeat's row and a collected usage batch wait to be written with others (tests: 0). */
+  writeWindowMs?: number;
 }
 
 /** A call under way holds its idempotency key this long past its control plane's last renewal: a retry after that control plane died waits at most this. */
@@ -106,7 +106,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     cipher: deps.secrets,
     lostAfterMs: settings.nodeLostAfterSec * 1000,
     allowPlainNodeApi: settings.allowPlainNodeApi,
-    ...(deps.heartbeatWriteWindowMs !== undefined ? { heartbeatWriteWindowMs: deps.heartbeatWriteWindowMs } : {}),
+    ...(deps.writeWindowMs !== undefined ? { heartbeatWriteWindowMs: deps.writeWindowMs } : {}),
     ...(deps.connect ? { connect: deps.connect } : {}),
     ...(deps.clusterTls ? { nodeTls: { ca: deps.clusterTls.ca.certificate, identity: deps.clusterTls.certificate.identity } } : {}),
   });
@@ -168,7 +168,7 @@ export function wireServices(deps: ServiceGraphDeps) {
     { store, sessions, checkpoints, templates, catalog, auth, apiUrl: deps.apiUrl, log },
     { maxContextBytes, cacheEntries: 64 },
   );
-  const usage = new UsageCollector({ store, log, now });
+  const usage = new UsageCollector({ store, log, now, ...(deps.writeWindowMs !== undefined ? { writeWindowMs: deps.writeWindowMs } : {}) });
   const heartbeats = new NodeHeartbeats({ nodes, store, egress, usage, log });
   const maintenance = new Maintenance({
     store,

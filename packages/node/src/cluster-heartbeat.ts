@@ -88,19 +88,14 @@ export class ClusterHeartbeat {
   }
 
   private async send(): Promise<boolean> {
-    const { controlPlanes, credential, log } = this.options;
+    const { controlPlanes, log } = this.options;
     const joining = this.joining;
-    const body = JSON.stringify({ ...this.options.beat(joining), fenceAfterMs: this.options.fenceAfterMs });
+    const beat = { ...this.options.beat(joining), fenceAfterMs: this.options.fenceAfterMs };
     const errors: string[] = [];
     for (let i = 0; i < controlPlanes.length; i++) {
       const url = controlPlanes[(this.next + i) % controlPlanes.length]!;
       try {
-        const res = await fetch(`${url.replace(/\/$/, '')}/v1/nodes/heartbeat`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
-          body,
-          signal: AbortSignal.timeout(Math.max(1000, this.options.intervalMs)),
-        });
+        const res = await this.post(url, beat);
         if (res.ok) {
           this.lastAckAt = Date.now();
           // A control plane older than these replies answers `{ok: true}` only.
@@ -124,6 +119,26 @@ export class ClusterHeartbeat {
     this.failing = true;
     this.joining = true;
     return false;
+  }
+
+  /**
+   * The beat to one control plane. One from before 2026-12-07 refuses the fields it does not know
+   * (`400`): it gets the beat again without them (it asks the node for what they say itself), so
+   * nodes and control planes may be upgraded in any order.
+   */
+  private async post(url: string, beat: NodeHeartbeat): Promise<Response> {
+    const send = (body: NodeHeartbeat) =>
+      fetch(`${url.replace(/\/$/, '')}/v1/nodes/heartbeat`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.options.credential}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(Math.max(1000, this.options.intervalMs)),
+      });
+    const res = await send(beat);
+    const { egressUnconfigured, usageBatches, ...older } = beat;
+    if (res.status !== 400 || (egressUnconfigured === undefined && usageBatches === undefined)) return res;
+    await res.body?.cancel();
+    return send(older);
   }
 
   private async lift(): Promise<void> {

@@ -22,6 +22,7 @@ export { relaySockets, holdMessages, closeWithError, type RelayOptions } from '.
 export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';
 export { serveRoute, type RouteHandler, type ServeRoute } from './serve-route.js';
 export { SingleFlight } from './single-flight.js';
+export { WriteWindow } from './write-window.js';
 export { eachAtMost } from './at-most.js';
 export { KeyedQueue, type QueueWait } from './keyed-queue.js';
 export { CallDeadline } from './call-deadline.js';

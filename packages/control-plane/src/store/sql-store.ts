@@ -1,7 +1,15 @@
 // Every query of the store, written once for both engines (SQLite, PostgreSQL): the transactions that span tables are why it is one class, over ~300 lines.
 import { createHash } from 'node:crypto';
-import { EgressAuditEntrySchema, type EgressAuditEntry, type NodeUsageBatch, type StoredObject } from '@space/protocol';
-import { type UsageAmounts, type UsageGroupRow, applyUsageBatch, integrateCheckpointStorage, usageGroups, usageTotals } from './usage-records.js';
+import { EgressAuditEntrySchema, type EgressAuditEntry, type StoredObject } from '@space/protocol';
+import {
+  type UsageAmounts,
+  type UsageBatchFrom,
+  type UsageGroupRow,
+  applyUsageBatches,
+  integrateCheckpointStorage,
+  usageGroups,
+  usageTotals,
+} from './usage-records.js';
 import {
   toCheckpoint,
   toHistory,
@@ -1033,8 +1041,8 @@ export class SqlStore implements Store {
     return new Map(rows.map((r) => [r.node, Number(r.active)]));
   }
 
-  applyUsageBatch(nodeId: string, batch: NodeUsageBatch): Promise<boolean> {
-    return applyUsageBatch(this.db, nodeId, batch);
+  applyUsageBatches(items: UsageBatchFrom[]): Promise<boolean[]> {
+    return applyUsageBatches(this.db, items);
   }
 
   integrateCheckpointStorage(now: number, everyMs: number): Promise<boolean> {

@@ -14,10 +14,9 @@ import type {
   Service,
   SessionStatus,
   StoredObject,
-  NodeUsageBatch,
   UsageGroupBy,
 } from '@space/protocol';
-import type { UsageAmounts, UsageGroupRow } from './usage-records.js';
+import type { UsageAmounts, UsageBatchFrom, UsageGroupRow } from './usage-records.js';
 import type { PoolUse } from './sql-database.js';
 
 /** How many egress audit entries the store keeps per session, of sandboxes that served it on nodes it left (the audit API's largest page). */
@@ -557,8 +556,8 @@ export interface Store {
   loadByNode(): Promise<Map<string, NodeLoad>>;
   /** Per node id: the sessions running or starting there (what placement weighs; read by the status index, not a count of every session). */
   activeByNode(): Promise<Map<string, number>>;
-  /** Stores a node's usage batch once (usage-records.ts): false when it was stored before. */
-  applyUsageBatch(nodeId: string, batch: NodeUsageBatch): Promise<boolean>;
+  /** Stores nodes' usage batches, each once, in one transaction (usage-records.ts): for each, false when it was stored before. */
+  applyUsageBatches(items: UsageBatchFrom[]): Promise<boolean[]>;
   /** Adds the tenants' checkpoint storage since the last time any control plane did (at most every `everyMs`); false when not due or done by another. */
   integrateCheckpointStorage(now: number, everyMs: number): Promise<boolean>;
   /** Sums of usage in whole hours, grouped (usage-records.ts `usageGroups`). */

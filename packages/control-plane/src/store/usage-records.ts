@@ -110,8 +110,17 @@ const scaled = (amounts: Partial<UsageAmounts>, share: number): UsageAmounts =>
   Object.fromEntries(amountKeys.map((k) => [k, Math.round((amounts[k] ?? 0) * share)])) as UsageAmounts;
 
 /** Adds each row's amounts to `usage_hourly` and the tenants' sums to `usage_totals`, a hundred rows a statement. */
-async function addUsage(tx: SqlExecutor, rows: { sessionId: string; hour: string; tenantId: string; amounts: UsageAmounts }[]): Promise<void> {
+async function addUsage(tx: SqlExecutor, given: { sessionId: string; hour: string; tenantId: string; amounts: UsageAmounts }[]): Promise<void> {
   const add = (table: string) => columns.map((c) => `${c} = ${table}.${c} + excluded.${c}`).join(', ');
+  // One row per key: a statement may not update a row twice (two batches of a session in one hour).
+  const merged = new Map<string, (typeof given)[number]>();
+  for (const row of given) {
+    const key = JSON.stringify([row.sessionId, row.hour, row.tenantId]);
+    const known = merged.get(key);
+    if (known) for (const k of amountKeys) known.amounts[k] += row.amounts[k];
+    else merged.set(key, { ...row, amounts: { ...row.amounts } });
+  }
+  const rows = [...merged.values()];
   const totals = new Map<string, UsageAmounts>();
   for (const row of rows) {
     const sum = totals.get(row.tenantId) ?? noUsage();
@@ -156,34 +165,68 @@ async function tenantsOf(tx: SqlExecutor, sessionIds: string[]): Promise<Map<str
   return found;
 }
 
+/** A node's usage batch, as a control plane collected it. */
+export interface UsageBatchFrom {
+  nodeId: string;
+  batch: NodeUsageBatch;
+}
+
 /**
- * Stores a node's batch, once: false when this (ledger, seq) was applied before (a control plane
- * stored it and died before the node heard so). An entry whose tenant cannot be found (a stopped
- * session's volume, the session deleted since) is dropped.
+ * Stores usage batches, of any nodes, in one transaction: each (ledger, seq) once (the insert into
+ * `usage_batches` says which are new: one stored before, or by another control plane at the same
+ * time, adds nothing), with the rows the new ones add; an entry whose tenant cannot be found (a
+ * stopped session's volume, the session deleted since) is dropped. Returns, for each, whether it
+ * was new (a batch given twice: the first). Batches in the order of their key, so two control planes storing overlapping ones never wait on
+ * each other in a cycle.
  */
-export function applyUsageBatch(db: SqlDatabase, nodeId: string, batch: NodeUsageBatch): Promise<boolean> {
+export function applyUsageBatches(db: SqlDatabase, items: UsageBatchFrom[]): Promise<boolean[]> {
+  const keyOf = (b: NodeUsageBatch) => `${b.ledger}/${b.seq}`;
+  const unique = [...new Map(items.map((i) => [keyOf(i.batch), i] as const).reverse()).values()].sort((a, b) =>
+    a.batch.ledger === b.batch.ledger ? a.batch.seq - b.batch.seq : a.batch.ledger < b.batch.ledger ? -1 : 1,
+  );
   return db.transaction(async (tx) => {
-    const fresh = await tx.run('INSERT INTO usage_batches (ledger, seq, node_id, applied_at) VALUES (?, ?, ?, ?) ON CONFLICT (ledger, seq) DO NOTHING', [
-      batch.ledger,
-      batch.seq,
-      nodeId,
-      new Date().toISOString(),
-    ]);
-    if (fresh === 0) return false;
-    await tx.run('DELETE FROM usage_batches WHERE ledger = ? AND seq <= ?', [batch.ledger, batch.seq - keptBatches]);
-    const tenants = await tenantsOf(
-      tx,
-      batch.entries.filter((e) => e.tenantId === null).map((e) => e.sessionId),
-    );
-    const shares = hourShares(Date.parse(batch.start), Date.parse(batch.end));
+    const fresh = new Set<string>();
+    const appliedAt = new Date().toISOString();
+    for (let i = 0; i < unique.length; i += rowsPerStatement) {
+      const chunk = unique.slice(i, i + rowsPerStatement);
+      const inserted = await tx.all<{ ledger: string; seq: number | string }>(
+        `INSERT INTO usage_batches (ledger, seq, node_id, applied_at) VALUES ${chunk.map(() => '(?, ?, ?, ?)').join(', ')}
+          ON CONFLICT (ledger, seq) DO NOTHING RETURNING ledger, seq`,
+        chunk.flatMap(({ nodeId, batch }) => [batch.ledger, batch.seq, nodeId, appliedAt]),
+      );
+      for (const row of inserted) fresh.add(`${row.ledger}/${Number(row.seq)}`);
+    }
+    const added = unique.filter((i) => fresh.has(keyOf(i.batch))).map((i) => i.batch);
+    // Each ledger keeps its newest batches' keys only: a node resends only the few it has not seen acknowledged.
+    const newest = new Map<string, number>();
+    for (const b of added) newest.set(b.ledger, Math.max(newest.get(b.ledger) ?? 0, b.seq));
+    const ledgers = [...newest];
+    for (let i = 0; i < ledgers.length; i += rowsPerStatement) {
+      const chunk = ledgers.slice(i, i + rowsPerStatement);
+      await tx.run(
+        `DELETE FROM usage_batches WHERE ${chunk.map(() => '(ledger = ? AND seq <= ?)').join(' OR ')}`,
+        chunk.flatMap(([ledger, seq]) => [ledger, seq - keptBatches]),
+      );
+    }
+    const entries = added.flatMap((b) => b.entries);
+    const tenants = await tenantsOf(tx, [...new Set(entries.filter((e) => e.tenantId === null).map((e) => e.sessionId))]);
     await addUsage(
       tx,
-      batch.entries.flatMap(({ sessionId, tenantId, ...measured }) => {
-        const tenant = tenantId ?? tenants.get(sessionId);
-        return tenant ? shares.map(([hour, share]) => ({ sessionId, hour, tenantId: tenant, amounts: scaled(measured, share) })) : [];
+      added.flatMap((batch) => {
+        const shares = hourShares(Date.parse(batch.start), Date.parse(batch.end));
+        return batch.entries.flatMap(({ sessionId, tenantId, ...measured }) => {
+          const tenant = tenantId ?? tenants.get(sessionId);
+          return tenant ? shares.map(([hour, share]) => ({ sessionId, hour, tenantId: tenant, amounts: scaled(measured, share) })) : [];
+        });
       }),
     );
-    return true;
+    const told = new Set<string>();
+    return items.map(({ batch }) => {
+      const key = keyOf(batch);
+      const isNew = fresh.has(key) && !told.has(key);
+      told.add(key);
+      return isNew;
+    });
   });
 }
 

@@ -31,7 +31,7 @@ export async function servicesOnFakeNode(changes: Partial<ControlPlaneSettings> 
     now: () => clock.now,
     connect: () => node.asClient(),
     lifecyclePollMs: 5,
-    heartbeatWriteWindowMs: 0,
+    writeWindowMs: 0,
   });
   const { nodes, sessions } = services;
   // Registered like a real node, on the real clock (the test clock jumps ahead, which would make it lost).

@@ -1,19 +1,30 @@
+import { WriteWindow } from '@space/server-kit';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { Store } from '../store/store.js';
+import type { UsageBatchFrom } from '../store/usage-records.js';
 
 /** The tenants' checkpoint storage is integrated this often (by one control plane: the store's clock decides). */
 export const checkpointStorageEveryMs = 60_000;
 
+/** How long a collected batch waits to be stored with others: 1,000 nodes close one every 15 s, each a transaction of its own. */
+export const usageWriteWindowMs = 250;
+
+/** The most batches one transaction stores. */
+const maxBatchesPerWrite = 200;
+
 export interface UsageCollectorDeps {
-  store: Pick<Store, 'applyUsageBatch' | 'integrateCheckpointStorage'>;
+  store: Pick<Store, 'applyUsageBatches' | 'integrateCheckpointStorage'>;
   log: (message: string) => void;
   now: () => number;
+  /** Default `usageWriteWindowMs`. */
+  writeWindowMs?: number;
 }
 
 /**
  * Brings what nodes measured into the store: a node's heartbeat says when it holds batches, and the
  * control plane that takes the beat collects them from that node (`NodeHeartbeats`), stores each
- * batch once and then acknowledges it, so the node forgets it. A control plane that dies between
+ * batch once (with the other nodes' collected within `usageWriteWindowMs`, in one transaction) and
+ * then acknowledges it, so the node forgets it. A control plane that dies between
  * the two leaves the batch on the node, which goes on saying so in its heartbeats; the next one to
  * collect stores nothing twice (the store applies each ledger's seq once). A node the control
  * planes cannot reach keeps its batches until one can.
@@ -21,14 +32,17 @@ export interface UsageCollectorDeps {
 export class UsageCollector {
   /** Nodes whose collection failed, logged once until it works again. */
   private readonly failing = new Set<string>();
+  private readonly writes: WriteWindow<UsageBatchFrom, boolean>;
 
-  constructor(private readonly deps: UsageCollectorDeps) {}
+  constructor(private readonly deps: UsageCollectorDeps) {
+    this.writes = new WriteWindow((items) => deps.store.applyUsageBatches(items), deps.writeWindowMs ?? usageWriteWindowMs, maxBatchesPerWrite);
+  }
 
   /** The node's batches, stored and then acknowledged; a failure is logged (once until it works again), the node keeps them. */
   async collectFrom(node: NodeClient): Promise<void> {
     try {
       const batches = await node.usageBatches();
-      for (const batch of batches) await this.deps.store.applyUsageBatch(node.nodeId, batch);
+      await Promise.all(batches.map((batch) => this.writes.add({ nodeId: node.nodeId, batch })));
       const last = batches.at(-1);
       if (last) await node.ackUsage({ ledger: last.ledger, through: last.seq });
       if (this.failing.delete(node.nodeId)) this.deps.log(`usage of node ${node.nodeId} is collected again`);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { NodeUsageBatch, NodeUsageEntry } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
+import type { Store } from '../store/store.js';
 import { hourShares } from '../store/usage-records.js';
 import { FakeNode } from '../test-support/fake-node.js';
 import { storeEngines } from '../test-support/store-engines.js';
@@ -32,6 +33,9 @@ const batch = (seq: number, entries: NodeUsageEntry[], start = '2026-12-05T10:00
   entries,
 });
 
+/** One batch of node_1 stored: whether it was new. */
+const applyOne = async (store: Pick<Store, 'applyUsageBatches'>, b: NodeUsageBatch) => (await store.applyUsageBatches([{ nodeId: 'node_1', batch: b }]))[0];
+
 const admin = { tenantId: 'tn_admin000', admin: true };
 const period = { from: '2026-12-05T00:00:00.000Z', to: '2026-12-06T00:00:00.000Z' };
 
@@ -53,13 +57,13 @@ for (const engine of engines.all) {
       await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
       await store.insertTenant({ id: 'tn_b', name: 'b', createdAt: '' });
       await store.insertSession(session('ses_a1', 'tn_a'));
-      assert.equal(await store.applyUsageBatch('node_1', batch(1, [entry('ses_a1', 'tn_a'), entry('ses_b1', 'tn_b')])), true);
-      assert.equal(await store.applyUsageBatch('node_1', batch(1, [entry('ses_a1', 'tn_a'), entry('ses_b1', 'tn_b')])), false, 'the same (ledger, seq) again');
+      assert.equal(await applyOne(store, batch(1, [entry('ses_a1', 'tn_a'), entry('ses_b1', 'tn_b')])), true);
+      assert.equal(await applyOne(store, batch(1, [entry('ses_a1', 'tn_a'), entry('ses_b1', 'tn_b')])), false, 'the same (ledger, seq) again');
       // A stopped session's volume: the node cannot name its tenant; a session that is gone is dropped.
-      await store.applyUsageBatch('node_1', batch(2, [entry('ses_a1', null, { cpuMicros: 0 }), entry('ses_gone', null)]));
+      await applyOne(store, batch(2, [entry('ses_a1', null, { cpuMicros: 0 }), entry('ses_gone', null)]));
       // Across midnight: split between the days by time.
-      await store.applyUsageBatch(
-        'node_1',
+      await applyOne(
+        store,
         batch(
           3,
           [entry('ses_a1', 'tn_a', { cpuMicros: 4_000_000, memoryKibSeconds: 0, diskKibSeconds: 0 })],
@@ -155,13 +159,46 @@ for (const engine of engines.all) {
     },
   );
 
+  test(
+    named(
+      'batches of several nodes stored in one transaction: each once, a batch given twice or stored before adds nothing, two control planes storing overlapping ones count each once',
+    ),
+    async () => {
+      const store = await engine.open('usage_together');
+      const other = await engine.open('usage_together');
+      await store.insertTenant({ id: 'tn_t', name: 't', createdAt: '' });
+      const of = (ledger: string, seq: number) => ({ ...batch(seq, [entry('ses_t1', 'tn_t')]), ledger });
+      assert.deepEqual(await store.applyUsageBatches([{ nodeId: 'node_1', batch: of('led_0000aaaa', 1) }]), [true]);
+      // Two batches of the same session and hour in one statement, one stored before, one given twice.
+      const items = [
+        { nodeId: 'node_1', batch: of('led_0000aaaa', 1) },
+        { nodeId: 'node_1', batch: of('led_0000aaaa', 2) },
+        { nodeId: 'node_1', batch: of('led_0000aaaa', 3) },
+        { nodeId: 'node_2', batch: of('led_0000bbbb', 1) },
+        { nodeId: 'node_2', batch: of('led_0000bbbb', 1) },
+      ];
+      assert.deepEqual(await store.applyUsageBatches(items), [false, true, true, true, false]);
+      const cpu = async () =>
+        (await new UsageReports(store, Date.now).report({ tenantId: 'tn_t', admin: false }, { ...period, groupBy: 'tenant' })).totals.cpuSeconds;
+      assert.equal(await cpu(), 4 * 2, 'four batches of 2 s');
+      // Two control planes, the same new batches in opposite orders at once (PostgreSQL: no deadlock; SQLite serves one control plane).
+      const next = [3, 4, 5, 6].map((seq) => ({ nodeId: 'node_2', batch: of('led_0000bbbb', seq) }));
+      const results =
+        engine.name === 'postgres'
+          ? await Promise.all([store.applyUsageBatches(next), other.applyUsageBatches([...next].reverse())])
+          : [await store.applyUsageBatches(next), await other.applyUsageBatches([...next].reverse())];
+      assert.equal(results.flat().filter(Boolean).length, 4, 'each new batch new to one of them');
+      assert.equal(await cpu(), 8 * 2);
+    },
+  );
+
   test(named('a control plane that dies after storing a batch and before the node hears so: the next collection counts nothing twice'), async () => {
     const store = await engine.open('usage_collect');
     await store.insertTenant({ id: 'tn_d', name: 'd', createdAt: '' });
     const node = new FakeNode();
     node.usage = [batch(1, [entry('ses_d1', 'tn_d')]), batch(2, [entry('ses_d1', 'tn_d')])];
     const logged: string[] = [];
-    const collector = new UsageCollector({ store, log: (m) => logged.push(m), now: Date.now });
+    const collector = new UsageCollector({ store, log: (m) => logged.push(m), now: Date.now, writeWindowMs: 0 });
     node.failNextAck = true;
     await collector.collectFrom(node as unknown as NodeClient);
     assert.equal(node.usage.length, 2, 'the node keeps what it did not hear acknowledged');
