@@ -176,12 +176,12 @@ export interface UsageBatchFrom {
  * `usage_batches` says which are new: one stored before, or by another control plane at the same
  * time, adds nothing), with the rows the new ones add; an entry whose tenant cannot be found (a
  * stopped session's volume, the session deleted since) is dropped. Returns, for each, whether it
- * was new (a batch given twice: the first). Batches in the order of their key, so two control planes storing overlapping ones never wait on
- * each other in a cycle.
+ * was new (of a batch given twice, the first). Batches go in the order of their key, so two control
+ * planes storing overlapping ones never wait on each other in a cycle.
  */
 export function applyUsageBatches(db: SqlDatabase, items: UsageBatchFrom[]): Promise<boolean[]> {
   const keyOf = (b: NodeUsageBatch) => `${b.ledger}/${b.seq}`;
-  const unique = [...new Map(items.map((i) => [keyOf(i.batch), i] as const).reverse()).values()].sort((a, b) =>
+  const unique = [...new Map(items.map((i) => [keyOf(i.batch), i] as const)).values()].sort((a, b) =>
     a.batch.ledger === b.batch.ledger ? a.batch.seq - b.batch.seq : a.batch.ledger < b.batch.ledger ? -1 : 1,
   );
   return db.transaction(async (tx) => {
