@@ -32,7 +32,15 @@ export class Api {
       headers['content-type'] = 'application/json';
       payload = JSON.stringify(body);
     }
-    const res = await fetch(this.url + path, { method, headers, body: payload, signal: init.signal });
+    const send = () => fetch(this.url + path, { method, headers, body: payload, signal: init.signal });
+    const res = await send().catch((err: Error & { cause?: { code?: string } }) => {
+      // A keep-alive connection the platform closed after 30 s idle, while this process sat in a
+      // long synchronous check (a sandbox's memory searched) and could not drop it in time, fails
+      // the next request on it before the platform reads it: sent once more on a new connection.
+      // (fetch does so itself for GET; a platform that is gone refuses the second one too.)
+      if (err.cause?.code !== 'UND_ERR_SOCKET') throw err;
+      return send();
+    });
     const text = await res.text();
     let parsed: unknown = text;
     try {

@@ -95,7 +95,8 @@ describe('a node agent killed outright restarts into a consistent state', () => 
     assert.ok(counted > before, `the adopted counter stayed at ${before}`);
     assert.equal((await again.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id, session.sandbox.id);
     // ...and after: the adopted sandbox's link leads to the new gateway's ports, and the control plane
-    // hands the node the session's policy again (lost with the node's memory) within a maintenance pass.
+    // hands the node the session's policy again (lost with the node's memory) once the node's
+    // heartbeat (here: its health, read for it by the control plane) names the session.
     let answer = '';
     for (const started = Date.now(); Date.now() - started < 20_000 && !/403 Forbidden/.test(answer); ) {
       answer = await probeGateway(again);
