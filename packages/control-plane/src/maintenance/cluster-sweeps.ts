@@ -7,7 +7,6 @@ import type { NodeClient } from '../cluster/node-client.js';
 import { type NodeDirectory, mayRunOn } from '../cluster/node-directory.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { SessionRow, Store } from '../store/store.js';
-import type { UsageCollector } from '../usage/usage-collector.js';
 
 export interface ClusterSweepDeps {
   store: Pick<Store, 'deleteExpiredIdempotencyKeys'>;
@@ -17,7 +16,6 @@ export interface ClusterSweepDeps {
   leftVolumes: LeftVolumes;
   /** Dockerfile builds: those whose control plane died are failed here. */
   builds: Pick<TemplateBuilds, 'failStale'>;
-  usage: Pick<UsageCollector, 'meterCheckpointStorage'>;
   /** The control planes sharing the store: each asks the nodes of its share. */
   roster: Pick<ControlPlaneRoster, 'owns'>;
   log: (message: string) => void;
@@ -35,21 +33,16 @@ const orphanSweepEveryMs = 60_000;
 const orphanGraceMs = 60_000;
 
 /**
- * The maintenance that looks at the cluster rather than at one session's policy: checkpoint storage
- * metered, checkpoints the store does not know or that were not shipped, unused ship bases, expired
- * idempotency keys, builds whose control plane died, sandboxes of sessions that moved off a node
- * that came back, and volumes sessions left on a node that was lost. (What a node says in its
- * heartbeat, lost egress settings and usage to collect, is followed up by `NodeHeartbeats`.)
+ * The maintenance that looks at the cluster rather than at one session's policy: checkpoints the
+ * store does not know or that were not shipped, unused ship bases, expired idempotency keys, builds
+ * whose control plane died, sandboxes of sessions that moved off a node that came back, and volumes
+ * sessions left on a node that was lost. (What a node says in its heartbeat, lost egress settings
+ * and usage to collect, is followed up by `NodeHeartbeats`.)
  */
 export class ClusterSweeps {
   private lastSlowSweep = 0;
 
   constructor(private readonly deps: ClusterSweepDeps) {}
-
-  /** The tenants' checkpoint storage metered, when its minute came (see UsageCollector). */
-  meterCheckpointStorage(): Promise<void> {
-    return this.deps.usage.meterCheckpointStorage();
-  }
 
   /** Shipments whose control plane died with them under way: taken over at once, not at the minute's retry. */
   async takeOverShipments(): Promise<void> {

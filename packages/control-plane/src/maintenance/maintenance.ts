@@ -144,7 +144,7 @@ export class Maintenance {
   /** The pass's work, phase by phase; returns how many sessions it visited. */
   private async passPhases(phase: <T>(name: string, work: () => Promise<T>) => Promise<T>): Promise<number> {
     await phase('open calls', () => this.deps.activity.recordOpenCalls());
-    await phase('checkpoint storage', () => this.sweeps.meterCheckpointStorage());
+    await phase('checkpoint storage', () => this.deps.usage.meterCheckpointStorage());
     await phase('shipments', () => this.sweeps.takeOverShipments());
     // The nodes of this control plane's share, and the sessions on them (those on no node by their own id).
     const owns = (nodeId: string) => this.deps.roster.owns(nodeId);
