@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  CreateTemplateRequestSchema,
   CommandSchema,
   CreateSessionRequestSchema,
   ExecRequestSchema,
@@ -38,6 +39,13 @@ test('create session fills documented defaults', () => {
   assert.equal(parsed.template, 'base');
   assert.deepEqual(parsed.resources, { memoryMb: 1024, cpus: 1, pids: 1024 });
   assert.equal(CreateSessionRequestSchema.safeParse({ template: 'Bad Name' }).success, false);
+});
+
+test("template names like Object's own properties are plain names: never an alias, never a built-in", () => {
+  assert.equal(CreateSessionRequestSchema.parse({ template: 'code-interpreter-v1' }).template, 'code-interpreter');
+  assert.equal(CreateSessionRequestSchema.parse({ template: 'constructor' }).template, 'constructor');
+  assert.equal(CreateTemplateRequestSchema.safeParse({ name: 'constructor', fromCheckpoint: 'chk_abc' }).success, true);
+  assert.equal(CreateTemplateRequestSchema.safeParse({ name: 'code-interpreter-v1', fromCheckpoint: 'chk_abc' }).success, false);
 });
 
 test('wire errors rebuild into typed errors; garbage becomes the fallback', () => {

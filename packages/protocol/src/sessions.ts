@@ -7,8 +7,11 @@ import { VolumeMountListSchema, VolumeMountSchema } from './volumes.js';
 
 export const TemplateNameSchema = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/, 'template names are lowercase letters, digits and dashes');
 
-/** Other names of built-in templates: E2B's code interpreter template is SPACE's `code-interpreter`. */
-export const builtinTemplateAliases: Readonly<Record<string, string>> = { 'code-interpreter-v1': 'code-interpreter' };
+/**
+ * Other names of built-in templates: E2B's code interpreter template is SPACE's `code-interpreter`.
+ * A Map, not an object: a name a client sends, such as `constructor`, must not find Object's own properties.
+ */
+export const builtinTemplateAliases: ReadonlyMap<string, string> = new Map([['code-interpreter-v1', 'code-interpreter']]);
 
 export const ResourcesSchema = z
   .object({
@@ -74,7 +77,7 @@ const maxTimeoutSec = 30 * 24 * 3600;
 export const CreateSessionRequestSchema = z
   .object({
     /** A built-in (`base`, `tiny`, `code-interpreter`, alias `code-interpreter-v1`) or one of the tenant's templates. */
-    template: TemplateNameSchema.default('base').transform((name) => builtinTemplateAliases[name] ?? name),
+    template: TemplateNameSchema.default('base').transform((name) => builtinTemplateAliases.get(name) ?? name),
     env: EnvSchema.default({}),
     resources: ResourcesSchema.default({}),
     metadata: MetadataSchema.default({}),

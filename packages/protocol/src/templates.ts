@@ -28,7 +28,7 @@ export const ContextPathSchema = z
  */
 export const CreateTemplateRequestSchema = z
   .object({
-    name: TemplateNameSchema.refine((name) => !builtinTemplateNames.includes(name) && !(name in builtinTemplateAliases), 'that name is a built-in template'),
+    name: TemplateNameSchema.refine((name) => !builtinTemplateNames.includes(name) && !builtinTemplateAliases.has(name), 'that name is a built-in template'),
     fromCheckpoint: z.string().min(1).max(64).optional(),
     fromSession: z.string().min(1).max(64).optional(),
     /** The Dockerfile's text: FROM a template, then RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, LABEL, EXPOSE, CMD, ENTRYPOINT. */

@@ -21,19 +21,19 @@ const ExecuteSchema = z
   .passthrough();
 const CreateContextSchema = z.object({ language: z.string().max(32).nullish(), cwd: z.string().max(Limits.maxPathLength).nullish() }).passthrough();
 
-/** E2B's names of MIME types in a result; other types keep their MIME name. */
-const e2bResultKeys: Record<string, string> = {
-  'text/plain': 'text',
-  'text/html': 'html',
-  'text/markdown': 'markdown',
-  'image/svg+xml': 'svg',
-  'image/png': 'png',
-  'image/jpeg': 'jpeg',
-  'application/pdf': 'pdf',
-  'text/latex': 'latex',
-  'application/json': 'json',
-  'application/javascript': 'javascript',
-};
+/** E2B's names of MIME types in a result; other types keep their MIME name. A Map: a kernel's key such as `constructor` finds nothing. */
+const e2bResultKeys: ReadonlyMap<string, string> = new Map([
+  ['text/plain', 'text'],
+  ['text/html', 'html'],
+  ['text/markdown', 'markdown'],
+  ['image/svg+xml', 'svg'],
+  ['image/png', 'png'],
+  ['image/jpeg', 'jpeg'],
+  ['application/pdf', 'pdf'],
+  ['text/latex', 'latex'],
+  ['application/json', 'json'],
+  ['application/javascript', 'javascript'],
+]);
 
 /**
  * The code interpreter as E2B's `@e2b/code-interpreter` SDK reaches it: requests to
@@ -79,16 +79,16 @@ async function execute(session: SessionHandle, req: IncomingMessage, res: Server
 }
 
 /** One SPACE code event as E2B's lines. */
-function e2bLines(event: CodeEventData): Record<string, unknown>[] {
+export function e2bLines(event: CodeEventData): Record<string, unknown>[] {
   const timestamp = new Date().toISOString();
   switch (event.type) {
     case 'stdout':
     case 'stderr':
       return [{ type: event.type, text: event.text, timestamp }];
     case 'result': {
-      const line: Record<string, unknown> = { type: 'result', is_main_result: event.isMainResult };
-      for (const [mime, value] of Object.entries(event.data)) line[e2bResultKeys[mime] ?? mime] = value;
-      return [line];
+      // Own properties only (fromEntries defines them): a kernel's `__proto__` key stays a key.
+      const data = Object.entries(event.data).map(([mime, value]) => [e2bResultKeys.get(mime) ?? mime, value]);
+      return [{ ...Object.fromEntries(data), type: 'result', is_main_result: event.isMainResult }];
     }
     case 'error':
       return [{ type: 'error', name: event.name, value: event.value, traceback: event.traceback.join('\n') }];
