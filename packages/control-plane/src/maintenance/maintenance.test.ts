@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Activity, recordActivityIn } from '../sessions/activity.js';
 import { openSqliteStore } from '../store/open-store.js';
+import type { MaintenanceSchedule } from '../store/store.js';
 import { servicesOnFakeNode } from '../test-support/services.js';
 
 const counter = (text: string, name: string): number => Number(/^(\S+) (\d+)$/m.exec(text.split('\n').find((l) => l.startsWith(`${name} `)) ?? '')?.[2] ?? NaN);
@@ -247,18 +248,27 @@ async function servicesNotingVisits() {
   const real = await openSqliteStore(':memory:');
   const leased: string[] = [];
   const scheduled: string[] = [];
+  const called = new Map<string | symbol, number>();
   const store = new Proxy(real, {
     get(target, prop, receiver) {
+      called.set(prop, (called.get(prop) ?? 0) + 1);
       if (prop === 'acquireSessionLease')
         return (lease: { sessionId: string }, now: number) => (leased.push(lease.sessionId), target.acquireSessionLease(lease as never, now));
-      if (prop === 'scheduleMaintenance') return (id: string, ...rest: [never, never]) => (scheduled.push(id), target.scheduleMaintenance(id, ...rest));
+      if (prop === 'scheduleMaintenance')
+        return (schedules: MaintenanceSchedule[]) => (scheduled.push(...schedules.map((s) => s.id)), target.scheduleMaintenance(schedules));
       const value = Reflect.get(target, prop, receiver);
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
   /** The sessions a pass visited: leased or scheduled. */
   const visited = () => [...new Set([...leased, ...scheduled])].sort();
-  return { s: await servicesOnFakeNode({}, store), leased, scheduled, visited };
+  /** How often each of these store methods was called since the last `calls()`. */
+  const calls = (...names: string[]) => {
+    const counts = names.map((name) => called.get(name) ?? 0);
+    called.clear();
+    return counts;
+  };
+  return { s: await servicesOnFakeNode({}, store), leased, scheduled, visited, calls };
 }
 
 test('a pass visits the sessions anything may be due for (a sandbox, a start, a timeout passed), not the others however many; an expired stopped one is expired', async () => {
@@ -277,7 +287,7 @@ test('a pass visits the sessions anything may be due for (a sandbox, a start, a 
 });
 
 test('a running session is visited when something comes due for it, not every pass; a sandbox gone or a new one is seen at once', async () => {
-  const { s, leased, scheduled, visited } = await servicesNotingVisits();
+  const { s, leased, scheduled, visited, calls } = await servicesNotingVisits();
   const create = () => s.create({ checkpointIntervalSec: 60, fullCheckpointIntervalSec: 0, idleTimeoutSec: 600 });
   const created = [await create(), await create(), await create()];
   const [a, b] = created;
@@ -289,8 +299,14 @@ test('a running session is visited when something comes due for it, not every pa
     return visited();
   };
   const ids = (...sessions: typeof created) => sessions.map((x) => x.id).sort();
+  calls();
   assert.deepEqual(await visits(5000), ids(...created), 'never visited: each works out when it is next due');
   assert.deepEqual(leased, [], 'by a look: nothing to do, no lease');
+  assert.deepEqual(
+    calls('listNewestCheckpoints', 'listCheckpoints', 'scheduleMaintenance'),
+    [1, 0, 1],
+    "the looks' checkpoints read for all three at once, their next visits written together",
+  );
   for (let i = 0; i < 10; i++) assert.deepEqual(await visits(5000), [], 'nothing due: no visit');
   assert.deepEqual(await visits(10_000), ids(...created), 'their first checkpoint came due (60 s after the start)');
   assert.deepEqual(leased.sort(), ids(...created), 'taken in their turn');

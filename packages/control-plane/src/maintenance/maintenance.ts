@@ -16,6 +16,7 @@ import type { SessionRow, Store } from '../store/store.js';
 import { ClusterSweeps } from './cluster-sweeps.js';
 import { readSnapshot } from './pass-snapshot.js';
 import { type OnNode, SessionUpkeep } from './session-upkeep.js';
+import { VisitSchedules } from './visit-schedules.js';
 
 export interface MaintenanceDeps {
   store: Store;
@@ -47,11 +48,11 @@ export interface MaintenanceDeps {
   now?: () => number;
 }
 
-/** A look at a session without its turn: when its next visit is due, or null when something must be done in its turn. */
-type Look = (row: SessionRow, onNode: OnNode) => Promise<number | null>;
+/** A look at a session without its turn: true when it found nothing to do (and recorded when the next visit is due), false when something must be done in its turn. */
+type Look = (row: SessionRow, onNode: OnNode) => Promise<boolean>;
 
-/** A pass that takes longer is logged with its phases. */
-const slowPassSec = 60;
+/** A pass that takes longer (three ticks of the default 5 s) is logged with its phases, and again each time as long again while it goes on. */
+const slowPassSec = 15;
 
 /**
  * The periodic pass of a control plane: the cluster-wide sweeps (`ClusterSweeps`; the slow ones, once
@@ -130,7 +131,7 @@ export class Maintenance {
       at = performance.now();
       return result;
     };
-    // A pass longer than a minute holds up every automatic checkpoint and idle stop: said while it goes on (where it is) and when it ends (where the time went).
+    // A long pass holds up every automatic checkpoint and idle stop: said while it goes on (where it is) and when it ends (where the time went).
     const sessions = await warnWhileWaiting(
       () => this.passPhases(phase),
       slowPassSec * 1000,
@@ -154,14 +155,22 @@ export class Maintenance {
       await this.sweeps.rescueLeftVolumes(snapshot.listed);
     });
     const ours = snapshot.sessions.filter((row) => owns(row.nodeId ?? row.volumeNodeId ?? row.id));
-    await phase(`${ours.length} sessions`, () =>
-      this.eachSession(
-        snapshot.running,
-        ours,
-        (row, onNode) => this.upkeepAndSchedule(row, onNode),
-        (row, onNode) => this.upkeep.look(row, onNode),
-      ),
-    );
+    // What the looks go by, read for all at once: a read per session was most of an idle pass's statements.
+    const withSandbox = ours.filter((row) => row.status === 'running' && row.sandboxId).map((row) => row.id);
+    const newest = await phase('checkpoints read', () => this.deps.store.listNewestCheckpoints(withSandbox));
+    const schedules = new VisitSchedules(this.deps.store, this.deps.log);
+    const look: Look = async (row, onNode) => {
+      const next = await this.upkeep.look(row, onNode, newest.get(row.id) ?? []);
+      if (next !== null) schedules.add({ id: row.id, at: next, basis: row });
+      return next !== null;
+    };
+    await phase(`${ours.length} sessions`, async () => {
+      try {
+        await this.eachSession(snapshot.running, ours, (row, onNode) => this.upkeepAndSchedule(row, onNode, schedules), look);
+      } finally {
+        await schedules.flush();
+      }
+    });
     return ours.length;
   }
 
@@ -171,10 +180,10 @@ export class Maintenance {
     await this.eachSession(running, sessions, (row, onNode) => this.upkeep.reconcileOnly(row, onNode));
   }
 
-  /** Everything due for the session, then when its next visit is due, unless its row changed meanwhile. */
-  private async upkeepAndSchedule(row: SessionRow, onNode: OnNode): Promise<void> {
+  /** Everything due for the session, then when its next visit is due (recorded with the pass's others, unless its row changed meanwhile). */
+  private async upkeepAndSchedule(row: SessionRow, onNode: OnNode, schedules: VisitSchedules): Promise<void> {
     const next = await this.upkeep.upkeep(row, onNode);
-    if (next !== null) await this.deps.store.scheduleMaintenance(row.id, next, row);
+    if (next !== null) schedules.add({ id: row.id, at: next, basis: row });
   }
 
   /**
@@ -206,8 +215,7 @@ export class Maintenance {
 
   /**
    * `work` on one session in its lifecycle turn, unless it is busy or its node did not answer; with
-   * `look`, only when a look without its turn finds something to do (else the look's next time is
-   * recorded: no lease, no second read).
+   * `look`, only when a look without its turn finds something to do (no lease, no second read otherwise).
    */
   private async maintainOne(
     session: SessionRow,
@@ -220,11 +228,7 @@ export class Maintenance {
     const onNode = running.get(nodeId ?? volumeNodeId ?? '');
     if (!onNode) return;
     try {
-      const next = look ? await look(session, onNode) : null;
-      if (next !== null) {
-        await this.deps.store.scheduleMaintenance(id, next, session);
-        return;
-      }
+      if (look && (await look(session, onNode))) return;
       await this.deps.lifecycle.run(
         id,
         'maintenance',

@@ -74,19 +74,20 @@ export class SessionUpkeep {
   }
 
   /**
-   * A look at the session without its lease (a read of its checkpoints and, when a checkpoint is due,
-   * of its volume and processes on the node): when its next visit is due if nothing needs doing now,
-   * or null when something does (then `upkeep`, in the session's turn, decides again). Most visits
-   * end here: a running session is mostly found unchanged. `row` may be a little old: the time is
-   * recorded only if the row did not change since (`Store.scheduleMaintenance`).
+   * A look at the session without its lease (from `newest`, its newest checkpoint of each kind as
+   * the pass read them, and, when a checkpoint is due, its volume and processes on the node): when
+   * its next visit is due if nothing needs doing now, or null when something does (then `upkeep`, in
+   * the session's turn, reads its checkpoints again and decides). Most visits end here: a running
+   * session is mostly found unchanged. `row` and `newest` may be a little old: a checkpoint taken
+   * since only makes the next visit sooner than needed, and the time is recorded only if the row did
+   * not change since (`Store.scheduleMaintenance`).
    */
-  async look(row: SessionRow, onNode: OnNode): Promise<number | null> {
-    const checkpoints = await this.checkpointsOf(row);
-    const facts = this.facts(row, onNode, checkpoints);
+  async look(row: SessionRow, onNode: OnNode, newest: CheckpointRow[]): Promise<number | null> {
+    const facts = this.facts(row, onNode, newest);
     const due = this.due(facts);
     if (due.action === 'checkpoint' ? await this.checkpointToTake(row, due.full, due.fs, facts) : due.action !== 'none') return null;
     // What it found (a volume unchanged, a full checkpoint needless) counts from now.
-    return this.nextVisit(row, onNode, checkpoints);
+    return this.nextVisit(row, onNode, newest);
   }
 
   /** Only the reconciliation: run before the control plane serves its first call. */

@@ -53,6 +53,7 @@ import type {
   NodeLoad,
   NewCheckpointRow,
   HeartbeatRow,
+  MaintenanceSchedule,
   NodeRow,
   LeftVolumeRow,
   SessionLeaseRow,
@@ -296,14 +297,19 @@ export class SqlStore implements Store {
     return rows;
   }
 
-  async scheduleMaintenance(id: string, at: number, basis: Pick<SessionRow, 'status' | 'sandboxId' | 'expiresAt'>): Promise<void> {
-    await this.db.run("UPDATE sessions SET maintain_after = ? WHERE id = ? AND status = ? AND COALESCE(sandbox_id, '') = ? AND COALESCE(expires_at, '') = ?", [
-      Math.round(at),
-      id,
-      basis.status,
-      basis.sandboxId ?? '',
-      basis.expiresAt ?? '',
-    ]);
+  async scheduleMaintenance(schedules: MaintenanceSchedule[]): Promise<void> {
+    // In bounded lists: a statement's parameters are limited (PostgreSQL: 65,535). The columns of a
+    // VALUES list are named by the CTE (SQLite names none otherwise); the time is cast, as PostgreSQL
+    // would take an untyped parameter there for text.
+    for (let i = 0; i < schedules.length; i += 500) {
+      const chunk = schedules.slice(i, i + 500);
+      await this.db.run(
+        `WITH due (id, at, status, sandbox_id, expires_at) AS (VALUES ${chunk.map(() => '(?, CAST(? AS BIGINT), ?, ?, ?)').join(', ')})
+         UPDATE sessions SET maintain_after = due.at FROM due
+         WHERE sessions.id = due.id AND sessions.status = due.status AND COALESCE(sessions.sandbox_id, '') = due.sandbox_id AND COALESCE(sessions.expires_at, '') = due.expires_at`,
+        chunk.flatMap(({ id, at, basis }) => [id, Math.round(at), basis.status, basis.sandboxId ?? '', basis.expiresAt ?? '']),
+      );
+    }
   }
 
   async findSessions(ids: string[]): Promise<SessionRow[]> {
@@ -478,6 +484,22 @@ export class SqlStore implements Store {
 
   async listCheckpoints(sessionId: string): Promise<CheckpointRow[]> {
     return (await this.db.all<CheckpointDbRow>('SELECT * FROM checkpoints WHERE session_id = ? ORDER BY created_at, id', [sessionId])).map(toCheckpoint);
+  }
+
+  async listNewestCheckpoints(sessionIds: string[]): Promise<Map<string, CheckpointRow[]>> {
+    const newest = new Map<string, CheckpointRow[]>();
+    for (let i = 0; i < sessionIds.length; i += 500) {
+      const chunk = sessionIds.slice(i, i + 500);
+      const rows = await this.db.all<CheckpointDbRow>(
+        `SELECT * FROM (
+           SELECT c.*, ROW_NUMBER() OVER (PARTITION BY c.session_id, c.kind ORDER BY c.created_at DESC, c.id DESC) AS newest_rank
+           FROM checkpoints c WHERE c.session_id IN (${chunk.map(() => '?').join(', ')})
+         ) ranked WHERE newest_rank = 1 ORDER BY created_at, id`,
+        chunk,
+      );
+      for (const row of rows.map(toCheckpoint)) newest.set(row.sessionId, [...(newest.get(row.sessionId) ?? []), row]);
+    }
+    return newest;
   }
 
   async listTenantCheckpoints(tenantId: string): Promise<CheckpointRow[]> {

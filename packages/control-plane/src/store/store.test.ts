@@ -362,22 +362,24 @@ for (const engine of engines.all) {
     const due = async (at: number) => (await store.listSessionsToMaintain(at)).map((r) => r.id);
     assert.deepEqual(await due(now), ['ses_a', 'ses_b'], 'never visited: due');
     const a = (await store.findSession('ses_a'))!;
-    await store.scheduleMaintenance('ses_a', now + 60_000, a);
+    await store.scheduleMaintenance([{ id: 'ses_a', at: now + 60_000, basis: a }]);
     assert.deepEqual(await due(now), ['ses_b']);
     assert.deepEqual(await due(now + 60_000), ['ses_a', 'ses_b'], 'due at its time');
     await store.updateSession('ses_a', { lastActiveAt: '2026-12-01T00:00:01.000Z' });
     assert.deepEqual(await due(now), ['ses_b'], 'a use changes nothing it is worked out from');
     await store.updateSession('ses_a', { expiresAt: '2026-12-01T00:00:30.000Z' });
     assert.deepEqual(await due(now), ['ses_a', 'ses_b'], 'a timeout set: due at once');
-    // Worked out from a row that changed since: not recorded.
-    await store.scheduleMaintenance('ses_a', now + 60_000, a);
-    assert.deepEqual(await due(now), ['ses_a', 'ses_b']);
-    await store.scheduleMaintenance('ses_a', now + 60_000, (await store.findSession('ses_a'))!);
-    await store.scheduleMaintenance('ses_b', now + 60_000, (await store.findSession('ses_b'))!);
+    // Worked out from a row that changed since: not recorded; the others written with it are.
+    await store.scheduleMaintenance([
+      { id: 'ses_a', at: now + 60_000, basis: a },
+      { id: 'ses_b', at: now + 60_000, basis: (await store.findSession('ses_b'))! },
+    ]);
+    assert.deepEqual(await due(now), ['ses_a']);
+    await store.scheduleMaintenance([{ id: 'ses_a', at: now + 60_000, basis: (await store.findSession('ses_a'))! }]);
     assert.deepEqual(await due(now), []);
     assert.ok(await store.updatePlacedSession('ses_b', 0, { sandboxId: 'sbx_b2' }));
     assert.deepEqual(await due(now), ['ses_b'], 'a new sandbox: due at once');
-    await store.scheduleMaintenance('ses_a', now + 60_000, (await store.findSession('ses_a'))!);
+    await store.scheduleMaintenance([{ id: 'ses_a', at: now + 60_000, basis: (await store.findSession('ses_a'))! }]);
     const image = { sessionId: 'ses_a', tenantId: 'tn_a', trigger: 'manual' as const, nodeId: 'node_x', createdAt: '', sizeBytes: 1, volumes: [] };
     await store.insertCheckpoint({ ...image, id: 'ckp_fs_a', kind: 'fs', pauseMs: null });
     assert.deepEqual(await due(now), ['ses_b'], 'an fs checkpoint makes nothing sooner');
@@ -389,7 +391,7 @@ for (const engine of engines.all) {
       [claim?.sessionId, claim?.sandboxId, claim?.nodeId, claim?.volumeNodeId, claim?.maintainAfter, more.length],
       ['ses_b', 'sbx_b2', 'node_z', 'node_z', null, 0],
     );
-    await store.scheduleMaintenance('ses_b', now + 1234, (await store.findSession('ses_b'))!);
+    await store.scheduleMaintenance([{ id: 'ses_b', at: now + 1234, basis: (await store.findSession('ses_b'))! }]);
     assert.strictEqual((await claims(['node_z']))[0]!.maintainAfter, now + 1234, 'its next maintenance, a number (a BIGINT in PostgreSQL)');
     assert.deepEqual(
       (await claims()).map((c) => c.sessionId),
@@ -397,6 +399,40 @@ for (const engine of engines.all) {
     );
     await store.updateSession('ses_b', { status: 'stopped', sandboxId: null, nodeId: null });
     assert.deepEqual(await claims(['node_z']), [], 'no sandbox: no claim');
+  });
+
+  test(named('many sessions at once: their newest checkpoint of each kind read, their next maintenance written, past 500 a statement'), async () => {
+    const store = await engine.open('maintain-many');
+    await store.insertTenant({ id: 'tn_a', name: 'a', createdAt: '' });
+    const ids = Array.from({ length: 620 }, (_, i) => `ses_m${String(i).padStart(4, '0')}`);
+    for (const [i, id] of ids.entries())
+      await store.insertSession({ ...session(id, 'tn_a', '2026-01-01T00:00:01.000Z'), sandboxId: `sbx_${i}`, nodeId: 'node_z' });
+    const image = { tenantId: 'tn_a', trigger: 'auto' as const, nodeId: 'node_z', sizeBytes: 1, volumes: [] };
+    const take = (sessionId: string, id: string, kind: 'fs' | 'full', createdAt: string) =>
+      store.insertCheckpoint({ ...image, sessionId, id, kind, createdAt, pauseMs: kind === 'full' ? 100 : null });
+    await take('ses_m0000', 'ckp_a1', 'full', '2026-01-01T00:01:00.000Z');
+    await take('ses_m0000', 'ckp_a2', 'fs', '2026-01-01T00:02:00.000Z');
+    await take('ses_m0000', 'ckp_a3', 'full', '2026-01-01T00:03:00.000Z');
+    await take('ses_m0000', 'ckp_a4', 'fs', '2026-01-01T00:04:00.000Z');
+    await take('ses_m0000', 'ckp_a5', 'fs', '2026-01-01T00:04:00.000Z');
+    await take('ses_m0619', 'ckp_b1', 'fs', '2026-01-01T00:05:00.000Z');
+    await take('ses_other', 'ckp_c1', 'fs', '2026-01-01T00:05:00.000Z');
+    const newest = await store.listNewestCheckpoints(ids);
+    assert.deepEqual(
+      [...newest].map(([id, rows]) => [id, rows.map((c) => c.id)]),
+      [
+        ['ses_m0000', ['ckp_a3', 'ckp_a5']],
+        ['ses_m0619', ['ckp_b1']],
+      ],
+      'the newest full and fs ones, oldest first (of two at one time, the greater id); the 501st session read too; none of others',
+    );
+    assert.equal(newest.get('ses_m0000')![0]!.pauseMs, 100);
+
+    const now = Date.parse('2026-12-01T00:00:00.000Z');
+    const rows = await store.findSessions(ids);
+    await store.scheduleMaintenance(rows.map((row) => ({ id: row.id, at: now + 60_000, basis: row })));
+    assert.deepEqual(await store.listSessionsToMaintain(now), [], 'all 620 written');
+    assert.equal((await store.listSessionsToMaintain(now + 60_000)).length, 620);
   });
 
   test(named("a call's one read: the session with its lease; uses of many sessions recorded in one statement"), async () => {

@@ -165,6 +165,17 @@ export interface CheckpointRow {
   volumes: (CheckpointVolume & { volumeId: string })[];
 }
 
+/**
+ * A session's maintenance has nothing to do before `at` (ms since the epoch), as worked out from
+ * `basis`, its row as read: not set when the row changed since (any `updateSession` of its status,
+ * sandbox, node or timeout makes it due at once, and so does a full checkpoint's insert).
+ */
+export interface MaintenanceSchedule {
+  id: string;
+  at: number;
+  basis: Pick<SessionRow, 'status' | 'sandboxId' | 'expiresAt'>;
+}
+
 /** A checkpoint as first recorded, before it is shipped. */
 export type NewCheckpointRow = Omit<CheckpointRow, 'shippedAt' | 'shippedBaseId' | 'shippedObjects'>;
 
@@ -384,11 +395,10 @@ export interface Store {
    */
   listSandboxClaims(nodeIds?: string[]): Promise<SandboxClaim[]>;
   /**
-   * The session's maintenance has nothing to do before `at` (ms since the epoch), as worked out from
-   * `basis`, its row as read: not set when the row changed since (any `updateSession` of its status,
-   * sandbox, node or timeout makes it due at once, and so does a full checkpoint's insert).
+   * Each session's maintenance has nothing to do before its `at`, as worked out from its `basis`
+   * (`MaintenanceSchedule`); written in one statement, in the order given.
    */
-  scheduleMaintenance(id: string, at: number, basis: Pick<SessionRow, 'status' | 'sandboxId' | 'expiresAt'>): Promise<void>;
+  scheduleMaintenance(schedules: MaintenanceSchedule[]): Promise<void>;
   /** The sessions of these ids that exist (any tenant). */
   findSessions(ids: string[]): Promise<SessionRow[]>;
   /** The sessions whose volume or sandbox is on the node. */
@@ -423,6 +433,12 @@ export interface Store {
   /** Which of these checkpoint ids the store knows. */
   knownCheckpoints(ids: string[]): Promise<Set<string>>;
   listCheckpoints(sessionId: string): Promise<CheckpointRow[]>;
+  /**
+   * Of each of these sessions, its newest checkpoint of each kind, oldest first: what maintenance
+   * looks at to tell which automatic checkpoint comes due when, read for many sessions at once.
+   * A session without checkpoints is not in the map.
+   */
+  listNewestCheckpoints(sessionIds: string[]): Promise<Map<string, CheckpointRow[]>>;
   /** Every checkpoint of the tenant's sessions (one query, for the event stream). */
   listTenantCheckpoints(tenantId: string): Promise<CheckpointRow[]>;
   deleteCheckpoint(id: string): Promise<void>;
