@@ -12,6 +12,14 @@ export const usageWriteWindowMs = 250;
 /** The most batches one transaction stores. */
 const maxBatchesPerWrite = 200;
 
+/**
+ * Transactions of usage under way at once, per control plane: they run on the background
+ * connections with maintenance's passes, and a write that outlasted its window started another
+ * beside it, so usage could hold all four (at 100,000 sessions, passes waited behind 22–55 statements).
+ * Under load the batches wait and go in fewer, bigger transactions; the nodes keep them meanwhile.
+ */
+const usageWritesAtOnce = 1;
+
 export interface UsageCollectorDeps {
   store: Pick<Store, 'applyUsageBatches' | 'integrateCheckpointStorage'>;
   log: (message: string) => void;
@@ -24,7 +32,7 @@ export interface UsageCollectorDeps {
  * Brings what nodes measured into the store: a node's heartbeat says when it holds batches, and the
  * control plane that takes the beat collects them from that node (`NodeHeartbeats`), stores each
  * batch once (with the other nodes' collected within `usageWriteWindowMs`, in one transaction) and
- * then acknowledges it, so the node forgets it. A control plane that dies between the two leaves
+ * then acknowledges it, so the node forgets it. One such transaction at a time (`usageWritesAtOnce`). A control plane that dies between the two leaves
  * the batch on the node, which goes on saying so in its heartbeats; the next one to collect stores
  * nothing twice (the store applies each ledger's seq once). A node the control planes cannot reach
  * keeps its batches until one can.
@@ -35,7 +43,12 @@ export class UsageCollector {
   private readonly writes: WriteWindow<UsageBatchFrom, boolean>;
 
   constructor(private readonly deps: UsageCollectorDeps) {
-    this.writes = new WriteWindow((items) => deps.store.applyUsageBatches(items), deps.writeWindowMs ?? usageWriteWindowMs, maxBatchesPerWrite);
+    this.writes = new WriteWindow(
+      (items) => deps.store.applyUsageBatches(items),
+      deps.writeWindowMs ?? usageWriteWindowMs,
+      maxBatchesPerWrite,
+      usageWritesAtOnce,
+    );
   }
 
   /** The node's batches, stored and then acknowledged; a failure is logged (once until it works again), the node keeps them. */
