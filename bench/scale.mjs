@@ -215,7 +215,9 @@ async function measureLevel(level, pool) {
   // Idle: only heartbeats and maintenance (one tick of each control plane at least).
   const backlog = await drainBacklog(pool.active.length);
   const watch = watchOverdue('idle');
+  const beforeIdle = await statementTotals();
   const idle = await measured(() => idleWindows(settings.idleSec));
+  const idleTop = await topStatements(beforeIdle, ' idle');
   const overhead = await execOverhead(pool);
   watch.phase('mix');
   const mix = await measured(() => runMix(api, sim, pool, { rate: settings.rate, durationSec: settings.durationSec }));
@@ -233,7 +235,7 @@ async function measureLevel(level, pool) {
     pause: summarize(idled.pause),
     stop: summarize(idled.stop),
     overheadMs: overhead,
-    idle: { ...idle.use, windows: idle.result },
+    idle: { ...idle.use, windows: idle.result, statementsTop: idleTop },
     mix: {
       ...mix.use,
       callsPerSec: calls / mix.result.seconds,
@@ -342,15 +344,32 @@ async function execOverhead(pool) {
   return { median: t.median - s.median, p90: t.p90 - s.p90, throughControlPlane: t, direct: s };
 }
 
-/** Where PostgreSQL's time went on the harness's database so far: the 8 statements that took the most, with their calls. */
-async function topStatements() {
+/** Each statement PostgreSQL ran on the harness's database so far: its calls and time, by its id. */
+async function statementTotals() {
   const { rows } = await monitor.query(
-    `SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query, calls, round(total_exec_time) AS ms, round(mean_exec_time::numeric, 3) AS mean
-       FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1 ORDER BY total_exec_time DESC LIMIT 8`,
+    `SELECT queryid, left(regexp_replace(query, '\\s+', ' ', 'g'), 160) AS query, calls, total_exec_time AS ms
+       FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid WHERE d.datname = $1`,
     [databaseName],
   );
-  for (const r of rows) progress(`  PostgreSQL: ${r.ms} ms in ${r.calls} calls (${r.mean} ms each): ${r.query}`);
-  return rows.map((r) => ({ query: r.query, calls: Number(r.calls), totalMs: Number(r.ms), meanMs: Number(r.mean) }));
+  return new Map(rows.map((r) => [r.queryid, { query: r.query, calls: Number(r.calls), ms: Number(r.ms) }]));
+}
+
+/**
+ * Where PostgreSQL's time went on the harness's database: the 8 statements that took the most, with
+ * their calls; so far, or since `since` (a `statementTotals()`), with `label` in the progress lines.
+ */
+async function topStatements(since = new Map(), label = '') {
+  const spent = [...(await statementTotals())].map(([id, now]) => {
+    const before = since.get(id) ?? { calls: 0, ms: 0 };
+    return { query: now.query, calls: now.calls - before.calls, totalMs: now.ms - before.ms };
+  });
+  const top = spent
+    .filter((s) => s.calls > 0)
+    .sort((a, b) => b.totalMs - a.totalMs)
+    .slice(0, 8)
+    .map((s) => ({ query: s.query, calls: s.calls, totalMs: Math.round(s.totalMs), meanMs: Math.round((s.totalMs / s.calls) * 1000) / 1000 }));
+  for (const r of top) progress(`  PostgreSQL${label}: ${r.totalMs} ms in ${r.calls} calls (${r.meanMs} ms each): ${r.query}`);
+  return top;
 }
 
 /** Each control plane's last maintenance pass and how long its /metrics took. */

@@ -45,8 +45,7 @@ export class MetricsReport {
       gauges[`space_store_connections{pool="${pool}",state="idle"}`] = use.idle;
       gauges[`space_store_statements_waiting{pool="${pool}"}`] = use.waiting;
     }
-    const nodes = await this.deps.nodes.list();
-    for (const status of ['ready', 'draining', 'lost']) gauges[`space_nodes{status="${status}"}`] = nodes.filter((n) => n.status === status).length;
+    for (const [status, count] of Object.entries(await this.deps.nodes.countByStatus())) gauges[`space_nodes{status="${status}"}`] = count;
     return this.deps.metrics.render({ ...gauges, ...(await this.nodeGauges()), ...this.deps.limits.gauges() });
   }
 

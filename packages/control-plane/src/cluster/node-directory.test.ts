@@ -102,6 +102,10 @@ test('a node without heartbeats is lost; a draining one takes no new sessions; a
     ],
     'a heartbeat keeps the status an operator set',
   );
+  await c.beat('node_c');
+  assert.deepEqual(await c.nodes.countByStatus(), { ready: 1, draining: 1, lost: 1 }, 'counted as listed (for /metrics, without reading the sessions)');
+  c.clock.now += 11_000;
+  await c.beat('node_b');
   await assert.rejects(c.nodes.place(), { code: 'NODE_UNAVAILABLE', message: /node_a lost, node_b draining/ });
   await assert.rejects(c.nodes.place('node_a'), { code: 'NODE_UNAVAILABLE', message: /node node_a, which holds what the session starts from, is lost/ });
   assert.equal((await c.nodes.place('node_b')).nodeId, 'node_b', 'a fork goes where its checkpoint is, draining or not');

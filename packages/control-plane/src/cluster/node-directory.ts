@@ -140,6 +140,13 @@ export class NodeDirectory {
     return this.now() - Date.parse(row.lastHeartbeatAt) > this.options.lostAfterMs ? 'lost' : row.status;
   }
 
+  /** How many nodes are in each status: from their rows alone (`list` also counts each node's sessions, a read of every session). */
+  async countByStatus(): Promise<Record<NodeStatus, number>> {
+    const counts: Record<NodeStatus, number> = { ready: 0, draining: 0, lost: 0 };
+    for (const row of await this.options.store.listNodes()) counts[this.status(row)]++;
+    return counts;
+  }
+
   async list(): Promise<NodeView[]> {
     const [rows, load] = await Promise.all([this.options.store.listNodes(), this.options.store.loadByNode()]);
     return rows.map((row) => ({
