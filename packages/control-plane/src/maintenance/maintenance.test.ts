@@ -323,6 +323,27 @@ test('a running session is visited when something comes due for it, not every pa
   assert.deepEqual(await visits(25_000), ids(b), 'its timeout came');
 });
 
+test('a live node that does not list its sandboxes is said once, its sessions left until it lists them again, and said again then', async () => {
+  const s = await servicesOnFakeNode();
+  const session = await s.create({ checkpointIntervalSec: 1, fullCheckpointIntervalSec: 0, idleTimeoutSec: 0 });
+  s.node.listError = new Error('node fake-node sent a malformed reply');
+  const said = () => s.log.filter((m) => /list its sandboxes|lists its sandboxes/.test(m));
+  for (let i = 0; i < 3; i++) {
+    s.clock.now += 5000;
+    await s.maintenance.tick();
+  }
+  assert.deepEqual(said(), [
+    `node ${s.node.nodeId} did not list its sandboxes: node fake-node sent a malformed reply; its sessions are not maintained until it does`,
+  ]);
+  assert.equal((await s.store.listCheckpoints(session.id)).length, 0, 'its session was not maintained');
+  s.node.listError = null;
+  s.clock.now += 5000;
+  await s.maintenance.tick();
+  assert.equal(said().length, 2);
+  assert.match(said()[1]!, /lists its sandboxes again/);
+  assert.equal((await s.store.listCheckpoints(session.id)).length, 1, 'maintained again: its checkpoint, due since');
+});
+
 test('with another control plane on the store, a pass maintains the sessions on the nodes of its share only', async () => {
   // Whichever of the two takes the node depends on their ids: one that sorts before this one (the test's is "/<hex>"), then one after.
   const outcomes = [];

@@ -14,7 +14,7 @@ import type { SessionService } from '../sessions/session-service.js';
 import type { SessionPauser } from '../sessions/session-pauser.js';
 import type { SessionRow, Store } from '../store/store.js';
 import { ClusterSweeps } from './cluster-sweeps.js';
-import { readSnapshot } from './pass-snapshot.js';
+import { type Snapshot, readSnapshot } from './pass-snapshot.js';
 import { type OnNode, SessionUpkeep } from './session-upkeep.js';
 import { VisitSchedules } from './visit-schedules.js';
 
@@ -71,6 +71,8 @@ export class Maintenance {
   private readonly sweeps: ClusterSweeps;
   private readonly upkeep: SessionUpkeep;
   private readonly snapshotDeps: Parameters<typeof readSnapshot>[0];
+  /** Live nodes whose sandbox list failed, said once until they answer again. */
+  private readonly unlisted = new Set<string>();
 
   constructor(private readonly deps: MaintenanceDeps) {
     const now = deps.now ?? Date.now;
@@ -150,6 +152,7 @@ export class Maintenance {
     // The nodes of this control plane's share, and the sessions on them (those on no node by their own id).
     const owns = (nodeId: string) => this.deps.roster.owns(nodeId);
     const snapshot = await phase('nodes listed', () => readSnapshot(this.snapshotDeps, owns));
+    this.noteUnlisted(snapshot);
     await phase('moved and left', async () => {
       await this.sweeps.fenceMovedSessions(snapshot.listed, snapshot.placedOn);
       await this.sweeps.rescueLeftVolumes(snapshot.listed);
@@ -172,6 +175,23 @@ export class Maintenance {
       }
     });
     return ours.length;
+  }
+
+  /**
+   * Says once when a live node (it beats) does not list its sandboxes, and when it lists them again:
+   * meanwhile no pass maintains its sessions (no automatic checkpoint, idle stop or timeout).
+   */
+  private noteUnlisted({ listed, unlisted }: Snapshot): void {
+    for (const [nodeId, why] of unlisted)
+      if (!this.unlisted.has(nodeId)) {
+        this.unlisted.add(nodeId);
+        this.deps.log(`node ${nodeId} did not list its sandboxes: ${why}; its sessions are not maintained until it does`);
+      }
+    for (const nodeId of this.unlisted)
+      if (listed.has(nodeId)) {
+        this.unlisted.delete(nodeId);
+        this.deps.log(`node ${nodeId} lists its sandboxes again; its sessions are maintained`);
+      }
   }
 
   /** Only the reconciliation, for every session: run before the control plane serves its first call. */

@@ -10,6 +10,8 @@ export interface Snapshot {
   listed: ListedSandboxes;
   /** The sandboxes each node that answered runs. */
   running: Map<string, OnNode>;
+  /** Why each live node that did not answer did not (its sessions wait for a pass it answers). */
+  unlisted: Map<string, string>;
   sessions: SessionRow[];
   placedOn: PlacedOn;
 }
@@ -27,7 +29,7 @@ function writtenSinceQuiet(claim: SandboxClaim, listed: SandboxInfo | undefined,
 /**
  * What a pass works on, read in this order (a session is recorded before its sandbox starts, so
  * each listed sandbox's session is found if it exists):
- * - the sandboxes each live node (of those `ofNode` takes) runs; a node that does not answer is left out;
+ * - the sandboxes each live node (of those `ofNode` takes) runs; a node that does not answer is left out (`unlisted`);
  * - the sessions something is due for (`listSessionsToMaintain`: a start under way, a timeout
  *   passed, a sandbox whose next visit came), however many others there are;
  * - which sandbox every session on those nodes records (`listSandboxClaims`, a narrow read),
@@ -38,10 +40,11 @@ function writtenSinceQuiet(claim: SandboxClaim, listed: SandboxInfo | undefined,
  */
 export async function readSnapshot(deps: { nodes: NodeDirectory; store: Store; now: () => number }, ofNode?: (nodeId: string) => boolean): Promise<Snapshot> {
   const listed: ListedSandboxes = new Map();
+  const unlisted = new Map<string, string>();
   const nodes = (await deps.nodes.live()).filter((node) => !ofNode || ofNode(node.nodeId));
   await Promise.all(
     nodes.map(async (node) => {
-      const sandboxes = await node.listSandboxes().catch(() => null);
+      const sandboxes = await node.listSandboxes().catch((err: Error) => void unlisted.set(node.nodeId, err.message));
       if (sandboxes) listed.set(node.nodeId, { node, sandboxes });
     }),
   );
@@ -60,5 +63,5 @@ export async function readSnapshot(deps: { nodes: NodeDirectory; store: Store; n
   const sessions = [...due, ...(others.length ? await deps.store.findSessions(others) : [])];
   const placedOn: PlacedOn = new Map([...claims.values()].map((c) => [c.sessionId, { volumeNodeId: c.volumeNodeId }]));
   for (const row of sessions) placedOn.set(row.id, row);
-  return { listed, running, sessions, placedOn };
+  return { listed, running, unlisted, sessions, placedOn };
 }

@@ -92,9 +92,12 @@ export class FakeNode {
 
   /** Times the node was asked what it runs. */
   listings = 0;
+  /** Thrown by each list while set (a node that beats but cannot say what it runs). */
+  listError: Error | null = null;
 
   async listSandboxes(): Promise<SandboxInfo[]> {
     this.listings++;
+    if (this.listError) throw this.listError;
     // Copies, as a real node's answer is: what the node does later is not in a list read before.
     return [...this.sandboxes.values()].map((info) => ({ ...info }));
   }
