@@ -344,6 +344,24 @@ async function execOverhead(pool) {
   return { median: t.median - s.median, p90: t.p90 - s.p90, throughControlPlane: t, direct: s };
 }
 
+/**
+ * The statements waiting for a lock on the harness's database right now, by their start (what waits
+ * for another transaction's rows: a counter, a session's usage hour), and those they wait behind.
+ */
+async function lockWaits() {
+  const { rows } = await monitor.query(
+    `SELECT left(regexp_replace(w.query, '\\s+', ' ', 'g'), 100) AS waiting,
+            left(regexp_replace(b.query, '\\s+', ' ', 'g'), 100) AS behind, count(*) AS n
+       FROM pg_stat_activity w
+       CROSS JOIN LATERAL unnest(pg_blocking_pids(w.pid)) AS blocker(pid)
+       JOIN pg_stat_activity b ON b.pid = blocker.pid
+      WHERE w.datname = $1 AND w.wait_event_type = 'Lock'
+      GROUP BY 1, 2 ORDER BY n DESC LIMIT 5`,
+    [databaseName],
+  );
+  return rows.map((r) => ({ waiting: r.waiting, behind: r.behind, n: Number(r.n) }));
+}
+
 /** Each statement PostgreSQL ran on the harness's database so far: its calls and time, by its id. */
 async function statementTotals() {
   const { rows } = await monitor.query(
@@ -436,7 +454,8 @@ async function drainBacklog(active, share = 1 / 100) {
  * Samples, every second until `end()`, the sessions with a sandbox on a live node whose next
  * maintenance was due more than a tick ago (not visited within one tick): the most at once, and the
  * most overdue one's lateness beyond its due time, overall and in each phase named with
- * `phase(name)`; and every 10 s the control planes' last passes and connections to PostgreSQL.
+ * `phase(name)`; and every 10 s the control planes' last passes and connections to PostgreSQL, and
+ * the statements waiting for a lock (`lockWaits`).
  * `timeline` keeps each sample, so a run shows when sessions fell behind and what the passes were
  * doing then.
  */
@@ -456,6 +475,7 @@ function watchOverdue(firstPhase = 'all') {
         lastPassesAt = performance.now();
         // The passes and connections: not the counts by status, the visits or how long /metrics took.
         sample.passes = (await scrapeMaintenance()).map(({ visits, metricsMs, byStatus, ...pass }) => pass);
+        sample.lockWaits = await lockWaits();
       }
       worst.timeline.push(sample);
       worst.samples++;
