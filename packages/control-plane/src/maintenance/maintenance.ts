@@ -158,7 +158,7 @@ export class Maintenance {
       await this.sweeps.rescueLeftVolumes(snapshot.listed);
     });
     const ours = snapshot.sessions.filter((row) => owns(row.nodeId ?? row.volumeNodeId ?? row.id));
-    // What the looks go by, read for all at once: a read per session was most of an idle pass's statements.
+    // What the looks go by, read for all of them at once (a look read its own: a statement per visit).
     const withSandbox = ours.filter((row) => row.status === 'running' && row.sandboxId).map((row) => row.id);
     const newest = await phase('checkpoints read', () => this.deps.store.listNewestCheckpoints(withSandbox));
     const schedules = new VisitSchedules(this.deps.store, this.deps.log);

@@ -298,9 +298,9 @@ export class SqlStore implements Store {
   }
 
   async scheduleMaintenance(schedules: MaintenanceSchedule[]): Promise<void> {
-    // In bounded lists: a statement's parameters are limited (PostgreSQL: 65,535). The columns of a
-    // VALUES list are named by the CTE (SQLite names none otherwise); the time is cast, as PostgreSQL
-    // would take an untyped parameter there for text.
+    // In bounded lists: a statement's parameters are limited (PostgreSQL: 65,535). The VALUES list's
+    // columns are named by the CTE (SQLite takes no column names after a subquery's alias); the time
+    // is cast, as PostgreSQL would take an untyped parameter there for text.
     for (let i = 0; i < schedules.length; i += 500) {
       const chunk = schedules.slice(i, i + 500);
       await this.db.run(

@@ -31,11 +31,11 @@ export interface UsageCollectorDeps {
 /**
  * Brings what nodes measured into the store: a node's heartbeat says when it holds batches, and the
  * control plane that takes the beat collects them from that node (`NodeHeartbeats`), stores each
- * batch once (with the other nodes' collected within `usageWriteWindowMs`, in one transaction) and
- * then acknowledges it, so the node forgets it. One such transaction at a time (`usageWritesAtOnce`). A control plane that dies between the two leaves
- * the batch on the node, which goes on saying so in its heartbeats; the next one to collect stores
- * nothing twice (the store applies each ledger's seq once). A node the control planes cannot reach
- * keeps its batches until one can.
+ * batch once (with the other nodes' collected within `usageWriteWindowMs`, in one transaction, one
+ * such transaction at a time: `usageWritesAtOnce`) and then acknowledges it, so the node forgets it.
+ * A control plane that dies between the two leaves the batch on the node, which goes on saying so
+ * in its heartbeats; the next one to collect stores nothing twice (the store applies each ledger's
+ * seq once). A node the control planes cannot reach keeps its batches until one can.
  */
 export class UsageCollector {
   /** Nodes whose collection failed, logged once until it works again. */
