@@ -1,5 +1,5 @@
 import { WriteWindow } from '@space/server-kit';
-import type { HeartbeatRow, Store } from '../store/store.js';
+import { type HeartbeatRow, type Store, inIdOrder } from '../store/store.js';
 
 /** How long a heartbeat's row waits for others to be written with it: a heartbeat comes every 2 s, and a node is lost after 10 s without one. */
 export const heartbeatWriteWindowMs = 100;
@@ -23,7 +23,7 @@ export class HeartbeatWrites {
         // A node that beat twice within the window: its newest row. Rows in the order of their id, so two
         // control planes' statements lock the rows they share in one order and never wait on each other in a cycle.
         const newest = new Map(rows.map((row) => [row.id, row]));
-        await store.recordHeartbeats([...newest.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)));
+        await store.recordHeartbeats([...newest.values()].sort(inIdOrder));
         return rows.map(() => undefined);
       },
       windowMs,

@@ -15,7 +15,7 @@ import type { SessionPauser } from '../sessions/session-pauser.js';
 import type { SessionRow, Store } from '../store/store.js';
 import { ClusterSweeps } from './cluster-sweeps.js';
 import { type Snapshot, readSnapshot } from './pass-snapshot.js';
-import { type OnNode, SessionUpkeep } from './session-upkeep.js';
+import { type OnNode, SessionUpkeep, looksAtCheckpoints } from './session-upkeep.js';
 import { VisitSchedules } from './visit-schedules.js';
 
 export interface MaintenanceDeps {
@@ -159,8 +159,8 @@ export class Maintenance {
     });
     const ours = snapshot.sessions.filter((row) => owns(row.nodeId ?? row.volumeNodeId ?? row.id));
     // What the looks go by, read for all of them at once (a look read its own: a statement per visit).
-    const withSandbox = ours.filter((row) => row.status === 'running' && row.sandboxId).map((row) => row.id);
-    const newest = await phase('checkpoints read', () => this.deps.store.listNewestCheckpoints(withSandbox));
+    const looked = ours.filter(looksAtCheckpoints).map((row) => row.id);
+    const newest = await phase('checkpoints read', () => this.deps.store.listNewestCheckpoints(looked));
     const schedules = new VisitSchedules(this.deps.store, this.deps.log);
     const look: Look = async (row, onNode) => {
       const next = await this.upkeep.look(row, onNode, newest.get(row.id) ?? []);

@@ -11,6 +11,9 @@ import { type SessionDue, type SessionFacts, idleForMs, nextDueAt, sessionDue } 
 /** The sandboxes a node listed in this pass, by sandbox id. */
 export type OnNode = ReadonlyMap<string, SandboxInfo>;
 
+/** Whether the policy looks at the session's checkpoints: only while it has a running sandbox (else none is read). */
+export const looksAtCheckpoints = (row: SessionRow): boolean => row.status === 'running' && row.sandboxId !== null;
+
 /** A session's facts with the id of its newest checkpoint, what a volume change is measured against. */
 type UpkeepFacts = SessionFacts & { newestId: string | null };
 
@@ -109,7 +112,7 @@ export class SessionUpkeep {
 
   /** The session's checkpoints, read only when it has a running sandbox: the only case the policy looks at them. */
   private async checkpointsOf(row: SessionRow): Promise<CheckpointRow[]> {
-    return row.status === 'running' && row.sandboxId ? this.deps.store.listCheckpoints(row.id) : [];
+    return looksAtCheckpoints(row) ? this.deps.store.listCheckpoints(row.id) : [];
   }
 
   /** The session's facts, with what a volume change is measured against. */

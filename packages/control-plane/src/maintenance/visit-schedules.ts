@@ -1,4 +1,4 @@
-import type { MaintenanceSchedule, Store } from '../store/store.js';
+import { type MaintenanceSchedule, type Store, inIdOrder } from '../store/store.js';
 
 /** The next visits one write records (the store splits them in statements of 500). */
 const maxPerWrite = 500;
@@ -33,7 +33,7 @@ export class VisitSchedules {
   }
 
   private write(): void {
-    const batch = this.gathered.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const batch = this.gathered.sort(inIdOrder);
     this.gathered = [];
     const written = this.store
       .scheduleMaintenance(batch)

@@ -166,6 +166,12 @@ export interface CheckpointRow {
 }
 
 /**
+ * The order rows written together go in: by id, so two control planes' writes lock the rows they
+ * share in one order and never wait on each other in a cycle.
+ */
+export const inIdOrder = (a: { id: string }, b: { id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/**
  * A session's maintenance has nothing to do before `at` (ms since the epoch), as worked out from
  * `basis`, its row as read: not set when the row changed since (any `updateSession` of its status,
  * sandbox, node or timeout makes it due at once, and so does a full checkpoint's insert).
