@@ -31,6 +31,9 @@
 //   loopback: what sending statements costs the control planes' cores)
 //   [--logs DIR] (each control plane's output in DIR/control-plane-N.log: warnings and errors, as
 //   SPACE_QUIET leaves them)
+//   [--cpu-prof DIR] (each control plane writes a V8 CPU profile to DIR when it stops; each phase's
+//   `use.monotonicUs` in the JSON is its window there: `bench/cpu-profile.mjs FILE --from A --to B`.
+//   A control plane killed writes none)
 import { fork } from 'node:child_process';
 import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,6 +71,7 @@ const { values } = parseArgs({
     'quiet-lists': { type: 'boolean', default: true },
     'database-socket': { type: 'boolean', default: false },
     logs: { type: 'string' },
+    'cpu-prof': { type: 'string' },
   },
   allowNegative: true,
 });
@@ -167,6 +171,7 @@ try {
           SPACE_TENANT_REQUESTS_PER_SEC: '1000000',
           SPACE_TENANT_MAX_REQUESTS: '100000',
           SPACE_TENANT_MAX_STREAMS: '100000',
+          ...(values['cpu-prof'] ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${path.resolve(values['cpu-prof'])}` } : {}),
         },
         (name, line) => {
           if (/maintenance pass (took|still running)/.test(line)) progress(`${name}: ${line}`);
@@ -208,8 +213,10 @@ console.error(`# JSON in ${out}`);
 
 /** One level: the store filled to `level` sessions, then measured idle, under the mix, and through a node's loss. */
 async function measureLevel(level, pool) {
+  const beforeFill = await statementTotals();
   const filling = await measured(() => fill(api, pool, level, settings.concurrency, progress));
   const filled = filling.result;
+  const fillTop = { byTime: await topStatements(beforeFill, ' fill'), byCalls: await topStatements(beforeFill, ' fill', 'calls') };
   const idled = await idleOut(api, pool, settings.active, settings.concurrency);
   progress(`${level} sessions: ${Math.round(filled.perSec)} creates/s; ${pool.active.length} active, ${pool.idle.length} paused or stopped`);
   // Idle: only heartbeats and maintenance (one tick of each control plane at least).
@@ -231,7 +238,13 @@ async function measureLevel(level, pool) {
     sessions: pool.size,
     active: pool.active.length,
     nodes: settings.nodes,
-    creates: { perSec: filled.perSec, ...summarize(filled.samples), use: filling.use, statementsPerCreate: filling.use.statements / filled.samples.length },
+    creates: {
+      perSec: filled.perSec,
+      ...summarize(filled.samples),
+      use: filling.use,
+      statementsPerCreate: filling.use.statements / filled.samples.length,
+      statementsTop: fillTop,
+    },
     pause: summarize(idled.pause),
     stop: summarize(idled.stop),
     overheadMs: overhead,
@@ -291,8 +304,11 @@ async function measured(work) {
   const stmtBefore = await statements();
   const servedBefore = await sim.ask('served');
   const started = performance.now();
+  const startedUs = process.hrtime.bigint() / 1000n;
   const result = await work();
   const seconds = (performance.now() - started) / 1000;
+  // On the monotonic clock of V8's CPU profiles (`--cpu-prof`): bench/cpu-profile.mjs --from/--to.
+  const monotonicUs = [Number(startedUs), Number(process.hrtime.bigint() / 1000n)];
   const stmts = (await statements()) - stmtBefore;
   const served = await sim.ask('served');
   const after = controlPlanes.map((c) => processUse(c.child.pid));
@@ -300,6 +316,7 @@ async function measured(work) {
     result,
     use: {
       seconds,
+      monotonicUs,
       statements: stmts,
       statementsPerSec: stmts / seconds,
       controlPlaneCpu: after.map((a, i) => cpuShare(before[i], a, seconds)),
@@ -373,17 +390,18 @@ async function statementTotals() {
 }
 
 /**
- * Where PostgreSQL's time went on the harness's database: the 8 statements that took the most, with
- * their calls; so far, or since `since` (a `statementTotals()`), with `label` in the progress lines.
+ * Where PostgreSQL's time went on the harness's database: the 8 statements that took the most (or,
+ * `by` 'calls', that ran most often), with their calls; so far, or since `since` (a
+ * `statementTotals()`), with `label` in the progress lines.
  */
-async function topStatements(since = new Map(), label = '') {
+async function topStatements(since = new Map(), label = '', by = 'totalMs') {
   const spent = [...(await statementTotals())].map(([id, now]) => {
     const before = since.get(id) ?? { calls: 0, ms: 0 };
     return { query: now.query, calls: now.calls - before.calls, totalMs: now.ms - before.ms };
   });
   const top = spent
     .filter((s) => s.calls > 0)
-    .sort((a, b) => b.totalMs - a.totalMs)
+    .sort((a, b) => b[by] - a[by])
     .slice(0, 8)
     .map((s) => ({ query: s.query, calls: s.calls, totalMs: Math.round(s.totalMs), meanMs: Math.round((s.totalMs / s.calls) * 1000) / 1000 }));
   for (const r of top) progress(`  PostgreSQL${label}: ${r.totalMs} ms in ${r.calls} calls (${r.meanMs} ms each): ${r.query}`);

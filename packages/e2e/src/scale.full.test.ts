@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -10,7 +10,12 @@ import { repoRoot } from './platform.js';
 interface ScaleLevel {
   sessions: number;
   active: number;
-  creates: { perSec: number; n: number };
+  creates: {
+    perSec: number;
+    n: number;
+    use: { monotonicUs: [number, number] };
+    statementsTop: { byTime: { calls: number }[]; byCalls: { calls: number }[] };
+  };
   overheadMs: { throughControlPlane: { median: number }; direct: { median: number } };
   mix: { callsPerSec: number; statementsPerCall: number; latency: Record<string, { n: number; median: number }>; simulatorCpu: number; harnessCpu: number };
   errors: Record<string, { count: number; example: string }>;
@@ -36,7 +41,8 @@ test('the scale harness, small: real control planes on PostgreSQL with simulated
   const dir = mkdtempSync(path.join(tmpdir(), 'space-scale-smoke-'));
   try {
     const out = path.join(dir, 'scale.json');
-    const child = spawn(process.execPath, [path.join(repoRoot, 'bench/scale.mjs'), '--smoke', '--json', out], {
+    const profiles = path.join(dir, 'profiles');
+    const child = spawn(process.execPath, [path.join(repoRoot, 'bench/scale.mjs'), '--smoke', '--json', out, '--cpu-prof', profiles], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -92,6 +98,26 @@ test('the scale harness, small: real control planes on PostgreSQL with simulated
     assert.ok(level.loss.detectedMs > 7_000 && level.loss.detectedMs < 20_000, `detected after ${level.loss.detectedMs} ms`);
     assert.equal(level.loss.failed, 0, JSON.stringify(level.loss));
     assert.equal(level.loss.moved + level.loss.unmovable, level.loss.sessions);
+
+    // Where the fill's time went: PostgreSQL's statements, and the surviving control plane's CPU profile over the fill's window.
+    assert.ok(level.creates.statementsTop.byCalls.length > 0 && level.creates.statementsTop.byTime.length > 0);
+    const [profile, ...others] = readdirSync(profiles);
+    assert.ok(profile?.endsWith('.cpuprofile') && others.length === 0, `one profile, the killed control plane's none: ${readdirSync(profiles)}`);
+    const [from, to] = level.creates.use.monotonicUs;
+    const summary = JSON.parse(
+      execFileSync(
+        process.execPath,
+        [path.join(repoRoot, 'bench/cpu-profile.mjs'), path.join(profiles, profile), '--from', `${from}`, '--to', `${to}`, '--json'],
+        {
+          encoding: 'utf8',
+        },
+      ),
+    ) as { windowMs: number; places: { name: string }[] };
+    assert.ok(summary.windowMs > 0 && summary.windowMs <= (to - from) / 1000 + 50, `the fill's window sampled: ${summary.windowMs} ms`);
+    assert.ok(
+      summary.places.some((p) => p.name.startsWith('control-plane/')),
+      JSON.stringify(summary.places),
+    );
 
     // A control plane killed: the survivor goes on passing.
     assert.ok(

@@ -23,15 +23,16 @@ export function readBounded(stream: Readable, limit: number, options: BoundedRea
       if (!options.idle) return;
       if (idleTimer) clearTimeout(idleTimer);
       idleTimer = setTimeout(() => {
-        fail(options.idle!.stalled());
+        fail(options.idle!.stalled);
         stream.destroy();
       }, options.idle.ms);
     };
-    const fail = (err: SpaceError): void => {
+    // The error is made only when it is the outcome: a stream closes after every complete read too, and an error's stack costs.
+    const fail = (error: () => SpaceError): void => {
       if (settled) return;
       settled = true;
       if (idleTimer) clearTimeout(idleTimer);
-      reject(err);
+      reject(error());
     };
     armIdle();
     stream.on('data', (chunk: Buffer) => {
@@ -39,7 +40,7 @@ export function readBounded(stream: Readable, limit: number, options: BoundedRea
       armIdle();
       size += chunk.length;
       if (size <= limit) return void chunks.push(chunk);
-      fail(options.overflow());
+      fail(options.overflow);
       if (!options.drain) stream.destroy();
     });
     stream.on('end', () => {
@@ -48,7 +49,7 @@ export function readBounded(stream: Readable, limit: number, options: BoundedRea
       if (idleTimer) clearTimeout(idleTimer);
       resolve(Buffer.concat(chunks));
     });
-    stream.on('error', () => fail(options.interrupted()));
-    stream.on('close', () => fail(options.interrupted()));
+    stream.on('error', () => fail(options.interrupted));
+    stream.on('close', () => fail(options.interrupted));
   });
 }

@@ -29,16 +29,31 @@ function unavailable(err: unknown): SpaceError {
   return new SpaceError(ErrorCode.STORE_UNAVAILABLE, `the database (${setting}) is unreachable: ${(err as Error).message}`);
 }
 
-/** `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`, ...); the store's SQL has no `?` anywhere else. */
-function numbered(sql: string): string {
-  let n = 0;
-  return sql.replace(/\?/g, () => `$${++n}`);
+/** Statements kept numbered: the store's fixed ones, and the lengths its lists of ids take. */
+const numberedKept = 2000;
+
+/**
+ * `?` placeholders numbered as PostgreSQL wants them (`$1`, `$2`, ...); the store's SQL has no `?`
+ * anywhere else. Each text is numbered once: most statements are sent thousands of times a minute.
+ */
+class NumberedSql {
+  private readonly known = new Map<string, string>();
+
+  of(sql: string): string {
+    let numbered = this.known.get(sql);
+    if (numbered !== undefined) return numbered;
+    let n = 0;
+    numbered = sql.replace(/\?/g, () => `$${++n}`);
+    if (this.known.size >= numberedKept) this.known.clear();
+    this.known.set(sql, numbered);
+    return numbered;
+  }
 }
 
-function executor(query: (sql: string, params: SqlValue[]) => Promise<pg.QueryResult>): SqlExecutor {
+function executor(numbered: NumberedSql, query: (sql: string, params: SqlValue[]) => Promise<pg.QueryResult>): SqlExecutor {
   const run = async (sql: string, params: SqlValue[] = []) => {
     try {
-      return await query(numbered(sql), params);
+      return await query(numbered.of(sql), params);
     } catch (err) {
       throw isConnectionError(err) ? unavailable(err) : err;
     }
@@ -78,6 +93,7 @@ function useOf(pool: pg.Pool): ConnectionUse {
  */
 export class PostgresDatabase implements SqlDatabase {
   private readonly direct: SqlExecutor;
+  private readonly numbered = new NumberedSql();
   /** Set inside `background`: the statements of that work take the background pool. */
   private readonly inBackground = new AsyncLocalStorage<true>();
 
@@ -85,7 +101,7 @@ export class PostgresDatabase implements SqlDatabase {
     private readonly callsPool: pg.Pool,
     private readonly backgroundPool: pg.Pool,
   ) {
-    this.direct = executor((sql, params) => this.pool().query(sql, params));
+    this.direct = executor(this.numbered, (sql, params) => this.pool().query(sql, params));
   }
 
   /** Connects, checks the server answers and brings the schema up to date; a clear error naming the setting if it cannot. */
@@ -136,7 +152,7 @@ export class PostgresDatabase implements SqlDatabase {
     } catch (err) {
       throw unavailable(err);
     }
-    const tx = executor((sql, params) => client.query(sql, params));
+    const tx = executor(this.numbered, (sql, params) => client.query(sql, params));
     let broken: unknown;
     // The pool listens for a connection's errors only while it is idle: one the server ends between
     // two statements of this transaction (a restart) would otherwise be an unhandled 'error' event
