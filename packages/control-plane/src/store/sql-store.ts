@@ -37,7 +37,7 @@ import {
   type VolumeMountDbRow,
   type VolumeSnapshotDbRow,
 } from './db-rows.js';
-import type { PoolUse, SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
+import { chunksOf, type PoolUse, type SqlDatabase, type SqlExecutor, type SqlValue } from './sql-database.js';
 import { activeStatuses } from './usage-counters.js';
 import type {
   ApiKeyRow,
@@ -112,6 +112,9 @@ const buildColumns: Record<keyof TemplateBuildPatch, string> = {
 
 /** Session fields kept as JSON text. */
 const jsonColumns = new Set<keyof SessionPatch>(['services', 'volumes', 'publicPorts']);
+
+/** Ids (or rows) per statement of a list: well within both engines' limits on parameters (`chunksOf`). */
+const idsPerStatement = 500;
 
 /** Tokens kept per session; older ones stop working. */
 const sessionTokensKept = 32;
@@ -282,9 +285,7 @@ export class SqlStore implements Store {
   private async onNodes<R>(select: string, params: SqlValue[], nodeIds: string[] | undefined, orNowhere: boolean): Promise<R[]> {
     if (!nodeIds) return this.db.all<R>(select, params);
     const rows: R[] = orNowhere ? await this.db.all<R>(`${select} AND node_id IS NULL AND volume_node_id IS NULL`, params) : [];
-    // In bounded lists: a statement's parameters are limited (PostgreSQL: 65,535).
-    for (let i = 0; i < nodeIds.length; i += 500) {
-      const chunk = nodeIds.slice(i, i + 500);
+    for (const chunk of chunksOf(nodeIds, idsPerStatement)) {
       const marks = chunk.map(() => '?').join(', ');
       rows.push(
         ...(await this.db.all<R>(`${select} AND (node_id IN (${marks}) OR (node_id IS NULL AND volume_node_id IN (${marks})))`, [
@@ -298,11 +299,9 @@ export class SqlStore implements Store {
   }
 
   async scheduleMaintenance(schedules: MaintenanceSchedule[]): Promise<void> {
-    // In bounded lists: a statement's parameters are limited (PostgreSQL: 65,535). The VALUES list's
-    // columns are named by the CTE (SQLite takes no column names after a subquery's alias); the time
-    // is cast, as PostgreSQL would take an untyped parameter there for text.
-    for (let i = 0; i < schedules.length; i += 500) {
-      const chunk = schedules.slice(i, i + 500);
+    // The VALUES list's columns are named by the CTE (SQLite takes no column names after a
+    // subquery's alias); the time is cast, as PostgreSQL would take an untyped parameter there for text.
+    for (const chunk of chunksOf(schedules, idsPerStatement)) {
       await this.db.run(
         `WITH due (id, at, status, sandbox_id, expires_at) AS (VALUES ${chunk.map(() => '(?, CAST(? AS BIGINT), ?, ?, ?)').join(', ')})
          UPDATE sessions SET maintain_after = due.at FROM due
@@ -314,9 +313,7 @@ export class SqlStore implements Store {
 
   async findSessions(ids: string[]): Promise<SessionRow[]> {
     const found: SessionRow[] = [];
-    // In bounded lists: a statement's parameters are limited (PostgreSQL: 65,535).
-    for (let i = 0; i < ids.length; i += 500) {
-      const chunk = ids.slice(i, i + 500);
+    for (const chunk of chunksOf(ids, idsPerStatement)) {
       const rows = await this.db.all<SessionDbRow>(`SELECT * FROM sessions WHERE id IN (${chunk.map(() => '?').join(', ')})`, chunk);
       found.push(...rows.map(toSession));
     }
@@ -363,9 +360,7 @@ export class SqlStore implements Store {
 
   async recordSessionsUsed(uses: ReadonlyMap<string, number>): Promise<void> {
     const entries = [...uses];
-    // In bounded lists, as findSessions: one statement per 500 sessions.
-    for (let i = 0; i < entries.length; i += 500) {
-      const chunk = entries.slice(i, i + 500);
+    for (const chunk of chunksOf(entries, idsPerStatement)) {
       const times = chunk.flatMap(([id, at]) => [id, new Date(at).toISOString()]);
       await this.db.run(
         `UPDATE sessions SET last_active_at = CASE id ${chunk.map(() => 'WHEN ? THEN ?').join(' ')} END WHERE id IN (${chunk.map(() => '?').join(', ')})`,
@@ -467,9 +462,7 @@ export class SqlStore implements Store {
 
   async knownCheckpoints(ids: string[]): Promise<Set<string>> {
     const known = new Set<string>();
-    // In bounded lists, as findSessions.
-    for (let i = 0; i < ids.length; i += 500) {
-      const chunk = ids.slice(i, i + 500);
+    for (const chunk of chunksOf(ids, idsPerStatement)) {
       const rows = await this.db.all<{ id: string }>(`SELECT id FROM checkpoints WHERE id IN (${chunk.map(() => '?').join(', ')})`, chunk);
       for (const row of rows) known.add(row.id);
     }
@@ -488,8 +481,7 @@ export class SqlStore implements Store {
 
   async listNewestCheckpoints(sessionIds: string[]): Promise<Map<string, CheckpointRow[]>> {
     const newest = new Map<string, CheckpointRow[]>();
-    for (let i = 0; i < sessionIds.length; i += 500) {
-      const chunk = sessionIds.slice(i, i + 500);
+    for (const chunk of chunksOf(sessionIds, idsPerStatement)) {
       const rows = await this.db.all<CheckpointDbRow>(
         `SELECT * FROM (
            SELECT c.*, ROW_NUMBER() OVER (PARTITION BY c.session_id, c.kind ORDER BY c.created_at DESC, c.id DESC) AS newest_rank

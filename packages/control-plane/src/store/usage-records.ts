@@ -1,7 +1,7 @@
 import type { NodeUsageBatch, UsageGroupBy } from '@space/protocol';
 import type { Dialect } from './migrations.js';
 import { objectBytesTriggers } from './usage-counters.js';
-import type { SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
+import { chunksOf, type SqlDatabase, type SqlExecutor, type SqlValue } from './sql-database.js';
 
 // Usage metering in the store: `usage_hourly` (what each session used in each UTC hour; a tenant's
 // checkpoint and object storage under session ''), `usage_totals` (per tenant, for /metrics), `usage_batches`
@@ -128,8 +128,7 @@ async function addUsage(tx: SqlExecutor, given: { sessionId: string; hour: strin
     totals.set(row.tenantId, sum);
   }
   const values = (width: number) => `(${Array(width).fill('?').join(', ')})`;
-  for (let i = 0; i < rows.length; i += rowsPerStatement) {
-    const chunk = rows.slice(i, i + rowsPerStatement);
+  for (const chunk of chunksOf(rows, rowsPerStatement)) {
     await tx.run(
       `INSERT INTO usage_hourly (session_id, hour, tenant_id, ${columns.join(', ')}) VALUES ${chunk.map(() => values(3 + columns.length)).join(', ')}
         ON CONFLICT (session_id, hour, tenant_id) DO UPDATE SET ${add('usage_hourly')}`,
@@ -137,8 +136,7 @@ async function addUsage(tx: SqlExecutor, given: { sessionId: string; hour: strin
     );
   }
   const tenantRows = [...totals];
-  for (let i = 0; i < tenantRows.length; i += rowsPerStatement) {
-    const chunk = tenantRows.slice(i, i + rowsPerStatement);
+  for (const chunk of chunksOf(tenantRows, rowsPerStatement)) {
     await tx.run(
       `INSERT INTO usage_totals (tenant_id, ${columns.join(', ')}) VALUES ${chunk.map(() => values(1 + columns.length)).join(', ')}
         ON CONFLICT (tenant_id) DO UPDATE SET ${add('usage_totals')}`,
@@ -150,8 +148,7 @@ async function addUsage(tx: SqlExecutor, given: { sessionId: string; hour: strin
 /** The tenants of sessions whose batch entry did not name one: from the session, else from its earlier usage. */
 async function tenantsOf(tx: SqlExecutor, sessionIds: string[]): Promise<Map<string, string>> {
   const found = new Map<string, string>();
-  for (let i = 0; i < sessionIds.length; i += rowsPerStatement) {
-    const chunk = sessionIds.slice(i, i + rowsPerStatement);
+  for (const chunk of chunksOf(sessionIds, rowsPerStatement)) {
     const marks = chunk.map(() => '?').join(', ');
     const rows = [
       ...(await tx.all<{ id: string; tenant_id: string }>(
@@ -187,8 +184,7 @@ export function applyUsageBatches(db: SqlDatabase, items: UsageBatchFrom[]): Pro
   return db.transaction(async (tx) => {
     const fresh = new Set<string>();
     const appliedAt = new Date().toISOString();
-    for (let i = 0; i < unique.length; i += rowsPerStatement) {
-      const chunk = unique.slice(i, i + rowsPerStatement);
+    for (const chunk of chunksOf(unique, rowsPerStatement)) {
       const inserted = await tx.all<{ ledger: string; seq: number | string }>(
         `INSERT INTO usage_batches (ledger, seq, node_id, applied_at) VALUES ${chunk.map(() => '(?, ?, ?, ?)').join(', ')}
           ON CONFLICT (ledger, seq) DO NOTHING RETURNING ledger, seq`,
@@ -201,8 +197,7 @@ export function applyUsageBatches(db: SqlDatabase, items: UsageBatchFrom[]): Pro
     const newest = new Map<string, number>();
     for (const b of added) newest.set(b.ledger, Math.max(newest.get(b.ledger) ?? 0, b.seq));
     const ledgers = [...newest];
-    for (let i = 0; i < ledgers.length; i += rowsPerStatement) {
-      const chunk = ledgers.slice(i, i + rowsPerStatement);
+    for (const chunk of chunksOf(ledgers, rowsPerStatement)) {
       await tx.run(
         `DELETE FROM usage_batches WHERE ${chunk.map(() => '(ledger = ? AND seq <= ?)').join(' OR ')}`,
         chunk.flatMap(([ledger, seq]) => [ledger, seq - keptBatches]),
