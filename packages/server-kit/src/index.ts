@@ -24,6 +24,7 @@ export { serveRoute, type RouteHandler, type ServeRoute } from './serve-route.js
 export { SingleFlight } from './single-flight.js';
 export { WriteWindow } from './write-window.js';
 export { eachAtMost } from './at-most.js';
+export { chunksOf } from './chunks-of.js';
 export { KeyedQueue, type QueueWait } from './keyed-queue.js';
 export { CallDeadline } from './call-deadline.js';
 export { writeFreshFile } from './fresh-file.js';

@@ -1,6 +1,6 @@
 import { ErrorCode, SpaceError, maxBasesPerDelete, newId, type ShipBase, type StoredObject } from '@space/protocol';
 import type { NodeClient } from '../cluster/node-client.js';
-import { KeyedQueue, eachAtMost, inSpan } from '@space/server-kit';
+import { KeyedQueue, chunksOf, eachAtMost, inSpan } from '@space/server-kit';
 import type { Metrics } from '../metrics/metrics.js';
 import { type NodeDirectory, nodesAskedAtOnce } from '../cluster/node-directory.js';
 import type { CheckpointRow, ShipBaseRow, Store } from '../store/store.js';
@@ -182,7 +182,7 @@ export class CheckpointShipper {
   async collectBases(owns: (baseId: string) => boolean = () => true): Promise<number> {
     if (!this.deps.enabled) return 0;
     const bases = (await this.deps.store.unusedShipBases()).filter((b) => owns(b.id));
-    for (let i = 0; i < bases.length; i += maxBasesPerDelete) await this.collect(bases.slice(i, i + maxBasesPerDelete));
+    for (const chunk of chunksOf(bases, maxBasesPerDelete)) await this.collect(chunk);
     return bases.length;
   }
 

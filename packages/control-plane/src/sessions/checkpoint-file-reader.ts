@@ -15,6 +15,7 @@ import {
   isSpaceError,
   maxTextDiffBytes,
 } from '@space/protocol';
+import { chunksOf } from '@space/server-kit';
 import { unifiedDiff } from '../checkpoints/unified-diff.js';
 import type { z } from 'zod';
 import type { NodeClient } from '../cluster/node-client.js';
@@ -155,8 +156,8 @@ export class CheckpointFileReader {
         // A node that is lost or does not answer leaves its checkpoints `unknown`.
         if (await this.deps.nodes.isLost(nodeId)) return;
         const node = await this.deps.nodes.client(nodeId);
-        for (let i = 0; i < rows.length; i += versionsPerRequest) {
-          const ids = rows.slice(i, i + versionsPerRequest).map((c) => c.id);
+        for (const chunk of chunksOf(rows, versionsPerRequest)) {
+          const ids = chunk.map((c) => c.id);
           for (const version of await node.pathVersions(ids, absolute).catch(() => [])) found.set(version.checkpointId, version);
         }
       }),

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { ErrorCode, type FileStat, type PathRestoreResult, SpaceError } from '@space/protocol';
+import { chunksOf } from '@space/server-kit';
 import type { NodeClient } from '../cluster/node-client.js';
 import type { SessionCalls } from './session-calls.js';
 import type { SessionCheckpointService } from './session-checkpoint-service.js';
@@ -49,8 +50,7 @@ export class PathRestorer {
       const modes = new Map<string, string[]>();
       const copy = new TreeCopy(source, checkpoint.id, node, sandboxId, result, modes);
       await copy.entry(top, target);
-      for (const [mode, paths] of modes)
-        for (let i = 0; i < paths.length; i += chmodBatch) await run(node, sandboxId, ['chmod', mode, '--', ...paths.slice(i, i + chmodBatch)]);
+      for (const [mode, paths] of modes) for (const chunk of chunksOf(paths, chmodBatch)) await run(node, sandboxId, ['chmod', mode, '--', ...chunk]);
     });
     return result;
   }

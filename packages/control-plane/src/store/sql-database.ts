@@ -2,16 +2,6 @@
 export type SqlValue = string | number | null;
 
 /**
- * `items` in lists of at most `size`, one statement each: a statement's parameters are limited
- * (PostgreSQL: 65,535; SQLite: 32,766).
- */
-export function chunksOf<T>(items: readonly T[], size: number): T[][] {
-  const chunks: T[][] = [];
-  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
-  return chunks;
-}
-
-/**
  * The statements the store runs, in the SQL both engines speak: `?` placeholders (the PostgreSQL
  * driver numbers them), TEXT/INTEGER/BIGINT columns, `ON CONFLICT` upserts.
  */

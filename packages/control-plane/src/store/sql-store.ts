@@ -1,6 +1,7 @@
 // Every query of the store, written once for both engines (SQLite, PostgreSQL): the transactions that span tables are why it is one class, over ~300 lines.
 import { createHash } from 'node:crypto';
 import { EgressAuditEntrySchema, type EgressAuditEntry, type StoredObject } from '@space/protocol';
+import { chunksOf } from '@space/server-kit';
 import {
   type UsageAmounts,
   type UsageBatchFrom,
@@ -37,7 +38,7 @@ import {
   type VolumeMountDbRow,
   type VolumeSnapshotDbRow,
 } from './db-rows.js';
-import { chunksOf, type PoolUse, type SqlDatabase, type SqlExecutor, type SqlValue } from './sql-database.js';
+import type { PoolUse, SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
 import { activeStatuses } from './usage-counters.js';
 import type {
   ApiKeyRow,
@@ -113,7 +114,7 @@ const buildColumns: Record<keyof TemplateBuildPatch, string> = {
 /** Session fields kept as JSON text. */
 const jsonColumns = new Set<keyof SessionPatch>(['services', 'volumes', 'publicPorts']);
 
-/** Ids (or rows) per statement of a list: well within both engines' limits on parameters (`chunksOf`). */
+/** Ids (or rows) per statement of a list: a statement's parameters are limited (PostgreSQL: 65,535; SQLite: 32,766). */
 const idsPerStatement = 500;
 
 /** Tokens kept per session; older ones stop working. */

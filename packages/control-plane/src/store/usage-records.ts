@@ -1,7 +1,8 @@
 import type { NodeUsageBatch, UsageGroupBy } from '@space/protocol';
+import { chunksOf } from '@space/server-kit';
 import type { Dialect } from './migrations.js';
 import { objectBytesTriggers } from './usage-counters.js';
-import { chunksOf, type SqlDatabase, type SqlExecutor, type SqlValue } from './sql-database.js';
+import type { SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
 
 // Usage metering in the store: `usage_hourly` (what each session used in each UTC hour; a tenant's
 // checkpoint and object storage under session ''), `usage_totals` (per tenant, for /metrics), `usage_batches`
