@@ -21,29 +21,39 @@ export function finished(child: ChildProcess, what: string): Promise<void> {
  * stdin before the last bytes (a tar's padding) are written, which failed the whole receive with a
  * premature close. What they leave unread still passes the digest, so the object is checked whole;
  * whether the child succeeded is its exit code's to say.
+ *
+ * It finishes only once stdin has handed its last bytes to the pipe (or the child closed it), and
+ * ends stdin by destroying it only on an error: a finished pipeline destroys its streams, and
+ * destroying stdin while the child was still reading dropped what was queued in it (a memory image
+ * received without its last kilobytes: "tar: Unexpected EOF in archive", 1 receive in 40 under load).
  */
 export function toStdin(child: ChildProcess): Writable {
   const stdin = child.stdin!;
   let gone = false;
   stdin.on('error', () => (gone = true));
   stdin.once('close', () => (gone = true));
+  /** Calls `callback` once stdin drained (`event`) or closed, whichever comes first. */
+  const once = (event: 'drain' | 'finish', callback: () => void): void => {
+    const settle = (): void => {
+      stdin.off(event, settle);
+      stdin.off('close', settle);
+      callback();
+    };
+    stdin.once(event, settle);
+    stdin.once('close', settle);
+  };
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
       if (gone || stdin.write(chunk)) return callback();
-      const resume = (): void => {
-        stdin.off('drain', resume);
-        stdin.off('close', resume);
-        callback();
-      };
-      stdin.once('drain', resume);
-      stdin.once('close', resume);
+      once('drain', () => callback());
     },
     final(callback) {
-      if (!gone) stdin.end();
-      callback();
+      if (gone) return callback();
+      once('finish', () => callback());
+      stdin.end();
     },
     destroy(err, callback) {
-      stdin.destroy();
+      if (err) stdin.destroy();
       callback(err);
     },
   });
