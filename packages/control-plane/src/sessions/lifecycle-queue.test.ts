@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { LifecycleQueue } from './lifecycle-queue.js';
 import { type StoreEngine, storeEngines } from '../test-support/store-engines.js';
+import { session } from '../test-support/store-rows.js';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const engines = storeEngines();
@@ -42,6 +43,40 @@ for (const engine of engines.all) {
       await b.run('ses_parent', 'fork', async () => void order.push('parent'));
     });
     assert.deepEqual(order, ['child', 'parent']);
+  });
+
+  test(`${engine.name}: a new session is written with its lease: another process finds neither without the other, and waits; the lease goes when the work ends, failed or not`, async () => {
+    const { stores, a, b } = await twoReplicas(engine, 'new-session');
+    await stores[0]!.insertTenant({ id: 'tn_new', name: 'new', createdAt: '' });
+    const order: string[] = [];
+    const create = a.runNew(
+      'ses_new',
+      'create',
+      (lease) => stores[0]!.insertSession(session('ses_new', 'tn_new'), lease),
+      async () => {
+        const seen = await stores[1]!.getSessionWithLease('tn_new', 'ses_new');
+        assert.equal(seen?.lease?.operation, 'create', 'the row is never there without its lease');
+        await pause(50);
+        order.push('create');
+      },
+    );
+    await pause(10);
+    await b.run('ses_new', 'delete', async () => void order.push('delete'));
+    await create;
+    assert.deepEqual(order, ['create', 'delete'], 'another process waited for the create');
+    assert.equal(await stores[1]!.getSessionLease('ses_new'), null, 'released');
+    await assert.rejects(
+      a.runNew(
+        'ses_failed',
+        'create',
+        (lease) => stores[0]!.insertSession(session('ses_failed', 'tn_new'), lease),
+        async () => {
+          throw new Error('the node refused');
+        },
+      ),
+      /the node refused/,
+    );
+    assert.equal(await stores[1]!.getSessionLease('ses_failed'), null, 'released after a failure too');
   });
 
   test(`${engine.name}: a call that waits past its bound gets SESSION_BUSY naming the operation, and nothing of it runs`, async () => {

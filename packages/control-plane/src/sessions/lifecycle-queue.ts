@@ -69,34 +69,51 @@ export class LifecycleQueue {
   run<T>(sessionId: string, operation: LifecycleOperation, work: () => Promise<T>, options: { waitMs?: number } = {}): Promise<T> {
     const waitMs = options.waitMs ?? this.options.waitMs;
     const deadline = this.options.now() + waitMs;
-    return this.local.run(
-      sessionId,
-      async () => {
-        const holder = `${this.options.seat}/${this.instance}-${++this.holdings}`;
-        await inSpan('lifecycle lease', { 'space.operation': operation }, () => this.acquire(sessionId, holder, operation, deadline, waitMs));
-        this.running.set(sessionId, operation);
-        const renew = setInterval(() => {
-          this.store.renewSessionLease(sessionId, holder, this.options.now() + this.options.leaseMs).then(
-            (held) => {
-              if (!held) this.log(`the ${operation} of ${sessionId} outlived its lease; another control plane may have taken the session`);
-            },
-            (err: unknown) => this.log(`the lease of ${sessionId}'s ${operation} was not renewed: ${(err as Error).message}`),
-          );
-        }, this.options.leaseMs / 3);
-        renew.unref();
-        try {
-          return await work();
-        } finally {
-          clearInterval(renew);
-          this.running.delete(sessionId);
-          // A lease that cannot be released (the database is away) expires by itself.
-          await this.store
-            .releaseSessionLease(sessionId, holder)
-            .catch((err: unknown) => this.log(`the lease of ${sessionId}'s ${operation} was not released: ${(err as Error).message}`));
-        }
-      },
-      { ms: waitMs, timedOut: () => this.busy(sessionId, waitMs) },
-    );
+    return this.local.run(sessionId, () => this.holding(sessionId, operation, (lease) => this.acquire(lease, deadline, waitMs), work), {
+      ms: waitMs,
+      timedOut: () => this.busy(sessionId, waitMs),
+    });
+  }
+
+  /**
+   * Runs `work` as the first operation of a session no one knows yet: `insert` writes the session
+   * with its lease, together (one statement on PostgreSQL), so no other process sees it unleased
+   * and the lease costs no write of its own. Nothing can be queued before it.
+   */
+  runNew<T>(sessionId: string, operation: LifecycleOperation, insert: (lease: SessionLeaseRow) => Promise<void>, work: () => Promise<T>): Promise<T> {
+    return this.local.run(sessionId, () => this.holding(sessionId, operation, insert, work));
+  }
+
+  /** Takes the session's lease with `take`, runs `work` with it renewed, releases it whatever happens. */
+  private async holding<T>(
+    sessionId: string,
+    operation: LifecycleOperation,
+    take: (lease: SessionLeaseRow) => Promise<void>,
+    work: () => Promise<T>,
+  ): Promise<T> {
+    const holder = `${this.options.seat}/${this.instance}-${++this.holdings}`;
+    const lease = { sessionId, holder, operation, expiresAt: this.options.now() + this.options.leaseMs };
+    await inSpan('lifecycle lease', { 'space.operation': operation }, () => take(lease));
+    this.running.set(sessionId, operation);
+    const renew = setInterval(() => {
+      this.store.renewSessionLease(sessionId, holder, this.options.now() + this.options.leaseMs).then(
+        (held) => {
+          if (!held) this.log(`the ${operation} of ${sessionId} outlived its lease; another control plane may have taken the session`);
+        },
+        (err: unknown) => this.log(`the lease of ${sessionId}'s ${operation} was not renewed: ${(err as Error).message}`),
+      );
+    }, this.options.leaseMs / 3);
+    renew.unref();
+    try {
+      return await work();
+    } finally {
+      clearInterval(renew);
+      this.running.delete(sessionId);
+      // A lease that cannot be released (the database is away) expires by itself.
+      await this.store
+        .releaseSessionLease(sessionId, holder)
+        .catch((err: unknown) => this.log(`the lease of ${sessionId}'s ${operation} was not released: ${(err as Error).message}`));
+    }
   }
 
   /**
@@ -135,11 +152,12 @@ export class LifecycleQueue {
     return this.local.busy(sessionId);
   }
 
-  private async acquire(sessionId: string, holder: string, operation: LifecycleOperation, deadline: number, waitMs: number): Promise<void> {
+  /** Takes `lease` once no one else holds the session's (its expiry renewed at each try); SESSION_BUSY past `deadline`. */
+  private async acquire(lease: SessionLeaseRow, deadline: number, waitMs: number): Promise<void> {
     for (;;) {
       const now = this.options.now();
-      if (await this.store.acquireSessionLease({ sessionId, holder, operation, expiresAt: now + this.options.leaseMs }, now)) return;
-      if (now >= deadline) throw this.busy(sessionId, waitMs, (await this.store.getSessionLease(sessionId))?.operation);
+      if (await this.store.acquireSessionLease({ ...lease, expiresAt: now + this.options.leaseMs }, now)) return;
+      if (now >= deadline) throw this.busy(lease.sessionId, waitMs, (await this.store.getSessionLease(lease.sessionId))?.operation);
       await pause(this.options.pollMs);
     }
   }

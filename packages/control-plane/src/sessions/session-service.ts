@@ -130,8 +130,8 @@ export class SessionService {
       // Its first placement: no other control plane can have placed a session not yet inserted.
       placementEpoch: 1,
     };
-    const started = await this.deps.lifecycle.run(row.id, 'create', async () => {
-      await this.deps.store.insertSession(row);
+    const insert = (lease: SessionLeaseRow) => this.deps.store.insertSession(row, lease);
+    const started = await this.deps.lifecycle.runNew(row.id, 'create', insert, async () => {
       try {
         // Counted with the new row in: creations side by side cannot together pass the maximum.
         await this.deps.limits.checkSessions(row.tenantId);

@@ -92,6 +92,7 @@ function useOf(pool: pg.Pool): ConnectionUse {
  * calls made while the server is away fail with `STORE_UNAVAILABLE` (503) instead of hanging.
  */
 export class PostgresDatabase implements SqlDatabase {
+  readonly changesInWith = true;
   private readonly direct: SqlExecutor;
   private readonly numbered = new NumberedSql();
   /** Set inside `background`: the statements of that work take the background pool. */

@@ -1,6 +1,12 @@
 /** A value bound to a `?` placeholder. */
 export type SqlValue = string | number | null;
 
+/** A statement with its parameters, made to be run later or inside another. */
+export interface SqlStatement {
+  sql: string;
+  params: SqlValue[];
+}
+
 /**
  * The statements the store runs, in the SQL both engines speak: `?` placeholders (the PostgreSQL
  * driver numbers them), TEXT/INTEGER/BIGINT columns, `ON CONFLICT` upserts.
@@ -36,6 +42,12 @@ export interface SqlDatabase extends SqlExecutor {
    * nor the calls behind theirs. SQLite has no connections to wait for: `work` just runs.
    */
   background<T>(work: () => Promise<T>): Promise<T>;
+  /**
+   * Whether a statement may change rows in its WITH clause, so that changes to several tables are
+   * one statement and one round trip to the server (PostgreSQL). SQLite has no such clause and no
+   * round trips to save: there they are a transaction.
+   */
+  readonly changesInWith: boolean;
   /** Its pools' connections now; null for one without a pool (SQLite runs every statement in the process). */
   connections(): PoolUse | null;
   close(): Promise<void>;

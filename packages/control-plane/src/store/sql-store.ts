@@ -38,7 +38,8 @@ import {
   type VolumeMountDbRow,
   type VolumeSnapshotDbRow,
 } from './db-rows.js';
-import type { PoolUse, SqlDatabase, SqlExecutor, SqlValue } from './sql-database.js';
+import type { PoolUse, SqlDatabase, SqlExecutor, SqlStatement, SqlValue } from './sql-database.js';
+import { historyStart, leaseInsert, updateStatement } from './sql-statements.js';
 import { activeStatuses } from './usage-counters.js';
 import type {
   ApiKeyRow,
@@ -181,10 +182,10 @@ export class SqlStore implements Store {
     });
   }
 
-  async insertSession(row: SessionRow): Promise<void> {
-    await this.db.run(
-      'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout, services, volumes, public_ports, cwd, code_checkpoint_delay_ms, placement_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-      [
+  async insertSession(row: SessionRow, lease?: SessionLeaseRow): Promise<void> {
+    const insert: SqlStatement = {
+      sql: 'INSERT INTO sessions (id, tenant_id, template, status, created_at, env, resources, metadata, sandbox_id, node_id, sandbox_started_at, parent_checkpoint_id, checkpoint_interval_sec, idle_timeout_sec, full_checkpoint_interval_sec, on_resume, secrets, egress, volume_node_id, expires_at, on_timeout, services, volumes, public_ports, cwd, code_checkpoint_delay_ms, placement_epoch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      params: [
         row.id,
         row.tenantId,
         row.template,
@@ -213,7 +214,21 @@ export class SqlStore implements Store {
         row.codeCheckpointDelayMs,
         row.placementEpoch,
       ],
-    );
+    };
+    if (!lease) {
+      await this.db.run(insert.sql, insert.params);
+      return;
+    }
+    const leased = leaseInsert(lease);
+    // Together, so no other process sees the row unleased: one statement on PostgreSQL, one commit on SQLite.
+    if (this.db.changesInWith) {
+      await this.db.run(`WITH leased AS (${leased.sql}) ${insert.sql}`, [...leased.params, ...insert.params]);
+      return;
+    }
+    await this.db.transaction(async (tx) => {
+      await tx.run(leased.sql, leased.params);
+      await tx.run(insert.sql, insert.params);
+    });
   }
 
   async getSession(tenantId: string, id: string): Promise<SessionRow | null> {
@@ -379,22 +394,37 @@ export class SqlStore implements Store {
   }
 
   private async updatePlacedRow(db: SqlExecutor, id: string, epoch: number, patch: SessionPatch): Promise<boolean> {
-    return (await this.updateRow(db, 'sessions', sessionColumns, id, withMaintenanceDue(patch), jsonColumns, { column: 'placement_epoch', value: epoch })) > 0;
+    const update = this.placedUpdate(id, epoch, patch);
+    return update !== null && (await db.run(update.sql, update.params)) > 0;
   }
 
   async recordPlacedStart(epoch: number, patch: SessionPatch, start: SandboxHistoryRow): Promise<boolean> {
-    // One transaction, one commit (a disk flush each on both engines) on the path of every start.
+    const update = this.placedUpdate(start.sessionId, epoch, patch);
+    if (!update) return false;
+    // On the path of every start: one commit (a disk flush each on both engines), and on PostgreSQL
+    // one statement (a round trip instead of four: BEGIN, the update, the history's insert, COMMIT).
+    if (this.db.changesInWith) {
+      const started = historyStart(start, 'placed');
+      const placed = await this.db.get<{ placed: number | string }>(
+        `WITH placed AS (${update.sql} RETURNING id), started AS (${started.sql}) SELECT COUNT(*) AS placed FROM placed`,
+        [...update.params, ...started.params],
+      );
+      return Number(placed?.placed) > 0;
+    }
     return this.db.transaction(async (tx) => {
-      const placed = await this.updatePlacedRow(tx, start.sessionId, epoch, patch);
-      if (placed) await this.insertSandboxStart(tx, start);
+      const placed = (await tx.run(update.sql, update.params)) > 0;
+      const started = historyStart(start);
+      if (placed) await tx.run(started.sql, started.params);
       return placed;
     });
   }
 
-  /**
-   * Sets the patch's fields of row `id` of `table` (`columns` names each field's column; `json` ones
-   * are stored as JSON text), only where `also` holds; the rows changed.
-   */
+  /** The update of a placed session's row: only while it is still at placement `epoch`. */
+  private placedUpdate(id: string, epoch: number, patch: SessionPatch): SqlStatement | null {
+    return updateStatement('sessions', sessionColumns, id, withMaintenanceDue(patch), jsonColumns, { column: 'placement_epoch', value: epoch });
+  }
+
+  /** Sets the patch's fields of row `id` of `table` (see `updateStatement`); the rows changed. */
   private async updateRow<P extends object>(
     db: SqlExecutor,
     table: string,
@@ -402,13 +432,9 @@ export class SqlStore implements Store {
     id: string,
     patch: P,
     json: ReadonlySet<keyof P> = new Set(),
-    also?: { column: string; value: SqlValue },
   ): Promise<number> {
-    const keys = Object.keys(patch) as (keyof P)[];
-    if (keys.length === 0) return 0;
-    const value = (k: keyof P) => (json.has(k) ? JSON.stringify(patch[k]) : ((patch[k] as SqlValue | undefined) ?? null));
-    const where = also ? `WHERE id = ? AND ${also.column} = ?` : 'WHERE id = ?';
-    return db.run(`UPDATE ${table} SET ${keys.map((k) => `${columns[k]} = ?`).join(', ')} ${where}`, [...keys.map(value), id, ...(also ? [also.value] : [])]);
+    const update = updateStatement(table, columns, id, patch, json);
+    return update ? db.run(update.sql, update.params) : 0;
   }
 
   async recordLeftVolume(left: LeftVolumeRow): Promise<void> {
@@ -513,13 +539,6 @@ export class SqlStore implements Store {
       [sessionId],
     );
     return rows.map(toSession);
-  }
-
-  private async insertSandboxStart(db: SqlExecutor, row: SandboxHistoryRow): Promise<void> {
-    await db.run(
-      'INSERT INTO sandbox_history (id, session_id, node_id, started_at, ended_at, end_reason, restored_from, note) VALUES (?, ?, ?, ?, NULL, NULL, ?, ?) ON CONFLICT (id) DO NOTHING',
-      [row.id, row.sessionId, row.nodeId, row.startedAt, row.restoredFrom, row.note],
-    );
   }
 
   async recordSandboxEnd(sandboxId: string, reason: string): Promise<void> {

@@ -25,6 +25,7 @@ const columnsBeforeMigrations: [table: string, column: string, definition: strin
  * process back until it ends, so nothing else lands inside it while its work awaits.
  */
 export class SqliteDatabase implements SqlDatabase {
+  readonly changesInWith = false;
   private readonly db: Database.Database;
   private inTransaction: Promise<void> | null = null;
   private readonly direct: SqlExecutor;

@@ -83,6 +83,7 @@ for (const engine of engines.all) {
     assert.deepEqual(await store.listSandboxHistory('ses_1'), [], 'is not recorded');
     assert.equal((await store.getSession('tn_a', 'ses_1'))?.status, 'stopped', 'and changes nothing');
     assert.equal(await store.recordPlacedStart(0, { status: 'running' }, start(null)), true);
+    assert.equal((await store.getSession('tn_a', 'ses_1'))?.status, 'running', 'the row and its history change together');
     await store.recordPlacedStart(0, { status: 'running' }, start('again'));
     await store.recordSandboxEnd('sbx_1', 'died');
     await store.recordSandboxEnd('sbx_1', 'killed');

@@ -381,7 +381,8 @@ export interface Store {
   replaceAdminKey(row: ApiKeyRow): Promise<void>;
   /** Deletes a session's keys of one scope (revokes a port's preview tokens). */
   deleteScopedKeys(sessionId: string, scope: string): Promise<number>;
-  insertSession(row: SessionRow): Promise<void>;
+  /** With `lease`, the session's first lifecycle lease is written with it, in the same commit. */
+  insertSession(row: SessionRow, lease?: SessionLeaseRow): Promise<void>;
   getSession(tenantId: string, id: string): Promise<SessionRow | null>;
   /** `getSession` and the session's lease (null when none is recorded), in one statement: what a call on its sandbox reads. */
   getSessionWithLease(tenantId: string, id: string): Promise<{ row: SessionRow; lease: SessionLeaseRow | null } | null>;

@@ -20,6 +20,7 @@ function traced(executor: SqlExecutor): SqlExecutor {
 export function tracedDatabase(db: SqlDatabase): SqlDatabase {
   return {
     ...traced(db),
+    changesInWith: db.changesInWith,
     transaction: (work) => inSpan('transaction', {}, () => db.transaction((tx) => work(traced(tx)))),
     background: (work) => db.background(work),
     connections: () => db.connections(),
