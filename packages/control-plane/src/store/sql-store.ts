@@ -390,12 +390,8 @@ export class SqlStore implements Store {
   }
 
   async updatePlacedSession(id: string, epoch: number, patch: SessionPatch): Promise<boolean> {
-    return this.updatePlacedRow(this.db, id, epoch, patch);
-  }
-
-  private async updatePlacedRow(db: SqlExecutor, id: string, epoch: number, patch: SessionPatch): Promise<boolean> {
     const update = this.placedUpdate(id, epoch, patch);
-    return update !== null && (await db.run(update.sql, update.params)) > 0;
+    return update !== null && (await this.db.run(update.sql, update.params)) > 0;
   }
 
   async recordPlacedStart(epoch: number, patch: SessionPatch, start: SandboxHistoryRow): Promise<boolean> {

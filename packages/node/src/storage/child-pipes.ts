@@ -23,7 +23,7 @@ export function finished(child: ChildProcess, what: string): Promise<void> {
  * whether the child succeeded is its exit code's to say.
  *
  * It finishes only once stdin has handed its last bytes to the pipe (or the child closed it), and
- * ends stdin by destroying it only on an error: a finished pipeline destroys its streams, and
+ * destroys stdin only on an error: a finished pipeline destroys its streams, and
  * destroying stdin while the child was still reading dropped what was queued in it (a memory image
  * received without its last kilobytes: "tar: Unexpected EOF in archive", 1 receive in 40 under load).
  */
@@ -32,8 +32,8 @@ export function toStdin(child: ChildProcess): Writable {
   let gone = false;
   stdin.on('error', () => (gone = true));
   stdin.once('close', () => (gone = true));
-  /** Calls `callback` once stdin drained (`event`) or closed, whichever comes first. */
-  const once = (event: 'drain' | 'finish', callback: () => void): void => {
+  /** Calls `callback` once stdin emits `event` (drained, or finished after its end) or closed, whichever comes first. */
+  const whenOrClosed = (event: 'drain' | 'finish', callback: () => void): void => {
     const settle = (): void => {
       stdin.off(event, settle);
       stdin.off('close', settle);
@@ -45,11 +45,11 @@ export function toStdin(child: ChildProcess): Writable {
   return new Writable({
     write(chunk: Buffer, _encoding, callback) {
       if (gone || stdin.write(chunk)) return callback();
-      once('drain', () => callback());
+      whenOrClosed('drain', callback);
     },
     final(callback) {
       if (gone) return callback();
-      once('finish', () => callback());
+      whenOrClosed('finish', callback);
       stdin.end();
     },
     destroy(err, callback) {
