@@ -17,7 +17,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { api, metric, numberOption, startPlatform, timed, unattended, waitUntil } from './harness.mjs';
+import { api, hostCpuMs, metric, numberOption, startPlatform, timed, unattended, waitUntil } from './harness.mjs';
 import { processUse } from './scale/processes.mjs';
 import { printTable, summarize } from './stats.mjs';
 
@@ -42,14 +42,10 @@ const availableMb = () => Number(/^MemAvailable:\s+(\d+) kB/m.exec(readFileSync(
 
 /** The share of the host's CPUs busy over `ms` (from /proc/stat), 0..1. */
 async function hostBusy(ms) {
-  const read = () => {
-    const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
-    return { idle: fields[3] + fields[4], total: fields.reduce((a, b) => a + b, 0) };
-  };
-  const a = read();
+  const a = hostCpuMs();
   await sleep(ms);
-  const b = read();
-  return 1 - (b.idle - a.idle) / (b.total - a.total);
+  const b = hostCpuMs();
+  return (b.busy - a.busy) / (b.total - a.total);
 }
 
 /** CPU seconds charged so far to the cgroups of all the node's sandboxes (their parent, `space`: cgroup v1 or v2). */

@@ -1,6 +1,7 @@
 // What every benchmark phase shares: a platform started on its own data directory, and timed calls
 // to its public API.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -53,6 +54,14 @@ export async function startPlatform(dataDir, env = {}, checkout = root, onLogLin
     child.on('exit', (code) => reject(new Error(`platform exited ${code}`)));
   });
   return { url, pid: child.pid, stop: () => new Promise((r) => (child.once('exit', r), child.kill('SIGTERM'))) };
+}
+
+/** CPU time the whole host has spent busy so far, all cores, and its total (busy + idle), in ms (from /proc/stat). */
+export function hostCpuMs() {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).map(Number);
+  const msPerTick = 10; // USER_HZ
+  const total = fields.reduce((x, y) => x + y, 0) * msPerTick;
+  return { busy: total - (fields[3] + fields[4]) * msPerTick, total };
 }
 
 export async function api(url, method, p, body) {

@@ -1,7 +1,7 @@
 // Builds what runs inside every sandbox, into packages/agent/dist (mounted read-only at /.space):
 // the in-sandbox agent (Go, static, standard library only), the two static C helpers it needs (PID 1
 // reaper and PTY) and the compatibility library preloaded into sandbox programs; and the node
-// agent's own host-side helper (the subreaper that runs runsc).
+// agent's own host-side helpers (the subreaper that runs runsc, the spawner of its host commands).
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -40,5 +40,11 @@ execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-o', path.join(out, 's
 const nodeNative = path.join(root, 'packages/node/dist-native');
 mkdirSync(nodeNative, { recursive: true });
 execFileSync('gcc', ['-static', '-O2', '-Wall', '-o', path.join(nodeNative, 'space-shim'), path.join(root, 'packages/node/native/space-shim.c')], {
+  stdio: 'inherit',
+});
+// The node agent's host commands, started without forking the agent (packages/node/src/spawner.ts).
+execFileSync(go, ['build', '-trimpath', '-ldflags=-s -w', '-o', path.join(nodeNative, 'space-spawner'), '.'], {
+  cwd: path.join(root, 'packages/node/native/space-spawner'),
+  env: goEnvironment(),
   stdio: 'inherit',
 });

@@ -40,7 +40,7 @@ const e2eFull = find(e2eDir, /\.full\.test\.js$/);
 // agent): a whole run, fast or full, fails on either. `npx biome check --write .` and `gofmt -w
 // packages/agent` fix what they can.
 if (only.length === 0) {
-  console.log('checking format and lint (biome ci; gofmt and go vet of packages/agent)');
+  console.log("checking format and lint (biome ci; gofmt and go vet of packages/agent and of the node's spawner)");
   const lint = spawnSync(path.join(root, 'node_modules/.bin/biome'), ['ci', '.'], { stdio: 'inherit', cwd: root });
   if (lint.status !== 0) {
     console.error('format or lint check failed: run "npx biome check --write ." and fix what remains');
@@ -48,13 +48,15 @@ if (only.length === 0) {
   }
   const goBin = path.dirname(goBinary());
   const agentDir = path.join(root, 'packages/agent');
-  const unformatted = spawnSync(path.join(goBin, 'gofmt'), ['-l', '.'], { cwd: agentDir, encoding: 'utf8' });
-  if (unformatted.status !== 0 || unformatted.stdout.trim()) {
-    console.error(`gofmt: not formatted (run "gofmt -w packages/agent"): ${unformatted.stdout.trim() || unformatted.stderr}`);
-    process.exit(1);
+  for (const goDir of [agentDir, path.join(root, 'packages/node/native/space-spawner')]) {
+    const unformatted = spawnSync(path.join(goBin, 'gofmt'), ['-l', '.'], { cwd: goDir, encoding: 'utf8' });
+    if (unformatted.status !== 0 || unformatted.stdout.trim()) {
+      console.error(`gofmt: not formatted (run "gofmt -w ${path.relative(root, goDir)}"): ${unformatted.stdout.trim() || unformatted.stderr}`);
+      process.exit(1);
+    }
+    const vet = spawnSync(path.join(goBin, 'go'), ['vet', '.'], { cwd: goDir, stdio: 'inherit', env: goEnvironment() });
+    if (vet.status !== 0) process.exit(1);
   }
-  const vet = spawnSync(path.join(goBin, 'go'), ['vet', '.'], { cwd: agentDir, stdio: 'inherit', env: goEnvironment() });
-  if (vet.status !== 0) process.exit(1);
   console.log('unit tests of packages/agent (go test)');
   const goTest = spawnSync(path.join(goBin, 'go'), ['test', '.'], { cwd: agentDir, stdio: 'inherit', env: goEnvironment() });
   if (goTest.status !== 0) process.exit(1);

@@ -31,11 +31,13 @@ import { CheckpointShipping } from './storage/checkpoint-shipping.js';
 import { BtrfsVolume } from './storage/btrfs-volume.js';
 import { ImageStaging } from './storage/image-staging.js';
 import { Subvolumes } from './storage/subvolumes.js';
+import { Spawner } from './spawner.js';
 import { builtinRecipes, type Progress } from './templates/recipes.js';
 import { TemplateStore } from './templates/template-store.js';
 import { WarmPool } from './warm-pool.js';
 import { TemplateImages } from './template-images.js';
 import { readFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { SandboxFirewall } from './network/sandbox-firewall.js';
 import { AuditLog } from './gateway/audit-log.js';
 import { DnsResponder } from './gateway/dns-responder.js';
@@ -76,6 +78,9 @@ export class NodeAgent {
   /** Traces of the node API's calls, when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
   private tracing: Tracing | null = null;
   private readonly lock: DataDirLock;
+  /** Runs the host commands of sandbox starts and stops, volumes and the firewall (spawner.ts). */
+  private readonly commands = new Spawner(fileURLToPath(new URL('../dist-native/space-spawner', import.meta.url)));
+  private readonly subvolumes = new Subvolumes(this.commands);
   private server: Server | null = null;
   port = 0;
 
@@ -86,7 +91,7 @@ export class NodeAgent {
     this.volume = new BtrfsVolume(config.dataDir, config.volumeSizeGb, config.writeback);
     this.lock = new DataDirLock(config.dataDir);
     this.staging = new ImageStaging(config.dataDir, config.imageStagingMb * 2 ** 20);
-    this.templates = new TemplateStore(this.volume, new Subvolumes(), builtinRecipes, {
+    this.templates = new TemplateStore(this.volume, this.subvolumes, builtinRecipes, {
       cacheDir: path.join(config.dataDir, 'cache', 'templates'),
       debianMirror: config.debianMirror,
     });
@@ -148,8 +153,9 @@ export class NodeAgent {
   /** Mounts storage, adopts or cleans up what a previous run left, and starts serving. */
   async start(options: { templates?: string[]; progress?: Progress } = {}): Promise<void> {
     const { config, log } = this;
+    if (!existsSync(this.commands.binary)) throw new Error(`${this.commands.binary} is missing: run "npm run build" (./space does it)`);
     const shim = fileURLToPath(new URL('../dist-native/space-shim', import.meta.url));
-    const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'), shim, config.runtime);
+    const driver = new GvisorDriver(path.join(config.dataDir, 'node', 'runsc'), shim, config.runtime, this.commands);
     const runtimeVersion = await driver.preflight();
     await this.lock.acquire();
     log.info(`volume: ${await this.volume.mount()}`);
@@ -186,15 +192,16 @@ export class NodeAgent {
     log.info(`egress gateway on HTTP ${this.gateway.httpPort}, HTTPS ${this.gateway.httpsPort}`);
     this.dns = new DnsResponder((ip) => sourceOf(ip) !== null);
     await this.dns.start();
-    const network = new SandboxNetwork(leases, new SandboxFirewall({ dns: this.dns.port, http: this.gateway.httpPort, https: this.gateway.httpsPort }));
+    const firewall = new SandboxFirewall({ dns: this.dns.port, http: this.gateway.httpPort, https: this.gateway.httpsPort }, this.commands);
+    const network = new SandboxNetwork(leases, firewall, this.commands);
     await network.removeStaleRules();
-    const checkpointStore = new CheckpointStore(this.volume, new Subvolumes());
+    const checkpointStore = new CheckpointStore(this.volume, this.subvolumes);
     const sessionQueue = new KeyedQueue();
     const records = new SandboxRecords(path.join(config.dataDir, 'node', 'sandboxes'));
     const live = new LiveSandboxes(config.nodeId);
     const link = new DaemonLink(driver);
-    const volumes = new SessionVolumes(this.volume, new Subvolumes(), this.templates, ca.certificatePem, log);
-    const namedVolumes = new NamedVolumes(this.volume, new Subvolumes(), checkpointStore, log);
+    const volumes = new SessionVolumes(this.volume, this.subvolumes, this.templates, ca.certificatePem, log);
+    const namedVolumes = new NamedVolumes(this.volume, this.subvolumes, checkpointStore, log);
     await namedVolumes.removeLeftovers();
     const usageLedger = await UsageLedger.open(path.join(config.dataDir, 'node', 'usage'));
     const usage = new UsageMeter({
@@ -225,7 +232,7 @@ export class NodeAgent {
     const shipping = new CheckpointShipping({
       volume: this.volume,
       checkpoints: checkpointStore,
-      subvolumes: new Subvolumes(),
+      subvolumes: this.subvolumes,
       objects: config.objectStore,
       log,
     });
@@ -255,9 +262,11 @@ export class NodeAgent {
       defaultDiskGb: config.defaultDiskGb,
       log,
     });
-    const images = new TemplateImages(this.volume.dir('template-images'), new Subvolumes(), pooled, log);
+    const images = new TemplateImages(this.volume.dir('template-images'), this.subvolumes, pooled, log);
     await images.clear();
-    this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, pooled, config.pool.templateImages ? images : null, log);
+    this.pool = new WarmPool({ ...config.pool, templates: poolTemplates }, pooled, config.pool.templateImages ? images : null, log, async () =>
+      this.starter?.settle(),
+    );
     this.pool.start();
     this.starter = new SandboxStarter({ manager: this.manager, pooled, volumes, namedVolumes, pool: this.pool, sessionQueue, egress: this.gateway, log });
     const manager = this.manager;
@@ -352,5 +361,6 @@ export class NodeAgent {
     await this.lock.release();
     await this.tracing?.exporter.stop();
     this.tracing = null;
+    await this.commands.stop();
   }
 }

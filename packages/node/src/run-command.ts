@@ -1,4 +1,6 @@
 import { spawn, type SpawnOptions } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
+import type { Readable } from 'node:stream';
 
 export interface CommandResult {
   stdout: string;
@@ -24,6 +26,40 @@ export interface RunOptions extends SpawnOptions {
   onLine?: (line: string) => void;
 }
 
+/** Runs the node's host commands: a child spawned by this process, or by the node's spawner (spawner.ts). */
+export interface CommandRunner {
+  run(argv: string[], options?: RunOptions): Promise<CommandResult>;
+  /**
+   * Starts a command that stays (runsc's subreaper): in a session of its own, its stdout and stderr
+   * appended to `outputFile`, a pipe on its fd 3. Resolves with what it wrote on fd 3 once it closed it.
+   */
+  startDetached(argv: string[], outputFile: string): Promise<string>;
+}
+
+/** Commands spawned by this process (Node.js forks it for each): for tools, tests and the rare command. */
+export const spawnedCommands: CommandRunner = { run: runCommand, startDetached };
+
+/** A command's result, or its CommandError for a non-zero exit unless failure is allowed. */
+export function settled(argv: string[], result: CommandResult, allowFailure: boolean | undefined): CommandResult {
+  if (result.code !== 0 && !allowFailure) throw new CommandError(argv, result);
+  return result;
+}
+
+function startDetached(argv: string[], outputFile: string): Promise<string> {
+  const output = openSync(outputFile, 'a');
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', output, output, 'pipe'] });
+    const status = child.stdio[3] as Readable;
+    let text = '';
+    child.once('error', (err) => reject(new Error(`cannot run ${argv[0]}: ${err.message}`)));
+    status.on('data', (chunk: Buffer) => (text += chunk.toString()));
+    status.once('close', () => {
+      child.unref();
+      resolve(text);
+    });
+  }).finally(() => closeSync(output));
+}
+
 /** Runs a host command from an argv array (never a shell string) and collects its output. */
 export function runCommand(argv: string[], options: RunOptions = {}): Promise<CommandResult> {
   const { allowFailure, input, onLine, ...spawnOptions } = options;
@@ -40,8 +76,11 @@ export function runCommand(argv: string[], options: RunOptions = {}): Promise<Co
     child.on('error', (e) => reject(new Error(`cannot run ${argv[0]}: ${e.message}`)));
     child.on('close', (code, signal) => {
       const result = { stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString(), code: code ?? 128 + (signal ? 9 : 0) };
-      if (result.code !== 0 && !allowFailure) reject(new CommandError(argv, result));
-      else resolve(result);
+      try {
+        resolve(settled(argv, result, allowFailure));
+      } catch (e) {
+        reject(e);
+      }
     });
     if (input !== undefined) child.stdin?.end(input);
     else child.stdin?.end();

@@ -44,12 +44,18 @@ async function until(check: () => boolean, ms = 2000): Promise<void> {
   assert.ok(check(), 'condition not reached in time');
 }
 
-function pool(sandboxes: FakeSandboxes, size = 2, adaptive: { maxMemoryMb: number; demandWindowMs?: number; demandMemoryMs?: number } = { maxMemoryMb: 0 }) {
+function pool(
+  sandboxes: FakeSandboxes,
+  size = 2,
+  adaptive: { maxMemoryMb: number; demandWindowMs?: number; demandMemoryMs?: number } = { maxMemoryMb: 0 },
+  startsSettled?: () => Promise<void>,
+) {
   return new WarmPool(
     { size, templates: ['tiny'], refillDelayMs: 1, templateImages: false, sandboxMemoryMb: 100, demandMemoryMs: 0, ...adaptive },
     sandboxes,
     null,
     consoleLogger('pool-test', true),
+    startsSettled,
   );
 }
 
@@ -69,6 +75,25 @@ test('the pool fills to its size; a taken sandbox is replaced once it has its se
   settle();
   await until(() => warm.sizes().tiny === 2);
   assert.equal(sandboxes.booted.length, 3);
+  await warm.stop();
+});
+
+test("a refill boots only once no sandbox is starting on the node: a burst's own starts go first", async () => {
+  const sandboxes = new FakeSandboxes();
+  let starts: Promise<void> = Promise.resolve();
+  const warm = pool(sandboxes, 2, { maxMemoryMb: 0 }, () => starts);
+  warm.start();
+  await until(() => warm.sizes().tiny === 2);
+  await pause(50);
+  let startsEnded!: () => void;
+  starts = new Promise((r) => (startsEnded = r));
+  warm.claimed(warm.take(request('tiny'))!);
+  assert.equal(warm.take(request('tiny')), sandboxes.booted[1]);
+  await pause(50);
+  assert.deepEqual(warm.sizes(), { tiny: 0 }, 'no refill boot while sandboxes are starting');
+  assert.equal(sandboxes.booted.length, 2);
+  startsEnded();
+  await until(() => warm.sizes().tiny === 2);
   await warm.stop();
 });
 

@@ -8,7 +8,7 @@ export interface WarmPoolConfig {
   /** Ready sandboxes kept per template at least (`SPACE_POOL_SIZE`, default 2; 0 turns pooling off). */
   size: number;
   /**
-   * Memory all pooled sandboxes may take together (`SPACE_POOL_MAX_MEMORY_MB`, default 2048): the
+   * Memory all pooled sandboxes may take together (`SPACE_POOL_MAX_MEMORY_MB`, default 3072: a burst of 100 at 24 MB each): the
    * pool grows past `size` with demand up to this budget. 0 keeps it at `size`.
    */
   maxMemoryMb: number;
@@ -44,6 +44,8 @@ export interface PoolSandboxes {
 const poolResources: Resources = ResourcesSchema.parse({});
 
 const defaultDemandWindowMs = 60_000;
+/** The longest a refill boot waits for the node's starts to end. */
+const startsWaitMs = 10_000;
 
 /**
  * Ready sandboxes per template (agent up, network set, fresh hostname and machine id), handed to
@@ -65,12 +67,21 @@ export class WarmPool {
   private readonly imagesTried = new Set<string>();
   private refilling: Promise<void> | null = null;
   private stopped = false;
+  private stopNow: () => void = () => undefined;
+  /** Resolves when `stop()` is called: a refill waiting for the node's starts waits no more. */
+  private readonly stopping = new Promise<void>((resolve) => (this.stopNow = resolve));
 
   constructor(
     private readonly config: WarmPoolConfig,
     private readonly sandboxes: PoolSandboxes,
     private readonly images: TemplateImages | null,
     private readonly log: Logger,
+    /**
+     * Resolves once no session's sandbox is starting on the node (`SandboxStarter.settle`). A refill
+     * boot waits for it, at most `startsWaitMs`: in a burst, its creates' own boots and claims (and
+     * the first calls, which wait for a claim's rebind) go first; measured in docs/benchmarks.md.
+     */
+    private readonly startsSettled: () => Promise<void> = async () => undefined,
   ) {
     for (const template of config.templates) this.ready.set(template, []);
     this.configured = new Set(config.templates);
@@ -126,9 +137,9 @@ export class WarmPool {
   }
 
   /**
-   * A taken sandbox was claimed. The refill starts once it has its session: the host commands of a
-   * boot (btrfs, ip, iptables, runsc, each a fork of this process) would delay the claim and the
-   * daemon's rebind, which the session's first call waits for.
+   * A taken sandbox was claimed. The refill starts once it has its session: a boot's work (btrfs,
+   * ip, iptables, runsc, gVisor's start) would delay the claim and the daemon's rebind, which the
+   * session's first call waits for.
    */
   claimed(sandboxId: string): void {
     void this.sandboxes.settled(sandboxId).then(() => this.refill());
@@ -159,6 +170,7 @@ export class WarmPool {
   /** Stops refilling and discards every ready sandbox. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopNow();
     if (this.trimTimer) clearTimeout(this.trimTimer);
     await this.refilling?.catch(() => undefined);
     for (const ids of this.ready.values()) {
@@ -177,6 +189,7 @@ export class WarmPool {
     await this.buildImages();
     if (this.config.size === 0) return;
     for (;;) {
+      await this.afterStarts();
       const template = [...this.ready].find(([t, ids]) => ids.length < this.target(t))?.[0];
       if (!template || this.stopped) return;
       try {
@@ -206,6 +219,13 @@ export class WarmPool {
       void this.trim();
     }, this.demandWindowMs + 100);
     this.trimTimer.unref();
+  }
+
+  /** Until no sandbox is starting, or `startsWaitMs` (a node always starting some still refills its pool), or the pool stops. */
+  private async afterStarts(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.startsSettled(), new Promise<void>((r) => (timer = setTimeout(r, startsWaitMs))), this.stopping]);
+    clearTimeout(timer);
   }
 
   private async trim(): Promise<void> {

@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { runCommand } from '../run-command.js';
+import { type CommandRunner, spawnedCommands } from '../run-command.js';
 
 /** Where the node's egress gateway listens (host ports, on every address). */
 export interface GatewayPorts {
@@ -18,7 +18,10 @@ type Table = 'filter' | 'nat';
  * would be reachable from inside the sandbox through the host end of its link.
  */
 export class SandboxFirewall {
-  constructor(private readonly gateway: GatewayPorts) {}
+  constructor(
+    private readonly gateway: GatewayPorts,
+    private readonly commands: CommandRunner = spawnedCommands,
+  ) {}
 
   private rules(hostIf: string, sandboxIp: string): Record<Table, string[]> {
     const { dns, http, https } = this.gateway;
@@ -46,7 +49,7 @@ export class SandboxFirewall {
   async close(hostIf: string, sandboxIp: string): Promise<void> {
     const rules = this.rules(hostIf, sandboxIp);
     const input = `*nat\n${rules.nat.join('\n')}\nCOMMIT\n*filter\n${rules.filter.join('\n')}\nCOMMIT\n`;
-    await runCommand(['iptables-restore', '-w', '--noflush'], { input });
+    await this.commands.run(['iptables-restore', '-w', '--noflush'], { input });
     // No IPv6 on the host end: the sandbox cannot reach host services over link-local addresses either.
     await writeFile(`/proc/sys/net/ipv6/conf/${hostIf}/disable_ipv6`, '1').catch(() => undefined);
   }
@@ -87,7 +90,7 @@ export class SandboxFirewall {
   private async existingRules(matches: (hostIf: string) => boolean): Promise<{ table: Table; rule: string; hostIf: string }[]> {
     const found: { table: Table; rule: string; hostIf: string }[] = [];
     for (const table of ['nat', 'filter'] as Table[]) {
-      const { stdout } = await runCommand(['iptables', '-w', '-t', table, '-S'], { allowFailure: true });
+      const { stdout } = await this.commands.run(['iptables', '-w', '-t', table, '-S'], { allowFailure: true });
       for (const line of stdout.split('\n')) {
         // Options come in iptables' order, not ours: "-A INPUT ! -s 10.213.0.2/32 -i sp… -j DROP".
         const hostIf = /^-A \S+ (?:.* )?-i (\S+)/.exec(line)?.[1];
@@ -100,7 +103,7 @@ export class SandboxFirewall {
   private async deleteRules(rules: { table: Table; rule: string }[]): Promise<void> {
     if (rules.length === 0 || (await this.deleteAll(rules))) return;
     // A rule already gone makes the whole transaction fail: then delete one by one, ignoring misses.
-    for (const r of rules) await runCommand(['iptables', '-w', '-t', r.table, ...r.rule.replace(/^-A /, '-D ').split(' ')], { allowFailure: true });
+    for (const r of rules) await this.commands.run(['iptables', '-w', '-t', r.table, ...r.rule.replace(/^-A /, '-D ').split(' ')], { allowFailure: true });
   }
 
   /** Deletes all of the rules in one transaction, or none of them when any is missing: whether it did. */
@@ -115,6 +118,6 @@ export class SandboxFirewall {
             .join('\n')}\nCOMMIT\n`,
       )
       .join('');
-    return (await runCommand(['iptables-restore', '-w', '--noflush'], { input, allowFailure: true })).code === 0;
+    return (await this.commands.run(['iptables-restore', '-w', '--noflush'], { input, allowFailure: true })).code === 0;
   }
 }

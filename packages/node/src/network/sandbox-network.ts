@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { runCommand } from '../run-command.js';
+import { type CommandRunner, spawnedCommands } from '../run-command.js';
 import { IpLeases, type Lease } from './ip-leases.js';
 import type { SandboxFirewall } from './sandbox-firewall.js';
 
@@ -26,6 +26,7 @@ export class SandboxNetwork {
   constructor(
     private readonly leases: IpLeases,
     private readonly firewall: SandboxFirewall,
+    private readonly commands: CommandRunner = spawnedCommands,
   ) {}
 
   static names(sandboxId: string): { netns: string; hostIf: string } {
@@ -38,14 +39,14 @@ export class SandboxNetwork {
     const lease = await this.leases.acquire(`${owner} ${netns}`);
     const inheritedAddresses = [...new Set(inherited)].filter((address) => address !== lease.sandboxIp);
     try {
-      // Three `ip` runs rather than one per step: each host command costs ~10 ms on the create path.
-      await runCommand(['ip', 'netns', 'add', netns]);
-      await runCommand(['ip', '-batch', '-'], {
+      // Four `ip` runs rather than one per step: each is a process started on the create path.
+      await this.commands.run(['ip', 'netns', 'add', netns]);
+      await this.commands.run(['ip', '-batch', '-'], {
         input: ipBatch([`link add ${hostIf} type veth peer name eth0 netns ${netns}`, `addr add ${lease.hostIp}/${lease.prefix} dev ${hostIf}`]),
       });
       await this.firewall.close(hostIf, lease.sandboxIp);
-      await runCommand(['ip', 'link', 'set', hostIf, 'up']);
-      await runCommand(['ip', '-n', netns, '-batch', '-'], {
+      await this.commands.run(['ip', 'link', 'set', hostIf, 'up']);
+      await this.commands.run(['ip', '-n', netns, '-batch', '-'], {
         input: ipBatch([...sandboxSideAddresses(lease, inheritedAddresses), 'link set eth0 up', 'link set lo up', ...sandboxSideRoute(lease)]),
       });
     } catch (err) {
@@ -58,8 +59,8 @@ export class SandboxNetwork {
   /** Removes the namespace (which takes the veth pair with it) and frees the subnet. Idempotent. */
   async destroy(sandboxId: string, leaseIndex: number | null): Promise<void> {
     const { netns, hostIf } = SandboxNetwork.names(sandboxId);
-    if (existsSync(`/var/run/netns/${netns}`)) await runCommand(['ip', 'netns', 'delete', netns], { allowFailure: true });
-    await runCommand(['ip', 'link', 'delete', hostIf], { allowFailure: true, stdio: ['ignore', 'ignore', 'ignore'] });
+    if (existsSync(`/var/run/netns/${netns}`)) await this.commands.run(['ip', 'netns', 'delete', netns], { allowFailure: true });
+    await this.commands.run(['ip', 'link', 'delete', hostIf], { allowFailure: true, stdio: ['ignore', 'ignore', 'ignore'] });
     await this.firewall.open(hostIf, leaseIndex === null ? undefined : IpLeases.describe(leaseIndex).sandboxIp);
     if (leaseIndex !== null) await this.leases.release(leaseIndex);
   }

@@ -1,10 +1,8 @@
-import { spawn } from 'node:child_process';
 import { inSpan } from '@space/server-kit';
-import { openSync, closeSync, existsSync } from 'node:fs';
-import type { Readable } from 'node:stream';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { runCommand } from '../run-command.js';
+import { type CommandResult, type CommandRunner, spawnedCommands } from '../run-command.js';
 import type { ClaimedSandbox, HostLimit, RuntimeDriver, SandboxSpec, SandboxStats, SandboxUsage } from './driver.js';
 import { readCgroupUsage, readLimitHit, sandboxCgroupDir } from './cgroup-usage.js';
 import { buildOciSpec } from './oci-spec.js';
@@ -28,6 +26,7 @@ export class GvisorDriver implements RuntimeDriver {
     /** The host-side subreaper runsc runs under (native/space-shim.c). */
     private readonly shimBinary: string,
     private readonly options: GvisorOptions,
+    private readonly commands: CommandRunner = spawnedCommands,
     private readonly runscBinary = 'runsc',
   ) {}
 
@@ -48,7 +47,7 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   async preflight(): Promise<string> {
-    const found = await runCommand([this.runscBinary, '--version'], { allowFailure: true }).catch(() => null);
+    const found = await this.commands.run([this.runscBinary, '--version'], { allowFailure: true }).catch(() => null);
     if (found?.code !== 0) throw new Error(`${this.runscBinary} not found: install gVisor with "./space setup" (runsc from bookworm-backports)`);
     if (!existsSync(this.shimBinary)) throw new Error(`${this.shimBinary} is missing: run "npm run build" (./space does it)`);
     await mkdir(this.stateRoot, { recursive: true });
@@ -74,7 +73,9 @@ export class GvisorDriver implements RuntimeDriver {
       ...(options.leaveRunning ? ['--leave-running'] : []),
       sandboxId,
     ];
-    const result = await inSpan('runsc checkpoint', { 'space.sandbox_id': sandboxId }, () => runCommand(inOwnMountNamespace(run), { allowFailure: true }));
+    const result = await inSpan('runsc checkpoint', { 'space.sandbox_id': sandboxId }, () =>
+      this.commands.run(inOwnMountNamespace(run), { allowFailure: true }),
+    );
     if (result.code !== 0) throw new Error(`runsc checkpoint failed: ${checkpointFailure(result.stderr || result.stdout)}`);
   }
 
@@ -151,8 +152,8 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   /** A runsc command on the node's sandboxes, timed as `runsc <command>` in a traced call. */
-  private runsc(args: string[], options?: { allowFailure?: boolean }): ReturnType<typeof runCommand> {
-    return inSpan(`runsc ${args[0]}`, {}, () => runCommand([this.runscBinary, ...this.globalFlags(), ...args], options));
+  private runsc(args: string[], options?: { allowFailure?: boolean }): Promise<CommandResult> {
+    return inSpan(`runsc ${args[0]}`, {}, () => this.commands.run([this.runscBinary, ...this.globalFlags(), ...args], options));
   }
 
   private async writeBundle(spec: SandboxSpec): Promise<string> {
@@ -162,16 +163,15 @@ export class GvisorDriver implements RuntimeDriver {
     return bundle;
   }
 
-  /** Runs `runsc run|restore --detach` under the shim, which stays as the sandbox's reaper. */
+  /**
+   * Runs `runsc run|restore --detach` under the shim, which stays as the sandbox's reaper and says
+   * on its fd 3 how runsc exited ("exit N").
+   */
   private async runInOwnMountNamespace(workDir: string, command: string[]): Promise<void> {
-    const console = openSync(path.join(workDir, 'console.log'), 'a');
-    try {
-      const run = inOwnMountNamespace([this.runscBinary, ...this.globalFlags(path.join(workDir, 'runsc.log')), ...command]);
-      const code = await inSpan(`runsc ${command[0]}`, {}, () => runDetachedUnderShim(this.shimBinary, run, console));
-      if (code !== 0) throw new Error(`runsc ${command[0]} exited ${code}`);
-    } finally {
-      closeSync(console);
-    }
+    const run = inOwnMountNamespace([this.runscBinary, ...this.globalFlags(path.join(workDir, 'runsc.log')), ...command]);
+    const status = await inSpan(`runsc ${command[0]}`, {}, () => this.commands.startDetached([this.shimBinary, ...run], path.join(workDir, 'console.log')));
+    const code = /^exit (\d+)/.exec(status)?.[1] ?? '128';
+    if (code !== '0') throw new Error(`runsc ${command[0]} exited ${code}`);
   }
 
   async destroy(sandboxId: string): Promise<void> {
@@ -208,22 +208,6 @@ export class GvisorDriver implements RuntimeDriver {
       .map((s) => s.trim())
       .filter(Boolean);
   }
-}
-
-/** Starts the shim in its own session and resolves with the exit code of `argv` (the shim lives on). */
-function runDetachedUnderShim(shim: string, argv: string[], output: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(shim, argv, { detached: true, stdio: ['ignore', output, output, 'pipe'] });
-    const status = child.stdio[3] as Readable;
-    let text = '';
-    child.once('error', (err) => reject(new Error(`cannot run ${shim}: ${err.message}`)));
-    status.on('data', (chunk: Buffer) => (text += chunk.toString()));
-    status.once('close', () => {
-      child.unref();
-      const match = /^exit (\d+)/.exec(text);
-      resolve(match ? Number(match[1]) : 128);
-    });
-  });
 }
 
 /**

@@ -60,9 +60,9 @@ export class SandboxStarter {
     return { ...this.starts };
   }
 
-  /** Resolves once every start under way has ended (before the node stops its sandboxes). */
+  /** Resolves once no start is under way, those begun meanwhile included (before the node stops its sandboxes; before a pool refill boots). */
   async settle(): Promise<void> {
-    await Promise.all(this.starting.all().map((p) => p.catch(() => undefined)));
+    for (let starts = this.starting.all(); starts.length > 0; starts = this.starting.all()) await Promise.all(starts.map((p) => p.catch(() => undefined)));
   }
 
   /** A sandbox whose processes are not the session's own (not restored from its memory) gets the session's services. */

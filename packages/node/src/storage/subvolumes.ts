@@ -1,6 +1,6 @@
 import { mkdir, readdir, rename as renameDir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { runCommand } from '../run-command.js';
+import { type CommandRunner, spawnedCommands } from '../run-command.js';
 import { pathExists } from './path-exists.js';
 
 /** A subvolume's transaction ids: the last that changed it, and the one that created it. */
@@ -21,9 +21,11 @@ export function qgroupRows(stdout: string): { qgroup: string; bytes: number; lim
 
 /** btrfs subvolume operations, each a metadata operation that shares blocks copy-on-write. */
 export class Subvolumes {
+  constructor(private readonly commands: CommandRunner = spawnedCommands) {}
+
   async create(target: string): Promise<void> {
     await mkdir(path.dirname(target), { recursive: true });
-    await runCommand(['btrfs', 'subvolume', 'create', target]);
+    await this.commands.run(['btrfs', 'subvolume', 'create', target]);
   }
 
   /**
@@ -34,7 +36,7 @@ export class Subvolumes {
   async snapshot(source: string, target: string, { readOnly }: { readOnly: boolean }): Promise<void> {
     if (await pathExists(target)) throw new Error(`cannot snapshot ${source}: ${target} already exists`);
     await mkdir(path.dirname(target), { recursive: true });
-    await runCommand(['btrfs', 'subvolume', 'snapshot', ...(readOnly ? ['-r'] : []), source, target]);
+    await this.commands.run(['btrfs', 'subvolume', 'snapshot', ...(readOnly ? ['-r'] : []), source, target]);
   }
 
   /**
@@ -57,14 +59,14 @@ export class Subvolumes {
   async delete(target: string): Promise<void> {
     if (!(await pathExists(target))) return;
     try {
-      await runCommand(['btrfs', 'subvolume', 'delete', target]);
+      await this.commands.run(['btrfs', 'subvolume', 'delete', target]);
     } catch (err) {
       // Deleted meanwhile by a concurrent delete of the same subvolume (two API calls at once): done all the same.
       if (!(await pathExists(target))) return;
       const children = await this.childrenOf(target);
       if (children.length === 0) throw err;
       for (const child of children) await this.delete(child);
-      await runCommand(['btrfs', 'subvolume', 'delete', target]);
+      await this.commands.run(['btrfs', 'subvolume', 'delete', target]);
     }
   }
 
@@ -79,7 +81,7 @@ export class Subvolumes {
    * size would), or lifts the limit (null). Writes past it fail with EDQUOT.
    */
   async limit(target: string, bytes: number | null): Promise<void> {
-    await runCommand(['btrfs', 'qgroup', 'limit', bytes === null ? 'none' : String(Math.round(bytes)), target]);
+    await this.commands.run(['btrfs', 'qgroup', 'limit', bytes === null ? 'none' : String(Math.round(bytes)), target]);
   }
 
   /**
@@ -87,7 +89,7 @@ export class Subvolumes {
    * -f`); null where quotas are not enabled.
    */
   async usage(target: string): Promise<{ bytes: number; limitBytes: number | null } | null> {
-    const { code, stdout } = await runCommand(['btrfs', 'qgroup', 'show', '-rf', '--raw', target], { allowFailure: true });
+    const { code, stdout } = await this.commands.run(['btrfs', 'qgroup', 'show', '-rf', '--raw', target], { allowFailure: true });
     if (code !== 0) return null;
     // The subvolume's own group is the first row.
     const row = qgroupRows(stdout)[0];
@@ -99,8 +101,8 @@ export class Subvolumes {
    * path under `root`: two commands for all of them. Null where quotas are not enabled.
    */
   async referencedUnder(root: string): Promise<Map<string, number> | null> {
-    const list = await runCommand(['btrfs', 'subvolume', 'list', root], { allowFailure: true });
-    const show = await runCommand(['btrfs', 'qgroup', 'show', '-r', '--raw', root], { allowFailure: true });
+    const list = await this.commands.run(['btrfs', 'subvolume', 'list', root], { allowFailure: true });
+    const show = await this.commands.run(['btrfs', 'qgroup', 'show', '-r', '--raw', root], { allowFailure: true });
     if (list.code !== 0 || show.code !== 0) return null;
     const bytes = new Map(qgroupRows(show.stdout).map((row) => [row.qgroup.slice(2), row.bytes]));
     const referenced = new Map<string, number>();
@@ -124,18 +126,18 @@ export class Subvolumes {
 
   /** Makes the subvolume read-only (as a snapshot taken with -r is). */
   async setReadOnly(target: string): Promise<void> {
-    await runCommand(['btrfs', 'property', 'set', '-ts', target, 'ro', 'true']);
+    await this.commands.run(['btrfs', 'property', 'set', '-ts', target, 'ro', 'true']);
   }
 
   /** Whether the subvolume is read-only (snapshots taken read-only; a `btrfs receive` sets it last, when complete). */
   async isReadOnly(target: string): Promise<boolean> {
-    const { stdout } = await runCommand(['btrfs', 'property', 'get', '-ts', target, 'ro'], { allowFailure: true });
+    const { stdout } = await this.commands.run(['btrfs', 'property', 'get', '-ts', target, 'ro'], { allowFailure: true });
     return stdout.trim() === 'ro=true';
   }
 
   /** Every read-only subvolume of the filesystem mounted (its top level) at `root`, as absolute paths: one command for all. */
   async readOnlyUnder(root: string): Promise<Set<string>> {
-    const { stdout } = await runCommand(['btrfs', 'subvolume', 'list', '-r', root]);
+    const { stdout } = await this.commands.run(['btrfs', 'subvolume', 'list', '-r', root]);
     return new Set(
       stdout
         .split('\n')
@@ -145,7 +147,7 @@ export class Subvolumes {
   }
 
   async generations(target: string): Promise<Generations> {
-    const { stdout } = await runCommand(['btrfs', 'subvolume', 'show', target]);
+    const { stdout } = await this.commands.run(['btrfs', 'subvolume', 'show', target]);
     const field = (name: string): number => Number(new RegExp(`^\\s*${name}:\\s*(\\d+)`, 'm').exec(stdout)?.[1] ?? NaN);
     const found = { generation: field('Generation'), createdAt: field('Gen at creation') };
     if (!Number.isFinite(found.generation) || !Number.isFinite(found.createdAt)) throw new Error(`cannot read the generations of ${target}`);
@@ -154,15 +156,15 @@ export class Subvolumes {
 
   /** Commits the filesystem's pending changes, so generations count every write made so far. */
   async sync(target: string): Promise<void> {
-    await runCommand(['btrfs', 'filesystem', 'sync', target]);
+    await this.commands.run(['btrfs', 'filesystem', 'sync', target]);
   }
 
   /** The subvolumes directly inside `target` (btrfs names them from the filesystem's top level). */
   private async childrenOf(target: string): Promise<string[]> {
-    const { stdout } = await runCommand(['btrfs', 'subvolume', 'list', '-o', target], { allowFailure: true });
+    const { stdout } = await this.commands.run(['btrfs', 'subvolume', 'list', '-o', target], { allowFailure: true });
     const inner = stdout.split('\n').flatMap((line) => / path (.+)$/.exec(line)?.[1] ?? []);
     if (inner.length === 0) return [];
-    const own = (await runCommand(['btrfs', 'subvolume', 'show', target])).stdout.split('\n')[0]!.trim();
+    const own = (await this.commands.run(['btrfs', 'subvolume', 'show', target])).stdout.split('\n')[0]!.trim();
     return inner.filter((p) => p.startsWith(`${own}/`)).map((p) => path.join(target, p.slice(own.length + 1)));
   }
 }

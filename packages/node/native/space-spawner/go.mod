@@ -1,0 +1,3 @@
+module space/spawner
+
+go 1.22
