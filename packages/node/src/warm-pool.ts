@@ -8,8 +8,8 @@ export interface WarmPoolConfig {
   /** Ready sandboxes kept per template at least (`SPACE_POOL_SIZE`, default 2; 0 turns pooling off). */
   size: number;
   /**
-   * Memory all pooled sandboxes may take together (`SPACE_POOL_MAX_MEMORY_MB`, default 3072: a burst of 100 at 24 MB each): the
-   * pool grows past `size` with demand up to this budget. 0 keeps it at `size`.
+   * Memory all pooled sandboxes may take together (`SPACE_POOL_MAX_MEMORY_MB`, default 3072: a burst
+   * of 100 at 24 MB each): the pool grows past `size` with demand up to this budget. 0 keeps it at `size`.
    */
   maxMemoryMb: number;
   /** Host memory one idle pooled sandbox takes, for the budget (`SPACE_POOL_SANDBOX_MEMORY_MB`; measured by bench/footprint.mjs). */
