@@ -57,7 +57,7 @@ const panels = [
       { label: 'first burst, median', points: byBurst((n) => n.includes('first burst'), 'median') },
       { label: 'first burst, P90', points: byBurst((n) => n.includes('first burst'), 'p90'), dashed: true },
       { label: 'the burst again, median', points: byBurst((n) => /later: create/.test(n), 'median') },
-      { label: 'one alone (floor)', points: byBurst((n) => n.includes('alone (floor)'), 'median'), dashed: true },
+      { label: 'one alone, booted (floor)', points: byBurst((n) => /alone.*\(floor\)/.test(n) && !n.includes('pooled'), 'median'), dashed: true },
     ],
   },
   {
