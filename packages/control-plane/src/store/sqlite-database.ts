@@ -20,6 +20,13 @@ const columnsBeforeMigrations: [table: string, column: string, definition: strin
 ];
 
 /**
+ * Compiled statements kept, by their SQL text: the store's statements are a few dozen texts run over
+ * and over (compiling one took longer than running it); texts that vary (lists of ids) push out the
+ * least recently used.
+ */
+const statementsKept = 256;
+
+/**
  * The embedded engine: one SQLite file in the data directory, WAL mode, shared safely by processes
  * on one machine. Statements run synchronously; a transaction holds every other call of this
  * process back until it ends, so nothing else lands inside it while its work awaits.
@@ -29,6 +36,7 @@ export class SqliteDatabase implements SqlDatabase {
   private readonly db: Database.Database;
   private inTransaction: Promise<void> | null = null;
   private readonly direct: SqlExecutor;
+  private readonly statements = new Map<string, Database.Statement>();
 
   private constructor(file: string) {
     this.db = new Database(file);
@@ -39,10 +47,28 @@ export class SqliteDatabase implements SqlDatabase {
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
     this.direct = {
-      run: async (sql, params = []) => this.db.prepare(sql).run(...params).changes,
-      get: async <T>(sql: string, params: SqlValue[] = []) => this.db.prepare(sql).get(...params) as T | undefined,
-      all: async <T>(sql: string, params: SqlValue[] = []) => this.db.prepare(sql).all(...params) as T[],
+      run: async (sql, params = []) => this.prepared(sql).run(...params).changes,
+      get: async <T>(sql: string, params: SqlValue[] = []) => this.prepared(sql).get(...params) as T | undefined,
+      all: async <T>(sql: string, params: SqlValue[] = []) => this.prepared(sql).all(...params) as T[],
     };
+  }
+
+  /** The statement compiled for `sql`, kept among the most recently used (a statement runs to its end before the next call, so one can serve every call). */
+  private prepared(sql: string): Database.Statement {
+    let statement = this.statements.get(sql);
+    if (statement) this.statements.delete(sql);
+    else {
+      statement = this.db.prepare(sql);
+      // A Map iterates in insertion order: the first entry is the least recently used.
+      if (this.statements.size >= statementsKept) this.statements.delete(this.statements.keys().next().value!);
+    }
+    this.statements.set(sql, statement);
+    return statement;
+  }
+
+  /** How many compiled statements are kept (at most `statementsKept`). */
+  get statementsCached(): number {
+    return this.statements.size;
   }
 
   /** Opens (or creates) the file and brings its schema up to date. */
