@@ -135,6 +135,14 @@ test('the spawner ends with its agent: at stop, and when the agent ends without 
   const orphan = Number(printed.trim());
   assert.ok(orphan > 0);
   await until(() => !alive(orphan));
+
+  // Stopped while a command runs: the command ends, then the spawner, and the process lives until both have.
+  const stopping = `import { Spawner } from ${JSON.stringify(new URL('./spawner.js', import.meta.url).href)};
+    const spawner = new Spawner(${JSON.stringify(binary)});
+    const running = spawner.run(['sleep', '0.3']);
+    await spawner.stop();
+    console.log((await running).code);`;
+  assert.equal(execFileSync(process.execPath, ['--input-type=module', '-e', stopping], { encoding: 'utf8' }).trim(), '0');
 });
 
 test("the spawner runs in a session of its own: a terminal's Ctrl-C reaches only the agent, which still needs it to stop sandboxes", async () => {

@@ -3,6 +3,8 @@ import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { type CommandResult, type CommandRunner, type RunOptions, runCommand, settled, spawnedCommands } from './run-command.js';
 
+type SpawnerProcess = ChildProcessByStdio<Writable, Readable, null>;
+
 /** What the spawner is told to run (native/space-spawner/main.go). */
 interface SpawnRequest {
   id: number;
@@ -46,7 +48,7 @@ const forwardedOptions = new Set(['allowFailure', 'input', 'cwd', 'env', 'stdio'
  * again for the next.
  */
 export class Spawner implements CommandRunner {
-  private child: ChildProcessByStdio<Writable, Readable, null> | null = null;
+  private child: SpawnerProcess | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private stopped = false;
@@ -90,7 +92,7 @@ export class Spawner implements CommandRunner {
     });
   }
 
-  private startChild(): ChildProcessByStdio<Writable, Readable, null> {
+  private startChild(): SpawnerProcess {
     const child = spawn(this.binary, [], { stdio: ['pipe', 'pipe', 'inherit'], detached: true });
     this.child = child;
     setReferenced(child, false);
@@ -110,7 +112,7 @@ export class Spawner implements CommandRunner {
     return child;
   }
 
-  private answer(child: ChildProcessByStdio<Writable, Readable, null>, line: string): void {
+  private answer(child: SpawnerProcess, line: string): void {
     let reply: SpawnReply;
     try {
       reply = JSON.parse(line) as SpawnReply;
@@ -122,7 +124,8 @@ export class Spawner implements CommandRunner {
     const p = this.pending.get(reply.id);
     if (!p) return;
     this.pending.delete(reply.id);
-    if (this.pending.size === 0 && this.child) setReferenced(this.child, false);
+    // Stopping, it keeps this process alive until it has exited.
+    if (this.pending.size === 0 && this.child && !this.stopped) setReferenced(this.child, false);
     if (reply.error) return p.reject(new Error(reply.error));
     try {
       p.resolve(settled(p.argv, { code: reply.code, stdout: reply.stdout, stderr: reply.stderr }, p.allowFailure));
@@ -149,7 +152,7 @@ function requestOf(argv: string[], options: RunOptions): Omit<SpawnRequest, 'id'
 }
 
 /** The helper keeps this process alive only while it runs commands for it. */
-function setReferenced(child: ChildProcessByStdio<Writable, Readable, null>, referenced: boolean): void {
+function setReferenced(child: SpawnerProcess, referenced: boolean): void {
   for (const handle of [child, child.stdout, child.stdin] as { ref(): void; unref(): void }[]) {
     if (referenced) handle.ref();
     else handle.unref();
