@@ -12,7 +12,7 @@ import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { benchKey, hostCpuMs, metric, startPlatform, waitUntil } from './harness.mjs';
 import { processUse } from './scale/processes.mjs';
-import { printTable, recorder } from './stats.mjs';
+import { printTable, recorder, summarize } from './stats.mjs';
 
 const { values } = parseArgs({
   options: { count: { type: 'string', default: '100' }, template: { type: 'string', default: 'base' }, 'repeat-after': { type: 'string', default: '60' } },
@@ -79,8 +79,7 @@ try {
   const pooled = await alone(platform.url, 5);
   record('create + first exec alone, booted (floor)', booted.ms);
   record('create + first exec alone, pooled (floor)', pooled.ms);
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const floorCpuMs = { booted: median(booted.cpuMs), pooled: median(pooled.cpuMs) };
+  const floorCpuMs = { booted: summarize(booted.cpuMs).median, pooled: summarize(pooled.cpuMs).median };
   const cores = availableParallelism();
   const bursts = [];
   for (const name of repeatAfterSec > 0 ? ['first burst', `again ${repeatAfterSec} s later`] : ['burst']) {
@@ -92,7 +91,10 @@ try {
     const cpu = { hostMs: hostCpuMs().busy - hostBefore.busy, platformMs: (processUse(platform.pid).cpuSec - platformBefore) * 1000 };
     const succeeded = outcomes.filter((o) => o.ok);
     const refusals = {};
-    for (const o of outcomes.filter((x) => !x.ok)) refusals[`${o.status} ${o.code ?? ''}`.trim()] = (refusals[`${o.status} ${o.code ?? ''}`.trim()] ?? 0) + 1;
+    for (const o of outcomes.filter((x) => !x.ok)) {
+      const why = `${o.status} ${o.code ?? ''}`.trim();
+      refusals[why] = (refusals[why] ?? 0) + 1;
+    }
     record(
       `${count} at once, ${name}: create + first exec (the ${succeeded.length} that succeeded)`,
       succeeded.map((o) => o.ms),

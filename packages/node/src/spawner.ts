@@ -1,7 +1,7 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
-import { type CommandResult, type CommandRunner, type RunOptions, runCommand, settled, spawnedCommands } from './run-command.js';
+import { type CommandResult, type CommandRunner, type RunOptions, settled, spawnedCommands } from './run-command.js';
 
 type SpawnerProcess = ChildProcessByStdio<Writable, Readable, null>;
 
@@ -57,7 +57,7 @@ export class Spawner implements CommandRunner {
 
   run(argv: string[], options: RunOptions = {}): Promise<CommandResult> {
     const request = this.stopped ? null : requestOf(argv, options);
-    if (!request) return runCommand(argv, options);
+    if (!request) return spawnedCommands.run(argv, options);
     return this.send(request, options.allowFailure);
   }
 

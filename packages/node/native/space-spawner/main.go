@@ -120,10 +120,15 @@ func run(req request) response {
 	case errors.As(err, &exit):
 		res.Code = exitCode(exit)
 	default:
-		// Never started (not found, not executable, a bad working directory).
-		res.Error = fmt.Sprintf("cannot run %s: %v", req.Argv[0], err)
+		return notStarted(req, err)
 	}
 	return res
+}
+
+// notStarted answers a command that never started (not found, not executable, a bad working
+// directory or output file).
+func notStarted(req request, err error) response {
+	return response{ID: req.ID, Error: fmt.Sprintf("cannot run %s: %v", req.Argv[0], err)}
 }
 
 // exitCode is the command's exit status, or 128 + the signal that ended it, as a shell reports it.
@@ -138,12 +143,12 @@ func exitCode(exit *exec.ExitError) int {
 func runDetached(req request, cmd *exec.Cmd) response {
 	output, err := os.OpenFile(req.Detach.OutputFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return response{ID: req.ID, Error: fmt.Sprintf("cannot run %s: %v", req.Argv[0], err)}
+		return notStarted(req, err)
 	}
 	defer output.Close()
 	status, statusWriter, err := os.Pipe()
 	if err != nil {
-		return response{ID: req.ID, Error: fmt.Sprintf("cannot run %s: %v", req.Argv[0], err)}
+		return notStarted(req, err)
 	}
 	defer status.Close()
 	cmd.Stdout = output
@@ -153,7 +158,7 @@ func runDetached(req request, cmd *exec.Cmd) response {
 	err = cmd.Start()
 	statusWriter.Close()
 	if err != nil {
-		return response{ID: req.ID, Error: fmt.Sprintf("cannot run %s: %v", req.Argv[0], err)}
+		return notStarted(req, err)
 	}
 	// Reaped whenever it ends; its exit says nothing the answer has not.
 	go func() { _ = cmd.Wait() }()
