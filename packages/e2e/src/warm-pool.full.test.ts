@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, test } from 'node:test';
 import { type Api, metricValue } from './client.js';
 import type { RunningPlatform } from './platform.js';
@@ -48,6 +49,11 @@ describe('warm pool', () => {
     // Pooled sandboxes wait at the lowest CPU weight; a claimed one gets the normal weight back.
     const shares = `/sys/fs/cgroup/cpu/space/${a.sandbox.id}/cpu.shares`;
     if (existsSync(shares)) assert.equal(readFileSync(shares, 'utf8').trim(), '1024');
+    // Its bundle, edited after the create answered (the exec above waited for that), names the
+    // session's volume and the normal weight, for the runtime's later commands on it.
+    const bundle = JSON.parse(readFileSync(path.join(platform.dataDir, 'node', 'sandboxes', a.sandbox.id, 'bundle', 'config.json'), 'utf8'));
+    assert.match(bundle.root.path, new RegExp(`/${a.id}(/|$)`));
+    assert.equal(bundle.linux.resources.cpu.shares, 1024);
 
     await api.exec(a.id, 'echo only-a > /workspace/mine');
     assert.equal((await api.exec(b.id, 'test -e /workspace/mine')).exitCode, 1, 'nothing of another session');

@@ -306,7 +306,10 @@ export class NodeAgent {
       templates: this.templates,
       gateway: this.gateway,
       fence: this.fence,
-      placements: await PlacementEpochs.open(path.join(config.dataDir, 'node', 'placement-epochs.json')),
+      placements: await PlacementEpochs.open(
+        path.join(config.dataDir, 'node', 'placement-epochs.log'),
+        path.join(config.dataDir, 'node', 'placement-epochs.json'),
+      ),
       usage: usageLedger,
       log,
     });

@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { WebSocket } from 'ws';
-import { CALL_TIMEOUT_HEADER, PLACEMENT_HEADER, nodeRouteTable, nodeRoutes, parsePlacementHeader, placementHeaderValue, routeUrl } from '@space/protocol';
+import { CALL_TIMEOUT_HEADER, PLACEMENT_HEADER, nodeRouteTable, nodeRoutes, routeUrl } from '@space/protocol';
 import { closeServer, lineLog, listen } from '@space/server-kit';
 import { type NodeApiDeps, createNodeApi } from './node-api.js';
 import { NodeFence } from '../node-fence.js';
@@ -178,36 +175,6 @@ test("a sandbox call that waited on the node past its caller's budget (x-space-t
   } finally {
     await closeServer(server);
   }
-});
-
-test('placement epochs: the newest per session rises, an older one is refused, a forgotten session starts again; kept across a restart', async () => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'space-epochs-'));
-  const file = path.join(dir, 'placement-epochs.json');
-  try {
-    const before = await PlacementEpochs.open(file);
-    before.admit({ sessionId: 'ses_a', epoch: 4 });
-    before.admit({ sessionId: 'ses_b', epoch: 1 });
-    before.forget('ses_b');
-    const after = await PlacementEpochs.open(file);
-    assert.throws(() => after.admit({ sessionId: 'ses_a', epoch: 3 }), /PLACEMENT_STALE|placed anew/);
-    assert.equal(after.epochOf('ses_b'), 0);
-    await writeFile(file, '{"ses_a": "nope"}');
-    assert.equal((await PlacementEpochs.open(file)).epochOf('ses_a'), 0, 'a malformed file is read as none');
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-  const epochs = PlacementEpochs.inMemory();
-  epochs.admit(null);
-  epochs.admit({ sessionId: 'ses_a', epoch: 2 });
-  epochs.admit({ sessionId: 'ses_a', epoch: 2 });
-  assert.throws(() => epochs.admit({ sessionId: 'ses_a', epoch: 1 }), /placed anew \(epoch 2\)/);
-  epochs.admit({ sessionId: 'ses_a', epoch: 5 });
-  assert.equal(epochs.epochOf('ses_a'), 5);
-  epochs.forget('ses_a');
-  epochs.admit({ sessionId: 'ses_a', epoch: 1 });
-  assert.equal(epochs.epochOf('ses_a'), 1);
-  assert.deepEqual(parsePlacementHeader(placementHeaderValue({ sessionId: 'ses_a', epoch: 7 })), { sessionId: 'ses_a', epoch: 7 });
-  for (const bad of ['ses_a', 'ses_a -1', 'sbx_a 1', 'ses_a 1 2', ['ses_a 1']]) assert.equal(parsePlacementHeader(bad), null, String(bad));
 });
 
 test("route urls: params encoded, query appended, a missing param refused; every route's param schemas name segments of its path", () => {

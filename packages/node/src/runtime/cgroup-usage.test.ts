@@ -22,15 +22,13 @@ test('limit hit: an OOM kill or a refused fork counted by the sandbox cgroup, v1
   write('pids/space/sbx_v1/pids.events', 'max 0\n');
   write('space/sbx_v2/memory.events', 'low 0\nhigh 0\nmax 4\noom 1\noom_kill 1\n');
   write('space/sbx_v2/pids.events', 'max 0\n');
-  return (async () => {
-    assert.equal(await readLimitHit('sbx_v1', root), null);
-    write('pids/space/sbx_v1/pids.events', 'max 12\n');
-    assert.equal(await readLimitHit('sbx_v1', root), 'pids');
-    write('memory/space/sbx_v1/memory.oom_control', 'oom_kill_disable 0\nunder_oom 0\noom_kill 1\n');
-    assert.equal(await readLimitHit('sbx_v1', root), 'oom', 'memory first: an OOM kill is what killed it');
-    assert.equal(await readLimitHit('sbx_v2', root), 'oom');
-    assert.equal(await readLimitHit('sbx_gone', root), null);
-  })();
+  assert.equal(readLimitHit('sbx_v1', root), null);
+  write('pids/space/sbx_v1/pids.events', 'max 12\n');
+  assert.equal(readLimitHit('sbx_v1', root), 'pids');
+  write('memory/space/sbx_v1/memory.oom_control', 'oom_kill_disable 0\nunder_oom 0\noom_kill 1\n');
+  assert.equal(readLimitHit('sbx_v1', root), 'oom', 'memory first: an OOM kill is what killed it');
+  assert.equal(readLimitHit('sbx_v2', root), 'oom');
+  assert.equal(readLimitHit('sbx_gone', root), null);
 });
 
 test('working set: usage less inactive file pages, v1 and v2; below the threshold asked for, the usage alone (memory.stat not read)', (t) => {

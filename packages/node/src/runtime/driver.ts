@@ -70,12 +70,13 @@ export interface RuntimeDriver {
   resume(sandboxId: string): Promise<void>;
   /** Starts a new sandbox from a memory image instead of booting: its processes continue where they were. */
   restore(spec: SandboxSpec, imageDir: string): Promise<void>;
+  /** A pooled sandbox claimed by a session: its CPU weight against other sandboxes (cgroup cpu.shares scale) changes now. Synchronous (cgroupfs). */
+  claimed(sandboxId: string, cpuShares: number): void;
   /**
-   * A pooled sandbox claimed by a session: its CPU weight against other sandboxes (cgroup
-   * cpu.shares scale) changes now and for its later restores, which also use its root directory's
-   * new path (the directory is renamed by the caller).
+   * The sandbox's bundle after a claim, for the runtime's later commands on it: the new CPU weight
+   * and its root directory's new path (the directory is renamed by the caller).
    */
-  claimed(sandboxId: string, workDir: string, change: ClaimedSandbox): Promise<void>;
+  rebundle(workDir: string, change: ClaimedSandbox): Promise<void>;
   /**
    * Sets the host's memory limit of the sandbox (its backstop, above `memoryMb`) plus `extraBytes`:
    * while a memory image is written, the pages it goes to are charged to the sandbox's cgroup.

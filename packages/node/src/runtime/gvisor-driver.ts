@@ -1,5 +1,5 @@
 import { inSpan } from '@space/server-kit';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type CommandResult, type CommandRunner, spawnedCommands } from '../run-command.js';
@@ -111,25 +111,23 @@ export class GvisorDriver implements RuntimeDriver {
     if (file) await writeFile(file, String(memoryBackstopBytes(memoryMb) + extraBytes));
   }
 
-  /**
-   * The running sandbox keeps its open directories, so only the bundle a restore reads needs the
-   * new path; its CPU weight changes in its cgroup now and in the bundle. One edit of the bundle.
-   */
-  async claimed(sandboxId: string, workDir: string, { cpuShares, rootfs }: ClaimedSandbox): Promise<void> {
+  claimed(sandboxId: string, cpuShares: number): void {
+    this.setCgroupCpuShares(sandboxId, cpuShares);
+  }
+
+  /** The running sandbox keeps its open directories: only the bundle needs the new path. */
+  async rebundle(workDir: string, { cpuShares, rootfs }: ClaimedSandbox): Promise<void> {
     const moved = (p: string): string => (p === rootfs.from || p.startsWith(`${rootfs.from}/`) ? rootfs.to + p.slice(rootfs.from.length) : p);
-    await Promise.all([
-      this.setCgroupCpuShares(sandboxId, cpuShares),
-      this.editBundle(workDir, (spec) => {
-        const { root, mounts, linux } = spec as {
-          root: { path: string };
-          mounts: { source?: string }[];
-          linux: { resources: { cpu: Record<string, number> } };
-        };
-        root.path = moved(root.path);
-        for (const mount of mounts) if (mount.source) mount.source = moved(mount.source);
-        linux.resources.cpu.shares = cpuShares;
-      }),
-    ]);
+    await this.editBundle(workDir, (spec) => {
+      const { root, mounts, linux } = spec as {
+        root: { path: string };
+        mounts: { source?: string }[];
+        linux: { resources: { cpu: Record<string, number> } };
+      };
+      root.path = moved(root.path);
+      for (const mount of mounts) if (mount.source) mount.source = moved(mount.source);
+      linux.resources.cpu.shares = cpuShares;
+    });
   }
 
   private async editBundle(workDir: string, edit: (spec: Record<string, unknown>) => void): Promise<void> {
@@ -140,11 +138,12 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   /** cgroup v1 `cpu.shares`, or v2 `cpu.weight` (1-10000, 100 for the default 1024 shares). */
-  private async setCgroupCpuShares(sandboxId: string, shares: number): Promise<void> {
+  private setCgroupCpuShares(sandboxId: string, shares: number): void {
     const v1 = path.join(sandboxCgroupDir(sandboxId, 'cpu'), 'cpu.shares');
     const v2 = path.join(sandboxCgroupDir(sandboxId), 'cpu.weight');
-    if (existsSync(v1)) await writeFile(v1, String(shares));
-    else if (existsSync(v2)) await writeFile(v2, String(Math.max(1, Math.min(10_000, Math.round((shares * 100) / 1024)))));
+    // Written at once, like the cgroup reads (cgroup-usage.ts): cgroupfs never waits on a disk.
+    if (existsSync(v1)) writeFileSync(v1, String(shares));
+    else if (existsSync(v2)) writeFileSync(v2, String(Math.max(1, Math.min(10_000, Math.round((shares * 100) / 1024)))));
   }
 
   async signalInit(sandboxId: string, signal: string): Promise<void> {
@@ -184,11 +183,11 @@ export class GvisorDriver implements RuntimeDriver {
     return { running: state?.status === 'running' || state?.status === 'paused', pid: state?.pid ?? null };
   }
 
-  usage(sandboxId: string): Promise<SandboxUsage | null> {
+  async usage(sandboxId: string): Promise<SandboxUsage | null> {
     return readCgroupUsage(sandboxId);
   }
 
-  limitHit(sandboxId: string): Promise<HostLimit | null> {
+  async limitHit(sandboxId: string): Promise<HostLimit | null> {
     return readLimitHit(sandboxId);
   }
 
