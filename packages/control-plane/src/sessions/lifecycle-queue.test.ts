@@ -79,6 +79,46 @@ for (const engine of engines.all) {
     assert.equal(await stores[1]!.getSessionLease('ses_failed'), null, 'released after a failure too');
   });
 
+  test(`${engine.name}: a create whose start releases its lease in the start's own statement is not released again; a stale start releases nothing`, async () => {
+    const store = await engine.open('start-releases');
+    let releases = 0;
+    const counting = new Proxy(store, {
+      get: (target, key) =>
+        key === 'releaseSessionLease'
+          ? (...args: Parameters<typeof store.releaseSessionLease>) => (releases++, target.releaseSessionLease(...args))
+          : Reflect.get(target, key),
+    });
+    const queue = new LifecycleQueue(counting, () => undefined, { pollMs: 5 });
+    await store.insertTenant({ id: 'tn_s', name: 's', createdAt: '' });
+    const start = (sessionId: string) => ({
+      id: `sbx_${sessionId}`,
+      sessionId,
+      nodeId: 'n',
+      startedAt: '2026-01-01T00:00:00.000Z',
+      endedAt: null,
+      endReason: null,
+      restoredFrom: null,
+      note: null,
+    });
+    const created = (sessionId: string, epoch: number) =>
+      queue.runNew(
+        sessionId,
+        'create',
+        (lease) => store.insertSession(session(sessionId, 'tn_s'), lease),
+        async (lease) => {
+          const recorded = await store.recordPlacedStart(epoch, { status: 'running' }, start(sessionId), lease.holder);
+          if (recorded) lease.released = true;
+          assert.equal((await store.getSessionLease(sessionId)) === null, recorded, 'released in the start exactly when the start is recorded');
+        },
+      );
+    await created('ses_placed', 0);
+    assert.equal(releases, 0, 'no statement of its own');
+    assert.equal((await store.getSession('tn_s', 'ses_placed'))?.status, 'running');
+    await created('ses_stale', 7);
+    assert.equal(releases, 1, 'a start not recorded leaves the lease to the queue');
+    assert.equal(await store.getSessionLease('ses_stale'), null);
+  });
+
   test(`${engine.name}: a call that waits past its bound gets SESSION_BUSY naming the operation, and nothing of it runs`, async () => {
     const { a, b } = await twoReplicas(engine, 'busy', { waitMs: 50 });
     const long = a.run('ses_busy', 'restore', () => pause(300));

@@ -35,6 +35,16 @@ export interface LifecycleQueueOptions {
   seat: string;
 }
 
+/**
+ * The lease of a new session's first operation, given to its work: an operation whose last write
+ * releases the lease with it (a create's start) says so with `released`, and the lease is not
+ * released again (one statement fewer per create).
+ */
+export interface HeldLease {
+  readonly holder: string;
+  released: boolean;
+}
+
 const defaultLifecycleOptions: LifecycleQueueOptions = { waitMs: 30_000, leaseMs: 15_000, pollMs: 50, now: Date.now, seat: '' };
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -80,7 +90,12 @@ export class LifecycleQueue {
    * with its lease, together (one statement on PostgreSQL), so no other process sees it unleased
    * and the lease costs no write of its own. Nothing can be queued before it.
    */
-  runNew<T>(sessionId: string, operation: LifecycleOperation, insert: (lease: SessionLeaseRow) => Promise<void>, work: () => Promise<T>): Promise<T> {
+  runNew<T>(
+    sessionId: string,
+    operation: LifecycleOperation,
+    insert: (lease: SessionLeaseRow) => Promise<void>,
+    work: (lease: HeldLease) => Promise<T>,
+  ): Promise<T> {
     return this.local.run(sessionId, () => this.holding(sessionId, operation, insert, work));
   }
 
@@ -89,30 +104,32 @@ export class LifecycleQueue {
     sessionId: string,
     operation: LifecycleOperation,
     take: (lease: SessionLeaseRow) => Promise<void>,
-    work: () => Promise<T>,
+    work: (lease: HeldLease) => Promise<T>,
   ): Promise<T> {
     const holder = `${this.options.seat}/${this.instance}-${++this.holdings}`;
     const lease = { sessionId, holder, operation, expiresAt: this.options.now() + this.options.leaseMs };
+    const held: HeldLease = { holder, released: false };
     await inSpan('lifecycle lease', { 'space.operation': operation }, () => take(lease));
     this.running.set(sessionId, operation);
     const renew = setInterval(() => {
       this.store.renewSessionLease(sessionId, holder, this.options.now() + this.options.leaseMs).then(
-        (held) => {
-          if (!held) this.log(`the ${operation} of ${sessionId} outlived its lease; another control plane may have taken the session`);
+        (renewed) => {
+          if (!renewed && !held.released) this.log(`the ${operation} of ${sessionId} outlived its lease; another control plane may have taken the session`);
         },
         (err: unknown) => this.log(`the lease of ${sessionId}'s ${operation} was not renewed: ${(err as Error).message}`),
       );
     }, this.options.leaseMs / 3);
     renew.unref();
     try {
-      return await work();
+      return await work(held);
     } finally {
       clearInterval(renew);
       this.running.delete(sessionId);
       // A lease that cannot be released (the database is away) expires by itself.
-      await this.store
-        .releaseSessionLease(sessionId, holder)
-        .catch((err: unknown) => this.log(`the lease of ${sessionId}'s ${operation} was not released: ${(err as Error).message}`));
+      if (!held.released)
+        await this.store
+          .releaseSessionLease(sessionId, holder)
+          .catch((err: unknown) => this.log(`the lease of ${sessionId}'s ${operation} was not released: ${(err as Error).message}`));
     }
   }
 

@@ -1,5 +1,6 @@
 import { ErrorCode, SpaceError, isSpaceError } from '@space/protocol';
 import type { SandboxHistoryRow, SessionPatch, SessionRow, Store } from '../store/store.js';
+import type { HeldLease } from './lifecycle-queue.js';
 
 /*
  * A session's placements (protocol's placement.ts): each sandbox start and each move to another
@@ -32,7 +33,11 @@ export function isPlacementStale(err: unknown): boolean {
   return isSpaceError(err) && err.code === ErrorCode.PLACEMENT_STALE;
 }
 
-/** `updatePlaced` with the sandbox's start recorded in the session's history, in one transaction. */
-export async function recordPlacedStart(store: Store, row: SessionRow, patch: SessionPatch, start: SandboxHistoryRow): Promise<void> {
-  if (!(await store.recordPlacedStart(row.placementEpoch, patch, start))) throw placedSince(row);
+/**
+ * `updatePlaced` with the sandbox's start recorded in the session's history, in one transaction;
+ * with `lease`, the operation's lease released in it too.
+ */
+export async function recordPlacedStart(store: Store, row: SessionRow, patch: SessionPatch, start: SandboxHistoryRow, lease?: HeldLease): Promise<void> {
+  if (!(await store.recordPlacedStart(row.placementEpoch, patch, start, lease?.holder))) throw placedSince(row);
+  if (lease) lease.released = true;
 }

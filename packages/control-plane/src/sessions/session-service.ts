@@ -20,7 +20,7 @@ import type { CheckpointTaker } from '../checkpoints/checkpoint-taker.js';
 import type { CheckpointShipper } from '../checkpoints/checkpoint-shipper.js';
 import type { SessionMover } from './session-mover.js';
 import type { EgressService } from '../tenants/egress-service.js';
-import type { LifecycleOperation, LifecycleQueue } from './lifecycle-queue.js';
+import type { HeldLease, LifecycleOperation, LifecycleQueue } from './lifecycle-queue.js';
 import type { TenantLimits } from '../tenants/tenant-limits.js';
 import type { TemplateCatalog } from '../templates/template-catalog.js';
 import type { VolumeService } from './volume-service.js';
@@ -131,7 +131,7 @@ export class SessionService {
       placementEpoch: 1,
     };
     const insert = (lease: SessionLeaseRow) => this.deps.store.insertSession(row, lease);
-    const started = await this.deps.lifecycle.runNew(row.id, 'create', insert, async () => {
+    const started = await this.deps.lifecycle.runNew(row.id, 'create', insert, async (lease) => {
       try {
         // Counted with the new row in: creations side by side cannot together pass the maximum.
         await this.deps.limits.checkSessions(row.tenantId);
@@ -143,7 +143,7 @@ export class SessionService {
             if (row.volumes.length > 0) await this.deps.store.updateSession(row.id, { volumes: row.volumes });
           });
         await this.deps.volumes.claim(row.id, row.volumes);
-        return await this.startSandbox(row, { volumeReady: true, fresh: true });
+        return await this.startSandbox(row, { volumeReady: true, fresh: true, lease });
       } catch (err) {
         await node.deleteVolume(row.id).catch(() => undefined);
         await this.deps.store.deleteSession(row.id);
@@ -243,12 +243,13 @@ export class SessionService {
    * Starts a sandbox for the session; only for a caller that holds the session's lifecycle queue.
    * `volumeReady` when that caller has just made the volume (a create, fork or restore), so it is
    * not a resume onto whatever the volume held; `fresh` when it has just inserted the row (a
-   * create): no history, already `starting` at its first placement, nothing changed since.
+   * create): no history, already `starting` at its first placement, nothing changed since; `lease`
+   * when the start ends the caller's operation: released with the start's record.
    * Returns the row as it wrote it and the start as recorded in the history.
    */
   async startSandbox(
     given: SessionRow,
-    { volumeReady, note, fresh = false }: { volumeReady: boolean; note?: string; fresh?: boolean },
+    { volumeReady, note, fresh = false, lease }: { volumeReady: boolean; note?: string; fresh?: boolean; lease?: HeldLease },
   ): Promise<StartedSandbox> {
     // A placement of its own, from the one `given` has: another control plane that placed the
     // session since (this one stalled past its lease) makes this start stale before it begins. A
@@ -293,7 +294,7 @@ export class SessionService {
         note: [...notes].join('; ') || null,
       };
       try {
-        await recordPlacedStart(this.deps.store, row, running, start);
+        await recordPlacedStart(this.deps.store, row, running, start, lease);
       } catch (err) {
         // Placed anew while it started: the sandbox is not the session's. Stopped unless the newer
         // placement is on the same node and found it serving (the node refuses this stop then).

@@ -394,16 +394,20 @@ export class SqlStore implements Store {
     return update !== null && (await this.db.run(update.sql, update.params)) > 0;
   }
 
-  async recordPlacedStart(epoch: number, patch: SessionPatch, start: SandboxHistoryRow): Promise<boolean> {
+  async recordPlacedStart(epoch: number, patch: SessionPatch, start: SandboxHistoryRow, leaseHolder?: string): Promise<boolean> {
     const update = this.placedUpdate(start.sessionId, epoch, patch);
     if (!update) return false;
+    const release = 'DELETE FROM session_leases WHERE session_id = ? AND holder = ?';
+    const releaseParams = [start.sessionId, leaseHolder ?? null];
     // On the path of every start: one commit (a disk flush each on both engines), and on PostgreSQL
-    // one statement (a round trip instead of four: BEGIN, the update, the history's insert, COMMIT).
+    // one statement (a round trip instead of four: BEGIN, the update, the history's insert, COMMIT;
+    // a create's lease released in it too).
     if (this.db.changesInWith) {
       const started = historyStart(start, 'placed');
+      const released = leaseHolder ? `, released AS (${release} AND EXISTS (SELECT 1 FROM placed))` : '';
       const placed = await this.db.get<{ placed: number | string }>(
-        `WITH placed AS (${update.sql} RETURNING id), started AS (${started.sql}) SELECT COUNT(*) AS placed FROM placed`,
-        [...update.params, ...started.params],
+        `WITH placed AS (${update.sql} RETURNING id), started AS (${started.sql})${released} SELECT COUNT(*) AS placed FROM placed`,
+        [...update.params, ...started.params, ...(leaseHolder ? releaseParams : [])],
       );
       return Number(placed?.placed) > 0;
     }
@@ -411,6 +415,7 @@ export class SqlStore implements Store {
       const placed = (await tx.run(update.sql, update.params)) > 0;
       const started = historyStart(start);
       if (placed) await tx.run(started.sql, started.params);
+      if (placed && leaseHolder) await tx.run(release, releaseParams);
       return placed;
     });
   }

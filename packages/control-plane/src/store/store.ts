@@ -458,9 +458,10 @@ export interface Store {
   /**
    * `updatePlacedSession` of the start's session and, when it was still at placement `epoch`, the
    * start in its history (recording the same sandbox again changes nothing), in one transaction;
-   * false when it was placed anew meanwhile (nothing written).
+   * false when it was placed anew meanwhile (nothing written). With `leaseHolder`, the session's
+   * lease that holder holds is released in the same transaction (the start ends its operation).
    */
-  recordPlacedStart(epoch: number, patch: SessionPatch, start: SandboxHistoryRow): Promise<boolean>;
+  recordPlacedStart(epoch: number, patch: SessionPatch, start: SandboxHistoryRow, leaseHolder?: string): Promise<boolean>;
   recordSandboxEnd(sandboxId: string, reason: string): Promise<void>;
   /**
    * Corrects how the session's newest sandbox on `nodeId` ended: it was recorded `lost` when the
