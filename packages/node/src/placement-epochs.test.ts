@@ -38,7 +38,7 @@ test('placement epochs: kept across a restart in a log, a torn last line skipped
     before.admit({ sessionId: 'ses_b', epoch: 1 });
     before.forget('ses_b');
     assert.equal(await readFile(file, 'utf8'), 'ses_a 4\nses_b 1\nses_b 0\n', 'one line appended per raise and per forgotten session');
-    await writeFile(file, `${await readFile(file, 'utf8')}ses_c 9\nses_`, { flag: 'w' });
+    await writeFile(file, `${await readFile(file, 'utf8')}ses_c 9\nses_`);
     const after = await PlacementEpochs.open(file);
     assert.throws(() => after.admit({ sessionId: 'ses_a', epoch: 3 }), /PLACEMENT_STALE|placed anew/);
     assert.equal(after.epochOf('ses_b'), 0);

@@ -111,8 +111,13 @@ export class GvisorDriver implements RuntimeDriver {
     if (file) await writeFile(file, String(memoryBackstopBytes(memoryMb) + extraBytes));
   }
 
+  /** cgroup v1 `cpu.shares`, or v2 `cpu.weight` (1-10000, 100 for the default 1024 shares). */
   claimed(sandboxId: string, cpuShares: number): void {
-    this.setCgroupCpuShares(sandboxId, cpuShares);
+    const v1 = path.join(sandboxCgroupDir(sandboxId, 'cpu'), 'cpu.shares');
+    const v2 = path.join(sandboxCgroupDir(sandboxId), 'cpu.weight');
+    // Written at once, like the cgroup reads (cgroup-usage.ts): cgroupfs never waits on a disk.
+    if (existsSync(v1)) writeFileSync(v1, String(cpuShares));
+    else if (existsSync(v2)) writeFileSync(v2, String(Math.max(1, Math.min(10_000, Math.round((cpuShares * 100) / 1024)))));
   }
 
   /** The running sandbox keeps its open directories: only the bundle needs the new path. */
@@ -135,15 +140,6 @@ export class GvisorDriver implements RuntimeDriver {
     const spec = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
     edit(spec);
     await writeFile(file, JSON.stringify(spec));
-  }
-
-  /** cgroup v1 `cpu.shares`, or v2 `cpu.weight` (1-10000, 100 for the default 1024 shares). */
-  private setCgroupCpuShares(sandboxId: string, shares: number): void {
-    const v1 = path.join(sandboxCgroupDir(sandboxId, 'cpu'), 'cpu.shares');
-    const v2 = path.join(sandboxCgroupDir(sandboxId), 'cpu.weight');
-    // Written at once, like the cgroup reads (cgroup-usage.ts): cgroupfs never waits on a disk.
-    if (existsSync(v1)) writeFileSync(v1, String(shares));
-    else if (existsSync(v2)) writeFileSync(v2, String(Math.max(1, Math.min(10_000, Math.round((shares * 100) / 1024)))));
   }
 
   async signalInit(sandboxId: string, signal: string): Promise<void> {
