@@ -107,7 +107,7 @@ export class PooledSandboxes {
     phases.mark('claim');
     // The rest goes on in the background, after this call's reply is written (each would send or
     // write ahead of it: ~0.4 ms and ~0.7 ms of a pooled create, measured); calls on the sandbox wait
-    // for it like for a checkpoint (a full checkpoint is the runtime's next use of the bundle). The
+    // for it like for a checkpoint (a full checkpoint among them: runsc finds the bundle edited). The
     // daemon learns the session's environment (a round trip into gVisor costs more than the rest of
     // the claim) and the bundle gets the new root path and CPU weight. If either fails, the sandbox
     // is stopped and the session's next call boots a new one on its volume. The sandbox keeps the
