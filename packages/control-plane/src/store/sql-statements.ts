@@ -11,6 +11,11 @@ export function leaseInsert(lease: SessionLeaseRow): SqlStatement {
   };
 }
 
+/** The release of the session's lease, if `holder` holds it (a later holder's is left). */
+export function leaseRelease(sessionId: string, holder: string): SqlStatement {
+  return { sql: 'DELETE FROM session_leases WHERE session_id = ? AND holder = ?', params: [sessionId, holder] };
+}
+
 /**
  * A sandbox's start in the session's history (recorded again, it stays one entry); its values
  * selected from `from` when given (a row there: the start is recorded, none: it is not).

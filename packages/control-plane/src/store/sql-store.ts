@@ -39,7 +39,7 @@ import {
   type VolumeSnapshotDbRow,
 } from './db-rows.js';
 import type { PoolUse, SqlDatabase, SqlExecutor, SqlStatement, SqlValue } from './sql-database.js';
-import { historyStart, leaseInsert, updateStatement } from './sql-statements.js';
+import { historyStart, leaseInsert, leaseRelease, updateStatement } from './sql-statements.js';
 import { activeStatuses } from './usage-counters.js';
 import type {
   ApiKeyRow,
@@ -397,17 +397,16 @@ export class SqlStore implements Store {
   async recordPlacedStart(epoch: number, patch: SessionPatch, start: SandboxHistoryRow, leaseHolder?: string): Promise<boolean> {
     const update = this.placedUpdate(start.sessionId, epoch, patch);
     if (!update) return false;
-    const release = 'DELETE FROM session_leases WHERE session_id = ? AND holder = ?';
-    const releaseParams = [start.sessionId, leaseHolder ?? null];
+    const release = leaseHolder ? leaseRelease(start.sessionId, leaseHolder) : null;
     // On the path of every start: one commit (a disk flush each on both engines), and on PostgreSQL
     // one statement (a round trip instead of four: BEGIN, the update, the history's insert, COMMIT;
     // a create's lease released in it too).
     if (this.db.changesInWith) {
       const started = historyStart(start, 'placed');
-      const released = leaseHolder ? `, released AS (${release} AND EXISTS (SELECT 1 FROM placed))` : '';
+      const released = release ? `, released AS (${release.sql} AND EXISTS (SELECT 1 FROM placed))` : '';
       const placed = await this.db.get<{ placed: number | string }>(
         `WITH placed AS (${update.sql} RETURNING id), started AS (${started.sql})${released} SELECT COUNT(*) AS placed FROM placed`,
-        [...update.params, ...started.params, ...(leaseHolder ? releaseParams : [])],
+        [...update.params, ...started.params, ...(release?.params ?? [])],
       );
       return Number(placed?.placed) > 0;
     }
@@ -415,7 +414,7 @@ export class SqlStore implements Store {
       const placed = (await tx.run(update.sql, update.params)) > 0;
       const started = historyStart(start);
       if (placed) await tx.run(started.sql, started.params);
-      if (placed && leaseHolder) await tx.run(release, releaseParams);
+      if (placed && release) await tx.run(release.sql, release.params);
       return placed;
     });
   }
@@ -660,7 +659,8 @@ export class SqlStore implements Store {
   }
 
   async releaseSessionLease(sessionId: string, holder: string): Promise<void> {
-    await this.db.run('DELETE FROM session_leases WHERE session_id = ? AND holder = ?', [sessionId, holder]);
+    const release = leaseRelease(sessionId, holder);
+    await this.db.run(release.sql, release.params);
   }
 
   async releaseSessionLeasesOf(holderPrefix: string): Promise<number> {
