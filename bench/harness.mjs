@@ -102,14 +102,29 @@ export async function timed(fn) {
  * tree to run) with one `tiny` session, after 10 warm-up execs; milliseconds each.
  */
 export async function execRoundTrips(dataDir, env, execs, checkout = root) {
+  return (await sessionRoundTrips(dataDir, env, { execs }, checkout)).exec;
+}
+
+/**
+ * `execRoundTrips` with more: the session's `cpus` (default 1) and, with `transferMb`, three uploads
+ * and downloads of that many MB through the files API (MB/s each) after the execs.
+ */
+export async function sessionRoundTrips(dataDir, env, { execs, cpus = 1, transferMb = 0 }, checkout = root) {
   const platform = await startPlatform(dataDir, { SPACE_POOL_SIZE: '0', SPACE_TEMPLATE_IMAGES: '0', ...env }, checkout);
   try {
-    const session = await api(platform.url, 'POST', '/v1/sessions', { template: 'tiny', checkpointIntervalSec: 0, idleTimeoutSec: 0 });
-    const exec = () => api(platform.url, 'POST', `/v1/sessions/${session.id}/exec`, { cmd: ['true'] });
+    const session = await api(platform.url, 'POST', '/v1/sessions', { template: 'tiny', resources: { cpus }, ...unattended });
+    const sessionPath = `/v1/sessions/${session.id}`;
+    const exec = () => api(platform.url, 'POST', `${sessionPath}/exec`, { cmd: ['true'] });
     for (let i = 0; i < 10; i++) await exec();
-    const samples = [];
-    for (let i = 0; i < execs; i++) samples.push((await timed(exec))[0]);
-    await api(platform.url, 'DELETE', `/v1/sessions/${session.id}`);
+    const samples = { exec: [], upload: [], download: [] };
+    for (let i = 0; i < execs; i++) samples.exec.push((await timed(exec))[0]);
+    const bytes = transferMb * 2 ** 20;
+    const filePath = `${sessionPath}/files?path=/workspace/transfer.bin`;
+    for (let i = 0; i < (transferMb > 0 ? 3 : 0); i++) {
+      samples.upload.push(bytes / 1e3 / (await timed(() => transfer(platform.url, 'PUT', filePath, bytes)))[0]);
+      samples.download.push(bytes / 1e3 / (await timed(() => transfer(platform.url, 'GET', filePath, 0)))[0]);
+    }
+    await api(platform.url, 'DELETE', sessionPath);
     return samples;
   } finally {
     await platform.stop();
