@@ -174,6 +174,59 @@ test('a node cut off from every control plane fences itself: its copy stops writ
   assert.match(copy.note, /paused by its node's fence at .* and stopped at .* when the node was heard again/);
 });
 
+test('a lifecycle operation waiting on a node when it is cut off ends once the node is lost: its caller gets 503 and the session moves', {
+  timeout: 120_000,
+}, async () => {
+  const victim = 'node-2';
+  let session: { id: string; nodeId: string } | undefined;
+  for (let i = 0; i < 20 && session?.nodeId !== victim; i++) {
+    session = await apis[i % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    sessions.push(session!.id);
+  }
+  assert.equal(session?.nodeId, victim, `20 new sessions and none on ${victim}`);
+  const id = session!.id;
+  await apis[0]!.exec(id, ['sh', '-c', 'echo kept > /tmp/kept']);
+  assert.equal((await apis[0]!.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'fs' })).status, 201);
+  while (!(await apis[0]!.call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
+    await pause(100);
+  const nodeUrl = ((await apis[0]!.call('GET', '/v1/nodes')).body.nodes as { id: string; url: string }[]).find((n) => n.id === victim)!.url;
+  const cutAt = Date.now();
+  partition.cut({
+    nodePid: cluster.member(victim)!.process.pid!,
+    nodePort: Number(new URL(nodeUrl).port),
+    controlPlanePorts: cluster.controlPlaneUrls.map((u) => Number(new URL(u).port)),
+  });
+  try {
+    // Asked at once, before the node is found lost: the control plane sends it to the node, whose
+    // answer never comes (the partition drops every packet), while it holds the session's turn.
+    const checkpoint = apis[1]!.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'fs' }, { signal: AbortSignal.timeout(60_000) }).then(
+      (reply) => ({ ...reply, at: Date.now() }),
+      (err: Error) => ({ status: 0, body: err.message, at: Date.now() }),
+    );
+    let servedAt = 0;
+    for (let attempt = 0; !servedAt; attempt++) {
+      assert.ok(Date.now() - cutAt < 30_000, `the session did not serve from another node within 30 s of the cut: ${memberLines.slice(-20).join('\n')}`);
+      const reply = await apis[attempt % 2]!.call(
+        'POST',
+        `/v1/sessions/${id}/exec`,
+        { cmd: ['cat', '/tmp/kept'] },
+        { signal: AbortSignal.timeout(2000) },
+      ).catch(() => null);
+      if (reply?.status === 200 && reply.body.stdout === 'kept\n') servedAt = Date.now();
+      else await pause(200);
+    }
+    const answered = await checkpoint;
+    console.log(
+      `# partition: the checkpoint in flight answered ${answered.status} ${answered.at - cutAt} ms after the cut; the session served elsewhere after ${servedAt - cutAt} ms`,
+    );
+    assert.equal(answered.status, 503, JSON.stringify(answered.body));
+    assert.equal(answered.body.error.code, 'NODE_UNAVAILABLE');
+    assert.notEqual((await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.nodeId, victim);
+  } finally {
+    partition.heal();
+  }
+});
+
 test('the fence delay must be below the lost delay: a control plane refuses to start otherwise, and refuses a node that would fence too late', async () => {
   const refused = await run(process.execPath, [cliMain, 'control-plane'], {
     env: { ...process.env, SPACE_NODE_FENCE_AFTER_SEC: '10', SPACE_NODE_LOST_AFTER_SEC: '10', SPACE_DATA_DIR: path.join(cluster.root, 'refused') },

@@ -220,3 +220,29 @@ describe('Upstream connection resets', () => {
     });
   });
 });
+
+test('cutWaiting ends the requests a peer holds without answering (frozen, or its packets dropped), and only those', async () => {
+  // Accepts every request and answers only /answered: like a node whose process is frozen.
+  const server = createServer((req, res) => {
+    if (req.url === '/answered') res.writeHead(200, { 'content-type': 'application/json' }).end('{"exitCode":0}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const upstream = new Upstream(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, 't', 'NODE_UNAVAILABLE', 'node n1');
+  try {
+    const schema = z.object({ exitCode: z.number() });
+    const held = [upstream.json('POST', '/held', { n: 1 }, schema), upstream.json('GET', '/held', undefined, schema)];
+    for (const call of held) call.catch(() => undefined);
+    assert.equal((await upstream.json('GET', '/answered', undefined, schema)).exitCode, 0);
+    while (upstream.waitingCalls < 2) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(upstream.waitingCalls, 2, 'the answered call no longer waits');
+    assert.equal(upstream.cutWaiting('node n1 was found lost'), 2);
+    for (const call of held) await assert.rejects(call, { code: 'NODE_UNAVAILABLE', message: 'node n1 was found lost' });
+    assert.equal(upstream.waitingCalls, 0);
+    assert.equal(upstream.cutWaiting('again'), 0);
+    // Later calls open new connections.
+    assert.equal((await upstream.json('GET', '/answered', undefined, schema)).exitCode, 0);
+  } finally {
+    upstream.close();
+    await closeServer(server);
+  }
+});

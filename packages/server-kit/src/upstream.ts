@@ -1,4 +1,4 @@
-import { Agent, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, type ClientRequest, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Agent as TlsAgent, request as tlsRequest } from 'node:https';
 import { type ClientTls, clientTlsOptions } from './peer-tls.js';
 import type { Socket } from 'node:net';
@@ -62,6 +62,27 @@ export class Upstream {
 
   /** Times this side cut its connections (close, reset): a request lost to that is not sent again. */
   private cuts = 0;
+  /** The requests sent and not answered yet (no response head, no error). */
+  private readonly waiting = new Set<ClientRequest>();
+
+  /** How many requests wait for their answer. */
+  get waitingCalls(): number {
+    return this.waiting.size;
+  }
+
+  /**
+   * Ends every request still waiting for its answer with `reason` (the caller's error, under this
+   * peer's "unreachable" code), as if the peer had died; returns how many. For a peer found gone
+   * that holds connections open without answering (frozen, or cut off by a network dropping its
+   * packets), which no timeout of the call's own may end: some calls last an hour.
+   */
+  cutWaiting(reason: string): number {
+    const cut = [...this.waiting];
+    this.waiting.clear();
+    if (cut.length > 0) this.cuts++;
+    for (const req of cut) req.destroy(new SpaceError(this.unreachable, reason));
+    return cut.length;
+  }
 
   /** Closes every connection; later calls open new ones. */
   close(): void {
@@ -131,9 +152,12 @@ export class Upstream {
           const reported = res.headers['space-agent-span'];
           if (span && this.reportingService && typeof reported === 'string')
             recordReportedSpan(span, this.reportingService, `${method} ${url.pathname}`, reported, sentNs, spanClockNs());
+          this.waiting.delete(req);
           resolve(res);
         },
       );
+      this.waiting.add(req);
+      req.once('close', () => this.waiting.delete(req));
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
         const timer = setTimeout(

@@ -358,6 +358,16 @@ export class NodeClient {
     return routeUrl({ path: nodeSandboxPrefix }, { sandboxId }) + opPath;
   }
 
+  /** How many calls (of every placement's view) wait for the node's answer. */
+  waitingCalls(): number {
+    return this.upstream.waitingCalls;
+  }
+
+  /** Ends the calls waiting for the node's answer with NODE_UNAVAILABLE and `reason`; how many. */
+  cutWaiting(reason: string): number {
+    return this.upstream.cutWaiting(reason);
+  }
+
   /** Closes the connections (of every placement's view too: they share them). */
   close(): void {
     this.upstream.close();

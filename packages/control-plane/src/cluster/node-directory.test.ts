@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { closeServer } from '@space/server-kit';
 import type { NodeClient } from './node-client.js';
 import { NodeDirectory } from './node-directory.js';
 import { SecretCipher } from '../store/secret-cipher.js';
@@ -194,4 +197,45 @@ test('a node API over plain HTTP is taken on loopback only, unless SPACE_ALLOW_P
   assert.equal((await strict.store.getNode('node-1'))?.url, 'https://10.0.0.5:7071', 'nothing of a refused one recorded');
   const allowing = await cluster({ allowPlainNodeApi: true });
   assert.deepEqual(await allowing.nodes.heartbeat(beat('http://10.0.0.5:7071')), { ok: true, stop: [] });
+});
+
+test('calls waiting on a node found lost end with NODE_UNAVAILABLE (a frozen node never answers them); those on a live or the configured node wait on', async () => {
+  // Accepts every request and answers none: a node whose process is frozen.
+  const frozen = createServer(() => undefined);
+  await new Promise<void>((resolve) => frozen.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(frozen.address() as AddressInfo).port}`;
+  const clock = { now: Date.parse('2026-11-30T12:00:00.000Z') };
+  const nodes = new NodeDirectory({
+    store: await openSqliteStore(':memory:'),
+    cipher: new SecretCipher(randomBytes(32)),
+    lostAfterMs: 10_000,
+    now: () => clock.now,
+  });
+  const beat = (id: string) => nodes.heartbeat({ id, url, token: `token-of-${id}-0000`, capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 0 });
+  try {
+    for (const id of ['n1', 'n2', 'n3']) await beat(id);
+    nodes.setConfiguredNode('n3');
+    const [n1, n2, n3] = await Promise.all(['n1', 'n2', 'n3'].map((id) => nodes.client(id)));
+    const stopping = n1!.placedAt({ sessionId: 'ses_1', epoch: 1 }).stopSandbox('sbx_1');
+    stopping.catch(() => undefined);
+    for (const call of [n2!.checkpoint('ses_2', 'ckp_2', 'fs'), n3!.stopSandbox('sbx_3')]) call.catch(() => undefined);
+    while (n1!.waitingCalls() + n2!.waitingCalls() + n3!.waitingCalls() < 3) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(await nodes.cutCallsToLost(), new Map(), 'no node is lost yet');
+
+    clock.now += 11_000;
+    await beat('n2');
+    assert.deepEqual([...(await nodes.cutCallsToLost())], [['n1', 1]]);
+    await assert.rejects(stopping, {
+      code: 'NODE_UNAVAILABLE',
+      message: 'node n1 was found lost (no heartbeat for 11 s) while this call waited for its answer',
+    });
+    assert.equal(n2!.waitingCalls(), 1, "the live node's call waits on");
+    assert.equal(n3!.waitingCalls(), 1, "the configured node's call waits on (this process beats for it)");
+    assert.deepEqual(await nodes.cutCallsToLost(), new Map(), 'nothing more to end');
+    n2!.cutWaiting('end of test');
+    n3!.cutWaiting('end of test');
+  } finally {
+    nodes.close();
+    await closeServer(frozen);
+  }
 });

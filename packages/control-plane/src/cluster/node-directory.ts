@@ -182,6 +182,28 @@ export class NodeDirectory {
     return !row || this.status(row) === 'lost';
   }
 
+  /**
+   * Ends the calls this control plane waits on lost nodes for; by node, how many. A node cut off by
+   * a network that drops its packets, or frozen, never answers them, and no timeout of their own
+   * ends them (a checkpoint may take minutes): a lifecycle operation waiting on one keeps the
+   * session's turn, its lease renewed, and the session could never move. They fail with
+   * NODE_UNAVAILABLE, as when a node dies. One read of the nodes, only while calls wait.
+   */
+  async cutCallsToLost(): Promise<Map<string, number>> {
+    const cut = new Map<string, number>();
+    const waiting = [...this.clients].filter(([nodeId, { client }]) => nodeId !== this.configuredNodeId && client.waitingCalls() > 0);
+    if (waiting.length === 0) return cut;
+    const rows = new Map((await this.options.store.listNodes()).map((row) => [row.id, row]));
+    for (const [nodeId, { client }] of waiting) {
+      const row = rows.get(nodeId);
+      if (row && this.status(row) !== 'lost') continue;
+      const why = row ? `no heartbeat for ${Math.round((this.now() - Date.parse(row.lastHeartbeatAt)) / 1000)} s` : 'no longer registered';
+      const calls = client.cutWaiting(`node ${nodeId} was found lost (${why}) while this call waited for its answer`);
+      if (calls > 0) cut.set(nodeId, calls);
+    }
+    return cut;
+  }
+
   /** The client of node `nodeId`; NODE_UNAVAILABLE when no such node registered. */
   async client(nodeId: string): Promise<NodeClient> {
     const cached = this.clients.get(nodeId);

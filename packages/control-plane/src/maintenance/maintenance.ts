@@ -99,7 +99,21 @@ export class Maintenance {
    */
   tick(): Promise<void> {
     this.startSweeps();
-    return Promise.all([this.startPass(), this.sweeping]).then(() => undefined);
+    return Promise.all([this.cutCallsToLostNodes(), this.startPass(), this.sweeping]).then(() => undefined);
+  }
+
+  /**
+   * Every tick, whatever the pass is doing: calls waiting on nodes found lost end (`NodeDirectory.cutCallsToLost`),
+   * so the operations that made them give the sessions' turns back and the sessions can move.
+   */
+  private async cutCallsToLostNodes(): Promise<void> {
+    const cut = await this.deps.store
+      .background(() => this.deps.nodes.cutCallsToLost())
+      .catch((err: Error) => {
+        this.deps.log(`calls to lost nodes not looked at: ${err.message}`);
+        return new Map<string, number>();
+      });
+    for (const [nodeId, calls] of cut) this.deps.log(`node ${nodeId} is lost: ended ${calls} call(s) waiting for its answer`);
   }
 
   /**
