@@ -56,6 +56,39 @@ describe('sandbox deaths, restarts and large files', () => {
     await api.call('DELETE', `/v1/sessions/${session.id}`);
   });
 
+  test('a sandbox whose runtime stops answering (its Sentry frozen): a checkpoint ends in bounded time saying so, the sandbox is stopped, and the next call resumes with the files', {
+    timeout: 240_000,
+  }, async () => {
+    const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    // `sync`: gVisor keeps written data in the Sentry until then, and a frozen Sentry is killed.
+    await api.exec(session.id, 'echo kept > /workspace/f; sync');
+    const sentry = sandboxHostPid(platform.dataDir, session.sandbox.id);
+    // Every runsc command on it now waits for good: state, events, pause, kill, even delete --force.
+    process.kill(sentry, 'SIGSTOP');
+    try {
+      const started = Date.now();
+      const checkpoint = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+      const tookMs = Date.now() - started;
+      console.log(`# a full checkpoint of a frozen sandbox answered ${checkpoint.status} after ${tookMs} ms: ${checkpoint.body.error?.message}`);
+      // Its agent's flush (35 s), then its runtime's state (15 s), then its stop: delete --force (15 s), its processes killed, delete again.
+      assert.equal(checkpoint.status, 503, JSON.stringify(checkpoint.body));
+      assert.equal(checkpoint.body.error.code, 'SANDBOX_DIED');
+      assert.match(checkpoint.body.error.message, /its runtime too .*the session resumes on the next call/);
+      assert.ok(tookMs < 120_000, `the checkpoint took ${tookMs} ms`);
+      assert.throws(() => process.kill(sentry, 0), 'the frozen Sentry was killed');
+      const resumed = await api.exec(session.id, 'cat /workspace/f');
+      assert.deepEqual([resumed.exitCode, resumed.stdout], [0, 'kept\n']);
+      assert.notEqual((await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id, session.sandbox.id);
+    } finally {
+      try {
+        process.kill(sentry, 'SIGCONT');
+      } catch {
+        // killed, as it should be
+      }
+      await api.call('DELETE', `/v1/sessions/${session.id}`);
+    }
+  });
+
   test('SIGKILL of the sandbox during a call and a stream: both end within seconds (SANDBOX_DIED), neither waits for an answer nobody sends', {
     timeout: 120_000,
   }, async () => {

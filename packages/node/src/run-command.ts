@@ -18,6 +18,20 @@ export class CommandError extends Error {
   }
 }
 
+/**
+ * A command killed at its deadline (`RunOptions.timeout`): it had not ended. Thrown whether or not
+ * failure is allowed: a caller must not take a command that never answered for one that failed.
+ */
+export class CommandTimeout extends Error {
+  constructor(
+    readonly argv: string[],
+    readonly timeoutMs: number,
+  ) {
+    super(`${argv.join(' ')} did not end within ${timeoutMs / 1000} s and was killed`);
+    this.name = 'CommandTimeout';
+  }
+}
+
 export interface RunOptions extends SpawnOptions {
   /** Resolve with the result instead of throwing on a non-zero exit. */
   allowFailure?: boolean;
@@ -31,9 +45,10 @@ export interface CommandRunner {
   run(argv: string[], options?: RunOptions): Promise<CommandResult>;
   /**
    * Starts a command that stays (runsc's subreaper): in a session of its own, its stdout and stderr
-   * appended to `outputFile`, a pipe on its fd 3. Resolves with what it wrote on fd 3 once it closed it.
+   * appended to `outputFile`, a pipe on its fd 3. Resolves with what it wrote on fd 3 once it closed
+   * it; with `timeoutMs`, its whole session is killed if it has not by then (CommandTimeout).
    */
-  startDetached(argv: string[], outputFile: string): Promise<string>;
+  startDetached(argv: string[], outputFile: string, timeoutMs?: number): Promise<string>;
 }
 
 /** Commands spawned by this process (Node.js forks it for each): for tools, tests and the rare command. */
@@ -45,26 +60,41 @@ export function settled(argv: string[], result: CommandResult, allowFailure: boo
   return result;
 }
 
-function startDetached(argv: string[], outputFile: string): Promise<string> {
+function startDetached(argv: string[], outputFile: string, timeoutMs?: number): Promise<string> {
   const output = openSync(outputFile, 'a');
+  let timer: NodeJS.Timeout | undefined;
   return new Promise<string>((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', output, output, 'pipe'] });
     const status = child.stdio[3] as Readable;
     let text = '';
+    let killed = false;
+    if (timeoutMs && child.pid)
+      timer = setTimeout(() => {
+        killed = true;
+        process.kill(-child.pid!, 'SIGKILL');
+      }, timeoutMs);
     child.once('error', (err) => reject(new Error(`cannot run ${argv[0]}: ${err.message}`)));
     status.on('data', (chunk: Buffer) => (text += chunk.toString()));
     status.once('close', () => {
       child.unref();
-      resolve(text);
+      if (killed) reject(new CommandTimeout(argv, timeoutMs!));
+      else resolve(text);
     });
-  }).finally(() => closeSync(output));
+  }).finally(() => {
+    clearTimeout(timer);
+    closeSync(output);
+  });
 }
 
 /** Runs a host command from an argv array (never a shell string) and collects its output. */
 export function runCommand(argv: string[], options: RunOptions = {}): Promise<CommandResult> {
   const { allowFailure, input, onLine, ...spawnOptions } = options;
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], ...spawnOptions });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(spawnOptions.timeout ? { killSignal: 'SIGKILL' } : {}),
+      ...spawnOptions,
+    });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const keep = (sink: Buffer[]) => (chunk: Buffer) => {
@@ -75,6 +105,7 @@ export function runCommand(argv: string[], options: RunOptions = {}): Promise<Co
     child.stderr?.on('data', keep(err));
     child.on('error', (e) => reject(new Error(`cannot run ${argv[0]}: ${e.message}`)));
     child.on('close', (code, signal) => {
+      if (spawnOptions.timeout && signal === 'SIGKILL' && child.killed) return reject(new CommandTimeout(argv, spawnOptions.timeout));
       const result = { stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString(), code: code ?? 128 + (signal ? 9 : 0) };
       try {
         resolve(settled(argv, result, allowFailure));

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { CommandError, runCommand, spawnedCommands } from './run-command.js';
+import { CommandError, CommandTimeout, runCommand, spawnedCommands } from './run-command.js';
 import { Spawner } from './spawner.js';
 
 const binary = fileURLToPath(new URL('../dist-native/space-spawner', import.meta.url));
@@ -153,5 +153,35 @@ test("the spawner runs in a session of its own: a terminal's Ctrl-C reaches only
     assert.equal(Number(sid), spawner.pid);
   } finally {
     await spawner.stop();
+  }
+});
+
+test('a command past its deadline is killed and rejects with CommandTimeout, whatever allowFailure says; a detached one with its whole session', async () => {
+  const spawner = new Spawner(binary);
+  const dir = mkdtempSync(path.join(tmpdir(), 'spawner-'));
+  try {
+    for (const [name, runner] of [
+      ['the spawner', spawner],
+      ['this process', spawnedCommands],
+    ] as const) {
+      // Like runsc on a sandbox whose Sentry is frozen: it never ends by itself.
+      const started = Date.now();
+      const hung = await runner.run(['sleep', '60'], { allowFailure: true, timeout: 300 }).catch((err: Error) => err);
+      assert.ok(hung instanceof CommandTimeout, `${name}: ${String(hung)}`);
+      assert.equal(hung.message, 'sleep 60 did not end within 0.3 s and was killed');
+      assert.ok(Date.now() - started < 3000, `${name}: answered ${Date.now() - started} ms after its start`);
+      assert.equal((await runner.run(['sh', '-c', 'echo in time'], { timeout: 5000 })).stdout, 'in time\n', `${name}: one that ends in time is answered`);
+
+      // Never closes fd 3; its child in the same session goes with it.
+      const pidFile = path.join(dir, `${name}.pid`);
+      const script = `sleep 60 & echo $! > '${pidFile}'; sleep 60`;
+      const detached = await runner.startDetached(['sh', '-c', script], path.join(dir, `${name}.log`), 300).catch((err: Error) => err);
+      assert.ok(detached instanceof CommandTimeout, `${name}, detached: ${String(detached)}`);
+      const child = Number(readFileSync(pidFile, 'utf8'));
+      await until(() => !alive(child));
+    }
+  } finally {
+    await spawner.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 });

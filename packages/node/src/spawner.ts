@@ -1,7 +1,7 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
-import { type CommandResult, type CommandRunner, type RunOptions, settled, spawnedCommands } from './run-command.js';
+import { type CommandResult, type CommandRunner, CommandTimeout, type RunOptions, settled, spawnedCommands } from './run-command.js';
 
 type SpawnerProcess = ChildProcessByStdio<Writable, Readable, null>;
 
@@ -14,6 +14,8 @@ interface SpawnRequest {
   env?: string[];
   discardOutput?: boolean;
   detach?: { outputFile: string };
+  /** Killed if not ended by then (a detached one: with its session). */
+  timeoutMs?: number;
 }
 
 interface SpawnReply {
@@ -22,17 +24,20 @@ interface SpawnReply {
   stdout: string;
   stderr: string;
   error?: string;
+  /** Killed at its deadline. */
+  timedOut?: boolean;
 }
 
 interface Pending {
   argv: string[];
   allowFailure: boolean | undefined;
+  timeoutMs: number | undefined;
   resolve: (result: CommandResult) => void;
   reject: (err: Error) => void;
 }
 
 /** The options the spawner takes; a command given any other (progress lines, its own stdio) is spawned here. */
-const forwardedOptions = new Set(['allowFailure', 'input', 'cwd', 'env', 'stdio']);
+const forwardedOptions = new Set(['allowFailure', 'input', 'cwd', 'env', 'stdio', 'timeout']);
 
 /**
  * The node's host commands (ip, iptables-restore, btrfs, runsc and its subreaper), run by a small
@@ -61,9 +66,9 @@ export class Spawner implements CommandRunner {
     return this.send(request, options.allowFailure);
   }
 
-  async startDetached(argv: string[], outputFile: string): Promise<string> {
-    if (this.stopped) return spawnedCommands.startDetached(argv, outputFile);
-    return (await this.send({ argv, detach: { outputFile } }, false)).stdout;
+  async startDetached(argv: string[], outputFile: string, timeoutMs?: number): Promise<string> {
+    if (this.stopped) return spawnedCommands.startDetached(argv, outputFile, timeoutMs);
+    return (await this.send({ argv, detach: { outputFile }, ...(timeoutMs ? { timeoutMs } : {}) }, false)).stdout;
   }
 
   /** Ends the helper once its commands have ended; later commands are spawned by this process. */
@@ -87,7 +92,7 @@ export class Spawner implements CommandRunner {
     return new Promise((resolve, reject) => {
       const id = this.nextId++;
       if (this.pending.size === 0) setReferenced(child, true);
-      this.pending.set(id, { argv: request.argv, allowFailure, resolve, reject });
+      this.pending.set(id, { argv: request.argv, allowFailure, timeoutMs: request.timeoutMs, resolve, reject });
       child.stdin.write(`${JSON.stringify({ ...request, id })}\n`);
     });
   }
@@ -127,6 +132,7 @@ export class Spawner implements CommandRunner {
     // Stopping, it keeps this process alive until it has exited.
     if (this.pending.size === 0 && this.child && !this.stopped) setReferenced(this.child, false);
     if (reply.error) return p.reject(new Error(reply.error));
+    if (reply.timedOut) return p.reject(new CommandTimeout(p.argv, p.timeoutMs ?? 0));
     try {
       p.resolve(settled(p.argv, { code: reply.code, stdout: reply.stdout, stderr: reply.stderr }, p.allowFailure));
     } catch (err) {
@@ -138,7 +144,7 @@ export class Spawner implements CommandRunner {
 /** The request for a command, or null when its options need a child of this process (spawn's own). */
 function requestOf(argv: string[], options: RunOptions): Omit<SpawnRequest, 'id'> | null {
   if (Object.keys(options).some((key) => !forwardedOptions.has(key))) return null;
-  const { input, cwd, env, stdio } = options;
+  const { input, cwd, env, stdio, timeout } = options;
   const discardOutput = stdio === 'ignore' || (Array.isArray(stdio) && stdio.every((s) => s === 'ignore'));
   if (stdio !== undefined && !discardOutput) return null;
   if (cwd !== undefined && typeof cwd !== 'string') return null;
@@ -148,6 +154,7 @@ function requestOf(argv: string[], options: RunOptions): Omit<SpawnRequest, 'id'
     ...(cwd === undefined ? {} : { cwd }),
     ...(env === undefined ? {} : { env: Object.entries(env).flatMap(([k, v]) => (v === undefined ? [] : [`${k}=${v}`])) }),
     ...(discardOutput ? { discardOutput } : {}),
+    ...(timeout ? { timeoutMs: timeout } : {}),
   };
 }
 

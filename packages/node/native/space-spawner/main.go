@@ -17,6 +17,10 @@
 // on fd 3. The answer comes when the command closes fd 3, with what it wrote there as "stdout";
 // the command runs on and is reaped when it ends.
 //
+// A request with "timeoutMs" is killed (SIGKILL; a detached one with its whole session) if it has
+// not ended (closed fd 3) by then, and answered with "timedOut":true: a runsc command on a sandbox
+// whose Sentry is wedged never returns, `delete --force` included.
+//
 // Exits once stdin ends and every command has ended.
 package main
 
@@ -31,7 +35,9 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 type request struct {
@@ -42,6 +48,7 @@ type request struct {
 	Env           []string `json:"env"`
 	DiscardOutput bool     `json:"discardOutput"`
 	Detach        *detach  `json:"detach"`
+	TimeoutMs     int64    `json:"timeoutMs"`
 }
 
 type detach struct {
@@ -49,11 +56,12 @@ type detach struct {
 }
 
 type response struct {
-	ID     uint64 `json:"id"`
-	Code   int    `json:"code"`
-	Stdout string `json:"stdout"`
-	Stderr string `json:"stderr"`
-	Error  string `json:"error,omitempty"`
+	ID       uint64 `json:"id"`
+	Code     int    `json:"code"`
+	Stdout   string `json:"stdout"`
+	Stderr   string `json:"stderr"`
+	Error    string `json:"error,omitempty"`
+	TimedOut bool   `json:"timedOut,omitempty"`
 }
 
 // A request line holds a command's input (iptables-restore rules, ip batches): far below this.
@@ -112,11 +120,17 @@ func run(req request) response {
 		cmd.Stdout = &stdout
 		cmd.Stderr = &stderr
 	}
-	err := cmd.Run()
-	res := response{ID: req.ID, Stdout: stdout.String(), Stderr: stderr.String()}
+	// Killed at its deadline, a command whose children still hold its output is not waited for long.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return notStarted(req, err)
+	}
+	deadline := killAfter(req.TimeoutMs, func() { _ = cmd.Process.Kill() })
+	err := cmd.Wait()
+	res := response{ID: req.ID, Stdout: stdout.String(), Stderr: stderr.String(), TimedOut: deadline.passed()}
 	var exit *exec.ExitError
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, exec.ErrWaitDelay):
 	case errors.As(err, &exit):
 		res.Code = exitCode(exit)
 	default:
@@ -162,6 +176,34 @@ func runDetached(req request, cmd *exec.Cmd) response {
 	}
 	// Reaped whenever it ends; its exit says nothing the answer has not.
 	go func() { _ = cmd.Wait() }()
+	// Its session: the command and what it started (runsc's own processes).
+	deadline := killAfter(req.TimeoutMs, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
 	text, _ := io.ReadAll(status)
-	return response{ID: req.ID, Stdout: string(text)}
+	return response{ID: req.ID, Stdout: string(text), TimedOut: deadline.passed()}
+}
+
+// deadline is a kill armed for a command; stopped, it says whether it fired.
+type deadline struct {
+	timer *time.Timer
+	fired atomic.Bool
+}
+
+// killAfter runs kill once ms have passed (never for 0); passed() disarms it.
+func killAfter(ms int64, kill func()) *deadline {
+	d := &deadline{}
+	if ms > 0 {
+		d.timer = time.AfterFunc(time.Duration(ms)*time.Millisecond, func() {
+			d.fired.Store(true)
+			kill()
+		})
+	}
+	return d
+}
+
+// passed disarms the deadline and says whether the command was killed for it.
+func (d *deadline) passed() bool {
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	return d.fired.Load()
 }

@@ -47,7 +47,9 @@ export interface ClaimedSandbox {
 
 /**
  * The runtime behind the node agent. gVisor implements it here; a Firecracker driver (VM with
- * kernel, rootfs image, vsock daemon channel, snapshot files) can implement the same methods.
+ * kernel, rootfs image, vsock daemon channel, snapshot files) can implement the same methods. A
+ * method whose runtime command does not end by its deadline rejects with `CommandTimeout`
+ * (run-command.ts): the sandbox's runtime no longer answers, and `destroy` is what still works.
  */
 export interface RuntimeDriver {
   /** Checks the host can run sandboxes (throws a message that says what to install or change); resolves to the runtime's version (memory images are tied to it). */

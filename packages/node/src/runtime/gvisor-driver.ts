@@ -2,8 +2,9 @@ import { inSpan } from '@space/server-kit';
 import { existsSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { type CommandResult, type CommandRunner, spawnedCommands } from '../run-command.js';
+import { type CommandResult, type CommandRunner, CommandTimeout, spawnedCommands } from '../run-command.js';
 import type { ClaimedSandbox, HostLimit, RuntimeDriver, SandboxSpec, SandboxStats, SandboxUsage } from './driver.js';
+import { killCgroupProcesses } from './cgroup-kill.js';
 import { readCgroupUsage, readLimitHit, sandboxCgroupDir } from './cgroup-usage.js';
 import { buildOciSpec } from './oci-spec.js';
 
@@ -13,6 +14,27 @@ export interface GvisorOptions {
   platform: 'ptrace' | 'systrap';
   /** Memory images: none (default: a 100 MB sandbox pauses 318 ms instead of 706) or flate-best-speed (about 3.6x smaller for an idle sandbox). */
   checkpointCompression: 'flate-best-speed' | 'none';
+}
+
+/**
+ * How long a runsc command may take before it is killed. A sandbox whose Sentry is wedged (stopped,
+ * deadlocked) answers none of them: `state`, `events`, `pause`, `kill` and even `delete --force`
+ * wait for good (measured with the Sentry stopped by SIGSTOP), and the operation waiting on one
+ * holds its session's turn. A command that answers at all does so within a second; saving and
+ * loading memory take longer, in proportion to it.
+ */
+const runscDeadlines = {
+  /** `state`, `list`, `events`, `pause`, `resume`, `kill`, `delete`. */
+  controlMs: 15_000,
+  /** `run` (a boot: seconds in a burst of 100 on two cores), and the base of `checkpoint` and `restore`. */
+  startMs: 120_000,
+  /** Added to `checkpoint` and `restore` per GiB of memory (a first save here ~0.4 GiB/s, a restore ~0.25). */
+  perGibMs: 30_000,
+};
+
+/** The deadline of a runsc command that saves or loads `bytes` of memory. */
+function memoryDeadlineMs(bytes: number): number {
+  return runscDeadlines.startMs + Math.ceil((bytes / 2 ** 30) * runscDeadlines.perGibMs);
 }
 
 /**
@@ -58,7 +80,7 @@ export class GvisorDriver implements RuntimeDriver {
 
   async start(spec: SandboxSpec): Promise<void> {
     const bundle = await this.writeBundle(spec);
-    await this.runInOwnMountNamespace(spec.workDir, ['run', '--detach', `--bundle=${bundle}`, spec.sandboxId]);
+    await this.runInOwnMountNamespace(spec.workDir, ['run', '--detach', `--bundle=${bundle}`, spec.sandboxId], runscDeadlines.startMs);
     await this.setMemoryBackstop(spec.sandboxId, spec.resources.memoryMb);
   }
 
@@ -73,8 +95,9 @@ export class GvisorDriver implements RuntimeDriver {
       ...(options.leaveRunning ? ['--leave-running'] : []),
       sandboxId,
     ];
+    const timeout = memoryDeadlineMs(readCgroupUsage(sandboxId)?.memoryBytes ?? 0);
     const result = await inSpan('runsc checkpoint', { 'space.sandbox_id': sandboxId }, () =>
-      this.commands.run(inOwnMountNamespace(run), { allowFailure: true }),
+      this.commands.run(inOwnMountNamespace(run), { allowFailure: true, timeout }),
     );
     if (result.code !== 0) throw new Error(`runsc checkpoint failed: ${checkpointFailure(result.stderr || result.stdout)}`);
   }
@@ -94,13 +117,11 @@ export class GvisorDriver implements RuntimeDriver {
 
   async restore(spec: SandboxSpec, imageDir: string): Promise<void> {
     await this.writeBundle(spec);
-    await this.runInOwnMountNamespace(spec.workDir, [
-      'restore',
-      '--detach',
-      `--bundle=${path.join(spec.workDir, 'bundle')}`,
-      `--image-path=${imageDir}`,
-      spec.sandboxId,
-    ]);
+    await this.runInOwnMountNamespace(
+      spec.workDir,
+      ['restore', '--detach', `--bundle=${path.join(spec.workDir, 'bundle')}`, `--image-path=${imageDir}`, spec.sandboxId],
+      memoryDeadlineMs(spec.resources.memoryMb * 2 ** 20),
+    );
     await this.setMemoryBackstop(spec.sandboxId, spec.resources.memoryMb);
   }
 
@@ -146,9 +167,11 @@ export class GvisorDriver implements RuntimeDriver {
     await this.runsc(['kill', sandboxId, signal]);
   }
 
-  /** A runsc command on the node's sandboxes, timed as `runsc <command>` in a traced call. */
+  /** A runsc command on the node's sandboxes, timed as `runsc <command>` in a traced call; killed past `runscDeadlines.controlMs` (CommandTimeout). */
   private runsc(args: string[], options?: { allowFailure?: boolean }): Promise<CommandResult> {
-    return inSpan(`runsc ${args[0]}`, {}, () => this.commands.run([this.runscBinary, ...this.globalFlags(), ...args], options));
+    return inSpan(`runsc ${args[0]}`, {}, () =>
+      this.commands.run([this.runscBinary, ...this.globalFlags(), ...args], { ...options, timeout: runscDeadlines.controlMs }),
+    );
   }
 
   private async writeBundle(spec: SandboxSpec): Promise<string> {
@@ -160,18 +183,28 @@ export class GvisorDriver implements RuntimeDriver {
 
   /**
    * Runs `runsc run|restore --detach` under the shim, which stays as the sandbox's reaper and says
-   * on its fd 3 how runsc exited ("exit N").
+   * on its fd 3 how runsc exited ("exit N"); killed with the shim past `timeoutMs`.
    */
-  private async runInOwnMountNamespace(workDir: string, command: string[]): Promise<void> {
+  private async runInOwnMountNamespace(workDir: string, command: string[], timeoutMs: number): Promise<void> {
     const run = inOwnMountNamespace([this.runscBinary, ...this.globalFlags(path.join(workDir, 'runsc.log')), ...command]);
-    const status = await inSpan(`runsc ${command[0]}`, {}, () => this.commands.startDetached([this.shimBinary, ...run], path.join(workDir, 'console.log')));
+    const status = await inSpan(`runsc ${command[0]}`, {}, () =>
+      this.commands.startDetached([this.shimBinary, ...run], path.join(workDir, 'console.log'), timeoutMs),
+    );
     const code = /^exit (\d+)/.exec(status)?.[1] ?? '128';
     if (code !== '0') throw new Error(`runsc ${command[0]} exited ${code}`);
   }
 
   async destroy(sandboxId: string): Promise<void> {
     if (!existsSync(path.join(this.stateRoot, sandboxId)) && !(await this.list()).includes(sandboxId)) return;
-    await this.runsc(['delete', '--force', sandboxId], { allowFailure: true });
+    try {
+      await this.runsc(['delete', '--force', sandboxId], { allowFailure: true });
+    } catch (err) {
+      if (!(err instanceof CommandTimeout)) throw err;
+      // Its Sentry is wedged: once it and everything else in the sandbox's cgroup is killed,
+      // `delete --force` completes (1.4 s measured) and removes what runsc keeps of it.
+      killCgroupProcesses(sandboxId);
+      await this.runsc(['delete', '--force', sandboxId], { allowFailure: true });
+    }
   }
 
   async stats(sandboxId: string): Promise<SandboxStats> {

@@ -12,6 +12,7 @@ import { listProcesses, startServices, stopService } from './session-services.js
 import { type KeyedQueue, processAlive } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
+import { CommandTimeout } from '../run-command.js';
 import type { RuntimeDriver } from '../runtime/driver.js';
 import type { DaemonLink } from './daemon-link.js';
 import { callDaemon } from './daemon-calls.js';
@@ -97,7 +98,23 @@ export class SandboxManager {
   async checkAlive(sandboxId: string, cause: SpaceError): Promise<SpaceError> {
     const live = this.deps.live.find(sandboxId);
     if (!live) return new SpaceError(ErrorCode.SANDBOX_DIED, `sandbox ${sandboxId} is gone`);
-    if ((await this.deps.driver.stats(sandboxId)).running) {
+    const stats = await this.deps.driver.stats(sandboxId).catch((err: Error) => {
+      if (err instanceof CommandTimeout) return err;
+      throw err;
+    });
+    if (stats instanceof CommandTimeout) {
+      // Neither its daemon nor its runtime answers (a wedged Sentry): it serves nothing any more.
+      this.deps.log.warn(`sandbox ${sandboxId} of ${live.record.sessionId} does not answer, nor does its runtime (${stats.message}); stopping it`);
+      await this.stop(sandboxId);
+      return new SpaceError(
+        ErrorCode.SANDBOX_DIED,
+        `the sandbox stopped answering, its runtime too (${cause.message}); it was stopped and the session resumes on the next call`,
+        {
+          endReason: 'died',
+        },
+      );
+    }
+    if (stats.running) {
       this.deps.log.warn(
         `sandbox ${sandboxId} runs but its daemon failed a call: ${cause.message} (${live.callsInFlight} call(s) in flight${live.pendingCall ? ', a checkpoint pending' : ''})`,
       );

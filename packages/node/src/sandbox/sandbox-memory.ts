@@ -79,7 +79,10 @@ export class SandboxMemory {
   async saveMemory(sessionId: string, imageDir: string): Promise<SavedSandbox> {
     const live = this.deps.live.forSession(sessionId);
     if (!live) throw new SpaceError(ErrorCode.FULL_CHECKPOINT_REFUSED, 'the session has no running sandbox: there is no memory to save');
-    await this.deps.driver.prepareSave(live.record.sandboxId);
+    await this.deps.driver.prepareSave(live.record.sandboxId).catch((err: Error) => {
+      // Its runtime did not answer (CommandTimeout): nothing was paused; the caller takes an fs checkpoint instead.
+      throw new SpaceError(ErrorCode.FULL_CHECKPOINT_FAILED, err.message);
+    });
     if (live.pendingCall) await live.pendingCall.catch(() => undefined);
     let release!: () => void;
     live.pendingCall = new Promise<void>((resolve) => (release = resolve));
