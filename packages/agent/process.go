@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -27,6 +28,8 @@ type managedProcess struct {
 	control io.WriteCloser // "R rows cols" resize requests to the PTY helper
 	timer   *time.Timer
 
+	exitedAt atomic.Int64 // when the process itself ended (Unix ns), 0 before: its output is then read only while it keeps coming
+
 	mu          sync.Mutex // guards everything below; held while events are delivered, to keep order
 	exit        *processEvent
 	subscribers map[subscriber]struct{}
@@ -42,14 +45,21 @@ func startManagedProcess(cmd *exec.Cmd, command any, pty bool, timeout time.Dura
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Pipes of its own, not exec's (whose Wait closes them at the exit): read on after the exit while
+	// they give output (see settleOutput).
+	stdout, stdoutWriter, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stderr, err := cmd.StderrPipe()
+	defer stdoutWriter.Close()
+	stderr, stderrWriter, err := os.Pipe()
 	if err != nil {
+		stdout.Close()
 		return nil, err
 	}
+	defer stderrWriter.Close()
+	cmd.Stdout = stdoutWriter
+	cmd.Stderr = stderrWriter
 	var control io.WriteCloser
 	if pty {
 		reader, writer, err := os.Pipe()
@@ -64,6 +74,8 @@ func startManagedProcess(cmd *exec.Cmd, command any, pty bool, timeout time.Dura
 		if control != nil {
 			control.Close()
 		}
+		stdout.Close()
+		stderr.Close()
 		return nil, err
 	}
 	p := &managedProcess{
@@ -82,10 +94,11 @@ func startManagedProcess(cmd *exec.Cmd, command any, pty bool, timeout time.Dura
 	go p.pump("stdout", stdout, &pipes)
 	go p.pump("stderr", stderr, &pipes)
 	go func() {
-		// Like Node's 'close': the exit is reported once both pipes are drained.
-		pipes.Wait()
+		// The process itself ended (what it left running may still hold its pipes: `server &`).
 		_ = cmd.Wait()
 		p.timer.Stop()
+		p.settleOutput(stdout, stderr)
+		pipes.Wait()
 		if control != nil {
 			control.Close()
 		}

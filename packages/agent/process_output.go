@@ -1,8 +1,10 @@
 package main
 
 import (
-	"io"
+	"errors"
+	"os"
 	"sync"
+	"time"
 )
 
 // A managed process's output: pumped from its pipes, kept as a bounded backlog for clients that
@@ -29,23 +31,68 @@ type subscriber interface {
 // highWaterBytes: above this much undelivered output for one subscriber, the process's output waits.
 const highWaterBytes = 4 * 1024 * 1024
 
-func (p *managedProcess) pump(stream string, pipe io.Reader, done *sync.WaitGroup) {
-	defer done.Done()
+// After the process itself has ended, its pipes are read on only while output keeps coming within
+// outputQuietAfterExit, and for outputAfterExitMax at most: what it wrote is in them already, but
+// what it left running (`npm run dev &`, `setsid …`) may hold them open for ever, and its exit must
+// not wait for that (as E2B's agent does not). A pipe with no other holder ends at once: an exec
+// that leaves nothing running is answered without any wait.
+const (
+	outputQuietAfterExit = 25 * time.Millisecond
+	outputAfterExitMax   = 500 * time.Millisecond
+)
+
+// pump delivers what the pipe gives until it ends, or until its output is settled after the exit
+// (`done` then): what comes later is read and dropped, so whoever still writes never blocks or gets
+// EPIPE, until the last writer closes it.
+func (p *managedProcess) pump(stream string, pipe *os.File, done *sync.WaitGroup) {
+	settled := sync.OnceFunc(done.Done)
+	defer settled()
+	defer pipe.Close()
 	buf := make([]byte, 64*1024)
+	dropping := false
 	for {
 		n, err := pipe.Read(buf)
-		if n > 0 {
+		if n > 0 && !dropping {
 			data := make([]byte, n)
 			copy(data, buf[:n])
 			waiting := p.emitOutput(stream, data)
 			for _, s := range waiting {
 				s.waitBelow(highWaterBytes)
 			}
+			p.armReadDeadline(pipe)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			dropping = true
+			settled()
+			_ = pipe.SetReadDeadline(time.Time{})
+			continue
 		}
 		if err != nil {
 			return
 		}
 	}
+}
+
+// settleOutput starts the countdown of both pipes once the process itself has ended.
+func (p *managedProcess) settleOutput(pipes ...*os.File) {
+	p.exitedAt.Store(time.Now().UnixNano())
+	for _, pipe := range pipes {
+		p.armReadDeadline(pipe)
+	}
+}
+
+// armReadDeadline gives the pipe's next read outputQuietAfterExit, within outputAfterExitMax of
+// the exit; nothing before the exit.
+func (p *managedProcess) armReadDeadline(pipe *os.File) {
+	exited := p.exitedAt.Load()
+	if exited == 0 {
+		return
+	}
+	deadline := time.Now().Add(outputQuietAfterExit)
+	if last := time.Unix(0, exited).Add(outputAfterExitMax); deadline.After(last) {
+		deadline = last
+	}
+	_ = pipe.SetReadDeadline(deadline)
 }
 
 func (p *managedProcess) emitOutput(stream string, data []byte) []subscriber {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -78,12 +81,57 @@ func TestATimedOutProcessIsKilledWithExitCode124(t *testing.T) {
 
 func TestASignalReachesTheWholeProcessGroup(t *testing.T) {
 	table := testTable(t)
-	// The shell's child holds the output pipe: the exit is reported only once it is gone too.
+	// The shell waits for its child: both get the signal, sent to the group.
 	got := runToEnd(t, table, startOptions{Cmd: sh("sleep 30 & wait")}, 1024, func(p *managedProcess) {
 		time.Sleep(100 * time.Millisecond)
 		p.kill(15)
 	})
 	if got["signal"] != "SIGTERM" || got["exitCode"] != 143 {
+		t.Fatalf("got %v", got)
+	}
+}
+
+func TestAProcessThatLeavesAChildHoldingItsOutputIsReportedAtItsOwnExit(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "child-ran-on")
+	started := time.Now()
+	// Like `npm run dev &`: the child keeps the pipes, writes after the shell exits, and must run on.
+	got := runToEnd(t, testTable(t), startOptions{Cmd: sh("(sleep 0.5; echo later; touch " + marker + ") & echo started")}, 1024, nil)
+	if got["stdout"] != "started\n" || got["exitCode"] != 0 || got["timedOut"] != false {
+		t.Fatalf("got %v", got)
+	}
+	if took := time.Since(started); took > 400*time.Millisecond {
+		t.Fatalf("the exit was reported %v after the start: it waited for the child", took)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child did not run on after the exit (killed, or blocked writing to its pipe)")
+		}
+	}
+}
+
+func TestAChildWritingWithoutPauseHoldsTheExitForAtMostHalfASecond(t *testing.T) {
+	table := testTable(t)
+	proc, err := table.start(startOptions{Cmd: sh("while true; do echo tick; sleep 0.005; done & echo started")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The loop is in the process's group: ended with it whatever the test does.
+	defer syscall.Kill(-proc.pid, syscall.SIGKILL)
+	collector := newOutputCollector(1 << 20)
+	proc.subscribe(collector, true, 0)
+	started := time.Now()
+	select {
+	case <-proc.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the exit was not reported within 5 s")
+	}
+	if took := time.Since(started); took > outputAfterExitMax+300*time.Millisecond {
+		t.Fatalf("the exit was reported after %v", took)
+	}
+	if got := collector.wait(); !strings.Contains(got["stdout"].(string), "started\n") || got["exitCode"] != 0 {
 		t.Fatalf("got %v", got)
 	}
 }

@@ -83,6 +83,13 @@ describe('sessions end to end (base template, real gVisor)', () => {
     const missing = await api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: ['/no/such/binary'] });
     assert.equal(missing.status, 400);
     assert.equal(missing.body.error.code, 'EXEC_FAILED');
+    // A server started with `&` keeps the exec's output pipes: the exec still answers at the shell's
+    // exit (within its timeout it used to wait, then kill the server), and the server runs on.
+    const started = Date.now();
+    const server = await api.exec(session.id, 'sleep 300 & echo $!', { timeoutMs: 20_000 });
+    assert.ok(Date.now() - started < 5000, `the exec answered after ${Date.now() - started} ms`);
+    assert.deepEqual([server.exitCode, server.timedOut], [0, false]);
+    assert.equal((await api.exec(session.id, `kill -0 ${server.stdout.trim()} && echo running`)).stdout, 'running\n');
   });
 
   test('a call retried with its Idempotency-Key runs once and answers the first outcome', { timeout: 60_000 }, async () => {
