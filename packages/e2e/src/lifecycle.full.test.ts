@@ -56,13 +56,14 @@ describe('sandbox deaths, restarts and large files', () => {
     await api.call('DELETE', `/v1/sessions/${session.id}`);
   });
 
-  test('a sandbox whose runtime stops answering (its Sentry frozen): a checkpoint ends in bounded time saying so, the sandbox is stopped, and the next call resumes with the files', {
-    timeout: 240_000,
+  test('a sandbox whose runtime stops answering (its Sentry frozen): a checkpoint or an exec ends in bounded time saying so, the sandbox is stopped, and the next call resumes with the files', {
+    timeout: 300_000,
   }, async () => {
     const session = await api.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
     // `sync`: gVisor keeps written data in the Sentry until then, and a frozen Sentry is killed.
     await api.exec(session.id, 'echo kept > /workspace/f; sync');
     const sentry = sandboxHostPid(platform.dataDir, session.sandbox.id);
+    const frozen = [sentry];
     // Every runsc command on it now waits for good: state, events, pause, kill, even delete --force.
     process.kill(sentry, 'SIGSTOP');
     try {
@@ -78,12 +79,29 @@ describe('sandbox deaths, restarts and large files', () => {
       assert.throws(() => process.kill(sentry, 0), 'the frozen Sentry was killed');
       const resumed = await api.exec(session.id, 'cat /workspace/f');
       assert.deepEqual([resumed.exitCode, resumed.stdout], [0, 'kept\n']);
-      assert.notEqual((await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id, session.sandbox.id);
+      const next = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id;
+      assert.notEqual(next, session.sandbox.id);
+
+      // The same for an exec: its daemon answers by the exec's timeout (1 s) or not at all; 15 s past it, the sandbox is checked.
+      const nextSentry = sandboxHostPid(platform.dataDir, next);
+      frozen.push(nextSentry);
+      process.kill(nextSentry, 'SIGSTOP');
+      const execStarted = Date.now();
+      const exec = await api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: ['true'], timeoutMs: 1000 });
+      const execMs = Date.now() - execStarted;
+      console.log(`# an exec in a frozen sandbox answered ${exec.status} after ${execMs} ms: ${exec.body.error?.message}`);
+      assert.equal(exec.status, 503, JSON.stringify(exec.body));
+      assert.equal(exec.body.error.code, 'SANDBOX_DIED');
+      assert.ok(execMs < 90_000, `the exec took ${execMs} ms`);
+      assert.throws(() => process.kill(nextSentry, 0), 'the frozen Sentry was killed');
+      assert.equal((await api.exec(session.id, 'cat /workspace/f')).stdout, 'kept\n');
     } finally {
-      try {
-        process.kill(sentry, 'SIGCONT');
-      } catch {
-        // killed, as it should be
+      for (const pid of frozen) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          // killed, as it should be
+        }
       }
       await api.call('DELETE', `/v1/sessions/${session.id}`);
     }

@@ -19,7 +19,7 @@ export { Upstream } from './upstream.js';
 export { clientTlsOptions, type ClientTls, type ServerTls } from './peer-tls.js';
 export { readBounded, type BoundedReadOptions } from './bounded-read.js';
 export { relaySockets, holdMessages, closeWithError, type RelayOptions } from './socket-relay.js';
-export { readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';
+export { daemonAnswerBoundMs, readRouteInput, forwardRoute, routePath, type HttpSandboxRoute } from './route-forwarding.js';
 export { serveRoute, type RouteHandler, type ServeRoute } from './serve-route.js';
 export { SingleFlight } from './single-flight.js';
 export { WriteWindow } from './write-window.js';

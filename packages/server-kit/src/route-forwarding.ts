@@ -30,9 +30,28 @@ export function routePath(route: SandboxRoute, params: Record<string, string>): 
 }
 
 /**
+ * How long an exec's daemon may take to answer past the exec's own timeout: it kills the process at
+ * that timeout and answers (what the process left running delays the answer by 0.5 s at most).
+ */
+const execAnswerGraceMs = 15_000;
+
+/**
+ * The longest the in-sandbox agent takes to answer this call when it answers at all, or undefined
+ * when the call has no such bound: an exec (a background one answers at once, a foreground one by
+ * its timeout). A daemon silent past it is not answering (its sandbox wedged).
+ */
+export function daemonAnswerBoundMs(route: HttpSandboxRoute, body: unknown): number | undefined {
+  if (route.path !== '/exec') return undefined;
+  const { timeoutMs, background } = body as { timeoutMs?: number; background?: boolean };
+  return (background ? 0 : (timeoutMs ?? Limits.defaultExecTimeoutMs)) + execAnswerGraceMs;
+}
+
+/**
  * Forwards one validated sandbox operation to the layer below at `targetPath` and relays the reply,
  * whose JSON is checked against the route's response schema and bounded in size (an event stream:
- * each event; resolves with its final event, or null when it had none). `headers` go with the request.
+ * each event; resolves with its final event, or null when it had none). `headers` go with the
+ * request; with `answerWithinMs`, a JSON reply not begun by then fails with the layer's
+ * "unreachable" code.
  */
 export async function forwardRoute(
   route: HttpSandboxRoute,
@@ -41,12 +60,14 @@ export async function forwardRoute(
   upstream: Upstream,
   targetPath: string,
   headers: Record<string, string> = {},
+  answerWithinMs?: number,
 ): Promise<unknown> {
   const target = targetPath + ctx.url.search;
   switch (route.kind) {
     case 'json': {
       const limit = route.path === '/exec' ? execReplyLimit : 16 * 1024 * 1024;
-      return sendJson(ctx.res, 200, await upstream.json(route.method, target, input.body, route.response, { limit, headers }));
+      const timeout = answerWithinMs === undefined ? {} : { timeoutMs: answerWithinMs };
+      return sendJson(ctx.res, 200, await upstream.json(route.method, target, input.body, route.response, { limit, headers, ...timeout }));
     }
     case 'download':
       return upstream.download(target, ctx.res, headers, { contentType: route.contentType, maxBytes: route.maxBytes });

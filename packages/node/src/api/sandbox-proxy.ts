@@ -3,6 +3,7 @@ import {
   CallDeadline,
   type Router,
   closeWithError,
+  daemonAnswerBoundMs,
   forwardRoute,
   parseQuery,
   readRouteInput,
@@ -62,7 +63,9 @@ export function registerSandboxProxy(router: Router, manager: SandboxManager, au
       // Reads (GET) write nothing in the sandbox: they leave it quiet.
       const leave = route.method === 'GET' ? null : live.entries.enter();
       try {
-        await manager.callAlive(live, () => forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params)));
+        // A daemon silent past its bound has its sandbox checked (`callAlive`): a wedged one is stopped.
+        const answerWithinMs = daemonAnswerBoundMs(route, input.body);
+        await manager.callAlive(live, () => forwardRoute(route, ctx, input, live.daemon, routePath(route, ctx.params), {}, answerWithinMs));
       } finally {
         leave?.();
       }
