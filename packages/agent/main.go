@@ -19,8 +19,9 @@ func main() {
 	// One processor for the agent's Go code, whatever the sandbox's CPUs. Its work is system calls,
 	// each one a trap into gVisor's kernel (40-49 µs under ptrace on a virtual machine); with a second
 	// processor, Go's idle threads spin and hand work over between them, every step a trap too: an
-	// exec of `true` took 22.3 ms at the median with two, 18.9 with one, uploads and downloads as
-	// fast (docs/benchmarks.md). Set here, not in GOMAXPROCS, which the processes it starts would inherit.
+	// exec of `true` took 23.9 ms at the median with the default, 21.2 with one, uploads and
+	// downloads as fast (docs/benchmarks.md). Set here, not in GOMAXPROCS, which the processes it
+	// starts would inherit.
 	runtime.GOMAXPROCS(1)
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "space-agent: %v\n", err)

@@ -28,7 +28,7 @@ type managedProcess struct {
 	control io.WriteCloser // "R rows cols" resize requests to the PTY helper
 	timer   *time.Timer
 
-	exitedAt atomic.Int64 // when the process itself ended (Unix ns), 0 before: its output is then read only while it keeps coming
+	exitedAt atomic.Pointer[time.Time] // when the process itself ended, nil before: its output is then read only while it keeps coming
 
 	mu          sync.Mutex // guards everything below; held while events are delivered, to keep order
 	exit        *processEvent

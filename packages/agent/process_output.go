@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -49,23 +50,24 @@ func (p *managedProcess) pump(stream string, pipe *os.File, done *sync.WaitGroup
 	defer settled()
 	defer pipe.Close()
 	buf := make([]byte, 64*1024)
-	dropping := false
 	for {
 		n, err := pipe.Read(buf)
-		if n > 0 && !dropping {
-			data := make([]byte, n)
-			copy(data, buf[:n])
-			waiting := p.emitOutput(stream, data)
-			for _, s := range waiting {
-				s.waitBelow(highWaterBytes)
-			}
+		if n > 0 {
+			p.deliver(stream, buf[:n])
 			p.armReadDeadline(pipe)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			dropping = true
-			settled()
+			// Quiet since the exit, or its bound passed. A read past its deadline reads nothing, so
+			// what the pipe holds now (all the process wrote is in it) is read without waiting.
 			_ = pipe.SetReadDeadline(time.Time{})
-			continue
+			if readHeld(pipe, buf, func(data []byte) { p.deliver(stream, data) }) {
+				return
+			}
+			settled()
+			for err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+				_, err = pipe.Read(buf)
+			}
+			return
 		}
 		if err != nil {
 			return
@@ -73,23 +75,59 @@ func (p *managedProcess) pump(stream string, pipe *os.File, done *sync.WaitGroup
 	}
 }
 
+// deliver emits a chunk of output (copied: the buffer is read into again) and waits while a
+// subscriber has too much of it undelivered.
+func (p *managedProcess) deliver(stream string, chunk []byte) {
+	data := make([]byte, len(chunk))
+	copy(data, chunk)
+	for _, s := range p.emitOutput(stream, data) {
+		s.waitBelow(highWaterBytes)
+	}
+}
+
+// readHeld passes on what the pipe holds right now, without waiting for more; true when it ended
+// (every writer closed it).
+func readHeld(pipe *os.File, buf []byte, emit func([]byte)) bool {
+	raw, err := pipe.SyscallConn()
+	if err != nil {
+		return false
+	}
+	for {
+		var n int
+		var readErr error
+		// Returning true never waits for readability: EAGAIN means nothing more now.
+		if err := raw.Read(func(fd uintptr) bool {
+			n, readErr = syscall.Read(int(fd), buf)
+			return true
+		}); err != nil {
+			return false
+		}
+		if n <= 0 {
+			return n == 0 && readErr == nil
+		}
+		emit(buf[:n])
+	}
+}
+
 // settleOutput starts the countdown of both pipes once the process itself has ended.
 func (p *managedProcess) settleOutput(pipes ...*os.File) {
-	p.exitedAt.Store(time.Now().UnixNano())
+	exited := time.Now()
+	p.exitedAt.Store(&exited)
 	for _, pipe := range pipes {
 		p.armReadDeadline(pipe)
 	}
 }
 
 // armReadDeadline gives the pipe's next read outputQuietAfterExit, within outputAfterExitMax of
-// the exit; nothing before the exit.
+// the exit; nothing before the exit. Times with their monotonic reading: a restored sandbox's wall
+// clock jumps.
 func (p *managedProcess) armReadDeadline(pipe *os.File) {
 	exited := p.exitedAt.Load()
-	if exited == 0 {
+	if exited == nil {
 		return
 	}
 	deadline := time.Now().Add(outputQuietAfterExit)
-	if last := time.Unix(0, exited).Add(outputAfterExitMax); deadline.After(last) {
+	if last := exited.Add(outputAfterExitMax); deadline.After(last) {
 		deadline = last
 	}
 	_ = pipe.SetReadDeadline(deadline)

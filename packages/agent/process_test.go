@@ -136,6 +136,38 @@ func TestAChildWritingWithoutPauseHoldsTheExitForAtMostHalfASecond(t *testing.T)
 	}
 }
 
+func TestOutputHeldInThePipeIsDeliveredThoughItsDeadlinePassed(t *testing.T) {
+	reader, writer, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	// The pump was late (a busy sandbox): the exit's bound passed before it read what the process wrote.
+	p := &managedProcess{subscribers: map[subscriber]struct{}{}}
+	exited := time.Now().Add(-time.Minute)
+	p.exitedAt.Store(&exited)
+	if _, err := writer.Write([]byte("written before the exit")); err != nil {
+		t.Fatal(err)
+	}
+	p.armReadDeadline(reader)
+	var settled sync.WaitGroup
+	settled.Add(1)
+	go p.pump("stdout", reader, &settled)
+	settled.Wait()
+	if got := p.outputSoFar(); got != int64(len("written before the exit")) {
+		t.Fatalf("delivered %d bytes of %d", got, len("written before the exit"))
+	}
+	// A child still holding the pipe writes on: read and dropped, never blocked.
+	for i := 0; i < 100; i++ {
+		if _, err := writer.Write(make([]byte, 4096)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := p.outputSoFar(); got != int64(len("written before the exit")) {
+		t.Fatalf("output after the settle was delivered: %d bytes", got)
+	}
+}
+
 func TestReattachingReplaysTheOutputAfterAnOffsetThenTheExit(t *testing.T) {
 	table := testTable(t)
 	proc, err := table.start(startOptions{Cmd: sh("printf abcdef")})

@@ -48,27 +48,63 @@ async function nodeStatus(id: string): Promise<string | undefined> {
   return ((await apis[0]!.call('GET', '/v1/nodes')).body.nodes as { id: string; status: string }[]).find((n) => n.id === id)?.status;
 }
 
-test('a node cut off from every control plane fences itself: its copy stops writing and sending before the session moves, and never acts again; calls whose callers gave up never run', {
-  timeout: 180_000,
-}, async () => {
-  const victim = 'node-1';
+/**
+ * A session on node `victim` (new ones until one lands there) whose /tmp/kept is in a checkpoint that
+ * reached the object store: the session, once moved, has it.
+ */
+async function sessionOnWithShippedFile(victim: string, settings: Record<string, unknown> = {}): Promise<string> {
   let session: { id: string; nodeId: string } | undefined;
   for (let i = 0; i < 20 && session?.nodeId !== victim; i++) {
-    session = await apis[i % 2]!.createSession({
-      template: 'tiny',
-      checkpointIntervalSec: 0,
-      fullCheckpointIntervalSec: 0,
-      egress: { mode: 'allow-list', domains: ['plain.test.space'] },
-    });
+    session = await apis[i % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0, ...settings });
     sessions.push(session!.id);
   }
   assert.equal(session?.nodeId, victim, `20 new sessions and none on ${victim}`);
   const id = session!.id;
-  // Acknowledged and in a checkpoint that reached the object store: the moved session has it.
   await apis[0]!.exec(id, ['sh', '-c', 'echo kept > /tmp/kept']);
   assert.equal((await apis[1]!.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'fs' })).status, 201);
   while (!(await apis[0]!.call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
     await pause(100);
+  return id;
+}
+
+/** The URL of node `id`'s API. */
+async function nodeUrlOf(id: string): Promise<string> {
+  return ((await apis[0]!.call('GET', '/v1/nodes')).body.nodes as { id: string; url: string }[]).find((n) => n.id === id)!.url;
+}
+
+/** Cuts node `victim` off from every control plane; when. */
+async function cutOff(victim: string): Promise<number> {
+  const nodeUrl = await nodeUrlOf(victim);
+  const cutAt = Date.now();
+  partition.cut({
+    nodePid: cluster.member(victim)!.process.pid!,
+    nodePort: Number(new URL(nodeUrl).port),
+    controlPlanePorts: cluster.controlPlaneUrls.map((u) => Number(new URL(u).port)),
+  });
+  return cutAt;
+}
+
+/** When the session first served its /tmp/kept again (from another node); fails the test past `withinMs` after `cutAt`. */
+async function servedAgain(id: string, cutAt: number, withinMs: number): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    assert.ok(
+      Date.now() - cutAt < withinMs,
+      `the session did not serve from another node within ${withinMs / 1000} s of the cut: ${memberLines.slice(-20).join('\n')}`,
+    );
+    const reply = await apis[attempt % 2]!.call('POST', `/v1/sessions/${id}/exec`, { cmd: ['cat', '/tmp/kept'] }, { signal: AbortSignal.timeout(2000) }).catch(
+      () => null,
+    );
+    if (reply?.status === 200 && reply.body.stdout === 'kept\n') return Date.now();
+    await pause(200);
+  }
+}
+
+test('a node cut off from every control plane fences itself: its copy stops writing and sending before the session moves, and never acts again; calls whose callers gave up never run', {
+  timeout: 180_000,
+}, async () => {
+  const victim = 'node-1';
+  // Acknowledged and in a checkpoint that reached the object store: the moved session has it.
+  const id = await sessionOnWithShippedFile(victim, { egress: { mode: 'allow-list', domains: ['plain.test.space'] } });
   // The copy's work: a line in a file and a request out through the gateway, five times a second.
   const loop = `i=0; while true; do i=$((i+1)); echo $i >> /tmp/beats; wget -q -O /dev/null "http://plain.test.space/beat?s=${id}&i=$i"; sleep 0.2; done`;
   assert.equal((await apis[0]!.call('POST', `/v1/sessions/${id}/exec`, { cmd: ['sh', '-c', loop], background: true })).status, 200);
@@ -76,13 +112,8 @@ test('a node cut off from every control plane fences itself: its copy stops writ
   while (beats().length < 5) await pause(100);
 
   const copySandboxId: string = (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body.sandbox.id;
-  const nodeUrl = ((await apis[0]!.call('GET', '/v1/nodes')).body.nodes as { id: string; url: string }[]).find((n) => n.id === victim)!.url;
-  const cutAt = Date.now();
-  partition.cut({
-    nodePid: cluster.member(victim)!.process.pid!,
-    nodePort: Number(new URL(nodeUrl).port),
-    controlPlanePorts: cluster.controlPlaneUrls.map((u) => Number(new URL(u).port)),
-  });
+  const nodeUrl = await nodeUrlOf(victim);
+  const cutAt = await cutOff(victim);
 
   // Calls whose callers give up after a second, as the session's node stops answering: none may run later, anywhere.
   for (let k = 0; k < 3; k++)
@@ -94,15 +125,7 @@ test('a node cut off from every control plane fences itself: its copy stops writ
     ).catch(() => undefined);
 
   // The session moves and serves from another node, from its shipped checkpoint.
-  let servedAt = 0;
-  for (let attempt = 0; !servedAt; attempt++) {
-    assert.ok(Date.now() - cutAt < 15_000, `the session did not serve from another node within 15 s of the cut: ${memberLines.slice(-20).join('\n')}`);
-    const reply = await apis[attempt % 2]!.call('POST', `/v1/sessions/${id}/exec`, { cmd: ['cat', '/tmp/kept'] }, { signal: AbortSignal.timeout(2000) }).catch(
-      () => null,
-    );
-    if (reply?.status === 200 && reply.body.stdout === 'kept\n') servedAt = Date.now();
-    else await pause(200);
-  }
+  const servedAt = await servedAgain(id, cutAt, 15_000);
   const moved = (await apis[0]!.call('GET', `/v1/sessions/${id}`)).body;
   assert.notEqual(moved.nodeId, victim);
   const lastBeatOfCopy = beats().at(-1)!;
@@ -178,24 +201,8 @@ test('a lifecycle operation waiting on a node when it is cut off ends once the n
   timeout: 120_000,
 }, async () => {
   const victim = 'node-2';
-  let session: { id: string; nodeId: string } | undefined;
-  for (let i = 0; i < 20 && session?.nodeId !== victim; i++) {
-    session = await apis[i % 2]!.createSession({ template: 'tiny', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
-    sessions.push(session!.id);
-  }
-  assert.equal(session?.nodeId, victim, `20 new sessions and none on ${victim}`);
-  const id = session!.id;
-  await apis[0]!.exec(id, ['sh', '-c', 'echo kept > /tmp/kept']);
-  assert.equal((await apis[0]!.call('POST', `/v1/sessions/${id}/checkpoints`, { kind: 'fs' })).status, 201);
-  while (!(await apis[0]!.call('GET', `/v1/sessions/${id}/checkpoints`)).body.checkpoints.every((c: { shippedAt: string | null }) => c.shippedAt))
-    await pause(100);
-  const nodeUrl = ((await apis[0]!.call('GET', '/v1/nodes')).body.nodes as { id: string; url: string }[]).find((n) => n.id === victim)!.url;
-  const cutAt = Date.now();
-  partition.cut({
-    nodePid: cluster.member(victim)!.process.pid!,
-    nodePort: Number(new URL(nodeUrl).port),
-    controlPlanePorts: cluster.controlPlaneUrls.map((u) => Number(new URL(u).port)),
-  });
+  const id = await sessionOnWithShippedFile(victim);
+  const cutAt = await cutOff(victim);
   try {
     // Asked at once, before the node is found lost: the control plane sends it to the node, whose
     // answer never comes (the partition drops every packet), while it holds the session's turn.
@@ -203,18 +210,7 @@ test('a lifecycle operation waiting on a node when it is cut off ends once the n
       (reply) => ({ ...reply, at: Date.now() }),
       (err: Error) => ({ status: 0, body: err.message, at: Date.now() }),
     );
-    let servedAt = 0;
-    for (let attempt = 0; !servedAt; attempt++) {
-      assert.ok(Date.now() - cutAt < 30_000, `the session did not serve from another node within 30 s of the cut: ${memberLines.slice(-20).join('\n')}`);
-      const reply = await apis[attempt % 2]!.call(
-        'POST',
-        `/v1/sessions/${id}/exec`,
-        { cmd: ['cat', '/tmp/kept'] },
-        { signal: AbortSignal.timeout(2000) },
-      ).catch(() => null);
-      if (reply?.status === 200 && reply.body.stdout === 'kept\n') servedAt = Date.now();
-      else await pause(200);
-    }
+    const servedAt = await servedAgain(id, cutAt, 30_000);
     const answered = await checkpoint;
     console.log(
       `# partition: the checkpoint in flight answered ${answered.status} ${answered.at - cutAt} ms after the cut; the session served elsewhere after ${servedAt - cutAt} ms`,

@@ -17,6 +17,12 @@ const alive = (pid: number) => {
     return false;
   }
 };
+/** The spawner and this process's own children, each named: every behaviour is checked with both. */
+const bothRunners = (spawner: Spawner) =>
+  [
+    ['the spawner', spawner],
+    ['this process', spawnedCommands],
+  ] as const;
 const until = async (check: () => boolean, ms = 5000) => {
   for (const end = Date.now() + ms; !check(); ) {
     if (Date.now() > end) throw new Error('timed out');
@@ -57,10 +63,7 @@ test('a detached command (runsc under its subreaper) answers when it closes fd 3
   const spawner = new Spawner(binary);
   const dir = mkdtempSync(path.join(tmpdir(), 'spawner-'));
   try {
-    for (const [name, runner] of [
-      ['the spawner', spawner],
-      ['this process', spawnedCommands],
-    ] as const) {
+    for (const [name, runner] of bothRunners(spawner)) {
       const output = path.join(dir, `${name}.log`);
       const script = 'echo out; echo err >&2; echo "$$ $(ps -o sid= -p $$)" >&3; exec 3>&-; sleep 0.3; echo later';
       const status = await runner.startDetached(['sh', '-c', script], output);
@@ -160,10 +163,7 @@ test('a command past its deadline is killed and rejects with CommandTimeout, wha
   const spawner = new Spawner(binary);
   const dir = mkdtempSync(path.join(tmpdir(), 'spawner-'));
   try {
-    for (const [name, runner] of [
-      ['the spawner', spawner],
-      ['this process', spawnedCommands],
-    ] as const) {
+    for (const [name, runner] of bothRunners(spawner)) {
       // Like runsc on a sandbox whose Sentry is frozen: it never ends by itself.
       const started = Date.now();
       const hung = await runner.run(['sleep', '60'], { allowFailure: true, timeout: 300 }).catch((err: Error) => err);
