@@ -64,10 +64,11 @@ func (p *managedProcess) pump(stream string, pipe *os.File, done *sync.WaitGroup
 				return
 			}
 			settled()
-			for err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-				_, err = pipe.Read(buf)
+			for {
+				if _, err := pipe.Read(buf); err != nil {
+					return
+				}
 			}
-			return
 		}
 		if err != nil {
 			return
@@ -109,13 +110,15 @@ func readHeld(pipe *os.File, buf []byte, emit func([]byte)) bool {
 	}
 }
 
-// settleOutput starts the countdown of both pipes once the process itself has ended.
+// settleOutput starts the countdown of both pipes once the process itself has ended. Their first
+// deadlines are armed before the exit is published: from then on only each pipe's pump arms its
+// deadline (or clears it, past it, and drops what comes), never this goroutine late.
 func (p *managedProcess) settleOutput(pipes ...*os.File) {
 	exited := time.Now()
-	p.exitedAt.Store(&exited)
 	for _, pipe := range pipes {
-		p.armReadDeadline(pipe)
+		_ = pipe.SetReadDeadline(exited.Add(outputQuietAfterExit))
 	}
+	p.exitedAt.Store(&exited)
 }
 
 // armReadDeadline gives the pipe's next read outputQuietAfterExit, within outputAfterExitMax of
