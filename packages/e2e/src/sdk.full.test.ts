@@ -351,8 +351,8 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     cleanup.push(() => cli(['rm', id]));
     const run = await cli(['exec', id, '--', 'sh', '-c', 'echo out; echo err >&2; exit 3']);
     assert.deepEqual([run.code, run.stdout, run.stderr], [3, 'out\n', 'err\n']);
-    const json = await cli(['exec', '--json', id, 'echo $HOME']);
-    assert.equal(JSON.parse(json.stdout).stdout, '/root\n');
+    const json = await cli(['exec', '--json', id, 'echo $HOME $USER $LOGNAME']);
+    assert.equal(JSON.parse(json.stdout).stdout, '/root root root\n');
 
     const local = path.join(scratch, 'up.txt');
     writeFileSync(local, 'uploaded');

@@ -71,6 +71,15 @@ export class Upstream {
   }
 
   /**
+   * How many connections this side could not open (refused, unroutable, not accepted in time) since
+   * it was made: the peer may be gone, or listening elsewhere now (a restarted node on a new port).
+   */
+  get failedConnections(): number {
+    return this.connectFailures;
+  }
+  private connectFailures = 0;
+
+  /**
    * Ends every request still waiting for its answer with `reason` (the caller's error, under this
    * peer's "unreachable" code), as if the peer had died; returns how many. For a peer found gone
    * that holds connections open without answering (frozen, or cut off by a network dropping its
@@ -158,18 +167,24 @@ export class Upstream {
       );
       this.waiting.add(req);
       req.once('close', () => this.waiting.delete(req));
+      let connecting = false;
       req.on('socket', (socket) => {
         if (!socket.connecting) return;
+        connecting = true;
         const timer = setTimeout(
           () => req.destroy(new SpaceError(this.unreachable, `${this.label} did not accept a connection within ${this.connectTimeoutMs} ms`)),
           this.connectTimeoutMs,
         );
-        socket.once('connect', () => clearTimeout(timer));
+        socket.once('connect', () => {
+          connecting = false;
+          clearTimeout(timer);
+        });
         socket.once('close', () => clearTimeout(timer));
       });
       if (timeoutMs) req.setTimeout(timeoutMs, () => req.destroy(new SpaceError(this.unreachable, `${this.label} did not answer within ${timeoutMs} ms`)));
       req.on('error', (err: Error & { code?: string }) => {
         if (signal?.aborted) return reject(new SpaceError(ErrorCode.REQUEST_ABORTED, 'the caller left before the answer'));
+        if (connecting) this.connectFailures++;
         const failure = err instanceof SpaceError ? err : new SpaceError(this.unreachable, `${this.label} unreachable: ${err.message}`);
         // The peer closed the idle connection as it was reused: nothing was read there.
         if (req.reusedSocket && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) reject(new StaleConnection(failure));

@@ -363,6 +363,11 @@ export class NodeClient {
     return this.upstream.waitingCalls;
   }
 
+  /** How many connections to the node could not be opened since this client was made. */
+  failedConnections(): number {
+    return this.upstream.failedConnections;
+  }
+
   /** Ends the calls waiting for the node's answer with NODE_UNAVAILABLE and `reason`; how many. */
   cutWaiting(reason: string): number {
     return this.upstream.cutWaiting(reason);

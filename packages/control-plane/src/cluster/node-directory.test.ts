@@ -23,7 +23,7 @@ async function cluster(options: { allowPlainNodeApi?: boolean } = {}) {
     now: () => clock.now,
     connect: (id, url, token) => {
       connected.push(`${id} ${url} ${token}`);
-      return { nodeId: id, close: () => undefined } as unknown as NodeClient;
+      return { nodeId: id, close: () => undefined, failedConnections: () => 0 } as unknown as NodeClient;
     },
   });
   const beat = (id: string, memoryMb = 4096) =>
@@ -237,5 +237,39 @@ test('calls waiting on a node found lost end with NODE_UNAVAILABLE (a frozen nod
   } finally {
     nodes.close();
     await closeServer(frozen);
+  }
+});
+
+test('a node restarted on a new address is reached there at once: by the control plane it beat to, and by one whose call to the old address failed', async () => {
+  // The node's first address: a port nothing listens on any more.
+  const gone = createServer();
+  await new Promise<void>((resolve) => gone.listen(0, '127.0.0.1', resolve));
+  const goneUrl = `http://127.0.0.1:${(gone.address() as AddressInfo).port}`;
+  await closeServer(gone);
+  const asked: string[] = [];
+  const restarted = createServer((req, res) => {
+    asked.push(`${req.method} ${req.url}`);
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  });
+  await new Promise<void>((resolve) => restarted.listen(0, '127.0.0.1', resolve));
+  // Two control planes on one store; the clock does not move, so every client's row stays as fresh as when it was read.
+  const store = await openSqliteStore(':memory:');
+  const cipher = new SecretCipher(randomBytes(32));
+  const [beaten, other] = [0, 1].map(() => new NodeDirectory({ store, cipher, lostAfterMs: 10_000, now: () => Date.parse('2026-11-30T12:00:00.000Z') }));
+  const beat = (url: string) => beaten!.heartbeat({ id: 'n1', url, token: 'token-of-n1-0000', capacity: { memoryMb: 4096, cpus: 2 }, sandboxes: 0 });
+  try {
+    await beat(goneUrl);
+    const before = await beaten!.client('n1');
+    await assert.rejects((await other!.client('n1')).stopSandbox('sbx_1'), { code: 'NODE_UNAVAILABLE', message: /unreachable: connect ECONNREFUSED/ });
+    await beat(`http://127.0.0.1:${(restarted.address() as AddressInfo).port}`);
+    for (const nodes of [beaten!, other!]) {
+      const client = await nodes.client('n1');
+      await client.stopSandbox('sbx_1').catch(() => undefined);
+    }
+    assert.notEqual(await beaten!.client('n1'), before, 'a new client');
+    assert.deepEqual(asked, ['DELETE /node/v1/sandboxes/sbx_1', 'DELETE /node/v1/sandboxes/sbx_1'], 'both calls went to the new address');
+  } finally {
+    for (const nodes of [beaten!, other!]) nodes.close();
+    await closeServer(restarted);
   }
 });

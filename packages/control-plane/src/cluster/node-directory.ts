@@ -70,8 +70,11 @@ function placed(client: NodeClient, row: Partial<Pick<SessionRow, 'id' | 'placem
  * rows, so any of them routes any session.
  */
 export class NodeDirectory {
-  /** Each node's client, with the URL and token (as opened, and as sealed in its row) it was made for. */
-  private readonly clients = new Map<string, { url: string; token: string; sealedToken: string; client: NodeClient; at: number }>();
+  /**
+   * Each node's client, with the URL and token (as opened, and as sealed in its row) it was made
+   * for, when its row was last read, and how many connections it had failed to open then.
+   */
+  private readonly clients = new Map<string, { url: string; token: string; sealedToken: string; client: NodeClient; at: number; failedConnections: number }>();
   /** Each node's token as this control plane last sealed it: a heartbeat with the same token writes the same sealed value, not a new one. */
   private readonly sealedTokens = new Map<string, { token: string; sealed: string }>();
   private readonly heartbeats: HeartbeatWrites;
@@ -108,6 +111,9 @@ export class NodeDirectory {
       sandboxes: beat.sandboxes,
       lastHeartbeatAt: new Date(this.now()).toISOString(),
     });
+    // A node heard at a new address (restarted elsewhere, or on another port): its client reads the row again at the next call.
+    const cached = this.clients.get(beat.id);
+    if (cached && cached.url !== beat.url) cached.at = Number.NEGATIVE_INFINITY;
     // A node new to this control plane's placement view is seen by the next placement.
     if (this.view && !this.view.ids.has(beat.id)) this.view = null;
     // A joining node names every session it runs: read 500 to a statement, not one by one.
@@ -207,7 +213,8 @@ export class NodeDirectory {
   /** The client of node `nodeId`; NODE_UNAVAILABLE when no such node registered. */
   async client(nodeId: string): Promise<NodeClient> {
     const cached = this.clients.get(nodeId);
-    if (cached && this.now() - cached.at < clientTtlMs) return cached.client;
+    // A client that could not connect since its row was read reads it again at once: a restarted node listens on a new address.
+    if (cached && this.now() - cached.at < clientTtlMs && cached.client.failedConnections() === cached.failedConnections) return cached.client;
     const row = await this.options.store.getNode(nodeId);
     if (!row) throw new SpaceError(ErrorCode.NODE_UNAVAILABLE, `node ${nodeId} is not registered with the control plane`);
     return this.clientOf(row);
@@ -313,13 +320,13 @@ export class NodeDirectory {
     // its own, and a token sealed anew but the same must not cost calls in flight their client.
     const token = cached?.url === row.url && cached.sealedToken === row.token ? cached.token : this.options.cipher.open(row.token);
     if (cached?.url === row.url && cached.token === token) {
-      Object.assign(cached, { sealedToken: row.token, at: this.now() });
+      Object.assign(cached, { sealedToken: row.token, at: this.now(), failedConnections: cached.client.failedConnections() });
       return cached.client;
     }
     cached?.client.close();
     const connect = this.options.connect ?? ((id, url, secret) => new NodeClient(id, url, secret, this.options.nodeTls));
     const client = connect(row.id, row.url, token);
-    this.clients.set(row.id, { url: row.url, token, sealedToken: row.token, client, at: this.now() });
+    this.clients.set(row.id, { url: row.url, token, sealedToken: row.token, client, at: this.now(), failedConnections: client.failedConnections() });
     return client;
   }
 }

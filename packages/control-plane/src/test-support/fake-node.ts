@@ -211,6 +211,15 @@ export class FakeNode {
     this.egress.set(sessionId, config);
   }
 
+  /** Calls are answered in-process: none waits on a connection, none fails to open one. */
+  waitingCalls(): number {
+    return 0;
+  }
+
+  failedConnections(): number {
+    return 0;
+  }
+
   close(): void {}
 
   /** Times a control plane asked for the usage batches. */

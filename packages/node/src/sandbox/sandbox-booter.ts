@@ -178,6 +178,9 @@ export class SandboxBooter {
       env: {
         PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
         HOME: '/root',
+        // Who the session's processes run as, for tools that read it rather than ask (E2B's sandboxes set it too).
+        USER: 'root',
+        LOGNAME: 'root',
         LANG: 'C.UTF-8',
         ...trustEnv,
         ...sessionEnvOf(request),
