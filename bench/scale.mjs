@@ -11,7 +11,8 @@
 // memory, idle and under load, the maintenance pass (its /metrics) and the sessions whose
 // maintenance is overdue by more than a tick (read in PostgreSQL every second, once the backlog of
 // the level's first automatic checkpoints is worked off), and a node lost:
-// detection and every one of its sessions answering from another node. Then, with `--curve`, exec
+// detection and every one of its sessions answering from another node; then a node frozen with a
+// call of each of its sessions waiting on it: until those calls end, and the sessions answer again. Then, with `--curve`, exec
 // throughput against 1..M control planes; last, one control plane killed: the overdue sessions and
 // the survivors' passes.
 //
@@ -232,7 +233,8 @@ async function measureLevel(level, pool) {
   const calls = Object.values(mix.result.latencies).reduce((n, s) => n + s.length, 0);
   const maintenance = await scrapeMaintenance();
   const statementsTop = await topStatements();
-  const loss = await loseNode();
+  const loss = await loseNode('closed');
+  const frozen = await loseNode('frozen');
   const latency = Object.fromEntries(Object.entries(mix.result.latencies).map(([op, samples]) => [op, summarize(samples)]));
   const row = {
     sessions: pool.size,
@@ -263,9 +265,10 @@ async function measureLevel(level, pool) {
     overdue,
     statementsTop,
     loss,
+    frozen,
   };
   progress(
-    `${level}: exec p50 ${latency.exec?.median.toFixed(1)} ms, overhead ${overhead.median.toFixed(2)} ms, ${row.mix.statementsPerCall.toFixed(1)} statements/call, pass ${maintenance.map((m) => m.passSec.toFixed(2)).join('/')} s, overdue at most ${overdue.sessions} (${overdue.lateSec.toFixed(1)} s; idle ${overdue.byPhase.idle?.sessions ?? 0}, mix ${overdue.byPhase.mix?.sessions ?? 0}), node loss: ${loss.moved} of ${loss.sessions} sessions answering ${(loss.movedMs / 1000).toFixed(1)} s after detection (${loss.unmovable} never checkpointed)`,
+    `${level}: exec p50 ${latency.exec?.median.toFixed(1)} ms, overhead ${overhead.median.toFixed(2)} ms, ${row.mix.statementsPerCall.toFixed(1)} statements/call, pass ${maintenance.map((m) => m.passSec.toFixed(2)).join('/')} s, overdue at most ${overdue.sessions} (${overdue.lateSec.toFixed(1)} s; idle ${overdue.byPhase.idle?.sessions ?? 0}, mix ${overdue.byPhase.mix?.sessions ?? 0}), node loss: ${loss.moved} of ${loss.sessions} sessions answering ${(loss.movedMs / 1000).toFixed(1)} s after detection (${loss.unmovable} never checkpointed); node frozen: ${frozen.moved} of ${frozen.sessions} answering ${(frozen.movedMs / 1000).toFixed(1)} s after detection, the calls waiting on it ended ${(frozen.cutFirstMs / 1000).toFixed(1)}–${(frozen.cutMs / 1000).toFixed(1)} s after it (${frozen.unmovable} never checkpointed, ${frozen.failed} failed)`,
   );
   return row;
 }
@@ -553,36 +556,56 @@ async function killControlPlane() {
   return { handover, after, longestPassSec: longest, mostPassSessions: most, passes };
 }
 
-/** The busiest well-behaved node is lost: how long until it is seen lost, and until every one of its sessions answers (from another node). */
-async function loseNode() {
+/**
+ * The busiest well-behaved node is lost: how long until it is seen lost, and until every one of its
+ * sessions answers (from another node). `closed`: its port closes (a dead process), and its
+ * sessions are called once it is seen lost. `frozen`: it takes connections and answers nothing (a
+ * stopped process, a network dropping its answers), and each of its sessions is called at once,
+ * so the calls wait on it until a control plane finds it lost and ends them (`cutMs`: the last
+ * ended, from detection); each session is then called again.
+ */
+async function loseNode(how) {
   const { nodeId, sessions } = await sim.ask('busiest');
   const lostAt = performance.now();
-  await sim.ask('lose', { nodeId });
-  await waitFor(
-    async () => (await api.call('nodes', 'GET', '/v1/nodes')).body.nodes.find((n) => n.id === nodeId)?.status === 'lost',
+  await sim.ask(how === 'frozen' ? 'freeze' : 'lose', { nodeId });
+  // Its own connections: the calls waiting on a frozen node hold every one of the mix's.
+  const watcher = new ScaleApi(api.urls, adminKey);
+  const detection = waitFor(
+    async () => (await watcher.call('nodes', 'GET', '/v1/nodes')).body.nodes.find((n) => n.id === nodeId)?.status === 'lost',
     60_000,
     `${nodeId} seen lost`,
-  );
-  const detectedMs = performance.now() - lostAt;
+  )
+    .then(() => performance.now() - lostAt)
+    .finally(() => watcher.close());
+  // Awaited below, after the calls: a timeout meanwhile is not an unhandled rejection.
+  detection.catch(() => undefined);
+  if (how === 'closed') await detection;
   const answered = [];
+  const firstEnds = [];
   let unmovable = 0;
   let failed = 0;
-  await eachAtMost(sessions, settings.concurrency, async (id) => {
+  // Frozen: every call at once, since each waits until the node is found lost.
+  await eachAtMost(sessions, how === 'frozen' ? sessions.length : settings.concurrency, async (id) => {
     for (let attempt = 0; attempt < 3; attempt++) {
-      const res = await api.call('exec after node loss', 'POST', `/v1/sessions/${id}/exec`, { cmd: 'true' });
+      const res = await api.call(`exec after node ${how}`, 'POST', `/v1/sessions/${id}/exec`, { cmd: 'true' });
+      if (attempt === 0) firstEnds.push(performance.now() - lostAt);
       if (res.ok) return answered.push(res.ms);
       // Nothing of it reached the object store (no automatic checkpoint was due yet): refused clearly, by design.
       if (/none of its checkpoints reached the object store/.test(res.body?.error?.message ?? '')) return unmovable++;
     }
     failed++;
   });
+  const detectedMs = await detection;
   return {
     nodeId,
+    how,
     sessions: sessions.length,
     moved: answered.length,
     unmovable,
     failed,
     detectedMs,
+    // From detection: the first of the waiting calls ended (the cut), and the last (those that moved in that call had moved).
+    ...(how === 'frozen' ? { cutFirstMs: Math.min(...firstEnds) - detectedMs, cutMs: Math.max(...firstEnds) - detectedMs } : {}),
     movedMs: performance.now() - lostAt - detectedMs,
     exec: summarize(answered),
   };
@@ -687,6 +710,7 @@ function printReport({ levels, curve, controlPlaneKilled }) {
     f((l.idle.nodeCallsPerSec.volumeChanged ?? 0) + (l.idle.nodeCallsPerSec['sandbox GET /processes'] ?? 0)),
     l.maintenance.map((m) => f(m.metricsMs, 0)).join('/'),
     `${l.loss.moved} of ${l.loss.sessions}: ${f(l.loss.detectedMs / 1000)} s + ${f(l.loss.movedMs / 1000)} s${l.loss.failed ? `, ${l.loss.failed} failed` : ''}`,
+    `${l.frozen.moved} of ${l.frozen.sessions}: ${f(l.frozen.detectedMs / 1000)} s + ${f(l.frozen.movedMs / 1000)} s (calls ended ${f(l.frozen.cutFirstMs / 1000)}–${f(l.frozen.cutMs / 1000)} s)${l.frozen.failed ? `, ${l.frozen.failed} failed` : ''}`,
   ]);
   const header = [
     'sessions',
@@ -706,6 +730,7 @@ function printReport({ levels, curve, controlPlaneKilled }) {
     'nodes asked about volumes or processes /s idle',
     '/metrics ms',
     'node lost: sessions moved, detected + all answering',
+    'node frozen, calls waiting: sessions moved, detected + all answering',
   ];
   console.log(`| ${header.join(' | ')} |`);
   console.log(`|${header.map(() => '---').join('|')}|`);

@@ -41,6 +41,8 @@ export class SimulatedNode {
   checkpoints = new Map();
   url = '';
   lost = false;
+  /** Frozen: requests are taken and never answered. */
+  frozen = false;
   /** Requests served, by route name (`volumeChanged`, `sandbox POST /exec`, …). */
   served = new Map();
   /** Usage batches no control plane acknowledged yet, as a node's ledger holds them. */
@@ -107,6 +109,18 @@ export class SimulatedNode {
     await new Promise((resolve) => this.server.close(resolve));
   }
 
+  /**
+   * The node freezes (a stopped process, a hung event loop): it stops heartbeating and metering, and
+   * its port still accepts connections and requests but answers none, those it was already serving
+   * included, until `lose` closes it.
+   */
+  freeze() {
+    this.lost = true;
+    this.frozen = true;
+    clearTimeout(this.meter);
+    clearInterval(this.meter);
+  }
+
   /** Its sandbox of the session dies without the control plane being told. */
   kill(sessionId) {
     for (const [id, info] of this.sandboxes) if (info.sessionId === sessionId) this.sandboxes.delete(id);
@@ -144,6 +158,7 @@ export class SimulatedNode {
       const body = route.body ? route.body.parse(text ? JSON.parse(text) : {}) : undefined;
       if (route.query) route.query.parse(query);
       await new Promise((resolve) => setTimeout(resolve, this.options.latencyMs() + this.behavior.extraMs));
+      if (this.frozen) return;
       if (Math.random() < this.behavior.cutShare) return req.socket.destroy();
       const [status, answer] = route.sandboxRoute ? this.sandboxCall(route.sandboxRoute, params, body) : this.nodeCall(route, params, body);
       if (Math.random() < this.behavior.wrongShare) return reply(status, { unexpected: 'shape', ...answer, extra: true });

@@ -1,7 +1,7 @@
 // The scale harness's node simulators, in one process of their own (forked by bench/scale.mjs with
 // an IPC channel): N simulated node agents (simulated-node.mjs), each on its own loopback port,
 // heartbeating to the control planes as node agents do. The harness asks through the channel:
-// kill a session's sandbox behind the control plane's back, lose a node, where sessions are, counts.
+// kill a session's sandbox behind the control plane's back, lose or freeze a node, where sessions are, counts.
 // Usage (by the harness): fork('simulated-nodes.mjs', [JSON.stringify({ nodes, controlPlanes, adminKey, heartbeatMs, latencyMs, misbehaving, quietLists, usageSampleMs })])
 import { randomBytes } from 'node:crypto';
 import { SimulatedNode } from './simulated-node.mjs';
@@ -100,10 +100,14 @@ const answer = {
     await byId.get(nodeId).lose();
     return true;
   },
+  freeze: ({ nodeId }) => {
+    byId.get(nodeId).freeze();
+    return true;
+  },
   stop: async () => {
     stopping = true;
     for (const t of timers) clearInterval(t), clearTimeout(t);
-    await Promise.all(nodes.filter((n) => !n.lost).map((n) => n.lose()));
+    await Promise.all(nodes.filter((n) => !n.lost || n.frozen).map((n) => n.lose()));
     setImmediate(() => process.exit(0));
     return true;
   },

@@ -221,7 +221,7 @@ describe('Upstream connection resets', () => {
   });
 });
 
-test('cutWaiting ends the requests a peer holds without answering (frozen, or its packets dropped), and only those', async () => {
+test('cutWaiting ends the requests a peer holds without answering (frozen, or its packets dropped), and only those; silentMs says how long it has answered none', async () => {
   // Accepts every request and answers only /answered: like a node whose process is frozen.
   const server = createServer((req, res) => {
     if (req.url === '/answered') res.writeHead(200, { 'content-type': 'application/json' }).end('{"exitCode":0}');
@@ -235,10 +235,17 @@ test('cutWaiting ends the requests a peer holds without answering (frozen, or it
     assert.equal((await upstream.json('GET', '/answered', undefined, schema)).exitCode, 0);
     while (upstream.waitingCalls < 2) await new Promise((r) => setTimeout(r, 10));
     assert.equal(upstream.waitingCalls, 2, 'the answered call no longer waits');
+    // Silent: how long the waiting calls have gone without the peer answering any call.
+    const quiet = upstream.silentMs();
+    await new Promise((r) => setTimeout(r, 60));
+    assert.ok(upstream.silentMs() >= quiet + 50, `grows while the peer answers nothing: ${quiet} then ${upstream.silentMs()}`);
+    await upstream.json('GET', '/answered', undefined, schema);
+    assert.ok(upstream.silentMs() < 50, `an answer to any call: the peer is not silent (${upstream.silentMs()})`);
     assert.equal(upstream.cutWaiting('node n1 was found lost'), 2);
     for (const call of held) await assert.rejects(call, { code: 'NODE_UNAVAILABLE', message: 'node n1 was found lost' });
     assert.equal(upstream.waitingCalls, 0);
     assert.equal(upstream.cutWaiting('again'), 0);
+    assert.equal(upstream.silentMs(), 0, 'nothing waits');
     // Later calls open new connections.
     assert.equal((await upstream.json('GET', '/answered', undefined, schema)).exitCode, 0);
   } finally {

@@ -62,12 +62,25 @@ export class Upstream {
 
   /** Times this side cut its connections (close, reset): a request lost to that is not sent again. */
   private cuts = 0;
-  /** The requests sent and not answered yet (no response head, no error). */
-  private readonly waiting = new Set<ClientRequest>();
+  /** The requests sent and not answered yet (no response head, no error), with when each was sent (`performance.now()`). */
+  private readonly waiting = new Map<ClientRequest, number>();
+  /** When the peer last answered a request (a response head), `performance.now()`. */
+  private lastAnswerAt = 0;
 
   /** How many requests wait for their answer. */
   get waitingCalls(): number {
     return this.waiting.size;
+  }
+
+  /**
+   * How long requests have waited on a peer that answers none of them: since the later of its last
+   * answer and the oldest waiting request's start; 0 with none waiting. A live peer answers some
+   * call now and then; a frozen one's silence grows from its first unanswered request.
+   */
+  silentMs(now = performance.now()): number {
+    // Sent in order, so the first entry is the oldest.
+    const oldest = this.waiting.values().next();
+    return oldest.done ? 0 : now - Math.max(oldest.value, this.lastAnswerAt);
   }
 
   /**
@@ -86,7 +99,7 @@ export class Upstream {
    * packets), which no timeout of the call's own may end: some calls last an hour.
    */
   cutWaiting(reason: string): number {
-    const cut = [...this.waiting];
+    const cut = [...this.waiting.keys()];
     this.waiting.clear();
     if (cut.length > 0) this.cuts++;
     for (const req of cut) req.destroy(new SpaceError(this.unreachable, reason));
@@ -162,10 +175,11 @@ export class Upstream {
           if (span && this.reportingService && typeof reported === 'string')
             recordReportedSpan(span, this.reportingService, `${method} ${url.pathname}`, reported, sentNs, spanClockNs());
           this.waiting.delete(req);
+          this.lastAnswerAt = performance.now();
           resolve(res);
         },
       );
-      this.waiting.add(req);
+      this.waiting.set(req, performance.now());
       req.once('close', () => this.waiting.delete(req));
       let connecting = false;
       req.on('socket', (socket) => {

@@ -363,6 +363,11 @@ export class NodeClient {
     return this.upstream.waitingCalls;
   }
 
+  /** How long calls have waited on the node without it answering any (`Upstream.silentMs`). */
+  silentMs(now?: number): number {
+    return this.upstream.silentMs(now);
+  }
+
   /** How many connections to the node could not be opened since this client was made. */
   failedConnections(): number {
     return this.upstream.failedConnections;

@@ -193,11 +193,15 @@ export class NodeDirectory {
    * a network that drops its packets, or frozen, never answers them, and no timeout of their own
    * ends them (a checkpoint may take minutes): a lifecycle operation waiting on one keeps the
    * session's turn, its lease renewed, and the session could never move. They fail with
-   * NODE_UNAVAILABLE, as when a node dies. One read of the nodes, only while calls wait.
+   * NODE_UNAVAILABLE, as when a node dies. Only nodes whose calls have waited `silentMs` without any
+   * answer are looked at (a live node answers some call now and then), in one read of the nodes.
    */
-  async cutCallsToLost(): Promise<Map<string, number>> {
+  async cutCallsToLost(silentMs = 0): Promise<Map<string, number>> {
     const cut = new Map<string, number>();
-    const waiting = [...this.clients].filter(([nodeId, { client }]) => nodeId !== this.configuredNodeId && client.waitingCalls() > 0);
+    const now = performance.now();
+    const waiting = [...this.clients].filter(
+      ([nodeId, { client }]) => nodeId !== this.configuredNodeId && client.waitingCalls() > 0 && client.silentMs(now) >= silentMs,
+    );
     if (waiting.length === 0) return cut;
     const rows = new Map((await this.options.store.listNodes()).map((row) => [row.id, row]));
     for (const [nodeId, { client }] of waiting) {

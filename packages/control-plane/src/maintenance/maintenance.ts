@@ -51,6 +51,12 @@ export interface MaintenanceDeps {
 /** A look at a session without its turn: true when it found nothing to do (and recorded when the next visit is due), false when something must be done in its turn. */
 type Look = (row: SessionRow, onNode: OnNode) => Promise<boolean>;
 
+/**
+ * How often calls waiting on silent nodes are looked at, and how long a node must have answered
+ * none of them: a call waiting on a node found lost ends within this of its loss.
+ */
+const callWatchMs = 1000;
+
 /** A pass that takes longer (three ticks of the default 5 s) is logged with its phases, and again each time as long again while it goes on. */
 const slowPassSec = 15;
 
@@ -66,6 +72,7 @@ const slowPassSec = 15;
  */
 export class Maintenance {
   private timer: NodeJS.Timeout | null = null;
+  private callWatch: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private sweeping: Promise<void> | null = null;
   private readonly sweeps: ClusterSweeps;
@@ -85,11 +92,15 @@ export class Maintenance {
     // A pass that fails as a whole (the database is away) is logged; the next tick tries again.
     this.timer = setInterval(() => void this.tick().catch((err: Error) => this.deps.log(`maintenance pass failed: ${err.message}`)), tickMs);
     this.timer.unref();
+    this.callWatch = setInterval(() => void this.cutCallsToLostNodes(), Math.min(tickMs, callWatchMs));
+    this.callWatch.unref();
   }
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
+    if (this.callWatch) clearInterval(this.callWatch);
     this.timer = null;
+    this.callWatch = null;
     await Promise.all([this.running, this.sweeping]);
   }
 
@@ -99,20 +110,20 @@ export class Maintenance {
    */
   tick(): Promise<void> {
     this.startSweeps();
-    return Promise.all([this.cutCallsToLostNodes(), this.startPass(), this.sweeping]).then(() => undefined);
+    return Promise.all([this.startPass(), this.sweeping]).then(() => undefined);
   }
 
   /**
-   * Every tick, whatever the pass is doing: calls waiting on nodes found lost end (`NodeDirectory.cutCallsToLost`),
-   * so the operations that made them give the sessions' turns back and the sessions can move.
+   * Every `callWatchMs`, whatever the pass is doing: calls waiting on nodes found lost end
+   * (`NodeDirectory.cutCallsToLost`), so the operations that made them give the sessions' turns
+   * back and the sessions can move. Only nodes that have answered nothing for that long are read.
    */
   private async cutCallsToLostNodes(): Promise<void> {
-    const cut = await this.deps.store
-      .background(() => this.deps.nodes.cutCallsToLost())
-      .catch((err: Error) => {
-        this.deps.log(`calls to lost nodes not looked at: ${err.message}`);
-        return new Map<string, number>();
-      });
+    // On the calls' connections: the pass may hold every background one, and this is one read.
+    const cut = await this.deps.nodes.cutCallsToLost(callWatchMs).catch((err: Error) => {
+      this.deps.log(`calls to lost nodes not looked at: ${err.message}`);
+      return new Map<string, number>();
+    });
     for (const [nodeId, calls] of cut) this.deps.log(`node ${nodeId} is lost: ended ${calls} call(s) waiting for its answer`);
   }
 

@@ -216,6 +216,10 @@ export class FakeNode {
     return 0;
   }
 
+  silentMs(): number {
+    return 0;
+  }
+
   failedConnections(): number {
     return 0;
   }
