@@ -3,7 +3,8 @@
  * waits for its own children, so without this zombies would pile up against the pid limit), forwards
  * SIGTERM/SIGINT to the daemon, and SIGUSR2 (the node agent's "listen again" after a checkpoint or a
  * restore: the runtime can signal a container's init even when a restored process keeps the id of the
- * container it was checkpointed in), and exits with the daemon's status.
+ * container it was checkpointed in), and SIGCONT (the node's remedy for a daemon stopped by a process
+ * in the sandbox: SIGSTOP, which no process can ignore), and exits with the daemon's status.
  *
  * It alone keeps CAP_SYS_ADMIN (the daemon and everything it starts run without it), for one use:
  * on SIGUSR1 it sets the hostname written to /run/space/hostname. A sandbox restored from a memory
@@ -65,6 +66,7 @@ int main(int argc, char **argv) {
   signal(SIGTERM, forward);
   signal(SIGINT, forward);
   signal(SIGUSR2, forward);
+  signal(SIGCONT, forward);
   signal(SIGUSR1, set_hostname);
   child = fork();
   if (child < 0) { perror("space-init: fork"); return 1; }
@@ -72,6 +74,7 @@ int main(int argc, char **argv) {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     signal(SIGUSR2, SIG_DFL);
+    signal(SIGCONT, SIG_DFL);
     signal(SIGUSR1, SIG_DFL);
     if (drop_sys_admin() != 0) {
       fprintf(stderr, "space-init: cannot drop CAP_SYS_ADMIN: %s\n", strerror(errno));

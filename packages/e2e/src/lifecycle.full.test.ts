@@ -107,6 +107,59 @@ describe('sandbox deaths, restarts and large files', () => {
     }
   });
 
+  test("a sandbox's agent stopped by a process in it: the call that finds it ends in bounded time and the agent is continued, the session's processes running on; stopped again and again, the sandbox is stopped with its files written, and the session resumes", {
+    timeout: 240_000,
+  }, async () => {
+    const session = await api.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    const exec = async (cmd: string) => {
+      const started = Date.now();
+      const reply = await api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: ['sh', '-c', cmd], timeoutMs: 1000 });
+      return { ...reply, ms: Date.now() - started };
+    };
+    try {
+      // No sync: the sandbox's kernel, stopped by its node, writes what it caches of the files to the volume.
+      // A file written and closed, and one a process of the session keeps mapped, written through the mapping (its pages
+      // are the sandbox kernel's until synced).
+      await api.exec(
+        session.id,
+        "head -c 300000 /dev/urandom | od -x > /workspace/data; md5sum /workspace/data > /workspace/sum; python3 -c \"import mmap, time; f = open('/workspace/mapped', 'w+b'); f.truncate(4096); m = mmap.mmap(f.fileno(), 4096); m[:7] = b'written'; time.sleep(600)\" > /dev/null 2>&1 & echo $! > /workspace/sleeper; sleep 1",
+      );
+      // Once: SIGSTOP, which no process can ignore.
+      await api.exec(session.id, "sh -c 'sleep 1; kill -STOP $(pidof space-agent)' > /dev/null 2>&1 &");
+      await new Promise((r) => setTimeout(r, 2000));
+      const found = await exec('true');
+      console.log(`# a call to a stopped agent answered ${found.status} after ${found.ms} ms: ${found.body.error?.message}`);
+      assert.deepEqual([found.status, found.body.error?.code], [503, 'SANDBOX_UNAVAILABLE'], JSON.stringify(found.body));
+      assert.match(found.body.error.message, /answers again since it was continued/);
+      // The exec's timeout (1 s), 15 s for its answer, then a health check (5 s) and another once continued.
+      assert.ok(found.ms < 40_000, `took ${found.ms} ms`);
+      const served = await exec('kill -0 $(cat /workspace/sleeper) && echo running');
+      assert.equal(served.body.stdout, 'running\n', "the same sandbox, the session's process still running");
+      assert.equal((await api.call('GET', `/v1/sessions/${session.id}`)).body.sandbox.id, session.sandbox.id);
+
+      // Again and again: a process stopping it every 50 ms.
+      await api.exec(session.id, "sh -c 'a=$(pidof space-agent); sleep 1; while true; do kill -STOP $a; sleep 0.05; done' > /dev/null 2>&1 &");
+      await new Promise((r) => setTimeout(r, 2000));
+      const stuck = await exec('true');
+      console.log(`# a call to an agent stopped again and again answered ${stuck.status} after ${stuck.ms} ms: ${stuck.body.error?.message}`);
+      assert.deepEqual([stuck.status, stuck.body.error?.code], [503, 'SANDBOX_DIED'], JSON.stringify(stuck.body));
+      assert.match(stuck.body.error.message, /stopped answering again.*the sandbox was stopped with its files/);
+      assert.ok(stuck.ms < 40_000, `took ${stuck.ms} ms`);
+      const resumed = await api.exec(
+        session.id,
+        'md5sum -c /workspace/sum; head -c 7 /workspace/mapped; echo; kill -0 $(cat /workspace/sleeper) 2>/dev/null || echo a new sandbox',
+      );
+      assert.equal(resumed.stdout, '/workspace/data: OK\nwritten\na new sandbox\n');
+      const history = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandboxHistory as { id: string; endReason: string | null }[];
+      assert.deepEqual(
+        history.map((h) => h.endReason),
+        ['unresponsive', null],
+      );
+    } finally {
+      await api.call('DELETE', `/v1/sessions/${session.id}`);
+    }
+  });
+
   test('SIGKILL of the sandbox during a call and a stream: both end within seconds (SANDBOX_DIED), neither waits for an answer nobody sends', {
     timeout: 120_000,
   }, async () => {

@@ -15,7 +15,7 @@ export {
 export { bearerToken, secretsEqual } from './auth.js';
 export { listen, closeServer, serverTlsOptions, type ConnectionBounds } from './listen.js';
 export { lineLog, type ServerLog } from './server-log.js';
-export { Upstream } from './upstream.js';
+export { NoAnswer, Upstream } from './upstream.js';
 export { clientTlsOptions, type ClientTls, type ServerTls } from './peer-tls.js';
 export { readBounded, type BoundedReadOptions } from './bounded-read.js';
 export { relaySockets, holdMessages, closeWithError, type RelayOptions } from './socket-relay.js';

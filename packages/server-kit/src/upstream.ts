@@ -27,6 +27,9 @@ function closedByPeer(socket: Socket, waitMs: number): Promise<void> {
 }
 
 /** A request lost on a reused connection the peer had closed: safe to send again. */
+/** A peer that took the request and did not answer it within the call's time (frozen, hung, stopped): not one that refused it. */
+export class NoAnswer extends SpaceError {}
+
 class StaleConnection extends Error {
   constructor(override readonly cause: SpaceError) {
     super(cause.message);
@@ -195,7 +198,7 @@ export class Upstream {
         });
         socket.once('close', () => clearTimeout(timer));
       });
-      if (timeoutMs) req.setTimeout(timeoutMs, () => req.destroy(new SpaceError(this.unreachable, `${this.label} did not answer within ${timeoutMs} ms`)));
+      if (timeoutMs) req.setTimeout(timeoutMs, () => req.destroy(new NoAnswer(this.unreachable, `${this.label} did not answer within ${timeoutMs} ms`)));
       req.on('error', (err: Error & { code?: string }) => {
         if (signal?.aborted) return reject(new SpaceError(ErrorCode.REQUEST_ABORTED, 'the caller left before the answer'));
         if (connecting) this.connectFailures++;

@@ -8,10 +8,10 @@ import type { SandboxTarget, SessionService } from './session-service.js';
 import type { SessionLeaseRow, SessionRow, Store } from '../store/store.js';
 import { isPlacementStale } from './placements.js';
 
-/** Why a sandbox died, as the node said (`details.endReason`: a host limit it ran into), else `died`. */
-function deathReason(err: SpaceError): 'died' | 'oom' | 'pids' {
+/** Why a sandbox died, as the node said (`details.endReason`: a host limit it ran into, or it stopped answering), else `died`. */
+function deathReason(err: SpaceError): 'died' | 'oom' | 'pids' | 'unresponsive' {
   const reason = err.details?.endReason;
-  return reason === 'oom' || reason === 'pids' ? reason : 'died';
+  return reason === 'oom' || reason === 'pids' || reason === 'unresponsive' ? reason : 'died';
 }
 
 /** What a call gets when the sandbox under it is gone, dies, or stops answering as it is stopped. */

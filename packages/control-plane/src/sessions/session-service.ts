@@ -361,11 +361,11 @@ export class SessionService {
   async forgetSandbox(
     row: SessionRow,
     sandboxId: string,
-    reason: 'died' | 'oom' | 'pids' | 'killed' | 'restored' | 'idle' | 'paused' | 'lost',
+    reason: 'died' | 'oom' | 'pids' | 'unresponsive' | 'killed' | 'restored' | 'idle' | 'paused' | 'lost',
     status: 'stopped' | 'idle' = 'stopped',
   ): Promise<void> {
-    // Lost: the node no longer runs it (found by reconciliation), so it died all the same.
-    if (reason === 'died' || reason === 'oom' || reason === 'pids' || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
+    // Lost: the node no longer runs it (found by reconciliation), so it died all the same; unresponsive: its node stopped it.
+    if (reason === 'died' || reason === 'oom' || reason === 'pids' || reason === 'unresponsive' || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
     await this.deps.store.recordSandboxEnd(sandboxId, reason);
     const current = await this.deps.store.getSession(row.tenantId, row.id);
     // At the placement read: a sandbox another control plane started since is not forgotten.

@@ -18,6 +18,8 @@ export interface LiveSandbox {
   callsInFlight: number;
   /** The calls and streams that came in, to say when nothing could have written its volume since a checkpoint. */
   entries: SandboxEntries;
+  /** When its daemon, found not answering a call, was last continued (`Date.now()`); found so again soon after, the sandbox is stopped. */
+  revivedAt?: number;
 }
 
 /** Pooled sandboxes serve a placeholder "session" with this prefix until claimed. */

@@ -9,17 +9,22 @@ import {
   type StartSandboxRequest,
 } from '@space/protocol';
 import { listProcesses, startServices, stopService } from './session-services.js';
-import { type KeyedQueue, processAlive } from '@space/server-kit';
+import { type KeyedQueue, NoAnswer, processAlive } from '@space/server-kit';
 import type { EgressGateway, SandboxSource } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
 import { CommandTimeout } from '../run-command.js';
 import type { RuntimeDriver } from '../runtime/driver.js';
-import type { DaemonLink } from './daemon-link.js';
+import { type DaemonLink, daemonAnswers } from './daemon-link.js';
 import { callDaemon } from './daemon-calls.js';
 import { isUnclaimed, type LiveSandbox, type LiveSandboxes } from './live-sandboxes.js';
 import { PhaseTimer } from './phase-timer.js';
 import type { BootOptions, SandboxBooter } from './sandbox-booter.js';
 import type { SessionVolumes } from './session-volumes.js';
+
+/** How long a daemon that did not answer a call is given to answer its health check once continued. */
+const daemonRecheckMs = 5000;
+/** A daemon found not answering again within this of being continued is not continued again: its sandbox is stopped. */
+const reviveAgainAfterMs = 10 * 60_000;
 
 export interface SandboxManagerDeps {
   nodeId: string;
@@ -109,12 +114,11 @@ export class SandboxManager {
       return new SpaceError(
         ErrorCode.SANDBOX_DIED,
         `the sandbox stopped answering, its runtime too (${cause.message}); it was stopped and the session resumes on the next call`,
-        {
-          endReason: 'died',
-        },
+        { endReason: 'unresponsive' },
       );
     }
     if (stats.running) {
+      if (cause instanceof NoAnswer) return this.reviveDaemon(live, cause);
       this.deps.log.warn(
         `sandbox ${sandboxId} runs but its daemon failed a call: ${cause.message} (${live.callsInFlight} call(s) in flight${live.pendingCall ? ', a checkpoint pending' : ''})`,
       );
@@ -132,6 +136,49 @@ export class SandboxManager {
     return new SpaceError(ErrorCode.SANDBOX_DIED, `the sandbox died during this call (${why}); the session resumes on the next call`, {
       endReason: limit ?? 'died',
     });
+  }
+
+  /**
+   * The daemon of a running sandbox took a call and did not answer it in time: busy with it (it
+   * answers its health check: the call fails, nothing else), or stopped (a process in the sandbox
+   * can SIGSTOP it) or hung, when every later call would wait as long. Then it is continued (SIGCONT,
+   * forwarded by the sandbox's init), once in `reviveAgainAfterMs`; if it answers its health check
+   * then, the call fails and the next one is served. If not, the sandbox is stopped: the session
+   * resumes at its next call.
+   */
+  private async reviveDaemon(live: LiveSandbox, cause: SpaceError): Promise<SpaceError> {
+    const { sandboxId, sessionId } = live.record;
+    if ((await daemonAnswers(live.daemon, daemonRecheckMs)) === true) {
+      this.deps.log.warn(
+        `sandbox ${sandboxId} of ${sessionId}: its daemon did not answer a call in time (${cause.message}) but answers its health check (busy with that call)`,
+      );
+      return cause;
+    }
+    // Continued once in a while: a process stopping it again and again (a health check may land between two stops) is not.
+    const again = live.revivedAt !== undefined && Date.now() - live.revivedAt < reviveAgainAfterMs;
+    let answer: true | string = `continued ${Math.round((Date.now() - (live.revivedAt ?? 0)) / 1000)} s ago, it stopped answering again`;
+    if (!again) {
+      live.revivedAt = Date.now();
+      await this.deps.driver
+        .signalInit(sandboxId, 'SIGCONT')
+        .catch((err: Error) => this.deps.log.warn(`continuing the daemon of ${sandboxId}: ${err.message}`));
+      answer = await daemonAnswers(live.daemon, daemonRecheckMs);
+    }
+    if (answer === true) {
+      this.deps.log.warn(`the daemon of sandbox ${sandboxId} of ${sessionId} did not answer a call (${cause.message}); continued, it answers again`);
+      return new SpaceError(
+        ErrorCode.SANDBOX_UNAVAILABLE,
+        `${cause.message}; the sandbox's agent answers again since it was continued (a process in the sandbox may have stopped it): this call may still be under way there`,
+      );
+    }
+    this.deps.log.warn(`the daemon of sandbox ${sandboxId} of ${sessionId} does not answer though the sandbox runs (${answer}); stopping it`);
+    // Its kernel answers: stopped, it writes what it caches of the files to the volume (pages written through a mapping too).
+    await this.stop(sandboxId);
+    return new SpaceError(
+      ErrorCode.SANDBOX_DIED,
+      `the sandbox's agent stopped answering while the sandbox ran (${cause.message}; ${answer}: hung, or stopped by a process in the sandbox?); the sandbox was stopped with its files, the session resumes on the next call`,
+      { endReason: 'unresponsive' },
+    );
   }
 
   /** Starts the session's services in its sandbox (one that did not restore the session's processes); what failed to start. */
