@@ -32,7 +32,20 @@ import {
  * Each side validates what it receives against this one table.
  */
 export type SandboxRoute =
-  | { kind: 'json'; method: 'GET' | 'POST' | 'DELETE'; path: string; params?: z.ZodTypeAny; body?: z.ZodTypeAny; query?: z.ZodTypeAny; response: z.ZodTypeAny }
+  | {
+      kind: 'json';
+      method: 'GET' | 'POST' | 'DELETE';
+      path: string;
+      params?: z.ZodTypeAny;
+      body?: z.ZodTypeAny;
+      query?: z.ZodTypeAny;
+      response: z.ZodTypeAny;
+      /**
+       * Its work grows with what it is given (a tree removed or copied, a kernel or an application
+       * started, text typed): the node does not bound its answer as it bounds the others'.
+       */
+      unbounded?: true;
+    }
   /** A JSON request answered by a stream of JSON lines (`application/x-ndjson`), each checked against `stream.event` and bounded. */
   | { kind: 'events'; method: 'POST'; path: string; body: z.ZodTypeAny; stream: EventStream }
   /** Bytes as they come (a file), or of one `contentType` and at most `maxBytes` (a screenshot). */
@@ -51,23 +64,30 @@ export const sandboxRoutes: readonly SandboxRoute[] = [
   { kind: 'websocket', method: 'GET', path: '/processes/:pid/attach', query: AttachQuerySchema },
   { kind: 'download', method: 'GET', path: '/files', query: PathQuerySchema },
   { kind: 'upload', method: 'PUT', path: '/files', query: PathQuerySchema, response: FileStatSchema },
-  { kind: 'json', method: 'DELETE', path: '/files', query: RemoveQuerySchema, response: ok },
+  { kind: 'json', method: 'DELETE', path: '/files', query: RemoveQuerySchema, response: ok, unbounded: true },
   { kind: 'json', method: 'GET', path: '/files/list', query: PathQuerySchema, response: FileListSchema },
   { kind: 'json', method: 'GET', path: '/files/stat', query: PathQuerySchema, response: FileStatSchema },
   { kind: 'json', method: 'POST', path: '/files/mkdir', body: MkdirRequestSchema, response: ok },
-  { kind: 'json', method: 'POST', path: '/files/move', body: MoveRequestSchema, response: ok },
+  { kind: 'json', method: 'POST', path: '/files/move', body: MoveRequestSchema, response: ok, unbounded: true },
   { kind: 'websocket', method: 'GET', path: '/files/watch', query: PathQuerySchema },
   { kind: 'json', method: 'GET', path: '/code/contexts', response: CodeContextListSchema },
-  { kind: 'json', method: 'POST', path: '/code/contexts', body: CreateCodeContextRequestSchema, response: CodeContextSchema },
+  { kind: 'json', method: 'POST', path: '/code/contexts', body: CreateCodeContextRequestSchema, response: CodeContextSchema, unbounded: true },
   { kind: 'json', method: 'GET', path: '/code/contexts/:contextId', params: CodeContextParamsSchema, response: CodeContextSchema },
   { kind: 'json', method: 'DELETE', path: '/code/contexts/:contextId', params: CodeContextParamsSchema, response: ok },
-  { kind: 'json', method: 'POST', path: '/code/contexts/:contextId/restart', params: CodeContextParamsSchema, response: CodeContextSchema },
+  {
+    kind: 'json',
+    method: 'POST',
+    path: '/code/contexts/:contextId/restart',
+    params: CodeContextParamsSchema,
+    response: CodeContextSchema,
+    unbounded: true,
+  },
   { kind: 'json', method: 'GET', path: '/code/contexts/:contextId/history', params: CodeContextParamsSchema, response: CodeHistorySchema },
   { kind: 'events', method: 'POST', path: '/code/run', body: RunCodeRequestSchema, stream: codeEventStream },
   { kind: 'json', method: 'GET', path: '/desktop/state', response: DesktopStateSchema },
   { kind: 'download', method: 'GET', path: '/desktop/screenshot', query: ScreenshotQuerySchema, contentType: 'image/png', maxBytes: maxScreenshotBytes },
-  { kind: 'json', method: 'POST', path: '/desktop/input', body: DesktopInputSchema, response: ok },
-  { kind: 'json', method: 'POST', path: '/desktop/launch', body: DesktopLaunchRequestSchema, response: DesktopLaunchedSchema },
+  { kind: 'json', method: 'POST', path: '/desktop/input', body: DesktopInputSchema, response: ok, unbounded: true },
+  { kind: 'json', method: 'POST', path: '/desktop/launch', body: DesktopLaunchRequestSchema, response: DesktopLaunchedSchema, unbounded: true },
   { kind: 'json', method: 'GET', path: '/desktop/windows', response: DesktopWindowListSchema },
   { kind: 'json', method: 'GET', path: '/desktop/cursor', response: DesktopCursorSchema },
   { kind: 'json', method: 'POST', path: '/desktop/vnc', body: DesktopVncRequestSchema, response: DesktopVncSchema },

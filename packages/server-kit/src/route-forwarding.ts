@@ -35,20 +35,18 @@ export function routePath(route: SandboxRoute, params: Record<string, string>): 
  */
 const execAnswerGraceMs = 15_000;
 
-/**
- * How long the in-sandbox agent may take to answer any other JSON call (a process list, a file's
- * stat, a directory made, a kernel started): generous, since removing a big tree takes a while.
- */
+/** How long the in-sandbox agent may take to answer any other bounded JSON call (a process list, a file's stat, a directory made): generous. */
 const otherAnswerBoundMs = 60_000;
 
 /**
  * The longest the in-sandbox agent takes to answer this call when it answers at all, or undefined
- * when the call has no such bound (a stream, an upload or a download lasts as long as its content):
- * an exec by its timeout (a background one at once), any other JSON call within
- * `otherAnswerBoundMs`. A daemon silent past it is not answering (stopped, hung, its sandbox wedged).
+ * when the call has no such bound (a stream, an upload or a download lasts as long as its content;
+ * a JSON route the table marks `unbounded` as long as its work): an exec by its timeout (a
+ * background one at once), any other JSON call within `otherAnswerBoundMs`. A daemon silent past it
+ * is not answering (stopped, hung, its sandbox wedged).
  */
 export function daemonAnswerBoundMs(route: HttpSandboxRoute, body: unknown): number | undefined {
-  if (route.kind !== 'json') return undefined;
+  if (route.kind !== 'json' || route.unbounded) return undefined;
   if (route.path !== '/exec') return otherAnswerBoundMs;
   const { timeoutMs, background } = body as { timeoutMs?: number; background?: boolean };
   return (background ? 0 : (timeoutMs ?? Limits.defaultExecTimeoutMs)) + execAnswerGraceMs;

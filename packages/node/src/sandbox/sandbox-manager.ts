@@ -132,7 +132,7 @@ export class SandboxManager {
         ? "it went past the host's memory backstop above the session's memoryMb, faster than the sandbox's own guard could stop a process"
         : limit === 'pids'
           ? "it went past the host's task limit (each process costs gVisor several host tasks)"
-          : 'killed from outside';
+          : 'killed from outside, or its first process killed from inside';
     return new SpaceError(ErrorCode.SANDBOX_DIED, `the sandbox died during this call (${why}); the session resumes on the next call`, {
       endReason: limit ?? 'died',
     });
