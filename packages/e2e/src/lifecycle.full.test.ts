@@ -117,9 +117,8 @@ describe('sandbox deaths, restarts and large files', () => {
       return { ...reply, ms: Date.now() - started };
     };
     try {
-      // No sync: the sandbox's kernel, stopped by its node, writes what it caches of the files to the volume.
       // A file written and closed, and one a process of the session keeps mapped, written through the mapping (its pages
-      // are the sandbox kernel's until synced).
+      // are the sandbox kernel's until synced). No sync: stopped by its node, the sandbox's kernel writes them to the volume.
       await api.exec(
         session.id,
         "head -c 300000 /dev/urandom | od -x > /workspace/data; md5sum /workspace/data > /workspace/sum; python3 -c \"import mmap, time; f = open('/workspace/mapped', 'w+b'); f.truncate(4096); m = mmap.mmap(f.fileno(), 4096); m[:7] = b'written'; time.sleep(600)\" > /dev/null 2>&1 & echo $! > /workspace/sleeper; sleep 1",
