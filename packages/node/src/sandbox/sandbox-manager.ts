@@ -21,7 +21,7 @@ import { PhaseTimer } from './phase-timer.js';
 import type { BootOptions, SandboxBooter } from './sandbox-booter.js';
 import type { SessionVolumes } from './session-volumes.js';
 
-/** How long a daemon that did not answer a call is given to answer its health check once continued. */
+/** How long a daemon that did not answer a call is given to answer its health check, before it is continued and after. */
 const daemonRecheckMs = 5000;
 /** A daemon found not answering again within this of being continued is not continued again: its sandbox is stopped. */
 const reviveAgainAfterMs = 10 * 60_000;
@@ -156,14 +156,7 @@ export class SandboxManager {
     }
     // Continued once in a while: a process stopping it again and again (a health check may land between two stops) is not.
     const again = live.revivedAt !== undefined && Date.now() - live.revivedAt < reviveAgainAfterMs;
-    let answer: true | string = `continued ${Math.round((Date.now() - (live.revivedAt ?? 0)) / 1000)} s ago, it stopped answering again`;
-    if (!again) {
-      live.revivedAt = Date.now();
-      await this.deps.driver
-        .signalInit(sandboxId, 'SIGCONT')
-        .catch((err: Error) => this.deps.log.warn(`continuing the daemon of ${sandboxId}: ${err.message}`));
-      answer = await daemonAnswers(live.daemon, daemonRecheckMs);
-    }
+    const answer = again ? `continued ${Math.round((Date.now() - live.revivedAt!) / 1000)} s ago, it stopped answering again` : await this.continueDaemon(live);
     if (answer === true) {
       this.deps.log.warn(`the daemon of sandbox ${sandboxId} of ${sessionId} did not answer a call (${cause.message}); continued, it answers again`);
       return new SpaceError(
@@ -179,6 +172,14 @@ export class SandboxManager {
       `the sandbox's agent stopped answering while the sandbox ran (${cause.message}; ${answer}: hung, or stopped by a process in the sandbox?); the sandbox was stopped with its files, the session resumes on the next call`,
       { endReason: 'unresponsive' },
     );
+  }
+
+  /** Sends the sandbox's daemon SIGCONT (through its init); whether it answers then, or why not. */
+  private async continueDaemon(live: LiveSandbox): Promise<true | string> {
+    const { sandboxId } = live.record;
+    live.revivedAt = Date.now();
+    await this.deps.driver.signalInit(sandboxId, 'SIGCONT').catch((err: Error) => this.deps.log.warn(`continuing the daemon of ${sandboxId}: ${err.message}`));
+    return daemonAnswers(live.daemon, daemonRecheckMs);
   }
 
   /** Starts the session's services in its sandbox (one that did not restore the session's processes); what failed to start. */
