@@ -102,8 +102,6 @@ export class SessionMover {
         ? [`went back to ${full.id} of ${full.createdAt} to restore its processes; the files written after it are kept in ${files.id}`]
         : [];
     const moved = await this.relocate({ ...row, sandboxId: null }, to, [moving], `node ${from.nodeId} was drained`, false, wentBack);
-    // Told by the session's next start, wherever it happens.
-    await this.deps.store.updateSession(row.id, { resumeNote: moved.note });
     await this.deps.audit
       .keepAudit(row.id, from)
       .then(() => from.deleteVolume(row.id))
@@ -164,14 +162,17 @@ export class SessionMover {
       await to.placedAt({ sessionId: row.id, epoch: placed.placementEpoch }).restoreVolume(row.id, checkpoint.id);
       await this.deps.volumes.placeOn(row, checkpoint, to);
       if (row.sandboxId) await this.deps.store.recordSandboxEnd(row.sandboxId, 'lost');
-      const patch = { volumeNodeId: to.nodeId, status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null };
-      await updatePlaced(this.deps.store, placed, patch);
-      this.deps.metrics.inc('sessions_moved');
       const note = [
         `${why}: the session moved to node ${to.nodeId} from ${checkpoint.id} of ${checkpoint.createdAt}${newerStayBehind ? ` (what was written after it stayed on ${from})` : ''}`,
         ...alsoTell,
         ...(skipped.length ? [`skipped as unreadable: ${skipped.join('; ')}`] : []),
       ].join('; ');
+      // Told by the session's next start, wherever it happens: this control plane may die before its own start records it
+      // (a note a crashed start left stays in front).
+      const resumeNote = [row.resumeNote, note].filter(Boolean).join('; ');
+      const patch = { volumeNodeId: to.nodeId, status: 'stopped' as const, sandboxId: null, nodeId: null, sandboxStartedAt: null, resumeNote };
+      await updatePlaced(this.deps.store, placed, patch);
+      this.deps.metrics.inc('sessions_moved');
       this.deps.log(`session ${row.id}: ${note}`);
       return { row: { ...placed, ...patch }, note };
     }

@@ -226,9 +226,9 @@ export class SessionService {
       if (!current) throw new SpaceError(ErrorCode.SESSION_NOT_FOUND, `session ${row.id} was deleted`);
       if (current.sandboxId && current.status === 'running') return { sandboxId: current.sandboxId, node: await this.deps.nodes.forSandbox(current) };
       try {
-        // Its node lost: it goes on elsewhere from its newest shipped checkpoint.
+        // Its node lost: it goes on elsewhere from its newest shipped checkpoint (the move's note is the row's `resumeNote`).
         const moved = await this.deps.mover.moveIfLost(current);
-        if (moved) return await this.startSandbox(moved.row, { volumeReady: true, note: moved.note });
+        if (moved) return await this.startSandbox(moved.row, { volumeReady: true });
         return await this.startSandbox(current, { volumeReady: false });
       } catch (err) {
         // Another control plane placed it meanwhile (this one stalled past its lease): its sandbox serves.
@@ -249,7 +249,7 @@ export class SessionService {
    */
   async startSandbox(
     given: SessionRow,
-    { volumeReady, note, fresh = false, lease }: { volumeReady: boolean; note?: string; fresh?: boolean; lease?: HeldLease },
+    { volumeReady, fresh = false, lease }: { volumeReady: boolean; fresh?: boolean; lease?: HeldLease },
   ): Promise<StartedSandbox> {
     // A placement of its own, from the one `given` has: another control plane that placed the
     // session since (this one stalled past its lease) makes this start stale before it begins. A
@@ -280,8 +280,8 @@ export class SessionService {
         this.deps.metrics.inc('resumes');
         this.deps.metrics.observeResume((performance.now() - started) / 1000);
       }
-      // A note a crashed start left (its volume already went back) is told now, once.
-      const notes = new Set([current.resumeNote, note, resumeNote, info.note].filter((n): n is string => Boolean(n)));
+      // A note a move or a crashed start left (its volume already went back or moved) is told now, once.
+      const notes = new Set([current.resumeNote, resumeNote, info.note].filter((n): n is string => Boolean(n)));
       const running = { status: 'running', sandboxId: info.sandboxId, nodeId: info.nodeId, sandboxStartedAt: info.startedAt, resumeNote: null } as const;
       const start: SandboxHistoryRow = {
         id: info.sandboxId,
