@@ -102,9 +102,7 @@ export class SimulatedNode {
 
   /** The node is lost: its port closes and every connection is cut (it also stops heartbeating and metering). */
   async lose() {
-    this.lost = true;
-    clearTimeout(this.meter);
-    clearInterval(this.meter);
+    this.fallSilent();
     this.server.closeAllConnections();
     await new Promise((resolve) => this.server.close(resolve));
   }
@@ -115,8 +113,13 @@ export class SimulatedNode {
    * included, until `lose` closes it.
    */
   freeze() {
-    this.lost = true;
+    this.fallSilent();
     this.frozen = true;
+  }
+
+  /** No heartbeat (the simulator skips a lost node's) and no metering from now on. */
+  fallSilent() {
+    this.lost = true;
     clearTimeout(this.meter);
     clearInterval(this.meter);
   }
