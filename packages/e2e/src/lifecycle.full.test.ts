@@ -159,6 +159,57 @@ describe('sandbox deaths, restarts and large files', () => {
     }
   });
 
+  test('a full checkpoint holding a process that stops the agent: the sandbox restored from it is stopped like the first, and the next resume boots on the files instead of restoring it again', {
+    timeout: 300_000,
+  }, async () => {
+    const session = await api.createSession({ template: 'base', checkpointIntervalSec: 0, fullCheckpointIntervalSec: 0 });
+    const exec = (cmd: string) => api.call('POST', `/v1/sessions/${session.id}/exec`, { cmd: ['sh', '-c', cmd], timeoutMs: 1000 });
+    /** Lets the stopper loose and calls until the sandbox is stopped for not answering (continued once, it is stopped the next time). */
+    const stopperLoose = async () => {
+      assert.equal((await exec('touch /workspace/go')).status, 200);
+      for (let i = 0; i < 4; i++) {
+        const reply = await exec('true');
+        if (reply.body.error?.code === 'SANDBOX_DIED') return reply.body.error.details?.endReason;
+        assert.ok(reply.status === 200 || reply.body.error?.code === 'SANDBOX_UNAVAILABLE', JSON.stringify(reply.body));
+      }
+      assert.fail('the sandbox was not stopped');
+    };
+    try {
+      // The stopper waits for a file, not a time: a restored sleep may be over at once (the clock moves on).
+      await api.exec(
+        session.id,
+        "echo kept > /workspace/kept; sh -c 'until [ -e /workspace/go ]; do sleep 0.1; done; while true; do kill -STOP $(pidof space-agent); sleep 0.05; done' > /dev/null 2>&1 &",
+      );
+      const full = await api.call('POST', `/v1/sessions/${session.id}/checkpoints`, { kind: 'full' });
+      assert.equal(full.body.kind, 'full', JSON.stringify(full.body));
+      assert.equal(await stopperLoose(), 'unresponsive');
+      // The next call restores the checkpoint (its volume went back: no `go` there), processes and all: the stopper with them.
+      assert.equal(await stopperLoose(), 'unresponsive');
+      const booted = await api.exec(session.id, 'cat /workspace/kept; ls /workspace/go; pgrep -f "[k]ill -STOP" > /dev/null || echo no stopper');
+      assert.equal(booted.stdout, 'kept\n/workspace/go\nno stopper\n', 'the newest files, no process of the checkpoint');
+      const history = (await api.call('GET', `/v1/sessions/${session.id}`)).body.sandboxHistory as {
+        id: string;
+        endReason: string | null;
+        restoredFrom: string | null;
+        note: string | null;
+      }[];
+      assert.deepEqual(
+        history.map((h) => [h.endReason, h.restoredFrom]),
+        [
+          ['unresponsive', null],
+          ['unresponsive', full.body.id],
+          [null, null],
+        ],
+      );
+      assert.match(
+        history[2]!.note ?? '',
+        new RegExp(`processes of ${full.body.id} were not restored: the sandbox restored from it \\(${history[1]!.id}\\) stopped answering`),
+      );
+    } finally {
+      await api.call('DELETE', `/v1/sessions/${session.id}`);
+    }
+  });
+
   test('SIGKILL of the sandbox during a call and a stream: both end within seconds (SANDBOX_DIED), neither waits for an answer nobody sends', {
     timeout: 120_000,
   }, async () => {

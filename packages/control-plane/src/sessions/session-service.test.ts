@@ -149,6 +149,61 @@ test('a resume cut short after it went back, then another: the history still nam
   assert.equal((await s.sessions.get(s.caller, session.id)).sandboxHistory!.at(-1)!.note, `${wentBack} ${first!.id}; ${wentBack} ${second!.id}`);
 });
 
+/** Calls the session once, its sandbox dying under the call as the node says (`endReason`); returns the sandbox the call had. */
+async function dieInCall(s: Awaited<ReturnType<typeof servicesOnFakeNode>>, sessionId: string, endReason?: string): Promise<string> {
+  let sandboxId = '';
+  await assert.rejects(
+    s.calls.withSandbox(s.caller, sessionId, { repeatable: true }, async (t: SandboxTarget) => {
+      sandboxId = t.sandboxId;
+      s.node.killBehindTheScenes(t.sandboxId);
+      throw new SpaceError(ErrorCode.SANDBOX_DIED, 'died', endReason ? { endReason } : undefined);
+    }),
+    { code: 'SANDBOX_DIED' },
+  );
+  return sandboxId;
+}
+
+test('a full checkpoint whose restores die of it is not restored again: once they stopped answering, twice they died; the newest files boot', async () => {
+  const s = await servicesOnFakeNode();
+  const useSandbox = (t: SandboxTarget) => s.node.sandboxInfo(t.sandboxId);
+  const history = async (id: string) => (await s.sessions.get(s.caller, id)).sandboxHistory!;
+
+  const wedged = await s.create();
+  const full = await s.checkpoints.create(s.caller, wedged.id, 'full');
+  await dieInCall(s, wedged.id);
+  const restored = await dieInCall(s, wedged.id, 'unresponsive');
+  assert.equal((await history(wedged.id)).at(-1)!.restoredFrom, full.id);
+  await s.calls.withSandbox(s.caller, wedged.id, { repeatable: true }, useSandbox);
+  const booted = (await history(wedged.id)).at(-1)!;
+  assert.equal(booted.restoredFrom, null);
+  assert.equal(
+    booted.note,
+    `booted on the newest files; the processes of ${full.id} were not restored: the sandbox restored from it (${restored}) stopped answering and was stopped`,
+  );
+  // Not tried again after a sandbox that booted on the files in between.
+  await s.sessions.killSandbox(s.caller, wedged.id);
+  await s.calls.withSandbox(s.caller, wedged.id, { repeatable: true }, useSandbox);
+  assert.equal((await history(wedged.id)).at(-1)!.restoredFrom, null);
+
+  const crashing = await s.create();
+  const fullToo = await s.checkpoints.create(s.caller, crashing.id, 'full');
+  await dieInCall(s, crashing.id);
+  const first = await dieInCall(s, crashing.id);
+  await s.calls.withSandbox(s.caller, crashing.id, { repeatable: true }, useSandbox);
+  assert.equal((await history(crashing.id)).at(-1)!.restoredFrom, fullToo.id, 'one death of a restore may be the host: restored again');
+  const second = (await history(crashing.id)).at(-1)!.id;
+  await dieInCall(s, crashing.id, 'oom');
+  await s.calls.withSandbox(s.caller, crashing.id, { repeatable: true }, useSandbox);
+  const last = (await history(crashing.id)).at(-1)!;
+  assert.equal(last.restoredFrom, null);
+  assert.match(last.note ?? '', new RegExp(`the last two sandboxes restored from it died \\(${first}: died, ${second}: oom\\)`));
+  // A newer full checkpoint is restored as usual.
+  const newer = await s.checkpoints.create(s.caller, crashing.id, 'full');
+  await dieInCall(s, crashing.id);
+  await s.calls.withSandbox(s.caller, crashing.id, { repeatable: true }, useSandbox);
+  assert.equal((await history(crashing.id)).at(-1)!.restoredFrom, newer.id);
+});
+
 test('each sandbox start is a placement of its own, and the node is called at the placement read', async () => {
   const s = await servicesOnFakeNode();
   const session = await s.create();

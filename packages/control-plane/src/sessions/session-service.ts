@@ -26,6 +26,7 @@ import type { TemplateCatalog } from '../templates/template-catalog.js';
 import type { VolumeService } from './volume-service.js';
 import { applyTemplateConfig } from '../templates/template-config.js';
 import { isPlacementStale, placeAnew, recordPlacedStart, updatePlaced } from './placements.js';
+import { restoreLoopOf } from './restore-loops.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -256,12 +257,13 @@ export class SessionService {
     // fresh row was inserted at its first placement.
     const row = fresh ? given : await placeAnew(this.deps.store, given);
     // A session that had a sandbox before is being resumed; its first start is not a resume.
-    const resuming = !fresh && (await this.deps.store.listSandboxHistory(row.id)).length > 0;
+    const history = fresh ? [] : await this.deps.store.listSandboxHistory(row.id);
+    const resuming = history.length > 0;
     const started = performance.now();
     const node = await this.deps.nodes.forVolume(row);
     if (!fresh) await updatePlaced(this.deps.store, row, { status: 'starting' });
     try {
-      const resumeNote = resuming && !volumeReady ? await this.prepareResume(row, node) : null;
+      const resumeNote = resuming && !volumeReady ? await this.prepareResume(row, node, history) : null;
       // Read again: the policy may have changed since `row` was loaded.
       const current = fresh ? row : ((await this.deps.store.getSession(row.tenantId, row.id)) ?? row);
       const info = await node.startSandbox({
@@ -314,13 +316,16 @@ export class SessionService {
    * full one, as the session's `onResume` says; returns what the session's history should tell. Files unchanged since the checkpoint: it is
    * restored (nothing is lost). Otherwise `processes`: the volume goes back to the checkpoint so
    * memory and files match, what it held since kept first as an fs checkpoint; `files`: the sandbox
-   * boots on the newest files and the checkpoint's processes are not restored.
+   * boots on the newest files and the checkpoint's processes are not restored. So too when sandboxes
+   * restored from that checkpoint died of it (`restoreLoopOf`): its memory would take the next one down.
    */
-  private async prepareResume(row: SessionRow, node: NodeClient): Promise<string | null> {
+  private async prepareResume(row: SessionRow, node: NodeClient, history: readonly SandboxHistoryRow[]): Promise<string | null> {
     // The fs checkpoints a resume keeps of the files it went back from are copies, not a newer
     // state: past them, the next resume goes back to the same full checkpoint again.
     const newest = (await this.deps.store.listCheckpoints(row.id)).filter((c) => c.trigger !== 'resume').at(-1);
     if (newest?.kind !== 'full') return null;
+    const loop = restoreLoopOf(history, newest.id);
+    if (loop) return `booted on the newest files; the processes of ${newest.id} were not restored: ${loop}`;
     if (!(await node.volumeChanged(row.id, newest.id))) {
       await node.restoreVolume(row.id, newest.id);
       return null;

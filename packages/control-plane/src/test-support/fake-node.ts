@@ -25,6 +25,9 @@ export class FakeNode {
   /** Running sandboxes by id. */
   readonly sandboxes = new Map<string, SandboxInfo>();
   readonly checkpoints = new Set<string>();
+  /** The full checkpoints' memory images, and the session whose next start a restore made restore one. */
+  private readonly memoryImages = new Set<string>();
+  private readonly pendingMemory = new Map<string, string>();
   /** Sessions whose volume was written since their last checkpoint. */
   readonly changed = new Set<string>();
   readonly calls: string[] = [];
@@ -119,9 +122,10 @@ export class FakeNode {
       template: request.template,
       startedAt: this.stamp(),
       running: true,
-      restoredFrom: null,
+      restoredFrom: this.pendingMemory.get(request.sessionId) ?? null,
       note: null,
     };
+    this.pendingMemory.delete(request.sessionId);
     this.sandboxes.set(info.sandboxId, info);
     return info;
   }
@@ -153,6 +157,7 @@ export class FakeNode {
   async checkpoint(sessionId: string, checkpointId: string, kind: CheckpointKind): Promise<NodeCheckpoint> {
     this.calls.push(`checkpoint ${kind} ${sessionId}`);
     this.checkpoints.add(checkpointId);
+    if (kind === 'full') this.memoryImages.add(checkpointId);
     this.changed.delete(sessionId);
     const quiet = this.tracksQuiet && kind === 'fs' && !this.runningProcesses;
     for (const info of this.sandboxes.values()) if (info.sessionId === sessionId) info.quietSince = quiet ? checkpointId : null;
@@ -173,6 +178,7 @@ export class FakeNode {
   async restoreVolume(sessionId: string, checkpointId: string): Promise<void> {
     if (!this.checkpoints.has(checkpointId)) throw new SpaceError(ErrorCode.CHECKPOINT_NOT_FOUND, `checkpoint ${checkpointId} is not on this node`);
     this.calls.push(`restore ${sessionId} ${checkpointId}`);
+    if (this.memoryImages.has(checkpointId)) this.pendingMemory.set(sessionId, checkpointId);
     for (const [id, info] of this.sandboxes) if (info.sessionId === sessionId) this.sandboxes.delete(id);
   }
 
