@@ -158,6 +158,8 @@ func (s *helperServer) start(done chan struct{}) {
 		err = waitForSocket(s.socket, exited, s.startTimeout)
 		if err != nil {
 			_ = cmd.Process.Kill()
+		} else {
+			go watchStopped(s.name, cmd.Process.Pid, exited, helperWatchEvery, helperContinuedMemory, s.logf)
 		}
 	}
 	s.mu.Lock()

@@ -156,6 +156,27 @@ describe('code interpreter', () => {
     await refusal(base.runCode('1'), 'CODE_INTERPRETER_UNAVAILABLE', 409, /code-interpreter template/);
   });
 
+  test('the code interpreter stopped by a cell (SIGSTOP to its server): continued, the cell answers with its state; stopped again, restarted', {
+    timeout: 120_000,
+  }, async () => {
+    const session = await create();
+    await session.runCode('x = 41');
+    const stopServer = 'import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n';
+    let started = Date.now();
+    const continued = await session.runCode(`${stopServer}x + 1`);
+    const continuedMs = Date.now() - started;
+    assert.equal(continued.text, '42', JSON.stringify(continued));
+    // Looked at every second: before, this cell and every later call waited for good.
+    assert.ok(continuedMs < 5000, `answered in ${continuedMs} ms`);
+    started = Date.now();
+    const killed = await session.runCode(`${stopServer}x + 2`);
+    assert.equal(killed.error?.name, 'OutputError', JSON.stringify(killed));
+    assert.ok(Date.now() - started < 5000, `the stopped-again server's cell ended in ${Date.now() - started} ms`);
+    const restarted = await session.runCode('globals().get("x", "gone")');
+    assert.equal(restarted.text, "'gone'", 'a new server and kernel');
+    console.log(`# a stopped code-interpreter server: continued in ${continuedMs} ms; stopped again, killed in ${Date.now() - started} ms with the next cell`);
+  });
+
   test('hostile output is bounded: 100 MB printed, a 50 MB image, and the platform serves on', { timeout: 240_000 }, async () => {
     const session = await create({ codeCheckpointDelayMs: 0 });
     let received = 0;
