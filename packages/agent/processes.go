@@ -78,6 +78,9 @@ func (t *processTable) start(o startOptions) (*managedProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.Cwd == "" {
+		remakeIfRemoved(cwd)
+	}
 	if err := checkWorkingDirectory(cwd); err != nil {
 		return nil, err
 	}

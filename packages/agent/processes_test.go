@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -33,5 +35,26 @@ func TestValidDefaultCwd(t *testing.T) {
 		if got := validDefaultCwd(p); got != want {
 			t.Errorf("validDefaultCwd(%q) = %v, want %v", p, got, want)
 		}
+	}
+}
+
+// The session's working directory removed by one of its commands is made again by the next that
+// names no cwd; a missing cwd asked for is the caller's mistake, never made.
+func TestRemovedDefaultCwdIsMadeAgain(t *testing.T) {
+	table := testTable(t)
+	home := filepath.Join(t.TempDir(), "workspace")
+	table.setDefaultCwd(home)
+	if got := runToEnd(t, table, startOptions{Cmd: sh("pwd")}, 1024, nil); got["stdout"] != home+"\n" {
+		t.Fatalf("in the removed default: %v", got)
+	}
+	if info, err := os.Stat(home); err != nil || !info.IsDir() {
+		t.Fatalf("not made again: %v", err)
+	}
+	asked := filepath.Join(t.TempDir(), "missing")
+	if _, err := table.start(startOptions{Cmd: sh("pwd"), Cwd: asked}); err == nil {
+		t.Fatal("a missing cwd asked for ran")
+	}
+	if _, err := os.Stat(asked); err == nil {
+		t.Fatal("a missing cwd asked for was made")
 	}
 }

@@ -1,6 +1,10 @@
 package main
 
-import "os"
+import (
+	"errors"
+	"io/fs"
+	"os"
+)
 
 // Where a process starts: the session's default (its template's WORKDIR) or the workspace, and
 // relative cwds under it.
@@ -34,4 +38,13 @@ func checkWorkingDirectory(cwd string) error {
 		return newError(codeNotADirectory, "cwd %q is not a directory", cwd)
 	}
 	return nil
+}
+
+// remakeIfRemoved makes the session's own working directory again when a command of the session
+// removed it (`rm -rf /workspace` before a clone into it): else every later command that names no
+// cwd would fail, until one happened to name another. A cwd asked for is never made.
+func remakeIfRemoved(cwd string) {
+	if _, err := os.Stat(cwd); errors.Is(err, fs.ErrNotExist) {
+		_ = os.MkdirAll(cwd, 0o755)
+	}
 }

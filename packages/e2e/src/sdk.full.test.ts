@@ -328,7 +328,7 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     assert.ok(stream.reconnects >= 1);
   });
 
-  test('typed errors and client-side timeouts', { timeout: 60_000 }, async () => {
+  test('typed errors and client-side timeouts; a removed working directory made again', { timeout: 60_000 }, async () => {
     await assert.rejects(space.sessions.get('ses_missing000'), (err) => isSpaceApiError(err, 'SESSION_NOT_FOUND'));
     await assert.rejects(space.sessions.create({ template: 'nope' }), (err) => isSpaceApiError(err, 'UNKNOWN_TEMPLATE'));
     await assert.rejects(new Space({ apiUrl: platform.url, apiKey: 'sk_bad' }).sessions.list(), (err) => isSpaceApiError(err, 'UNAUTHORIZED'));
@@ -342,6 +342,10 @@ describe('the TypeScript SDK and the space CLI against a running platform', () =
     const pending = session.exec('sleep 5', { signal: controller.signal });
     controller.abort();
     await assert.rejects(pending, (err: Error & { code?: string }) => err.code === 'ABORTED');
+    // The session's working directory removed by a command: the next one that names no cwd makes it again.
+    await session.exec('cd / && rm -rf /workspace');
+    assert.equal((await session.exec('pwd; ls -A | wc -l')).stdout, '/workspace\n0\n');
+    await assert.rejects(session.exec('pwd', { cwd: '/nowhere' }), (err) => isSpaceApiError(err, 'FILE_NOT_FOUND'));
   });
 
   test('CLI: create, exec with the exit code passed through, shell, cp both ways, checkpoint, fork, rm, --json', { timeout: 180_000 }, async () => {
