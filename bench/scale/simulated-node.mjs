@@ -268,6 +268,7 @@ export class SimulatedNode {
       usageBatches: this.usage.length,
       capacity: { memoryMb: 65_536, cpus: 16 },
       gatewayRequests: {},
+      storage: { status: 'ok', hostFreeBytes: null },
     };
   }
 

@@ -29,6 +29,7 @@ import { CheckpointStore } from './storage/checkpoint-store.js';
 import { NamedVolumes } from './storage/named-volumes.js';
 import { CheckpointShipping } from './storage/checkpoint-shipping.js';
 import { BtrfsVolume } from './storage/btrfs-volume.js';
+import { HostDiskWatch } from './storage/host-disk.js';
 import { ImageStaging } from './storage/image-staging.js';
 import { Subvolumes } from './storage/subvolumes.js';
 import { Spawner } from './spawner.js';
@@ -73,6 +74,7 @@ export class NodeAgent {
   private dns: DnsResponder | null = null;
   private sweeper: NodeJS.Timeout | null = null;
   private memoryWatch: MemoryWatch | null = null;
+  private hostDisk: HostDiskWatch | null = null;
   private fence: NodeFence | null = null;
   private usage: UsageMeter | null = null;
   /** Traces of the node API's calls, when `OTEL_EXPORTER_OTLP_ENDPOINT` is set. */
@@ -159,6 +161,14 @@ export class NodeAgent {
     const runtimeVersion = await driver.preflight();
     await this.lock.acquire();
     log.info(`volume: ${await this.volume.mount()}`);
+    const hostDisk = new HostDiskWatch({
+      image: await this.volume.backingImage(),
+      mountPoint: this.volume.mountPoint,
+      reserveBytes: config.hostDiskReserveMb * 2 ** 20,
+      log,
+    });
+    this.hostDisk = hostDisk;
+    log.info(`host disk: ${await hostDisk.start(config.volumeSizeGb * 2 ** 30)}`);
     log.info(`memory images: ${await this.staging.prepare()}`);
     const runtimeDir = await prepareRuntimeDir(path.join(config.dataDir, 'node', 'runtime'), config.sandboxRuntimeBuildDir, runtimeVersion);
     const leases = new IpLeases();
@@ -268,7 +278,17 @@ export class NodeAgent {
       this.starter?.settle(),
     );
     this.pool.start();
-    this.starter = new SandboxStarter({ manager: this.manager, pooled, volumes, namedVolumes, pool: this.pool, sessionQueue, egress: this.gateway, log });
+    this.starter = new SandboxStarter({
+      manager: this.manager,
+      pooled,
+      volumes,
+      namedVolumes,
+      pool: this.pool,
+      sessionQueue,
+      egress: this.gateway,
+      hostDisk,
+      log,
+    });
     const manager = this.manager;
     const checkpoints = new NodeCheckpointService({
       manager,
@@ -278,6 +298,7 @@ export class NodeAgent {
       namedVolumes,
       staging: this.staging,
       writeback: this.volume,
+      hostDisk,
       sessionQueue,
       runtimeDir,
       log,
@@ -305,6 +326,7 @@ export class NodeAgent {
       shipping,
       templates: this.templates,
       gateway: this.gateway,
+      hostDisk,
       fence: this.fence,
       placements: await PlacementEpochs.open(
         path.join(config.dataDir, 'node', 'placement-epochs.log'),
@@ -341,6 +363,7 @@ export class NodeAgent {
     this.shipping = null;
     if (this.sweeper) clearInterval(this.sweeper);
     this.memoryWatch?.stop();
+    this.hostDisk?.stop();
     this.memoryWatch = null;
     // Whatever happens to the pool, the sandboxes below are still stopped and the storage unmounted.
     await steps.step('the warm pool', () => this.pool?.stop().catch((err: Error) => this.log.warn(`stopping the warm pool: ${err.message}`)));

@@ -8,6 +8,7 @@ import type { SandboxMemory } from './sandbox/sandbox-memory.js';
 import type { PendingStart, SessionVolumes } from './sandbox/session-volumes.js';
 import type { BtrfsVolume } from './storage/btrfs-volume.js';
 import type { CheckpointStore } from './storage/checkpoint-store.js';
+import type { HostDiskWatch } from './storage/host-disk.js';
 import { type ImageStaging, imageBytesEstimate } from './storage/image-staging.js';
 import type { NamedVolumes } from './storage/named-volumes.js';
 import { pathExists } from './storage/path-exists.js';
@@ -26,6 +27,8 @@ export interface NodeCheckpointServiceDeps {
   staging: Pick<ImageStaging, 'reserve'>;
   /** The node's volume: an image that is not staged is written past its writeback bound (the sandbox is paused meanwhile). */
   writeback: Pick<BtrfsVolume, 'unbounded'>;
+  /** Full checkpoints (their memory images are the node's biggest writes) are refused while the host disk is below its reserve. */
+  hostDisk: Pick<HostDiskWatch, 'refuseIfLow'>;
   /** The node's per-session queue, shared with the manager: a checkpoint, a restore and a start of one session never overlap. */
   sessionQueue: KeyedQueue;
   /** The daemon build running now: a memory image taken with another cannot be restored. */
@@ -49,6 +52,8 @@ export class NodeCheckpointService {
    * the same pause, so they match its memory too).
    */
   async take(sessionId: string, checkpointId: string, kind: CheckpointKind, volumes: string[] = []): Promise<NodeCheckpoint> {
+    // The control plane takes an fs checkpoint instead: the files are safe either way.
+    if (kind === 'full') this.deps.hostDisk.refuseIfLow('a full checkpoint', ErrorCode.FULL_CHECKPOINT_REFUSED);
     const volumePaths = new Map(volumes.map((volumeId) => [volumeId, this.deps.namedVolumes.path(volumeId)]));
     this.inFlight.add(checkpointId);
     try {
@@ -142,6 +147,7 @@ export class NodeCheckpointService {
       const live = manager.forSession(sessionId);
       if (live) await manager.stop(live.record.sandboxId);
       const newSession = !(await volumes.exists(sessionId));
+      if (newSession) this.deps.hostDisk.refuseIfLow('a new session (a fork)');
       await store.materialize(checkpointId, volumes.path(sessionId));
       await volumes.setPendingStart(sessionId, await this.pendingStartOf(checkpointId, newSession));
     });

@@ -30,6 +30,8 @@ export interface NodeConfig {
   capacity: NodeCapacity;
   /** Size of the sparse btrfs image created on first start (`SPACE_VOLUME_SIZE_GB`). */
   volumeSizeGb: number;
+  /** Below this much free on the image's host filesystem, new sessions and full checkpoints are refused (`SPACE_HOST_DISK_RESERVE_MB`; 0: never). */
+  hostDiskReserveMb: number;
   /** Dirty data and commit interval of that filesystem (`SPACE_VOLUME_DIRTY_MB`, `SPACE_VOLUME_COMMIT_SEC`). */
   writeback: WritebackBound;
   /** Host memory full checkpoints' images may take at once while their sandboxes are paused (`SPACE_CHECKPOINT_STAGING_MB`; 0: written to the volume). */
@@ -113,6 +115,7 @@ export async function resolveNodeConfig(
       cpus: settings.cpus || availableParallelism(),
     },
     volumeSizeGb: overrides.volumeSizeGb ?? settings.volumeSizeGb,
+    hostDiskReserveMb: overrides.hostDiskReserveMb ?? settings.hostDiskReserveMb,
     writeback: overrides.writeback ?? { dirtyMb: settings.volumeDirtyMb, commitSec: settings.volumeCommitSec },
     imageStagingMb: overrides.imageStagingMb ?? settings.checkpointStagingMb,
     debianMirror: overrides.debianMirror !== undefined ? overrides.debianMirror : (settings.debianMirror ?? null),

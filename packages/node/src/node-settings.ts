@@ -40,6 +40,11 @@ export const nodeSettings = {
     min: 1,
     doc: 'size of the sparse btrfs image created on first start (an upper bound, not an allocation)',
   }),
+  hostDiskReserveMb: setting.integer('SPACE_HOST_DISK_RESERVE_MB', {
+    default: 1024,
+    min: 0,
+    doc: 'below this much free on the filesystem holding the btrfs image, the node refuses new sessions and full checkpoints (a full host disk turns btrfs read-only); 0: never',
+  }),
   volumeDirtyMb: setting.integer('SPACE_VOLUME_DIRTY_MB', {
     default: 16,
     min: 0,

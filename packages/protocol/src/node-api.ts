@@ -94,6 +94,15 @@ export const NodeHealthSchema = z
     capacity: NodeCapacitySchema,
     /** Requests its egress gateway answered since it started, by decision (allowed, denied, failed). */
     gatewayRequests: z.record(z.number().int().nonnegative()).default({}),
+    /**
+     * Its storage: `low` while its btrfs image's host filesystem has less free than its reserve (new
+     * sessions and full checkpoints refused), `read-only` once btrfs turned so; the host's free bytes
+     * (null: a block device of its own).
+     */
+    storage: z
+      .object({ status: z.enum(['ok', 'low', 'read-only']), hostFreeBytes: z.number().int().nonnegative().nullable() })
+      .strict()
+      .default({ status: 'ok', hostFreeBytes: null }),
   })
   .strict();
 export type NodeHealth = z.infer<typeof NodeHealthSchema>;

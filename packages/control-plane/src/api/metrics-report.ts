@@ -81,6 +81,7 @@ export class MetricsReport {
       }
       for (const [origin, count] of Object.entries(health?.starts ?? {})) add(`space_node_sandbox_starts{origin="${origin}"}`, count);
       for (const [decision, count] of Object.entries(health?.gatewayRequests ?? {})) add(`space_gateway_requests{decision="${decision}"}`, count);
+      if (health) add(`space_nodes_storage{status="${health.storage.status}"}`, 1);
     }
     this.nodeFigures = { at: this.now(), nodes: live.length, gauges };
     return gauges;

@@ -90,6 +90,7 @@ export class FakeNode {
       usageBatches: this.usage.length,
       capacity: { memoryMb: 4096, cpus: 2 },
       gatewayRequests: {},
+      storage: { status: 'ok', hostFreeBytes: null },
     };
   }
 

@@ -24,6 +24,7 @@ import type { NodeFence } from '../node-fence.js';
 import { PlacementEpochs } from '../placement-epochs.js';
 import { refuseUnlessControlPlane } from './control-plane-peer.js';
 import type { UsageLedger } from '../usage/usage-ledger.js';
+import type { HostDiskWatch } from '../storage/host-disk.js';
 
 /** Usage batches one collection takes, in count and in bytes (at least one): a node far behind is caught up over several. */
 const usageBatchesPerCall = 60;
@@ -46,6 +47,7 @@ export interface NodeApiDeps {
   shipping: CheckpointShipping;
   templates: TemplateStore;
   gateway: EgressGateway;
+  hostDisk: Pick<HostDiskWatch, 'state'>;
   fence: NodeFence;
   /** The newest placement of each session seen here: calls naming an older one are refused. */
   placements: PlacementEpochs;
@@ -98,6 +100,7 @@ export function createNodeApi(deps: NodeApiDeps): Router {
     usageBatches: deps.usage.pendingCount,
     capacity: deps.capacity,
     gatewayRequests: deps.gateway.requestCounts(),
+    storage: deps.hostDisk.state,
   }));
   serve(nodeRoutes.usageBatches, () => ({ batches: deps.usage.unacknowledged(usageBatchesPerCall, usageBytesPerCall) }));
   serve(nodeRoutes.ackUsage, async ({ body }) => {

@@ -2,6 +2,7 @@ import { CodeContextListSchema, type SandboxInfo, type StartSandboxRequest } fro
 import { type KeyedQueue, SingleFlight } from '@space/server-kit';
 import type { EgressGateway } from '../gateway/egress-gateway.js';
 import type { Logger } from '../logger.js';
+import type { HostDiskWatch } from '../storage/host-disk.js';
 import type { TemplateImage } from '../template-images.js';
 import type { WarmPool } from '../warm-pool.js';
 import { PhaseTimer } from './phase-timer.js';
@@ -23,6 +24,8 @@ export interface SandboxStarterDeps {
   sessionQueue: KeyedQueue;
   /** The gateway learns a session's policy and secrets before its sandbox can send anything. */
   egress: Pick<EgressGateway, 'configure'>;
+  /** New sessions are refused while the host disk under the node's storage is below its reserve. */
+  hostDisk: Pick<HostDiskWatch, 'refuseIfLow'>;
   log: Logger;
 }
 
@@ -91,6 +94,7 @@ export class SandboxStarter {
     // Pooled sandboxes and template images run already: they cannot gain the session's mounts.
     const prestarted = request.mounts.length === 0;
     if (!(await volumes.exists(request.sessionId))) {
+      this.deps.hostDisk.refuseIfLow('a new session');
       // A pooled sandbox's claim gives its volume the session's disk limit.
       const pooled = prestarted ? await this.fromPool(request) : null;
       if (pooled) return this.counted('pool', pooled);

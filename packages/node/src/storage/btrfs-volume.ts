@@ -75,6 +75,11 @@ export class BtrfsVolume {
     return 'loop device writes directly to its image';
   }
 
+  /** The image file the volume is loop-mounted from, or null when a block device of its own is mounted there. */
+  async backingImage(): Promise<string | null> {
+    return (await this.loopDevices()).length > 0 ? this.image : null;
+  }
+
   /** The loop devices bound to the volume's image (normally one). */
   private async loopDevices(): Promise<string[]> {
     const { stdout } = await runCommand(['losetup', '-n', '-O', 'NAME', '-j', this.image], { allowFailure: true });
