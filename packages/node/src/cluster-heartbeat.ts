@@ -135,8 +135,8 @@ export class ClusterHeartbeat {
         signal: AbortSignal.timeout(Math.max(1000, this.options.intervalMs)),
       });
     const res = await send(beat);
-    const { egressUnconfigured, usageBatches, ...older } = beat;
-    if (res.status !== 400 || (egressUnconfigured === undefined && usageBatches === undefined)) return res;
+    const { egressUnconfigured, usageBatches, storage, ...older } = beat;
+    if (res.status !== 400 || (egressUnconfigured === undefined && usageBatches === undefined && storage === undefined)) return res;
     await res.body?.cancel();
     return send(older);
   }

@@ -115,6 +115,7 @@ export class NodeAgent {
     const { nodeId, token, capacity } = this.config;
     const egressUnconfigured = this.manager?.egressUnconfigured() ?? [];
     const usageBatches = this.usage?.pendingBatches ?? 0;
+    const storage = this.hostDisk?.state.status ?? 'ok';
     return {
       id: nodeId,
       url: advertiseUrl ?? this.url,
@@ -125,6 +126,7 @@ export class NodeAgent {
       ...(joining && this.fence?.fencedSince ? { fencedSince: this.fence.fencedSince } : {}),
       ...(egressUnconfigured.length > 0 ? { egressUnconfigured } : {}),
       ...(usageBatches > 0 ? { usageBatches } : {}),
+      ...(storage !== 'ok' ? { storage } : {}),
     };
   }
 

@@ -49,6 +49,8 @@ export const NodeHeartbeatSchema = z
      * A session that moved away meanwhile records its copy here ended then, not when it was found lost.
      */
     fencedSince: z.string().datetime().optional(),
+    /** Sent while not `ok`: its host disk below its reserve (`low`) or its btrfs read-only; placement passes it by. */
+    storage: z.enum(['low', 'read-only']).optional(),
   })
   .strict();
 export type NodeHeartbeat = z.infer<typeof NodeHeartbeatSchema>;
@@ -74,6 +76,8 @@ export const NodeViewSchema = z
     /** Sandboxes running there at its last heartbeat. */
     sandboxes: z.number().int().nonnegative(),
     capacity: NodeCapacitySchema,
+    /** Its storage at its last heartbeat: `low` (host disk below its reserve) and `read-only` nodes get no new sessions. */
+    storage: z.enum(['ok', 'low', 'read-only']),
     registeredAt: z.string(),
     lastHeartbeatAt: z.string(),
   })

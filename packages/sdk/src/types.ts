@@ -471,6 +471,8 @@ export interface NodeData {
   sessions: number;
   sandboxes: number;
   capacity: { memoryMb: number; cpus: number };
+  /** At its last heartbeat: `low` (its host disk below its reserve) and `read-only` nodes get no new sessions. */
+  storage: 'ok' | 'low' | 'read-only';
   registeredAt: string;
   lastHeartbeatAt: string;
 }

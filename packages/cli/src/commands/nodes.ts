@@ -6,11 +6,13 @@ import { nodeSelf } from '../node-self.js';
 
 function table(nodes: NodeData[]): string {
   const rows = nodes.map(
-    (n) => `${n.id.padEnd(16)} ${n.status.padEnd(9)} ${String(n.sessions).padStart(8)} ${String(n.sandboxes).padStart(9)}  ${n.lastHeartbeatAt}  ${n.url}`,
+    (n) =>
+      `${n.id.padEnd(16)} ${n.status.padEnd(9)} ${n.storage.padEnd(9)} ${String(n.sessions).padStart(8)} ${String(n.sandboxes).padStart(9)}  ${n.lastHeartbeatAt}  ${n.url}`,
   );
-  return [`${'node'.padEnd(16)} ${'status'.padEnd(9)} ${'sessions'.padStart(8)} ${'sandboxes'.padStart(9)}  ${'last heartbeat'.padEnd(24)}  url`, ...rows].join(
-    '\n',
-  );
+  return [
+    `${'node'.padEnd(16)} ${'status'.padEnd(9)} ${'storage'.padEnd(9)} ${'sessions'.padStart(8)} ${'sandboxes'.padStart(9)}  ${'last heartbeat'.padEnd(24)}  url`,
+    ...rows,
+  ].join('\n');
 }
 
 function drained(result: DrainResultData): string {

@@ -9,6 +9,7 @@ const row = (id: string, sandboxes = 0): HeartbeatRow => ({
   url: `https://${id}.invalid`,
   token: `sealed-${id}`,
   capacity: { memoryMb: 4096, cpus: 2 },
+  storage: 'ok',
   sandboxes,
   lastHeartbeatAt: '2026-01-01T00:00:00Z',
 });

@@ -26,8 +26,15 @@ async function cluster(options: { allowPlainNodeApi?: boolean } = {}) {
       return { nodeId: id, close: () => undefined, failedConnections: () => 0 } as unknown as NodeClient;
     },
   });
-  const beat = (id: string, memoryMb = 4096) =>
-    nodes.heartbeat({ id, url: `https://${id}.invalid:7071`, token: `token-of-${id}-0000`, capacity: { memoryMb, cpus: 2 }, sandboxes: 0 });
+  const beat = (id: string, memoryMb = 4096, storage?: 'low' | 'read-only') =>
+    nodes.heartbeat({
+      id,
+      url: `https://${id}.invalid:7071`,
+      token: `token-of-${id}-0000`,
+      capacity: { memoryMb, cpus: 2 },
+      sandboxes: 0,
+      ...(storage ? { storage } : {}),
+    });
   let n = 0;
   /** A running session whose volume is on `nodeId`, as placement counts them. */
   const sessionOn = (nodeId: string) =>
@@ -87,6 +94,29 @@ test('new sessions go to the ready node with the fewest active sessions for its 
     ],
   );
   assert.equal(c.connected[0], 'node_a https://node_a.invalid:7071 token-of-node_a-0000', 'the token is stored sealed and opened for the client');
+});
+
+test('a node whose heartbeat says its storage is low or read-only gets no new sessions, whatever its load; the refusal names it', async () => {
+  const c = await cluster();
+  await c.beat('node_a', 4096, 'low');
+  await c.beat('node_b');
+  for (let i = 0; i < 3; i++) await c.sessionOn('node_b');
+  assert.equal((await c.nodes.place()).nodeId, 'node_b', 'the emptier node is low');
+  await c.beat('node_a');
+  await c.beat('node_b', 4096, 'read-only');
+  // Placement reads the nodes at most once a second.
+  c.clock.now += 1100;
+  assert.equal((await c.nodes.place()).nodeId, 'node_a');
+  assert.deepEqual(
+    (await c.nodes.list()).map((v) => [v.id, v.status, v.storage]),
+    [
+      ['node_a', 'ready', 'ok'],
+      ['node_b', 'ready', 'read-only'],
+    ],
+  );
+  await c.beat('node_a', 4096, 'low');
+  c.clock.now += 1100;
+  await assert.rejects(c.nodes.place(), { code: 'NODE_UNAVAILABLE', message: /node_a ready \(storage low\), node_b ready \(storage read-only\)/ });
 });
 
 test('a node without heartbeats is lost; a draining one takes no new sessions; a session bound to a lost node is refused clearly', async () => {

@@ -108,6 +108,7 @@ export class NodeDirectory {
       url: beat.url,
       token: this.sealedToken(beat.id, beat.token),
       capacity: beat.capacity,
+      storage: beat.storage ?? 'ok',
       sandboxes: beat.sandboxes,
       lastHeartbeatAt: new Date(this.now()).toISOString(),
     });
@@ -173,6 +174,7 @@ export class NodeDirectory {
       sessions: load.get(row.id)?.sessions ?? 0,
       sandboxes: row.sandboxes,
       capacity: row.capacity,
+      storage: row.storage,
       registeredAt: row.registeredAt,
       lastHeartbeatAt: row.lastHeartbeatAt,
     }));
@@ -255,10 +257,11 @@ export class NodeDirectory {
     const { rows, heartbeatMs, active } = await this.placementView();
     const now = this.now();
     // The ready node with the fewest active sessions per GiB of its memory (bigger nodes take more); the first of equals.
+    // A node whose storage is low or read-only would refuse the session: passed by.
     let best = -1;
     let bestWeight = Number.POSITIVE_INFINITY;
     for (let i = 0; i < rows.length; i++) {
-      if (this.statusAt(rows[i], heartbeatMs[i], now) !== 'ready') continue;
+      if (this.statusAt(rows[i], heartbeatMs[i], now) !== 'ready' || rows[i].storage !== 'ok') continue;
       const weight = (active[i] * 1024) / rows[i].capacity.memoryMb;
       if (weight < bestWeight) {
         best = i;
@@ -272,7 +275,7 @@ export class NodeDirectory {
       this.view = null;
       throw new SpaceError(
         ErrorCode.NODE_UNAVAILABLE,
-        `no node is ready (${rows.length} registered: ${rows.map((r) => `${r.id} ${this.status(r)}`).join(', ') || 'none'})`,
+        `no node is ready (${rows.length} registered: ${rows.map((r) => `${r.id} ${this.status(r)}${r.storage === 'ok' ? '' : ` (storage ${r.storage})`}`).join(', ') || 'none'})`,
       );
     }
     // Counted here at once: the next placements of this view spread over the nodes.

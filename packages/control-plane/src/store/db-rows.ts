@@ -253,6 +253,7 @@ export interface NodeDbRow {
   token: string;
   status: string;
   capacity: string;
+  storage: string;
   sandboxes: number;
   registered_at: string;
   last_heartbeat_at: string;
@@ -265,6 +266,7 @@ export function toNode(row: NodeDbRow): NodeRow {
     token: row.token,
     status: row.status as NodeRow['status'],
     capacity: JSON.parse(row.capacity) as NodeRow['capacity'],
+    storage: row.storage as NodeRow['storage'],
     sandboxes: row.sandboxes,
     registeredAt: row.registered_at,
     lastHeartbeatAt: row.last_heartbeat_at,

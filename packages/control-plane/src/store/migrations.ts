@@ -368,6 +368,11 @@ export const migrations: Migration[] = [
       'CREATE INDEX IF NOT EXISTS checkpoints_ship_base ON checkpoints(shipped_base_id)',
     ],
   },
+  {
+    version: 33,
+    description: "nodes' storage as their heartbeats say (`low`: host disk below its reserve; `read-only`): placement passes such nodes by",
+    statements: () => ["ALTER TABLE nodes ADD COLUMN storage TEXT NOT NULL DEFAULT 'ok'"],
+  },
 ];
 
 export const migrationsTable =

@@ -802,8 +802,18 @@ export class SqlStore implements Store {
   async recordHeartbeats(rows: HeartbeatRow[]): Promise<void> {
     if (rows.length === 0) return;
     await this.db.run(
-      `INSERT INTO nodes (id, url, token, status, capacity, sandboxes, registered_at, last_heartbeat_at) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON CONFLICT (id) DO UPDATE SET url = excluded.url, token = excluded.token, capacity = excluded.capacity, sandboxes = excluded.sandboxes, last_heartbeat_at = excluded.last_heartbeat_at`,
-      rows.flatMap((row) => [row.id, row.url, row.token, 'ready', JSON.stringify(row.capacity), row.sandboxes, row.lastHeartbeatAt, row.lastHeartbeatAt]),
+      `INSERT INTO nodes (id, url, token, status, capacity, storage, sandboxes, registered_at, last_heartbeat_at) VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')} ON CONFLICT (id) DO UPDATE SET url = excluded.url, token = excluded.token, capacity = excluded.capacity, storage = excluded.storage, sandboxes = excluded.sandboxes, last_heartbeat_at = excluded.last_heartbeat_at`,
+      rows.flatMap((row) => [
+        row.id,
+        row.url,
+        row.token,
+        'ready',
+        JSON.stringify(row.capacity),
+        row.storage,
+        row.sandboxes,
+        row.lastHeartbeatAt,
+        row.lastHeartbeatAt,
+      ]),
     );
   }
 

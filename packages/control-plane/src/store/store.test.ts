@@ -6,7 +6,7 @@ import { Authenticator, adminTenantId, hashKey } from '../tenants/auth.js';
 import { migrations } from './migrations.js';
 import { openSqliteStore, openStore } from './open-store.js';
 import { PostgresDatabase } from './postgres-database.js';
-import { archivedAuditEntries, type SessionRow } from './store.js';
+import { archivedAuditEntries, type HeartbeatRow, type SessionRow } from './store.js';
 import { checkpoint, session } from '../test-support/store-rows.js';
 import { storeEngines } from '../test-support/store-engines.js';
 
@@ -222,27 +222,30 @@ for (const engine of engines.all) {
   );
 
   test(
-    named('heartbeats written together register new nodes and refresh known ones, keeping their status; two writers of the same nodes at once do not deadlock'),
+    named(
+      'heartbeats written together register new nodes and refresh known ones (their storage too), keeping their status; two writers of the same nodes at once do not deadlock',
+    ),
     async () => {
       const store = await engine.open('heartbeats');
-      const row = (id: string, at: string, sandboxes = 0) => ({
+      const row = (id: string, at: string, sandboxes = 0, storage: HeartbeatRow['storage'] = 'ok'): HeartbeatRow => ({
         id,
         url: `https://${id}.invalid`,
         token: `sealed-${id}`,
         capacity: { memoryMb: 4096, cpus: 2 },
+        storage,
         sandboxes,
         lastHeartbeatAt: at,
       });
-      await store.recordHeartbeats([row('node-a', '2026-01-01T00:00:00Z'), row('node-b', '2026-01-01T00:00:00Z')]);
+      await store.recordHeartbeats([row('node-a', '2026-01-01T00:00:00Z'), row('node-b', '2026-01-01T00:00:00Z', 0, 'low')]);
       await store.setNodeStatus('node-a', 'draining');
-      await store.recordHeartbeats([row('node-a', '2026-01-01T00:00:02Z', 3), row('node-c', '2026-01-01T00:00:02Z')]);
+      await store.recordHeartbeats([row('node-a', '2026-01-01T00:00:02Z', 3, 'read-only'), row('node-c', '2026-01-01T00:00:02Z')]);
       await store.recordHeartbeats([]);
       assert.deepEqual(
-        (await store.listNodes()).map((n) => [n.id, n.status, n.sandboxes, n.registeredAt, n.lastHeartbeatAt]),
+        (await store.listNodes()).map((n) => [n.id, n.status, n.storage, n.sandboxes, n.registeredAt, n.lastHeartbeatAt]),
         [
-          ['node-a', 'draining', 3, '2026-01-01T00:00:00Z', '2026-01-01T00:00:02Z'],
-          ['node-b', 'ready', 0, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z'],
-          ['node-c', 'ready', 0, '2026-01-01T00:00:02Z', '2026-01-01T00:00:02Z'],
+          ['node-a', 'draining', 'read-only', 3, '2026-01-01T00:00:00Z', '2026-01-01T00:00:02Z'],
+          ['node-b', 'ready', 'low', 0, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z'],
+          ['node-c', 'ready', 'ok', 0, '2026-01-01T00:00:02Z', '2026-01-01T00:00:02Z'],
         ],
       );
       // Two control planes, each writing all 40 nodes' beats in an order of its own, in rounds at once.

@@ -285,6 +285,8 @@ export interface NodeRow {
   /** `draining` takes no new sessions; whether a node is lost follows from `lastHeartbeatAt`. */
   status: 'ready' | 'draining';
   capacity: NodeCapacity;
+  /** As its last heartbeat said: `low` (its host disk below its reserve) and `read-only` nodes are not placed on. */
+  storage: 'ok' | 'low' | 'read-only';
   sandboxes: number;
   registeredAt: string;
   lastHeartbeatAt: string;
