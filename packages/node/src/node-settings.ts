@@ -81,7 +81,7 @@ export const nodeSettings = {
   poolSandboxMemoryMb: setting.integer('SPACE_POOL_SANDBOX_MEMORY_MB', {
     default: 24,
     min: 0,
-    doc: 'what one idle pooled sandbox counts for in that budget, MB (bench/footprint.mjs measures it)',
+    doc: "what one idle pooled sandbox counts for in that budget at least, MB (bench/footprint.mjs measures it); a template whose ready sandboxes take more (a code interpreter's warm kernel) counts what they were measured to take",
   }),
   poolDemandMemorySec: setting.integer('SPACE_POOL_DEMAND_MEMORY_SEC', {
     default: 600,

@@ -27,6 +27,13 @@ class FakeSandboxes implements PoolSandboxes {
   async discard(sandboxId: string): Promise<void> {
     this.discarded.push(sandboxId);
   }
+
+  /** What each sandbox is measured to take, MB (none: not readable). */
+  memory: (sandboxId: string) => number | null = () => null;
+
+  async memoryMb(sandboxId: string): Promise<number | null> {
+    return this.memory(sandboxId);
+  }
 }
 
 const request = (template: string, resources: Partial<Resources> = {}): StartSandboxRequest => ({
@@ -149,6 +156,25 @@ test('the pool sizes itself: it grows to the recent demand within the memory bud
   await until(() => warm.sizes().tiny === 1, 3000);
   assert.equal(warm.target('tiny'), 1, 'demand gone: back to the minimum');
   assert.ok(sandboxes.discarded.length >= 5, 'the extra sandboxes were discarded');
+  await warm.stop();
+});
+
+test('a template whose ready sandboxes take more than the configured figure (a warm kernel) counts what they were measured to take', async () => {
+  const sandboxes = new FakeSandboxes();
+  // Budget 600 MB at 100 a sandbox; tiny's take 60 once booted (counted as 100), 190 once they sat in the pool.
+  let sat = false;
+  sandboxes.memory = () => (sat ? 190 : 60);
+  const warm = pool(sandboxes, 1, { maxMemoryMb: 600, demandWindowMs: 300 });
+  warm.start();
+  await until(() => warm.sizes().tiny === 1);
+  assert.equal(warm.costMb('tiny'), 100, 'never below the configured figure');
+  sat = true;
+  for (let i = 0; i < 10; i++) warm.take(request('tiny'));
+  await until(() => warm.costMb('tiny') === 190);
+  assert.equal(warm.target('tiny'), 3, 'what 600 MB hold at 190 each');
+  await until(() => warm.sizes().tiny === 3);
+  await pause(100);
+  assert.equal(warm.sizes().tiny, 3, 'and never more');
   await warm.stop();
 });
 

@@ -12,7 +12,10 @@ export interface WarmPoolConfig {
    * of 100 at 24 MB each): the pool grows past `size` with demand up to this budget. 0 keeps it at `size`.
    */
   maxMemoryMb: number;
-  /** Host memory one idle pooled sandbox takes, for the budget (`SPACE_POOL_SANDBOX_MEMORY_MB`; measured by bench/footprint.mjs). */
+  /**
+   * Host memory one idle pooled sandbox takes, for the budget (`SPACE_POOL_SANDBOX_MEMORY_MB`; measured by bench/footprint.mjs):
+   * at least; a template whose ready sandboxes were measured to take more (a code interpreter's warm kernel) counts that.
+   */
   sandboxMemoryMb: number;
   /** What counts as one burst of demand (default 60 s): the pool keeps as many ready as were asked for in that time. */
   demandWindowMs?: number;
@@ -38,6 +41,8 @@ export interface PoolSandboxes {
   settled(sandboxId: string): Promise<void>;
   /** Stops an unclaimed sandbox and deletes its volume. */
   discard(sandboxId: string): Promise<void>;
+  /** What the unclaimed sandbox takes of the host's memory now (its cgroup's), MB; null when it cannot be read. */
+  memoryMb(sandboxId: string): Promise<number | null>;
 }
 
 /** Pooled sandboxes run with the default resources; a session asking for others boots its own. */
@@ -61,6 +66,8 @@ const discardsAtOnce = 8;
  */
 export class WarmPool {
   private readonly ready = new Map<string, string[]>();
+  /** The most a ready sandbox of each template was measured to take, MB (once booted, before each refill boot, and when taken). */
+  private readonly measuredMb = new Map<string, number>();
   private readonly configured: Set<string>;
   private readonly demand: PoolDemand;
   private readonly demandWindowMs: number;
@@ -105,6 +112,8 @@ export class WarmPool {
     this.trimLater();
     const sandboxId = ready.shift() ?? null;
     if (!sandboxId) this.refill();
+    // As it sat in the pool: what a template's sandbox grows to once booted (a kernel started at boot) counts from now on.
+    else void this.measure(request.template, sandboxId);
     return sandboxId;
   }
 
@@ -114,12 +123,28 @@ export class WarmPool {
    * tenant's one nobody asks for).
    */
   target(template: string): number {
-    const { size, maxMemoryMb, sandboxMemoryMb } = this.config;
+    const { size, maxMemoryMb } = this.config;
     if (size === 0) return 0;
     if (maxMemoryMb <= 0) return size;
-    const others = [...this.ready].reduce((n, [t, ids]) => (t === template ? n : n + ids.length), 0);
-    const room = Math.floor(maxMemoryMb / Math.max(1, sandboxMemoryMb)) - others;
+    const others = [...this.ready].reduce((mb, [t, ids]) => (t === template ? mb : mb + ids.length * this.costMb(t)), 0);
+    const room = Math.floor((maxMemoryMb - others) / this.costMb(template));
     return Math.max(this.configured.has(template) ? size : 0, Math.min(this.demand.burst(template), room));
+  }
+
+  /** What one ready sandbox of the template counts for in the budget, MB. */
+  costMb(template: string): number {
+    return Math.max(1, this.config.sandboxMemoryMb, this.measuredMb.get(template) ?? 0);
+  }
+
+  private async measure(template: string, sandboxId: string): Promise<void> {
+    const mb = await this.sandboxes.memoryMb(sandboxId).catch(() => null);
+    if (mb === null || mb <= (this.measuredMb.get(template) ?? 0)) return;
+    const before = this.costMb(template);
+    this.measuredMb.set(template, Math.ceil(mb));
+    if (this.costMb(template) > before)
+      this.log.info(
+        `warm pool: a ready ${template} sandbox takes ${this.costMb(template)} MB, counted so in SPACE_POOL_MAX_MEMORY_MB (${this.config.maxMemoryMb})`,
+      );
   }
 
   /** A tenant's template version asked for: pooled from now on while the pool sizes itself (null otherwise). */
@@ -194,6 +219,12 @@ export class WarmPool {
       await this.afterStarts();
       const template = [...this.ready].find(([t, ids]) => ids.length < this.target(t))?.[0];
       if (!template || this.stopped) return;
+      // Its oldest ready sandbox again, grown since its boot (a kernel the code interpreter starts then): the budget counts that before this boot.
+      const oldest = this.ready.get(template)?.[0];
+      if (oldest) {
+        await this.measure(template, oldest);
+        if ((this.ready.get(template)?.length ?? 0) >= this.target(template)) continue;
+      }
       try {
         const sandboxId = await this.sandboxes.bootUnclaimed(template, poolResources);
         // Stopped, or the template forgotten (deleted) while it booted: not kept.
@@ -204,6 +235,7 @@ export class WarmPool {
           continue;
         }
         ready.push(sandboxId);
+        await this.measure(template, sandboxId);
       } catch (err) {
         this.log.warn(`warm pool: booting a ${template} sandbox failed, retrying later: ${(err as Error).message}`);
         await new Promise((r) => setTimeout(r, 5000));

@@ -47,6 +47,12 @@ export class PooledSandboxes {
 
   constructor(private readonly deps: PooledSandboxesDeps) {}
 
+  /** What the unclaimed sandbox takes of the host's memory now (its cgroup's), MB; null when it cannot be read. */
+  async memoryMb(sandboxId: string): Promise<number | null> {
+    const usage = await this.deps.driver.usage(sandboxId);
+    return usage ? usage.memoryBytes / 2 ** 20 : null;
+  }
+
   /** Boots a sandbox for the warm pool; returns its id. */
   async bootUnclaimed(template: string, resources: Resources): Promise<string> {
     const { deps } = this;
