@@ -360,6 +360,8 @@ export class NodeAgent {
     const server = this.server;
     if (server) await steps.step('the node API server to close', () => closeServer(server));
     this.server = null;
+    // A template build under way (debootstrap, apt in a chroot) holds the storage busy: it is killed, not waited for.
+    await steps.step('the template builds under way', () => this.templates.stop());
     // A send or receive under way holds a subvolume open: the storage could not be unmounted under it.
     await steps.step('the checkpoint transfers under way', () => this.shipping?.stop());
     this.shipping = null;

@@ -38,6 +38,12 @@ export interface RunOptions extends SpawnOptions {
   input?: string;
   /** Called with each line of stderr and stdout, for progress. */
   onLine?: (line: string) => void;
+  /**
+   * Once aborted, the command and every process it started (its own process group: a chroot's
+   * dpkg, debootstrap's children) are killed, and the run rejects: for long builds a stopping node
+   * must not wait for, nor leave running on its storage.
+   */
+  abort?: AbortSignal;
 }
 
 /** Runs the node's host commands: a child spawned by this process, or by the node's spawner (spawner.ts). */
@@ -88,13 +94,23 @@ function startDetached(argv: string[], outputFile: string, timeoutMs?: number): 
 
 /** Runs a host command from an argv array (never a shell string) and collects its output. */
 export function runCommand(argv: string[], options: RunOptions = {}): Promise<CommandResult> {
-  const { allowFailure, input, onLine, ...spawnOptions } = options;
+  const { allowFailure, input, onLine, abort, ...spawnOptions } = options;
+  if (abort?.aborted) return Promise.reject(new Error(`${argv[0]} not run: ${abortReason(abort)}`));
   return new Promise((resolve, reject) => {
     const child = spawn(argv[0]!, argv.slice(1), {
       stdio: ['pipe', 'pipe', 'pipe'],
       ...(spawnOptions.timeout ? { killSignal: 'SIGKILL' } : {}),
+      ...(abort ? { detached: true } : {}),
       ...spawnOptions,
     });
+    const killGroup = (): void => {
+      try {
+        if (child.pid) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // The group is gone already.
+      }
+    };
+    abort?.addEventListener('abort', killGroup, { once: true });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     const keep = (sink: Buffer[]) => (chunk: Buffer) => {
@@ -105,6 +121,8 @@ export function runCommand(argv: string[], options: RunOptions = {}): Promise<Co
     child.stderr?.on('data', keep(err));
     child.on('error', (e) => reject(new Error(`cannot run ${argv[0]}: ${e.message}`)));
     child.on('close', (code, signal) => {
+      abort?.removeEventListener('abort', killGroup);
+      if (abort?.aborted) return reject(new Error(`${argv[0]} killed: ${abortReason(abort)}`));
       if (spawnOptions.timeout && signal === 'SIGKILL' && child.killed) return reject(new CommandTimeout(argv, spawnOptions.timeout));
       const result = { stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString(), code: code ?? 128 + (signal ? 9 : 0) };
       try {
@@ -116,4 +134,8 @@ export function runCommand(argv: string[], options: RunOptions = {}): Promise<Co
     if (input !== undefined) child.stdin?.end(input);
     else child.stdin?.end();
   });
+}
+
+function abortReason(signal: AbortSignal): string {
+  return signal.reason instanceof Error ? signal.reason.message : String(signal.reason ?? 'aborted');
 }

@@ -23,6 +23,8 @@ export interface RecipeEnvironment {
   cacheDir: string;
   /** `SPACE_DEBIAN_MIRROR`; null: the mirror of apt's own sources. */
   debianMirror: string | null;
+  /** Aborted when the node stops: the build's long commands are killed with everything they started. */
+  abort?: AbortSignal;
 }
 
 export function recipeHash(recipe: TemplateRecipe): string {
@@ -100,11 +102,11 @@ function debianRecipe(options: { name: string; description: string; fingerprint:
     name: options.name,
     description: options.description,
     fingerprint: options.fingerprint,
-    async build(root, progress, { cacheDir, debianMirror }) {
+    async build(root, progress, { cacheDir, debianMirror, abort }) {
       const mirror = debianMirror ?? (await findAptMirror('bookworm'));
       await mkdir(cacheDir, { recursive: true });
       progress(`debootstrap bookworm from ${mirror} (${options.packages.length} packages and what they need; minutes the first time)`);
-      await debootstrap(root, mirror, cacheDir, options.packages, progress);
+      await debootstrap(root, mirror, cacheDir, options.packages, progress, abort);
       await addSandboxLayout(root);
       await installNpm(root, cacheDir, progress);
       // A sandbox is the agent's own machine: `pip install` goes to the system's Python, as in a
@@ -129,10 +131,18 @@ async function removeAptCaches(root: string): Promise<void> {
  * appears (they interleave, e.g. Retrieving/Validating per package) and a count every 50 steps.
  * Downloaded packages stay in `cacheDir`, so another template with the same packages fetches none again.
  */
-export async function debootstrap(root: string, mirror: string, cacheDir: string, packages: readonly string[], progress: Progress): Promise<void> {
+export async function debootstrap(
+  root: string,
+  mirror: string,
+  cacheDir: string,
+  packages: readonly string[],
+  progress: Progress,
+  abort?: AbortSignal,
+): Promise<void> {
   let steps = 0;
   const phases = new Set<string>();
   await runCommand(['debootstrap', '--variant=minbase', `--include=${packages.join(',')}`, `--cache-dir=${cacheDir}`, 'bookworm', root, mirror], {
+    abort,
     onLine: (line) => {
       if (!line.startsWith('I: ')) return;
       const word = line.slice(3).split(' ')[0] ?? '';
@@ -173,8 +183,8 @@ export const codeInterpreterRecipe: TemplateRecipe = {
   description: `base, with an IPython kernel and ${codeInterpreterPackages.join(', ')}; the code interpreter's server starts with the sandbox`,
   fingerprint: `code-interpreter:v1:apt-no-recommends:${codeInterpreterPackages.join(',')}:agg:marker`,
   from: baseRecipe,
-  async build(root, progress) {
-    await aptInstall(root, codeInterpreterPackages, progress);
+  async build(root, progress, { abort }) {
+    await aptInstall(root, codeInterpreterPackages, progress, abort);
     await mkdir(path.join(root, path.dirname(codeInterpreterMarker)), { recursive: true });
     await writeFile(path.join(root, codeInterpreterMarker), 'python bash\n');
     // Charts render to images, never to a display the sandbox does not have: in kernels and scripts alike.
@@ -191,8 +201,8 @@ export const desktopRecipe: TemplateRecipe = {
   description: `base, with a desktop: ${desktopPackages.join(', ')}; for E2B Desktop's SDK also ${e2bDesktopPackages.join(', ')}; the display starts when a sandbox boots`,
   fingerprint: `desktop:v3:apt-no-recommends:${desktopPackages.join(',')}:${e2bDesktopPackages.join(',')}:novnc-proxy:${e2bNoVncProxy}:${chromiumInSandbox}:marker`,
   from: baseRecipe,
-  async build(root, progress) {
-    await aptInstall(root, [...desktopPackages, ...e2bDesktopPackages], progress);
+  async build(root, progress, { abort }) {
+    await aptInstall(root, [...desktopPackages, ...e2bDesktopPackages], progress, abort);
     await mkdir(path.join(root, 'opt/noVNC/utils'), { recursive: true });
     await writeFile(path.join(root, 'opt/noVNC/utils/novnc_proxy'), e2bNoVncProxy, { mode: 0o755 });
     await writeFile(path.join(root, 'etc/chromium.d/space-sandbox'), chromiumInSandbox);
@@ -207,11 +217,12 @@ export const desktopRecipe: TemplateRecipe = {
  * and orders the packages' configuration (debootstrap's --include, tried first, failed configuring
  * python3-zmq). No recommended packages: only what was asked for and what it needs.
  */
-async function aptInstall(root: string, packages: readonly string[], progress: Progress): Promise<void> {
+async function aptInstall(root: string, packages: readonly string[], progress: Progress, abort?: AbortSignal): Promise<void> {
   let fetched = 0;
   let configured = 0;
   const apt = (args: string[]) =>
     runCommand(['chroot', root, '/usr/bin/env', '-i', 'PATH=/usr/sbin:/usr/bin:/sbin:/bin', 'DEBIAN_FRONTEND=noninteractive', 'apt-get', '-q', ...args], {
+      abort,
       onLine: (line) => {
         if (line.startsWith('Get:') && ++fetched % 25 === 0) progress(`apt-get: ${fetched} packages fetched`);
         if (line.startsWith('Setting up') && ++configured % 25 === 0) progress(`apt-get: ${configured} packages set up`);

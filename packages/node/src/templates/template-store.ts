@@ -15,6 +15,8 @@ import { recipeHash, type Progress, type TemplateRecipe } from './recipes.js';
 export class TemplateStore {
   private readonly building = new Map<string, Promise<string>>();
   private readonly recipes: Map<string, TemplateRecipe>;
+  /** Aborted by `stop`: builds under way are killed, not waited for. */
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly volume: BtrfsVolume,
@@ -27,6 +29,16 @@ export class TemplateStore {
 
   names(): string[] {
     return [...this.recipes.keys()];
+  }
+
+  /**
+   * Ends the builds under way: their commands are killed with everything they started and the
+   * build's tree deleted (with what they mounted in it); resolves once they have ended
+   * (the node unmounts its storage next). No build starts after.
+   */
+  async stop(): Promise<void> {
+    this.stopping.abort(new Error('the node is stopping'));
+    await Promise.all([...this.building.values()].map((b) => b.catch(() => undefined)));
   }
 
   recipe(name: string): TemplateRecipe {
@@ -49,6 +61,7 @@ export class TemplateStore {
     if (await this.subvolumes.exists(target)) return target;
     let pending = this.building.get(name);
     if (!pending) {
+      if (this.stopping.signal.aborted) throw new SpaceError(ErrorCode.TEMPLATE_BUILD_FAILED, `template ${name} not built: the node is stopping`);
       pending = this.build(recipe, target, progress).finally(() => this.building.delete(name));
       this.building.set(name, pending);
     }
@@ -118,11 +131,13 @@ export class TemplateStore {
       await recipe.build(scratch, (m) => progress(`[${recipe.name}] ${m}`), {
         cacheDir: path.join(this.buildEnvironment.cacheDir, recipe.name),
         debianMirror: this.buildEnvironment.debianMirror,
+        abort: this.stopping.signal,
       });
       await this.subvolumes.snapshot(scratch, target, { readOnly: true });
     } catch (err) {
       throw new SpaceError(ErrorCode.TEMPLATE_BUILD_FAILED, `building template ${recipe.name} failed: ${(err as Error).message}`);
     } finally {
+      // Deleting the subvolume detaches what a killed build left mounted in it (debootstrap's /proc).
       await this.subvolumes.delete(scratch).catch(() => undefined);
     }
     await this.removeOtherVersions(recipe, target);
