@@ -92,16 +92,22 @@ async function configOf(layout: string): Promise<TemplateConfig> {
  * devices) while setuid bits stay (inside the template only), and the directories every sandbox
  * needs are made. `work` is scratch space, removed by the caller. Returns the image's config.
  */
-export async function unpackImage(source: ImageSource, target: string, work: string, progress: (line: string) => void): Promise<TemplateConfig> {
+export async function unpackImage(
+  source: ImageSource,
+  target: string,
+  work: string,
+  progress: (line: string) => void,
+  abort?: AbortSignal,
+): Promise<TemplateConfig> {
   const layout = path.join(work, 'layout');
   const from = 'archive' in source ? `${await transportOf(source.archive)}:${source.archive}` : source.registry;
   progress(`copying ${'archive' in source ? 'the archive' : source.registry} into an OCI layout`);
-  const copied = await runCommand(['skopeo', 'copy', '--quiet', from, `oci:${layout}:${refName}`], { allowFailure: true });
+  const copied = await runCommand(['skopeo', 'copy', '--quiet', from, `oci:${layout}:${refName}`], { allowFailure: true, abort });
   if (copied.code !== 0) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `skopeo could not read the image: ${pullError(copied.stderr || copied.stdout)}`);
   const config = await configOf(layout);
   const bundle = path.join(target, '.space-unpack');
   progress('unpacking its layers');
-  const unpacked = await runCommand(['umoci', 'unpack', '--image', `${layout}:${refName}`, bundle], { allowFailure: true });
+  const unpacked = await runCommand(['umoci', 'unpack', '--image', `${layout}:${refName}`, bundle], { allowFailure: true, abort });
   if (unpacked.code !== 0)
     throw new SpaceError(ErrorCode.VALIDATION_FAILED, `umoci could not unpack the image: ${(unpacked.stderr || unpacked.stdout).trim().slice(-500)}`);
   // The root's entries move up into the subvolume: renames within it, nothing copied.

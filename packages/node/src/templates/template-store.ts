@@ -15,8 +15,10 @@ import { recipeHash, type Progress, type TemplateRecipe } from './recipes.js';
 export class TemplateStore {
   private readonly building = new Map<string, Promise<string>>();
   private readonly recipes: Map<string, TemplateRecipe>;
-  /** Aborted by `stop`: builds under way are killed, not waited for. */
+  /** Aborted by `stop`: builds and imports under way are killed, not waited for. */
   private readonly stopping = new AbortController();
+  /** Image imports under way, each settled (`stop` waits for them to end). */
+  private readonly importing = new Set<Promise<unknown>>();
 
   constructor(
     private readonly volume: BtrfsVolume,
@@ -32,13 +34,14 @@ export class TemplateStore {
   }
 
   /**
-   * Ends the builds under way: their commands are killed with everything they started and the
-   * build's tree deleted (with what they mounted in it); resolves once they have ended
-   * (the node unmounts its storage next). No build starts after.
+   * Ends the builds and image imports under way: their commands are killed with everything they
+   * started and their trees deleted (with what they mounted in them); resolves once they have ended
+   * (the node unmounts its storage next). None starts after.
    */
   async stop(): Promise<void> {
     this.stopping.abort(new Error('the node is stopping'));
     await Promise.all([...this.building.values()].map((b) => b.catch(() => undefined)));
+    await Promise.all(this.importing);
   }
 
   recipe(name: string): TemplateRecipe {
@@ -78,7 +81,17 @@ export class TemplateStore {
    * Makes template version `templateId` from an image (see `unpackImage`): unpacked into a scratch
    * subvolume that becomes the template, read-only, only when complete. Returns the image's config.
    */
-  async importCustom(templateId: string, source: ImageSource, progress: (line: string) => void): Promise<TemplateConfig> {
+  importCustom(templateId: string, source: ImageSource, progress: (line: string) => void): Promise<TemplateConfig> {
+    const importing = this.unpackCustom(templateId, source, progress);
+    const settled = importing.catch(() => undefined);
+    this.importing.add(settled);
+    void settled.finally(() => this.importing.delete(settled));
+    return importing;
+  }
+
+  private async unpackCustom(templateId: string, source: ImageSource, progress: (line: string) => void): Promise<TemplateConfig> {
+    if (this.stopping.signal.aborted)
+      throw new SpaceError(ErrorCode.TEMPLATE_BUILD_FAILED, `template version ${templateId} not imported: the node is stopping`);
     const target = this.customPath(templateId);
     if (await this.subvolumes.exists(target)) throw new SpaceError(ErrorCode.VALIDATION_FAILED, `template version ${templateId} exists already`);
     const scratch = `${target}.importing`;
@@ -87,7 +100,7 @@ export class TemplateStore {
     await this.subvolumes.create(scratch);
     try {
       await mkdir(work, { recursive: true, mode: 0o700 });
-      const config = await unpackImage(source, scratch, work, progress);
+      const config = await unpackImage(source, scratch, work, progress, this.stopping.signal);
       await this.subvolumes.setReadOnly(scratch);
       await this.subvolumes.rename(scratch, target);
       return config;
