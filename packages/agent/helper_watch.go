@@ -9,8 +9,8 @@ import (
 // A helper server stopped by a process of the sandbox (SIGSTOP, which the session's processes, root
 // in the sandbox, may send to any process) would leave every call relayed to it waiting for good:
 // the agent itself answers, so nothing above it notices. While the server runs, the agent looks at
-// its state: stopped, it is continued; stopped again soon after, it is killed (with what it runs
-// in its process group) and the next call starts it again, so calls fail at once instead of waiting.
+// its state: stopped, it is continued; stopped again soon after, it is killed with every process
+// under it and the next call starts it again, so calls fail at once instead of waiting.
 const (
 	helperWatchEvery      = time.Second
 	helperContinuedMemory = 10 * time.Minute
