@@ -169,8 +169,17 @@ export class ControlPlane {
     if (!node || !this.configuredNode) return;
     try {
       const health = await this.configuredNode.health();
-      const { nodeId: id, capacity, sandboxes, egressUnconfigured, usageBatches } = health;
-      await this.services.heartbeats.receive({ id, url: node.url, token: node.token, capacity, sandboxes, egressUnconfigured, usageBatches });
+      const { nodeId: id, capacity, sandboxes, egressUnconfigured, usageBatches, storage } = health;
+      await this.services.heartbeats.receive({
+        id,
+        url: node.url,
+        token: node.token,
+        capacity,
+        sandboxes,
+        egressUnconfigured,
+        usageBatches,
+        ...(storage.status !== 'ok' ? { storage: storage.status } : {}),
+      });
     } catch (err) {
       this.log(`the node at ${node.url} missed a heartbeat: ${(err as Error).message}`);
     }
