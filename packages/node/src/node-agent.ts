@@ -165,7 +165,7 @@ export class NodeAgent {
     log.info(`volume: ${await this.volume.mount()}`);
     const hostDisk = new HostDiskWatch({
       image: await this.volume.backingImage(),
-      mountPoint: this.volume.mountPoint,
+      readOnly: () => this.volume.isReadOnly(),
       reserveBytes: config.hostDiskReserveMb * 2 ** 20,
       log,
     });

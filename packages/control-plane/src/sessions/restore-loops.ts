@@ -1,7 +1,5 @@
 import type { SandboxHistoryRow } from '../store/store.js';
-
-/** How a sandbox ends when something in it took it down, not the platform's or the caller's choice. */
-const deaths = new Set(['died', 'oom', 'pids', 'unresponsive']);
+import { isSandboxDeath } from './sandbox-deaths.js';
 
 /**
  * Why a resume must not restore the processes of full checkpoint `checkpointId` again, or null to
@@ -15,8 +13,8 @@ const deaths = new Set(['died', 'oom', 'pids', 'unresponsive']);
 export function restoreLoopOf(history: readonly SandboxHistoryRow[], checkpointId: string): string | null {
   const restores = history.filter((start) => start.restoredFrom === checkpointId);
   const [last, before] = [restores.at(-1), restores.at(-2)];
-  if (!last?.endReason || !deaths.has(last.endReason)) return null;
+  if (!isSandboxDeath(last?.endReason)) return null;
   if (last.endReason === 'unresponsive') return `the sandbox restored from it (${last.id}) stopped answering and was stopped`;
-  if (!before?.endReason || !deaths.has(before.endReason)) return null;
+  if (!isSandboxDeath(before?.endReason)) return null;
   return `the last two sandboxes restored from it died (${before.id}: ${before.endReason}, ${last.id}: ${last.endReason})`;
 }

@@ -7,11 +7,12 @@ import type { LifecycleQueue } from './lifecycle-queue.js';
 import type { SandboxTarget, SessionService } from './session-service.js';
 import type { SessionLeaseRow, SessionRow, Store } from '../store/store.js';
 import { isPlacementStale } from './placements.js';
+import { isSandboxDeath, type SandboxDeath } from './sandbox-deaths.js';
 
 /** Why a sandbox died, as the node said (`details.endReason`: a host limit it ran into, or it stopped answering), else `died`. */
-function deathReason(err: SpaceError): 'died' | 'oom' | 'pids' | 'unresponsive' {
+function deathReason(err: SpaceError): SandboxDeath {
   const reason = err.details?.endReason;
-  return reason === 'oom' || reason === 'pids' || reason === 'unresponsive' ? reason : 'died';
+  return isSandboxDeath(reason) ? reason : 'died';
 }
 
 /** What a call gets when the sandbox under it is gone, dies, or stops answering as it is stopped. */

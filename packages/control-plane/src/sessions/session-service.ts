@@ -27,6 +27,7 @@ import type { VolumeService } from './volume-service.js';
 import { applyTemplateConfig } from '../templates/template-config.js';
 import { isPlacementStale, placeAnew, recordPlacedStart, updatePlaced } from './placements.js';
 import { restoreLoopOf } from './restore-loops.js';
+import { isSandboxDeath, type SandboxDeath } from './sandbox-deaths.js';
 
 export interface SandboxTarget {
   sandboxId: string;
@@ -366,11 +367,11 @@ export class SessionService {
   async forgetSandbox(
     row: SessionRow,
     sandboxId: string,
-    reason: 'died' | 'oom' | 'pids' | 'unresponsive' | 'killed' | 'restored' | 'idle' | 'paused' | 'lost',
+    reason: SandboxDeath | 'killed' | 'restored' | 'idle' | 'paused' | 'lost',
     status: 'stopped' | 'idle' = 'stopped',
   ): Promise<void> {
     // Lost: the node no longer runs it (found by reconciliation), so it died all the same; unresponsive: its node stopped it.
-    if (reason === 'died' || reason === 'oom' || reason === 'pids' || reason === 'unresponsive' || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
+    if (isSandboxDeath(reason) || reason === 'lost') this.deps.metrics.inc('sandbox_deaths');
     await this.deps.store.recordSandboxEnd(sandboxId, reason);
     const current = await this.deps.store.getSession(row.tenantId, row.id);
     // At the placement read: a sandbox another control plane started since is not forgotten.

@@ -77,7 +77,12 @@ export class BtrfsVolume {
 
   /** The image file the volume is loop-mounted from, or null when a block device of its own is mounted there. */
   async backingImage(): Promise<string | null> {
-    return (await this.loopDevices()).length > 0 ? this.image : null;
+    return (await this.mountedFrom())?.startsWith('/dev/loop') ? this.image : null;
+  }
+
+  /** Whether btrfs turned the volume read-only (it does when writes to its device fail: a full host disk under its image). */
+  async isReadOnly(): Promise<boolean> {
+    return (await this.mountEntry())?.options.includes('ro') ?? false;
   }
 
   /** The loop devices bound to the volume's image (normally one). */
@@ -138,12 +143,17 @@ export class BtrfsVolume {
 
   /** The device the volume is mounted from, null when it is not mounted. */
   private async mountedFrom(): Promise<string | null> {
+    return (await this.mountEntry())?.device ?? null;
+  }
+
+  /** The volume's mount as /proc/self/mounts shows it, null when it is not mounted. */
+  private async mountEntry(): Promise<{ device: string; options: string[] } | null> {
     const mounts = await readFile('/proc/self/mounts', 'utf8');
     const fields = mounts
       .split('\n')
       .map((line) => line.split(' '))
       .find((f) => f[1] === this.mountPoint);
-    return fields?.[0] ?? null;
+    return fields ? { device: fields[0]!, options: fields[3]?.split(',') ?? [] } : null;
   }
 
   dir(...parts: string[]): string {

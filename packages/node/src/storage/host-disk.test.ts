@@ -30,7 +30,7 @@ test('the host disk under a real loop-mounted btrfs image: warned of at start, l
   try {
     await volume.mount();
     const { lines, log } = recordingLog();
-    const watch = new HostDiskWatch({ image: await volume.backingImage(), mountPoint: volume.mountPoint, reserveBytes: 96 * MB, log });
+    const watch = new HostDiskWatch({ image: await volume.backingImage(), readOnly: () => volume.isReadOnly(), reserveBytes: 96 * MB, log });
     try {
       const said = await watch.start(2 ** 30);
       assert.match(said, /^image may grow to 1\.0 GB \(holds 0\.\d GB\), 0\.\d GB free on its host filesystem, reserve 96 MB$/);
@@ -73,15 +73,15 @@ test('the host disk under a real loop-mounted btrfs image: warned of at start, l
 
 test('a node on a block device of its own watches only for btrfs turning read-only; a reserve of 0 never refuses', async () => {
   const { log } = recordingLog();
-  let mounts = '/dev/vdb /srv/space/btrfs btrfs rw,noatime 0 0\n';
-  const device = new HostDiskWatch({ image: null, mountPoint: '/srv/space/btrfs', reserveBytes: 1024 * MB, log, mounts: async () => mounts });
+  let readOnly = false;
+  const device = new HostDiskWatch({ image: null, readOnly: async () => readOnly, reserveBytes: 1024 * MB, log });
   assert.equal(await device.start(2 ** 40), 'on a block device of its own');
   device.stop();
   assert.deepEqual(device.state, { status: 'ok', hostFreeBytes: null });
-  mounts = '/dev/vdb /srv/space/btrfs btrfs ro,noatime 0 0\n';
+  readOnly = true;
   assert.equal((await device.check()).status, 'read-only');
 
-  const never = new HostDiskWatch({ image: '/x/btrfs.img', mountPoint: '/x/btrfs', reserveBytes: 0, log, freeBytes: async () => 0, mounts: async () => '' });
+  const never = new HostDiskWatch({ image: '/x/btrfs.img', readOnly: async () => false, reserveBytes: 0, log, freeBytes: async () => 0 });
   assert.equal((await never.check()).status, 'ok');
   never.refuseIfLow('a new session');
 });

@@ -1,4 +1,4 @@
-import { readFile, stat, statfs } from 'node:fs/promises';
+import { stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCode, SpaceError } from '@space/protocol';
 import type { Logger } from '../logger.js';
@@ -15,14 +15,13 @@ export interface StorageState {
 export interface HostDiskDeps {
   /** The btrfs image file, or null when the storage is a real block device (nothing to watch on the host). */
   image: string | null;
-  /** Where btrfs is mounted: found read-only there when it turned so. */
-  mountPoint: string;
+  /** Whether btrfs turned the storage read-only (`BtrfsVolume.isReadOnly`). */
+  readOnly: () => Promise<boolean>;
   /** Below this much free on the image's host filesystem, new sessions and full checkpoints are refused (0: never). */
   reserveBytes: number;
   log: Logger;
   /** What the host says, by default the real one (tests pass their own). */
   freeBytes?: (dir: string) => Promise<number>;
-  mounts?: () => Promise<string>;
 }
 
 const MB = 2 ** 20;
@@ -40,7 +39,6 @@ export class HostDiskWatch {
   private current: StorageState = { status: 'ok', hostFreeBytes: null };
   private timer: NodeJS.Timeout | null = null;
   private readonly freeBytes: (dir: string) => Promise<number>;
-  private readonly mounts: () => Promise<string>;
 
   constructor(private readonly deps: HostDiskDeps) {
     this.freeBytes =
@@ -49,7 +47,6 @@ export class HostDiskWatch {
         const fs = await statfs(dir);
         return fs.bavail * fs.bsize;
       });
-    this.mounts = deps.mounts ?? (() => readFile('/proc/self/mounts', 'utf8'));
   }
 
   get state(): StorageState {
@@ -80,12 +77,9 @@ export class HostDiskWatch {
 
   /** Reads the host again; says each change of status. */
   async check(): Promise<StorageState> {
-    const { image, mountPoint, reserveBytes } = this.deps;
+    const { image, reserveBytes } = this.deps;
     const hostFreeBytes = image === null ? null : await this.freeBytes(path.dirname(image));
-    const readOnly = (await this.mounts()).split('\n').some((line) => {
-      const [, at, , options] = line.split(' ');
-      return at === mountPoint && options?.split(',').includes('ro');
-    });
+    const readOnly = await this.deps.readOnly();
     const status: StorageStatus = readOnly ? 'read-only' : hostFreeBytes !== null && reserveBytes > 0 && hostFreeBytes < reserveBytes ? 'low' : 'ok';
     if (status !== this.current.status) this.tell(status, hostFreeBytes);
     this.current = { status, hostFreeBytes };
